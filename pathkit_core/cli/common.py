@@ -1,0 +1,57 @@
+"""Shared CLI helpers: consoles, error reporting and table printing."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pathkit_core.contracts import PathkitError
+
+console = Console()
+err_console = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def user_errors(func: F) -> F:
+    """Turn a PathkitError into a one-line message and exit status 2 (no traceback)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except PathkitError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def print_table(
+    title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, target: Console | None = None
+) -> None:
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*("" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v)) for v in row))
+    (target or console).print(table)
+
+
+def split_names(values: Sequence[str] | None) -> list[str]:
+    """Accept `--metric a,b --metric c` as ["a", "b", "c"]."""
+    out: list[str] = []
+    for value in values or ():
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return out

@@ -1,0 +1,104 @@
+"""`pathkit list ...` and `pathkit info NAME`: what the loaded plugins provide."""
+
+from __future__ import annotations
+
+import difflib
+
+import typer
+
+from pathkit_core.cli.common import console, print_json, print_table, user_errors
+from pathkit_core.contracts import COMPONENT_KINDS, PathkitError
+from pathkit_core.plugins import get_plugin_manager
+
+_KIND_OF = {f"{k}s": k for k in COMPONENT_KINDS}
+
+
+def _list_plugins(as_json: bool) -> None:
+    registry = get_plugin_manager()
+    records = [r.as_dict() for r in sorted(registry.records.values(), key=lambda r: r.name)]
+    if as_json:
+        print_json(records)
+        return
+    rows = []
+    for r in records:
+        comps = "; ".join(f"{k}: {', '.join(v)}" for k, v in r["components"].items() if v)
+        status = "ok" if r["status"] == "ok" else f"{r['status']}: {r['error']}" if r["error"] else r["status"]
+        rows.append((r["name"], r["distribution"], r["version"], status, comps))
+    print_table("pathkit plugins", ["plugin", "distribution", "version", "status", "components"], rows)
+
+
+def _list_kind(kind: str, as_json: bool) -> None:
+    registry = get_plugin_manager()
+    items = []
+    for name in registry.names(kind):
+        info = registry.get(kind, name).describe()
+        owner = registry.owner_of(kind, name)
+        info["plugin"] = owner.name if owner else ""
+        info["distribution"] = owner.distribution if owner else ""
+        items.append(info)
+    if as_json:
+        print_json(items)
+        return
+    extra = {
+        "encoder": ("embed_dim", "tile_px", "mpp", "precision"),
+        "generator": ("tasks",),
+        "dataset": ("task", "demo"),
+        "metric": ("tasks",),
+    }[kind]
+    rows = [
+        (i["name"], *(", ".join(i[c]) if isinstance(i[c], list) else i[c] for c in extra),
+         i["distribution"], i["description"])
+        for i in items
+    ]
+    print_table(f"{kind}s", ["name", *extra, "distribution", "description"], rows)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("list")
+    @user_errors
+    def list_cmd(
+        what: str = typer.Argument(
+            "plugins", help="plugins, encoders, generators, datasets or metrics"
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    ) -> None:
+        """List plugins, or the registered components of one kind."""
+        if what == "plugins":
+            _list_plugins(as_json)
+        elif what in _KIND_OF:
+            _list_kind(_KIND_OF[what], as_json)
+        else:
+            options = ["plugins", *_KIND_OF]
+            close = difflib.get_close_matches(what, options, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise PathkitError(f"cannot list {what!r}{hint}; choose one of {', '.join(options)}")
+
+    @app.command("info")
+    @user_errors
+    def info_cmd(
+        name: str = typer.Argument(..., help="A component name (encoder, generator, dataset or metric)."),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Show everything known about a component."""
+        registry = get_plugin_manager()
+        found = registry.find(name)
+        if not found:
+            every = sorted({n for kind in COMPONENT_KINDS for n in registry.names(kind)})
+            close = difflib.get_close_matches(name, every, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise PathkitError(f"no component named {name!r}{hint}")
+        infos = []
+        for comp in found:
+            info = comp.describe()
+            owner = registry.owner_of(comp.kind, name)
+            info["plugin"] = owner.as_dict() if owner else None
+            infos.append(info)
+        if as_json:
+            print_json(infos)
+            return
+        for info in infos:
+            rows = [(k, v) for k, v in info.items() if k != "plugin"]
+            if info["plugin"]:
+                rows.append(("plugin", f"{info['plugin']['name']} ({info['plugin']['distribution']} "
+                                       f"{info['plugin']['version']})"))
+            print_table(f"{info['kind']} {info['name']}", ["field", "value"], rows, target=console)

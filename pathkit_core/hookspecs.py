@@ -1,0 +1,39 @@
+"""The plugin contract: pluggy hook specifications every pathkit plugin may implement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+
+from pathkit_core import PROJECT_NAME
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+
+Register = Callable[[type], Any]
+
+
+@hookspec
+def register_encoders(register: Register) -> None:
+    """Call `register(EncoderClass)` for each encoder the plugin provides."""
+
+
+@hookspec
+def register_generators(register: Register) -> None:
+    """Call `register(GeneratorClass)` for each generator the plugin provides."""
+
+
+@hookspec
+def register_datasets(register: Register) -> None:
+    """Call `register(DatasetClass)` for each dataset the plugin provides."""
+
+
+@hookspec
+def register_metrics(register: Register) -> None:
+    """Call `register(MetricClass)` for each metric the plugin provides."""
+
+
+@hookspec
+def register_commands(app: Any) -> None:
+    """Add typer commands or sub-apps to the `pathkit` typer application `app`."""

@@ -1,0 +1,310 @@
+"""Plugin manager: entry-point discovery, allow/block lists, error isolation, component registry."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import traceback
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from pathkit_core import PROJECT_NAME, hookspecs
+from pathkit_core.contracts import (
+    COMPONENT_BASES,
+    COMPONENT_KINDS,
+    TASK_TYPES,
+    Component,
+    PathkitError,
+)
+
+ENTRY_POINT_GROUP = PROJECT_NAME
+ENV_LOAD = "PATHKIT_LOAD_PLUGINS"
+ENV_DISABLE = "PATHKIT_DISABLE_PLUGINS"
+
+_HOOK_FOR_KIND = {
+    "encoder": "register_encoders",
+    "generator": "register_generators",
+    "dataset": "register_datasets",
+    "metric": "register_metrics",
+}
+
+
+class UnknownComponentError(PathkitError, LookupError):
+    """A component name that no loaded plugin registered."""
+
+
+class AmbiguousComponentError(PathkitError, LookupError):
+    """A component name registered by two plugins."""
+
+
+@dataclass
+class PluginRecord:
+    """What `pathkit list plugins` shows for one plugin module."""
+
+    name: str
+    module: str = ""
+    distribution: str = ""
+    version: str = ""
+    status: str = "ok"  # "ok", "error" or "disabled"
+    error: str = ""
+    components: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in COMPONENT_KINDS})
+
+    def fail(self, message: str) -> None:
+        self.status = "error"
+        self.error = f"{self.error}; {message}" if self.error else message
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "module": self.module,
+            "distribution": self.distribution,
+            "version": self.version,
+            "status": self.status,
+            "error": self.error,
+            "components": {k: list(v) for k, v in self.components.items()},
+        }
+
+
+def _env_list(name: str) -> set[str] | None:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return None
+    return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def _short_error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Registry:
+    """The loaded plugins and the components they registered, by kind and name."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager(PROJECT_NAME)
+        self.pm.add_hookspecs(hookspecs)
+        self.records: dict[str, PluginRecord] = {}
+        self.components: dict[str, dict[str, type[Component]]] = {k: {} for k in COMPONENT_KINDS}
+        self.owners: dict[tuple[str, str], str] = {}
+        self.conflicts: dict[tuple[str, str], list[str]] = {}
+
+    # ------------------------------------------------------------------ loading
+    def load_entry_points(
+        self, allow: set[str] | None = None, block: set[str] | None = None
+    ) -> None:
+        """Load each `pathkit` entry point on its own; a failure is recorded, never fatal."""
+        seen: set[str] = set()
+        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            if ep.name in seen:  # the same distribution visible twice on sys.path
+                continue
+            seen.add(ep.name)
+            dist = getattr(ep, "dist", None)
+            record = PluginRecord(
+                name=ep.name,
+                module=ep.value,
+                distribution=dist.metadata["Name"] if dist is not None else "",
+                version=dist.version if dist is not None else "",
+            )
+            if (allow is not None and ep.name not in allow) or (block and ep.name in block):
+                record.status = "disabled"
+                self.records[ep.name] = record
+                continue
+            try:
+                plugin = ep.load()
+            except BaseException as exc:  # noqa: BLE001 - any import failure is the plugin's
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                record.fail(_short_error(exc))
+                record.traceback = traceback.format_exc()  # type: ignore[attr-defined]
+                self.records[ep.name] = record
+                continue
+            self._register_plugin(ep.name, plugin, record)
+
+    def add_plugin(self, name: str, plugin: Any, distribution: str = "", version: str = "") -> None:
+        """Register an in-process plugin object or module (tests, notebooks)."""
+        module = getattr(plugin, "__name__", type(plugin).__name__)
+        self._register_plugin(
+            name, plugin, PluginRecord(name, module, distribution or "(inline)", version)
+        )
+
+    def _register_plugin(self, name: str, plugin: Any, record: PluginRecord) -> None:
+        self.records[name] = record
+        try:
+            self.pm.register(plugin, name=name)
+        except Exception as exc:  # noqa: BLE001
+            record.fail(_short_error(exc))
+
+    def check(self) -> None:
+        """Catch hook implementations whose names match no spec (misspellings).
+
+        The offending plugin is marked `error` and unregistered; others keep working.
+        """
+        for hook_name in dir(self.pm.hook):
+            if hook_name.startswith("_"):
+                continue
+            caller = getattr(self.pm.hook, hook_name)
+            if caller.spec is not None:
+                continue
+            for impl in caller.get_hookimpls():
+                if impl.hookwrapper or impl.optionalhook:
+                    continue
+                known = [h for h in _HOOK_FOR_KIND.values()] + ["register_commands"]
+                close = difflib.get_close_matches(hook_name, known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                rec = self.records.get(impl.plugin_name)
+                if rec is not None:
+                    rec.fail(f"unknown hook {hook_name!r}{hint}")
+                self.pm.unregister(name=impl.plugin_name)
+        self.pm.check_pending()
+
+    def collect(self) -> None:
+        """Call every register_* hook plugin by plugin, attributing each component."""
+        for kind, hook_name in _HOOK_FOR_KIND.items():
+            caller = getattr(self.pm.hook, hook_name)
+            for impl in reversed(caller.get_hookimpls()):  # registration order
+                rec = self.records.setdefault(impl.plugin_name, PluginRecord(impl.plugin_name))
+                register = self._make_register(kind, impl.plugin_name, rec)
+                try:
+                    impl.function(register=register)
+                except Exception as exc:  # noqa: BLE001
+                    rec.fail(f"{hook_name} raised {_short_error(exc)}")
+
+    def _make_register(self, kind: str, plugin_name: str, rec: PluginRecord):
+        base = COMPONENT_BASES[kind]
+
+        def register(component: type[Component]) -> type[Component]:
+            if not (isinstance(component, type) and issubclass(component, base)):
+                raise PathkitError(
+                    f"{_HOOK_FOR_KIND[kind]} got {component!r}, which is not a subclass of "
+                    f"pathkit_core.contracts.{base.__name__}"
+                )
+            name = getattr(component, "name", "")
+            if not name or not isinstance(name, str):
+                raise PathkitError(f"{component.__name__} has no `name` attribute")
+            tasks = getattr(component, "tasks", None) or (
+                [component.task] if kind == "dataset" else []
+            )
+            bad = [t for t in tasks if t not in TASK_TYPES]
+            if bad:
+                raise PathkitError(
+                    f"{kind} {name!r} declares unknown task(s) {bad}; known: {', '.join(TASK_TYPES)}"
+                )
+            key = (kind, name)
+            owner = self.owners.get(key)
+            if owner is not None and self.components[kind][name] is not component:
+                self.conflicts.setdefault(key, [owner]).append(plugin_name)
+                message = (
+                    f"duplicate {kind} name {name!r}: registered by plugin {owner!r} and by "
+                    f"plugin {plugin_name!r}; disable one with {ENV_DISABLE}"
+                )
+                rec.fail(message)
+                other = self.records.get(owner)
+                if other is not None:
+                    other.fail(message)
+                return component
+            self.components[kind][name] = component
+            self.owners[key] = plugin_name
+            rec.components[kind].append(name)
+            return component
+
+        return register
+
+    # ------------------------------------------------------------------ lookup
+    def names(self, kind: str) -> list[str]:
+        return sorted(self.components[kind])
+
+    def get(self, kind: str, name: str) -> type[Component]:
+        """The component class registered as `name`; errors list close matches."""
+        if kind not in self.components:
+            raise PathkitError(f"unknown component kind {kind!r}; known: {', '.join(COMPONENT_KINDS)}")
+        if (kind, name) in self.conflicts:
+            owners = " and ".join(repr(p) for p in self.conflicts[(kind, name)])
+            raise AmbiguousComponentError(
+                f"{kind} {name!r} is registered by plugins {owners}; "
+                f"disable one with {ENV_DISABLE}=<plugin>"
+            )
+        base_name, _, _view = name.partition(":")
+        found = self.components[kind].get(name) or (
+            self.components[kind].get(base_name) if _view else None
+        )
+        if found is None:
+            close = difflib.get_close_matches(name, self.names(kind), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            known = ", ".join(self.names(kind)) or "none"
+            raise UnknownComponentError(f"unknown {kind} {name!r}{hint} (available: {known})")
+        return found
+
+    def find(self, name: str) -> list[type[Component]]:
+        """Every component of any kind called `name` (for `pathkit info`)."""
+        return [comps[name] for comps in self.components.values() if name in comps]
+
+    def owner_of(self, kind: str, name: str) -> PluginRecord | None:
+        plugin = self.owners.get((kind, name.partition(":")[0]))
+        return self.records.get(plugin) if plugin else None
+
+    def call_register_commands(self, app: Any) -> None:
+        for impl in reversed(self.pm.hook.register_commands.get_hookimpls()):
+            try:
+                impl.function(app=app)
+            except Exception as exc:  # noqa: BLE001
+                rec = self.records.setdefault(impl.plugin_name, PluginRecord(impl.plugin_name))
+                rec.fail(f"register_commands raised {_short_error(exc)}")
+
+    def distributions(self) -> dict[str, str]:
+        """Versions of every plugin distribution that loaded (for provenance)."""
+        return {
+            r.distribution: r.version
+            for r in self.records.values()
+            if r.distribution and r.status == "ok"
+        }
+
+
+def build_registry(
+    *,
+    autoload: bool = True,
+    plugins: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
+    allow: set[str] | None = None,
+    block: set[str] | None = None,
+) -> Registry:
+    """A fresh registry. With `autoload`, entry points of the `pathkit` group are loaded,
+    filtered by `allow`/`block` (default: the PATHKIT_LOAD_PLUGINS / PATHKIT_DISABLE_PLUGINS
+    environment variables); `plugins` adds inline plugin objects by name."""
+    registry = Registry()
+    if autoload:
+        registry.load_entry_points(
+            allow if allow is not None else _env_list(ENV_LOAD),
+            block if block is not None else (_env_list(ENV_DISABLE) or set()),
+        )
+    items = plugins.items() if isinstance(plugins, Mapping) else plugins
+    for name, plugin in items:
+        if isinstance(plugin, str):
+            plugin = importlib.import_module(plugin)
+        registry.add_plugin(name, plugin)
+    registry.check()
+    registry.collect()
+    return registry
+
+
+_REGISTRY: Registry | None = None
+
+
+def get_plugin_manager() -> Registry:
+    """The process-wide registry, built on first use (never at import time)."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = build_registry()
+    return _REGISTRY
+
+
+def set_plugin_manager(registry: Registry | None) -> None:
+    """Replace (or with None, forget) the process-wide registry; used by tests."""
+    global _REGISTRY
+    _REGISTRY = registry
+
+
+def get_component(kind: str, name: str) -> type[Component]:
+    return get_plugin_manager().get(kind, name)

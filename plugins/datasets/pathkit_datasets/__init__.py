@@ -1,0 +1,1 @@
+"""pathkit datasets plugins: one module per plugin, each an entry point in the `pathkit` group."""

@@ -1,0 +1,1 @@
+"""pathkit generators plugins: one module per plugin, each an entry point in the `pathkit` group."""

@@ -1,0 +1,66 @@
+"""Shared test fixtures: real-data location, hermetic plugin registries, CLI runner."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REALDATA_ENV = "PATHKIT_REALDATA"
+
+
+@pytest.fixture(autouse=True)
+def _quiet_threads(monkeypatch):
+    # Two cores are shared by everything in CI; keep each test's torch/BLAS use small.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    yield
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Path:
+    """The folder of real public files (../shared/data); skips when PATHKIT_REALDATA is unset."""
+    root = os.environ.get(REALDATA_ENV)
+    if not root:
+        pytest.skip(f"{REALDATA_ENV} is not set: real-file tests need the shared data folder")
+    path = Path(root)
+    if not path.is_dir():
+        pytest.skip(f"{REALDATA_ENV}={root} is not a directory")
+    return path
+
+
+@pytest.fixture
+def fresh_registry():
+    """Install a registry built from inline plugins only; restore the global one afterwards."""
+    from pathkit_core.plugins import build_registry, get_plugin_manager, set_plugin_manager
+
+    previous = None
+    try:
+        previous = get_plugin_manager()
+    except Exception:  # noqa: BLE001
+        previous = None
+
+    def make(plugins=None, *, autoload=False, **kwargs):
+        registry = build_registry(autoload=autoload, plugins=plugins or {}, **kwargs)
+        set_plugin_manager(registry)
+        return registry
+
+    yield make
+    set_plugin_manager(previous)
+
+
+@pytest.fixture
+def cli():
+    """Invoke the pathkit CLI in-process; returns the click Result."""
+    from typer.testing import CliRunner
+
+    from pathkit_core.cli import build_app
+
+    runner = CliRunner()
+
+    def invoke(*args: str, **kwargs):
+        app = build_app()
+        return runner.invoke(app, [str(a) for a in args], catch_exceptions=False, **kwargs)
+
+    return invoke
