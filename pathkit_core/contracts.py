@@ -146,6 +146,10 @@ class Dataset(Component):
     license: ClassVar[str] = ""
     citation: ClassVar[str] = ""
     clinical_schema: ClassVar[Any] = None  # a CRQS schema object or None
+    # Metrics `pathkit run` scores with when none are given, and the validation score that
+    # selects the best epoch, as "metric:summary-key" (e.g. "nlg:BLEU-4"); None: validation loss.
+    default_metrics: ClassVar[tuple[str, ...]] = ()
+    selection_metric: ClassVar[str | None] = None
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         self.root = Path(root) if root is not None else None
@@ -172,7 +176,8 @@ class Dataset(Component):
     @classmethod
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
-        out.update(task=cls.task, license=cls.license, citation=cls.citation, demo=cls.has_demo())
+        out.update(task=cls.task, license=cls.license, citation=cls.citation, demo=cls.has_demo(),
+                   default_metrics=list(cls.default_metrics), selection_metric=cls.selection_metric)
         return out
 
 
@@ -222,6 +227,8 @@ class Generator(Component):
     kind: ClassVar[str] = "generator"
     tasks: ClassVar[tuple[str, ...]] = ()
     default_hparams: ClassVar[dict[str, Any]] = {}
+    # Training-loop overrides of the core defaults (pathkit_core.training.TrainConfig fields).
+    default_train: ClassVar[dict[str, Any]] = {}
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         raise NotImplementedError
@@ -240,7 +247,8 @@ class Generator(Component):
     @classmethod
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
-        out.update(tasks=list(cls.tasks), default_hparams=dict(cls.default_hparams))
+        out.update(tasks=list(cls.tasks), default_hparams=dict(cls.default_hparams),
+                   default_train=dict(cls.default_train))
         return out
 
 

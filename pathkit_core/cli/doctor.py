@@ -1,0 +1,120 @@
+"""`pathkit doctor`: what this machine can run (Python, torch devices, OpenSlide, Java, weights)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from pathkit_core.cli.common import print_json, print_table, user_errors
+
+
+def _torch() -> tuple[str, str]:
+    try:
+        import torch
+    except ImportError as exc:
+        return "missing", f"torch cannot be imported: {exc}"
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices += [f"cuda:{i} {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count())]
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        devices.append("mps")
+    return "ok", f"torch {torch.__version__}; devices: {', '.join(devices)}"
+
+
+def _openslide() -> tuple[str, str]:
+    try:
+        import openslide
+    except Exception as exc:  # noqa: BLE001 - a missing shared library raises OSError
+        return "missing", f"openslide cannot be imported ({exc}); pip install openslide-python openslide-bin"
+    return "ok", f"OpenSlide library {openslide.__library_version__}, openslide-python {openslide.__version__}"
+
+
+def _java() -> tuple[str, str]:
+    java = shutil.which("java")
+    if not java:
+        return "missing", "java not found: METEOR 1.5 needs a Java runtime (e.g. apt-get install default-jre)"
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return "error", f"{java} -version failed: {exc}"
+    first = (out.stderr or out.stdout).strip().splitlines()[:1]
+    return "ok", f"{java}: {first[0] if first else 'unknown version'}"
+
+
+def _workspace(workdir: Path) -> tuple[str, str]:
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=workdir, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return "error", f"{workdir} is not writable: {exc}"
+    free = shutil.disk_usage(workdir).free / 2**30
+    return "ok", f"{workdir.resolve()} writable, {free:.1f} GiB free"
+
+
+def _encoder_weights() -> list[tuple[str, str, str]]:
+    from pathkit_core.plugins import get_plugin_manager
+
+    registry = get_plugin_manager()
+    rows = []
+    try:
+        from pathkit_core.features.weights import find_weights
+    except ImportError:
+        find_weights = None
+    for name in registry.names("encoder"):
+        cls = registry.get("encoder", name)
+        if cls.weights is None or not cls.weights.hf_hub_id and not cls.weights.filename:
+            rows.append((f"weights {name}", "ok", "built in (no checkpoint needed)"))
+            continue
+        if find_weights is None:
+            rows.append((f"weights {name}", "unknown", "weights resolution not available"))
+            continue
+        path, looked = find_weights(cls)
+        if path is not None:
+            rows.append((f"weights {name}", "ok", str(path)))
+        else:
+            rows.append((f"weights {name}", "missing", "looked in: " + "; ".join(looked)))
+    return rows
+
+
+def run_checks(workdir: Path) -> list[tuple[str, str, str]]:
+    from pathkit_core.plugins import get_plugin_manager
+
+    rows: list[tuple[str, str, str]] = [("python", "ok", sys.version.split()[0])]
+    rows.append(("torch", *_torch()))
+    rows.append(("openslide", *_openslide()))
+    rows.append(("java", *_java()))
+    rows.append(("workspace", *_workspace(workdir)))
+    registry = get_plugin_manager()
+    broken = [r for r in registry.records.values() if r.status == "error"]
+    rows.append((
+        "plugins",
+        "error" if broken else "ok",
+        f"{len(registry.records)} loaded" + (
+            "; broken: " + "; ".join(f"{r.name}: {r.error}" for r in broken) if broken else ""
+        ),
+    ))
+    rows.extend(_encoder_weights())
+    return rows
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("doctor")
+    @user_errors
+    def doctor_cmd(
+        workdir: Path = typer.Option(Path("pathkit-work"), "--workdir", help="Workspace to check."),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Check the environment: Python, torch devices, OpenSlide, Java, encoder weights, workspace."""
+        rows = run_checks(workdir)
+        if as_json:
+            out: dict[str, Any] = {name: {"status": status, "detail": detail} for name, status, detail in rows}
+            print_json(out)
+            return
+        print_table("pathkit doctor", ["check", "status", "detail"], rows)

@@ -1,0 +1,84 @@
+"""`pathkit run`: tile, extract, fit, predict and score one or more benchmark cells."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pathkit_core.cli.common import console, print_table, split_names, user_errors
+from pathkit_core.contracts import PathkitError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    @user_errors
+    def run_cmd(
+        dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset plugin (default: the embedded demo)."),
+        encoder: list[str] = typer.Option([], "--encoder", "-e", help="Encoder plugin(s), comma-separated."),
+        generator: list[str] = typer.Option([], "--generator", "-g", help="Generator plugin(s), comma-separated."),
+        metric: list[str] = typer.Option([], "--metric", "-m", help="Metric(s); default: the dataset's."),
+        config: Path | None = typer.Option(None, "--config", "-c", help="TOML run config."),
+        workdir: Path | None = typer.Option(None, "--workdir", "-w", help="Workspace (default ./pathkit-work)."),
+        dataset_root: Path | None = typer.Option(None, "--dataset-root", help="Folder of the dataset release."),
+        weights: Path | None = typer.Option(None, "--weights", help="Encoder checkpoint file."),
+        seed: int | None = typer.Option(None, "--seed"),
+        max_epochs: int | None = typer.Option(None, "--max-epochs", help="Override the training epochs."),
+        skip_missing: bool = typer.Option(False, "--skip-missing", help="Leave out cases without features (recorded)."),
+        cpu: bool = typer.Option(False, "--cpu", help="Train on the CPU even when a GPU is present."),
+    ) -> None:
+        """Run the benchmark pipeline; with no arguments, the embedded demo."""
+        from pathkit_core.pipeline import DEMO_RUN, RunSpec, load_run_config, run_pipeline
+
+        values: dict = dict(load_run_config(config)) if config else {}
+        if not config and dataset is None and not encoder and not generator:
+            values.update(DEMO_RUN)
+            console.print("[bold]pathkit demo[/]: synthetic REG-style slides, tiny-vit features, "
+                          "wsi-caption reports (not a pathology model; see README)")
+        for key, value in (("dataset", dataset), ("workdir", workdir), ("dataset_root", dataset_root),
+                           ("weights", weights), ("seed", seed)):
+            if value is not None:
+                values[key] = value
+        if skip_missing:
+            values["skip_missing"] = True
+        if cpu:
+            values["cpu"] = True
+        if metric:
+            values["metrics"] = split_names(metric)
+        if max_epochs is not None:
+            values.setdefault("train", {})["max_epochs"] = max_epochs
+        encoders = split_names(encoder) or _as_list(values.pop("encoder", None))
+        generators = split_names(generator) or _as_list(values.pop("generator", None))
+        values.pop("encoder", None)
+        values.pop("generator", None)
+        if "dataset" not in values or not encoders or not generators:
+            raise PathkitError("give --dataset, --encoder and --generator (or --config FILE.toml), "
+                               "or no arguments at all for the demo")
+        cells = [(e, g) for e in encoders for g in generators]
+        results = []
+        for enc, gen in cells:
+            spec = RunSpec.from_mapping({**values, "encoder": enc, "generator": gen})
+            console.rule(f"{spec.dataset} / {enc} / {gen}")
+            result = run_pipeline(spec, log=console.print)
+            results.append((enc, gen, result))
+            rows = []
+            for metric_name, scores in result.summary.items():
+                for key, value in scores.items():
+                    base = ((result.baseline or {}).get(metric_name) or {}).get(key)
+                    rows.append((metric_name, key, value, base))
+            print_table(f"test scores: {spec.dataset} / {enc} / {gen}",
+                        ["metric", "score", "model", "most-frequent baseline"], rows)
+            console.print(f"run folder: {result.run_dir}")
+        if len(cells) > 1:
+            from pathkit_core.evaluation.leaderboard import write_leaderboard
+
+            write_leaderboard(results, Path(values.get("workdir", "pathkit-work")), values["dataset"],
+                              console=console)
+
+
+def _as_list(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return split_names([value])
+    return [str(v) for v in value]

@@ -1,0 +1,50 @@
+"""`pathkit score`: score a predictions file against references with metric plugins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pathkit_core.cli.common import console, print_json, print_table, split_names, user_errors
+from pathkit_core.contracts import PathkitError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("score")
+    @user_errors
+    def score_cmd(
+        metric: list[str] = typer.Option(..., "--metric", "-m", help="Metric name(s), comma-separated or repeated."),
+        predictions: Path = typer.Option(..., "--predictions", "-p", help="Predictions: REG JSON list, JSONL or PathBench JSON."),
+        references: Path | None = typer.Option(None, "--references", "-r", help="References (not needed for PathBench files)."),
+        dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset plugin (selects e.g. the CRQS schema)."),
+        out: Path | None = typer.Option(None, "--out", "-o", help="Write metrics.json and per_case.parquet here."),
+        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    ) -> None:
+        """Score predictions against references."""
+        from pathkit_core.evaluation.records import join_by_id, read_records
+        from pathkit_core.evaluation.runner import score, write_results
+
+        pred_file = read_records(predictions)
+        if references is not None:
+            refs = read_records(references).values
+        elif pred_file.references is not None:
+            refs = pred_file.references
+        else:
+            raise PathkitError(
+                f"{predictions}: carries no references (not a PathBench {{id: {{pred, target}}}} file); "
+                "pass --references FILE"
+            )
+        ids = join_by_id(pred_file.values, refs, pred_name=str(predictions),
+                         ref_name=str(references or predictions))
+        result = score(split_names(metric), pred_file.values, refs, ids=ids, dataset=dataset)
+        if out is not None:
+            write_results(result, out, extra={"predictions": str(predictions), "references": str(references),
+                                              "dataset": dataset, "n_cases": len(ids)})
+        if as_json:
+            print_json(result.summary)
+            return
+        rows = [(m, k, v) for m, values in result.summary.items() for k, v in values.items()]
+        print_table(f"scores over {len(ids)} cases", ["metric", "score", "value"], rows)
+        if out is not None:
+            console.print(f"results written to {out}")

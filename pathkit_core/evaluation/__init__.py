@@ -1,0 +1,1 @@
+"""Scoring: prediction/reference files, the metric runner, confidence intervals, leaderboards."""

@@ -1,0 +1,59 @@
+"""Leaderboards over benchmark cells and the paper-style summary views (per generator, per encoder)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.workspace import atomic_write_with
+
+_CI_SUFFIXES = ("_ci_low", "_ci_high")
+
+
+def leaderboard_frame(results: Sequence[tuple[str, str, Any]], dataset: str):
+    """One row per (encoder, generator) cell with every summary score as a column."""
+    import polars as pl
+
+    rows = []
+    for encoder, generator, result in results:
+        row: dict[str, Any] = {"dataset": dataset, "encoder": encoder, "generator": generator,
+                               "run_dir": str(result.run_dir)}
+        for metric, values in result.summary.items():
+            for key, value in values.items():
+                row[key if key not in row else f"{metric}:{key}"] = float(value)
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
+def summary_view(board, by: str):
+    """Mean (and standard deviation across the other axis) of every score, grouped by `by`."""
+    import polars as pl
+
+    score_cols = [c for c, t in board.schema.items() if t.is_numeric()]
+    point_cols = [c for c in score_cols if not c.endswith(_CI_SUFFIXES)]
+    aggs = [pl.col(c).mean().alias(c) for c in score_cols]
+    aggs += [pl.col(c).std().alias(f"{c}_sd") for c in point_cols]
+    aggs.append(pl.len().alias("cells"))
+    return board.group_by(by, maintain_order=True).agg(aggs).sort(by)
+
+
+def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, dataset: str, *,
+                      console: Any = None) -> Path:
+    board = leaderboard_frame(results, dataset)
+    out = Path(workdir) / "leaderboards" / dataset.replace(":", "_")
+    atomic_write_with(out / "leaderboard.parquet", board.write_parquet)
+    atomic_write_with(out / "leaderboard.csv", board.write_csv)
+    by_generator = summary_view(board, "generator")
+    by_encoder = summary_view(board, "encoder")
+    atomic_write_with(out / "by_generator.csv", by_generator.write_csv)
+    atomic_write_with(out / "by_encoder.csv", by_encoder.write_csv)
+    if console is not None:
+        from pathkit_core.cli.common import print_table
+
+        for title, view, key in (("per generator, averaged over encoders", by_generator, "generator"),
+                                 ("per encoder, averaged over generators", by_encoder, "encoder")):
+            cols = [key] + [c for c in view.columns if c != key and not c.endswith(("_sd",) + _CI_SUFFIXES)]
+            print_table(title, cols, view.select(cols).rows(), target=console)
+        console.print(f"leaderboard written to {out}")
+    return out

@@ -1,0 +1,128 @@
+"""Reading prediction and reference files (REG JSON, JSONL, PathBench) and joining them by id."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import PathkitError
+
+# Keys that may hold a record's value, in order of preference.
+VALUE_KEYS = ("report", "prediction", "pred", "answer", "label", "target", "text", "caption")
+ID_KEYS = ("id", "case_id")
+
+
+@dataclass
+class RecordFile:
+    """Values keyed by id; `references` is set when the file carries both (PathBench format)."""
+
+    path: Path
+    values: dict[str, Any]
+    references: dict[str, Any] | None = None
+    format: str = ""
+
+
+def _record_value(path: Path, where: str, record: Any) -> tuple[str, Any]:
+    if not isinstance(record, Mapping):
+        raise PathkitError(f"{path}: {where}: expected an object with \"id\" and \"report\", got {type(record).__name__}")
+    rid = next((record[k] for k in ID_KEYS if k in record), None)
+    if rid is None:
+        raise PathkitError(f"{path}: {where}: record has no \"id\" key (keys: {sorted(record)})")
+    if not isinstance(rid, str | int):
+        raise PathkitError(f"{path}: {where}: \"id\" must be a string, got {type(rid).__name__}")
+    key = next((k for k in VALUE_KEYS if k in record), None)
+    if key is None:
+        raise PathkitError(
+            f"{path}: {where} (id {rid!r}): no value key; expected one of {', '.join(VALUE_KEYS)}"
+        )
+    return str(rid), record[key]
+
+
+def _add(path: Path, values: dict[str, Any], rid: str, value: Any, where: str) -> None:
+    if rid in values:
+        raise PathkitError(f"{path}: {where}: duplicate id {rid!r}")
+    values[rid] = value
+
+
+def read_records(path: str | Path) -> RecordFile:
+    """Parse a predictions or references file; errors name the file and the line or key."""
+    path = Path(path)
+    if not path.exists():
+        raise PathkitError(f"{path}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PathkitError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    if not text.strip():
+        raise PathkitError(f"{path}: file is empty")
+    values: dict[str, Any] = {}
+    stripped = text.lstrip()
+    if path.suffix == ".jsonl" or (stripped[0] == "{" and "\n{" in text.strip() and _is_jsonl(text)):
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise PathkitError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from exc
+            rid, value = _record_value(path, f"line {lineno}", record)
+            _add(path, values, rid, value, f"line {lineno}")
+        return RecordFile(path, values, format="jsonl")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PathkitError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})") from exc
+    if isinstance(data, list):
+        for index, record in enumerate(data):
+            rid, value = _record_value(path, f"item {index}", record)
+            _add(path, values, rid, value, f"item {index}")
+        return RecordFile(path, values, format="json-list")
+    if isinstance(data, Mapping):
+        if data and all(isinstance(v, Mapping) and "pred" in v for v in data.values()):
+            refs: dict[str, Any] = {}
+            for rid, entry in data.items():
+                if "target" not in entry:
+                    raise PathkitError(f"{path}: key {rid!r}: PathBench entry has \"pred\" but no \"target\"")
+                values[str(rid)] = entry["pred"]
+                refs[str(rid)] = entry["target"]
+            return RecordFile(path, values, refs, format="pathbench")
+        bad = next((k for k, v in data.items() if isinstance(v, Mapping)), None)
+        if bad is not None:
+            raise PathkitError(
+                f"{path}: key {bad!r}: expected PathBench entries {{\"pred\", \"target\"}} or plain values"
+            )
+        return RecordFile(path, {str(k): v for k, v in data.items()}, format="json-mapping")
+    raise PathkitError(f"{path}: expected a JSON list of {{\"id\", \"report\"}} records, got {type(data).__name__}")
+
+
+def _is_jsonl(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return True
+    return False
+
+
+def join_by_id(
+    predictions: Mapping[str, Any], references: Mapping[str, Any], *, pred_name: str = "predictions",
+    ref_name: str = "references",
+) -> list[str]:
+    """The shared ids in reference order; any id on one side only is an error listing them."""
+    missing = [i for i in references if i not in predictions]
+    extra = [i for i in predictions if i not in references]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} id(s) in {ref_name} missing from {pred_name}: {_show(missing)}")
+        if extra:
+            parts.append(f"{len(extra)} id(s) in {pred_name} not in {ref_name}: {_show(extra)}")
+        raise PathkitError("; ".join(parts))
+    return list(references)
+
+
+def _show(ids: list[str], limit: int = 20) -> str:
+    head = ", ".join(ids[:limit])
+    return head + (f", ... ({len(ids) - limit} more)" if len(ids) > limit else "")

@@ -1,0 +1,110 @@
+"""The metric runner: score aligned predictions with several metric plugins and save the results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import Metric, MetricResult, PathkitError
+from pathkit_core.plugins import get_plugin_manager
+from pathkit_core.workspace import atomic_write_json, atomic_write_with
+
+
+@dataclass
+class ScoreResult:
+    """Summaries per metric and one per-case table joined on `id`."""
+
+    summary: dict[str, dict[str, float]]
+    per_case: Any = None  # polars.DataFrame
+    results: dict[str, MetricResult] = field(default_factory=dict)
+
+    def flat_summary(self) -> dict[str, float]:
+        """`{"BLEU-4": ..., "CRQS": ...}`; a key two metrics share is prefixed with the metric."""
+        counts: dict[str, int] = {}
+        for values in self.summary.values():
+            for key in values:
+                counts[key] = counts.get(key, 0) + 1
+        return {
+            (key if counts[key] == 1 else f"{metric}:{key}"): value
+            for metric, values in self.summary.items()
+            for key, value in values.items()
+        }
+
+
+def metric_context(dataset: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What metrics may use beyond predictions and references: the dataset, its clinical schema."""
+    context: dict[str, Any] = {"dataset": dataset, "options": {}}
+    if dataset:
+        ds_cls = get_plugin_manager().get("dataset", dataset)
+        context["task"] = ds_cls.task
+        if getattr(ds_cls, "clinical_schema", None) is not None:
+            context["clinical_schema"] = ds_cls.clinical_schema
+    context.update(extra or {})
+    return context
+
+
+def resolve_metrics(names: Sequence[str], task: str | None = None) -> list[Metric]:
+    registry = get_plugin_manager()
+    metrics = []
+    for name in names:
+        cls = registry.get("metric", name)
+        if task and cls.tasks and task not in cls.tasks:
+            raise PathkitError(
+                f"metric {name!r} scores {', '.join(cls.tasks)}, not the {task!r} task of this dataset"
+            )
+        metrics.append(cls())
+    if not metrics:
+        raise PathkitError("no metric given: use --metric NAME[,NAME...]")
+    return metrics
+
+
+def score(
+    metric_names: Sequence[str],
+    predictions: Mapping[str, Any],
+    references: Mapping[str, Any],
+    *,
+    ids: Sequence[str] | None = None,
+    dataset: str | None = None,
+    context: Mapping[str, Any] | None = None,
+) -> ScoreResult:
+    """Run each metric on the predictions/references aligned by `ids` (reference order by default)."""
+    import polars as pl
+
+    ctx = metric_context(dataset, context)
+    metrics = resolve_metrics(metric_names, ctx.get("task"))
+    ids = list(ids) if ids is not None else list(references)
+    preds = [predictions[i] for i in ids]
+    refs = [references[i] for i in ids]
+    summary: dict[str, dict[str, float]] = {}
+    results: dict[str, MetricResult] = {}
+    per_case = pl.DataFrame({"id": ids})
+    for metric in metrics:
+        result = metric.compute(preds, refs, ids=ids, context=ctx)
+        if not isinstance(result, MetricResult):
+            raise PathkitError(f"metric {metric.name!r} returned {type(result).__name__}, not MetricResult")
+        summary[metric.name] = {k: float(v) for k, v in result.summary.items()}
+        results[metric.name] = result
+        table = result.per_case
+        if table is not None and table.height:
+            if "id" not in table.columns:
+                if table.height != len(ids):
+                    raise PathkitError(f"metric {metric.name!r} returned {table.height} per-case rows for {len(ids)} cases")
+                table = table.with_columns(pl.Series("id", ids))
+            table = table.with_columns(pl.col("id").cast(pl.Utf8))
+            clash = [c for c in table.columns if c != "id" and c in per_case.columns]
+            if clash:
+                table = table.rename({c: f"{metric.name}:{c}" for c in clash})
+            per_case = per_case.join(table, on="id", how="left", maintain_order="left")
+    return ScoreResult(summary, per_case, results)
+
+
+def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
+    """`metrics.json` (summary per metric) and `per_case.parquet`, both written atomically."""
+    out_dir = Path(out_dir)
+    payload = {"metrics": result.summary, **dict(extra or {})}
+    atomic_write_json(out_dir / "metrics.json", payload)
+    if result.per_case is not None:
+        atomic_write_with(out_dir / "per_case.parquet", lambda tmp: result.per_case.write_parquet(tmp))
+    return out_dir

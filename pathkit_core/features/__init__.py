@@ -1,0 +1,1 @@
+"""Tile features: extraction engine, feature store, QC statistics and h5 interop."""

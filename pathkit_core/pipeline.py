@@ -1,0 +1,424 @@
+"""`pathkit run` orchestration: dataset -> tile -> extract -> fit -> predict -> score, resumably."""
+
+from __future__ import annotations
+
+import json
+import time
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import (
+    TASK_REPORT,
+    Case,
+    Dataset,
+    Encoder,
+    Generator,
+    GeneratorSpec,
+    PathkitError,
+)
+from pathkit_core.plugins import get_plugin_manager
+from pathkit_core.workspace import (
+    DEFAULT_WORKDIR,
+    FileLock,
+    atomic_write_json,
+    atomic_write_text,
+    collect_provenance,
+    content_hash,
+)
+
+STAGES = ("dataset", "features", "fit", "predict", "score")
+
+# `pathkit run` with no arguments: the embedded demo (a synthetic miniature of REG 2025).
+DEMO_RUN: dict[str, Any] = {
+    "dataset": "demo-reports",
+    "encoder": "tiny-vit",
+    "generator": "wsi-caption",
+}
+
+
+@dataclass
+class RunSpec:
+    """Everything that determines one benchmark cell; its hash names the run folder."""
+
+    dataset: str
+    encoder: str
+    generator: str
+    metrics: list[str] = field(default_factory=list)
+    workdir: Path = DEFAULT_WORKDIR
+    dataset_root: Path | None = None
+    dataset_options: dict[str, Any] = field(default_factory=dict)
+    weights: Path | None = None
+    hparams: dict[str, Any] = field(default_factory=dict)
+    train: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    max_tiles: int | None = 10_000
+    selection: str | None = None
+    skip_missing: bool = False
+    extract_batch_size: int = 32
+    extract_workers: int = 0
+    device: str | None = None
+    cpu: bool = False
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that change results (not paths or worker counts)."""
+        return {
+            "dataset": self.dataset,
+            "dataset_options": self.dataset_options,
+            "encoder": self.encoder,
+            "generator": self.generator,
+            "hparams": self.hparams,
+            "train": self.train,
+            "seed": self.seed,
+            "max_tiles": self.max_tiles,
+            "selection": self.selection,
+            "weights": str(self.weights) if self.weights else None,
+        }
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> RunSpec:
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise PathkitError(f"unknown run option(s) {unknown}; known: {sorted(names)}")
+        data = dict(values)
+        for key in ("workdir", "dataset_root", "weights"):
+            if data.get(key) is not None:
+                data[key] = Path(data[key])
+        if isinstance(data.get("metrics"), str):
+            data["metrics"] = [m.strip() for m in data["metrics"].split(",") if m.strip()]
+        return cls(**data)
+
+
+def load_run_config(path: str | Path) -> dict[str, Any]:
+    """A TOML run config: top-level run options, optional [hparams], [train], [dataset_options]."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PathkitError(f"{path}: no such config file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PathkitError(f"{path}: invalid TOML ({exc})") from exc
+    return data.get("run", data)
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    summary: dict[str, dict[str, float]]
+    baseline: dict[str, dict[str, float]] | None = None
+    skipped_cases: dict[str, str] = field(default_factory=dict)
+    resumed_stages: list[str] = field(default_factory=list)
+
+
+class RunContext:
+    """A run folder and its stage markers: a stage whose marker matches its key is not redone."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec = spec
+        self.registry = get_plugin_manager()
+        self.dataset_cls: type[Dataset] = self.registry.get("dataset", spec.dataset)  # type: ignore[assignment]
+        self.encoder_cls: type[Encoder] = self.registry.get("encoder", spec.encoder)  # type: ignore[assignment]
+        self.generator_cls: type[Generator] = self.registry.get("generator", spec.generator)  # type: ignore[assignment]
+        task = self.dataset_cls.task
+        if task not in self.generator_cls.tasks:
+            raise PathkitError(
+                f"generator {spec.generator!r} solves {', '.join(self.generator_cls.tasks) or 'no task'}, "
+                f"not the {task!r} task of dataset {spec.dataset!r}"
+            )
+        self.task = task
+        self.workdir = Path(spec.workdir)
+        key = content_hash(spec.identity())
+        self.run_dir = self.workdir / "runs" / spec.dataset.replace(":", "_") / spec.encoder / spec.generator / key
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.markers_path = self.run_dir / "stages.json"
+        self.resumed: list[str] = []
+
+    def marker(self, stage: str) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.markers_path.read_text()).get(stage)
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def mark(self, stage: str, key: str, payload: Mapping[str, Any]) -> None:
+        try:
+            markers = json.loads(self.markers_path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            markers = {}
+        markers[stage] = {"key": key, "finished": time.time(), **payload}
+        atomic_write_json(self.markers_path, markers)
+
+    def done(self, stage: str, key: str) -> dict[str, Any] | None:
+        m = self.marker(stage)
+        if m is not None and m.get("key") == key:
+            self.resumed.append(stage)
+            return m
+        return None
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def open_dataset(spec: RunSpec, dataset_cls: type[Dataset], workdir: Path) -> Dataset:
+    root = spec.dataset_root
+    if root is None and dataset_cls.has_demo():
+        demo_dir = workdir / "datasets" / dataset_cls.name
+        with FileLock(workdir / "locks" / f"demo-{dataset_cls.name}.lock", timeout=600):
+            root = dataset_cls(None, **spec.dataset_options).make_demo(demo_dir)
+    dataset = dataset_cls(root, **spec.dataset_options)
+    dataset.validate()
+    return dataset
+
+
+def split_cases(dataset: Dataset) -> dict[str, list[Case]]:
+    splits = dataset.splits()
+    for required in ("train", "val", "test"):
+        if required not in splits:
+            raise PathkitError(
+                f"dataset {dataset.name!r} has no {required!r} split (has: {', '.join(splits)})"
+            )
+    return {name: list(dataset.cases(name)) for name in ("train", "val", "test")}
+
+
+def _slide_id(path: Path) -> str:
+    return path.name.split(".")[0] if path.suffix else path.name
+
+
+def features_for_cases(
+    ctx: RunContext, cases: Sequence[Case]
+) -> tuple[dict[str, tuple[Path, ...]], dict[str, str]]:
+    """Feature files per case id, tiling and extracting slides that need it.
+
+    Returns (features, missing) where `missing` maps case id to the reason it has none.
+    """
+    spec, encoder_cls = ctx.spec, ctx.encoder_cls
+    found: dict[str, tuple[Path, ...]] = {}
+    missing: dict[str, str] = {}
+    need_slides = sorted({s for c in cases if not c.features for s in c.slides}, key=str)
+    usable: dict[str, Path] = {}
+    failed: dict[str, str] = {}
+    if need_slides:
+        from pathkit_core.features.extract import extract_features
+        from pathkit_core.features.store import failed_slides, usable_feature_files
+        from pathkit_core.wsi.tiling import TilingParams, tile_slides
+
+        tile_dir = ctx.workdir / "tiles" / encoder_cls.tile_spec.key()
+        params = TilingParams(target_mpp=encoder_cls.tile_spec.mpp, tile_px=encoder_cls.tile_spec.tile_px)
+        tiled = tile_slides(need_slides, tile_dir, params, workers=max(spec.extract_workers, 1))
+        manifests = [r.manifest_path for r in tiled if r.status in ("ok", "skipped") and r.n_tiles > 0]
+        for r in tiled:
+            if r.status == "failed":
+                failed[r.slide_id] = f"tiling failed: {r.reason}"
+            elif r.n_tiles == 0:
+                failed[r.slide_id] = "no tissue tiles"
+        feature_dir = ctx.workdir / "features"
+        encoder = encoder_cls()
+        extract_features(
+            encoder,
+            manifests,
+            feature_dir,
+            weights_path=spec.weights,
+            batch_size=spec.extract_batch_size,
+            workers=spec.extract_workers,
+            device=spec.device,
+        )
+        usable = usable_feature_files(feature_dir, encoder_cls.name)
+        failed.update(failed_slides(feature_dir, encoder_cls.name))
+    for case in cases:
+        if case.features:
+            absent = [p for p in case.features if not Path(p).exists()]
+            if absent:
+                missing[case.case_id] = f"feature file(s) not found: {', '.join(map(str, absent))}"
+            else:
+                found[case.case_id] = tuple(Path(p) for p in case.features)
+            continue
+        if not case.slides:
+            missing[case.case_id] = "case has neither slides nor feature files"
+            continue
+        paths, reasons = [], []
+        for slide in case.slides:
+            sid = _slide_id(Path(slide))
+            if sid in usable:
+                paths.append(usable[sid])
+            else:
+                reasons.append(f"{sid}: {failed.get(sid, 'no features extracted')}")
+        if paths and not reasons:
+            found[case.case_id] = tuple(paths)
+        else:
+            missing[case.case_id] = "; ".join(reasons) or "no features"
+    return found, missing
+
+
+def baseline_predictions(task: str, train_targets: Sequence[Any], ids: Sequence[str]) -> dict[str, Any] | None:
+    """The most-frequent train target for every case (most-frequent report / majority class)."""
+    if not train_targets:
+        return None
+    try:
+        most_common = Counter(_hashable(t) for t in train_targets).most_common(1)[0][0]
+    except TypeError:
+        return None
+    return {i: most_common for i in ids}
+
+
+def _hashable(value: Any) -> Any:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value
+
+
+def make_selection(name: str | None, dataset: str, task: str) -> Callable | None:
+    """`"metric:key"` -> a function scoring validation predictions with that metric plugin."""
+    if not name:
+        return None
+    metric_name, _, key = name.partition(":")
+    from pathkit_core.evaluation.runner import score
+
+    def selection(preds: Mapping[str, Any], refs: Mapping[str, Any]) -> float:
+        ids = list(refs)
+        result = score([metric_name], preds, refs, ids=ids, dataset=dataset,
+                       context={"options": {"selection": True}})
+        values = result.summary[metric_name]
+        if key not in values:
+            raise PathkitError(f"selection metric {metric_name!r} has no score {key!r} (has: {sorted(values)})")
+        return float(values[key])
+
+    return selection
+
+
+def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunResult:
+    """Run (or resume) one dataset x encoder x generator cell and return its scores."""
+    from pathkit_core.evaluation.runner import score, write_results
+    from pathkit_core.training.bags import BagDataset, BagSpec
+    from pathkit_core.training.trainer import TrainConfig, fit, load_checkpoint, predict
+
+    ctx = RunContext(spec)
+    lock = FileLock(ctx.run_dir / "run.lock", timeout=0)
+    with lock:
+        t_start = time.perf_counter()
+        log(f"run folder: {ctx.run_dir}")
+        dataset = open_dataset(spec, ctx.dataset_cls, ctx.workdir)
+        cases = split_cases(dataset)
+        split_ids = {k: [c.case_id for c in v] for k, v in cases.items()}
+        split_hash = content_hash(split_ids)
+        ctx.mark("dataset", split_hash, {"n_cases": {k: len(v) for k, v in split_ids.items()},
+                                         "root": str(dataset.root)})
+
+        # features (tiling and extraction resume on their own through their caches)
+        features: dict[str, tuple[Path, ...]] = {}
+        skipped: dict[str, str] = {}
+        for split_name, split in cases.items():
+            found, missing = features_for_cases(ctx, split)
+            features.update(found)
+            if missing and not spec.skip_missing:
+                listing = "; ".join(f"{cid} ({why})" for cid, why in list(missing.items())[:20])
+                more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+                raise PathkitError(
+                    f"{len(missing)} {split_name} case(s) have no usable features: {listing}{more}. "
+                    "Fix them or rerun with --skip-missing to leave them out (they are recorded)."
+                )
+            skipped.update({cid: f"{split_name}: {why}" for cid, why in missing.items()})
+        ctx.mark("features", content_hash({"split": split_hash, "encoder": spec.encoder}),
+                 {"skipped": skipped})
+        if skipped:
+            log(f"skipping {len(skipped)} case(s) without usable features (recorded in results)")
+
+        def bags(split_name: str) -> BagDataset:
+            specs = [BagSpec(c.case_id, features[c.case_id], c.target)
+                     for c in cases[split_name] if c.case_id in features]
+            return BagDataset(specs, max_tiles=spec.max_tiles, seed=spec.seed)
+
+        train, val, test = bags("train"), bags("val"), bags("test")
+        if len(test) == 0:
+            raise PathkitError("the test split has no case with usable features")
+        feature_dim = int(train[0]["features"].shape[1]) if len(train) else 0
+        generator = ctx.generator_cls()
+        hparams = generator.hparams(spec.hparams)
+        train_targets = [c.target for c in cases["train"] if c.case_id in features]
+        gspec = GeneratorSpec(task=ctx.task, feature_dim=feature_dim, hparams=hparams,
+                              train_targets=train_targets, dataset=spec.dataset)
+        train_cfg = TrainConfig.from_mapping({**generator.default_train, **spec.train,
+                                              "seed": spec.seed, "cpu": spec.cpu})
+        selection_name = spec.selection or ctx.dataset_cls.selection_metric
+        ckpt_dir = ctx.run_dir / "checkpoints"
+        fit_key = content_hash({"split": split_hash, "skipped": sorted(skipped), "id": spec.identity()})
+
+        model = None
+        if not ctx.done("fit", fit_key):
+            model = generator.build(gspec)
+            result = fit(model, train, val, train_cfg, ckpt_dir,
+                         selection=make_selection(selection_name, spec.dataset, ctx.task),
+                         checkpoint_config={"generator": spec.generator, "spec": _spec_json(gspec, model)})
+            ctx.mark("fit", fit_key, {"best_epoch": result.best_epoch, "best_score": result.best_score,
+                                      "epochs_run": result.epochs_run, "selection": selection_name or "val_loss"})
+        fit_marker = ctx.marker("fit") or {}
+        log(f"best epoch {fit_marker.get('best_epoch')} ({selection_name or 'val_loss'} "
+            f"{fit_marker.get('best_score', float('nan')):.4f})")
+
+        predictions_path = ctx.run_dir / "predictions.jsonl"
+        if not ctx.done("predict", fit_key) or not predictions_path.exists():
+            best = ckpt_dir / "best.safetensors"
+            saved = json.loads(best.with_suffix(".json").read_text())
+            gspec.state = saved["config"]["spec"].get("state", {})
+            model = generator.build(gspec)
+            load_checkpoint(best, model)
+            preds = predict(model, test, batch_size=train_cfg.batch_size, cfg=train_cfg)
+            lines = [json.dumps({"id": cid, "prediction": preds[cid]}, default=_jsonable) for cid in test.case_ids]
+            atomic_write_text(predictions_path, "\n".join(lines) + "\n")
+            ctx.mark("predict", fit_key, {"n": len(lines)})
+        predictions = {}
+        for line in predictions_path.read_text().splitlines():
+            record = json.loads(line)
+            predictions[record["id"]] = record["prediction"]
+
+        metrics = list(spec.metrics) or list(ctx.dataset_cls.default_metrics)
+        if not metrics:
+            raise PathkitError(f"no metric given and dataset {spec.dataset!r} declares no default; use --metric")
+        references = test.targets
+        ids = test.case_ids
+        scored = score(metrics, predictions, references, ids=ids, dataset=spec.dataset)
+        baseline_preds = baseline_predictions(ctx.task, train_targets, ids)
+        baseline = (score(metrics, baseline_preds, references, ids=ids, dataset=spec.dataset).summary
+                    if baseline_preds else None)
+        extra: dict[str, Any] = {"run": spec.identity(), "n_test_cases": len(ids),
+                                 "skipped_cases": skipped, "baseline_most_frequent": baseline}
+        if ctx.task == TASK_REPORT:
+            distinct = len({str(p) for p in predictions.values()})
+            extra["distinct_prediction_fraction"] = distinct / max(len(predictions), 1)
+        write_results(scored, ctx.run_dir, extra=extra)
+        ctx.mark("score", content_hash({"fit": fit_key, "metrics": metrics}), {})
+        provenance = collect_provenance(
+            config=_jsonable(asdict(spec)),
+            seeds={"seed": spec.seed},
+            inputs={"dataset_root": str(dataset.root), "split_hash": split_hash,
+                    "feature_files": len(features)},
+            plugin_versions=ctx.registry.distributions(),
+        )
+        provenance["wall_seconds"] = time.perf_counter() - t_start
+        provenance["resumed_stages"] = ctx.resumed
+        atomic_write_json(ctx.run_dir / "provenance.json", provenance)
+        try:
+            from pathkit_core.report.html import write_run_report
+
+            write_run_report(ctx.run_dir)
+        except ImportError:
+            pass
+        return RunResult(ctx.run_dir, scored.summary, baseline, skipped, ctx.resumed)
+
+
+def _spec_json(gspec: GeneratorSpec, model: Any) -> dict[str, Any]:
+    state = model.export_state() if hasattr(model, "export_state") else {}
+    return {"task": gspec.task, "feature_dim": gspec.feature_dim, "hparams": gspec.hparams,
+            "dataset": gspec.dataset, "state": state}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value

@@ -1,0 +1,1 @@
+"""Training: the Accelerate-driven fit/predict loop, feature bags, checkpoints."""

@@ -1,0 +1,387 @@
+"""Accelerate-driven fit/predict loop: model selection on validation, early stopping, checkpoints."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import PathkitError, TaskModel
+from pathkit_core.workspace import atomic_write_json, atomic_write_with
+
+# A selection function scores validation predictions: (predictions, references) -> float.
+SelectionFn = Callable[[Mapping[str, Any], Mapping[str, Any]], float]
+
+
+@dataclass
+class TrainConfig:
+    """Defaults follow the PathBench protocol (REFERENCES "Report generation"); see docs/training.md."""
+
+    max_epochs: int = 200
+    lr: float = 7e-5
+    weight_decay: float = 1e-5
+    batch_size: int = 1
+    grad_clip: float | None = None
+    plateau_factor: float = 0.5
+    plateau_patience: int = 7
+    plateau_on: str = "val_loss"  # "val_loss" (PathBench) or "selection" (GOLDMARK: validation AUROC)
+    early_stop_patience: int | None = 20
+    selection_mode: str = "max"  # direction of the selection score
+    mixed_precision: str = "no"  # "no", "bf16", "fp16"
+    seed: int = 0
+    cpu: bool = False
+    num_workers: int = 0
+    log_every: int = 0
+    progress: bool = True
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None) -> TrainConfig:
+        values = dict(values or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise PathkitError(f"unknown training option(s) {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+@dataclass
+class FitResult:
+    best_epoch: int
+    best_score: float
+    epochs_run: int
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_checkpoint: Path | None = None
+    last_checkpoint: Path | None = None
+    stopped_early: bool = False
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+class _StepModule:
+    """Routes DDP's forward to `training_step` so gradients synchronise across processes."""
+
+    @staticmethod
+    def wrap(model: Any) -> Any:
+        import torch
+
+        class StepModule(torch.nn.Module):
+            def __init__(self, inner: torch.nn.Module) -> None:
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, batch: Any) -> Any:
+                return self.inner.training_step(batch)
+
+        return StepModule(model)
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def save_checkpoint(
+    directory: Path,
+    stem: str,
+    model: Any,
+    *,
+    config: Mapping[str, Any],
+    optimizer: Any = None,
+    scheduler: Any = None,
+    trainer_state: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write `<stem>.safetensors` (weights, and optimizer/RNG state when given) and `<stem>.json`."""
+    import torch
+    from safetensors.torch import save_file
+
+    tensors = {f"model.{k}": v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
+    extra: dict[str, Any] = {}
+    if optimizer is not None:
+        opt_state = optimizer.state_dict()
+        for pid, state in opt_state["state"].items():
+            for key, value in state.items():
+                if torch.is_tensor(value):
+                    tensors[f"optim.{pid}.{key}"] = value.detach().cpu().contiguous().clone()
+                else:
+                    extra.setdefault("optim_scalars", {}).setdefault(str(pid), {})[key] = value
+        extra["optim_param_groups"] = opt_state["param_groups"]
+        tensors["rng.torch"] = torch.get_rng_state()
+    if scheduler is not None:
+        extra["scheduler"] = {k: v for k, v in scheduler.state_dict().items() if k != "optimizer"}
+    weights = directory / f"{stem}.safetensors"
+    atomic_write_with(weights, lambda tmp: save_file(tensors, str(tmp), metadata={"format": "pt"}))
+    meta = {"config": dict(config), "trainer_state": dict(trainer_state or {}), **extra}
+    atomic_write_json(directory / f"{stem}.json", meta)
+    return weights
+
+
+def load_checkpoint(
+    weights: Path, model: Any, *, optimizer: Any = None, scheduler: Any = None
+) -> dict[str, Any]:
+    """Load what `save_checkpoint` wrote; returns the JSON side-car."""
+    import torch
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    weights = Path(weights)
+    side = weights.with_suffix(".json")
+    try:
+        tensors = load_file(str(weights))
+        meta = json.loads(side.read_text())
+    except (OSError, SafetensorError, json.JSONDecodeError) as exc:
+        raise PathkitError(f"cannot read checkpoint {weights}: {exc}") from exc
+    state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise PathkitError(
+            f"checkpoint {weights} does not fit the model: missing {sorted(missing)[:10]}, "
+            f"unexpected {sorted(unexpected)[:10]}"
+        )
+    if optimizer is not None and "optim_param_groups" in meta:
+        opt_state: dict[str, Any] = {"state": {}, "param_groups": meta["optim_param_groups"]}
+        for key, value in tensors.items():
+            if key.startswith("optim."):
+                _, pid, name = key.split(".", 2)
+                opt_state["state"].setdefault(int(pid), {})[name] = value
+        for pid, scalars in meta.get("optim_scalars", {}).items():
+            opt_state["state"].setdefault(int(pid), {}).update(scalars)
+        optimizer.load_state_dict(opt_state)
+        if "rng.torch" in tensors:
+            torch.set_rng_state(tensors["rng.torch"])
+    if scheduler is not None and "scheduler" in meta:
+        scheduler.load_state_dict(meta["scheduler"])
+    return meta
+
+
+# --------------------------------------------------------------------------- loops
+
+
+def _targets(items: Sequence[Any]) -> dict[str, Any]:
+    targets = getattr(items, "targets", None)
+    return dict(targets) if targets is not None else {i["case_id"]: i["target"] for i in items}
+
+
+def _loader(items: Sequence[dict[str, Any]], model: Any, batch_size: int, shuffle: bool, seed: int,
+            num_workers: int):
+    import torch
+
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    return torch.utils.data.DataLoader(
+        items,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        collate_fn=model.collate,
+        num_workers=num_workers,
+        generator=generator,
+    )
+
+
+def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]], batch_size: int,
+                   ) -> dict[str, Any]:
+    """Predictions for `items`, sharded over processes and gathered on every process."""
+    import torch
+    from accelerate.utils import gather_object
+
+    shard = range(accelerator.process_index, len(items), accelerator.num_processes)
+    out: list[tuple[str, Any]] = []
+    model.eval()
+    with torch.no_grad(), accelerator.autocast():
+        for start in range(0, len(shard), batch_size):
+            chunk = [items[i] for i in shard[start : start + batch_size]]
+            batch = model.collate(chunk)
+            batch = _to_device(batch, accelerator.device)
+            preds = model.predict(batch)
+            if len(preds) != len(chunk):
+                raise PathkitError(
+                    f"{type(model).__name__}.predict returned {len(preds)} predictions for {len(chunk)} cases"
+                )
+            out.extend((item["case_id"], pred) for item, pred in zip(chunk, preds, strict=True))
+    if accelerator.num_processes > 1:
+        out = gather_object(out)
+    return dict(out)
+
+
+def _val_loss(accelerator: Any, model: Any, items: Sequence[dict[str, Any]], batch_size: int) -> float:
+    import torch
+
+    shard = range(accelerator.process_index, len(items), accelerator.num_processes)
+    total, count = 0.0, 0
+    model.eval()
+    with torch.no_grad(), accelerator.autocast():
+        for start in range(0, len(shard), batch_size):
+            chunk = [items[i] for i in shard[start : start + batch_size]]
+            batch = _to_device(model.collate(chunk), accelerator.device)
+            total += float(model.training_step(batch).detach().float())
+            count += 1
+    stats = torch.tensor([total, count], dtype=torch.float64, device=accelerator.device)
+    stats = accelerator.reduce(stats, reduction="sum")
+    return float(stats[0] / max(stats[1], 1))
+
+
+def _to_device(batch: Any, device: Any) -> Any:
+    import torch
+
+    if torch.is_tensor(batch):
+        return batch.to(device)
+    if isinstance(batch, Mapping):
+        return {k: _to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, list | tuple):
+        return type(batch)(_to_device(v, device) for v in batch)
+    return batch
+
+
+def make_accelerator(cfg: TrainConfig):
+    from accelerate import Accelerator
+
+    return Accelerator(cpu=cfg.cpu, mixed_precision=cfg.mixed_precision)
+
+
+def fit(
+    model: TaskModel,
+    train_items: Sequence[dict[str, Any]],
+    val_items: Sequence[dict[str, Any]],
+    cfg: TrainConfig,
+    out_dir: Path,
+    *,
+    selection: SelectionFn | None = None,
+    checkpoint_config: Mapping[str, Any] | None = None,
+    accelerator: Any = None,
+    resume: bool = True,
+    on_epoch: Callable[[dict[str, float]], None] | None = None,
+) -> FitResult:
+    """Train `model`, selecting the best epoch on `val_items` with `selection` (validation loss
+    when None), with ReduceLROnPlateau, early stopping and per-epoch `last` checkpoints.
+
+    With `resume`, an existing `last` checkpoint in `out_dir` is continued from exactly.
+    """
+    import torch
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if len(train_items) == 0:
+        raise PathkitError("no training cases: the train split is empty after filtering")
+    if len(val_items) == 0:
+        raise PathkitError("no validation cases: model selection needs a validation split")
+    seed_everything(cfg.seed)
+    accelerator = accelerator or make_accelerator(cfg)
+    module: Any = model
+    optimizer = torch.optim.AdamW(module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    maximize = selection is not None and cfg.selection_mode == "max"
+    plateau_mode = "min" if cfg.plateau_on == "val_loss" else ("max" if maximize else "min")
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, mode=plateau_mode, factor=cfg.plateau_factor, patience=cfg.plateau_patience
+    )
+    state = {"epoch": 0, "best_epoch": 0, "best_score": -math.inf if maximize else math.inf,
+             "bad_epochs": 0, "history": []}
+    last = out_dir / "last.safetensors"
+    if resume and last.exists():
+        meta = load_checkpoint(last, module, optimizer=optimizer, scheduler=scheduler)
+        state.update(meta.get("trainer_state", {}))
+        accelerator.print(f"resuming from {last} after epoch {state['epoch']}")
+    stepper = _StepModule.wrap(module)
+    stepper, optimizer = accelerator.prepare(stepper, optimizer)
+    references = _targets(val_items)
+    config = dict(checkpoint_config or {})
+    config["train"] = asdict(cfg)
+
+    def better(score: float) -> bool:
+        return score > state["best_score"] if maximize else score < state["best_score"]
+
+    stopped_early = False
+    progress = _progress(accelerator, cfg)
+    with progress:
+        task = progress.add_task("training", total=cfg.max_epochs, completed=state["epoch"])
+        while state["epoch"] < cfg.max_epochs:
+            epoch = state["epoch"] + 1
+            stepper.train()
+            loader = _loader(train_items, module, cfg.batch_size, True, cfg.seed + epoch, cfg.num_workers)
+            shard = accelerator.prepare_data_loader(loader) if accelerator.num_processes > 1 else loader
+            t0, losses = time.perf_counter(), []
+            for batch in shard:
+                batch = _to_device(batch, accelerator.device)
+                with accelerator.autocast():
+                    loss = stepper(batch)
+                accelerator.backward(loss)
+                if cfg.grad_clip:
+                    accelerator.clip_grad_norm_(stepper.parameters(), cfg.grad_clip)
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+                losses.append(float(loss.detach().float()))
+            inner = accelerator.unwrap_model(stepper).inner
+            val_loss = _val_loss(accelerator, inner, val_items, cfg.batch_size)
+            if selection is not None:
+                preds = _predict_items(accelerator, inner, val_items, cfg.batch_size)
+                score = float(selection(preds, references))
+            else:
+                score = val_loss
+            scheduler.step(val_loss if cfg.plateau_on == "val_loss" else score)
+            record = {"epoch": epoch, "train_loss": sum(losses) / max(len(losses), 1),
+                      "val_loss": val_loss, "selection": score, "lr": optimizer.param_groups[0]["lr"],
+                      "seconds": time.perf_counter() - t0}
+            state["history"].append(record)
+            state["epoch"] = epoch
+            if better(score):
+                state.update(best_epoch=epoch, best_score=score, bad_epochs=0)
+                if accelerator.is_main_process:
+                    save_checkpoint(out_dir, "best", inner, config=config, trainer_state=state)
+            else:
+                state["bad_epochs"] += 1
+            if accelerator.is_main_process:
+                save_checkpoint(out_dir, "last", inner, config=config, optimizer=optimizer,
+                                scheduler=scheduler, trainer_state=state)
+                atomic_write_json(out_dir / "history.json", state["history"])
+            accelerator.wait_for_everyone()
+            if on_epoch is not None:
+                on_epoch(record)
+            progress.update(task, completed=epoch,
+                            description=f"epoch {epoch} loss {record['train_loss']:.3f} sel {score:.4f}")
+            if cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience:
+                stopped_early = True
+                break
+    return FitResult(
+        best_epoch=int(state["best_epoch"]),
+        best_score=float(state["best_score"]),
+        epochs_run=int(state["epoch"]),
+        history=list(state["history"]),
+        best_checkpoint=out_dir / "best.safetensors",
+        last_checkpoint=last,
+        stopped_early=stopped_early,
+    )
+
+
+def predict(
+    model: TaskModel,
+    items: Sequence[dict[str, Any]],
+    *,
+    batch_size: int = 1,
+    accelerator: Any = None,
+    cfg: TrainConfig | None = None,
+) -> dict[str, Any]:
+    """Predictions keyed by case id (gathered across processes)."""
+    accelerator = accelerator or make_accelerator(cfg or TrainConfig())
+    model = model.to(accelerator.device)
+    return _predict_items(accelerator, model, items, batch_size)
+
+
+def _progress(accelerator: Any, cfg: TrainConfig):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} epochs"),
+        TimeElapsedColumn(),
+        disable=not (cfg.progress and accelerator.is_main_process),
+        transient=False,
+    )
