@@ -165,7 +165,7 @@ class Registry:
         """Call every register_* hook plugin by plugin, attributing each component."""
         for kind, hook_name in _HOOK_FOR_KIND.items():
             caller = getattr(self.pm.hook, hook_name)
-            for impl in reversed(caller.get_hookimpls()):  # registration order
+            for impl in caller.get_hookimpls():  # registration order
                 rec = self.records.setdefault(impl.plugin_name, PluginRecord(impl.plugin_name))
                 register = self._make_register(kind, impl.plugin_name, rec)
                 try:
@@ -247,7 +247,7 @@ class Registry:
         return self.records.get(plugin) if plugin else None
 
     def call_register_commands(self, app: Any) -> None:
-        for impl in reversed(self.pm.hook.register_commands.get_hookimpls()):
+        for impl in self.pm.hook.register_commands.get_hookimpls():
             try:
                 impl.function(app=app)
             except Exception as exc:  # noqa: BLE001

@@ -1,0 +1,1 @@
+"""An example third-party pathkit plugin (see docs/plugin-authors.md)."""

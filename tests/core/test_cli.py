@@ -1,0 +1,183 @@
+"""The CLI: listing, info, score in every accepted format, error messages, start-up time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pathkit_core import hookimpl
+from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult
+
+PREDS = [{"id": "a", "report": "invasive carcinoma grade 2"}, {"id": "b", "report": "benign"}]
+REFS = [{"id": "a", "report": "invasive carcinoma"}, {"id": "b", "report": "benign breast tissue"}]
+
+
+class WordCount(Metric):
+    name = "word-count"
+    tasks = (TASK_REPORT,)
+
+    def compute(self, predictions, references, *, ids=None, context=None):
+        counts = [float(len(p.split())) for p in predictions]
+        return MetricResult({"words": sum(counts) / len(counts)}, pl.DataFrame({"id": ids, "words": counts}))
+
+
+class _Plugin:
+    @hookimpl
+    def register_metrics(self, register):
+        register(WordCount)
+
+
+@pytest.fixture
+def files(tmp_path):
+    pred, ref = tmp_path / "pred.json", tmp_path / "ref.json"
+    pred.write_text(json.dumps(PREDS))
+    ref.write_text(json.dumps(REFS))
+    return pred, ref
+
+
+@pytest.fixture
+def inline(fresh_registry):
+    return fresh_registry({"inline": _Plugin()})
+
+
+def test_version(cli):
+    result = cli("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == "pathkit 0.1.0"
+
+
+def test_list_plugins_json_shows_components(cli, inline):
+    result = cli("list", "plugins", "--json")
+    assert result.exit_code == 0
+    records = {r["name"]: r for r in json.loads(result.stdout)}
+    assert records["inline"]["status"] == "ok"
+    assert records["inline"]["components"]["metric"] == ["word-count"]
+
+
+def test_list_metrics_and_info(cli, inline):
+    listed = json.loads(cli("list", "metrics", "--json").stdout)
+    assert [m["name"] for m in listed] == ["word-count"]
+    info = json.loads(cli("info", "word-count", "--json").stdout)
+    assert info[0]["kind"] == "metric" and info[0]["tasks"] == ["report"]
+    bad = cli("info", "word-cont")
+    assert bad.exit_code == 2 and "did you mean word-count" in bad.stderr
+    wrong = cli("list", "metric")
+    assert wrong.exit_code == 2 and "did you mean 'metrics'" in wrong.stderr
+
+
+def test_score_reg_json_and_out_dir(cli, inline, files, tmp_path):
+    pred, ref = files
+    out = tmp_path / "out"
+    result = cli("score", "--metric", "word-count", "--predictions", pred, "--references", ref,
+                 "--out", out, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {"word-count": {"words": 2.5}}
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["metrics"] == {"word-count": {"words": 2.5}} and saved["n_cases"] == 2
+    per_case = pl.read_parquet(out / "per_case.parquet")
+    assert per_case["id"].to_list() == ["a", "b"] and per_case["words"].to_list() == [4.0, 1.0]
+
+
+def test_score_jsonl_and_pathbench(cli, inline, files, tmp_path):
+    _, ref = files
+    jsonl = tmp_path / "pred.jsonl"
+    jsonl.write_text("\n".join(json.dumps(p) for p in PREDS) + "\n")
+    assert json.loads(cli("score", "-m", "word-count", "-p", jsonl, "-r", ref, "--json").stdout) == {
+        "word-count": {"words": 2.5}}
+    bench = tmp_path / "pathbench.json"
+    bench.write_text(json.dumps({p["id"]: {"pred": p["report"], "target": r["report"]}
+                                 for p, r in zip(PREDS, REFS, strict=True)}))
+    result = cli("score", "-m", "word-count", "-p", bench, "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout) == {"word-count": {"words": 2.5}}
+
+
+def test_score_table_output(cli, inline, files):
+    pred, ref = files
+    result = cli("score", "-m", "word-count", "-p", pred, "-r", ref)
+    assert result.exit_code == 0 and "words" in result.stdout and "2.5000" in result.stdout
+
+
+def test_missing_and_extra_ids_are_listed(cli, inline, files, tmp_path):
+    _, ref = files
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": "a", "report": "x"}, {"id": "zz", "report": "y"}]))
+    result = cli("score", "-m", "word-count", "-p", pred, "-r", ref)
+    assert result.exit_code == 2
+    assert "missing from" in result.stderr and "b" in result.stderr and "zz" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"id": "a", "report": "x"}\n{"id": "b", "report": \n', "line 2"),
+        ('[{"id": "a", "report": "x"}, {"report": "y"}]', "item 1"),
+        ('[{"id": "a", "text2": "x"}]', "no value key"),
+        ('{"a": {"pred": "x"}}', "no \"target\""),
+        ("", "empty"),
+        ('[{"id": "a", "report": "x"}, {"id": "a", "report": "y"}]', "duplicate id 'a'"),
+    ],
+)
+def test_malformed_predictions_name_file_and_place(cli, inline, files, tmp_path, content, message):
+    _, ref = files
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    result = cli("score", "-m", "word-count", "-p", bad, "-r", ref)
+    assert result.exit_code == 2
+    assert "bad.json" in result.stderr and message in result.stderr
+
+
+def test_unknown_metric_suggests(cli, inline, files):
+    pred, ref = files
+    result = cli("score", "-m", "word-cnt", "-p", pred, "-r", ref)
+    assert result.exit_code == 2 and "did you mean word-count" in result.stderr
+
+
+def test_references_required_for_plain_lists(cli, inline, files):
+    pred, _ = files
+    result = cli("score", "-m", "word-count", "-p", pred)
+    assert result.exit_code == 2 and "--references" in result.stderr
+
+
+def test_doctor_json(cli, inline, tmp_path):
+    result = cli("doctor", "--workdir", tmp_path / "ws", "--json")
+    assert result.exit_code == 0
+    checks = json.loads(result.stdout)
+    assert checks["python"]["status"] == "ok" and checks["workspace"]["status"] == "ok"
+    assert "torch" in checks and "openslide" in checks and "java" in checks
+
+
+def _pathkit() -> str:
+    return str(Path(sys.executable).with_name("pathkit"))
+
+
+def test_help_is_fast_and_does_not_import_torch():
+    start = time.perf_counter()
+    out = subprocess.run([_pathkit(), "--help"], capture_output=True, text=True, check=True)
+    elapsed = time.perf_counter() - start
+    assert "score" in out.stdout and "run" in out.stdout
+    assert elapsed < 1.5, f"pathkit --help took {elapsed:.2f}s"
+    code = "import sys; from pathkit_core.cli import build_app; build_app(); print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+
+
+def test_installed_example_plugin_is_discovered_and_scores(files, tmp_path):
+    """The example third-party package, pip-installed non-editable by `make install`."""
+    listed = subprocess.run([_pathkit(), "list", "plugins", "--json"], capture_output=True, text=True, check=True)
+    records = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert records["example-length"]["status"] == "ok"
+    assert records["example-length"]["distribution"] == "pathkit-example-plugin"
+    assert records["example-length"]["components"]["metric"] == ["length-ratio"]
+    import pathkit_example_plugin
+
+    assert "site-packages" in pathkit_example_plugin.__file__, "example plugin must be installed non-editable"
+    pred, ref = files
+    scored = subprocess.run([_pathkit(), "score", "-m", "length-ratio", "-p", str(pred), "-r", str(ref), "--json"],
+                            capture_output=True, text=True, check=True)
+    # a: 4/2 words, b: 1/3 words
+    assert json.loads(scored.stdout)["length-ratio"]["length_ratio"] == pytest.approx((2.0 + 1 / 3) / 2)

@@ -1,0 +1,211 @@
+"""`pathkit run` orchestration with small test-only plugins: stages, run folder, provenance, resume."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from pathkit_core import hookimpl
+from pathkit_core.contracts import (
+    TASK_SLIDE_CLASSIFICATION,
+    Case,
+    Dataset,
+    Encoder,
+    Generator,
+    Metric,
+    MetricResult,
+    TileSpec,
+)
+
+N_TILES, DIM = 12, 8
+
+
+class ToyCohort(Dataset):
+    """Precomputed features; the label is the sign of feature 0 of every tile."""
+
+    name = "toy-cohort"
+    task = TASK_SLIDE_CLASSIFICATION
+    default_metrics = ("toy-accuracy",)
+    selection_metric = "toy-accuracy:accuracy"
+
+    def _ids(self):
+        return [f"case{i:02d}" for i in range(30)]
+
+    def splits(self):
+        ids = self._ids()
+        return {"train": ids[:18], "val": ids[18:24], "test": ids[24:]}
+
+    def cases(self, split):
+        for cid in self.splits()[split]:
+            label = int(cid[-2:]) % 2
+            yield Case(case_id=cid, patient_id=cid, target=label,
+                       features=(self.root / f"{cid}.safetensors",))
+
+    def validate(self):
+        from pathkit_core.contracts import PathkitError
+
+        if self.root is None or not self.root.is_dir():
+            raise PathkitError(f"toy-cohort: {self.root} is not a folder")
+
+
+class NoEncoder(Encoder):
+    name = "precomputed"
+    embed_dim = DIM
+    tile_spec = TileSpec(224, 0.5)
+
+
+class MeanPool(Generator):
+    name = "mean-pool"
+    tasks = (TASK_SLIDE_CLASSIFICATION,)
+    default_hparams = {"hidden": 4}
+    default_train = {"max_epochs": 6, "lr": 0.05, "weight_decay": 0.0, "early_stop_patience": None,
+                     "progress": False}
+    built = 0
+
+    def build(self, spec):
+        import torch
+
+        MeanPool.built += 1
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = torch.nn.Sequential(torch.nn.Linear(spec.feature_dim, spec.hparams["hidden"]),
+                                                torch.nn.ReLU(), torch.nn.Linear(spec.hparams["hidden"], 2))
+
+            def collate(self, items):
+                return {"x": torch.stack([i["features"].mean(0) for i in items]),
+                        "y": torch.tensor([int(i["target"]) for i in items])}
+
+            def training_step(self, batch):
+                return torch.nn.functional.cross_entropy(self.head(batch["x"]), batch["y"])
+
+            def predict(self, batch):
+                return self.head(batch["x"]).argmax(-1).tolist()
+
+            def export_state(self):
+                return {"classes": [0, 1]}
+
+        return Model()
+
+
+class ToyAccuracy(Metric):
+    name = "toy-accuracy"
+    tasks = (TASK_SLIDE_CLASSIFICATION,)
+
+    def compute(self, predictions, references, *, ids=None, context=None):
+        hits = [float(int(p) == int(r)) for p, r in zip(predictions, references, strict=True)]
+        return MetricResult({"accuracy": sum(hits) / len(hits)}, pl.DataFrame({"id": ids, "hit": hits}))
+
+
+class ToyPlugin:
+    @hookimpl
+    def register_datasets(self, register):
+        register(ToyCohort)
+
+    @hookimpl
+    def register_encoders(self, register):
+        register(NoEncoder)
+
+    @hookimpl
+    def register_generators(self, register):
+        register(MeanPool)
+
+    @hookimpl
+    def register_metrics(self, register):
+        register(ToyAccuracy)
+
+
+@pytest.fixture
+def toy_root(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    root = tmp_path / "toy"
+    root.mkdir()
+    g = torch.Generator().manual_seed(0)
+    for i in range(30):
+        feats = torch.randn(N_TILES, DIM, generator=g)
+        feats[:, 0] = (1.0 if i % 2 else -1.0) + 0.1 * feats[:, 0]
+        coords = torch.arange(N_TILES * 2, dtype=torch.int32).reshape(N_TILES, 2)
+        save_file({"features": feats, "coords": coords}, str(root / f"case{i:02d}.safetensors"))
+    return root
+
+
+def test_run_orchestration_and_resume(fresh_registry, cli, toy_root, tmp_path):
+    fresh_registry({"toy": ToyPlugin()})
+    workdir = tmp_path / "ws"
+    args = ("run", "--dataset", "toy-cohort", "--encoder", "precomputed", "--generator", "mean-pool",
+            "--dataset-root", toy_root, "--workdir", workdir, "--cpu")
+    MeanPool.built = 0
+    result = cli(*args)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    run_dirs = list((workdir / "runs" / "toy-cohort" / "precomputed" / "mean-pool").iterdir())
+    assert len(run_dirs) == 1
+    run_dir = run_dirs[0]
+    for name in ("metrics.json", "per_case.parquet", "provenance.json", "predictions.jsonl", "report.html",
+                 "stages.json", "checkpoints/best.safetensors", "checkpoints/last.safetensors"):
+        assert (run_dir / name).exists(), name
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["metrics"]["toy-accuracy"]["accuracy"] == 1.0
+    assert metrics["baseline_most_frequent"]["toy-accuracy"]["accuracy"] == 0.5
+    prov = json.loads((run_dir / "provenance.json").read_text())
+    assert prov["config"]["generator"] == "mean-pool" and prov["seeds"] == {"seed": 0}
+    assert prov["inputs"]["split_hash"]
+    preds = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    assert [p["id"] for p in preds] == [f"case{i:02d}" for i in range(24, 30)]
+    builds_first = MeanPool.built
+
+    again = cli(*args)
+    assert again.exit_code == 0
+    assert MeanPool.built == builds_first, "a finished run must not train again"
+    prov2 = json.loads((run_dir / "provenance.json").read_text())
+    assert {"fit", "predict"} <= set(prov2["resumed_stages"])
+
+
+def test_missing_features_are_listed_or_skipped(fresh_registry, cli, toy_root, tmp_path):
+    fresh_registry({"toy": ToyPlugin()})
+    (toy_root / "case25.safetensors").unlink()
+    args = ["run", "-d", "toy-cohort", "-e", "precomputed", "-g", "mean-pool", "--dataset-root", toy_root,
+            "--workdir", tmp_path / "ws", "--cpu"]
+    failed = cli(*args)
+    assert failed.exit_code == 2 and "case25" in failed.stderr and "--skip-missing" in failed.stderr
+    ok = cli(*args, "--skip-missing")
+    assert ok.exit_code == 0, ok.stderr
+    metrics_file = next((tmp_path / "ws" / "runs").rglob("metrics.json"))
+    assert "case25" in json.loads(metrics_file.read_text())["skipped_cases"]
+
+
+def test_generator_task_mismatch_is_explained(fresh_registry, cli, tmp_path):
+    class ReportOnly(Generator):
+        name = "report-only"
+        tasks = ("report",)
+
+    class P:
+        @hookimpl
+        def register_generators(self, register):
+            register(ReportOnly)
+
+    fresh_registry({"toy": ToyPlugin(), "p": P()})
+    result = cli("run", "-d", "toy-cohort", "-e", "precomputed", "-g", "report-only", "--workdir", tmp_path)
+    assert result.exit_code == 2 and "not the 'slide-classification' task" in result.stderr
+
+
+def test_config_file_and_bad_config(fresh_registry, cli, toy_root, tmp_path):
+    fresh_registry({"toy": ToyPlugin()})
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(f'dataset = "toy-cohort"\nencoder = "precomputed"\ngenerator = "mean-pool"\n'
+                   f'dataset_root = "{toy_root}"\nworkdir = "{tmp_path / "ws"}"\ncpu = true\n'
+                   f'[train]\nmax_epochs = 2\n')
+    result = cli("run", "--config", cfg)
+    assert result.exit_code == 0, result.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("dataset = \n")
+    out = cli("run", "--config", bad)
+    assert out.exit_code == 2 and "bad.toml" in out.stderr and "invalid TOML" in out.stderr
+    typo = tmp_path / "typo.toml"
+    typo.write_text('dataset = "toy-cohort"\nencoder = "precomputed"\ngenerator = "mean-pool"\nmax_epoch = 3\n')
+    out = cli("run", "--config", typo)
+    assert out.exit_code == 2 and "max_epoch" in out.stderr

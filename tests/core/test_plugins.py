@@ -1,0 +1,177 @@
+"""The plugin manager: inline plugins, broken entry points, misspelled hooks, duplicates, allow/block lists."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from importlib import metadata
+
+import pytest
+
+from pathkit_core import hookimpl
+from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from pathkit_core.plugins import (
+    AmbiguousComponentError,
+    UnknownComponentError,
+    build_registry,
+)
+
+
+def _metric(name: str) -> type[Metric]:
+    class _M(Metric):
+        tasks = (TASK_REPORT,)
+
+        def compute(self, predictions, references, *, ids=None, context=None):
+            return MetricResult({"n": float(len(predictions))})
+
+    _M.name = name
+    _M.__name__ = f"Metric_{name}"
+    return _M
+
+
+def _plugin(*metric_names: str) -> types.SimpleNamespace:
+    classes = [_metric(n) for n in metric_names]
+
+    class Plugin:
+        @hookimpl
+        def register_metrics(self, register):
+            for cls in classes:
+                register(cls)
+
+    return Plugin()
+
+
+def test_inline_plugins_register_and_unregister():
+    registry = build_registry(autoload=False, plugins={"a": _plugin("bleu-ish", "rouge-ish")})
+    assert registry.names("metric") == ["bleu-ish", "rouge-ish"]
+    assert registry.records["a"].status == "ok"
+    assert registry.records["a"].components["metric"] == ["bleu-ish", "rouge-ish"]
+    registry.pm.unregister(name="a")
+    fresh = build_registry(autoload=False)
+    assert fresh.names("metric") == []
+
+
+def test_unknown_name_lists_close_matches():
+    registry = build_registry(autoload=False, plugins={"a": _plugin("crqs", "nlg")})
+    with pytest.raises(UnknownComponentError, match="did you mean crqs"):
+        registry.get("metric", "crq")
+    with pytest.raises(UnknownComponentError, match="available: crqs, nlg"):
+        registry.get("metric", "zzzzzz")
+
+
+def test_duplicate_name_is_an_error_naming_both_plugins():
+    registry = build_registry(autoload=False, plugins=[("first", _plugin("dup")), ("second", _plugin("dup"))])
+    assert registry.records["first"].status == "error"
+    assert registry.records["second"].status == "error"
+    assert "'first'" in registry.records["second"].error and "'second'" in registry.records["second"].error
+    with pytest.raises(AmbiguousComponentError, match="'first' and 'second'"):
+        registry.get("metric", "dup")
+
+
+def test_misspelled_hook_is_caught_and_isolated():
+    class Typo:
+        @hookimpl
+        def register_metric(self, register):  # missing "s"
+            raise AssertionError("never called")
+
+    registry = build_registry(autoload=False, plugins={"typo": Typo(), "good": _plugin("ok-metric")})
+    assert registry.records["typo"].status == "error"
+    assert "register_metrics" in registry.records["typo"].error
+    assert registry.records["good"].status == "ok"
+    assert registry.names("metric") == ["ok-metric"]
+
+
+def test_register_rejects_a_non_component_and_unknown_task():
+    class NotAMetric:
+        name = "nope"
+
+    class BadTask(Metric):
+        name = "bad-task"
+        tasks = ("captioning",)
+
+    class Plugin:
+        @hookimpl
+        def register_metrics(self, register):
+            register(NotAMetric)
+
+    class Plugin2:
+        @hookimpl
+        def register_metrics(self, register):
+            register(BadTask)
+
+    registry = build_registry(autoload=False, plugins={"p": Plugin(), "q": Plugin2()})
+    assert "not a subclass" in registry.records["p"].error
+    assert "unknown task" in registry.records["q"].error
+    assert registry.names("metric") == []
+
+
+class _FakeDist:
+    def __init__(self, name):
+        self.metadata = {"Name": name}
+        self.version = "9.9"
+
+
+class _FakeEntryPoint:
+    def __init__(self, name, target, dist="fake-dist"):
+        self.name, self.value, self._target, self.dist = name, f"fake:{name}", target, _FakeDist(dist)
+
+    def load(self):
+        if isinstance(self._target, BaseException):
+            raise self._target
+        return self._target
+
+
+def test_entry_point_that_raises_on_import_is_reported_and_others_work(monkeypatch):
+    eps = [
+        _FakeEntryPoint("broken", ImportError("no module named 'cuda_magic'")),
+        _FakeEntryPoint("works", _plugin("fine")),
+    ]
+    monkeypatch.setattr(metadata, "entry_points", lambda group: eps)
+    registry = build_registry(autoload=True, allow=None, block=set())
+    assert registry.records["broken"].status == "error"
+    assert "cuda_magic" in registry.records["broken"].error
+    assert registry.records["broken"].distribution == "fake-dist"
+    assert registry.records["works"].status == "ok"
+    assert registry.names("metric") == ["fine"]
+
+
+def test_allow_and_block_lists_from_environment(monkeypatch):
+    eps = [_FakeEntryPoint("one", _plugin("m1")), _FakeEntryPoint("two", _plugin("m2"))]
+    monkeypatch.setattr(metadata, "entry_points", lambda group: eps)
+    monkeypatch.setenv("PATHKIT_LOAD_PLUGINS", "one")
+    reg = build_registry()
+    assert reg.names("metric") == ["m1"] and reg.records["two"].status == "disabled"
+    monkeypatch.delenv("PATHKIT_LOAD_PLUGINS")
+    monkeypatch.setenv("PATHKIT_DISABLE_PLUGINS", "one")
+    reg = build_registry()
+    assert reg.names("metric") == ["m2"] and reg.records["one"].status == "disabled"
+
+
+def test_a_raising_register_hook_is_isolated():
+    class Raises:
+        @hookimpl
+        def register_metrics(self, register):
+            raise RuntimeError("boom")
+
+    registry = build_registry(autoload=False, plugins={"r": Raises(), "g": _plugin("g")})
+    assert registry.records["r"].status == "error" and "boom" in registry.records["r"].error
+    assert registry.names("metric") == ["g"]
+
+
+def test_view_suffix_resolves_to_the_base_component():
+    registry = build_registry(autoload=False, plugins={"a": _plugin("base")})
+    assert registry.get("metric", "base:view") is registry.get("metric", "base")
+
+
+def test_no_plugin_loading_or_torch_import_at_import_time():
+    code = (
+        "import sys, pathkit_core, pathkit_core.plugins as p, pathkit_core.cli, pathkit_core.contracts;"
+        "print(p._REGISTRY is None, 'torch' in sys.modules, 'openslide' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False", "False"]
+
+
+def test_pathkit_error_is_user_facing():
+    assert issubclass(UnknownComponentError, PathkitError)

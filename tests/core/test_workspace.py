@@ -1,0 +1,110 @@
+"""Workspace: atomic writes survive failures, locks exclude other processes, hashes are stable."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import socket
+import time
+
+import pytest
+
+from pathkit_core.workspace import (
+    FileLock,
+    LockTimeout,
+    atomic_open,
+    atomic_write_json,
+    atomic_write_text,
+    collect_provenance,
+    content_hash,
+    sha256_file,
+)
+
+
+def test_exception_mid_write_leaves_previous_file_intact(tmp_path):
+    target = tmp_path / "metrics.json"
+    atomic_write_json(target, {"BLEU-4": 0.25})
+    with pytest.raises(RuntimeError), atomic_open(target) as fh:
+        fh.write('{"BLEU-4": 0.9')  # half a file
+        raise RuntimeError("killed mid-write")
+    assert json.loads(target.read_text()) == {"BLEU-4": 0.25}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"], "temporary file left behind"
+
+
+def test_atomic_write_creates_parents_and_replaces(tmp_path):
+    target = tmp_path / "a" / "b" / "x.txt"
+    atomic_write_text(target, "one")
+    atomic_write_text(target, "two")
+    assert target.read_text() == "two"
+
+
+def test_content_hash_is_order_independent_and_sensitive():
+    assert content_hash({"a": 1, "b": [1, 2]}) == content_hash({"b": [1, 2], "a": 1})
+    assert content_hash({"a": 1}) != content_hash({"a": 2})
+    assert len(content_hash("x")) == 16
+
+
+def test_sha256_file_matches_hashlib(tmp_path):
+    import hashlib
+
+    p = tmp_path / "blob"
+    data = os.urandom(3 << 20)
+    p.write_bytes(data)
+    assert sha256_file(p) == hashlib.sha256(data).hexdigest()
+
+
+def _hold_lock(path, ready, release):
+    with FileLock(path):
+        ready.set()
+        release.wait(20)
+
+
+def test_lock_contention_between_two_processes(tmp_path):
+    path = tmp_path / "run.lock"
+    ctx = mp.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_hold_lock, args=(path, ready, release))
+    child.start()
+    try:
+        assert ready.wait(30)
+        owner = FileLock(path).owner()
+        assert owner["pid"] == child.pid and owner["host"] == socket.gethostname()
+        with pytest.raises(LockTimeout, match=f"pid {child.pid}"):
+            FileLock(path, timeout=0.3).acquire()
+    finally:
+        release.set()
+        child.join(30)
+    with FileLock(path, timeout=1):
+        assert path.exists()
+    assert not path.exists()
+
+
+def test_stale_lock_of_a_dead_process_is_broken(tmp_path):
+    path = tmp_path / "stale.lock"
+    proc = mp.get_context("spawn").Process(target=time.sleep, args=(0,))
+    proc.start()
+    proc.join()
+    path.write_text(json.dumps({"pid": proc.pid, "host": socket.gethostname(), "time": time.time()}))
+    with FileLock(path, timeout=0):
+        assert FileLock(path).owner()["pid"] == os.getpid()
+
+
+def test_old_lock_of_another_host_is_broken_only_after_stale_after(tmp_path):
+    path = tmp_path / "remote.lock"
+    path.write_text(json.dumps({"pid": 1, "host": "other-node", "time": time.time()}))
+    with pytest.raises(LockTimeout, match="other-node"):
+        FileLock(path, timeout=0).acquire()
+    path.write_text(json.dumps({"pid": 1, "host": "other-node", "time": time.time() - 100}))
+    with FileLock(path, timeout=0, stale_after=50):
+        pass
+
+
+def test_provenance_records_versions_seeds_config_inputs():
+    prov = collect_provenance(config={"lr": 1e-4}, seeds={"seed": 3}, inputs={"split": "abc"},
+                              plugin_versions={"pathkit-metrics": "0.1.0"})
+    assert prov["versions"]["pathkit"] == "0.1.0"
+    assert prov["versions"]["torch"]
+    assert prov["seeds"] == {"seed": 3} and prov["config"] == {"lr": 1e-4}
+    assert prov["inputs"] == {"split": "abc"} and prov["plugins"] == {"pathkit-metrics": "0.1.0"}
+    assert "git_commit" in prov
