@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
     @app.command("run")
     @user_errors
     def run_cmd(
-        dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset plugin (default: the embedded demo)."),
+        dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset plugin (default: the demo)."),
         encoder: list[str] = typer.Option([], "--encoder", "-e", help="Encoder plugin(s), comma-separated."),
         generator: list[str] = typer.Option([], "--generator", "-g", help="Generator plugin(s), comma-separated."),
         metric: list[str] = typer.Option([], "--metric", "-m", help="Metric(s); default: the dataset's."),

@@ -14,10 +14,10 @@ def register(app: typer.Typer) -> None:
     @app.command("score")
     @user_errors
     def score_cmd(
-        metric: list[str] = typer.Option(..., "--metric", "-m", help="Metric name(s), comma-separated or repeated."),
-        predictions: Path = typer.Option(..., "--predictions", "-p", help="Predictions: REG JSON list, JSONL or PathBench JSON."),
-        references: Path | None = typer.Option(None, "--references", "-r", help="References (not needed for PathBench files)."),
-        dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset plugin (selects e.g. the CRQS schema)."),
+        metric: list[str] = typer.Option(..., "--metric", "-m", help="Metric name(s), comma-separated."),
+        predictions: Path = typer.Option(..., "--predictions", "-p", help="REG JSON list, JSONL or PathBench JSON."),
+        references: Path | None = typer.Option(None, "--references", "-r", help="References (not for PathBench)."),
+        dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset (selects e.g. the CRQS schema)."),
         out: Path | None = typer.Option(None, "--out", "-o", help="Write metrics.json and per_case.parquet here."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     ) -> None:

@@ -27,7 +27,9 @@ class RecordFile:
 
 def _record_value(path: Path, where: str, record: Any) -> tuple[str, Any]:
     if not isinstance(record, Mapping):
-        raise PathkitError(f"{path}: {where}: expected an object with \"id\" and \"report\", got {type(record).__name__}")
+        raise PathkitError(
+            f"{path}: {where}: expected an object with \"id\" and \"report\", got {type(record).__name__}"
+        )
     rid = next((record[k] for k in ID_KEYS if k in record), None)
     if rid is None:
         raise PathkitError(f"{path}: {where}: record has no \"id\" key (keys: {sorted(record)})")

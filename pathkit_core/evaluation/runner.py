@@ -90,7 +90,9 @@ def score(
         if table is not None and table.height:
             if "id" not in table.columns:
                 if table.height != len(ids):
-                    raise PathkitError(f"metric {metric.name!r} returned {table.height} per-case rows for {len(ids)} cases")
+                    raise PathkitError(
+                        f"metric {metric.name!r} returned {table.height} per-case rows for {len(ids)} cases"
+                    )
                 table = table.with_columns(pl.Series("id", ids))
             table = table.with_columns(pl.col("id").cast(pl.Utf8))
             clash = [c for c in table.columns if c != "id" and c in per_case.columns]

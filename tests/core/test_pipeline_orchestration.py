@@ -121,7 +121,8 @@ class ToyPlugin:
 @pytest.fixture
 def toy_root(tmp_path):
     import torch
-    from safetensors.torch import save_file
+
+    from pathkit_core.features.store import write_features
 
     root = tmp_path / "toy"
     root.mkdir()
@@ -130,7 +131,7 @@ def toy_root(tmp_path):
         feats = torch.randn(N_TILES, DIM, generator=g)
         feats[:, 0] = (1.0 if i % 2 else -1.0) + 0.1 * feats[:, 0]
         coords = torch.arange(N_TILES * 2, dtype=torch.int32).reshape(N_TILES, 2)
-        save_file({"features": feats, "coords": coords}, str(root / f"case{i:02d}.safetensors"))
+        write_features(root / f"case{i:02d}.safetensors", feats, coords, {"slide_id": f"case{i:02d}"})
     return root
 
 
@@ -161,8 +162,15 @@ def test_run_orchestration_and_resume(fresh_registry, cli, toy_root, tmp_path):
     again = cli(*args)
     assert again.exit_code == 0
     assert MeanPool.built == builds_first, "a finished run must not train again"
-    prov2 = json.loads((run_dir / "provenance.json").read_text())
-    assert {"fit", "predict"} <= set(prov2["resumed_stages"])
+    assert "this cell is finished" in again.stdout
+    # a killed run (no score marker yet) resumes after training: predictions and scores only
+    stages = json.loads((run_dir / "stages.json").read_text())
+    del stages["score"], stages["predict"]
+    (run_dir / "stages.json").write_text(json.dumps(stages))
+    third = cli(*args)
+    assert third.exit_code == 0 and MeanPool.built == builds_first + 1  # rebuilt once, for prediction
+    prov = json.loads((run_dir / "provenance.json").read_text())
+    assert "fit" in prov["resumed_stages"]
 
 
 def test_missing_features_are_listed_or_skipped(fresh_registry, cli, toy_root, tmp_path):
