@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from pathkit_core.cli.common import console, print_json, print_table, split_names, user_errors
 from pathkit_core.contracts import PathkitError
+
+
+def parse_options(pairs: list[str]) -> dict[str, Any]:
+    """`["meteor=false", "n=3"]` -> {"meteor": False, "n": 3}; values are JSON when they parse."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise PathkitError(f"--option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key.strip()] = raw
+    return options
 
 
 def register(app: typer.Typer) -> None:
@@ -20,6 +36,7 @@ def register(app: typer.Typer) -> None:
         dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset (selects e.g. the CRQS schema)."),
         out: Path | None = typer.Option(None, "--out", "-o", help="Write metrics.json and per_case.parquet here."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+        option: list[str] = typer.Option([], "--option", help="Metric option KEY=VALUE (repeatable)."),
     ) -> None:
         """Score predictions against references."""
         from pathkit_core.evaluation.records import join_by_id, read_records
@@ -37,7 +54,9 @@ def register(app: typer.Typer) -> None:
             )
         ids = join_by_id(pred_file.values, refs, pred_name=str(predictions),
                          ref_name=str(references or predictions))
-        result = score(split_names(metric), pred_file.values, refs, ids=ids, dataset=dataset)
+        options = parse_options(option)
+        result = score(split_names(metric), pred_file.values, refs, ids=ids, dataset=dataset,
+                       context={"options": options} if options else None)
         if out is not None:
             write_results(result, out, extra={"predictions": str(predictions), "references": str(references),
                                               "dataset": dataset, "n_cases": len(ids)})

@@ -181,3 +181,29 @@ def test_installed_example_plugin_is_discovered_and_scores(files, tmp_path):
                             capture_output=True, text=True, check=True)
     # a: 4/2 words, b: 1/3 words
     assert json.loads(scored.stdout)["length-ratio"]["length_ratio"] == pytest.approx((2.0 + 1 / 3) / 2)
+
+
+def test_score_options_reach_the_metric(cli, fresh_registry, files):
+    seen = {}
+
+    class Spy(Metric):
+        name = "spy"
+        tasks = (TASK_REPORT,)
+
+        def compute(self, predictions, references, *, ids=None, context=None):
+            seen.update(context["options"])
+            return MetricResult({"x": 1.0})
+
+    class P:
+        @hookimpl
+        def register_metrics(self, register):
+            register(Spy)
+
+    fresh_registry({"p": P()})
+    pred, ref = files
+    result = cli("score", "-m", "spy", "-p", pred, "-r", ref, "--option", "meteor=false",
+                 "--option", "vocabulary=v.json", "--option", "n=3")
+    assert result.exit_code == 0, result.stderr
+    assert seen == {"meteor": False, "vocabulary": "v.json", "n": 3}
+    bad = cli("score", "-m", "spy", "-p", pred, "-r", ref, "--option", "novalue")
+    assert bad.exit_code == 2 and "KEY=VALUE" in bad.stderr
