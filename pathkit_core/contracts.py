@@ -150,6 +150,8 @@ class Dataset(Component):
     # selects the best epoch, as "metric:summary-key" (e.g. "nlg:BLEU-4"); None: validation loss.
     default_metrics: ClassVar[tuple[str, ...]] = ()
     selection_metric: ClassVar[str | None] = None
+    # Metric options used only for that per-epoch selection score (e.g. {"meteor": False}).
+    selection_options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         self.root = Path(root) if root is not None else None

@@ -26,8 +26,10 @@ from pathkit_core.workspace import (
     FileLock,
     atomic_write_json,
     atomic_write_text,
+    atomic_write_with,
     collect_provenance,
     content_hash,
+    sha256_file,
 )
 
 STAGES = ("dataset", "features", "fit", "predict", "score")
@@ -55,13 +57,20 @@ class RunSpec:
     hparams: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
-    max_tiles: int | None = 10_000
+    # "auto": the generator's `default_max_tiles` if it declares one (gma-mil: None, every tile),
+    # else PathBench's first 10,000 tiles; None keeps every tile.
+    max_tiles: int | str | None = "auto"
     selection: str | None = None
     skip_missing: bool = False
     extract_batch_size: int = 32
     extract_workers: int = 0
     device: str | None = None
     cpu: bool = False
+    # Checkpoints evaluated on the test split (None: the dataset's `evaluate_checkpoints`, else "best").
+    checkpoints: list[str] | None = None
+    # Evaluate the checkpoints of this earlier run folder instead of training (frozen-weight external test).
+    frozen_from: Path | None = None
+    export_attention: bool = True
 
     def identity(self) -> dict[str, Any]:
         """The fields that change results (not paths or worker counts)."""
@@ -76,6 +85,8 @@ class RunSpec:
             "max_tiles": self.max_tiles,
             "selection": self.selection,
             "weights": str(self.weights) if self.weights else None,
+            # only when set, so that runs without them keep their folder names
+            **({"frozen_from": str(self.frozen_from)} if self.frozen_from else {}),
         }
 
     @classmethod
@@ -85,7 +96,7 @@ class RunSpec:
         if unknown:
             raise PathkitError(f"unknown run option(s) {unknown}; known: {sorted(names)}")
         data = dict(values)
-        for key in ("workdir", "dataset_root", "weights"):
+        for key in ("workdir", "dataset_root", "weights", "frozen_from"):
             if data.get(key) is not None:
                 data[key] = Path(data[key])
         if isinstance(data.get("metrics"), str):
@@ -112,6 +123,9 @@ class RunResult:
     baseline: dict[str, dict[str, float]] | None = None
     skipped_cases: dict[str, str] = field(default_factory=dict)
     resumed_stages: list[str] = field(default_factory=list)
+    # summaries of every evaluated checkpoint ({"best": {...}, "last": {...}}), with their epochs
+    checkpoints: dict[str, Any] = field(default_factory=dict)
+    excluded_cases: dict[str, str] = field(default_factory=dict)
 
 
 class RunContext:
@@ -130,6 +144,10 @@ class RunContext:
                 f"not the {task!r} task of dataset {spec.dataset!r}"
             )
         self.task = task
+        if spec.max_tiles == "auto":
+            spec.max_tiles = getattr(self.generator_cls, "default_max_tiles", 10_000)
+        elif isinstance(spec.max_tiles, str):
+            raise PathkitError(f"max_tiles must be a number of tiles, None or \"auto\", not {spec.max_tiles!r}")
         self.workdir = Path(spec.workdir)
         key = content_hash(spec.identity())
         self.run_dir = self.workdir / "runs" / spec.dataset.replace(":", "_") / spec.encoder / spec.generator / key
@@ -162,13 +180,28 @@ class RunContext:
 # --------------------------------------------------------------------------- stages
 
 
+def dataset_options(spec: RunSpec, dataset_cls: type[Dataset], workdir: Path) -> dict[str, Any]:
+    """The options a dataset is opened with: the run's, plus the `:view` of `name:view` as
+    option "view", plus the run facts the dataset asks for in `run_options` ("encoder", "workdir")."""
+    options = dict(spec.dataset_options)
+    view = spec.dataset.partition(":")[2]
+    if view:
+        options.setdefault("view", view)
+    facts = {"encoder": spec.encoder, "workdir": str(workdir)}
+    for name in getattr(dataset_cls, "run_options", ()):
+        if name in facts:
+            options.setdefault(name, facts[name])
+    return options
+
+
 def open_dataset(spec: RunSpec, dataset_cls: type[Dataset], workdir: Path) -> Dataset:
     root = spec.dataset_root
+    options = dataset_options(spec, dataset_cls, workdir)
     if root is None and dataset_cls.has_demo():
         demo_dir = workdir / "datasets" / dataset_cls.name
         with FileLock(workdir / "locks" / f"demo-{dataset_cls.name}.lock", timeout=600):
-            root = dataset_cls(None, **spec.dataset_options).make_demo(demo_dir)
-    dataset = dataset_cls(root, **spec.dataset_options)
+            root = dataset_cls(None, **options).make_demo(demo_dir)
+    dataset = dataset_cls(root, **options)
     dataset.validate()
     return dataset
 
@@ -184,7 +217,10 @@ def split_cases(dataset: Dataset) -> dict[str, list[Case]]:
 
 
 def _slide_id(path: Path) -> str:
-    return path.name.split(".")[0] if path.suffix else path.name
+    # the id tiling and extraction key their outputs by (TCGA names keep their UUID part)
+    from pathkit_core.wsi.slide import slide_id_for
+
+    return slide_id_for(path)
 
 
 def features_for_cases(
@@ -267,8 +303,10 @@ def _hashable(value: Any) -> Any:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value
 
 
-def make_selection(name: str | None, dataset: str, task: str) -> Callable | None:
-    """`"metric:key"` -> a function scoring validation predictions with that metric plugin."""
+def make_selection(name: str | None, dataset: str, task: str,
+                   options: Mapping[str, Any] | None = None) -> Callable | None:
+    """`"metric:key"` -> a function scoring validation predictions with that metric plugin,
+    passing `options` (the dataset's `selection_options`, e.g. leaving METEOR out per epoch)."""
     if not name:
         return None
     metric_name, _, key = name.partition(":")
@@ -277,7 +315,7 @@ def make_selection(name: str | None, dataset: str, task: str) -> Callable | None
     def selection(preds: Mapping[str, Any], refs: Mapping[str, Any]) -> float:
         ids = list(refs)
         result = score([metric_name], preds, refs, ids=ids, dataset=dataset,
-                       context={"options": {"selection": True}})
+                       context={"options": dict(options or {})})
         values = result.summary[metric_name]
         if key not in values:
             raise PathkitError(f"selection metric {metric_name!r} has no score {key!r} (has: {sorted(values)})")
@@ -290,7 +328,7 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
     """Run (or resume) one dataset x encoder x generator cell and return its scores."""
     from pathkit_core.evaluation.runner import score, write_results
     from pathkit_core.training.bags import BagDataset, BagSpec
-    from pathkit_core.training.trainer import TrainConfig, fit, load_checkpoint, predict
+    from pathkit_core.training.trainer import TrainConfig, fit, load_checkpoint, predict, seed_everything
 
     ctx = RunContext(spec)
     lock = FileLock(ctx.run_dir / "run.lock", timeout=0)
@@ -301,8 +339,12 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
         cases = split_cases(dataset)
         split_ids = {k: [c.case_id for c in v] for k, v in cases.items()}
         split_hash = content_hash(split_ids)
+        # Cases the dataset left out (filters, QC gating) are counted in the results, never dropped silently.
+        excluded = dict(dataset.excluded_cases()) if callable(getattr(dataset, "excluded_cases", None)) else {}
         ctx.mark("dataset", split_hash, {"n_cases": {k: len(v) for k, v in split_ids.items()},
-                                         "root": str(dataset.root)})
+                                         "root": str(dataset.root), "n_excluded": len(excluded)})
+        if excluded:
+            log(f"the dataset excluded {len(excluded)} case(s) (filters and QC; reasons in metrics.json)")
 
         # features (tiling and extraction resume on their own through their caches)
         features: dict[str, tuple[Path, ...]] = {}
@@ -341,52 +383,104 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
                                               "seed": spec.seed, "cpu": spec.cpu})
         selection_name = spec.selection or ctx.dataset_cls.selection_metric
         ckpt_dir = ctx.run_dir / "checkpoints"
-        fit_key = content_hash({"split": split_hash, "skipped": sorted(skipped), "id": spec.identity()})
-
-        model = None
-        if not ctx.done("fit", fit_key):
-            model = generator.build(gspec)
-            result = fit(model, train, val, train_cfg, ckpt_dir,
-                         selection=make_selection(selection_name, spec.dataset, ctx.task),
-                         checkpoint_config={"generator": spec.generator, "spec": _spec_json(gspec, model)})
-            ctx.mark("fit", fit_key, {"best_epoch": result.best_epoch, "best_score": result.best_score,
-                                      "epochs_run": result.epochs_run, "selection": selection_name or "val_loss"})
-        fit_marker = ctx.marker("fit") or {}
-        log(f"best epoch {fit_marker.get('best_epoch')} ({selection_name or 'val_loss'} "
-            f"{fit_marker.get('best_score', float('nan')):.4f})")
-
-        predictions_path = ctx.run_dir / "predictions.jsonl"
-        if not ctx.done("predict", fit_key) or not predictions_path.exists():
-            best = ckpt_dir / "best.safetensors"
-            saved = json.loads(best.with_suffix(".json").read_text())
-            gspec.state = saved["config"]["spec"].get("state", {})
-            model = generator.build(gspec)
-            load_checkpoint(best, model)
-            preds = predict(model, test, batch_size=train_cfg.batch_size, cfg=train_cfg)
-            lines = [json.dumps({"id": cid, "prediction": preds[cid]}, default=_jsonable) for cid in test.case_ids]
-            atomic_write_text(predictions_path, "\n".join(lines) + "\n")
-            ctx.mark("predict", fit_key, {"n": len(lines)})
-        predictions = {}
-        for line in predictions_path.read_text().splitlines():
-            record = json.loads(line)
-            predictions[record["id"]] = record["prediction"]
+        fit_id: dict[str, Any] = {"split": split_hash, "skipped": sorted(skipped), "id": spec.identity()}
+        if spec.frozen_from is not None:
+            ckpt_dir = frozen_checkpoints(Path(spec.frozen_from))
+            fit_id["frozen"] = {p.name: sha256_file(p) for p in sorted(ckpt_dir.glob("*.safetensors"))}
+        fit_key = content_hash(fit_id)
+        checkpoint_names = list(spec.checkpoints or getattr(ctx.dataset_cls, "evaluate_checkpoints", ("best",)))
+        if "best" not in checkpoint_names:
+            raise PathkitError(f"checkpoints {checkpoint_names} must include \"best\" (the reported one)")
 
         metrics = list(spec.metrics) or list(ctx.dataset_cls.default_metrics)
         if not metrics:
             raise PathkitError(f"no metric given and dataset {spec.dataset!r} declares no default; use --metric")
+        score_key = content_hash({"fit": fit_key, "metrics": metrics,
+                                  **({"checkpoints": checkpoint_names} if checkpoint_names != ["best"] else {})})
+        if ctx.done("score", score_key) and (ctx.run_dir / "metrics.json").exists():
+            saved = json.loads((ctx.run_dir / "metrics.json").read_text())
+            log("this cell is finished; reusing its results")
+            return RunResult(ctx.run_dir, saved["metrics"], saved.get("baseline_most_frequent"),
+                             saved.get("skipped_cases", {}), ctx.resumed, saved.get("checkpoints", {}),
+                             saved.get("excluded_cases", {}))
+
+        model = None
+        if spec.frozen_from is not None:
+            log(f"frozen weights from {spec.frozen_from}: no training")
+        elif not ctx.done("fit", fit_key):
+            seed_everything(spec.seed)  # the model's initial weights follow the run seed
+            model = generator.build(gspec)
+            result = fit(model, train, val, train_cfg, ckpt_dir,
+                         selection=make_selection(selection_name, spec.dataset, ctx.task,
+                                                   ctx.dataset_cls.selection_options),
+                         checkpoint_config={"generator": spec.generator, "spec": _spec_json(gspec, model)})
+            ctx.mark("fit", fit_key, {"best_epoch": result.best_epoch, "best_score": result.best_score,
+                                      "epochs_run": result.epochs_run, "selection": selection_name or "val_loss"})
+        fit_marker = (frozen_fit_marker(Path(spec.frozen_from)) if spec.frozen_from is not None
+                      else ctx.marker("fit")) or {}
+        log(f"best epoch {fit_marker.get('best_epoch')} ({selection_name or 'val_loss'} "
+            f"{fit_marker.get('best_score', float('nan')):.4f})")
+
+        evaluated: dict[str, dict[str, Any]] = {}
+        for ckpt_name in checkpoint_names:
+            suffix = "" if ckpt_name == "best" else f"_{ckpt_name}"
+            predictions_path = ctx.run_dir / f"predictions{suffix}.jsonl"
+            weights = ckpt_dir / f"{ckpt_name}.safetensors"
+            if not weights.exists():
+                raise PathkitError(f"no {ckpt_name!r} checkpoint at {weights}")
+            saved = json.loads(weights.with_suffix(".json").read_text())
+            if not ctx.done(f"predict{suffix}", fit_key) or not predictions_path.exists():
+                gspec.state = saved["config"]["spec"].get("state", {})
+                model = generator.build(gspec)
+                load_checkpoint(weights, model)
+                preds = predict(model, test, batch_size=train_cfg.eval_batch_size or train_cfg.batch_size,
+                                cfg=train_cfg)
+                lines = [json.dumps({"id": cid, "prediction": preds[cid]}, default=_jsonable)
+                         for cid in test.case_ids]
+                atomic_write_text(predictions_path, "\n".join(lines) + "\n")
+                if spec.export_attention and hasattr(model, "tile_attention"):
+                    from pathkit_core.evaluation.attention import export_run_attention
+
+                    export_run_attention(model, test, cases["test"], ctx.run_dir / "attention" / ckpt_name,
+                                         tile_dir=ctx.workdir / "tiles" / ctx.encoder_cls.tile_spec.key())
+                ctx.mark(f"predict{suffix}", fit_key, {"n": len(lines)})
+            predictions = {}
+            for line in predictions_path.read_text().splitlines():
+                record = json.loads(line)
+                predictions[record["id"]] = record["prediction"]
+            evaluated[ckpt_name] = {"predictions": predictions,
+                                    "epoch": (saved.get("trainer_state") or {}).get("epoch")}
+        predictions = evaluated["best"]["predictions"]
+
         references = test.targets
         ids = test.case_ids
+        checkpoint_scores: dict[str, Any] = {}
+        for ckpt_name, entry in evaluated.items():
+            if ckpt_name == "best":
+                continue
+            other = score(metrics, entry["predictions"], references, ids=ids, dataset=spec.dataset)
+            checkpoint_scores[ckpt_name] = {"epoch": entry["epoch"], "metrics": other.summary}
+            if other.per_case is not None:
+                atomic_write_with(ctx.run_dir / f"per_case_{ckpt_name}.parquet", other.per_case.write_parquet)
         scored = score(metrics, predictions, references, ids=ids, dataset=spec.dataset)
+        if checkpoint_scores:
+            checkpoint_scores = {"best": {"epoch": evaluated["best"]["epoch"], "metrics": scored.summary},
+                                 **checkpoint_scores}
         baseline_preds = baseline_predictions(ctx.task, train_targets, ids)
         baseline = (score(metrics, baseline_preds, references, ids=ids, dataset=spec.dataset).summary
                     if baseline_preds else None)
         extra: dict[str, Any] = {"run": spec.identity(), "n_test_cases": len(ids),
                                  "skipped_cases": skipped, "baseline_most_frequent": baseline}
+        if checkpoint_scores:
+            extra["checkpoints"] = checkpoint_scores
+        if excluded:
+            extra["excluded_cases"] = excluded
+            extra["n_excluded_cases"] = len(excluded)
         if ctx.task == TASK_REPORT:
             distinct = len({str(p) for p in predictions.values()})
             extra["distinct_prediction_fraction"] = distinct / max(len(predictions), 1)
         write_results(scored, ctx.run_dir, extra=extra)
-        ctx.mark("score", content_hash({"fit": fit_key, "metrics": metrics}), {})
+        ctx.mark("score", score_key, {})
         provenance = collect_provenance(
             config=_jsonable(asdict(spec)),
             seeds={"seed": spec.seed},
@@ -403,7 +497,22 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
             write_run_report(ctx.run_dir)
         except ImportError:
             pass
-        return RunResult(ctx.run_dir, scored.summary, baseline, skipped, ctx.resumed)
+        return RunResult(ctx.run_dir, scored.summary, baseline, skipped, ctx.resumed, checkpoint_scores, excluded)
+
+
+def frozen_checkpoints(run_dir: Path) -> Path:
+    """The checkpoint folder of a finished run whose weights are applied frozen to another cohort."""
+    ckpt_dir = Path(run_dir) / "checkpoints"
+    if not (ckpt_dir / "best.safetensors").exists():
+        raise PathkitError(f"frozen_from: {run_dir} holds no trained checkpoints ({ckpt_dir}/best.safetensors)")
+    return ckpt_dir
+
+
+def frozen_fit_marker(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((Path(run_dir) / "stages.json").read_text()).get("fit")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
 
 
 def _spec_json(gspec: GeneratorSpec, model: Any) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""CRQS internals: clinical schemas, text normalisation, vocabulary, field extraction and comparison."""

@@ -1,0 +1,1074 @@
+"""Rule-based extraction of clinical fields from a pathology report, with negation and uncertainty."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pathkit_metrics._crqs.normalise import (
+    DIFFERENTIATION,
+    DIFFERENTIATION_RANK,
+    NUCLEAR_GRADE_WORDS,
+    ORDINAL_SCALES,
+    format_number,
+    prepare_text,
+    roman_or_int,
+)
+from pathkit_metrics._crqs.vocabulary import (
+    BENIGN,
+    BUILTIN_VOCABULARY,
+    CATEGORY_RANK,
+    MALIGNANT,
+    NEGATIVE_FOR_MALIGNANCY,
+    Term,
+    Vocabulary,
+)
+
+AFFIRMED, NEGATED, UNCERTAIN = 0, 1, 2
+PRESENT, ABSENT = "present", "absent"
+
+# Every field the extractor can fill; a schema scores the subset it lists.
+EXTRACTED_FIELDS: tuple[str, ...] = (
+    "organ_site", "specimen_type", "benign_vs_malignant", "diagnosis", "primary_vs_metastatic",
+    "lineage", "histologic_type", "in_situ_vs_invasive", "in_situ_component", "tumor_focality",
+    "tumor_grade", "differentiation", "gleason_score", "grade_group", "nuclear_grade", "mitotic_score",
+    "tubule_score", "invasion_status", "invasion_depth", "lymphovascular_invasion", "perineural_invasion",
+    "extraprostatic_extension", "capsular_invasion", "organ_specific_invasion", "metastatic_involvement",
+    "lymph_node_involvement", "multifocal_involvement", "multifocality", "bilateral_involvement",
+    "dysplasia_grade", "epithelial_atypia", "carcinoma_in_situ", "intratubular_germ_cell_neoplasia",
+    "necrosis", "inflammation_status", "inflammation_activity", "calcification", "psammoma_bodies",
+    "hemorrhage", "papillary_features", "cystic_change", "tumor_extent", "tumor_volume", "tumor_size",
+    "margin_status", "muscle_proper_status", "atrophy", "intestinal_metaplasia", "metaplasia_type",
+    "hpylori_status", "gastritis_type", "olga_stage", "olgim_stage", "polyp_type", "serrated_lesion",
+    "adenoma_type",
+)
+
+# ----------------------------------------------------------------------------- negation / uncertainty
+
+# NegEx-style triggers. The look-back stops at the clause start (. ; , or a clause break) and at
+# 60 characters, so "no special type, grade ii" does not negate the grade.
+_NEG_PRE_RE = re.compile(
+    r"\b(?:no(?! special type\b)|not|without|negative for|free of|absence of|absent|neither|nor|never|"
+    r"lacks?|lacking|fails? to (?:show|reveal|demonstrate)|ruled out|excluded)\b"
+)
+_NON_PRE_RE = re.compile(r"\bnon *$")
+_UNCERTAIN_PRE_RE = re.compile(
+    r"\b(?:suspicious (?:for|of)|suspicion (?:for|of)|possible|possibly|probable|probably|questionable|"
+    r"can ?not (?:be )?(?:exclude[ds]?|rule[ds]? out)|rule out|r/o|equivocal|indeterminate for|"
+    r"concerning for|may represent|might represent|suggestive of|differential diagnosis)\b"
+)
+_NEG_POST_RE = re.compile(
+    # "necrosis: absent", "lvi: not identified"; a bare "no"/"none" only as the whole value, since
+    # "prostate biopsy: no evidence of carcinoma" negates what follows, not what precedes
+    r"^ *(?:: *\(? *(?:not (?:identified|seen|present|detected|found|evident|observed|noted)|absent\b|"
+    r"negative\b|(?:no|none)(?= *(?:$|[,;(])))"
+    r"|\(? *(?:is|are|was|were|has been|have been) +(?:not\b|absent|negative|none)"
+    r"|(?:not (?:identified|seen|present|detected|found|evident|observed|noted)|absent\b|negative\b))"
+)
+_UNCERTAIN_POST_RE = re.compile(
+    r"^ *(?:: *)?(?:is |are )?(?:can ?not be (?:excluded|ruled out)|not (?:entirely |completely )?"
+    r"(?:excluded|ruled out)|suspected|equivocal|indeterminate|\?)"
+)
+_LOOKBACK = 60
+_LOOKAHEAD = 50
+
+
+def polarity(text: str, start: int, end: int) -> int:
+    """AFFIRMED, NEGATED or UNCERTAIN for the mention text[start:end] within its clause."""
+    lo = max(0, start - _LOOKBACK)
+    cut = max(text.rfind(".", lo, start), text.rfind(";", lo, start), text.rfind("\n", lo, start),
+              text.rfind(",", lo, start))
+    pre = text[cut + 1 if cut >= 0 else lo:start]
+    post = text[end:end + _LOOKAHEAD]
+    stop = min((i for i in (post.find("."), post.find(";"), post.find("\n")) if i >= 0), default=-1)
+    if stop >= 0:
+        post = post[:stop]
+    if _UNCERTAIN_PRE_RE.search(pre) or _UNCERTAIN_POST_RE.match(post):
+        return UNCERTAIN
+    if _NEG_PRE_RE.search(pre) or _NON_PRE_RE.search(pre) or _NEG_POST_RE.match(post):
+        return NEGATED
+    return AFFIRMED
+
+
+# ----------------------------------------------------------------------------- extraction result
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Fields asserted by a report (canonical values) and findings stated only with doubt."""
+
+    fields: Mapping[str, str]
+    uncertain: Mapping[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fields": dict(self.fields), "uncertain": dict(self.uncertain)}
+
+
+EMPTY_EXTRACTION = Extraction({}, {})
+
+# ----------------------------------------------------------------------------- patterns
+
+_HEADER_RE = re.compile(r"^([a-z][a-z ./'()&]{0,60}?) *, *([^;\n]{1,100}?) *;")
+_DX_HEADER_RE = re.compile(
+    r"\b(?:final (?:pathologic(?:al)? |surgical pathology |anatomic(?:al)? )?diagnos[ie]s|"
+    r"pathologic(?:al)? diagnos[ie]s|diagnos[ie]s *:|diagnostic (?:summary|impression)|impression *:)"
+)
+_DX_END_RE = re.compile(
+    r"\b(?:gross description|gross examination|clinical (?:history|information|data|notes?)|"
+    r"microscopic (?:description|examination)|specimens? received|intraoperative consultation|"
+    r"frozen section diagnosis|procedures? *:|addendum|electronically signed|"
+    r"source of specimen|specimen\(s\) received)\b"
+)
+_DX_SECTION_MIN, _DX_SECTION_MAX = 20, 6000
+
+_ORGANS: dict[str, str] = {
+    "uterine cervix": "cervix", "cervix": "cervix", "cervical": "cervix", "endocervix": "cervix",
+    "urinary bladder": "bladder", "bladder": "bladder", "breast": "breast", "lung": "lung",
+    "stomach": "stomach", "gastric": "stomach", "colon": "colon", "rectum": "rectum", "rectal": "rectum",
+    "sigmoid colon": "colon", "cecum": "colon", "prostate": "prostate", "prostatic": "prostate",
+    "kidney": "kidney", "renal": "kidney", "liver": "liver", "hepatic": "liver", "pancreas": "pancreas",
+    "thyroid": "thyroid", "thyroid gland": "thyroid", "ovary": "ovary", "ovarian": "ovary",
+    "uterus": "uterus", "endometrium": "uterus", "brain": "brain", "testis": "testis",
+    "esophagus": "esophagus", "duodenum": "duodenum", "small intestine": "small intestine",
+    "skin": "skin", "lymph node": "lymph node", "adrenal gland": "adrenal gland", "adrenal": "adrenal gland",
+    "oral cavity": "oral cavity", "tongue": "tongue", "larynx": "larynx", "pleura": "pleura",
+    "gallbladder": "gallbladder", "bone marrow": "bone marrow", "soft tissue": "soft tissue",
+    "omentum": "omentum", "fallopian tube": "fallopian tube", "vulva": "vulva", "vagina": "vagina",
+}
+_ORGAN_RE = re.compile(r"\b(" + "|".join(sorted(_ORGANS, key=len, reverse=True)) + r")\b")
+_SPECIMENS: dict[str, str] = {
+    "core needle biopsy": "core needle biopsy", "core biopsy": "core needle biopsy",
+    "sono guided core biopsy": "core needle biopsy", "sono guided core needle biopsy": "core needle biopsy",
+    "ultrasound guided core biopsy": "core needle biopsy", "sono guided biopsy": "core needle biopsy",
+    "mammotome biopsy": "vacuum assisted biopsy", "vacuum assisted biopsy": "vacuum assisted biopsy",
+    "loop electrosurgical excision procedure": "loop electrosurgical excision procedure",
+    "leep": "loop electrosurgical excision procedure", "cone biopsy": "conization", "conization": "conization",
+    "transurethral resection": "transurethral resection", "turbt": "transurethral resection",
+    "radical cystectomy": "cystectomy", "cystectomy": "cystectomy", "radical prostatectomy": "prostatectomy",
+    "prostatectomy": "prostatectomy", "nephrectomy": "nephrectomy", "radical nephrectomy": "nephrectomy",
+    "partial nephrectomy": "partial nephrectomy", "hysterectomy": "hysterectomy", "lobectomy": "lobectomy",
+    "thyroidectomy": "thyroidectomy", "mastectomy": "mastectomy", "lumpectomy": "excision",
+    "colectomy": "colectomy", "gastrectomy": "gastrectomy", "pancreaticoduodenectomy": "pancreaticoduodenectomy",
+    "whipple": "pancreaticoduodenectomy", "hepatectomy": "hepatectomy", "oophorectomy": "oophorectomy",
+    "salpingo oophorectomy": "salpingo oophorectomy", "orchiectomy": "orchiectomy",
+    "endoscopic biopsy": "endoscopic biopsy", "colonoscopic biopsy": "colonoscopic biopsy",
+    "colposcopic biopsy": "colposcopic biopsy", "punch biopsy": "punch biopsy", "excisional biopsy": "excision",
+    "polypectomy": "polypectomy", "endoscopic submucosal dissection": "endoscopic submucosal dissection",
+    "endoscopic mucosal resection": "endoscopic mucosal resection", "wedge resection": "wedge resection",
+    "resection": "resection", "excision": "excision", "biopsy": "biopsy",
+}
+_SPECIMEN_RE = re.compile(r"\b(" + "|".join(sorted(_SPECIMENS, key=len, reverse=True)) + r")\b")
+
+_ROMAN_OR_DIGIT = r"(iv|iii|ii|i|[1-4])"
+_GRADE_NUMBER_RE = re.compile(
+    r"\b(nuclear |fuhrman |isup |nucleolar |gleason |who )?grade *(?:[:=] *)?" + _ROMAN_OR_DIGIT +
+    r"(?![\w+])"
+)
+_GRADE_G_RE = re.compile(r"(?<![\w/])g([1-4])\b")
+_GRADE_TIER_RE = re.compile(
+    r"\b(high|low|intermediate) grade\b(?! (?:glandular |squamous |cervical |prostatic |biliary )?"
+    r"(?:dysplasia|intraepithelial|squamous intraepithelial|pin\b|adenoma))"
+)
+_FUHRMAN_RE = re.compile(r"\b(?:fuhrman|isup|who/isup)(?: nuclear| nucleolar)? grade *:? *" + _ROMAN_OR_DIGIT + r"\b")
+_DIFFERENTIATION_RE = re.compile(
+    r"\b(?:(well|moderately|moderate|poorly|poor)(?: to | and |/| )(?:(moderately|moderate|poorly|poor) )?)?"
+    r"(well|moderately|poorly|un) ?differentiated\b|\bundifferentiated\b|"
+    r"\bdifferentiation *: *(well|moderate|poor)\b"
+)
+_GLEASON_TOTAL_PARTS_RE = re.compile(
+    r"gleason(?:'s)?(?: score| sum| grade)? *[:=]? *(\d{1,2}) *\( *([1-5]) *\+ *([1-5]) *\)"
+)
+_GLEASON_PARTS_RE = re.compile(
+    r"gleason(?:'s)?(?: score| sum| grade| pattern)? *[:=]? *\(? *([1-5]) *\+ *([1-5])(?: *= *(\d{1,2}))?"
+)
+_GLEASON_TOTAL_RE = re.compile(r"gleason(?:'s)?(?: score| sum) *[:=]? *(\d{1,2})\b(?! *\+)")
+_GRADE_GROUP_RE = re.compile(r"\b(?:isup |who )?grade group *[:=]? *(v|iv|iii|ii|i|[1-5])\b")
+_NUCLEAR_GRADE_RE = re.compile(
+    r"\bnuclear grade *[:=]? *(low|intermediate|moderate|high|iii|ii|i|[1-4])\b|"
+    r"\b(low|intermediate|high) nuclear grade\b"
+)
+_MITOSES_SCORE_RE = re.compile(r"\b(?:mitoses|mitosis|mitotic score|mitotic count) *[:=] *(\d{1,3})\b(?! *(?:/|per))")
+_MITOSES_COUNT_RE = re.compile(
+    r"\b(\d{1,3}) *(?:mitoses|mitotic figures?)? *(?:/|per) *(\d{1,3}) *(?:hpf|high power fields?)\b"
+)
+_TUBULE_RE = re.compile(r"\btubul(?:e|ar) (?:formation|score) *[:=]? *([1-3])\b")
+
+_DEPTH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
+                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)"
+                r"(?:subepithelial connective tissue|lamina propria)\b|\blamina propria invasion\b"),
+     "subepithelial connective tissue"),
+    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
+                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)"
+                r"(?:muscle proper|muscularis propria|detrusor muscle|muscular layer)\b|"
+                r"\b(?:muscularis propria|detrusor muscle) invasion\b"),
+     "muscle proper"),
+    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
+                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)submucosa\b"), "submucosa"),
+    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
+                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)subserosa\b"), "subserosa"),
+    (re.compile(r"\b(?:involvement of |invad\w* (?:into |through )?(?:the )?|invasion (?:of|into) (?:the )?|"
+                r"extends? (?:into|to|through) (?:the )?|depth of invasion *:? *)"
+                r"(?:perivesical|perivesicular|extravesical|extravesicular|pericolorectal|pericolic|perirectal|"
+                r"peripancreatic|perinephric|perirenal|periprostatic) (?:soft )?(?:tissue|fat)\b"),
+     "perivisceral tissue"),
+    (re.compile(r"\b(?:involvement of |invad\w* (?:into |through )?(?:the )?|penetrat\w* (?:the )?)"
+                r"(?:visceral peritoneum|serosa|serosal surface)\b"), "serosa"),
+)
+_NON_INVASIVE_RE = re.compile(r"\bnon ?invasive\b|\bno (?:stromal |definite |evidence of )?invasion\b")
+_INVASION_RE = re.compile(
+    r"\b(?:micro ?invasive|microinvasion|invasive|invasion|invades|invading|invaded|infiltrating|"
+    r"infiltrative|infiltrates)\b"
+)
+_SPECIFIC_INVASION_PRE_RE = re.compile(
+    r"(?:lymphovascular|lympho vascular|lymph vascular|vascular|lymphatic|angiolymphatic|venous|perineural|"
+    r"capsular|myometrial|stromal|space|vessel|neural|nerve|perineurial) *$"
+)
+_IN_SITU_RE = re.compile(
+    r"\b(?:ductal|lobular|urothelial|squamous cell|flat)? ?carcinoma in situ\b|\badenocarcinoma in situ\b|"
+    r"\bmelanoma in situ\b|\bin situ (?:carcinoma|component|lesion)\b|"
+    r"\b(?:high|low) grade squamous intraepithelial lesion\b|\bintraepithelial neoplasia\b|"
+    r"\bintratubular germ cell neoplasia\b|\bsquamous intraepithelial lesion\b"
+)
+_IN_SITU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"ductal carcinoma in situ"), "ductal carcinoma in situ"),
+    (re.compile(r"lobular carcinoma in situ"), "lobular carcinoma in situ"),
+    (re.compile(r"adenocarcinoma in situ"), "adenocarcinoma in situ"),
+    (re.compile(r"melanoma in situ"), "melanoma in situ"),
+    (re.compile(r"squamous intraepithelial lesion|squamous cell carcinoma in situ"), "squamous intraepithelial lesion"),
+    (re.compile(r"intratubular germ cell"), "intratubular germ cell neoplasia"),
+    (re.compile(r"intraepithelial neoplasia"), "intraepithelial neoplasia"),
+    (re.compile(r"urothelial carcinoma in situ|flat carcinoma in situ"), "urothelial carcinoma in situ"),
+    (re.compile(r"carcinoma in situ|in situ carcinoma|in situ"), "carcinoma in situ"),
+)
+_CIS_RE = re.compile(
+    r"\b(?:ductal |lobular |urothelial |squamous cell |flat )?carcinoma in situ\b|\badenocarcinoma in situ\b|"
+    r"\bin situ carcinoma\b"
+)
+_ITGCN_RE = re.compile(r"\bintratubular germ cell neoplasia\b|\bgerm cell neoplasia in situ\b")
+
+_LVI_RE = re.compile(
+    r"\b(?:lympho ?vascular|lymph vascular|angiolymphatic|angio lymphatic|lymphatic|vascular|venous|"
+    r"small vessel|large vessel)(?: space| channel)? (?:invasion|involvement|permeation|emboli|tumor emboli)\b"
+)
+_PNI_RE = re.compile(r"\bperineur(?:al|ial) (?:invasion|involvement|infiltration|spread)\b")
+_EPE_RE = re.compile(r"\bextra ?prostatic (?:extension|invasion|spread)\b")
+_CAPSULAR_RE = re.compile(
+    r"\b(?:capsular|capsule) (?:invasion|penetration|involvement|breach)\b|"
+    r"\binva\w* (?:through |into )?(?:the )?(?:tumor |renal |thyroid )?capsule\b"
+)
+_ORGAN_INVASION_RE = re.compile(
+    r"\b(?:myometrial|cervical stromal|extrathyroidal|rete testis|tunica vaginalis|tunica albuginea|"
+    r"spermatic cord|renal sinus(?: fat)?|perinephric(?: fat)?|renal vein|seminal vesicle|bladder neck|"
+    r"visceral pleural|pleural|parametrial|adventitial|serosal|liver|hepatic|bone|skull|dural)"
+    r" (?:invasion|extension|involvement|infiltration)\b"
+)
+_METASTASIS_RE = re.compile(r"\bmetasta(?:tic|sis|ses|sized|sizing)\b")
+_LN_RE = re.compile(r"\blymph nodes?\b|\bnodal\b")
+_LN_RATIO_RE = re.compile(
+    r"\( *(\d{1,2}) */ *(\d{1,3}) *\)|\b(\d{1,2}) *(?:of|/) *(\d{1,3}) +(?:\w+ +){0,2}lymph nodes?\b"
+)
+_LN_NEGATIVE_RE = re.compile(
+    r"\b(?:negative|benign|uninvolved|free of (?:tumor|carcinoma|metasta\w*)|no (?:tumor|carcinoma|"
+    r"metasta\w*|malignancy)|not involved)\b"
+)
+_LN_POSITIVE_RE = re.compile(r"\b(?:positive|involved|metastatic|metastasis|metastases|carcinoma)\b")
+_PN_STAGE_RE = re.compile(r"\bp?t(?:[0-4][a-c]?|is|a|x) *,? *p?n([0-3x])[a-c]?\b")
+_MARGIN_RE = re.compile(r"\bmargins?\b")
+_MARGIN_NEG_RE = re.compile(
+    r"\b(?:negative|free|uninvolved|clear|not involved|no (?:tumor|carcinoma)|widely free)\b"
+)
+_MARGIN_POS_RE = re.compile(r"\b(?:positive|involved|(?:tumor|carcinoma) (?:at|extends to)|transected)\b")
+_MARGIN_BEFORE_RE = re.compile(
+    r"\b(negative|free|uninvolved|clear|positive|involved) (?:surgical |resection |inked |deep |lateral )?margins?\b"
+)
+_R_STATUS_RE = re.compile(r"\br([012])\b(?= resection| status| *$| *[,;.])")
+_MUSCLE_PROPER_RE = re.compile(
+    r"\b(does not include|doesn't include|do not include|does not contain|no|includes|include|contains|"
+    r"with|without)(?: the)? (?:muscle proper|muscularis propria|detrusor muscle)\b|"
+    r"\b(?:muscle proper|muscularis propria|detrusor muscle)(?: is| are)? (present|not present|absent|"
+    r"identified|not identified|included|not included)\b"
+)
+_FOCAL_MULTI_RE = re.compile(r"\b(?:multifocal|multicentric|multiple (?:tumor )?foci|multiple tumors)\b")
+_FOCAL_UNI_RE = re.compile(r"\b(?:unifocal|solitary|single (?:tumor )?focus|unicentric)\b")
+_BILATERAL_RE = re.compile(r"\bbilateral(?:ly)?\b")
+_UNILATERAL_RE = re.compile(r"\bunilateral\b")
+_DYSPLASIA_RE = re.compile(
+    r"\b(low|high|mild|moderate|severe) grade (?:glandular |squamous |columnar )?dysplasia\b|"
+    r"\b(low|high) grade (?:(?:glandular|cervical|prostatic|biliary) )?intraepithelial neoplasia\b|"
+    r"\b(low|high) grade squamous intraepithelial lesion\b|"
+    r"\b(mild|moderate|severe|low grade|high grade) (?:squamous |glandular |epithelial )?dysplasia\b|"
+    r"\bdysplasia *: *(low|high|mild|moderate|severe)\b|"
+    r"\b(indefinite) for dysplasia\b|\b(negative) for dysplasia\b|\b(?:no|without) (?:evidence of )?(dysplasia)\b"
+)
+_ATYPIA_RE = re.compile(r"\b(?:atypia|atypical(?! mitos\w*| mitotic))\b")
+_NECROSIS_RE = re.compile(r"\b(?:necros[ie]s|necrotic|necroti[sz]ing|comedo(?: type)?)\b")
+_INFLAMMATION_RE = re.compile(r"\b(?:inflammation|inflammatory|inflamed|[a-z]{2,}itis)\b")
+_ACTIVE_RE = re.compile(
+    r"\b(?:chronic )?active (?:chronic )?(?:inflammation|[a-z]{2,}itis)\b|\bacute (?:inflammation|[a-z]{2,}itis)\b|"
+    r"\bactivity *: *(?:mild|moderate|marked|severe|present)\b|\bneutrophilic (?:activity|infiltrat\w*)\b"
+)
+_INACTIVE_RE = re.compile(
+    r"\b(?:inactive|quiescent)\b|"
+    r"\bchronic (?:nonspecific |non specific |superficial )?(?:inflammation|[a-z]{2,}itis)\b|"
+    r"\bno (?:significant )?activity\b"
+)
+_CALCIFICATION_RE = re.compile(r"\b(?:micro ?)?calcif\w*\b")
+_PSAMMOMA_RE = re.compile(r"\bpsammoma(?:tous)?(?: bod(?:y|ies))?\b")
+_HEMORRHAGE_RE = re.compile(r"\bhemorrhag\w*|\bbleeding\b")
+_PAPILLARY_RE = re.compile(r"\bpapillary\b|\bpapillae\b")
+_CYSTIC_RE = re.compile(r"\b(?:cystic|cysts?|microcystic|multicystic)\b")
+_NUMBER = r"(\d{1,4}(?:\.\d{1,3})?)"
+_SIZE_UNIT_RE = r" *(cm|mm)\b"
+_TUMOR_SIZE_RES = (
+    re.compile(r"\b(?:tumor size|size of (?:the )?tumor|greatest (?:tumor )?dimension|largest dimension|"
+               r"maximum (?:tumor )?(?:dimension|diameter)|tumor diameter) *(?:[:=]|is|of|measures?)? *"
+               r"(?:approximately |about |up to )?" + _NUMBER +
+               r"(?: *(?:x|\*) *" + _NUMBER + r")?(?: *(?:x|\*) *" + _NUMBER + r")?" + _SIZE_UNIT_RE),
+    re.compile(r"\b(?:tumor|mass|carcinoma|neoplasm|lesion)\b[^.;\n]{0,30}?\b(?:measur\w*|measuring|"
+               r"size of|spanning) *(?:up to |approximately |about )?" + _NUMBER +
+               r"(?: *(?:x|\*) *" + _NUMBER + r")?(?: *(?:x|\*) *" + _NUMBER + r")?" + _SIZE_UNIT_RE),
+)
+_TUMOR_VOLUME_RES = (
+    re.compile(r"\btumor volume *[:=]? *(?:approximately |about |up to |less than |< *)?" + _NUMBER + r" *%"),
+    re.compile(r"\b(?:tumor|carcinoma|adenocarcinoma)\b (?:involv\w*|occup\w*|compris\w*|present in|in) +"
+               r"(?:approximately |about |up to )?" + _NUMBER + r" *%"),
+    re.compile(r"\b" + _NUMBER + r" *% of (?:the )?(?:tissue|core|cores|specimen|biopsy|biopsies)\b"),
+)
+_TUMOR_EXTENT_RES = (
+    re.compile(r"\b(?:tumor extent|extent of (?:tumor|involvement)|linear extent) *[:=]? *"
+               r"(?:approximately |about )?" + _NUMBER + r" *(%|mm|cm)"),
+    re.compile(r"\binvolving +(\d{1,2}) +(?:of|/) +(\d{1,2}) +(?:cores|biopsies|fragments)\b|"
+               r"\b(\d{1,2}) +(?:of|/) +(\d{1,2}) +(?:cores|biopsies|fragments)\b(?= +(?:involved|positive))"),
+)
+_ATROPHY_RE = re.compile(r"\batroph(?:y|ic)\b")
+_IM_RE = re.compile(r"\bintestinal metaplasia\b")
+_METAPLASIA_TYPE_RE = re.compile(
+    r"\b(intestinal|pseudopyloric|pyloric|squamous|apocrine|tubal|osseous|oncocytic|mucinous|"
+    r"pancreatic acinar|paneth cell|columnar|urothelial|nephrogenic|glandular|ciliated|clear cell) metaplasia\b"
+)
+_HPYLORI_RE = re.compile(r"\bhelicobacter pylori(?: like)?(?: organisms?| infection| gastritis)?\b")
+_HPYLORI_VALUE_RE = re.compile(  # used as .match(text, pos)
+    r" *(?:organisms?|infection)? *(?::|is|are)? *\(? *(positive|negative|present|absent|identified|"
+    r"not identified|seen|not seen|\+|-)"
+)
+_GASTRITIS_RE = re.compile(
+    r"\b((?:chronic active|active chronic|chronic inactive|chronic|acute|atrophic|autoimmune|reactive|chemical|"
+    r"lymphocytic|collagenous|granulomatous|eosinophilic|follicular|erosive|helicobacter pylori"
+    r"(?: associated)?)(?: (?:nonspecific|non specific|superficial|atrophic))?) gastritis\b|"
+    r"\b(reactive|chemical) gastropathy\b"
+)
+_OLGA_RE = re.compile(r"\bolga(?: stage)? *[:=]? *(0|iv|iii|ii|i|[1-4])\b")
+_OLGIM_RE = re.compile(r"\bolgim(?: stage)? *[:=]? *(0|iv|iii|ii|i|[1-4])\b")
+_POLYP_RE = re.compile(
+    r"\b(hyperplastic|inflammatory|fundic gland|hamartomatous|juvenile|peutz jeghers|adenomatous|"
+    r"sessile serrated|serrated|endocervical|endometrial|fibroepithelial|lymphoid|xanthomatous) polyps?\b"
+)
+_ADENOMA_RE = re.compile(
+    r"\b(tubular|tubulovillous|tubulo villous|villous|sessile serrated|traditional serrated|serrated|"
+    r"pyloric gland|oxyntic gland|intestinal type|foveolar type|foveolar) adenomas?\b"
+)
+_SERRATED_RE = re.compile(
+    r"\b(?:sessile serrated (?:lesion|adenoma|polyp)|traditional serrated adenoma|serrated "
+    r"(?:lesion|adenoma|polyp)|hyperplastic polyp)s?\b"
+)
+# used as .match(text, pos): no "^", which would only match at the start of the text
+_FAVOR_RE = re.compile(r" *[,(]? *(?:favor(?:s|ed|ing)?|most likely|consistent with|compatible with) +")
+_METASTATIC_BEFORE_RE = re.compile(r"\bmetasta(?:tic|sis of|ses of) *$")
+_METASTATIC_AFTER_RE = re.compile(r"^ *,? *(?:metastatic|metastasis|metastases) (?:from|of|to)\b")
+
+_LINEAGE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"neuroendocrine|carcinoid|small cell carcinoma|pheochromocytoma|paraganglioma"), "neuroendocrine"),
+    (re.compile(r"seminoma|germ cell|yolk sac|embryonal carcinoma|choriocarcinoma|teratoma|germinoma"), "germ cell"),
+    (re.compile(r"glio|astrocytoma|oligodendro|ependymoma"), "glial"),
+    (re.compile(r"melanoma|nevus|melanocytic"), "melanocytic"),
+    (re.compile(r"lymphoma|leukemia|myeloma|lymphoid neoplasm"), "hematolymphoid"),
+    (re.compile(r"sarcoma|stromal tumor|fibromatosis|leiomyoma|lipoma|schwannoma|phyllodes|fibroma\b"),
+     "mesenchymal"),
+    (re.compile(r"mesothelioma"), "mesothelial"),
+    (re.compile(r"carcinoma|adenoma|intraepithelial|dysplasia|papilloma|papillary neoplasm|serrated|atypia|"
+                r"atypical ductal|atypical lobular|fibroadenoma"), "epithelial"),
+)
+
+class _Gate:
+    """A pattern that is only run when one of its literal keywords occurs in the text: most
+    fields are absent from most reports, and `in` is far cheaper than a regex scan."""
+
+    __slots__ = ("pattern", "keywords")
+
+    def __init__(self, pattern: re.Pattern[str], *keywords: str) -> None:
+        self.pattern = pattern
+        self.keywords = keywords
+
+    def _open(self, text: str) -> bool:
+        return any(keyword in text for keyword in self.keywords)
+
+    def finditer(self, text: str) -> Any:
+        return self.pattern.finditer(text) if self._open(text) else iter(())
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.pattern.search(text, pos) if self._open(text) else None
+
+# Literal keywords without which a pattern cannot match (see _Gate).
+_GRADE_NUMBER_RE = _Gate(_GRADE_NUMBER_RE, "grade")
+_GRADE_G_RE = _Gate(_GRADE_G_RE, "g1", "g2", "g3", "g4")
+_GRADE_TIER_RE = _Gate(_GRADE_TIER_RE, " grade")
+_FUHRMAN_RE = _Gate(_FUHRMAN_RE, "grade")
+_DIFFERENTIATION_RE = _Gate(_DIFFERENTIATION_RE, "differentiat")
+_GLEASON_TOTAL_PARTS_RE = _Gate(_GLEASON_TOTAL_PARTS_RE, "gleason")
+_GLEASON_PARTS_RE = _Gate(_GLEASON_PARTS_RE, "gleason")
+_GLEASON_TOTAL_RE = _Gate(_GLEASON_TOTAL_RE, "gleason")
+_GRADE_GROUP_RE = _Gate(_GRADE_GROUP_RE, "grade group")
+_NUCLEAR_GRADE_RE = _Gate(_NUCLEAR_GRADE_RE, "nuclear grade")
+_MITOSES_SCORE_RE = _Gate(_MITOSES_SCORE_RE, "mito")
+_MITOSES_COUNT_RE = _Gate(_MITOSES_COUNT_RE, "hpf", "high power")
+_TUBULE_RE = _Gate(_TUBULE_RE, "tubul")
+_DEPTH_RULES = tuple(
+    (_Gate(pattern, *keys), value)
+    for (pattern, value), keys in zip(_DEPTH_RULES, (
+        ("connective tissue", "lamina propria"), ("muscle proper", "muscularis", "detrusor", "muscular layer"),
+        ("submucosa",), ("subserosa",), ("tissue", "fat"), ("serosa", "peritoneum")), strict=True)
+)
+_NON_INVASIVE_RE = _Gate(_NON_INVASIVE_RE, "invasi")
+_INVASION_RE = _Gate(_INVASION_RE, "invas", "invad", "infiltrat")
+_IN_SITU_RE = _Gate(_IN_SITU_RE, "in situ", "intraepithelial", "intratubular")
+_CIS_RE = _Gate(_CIS_RE, "in situ")
+_ITGCN_RE = _Gate(_ITGCN_RE, "germ cell neoplasia")
+_LVI_RE = _Gate(_LVI_RE, "invasion", "involvement", "permeation", "emboli")
+_PNI_RE = _Gate(_PNI_RE, "perineur")
+_EPE_RE = _Gate(_EPE_RE, "prostatic")
+_CAPSULAR_RE = _Gate(_CAPSULAR_RE, "capsul")
+_ORGAN_INVASION_RE = _Gate(_ORGAN_INVASION_RE, "invasion", "extension", "involvement", "infiltration")
+_METASTASIS_RE = _Gate(_METASTASIS_RE, "metasta")
+_LN_RE = _Gate(_LN_RE, "lymph node", "nodal")
+_PN_STAGE_RE = _Gate(_PN_STAGE_RE, "n0", "n1", "n2", "n3")
+_MARGIN_RE = _Gate(_MARGIN_RE, "margin")
+_MARGIN_BEFORE_RE = _Gate(_MARGIN_BEFORE_RE, "margin")
+_R_STATUS_RE = _Gate(_R_STATUS_RE, "r0", "r1", "r2")
+_MUSCLE_PROPER_RE = _Gate(_MUSCLE_PROPER_RE, "muscle proper", "muscularis propria", "detrusor")
+_FOCAL_MULTI_RE = _Gate(_FOCAL_MULTI_RE, "multi")
+_FOCAL_UNI_RE = _Gate(_FOCAL_UNI_RE, "unifocal", "solitary", "single", "unicentric")
+_BILATERAL_RE = _Gate(_BILATERAL_RE, "bilateral")
+_UNILATERAL_RE = _Gate(_UNILATERAL_RE, "unilateral")
+_DYSPLASIA_RE = _Gate(_DYSPLASIA_RE, "dysplas", "intraepithelial")
+_ATYPIA_RE = _Gate(_ATYPIA_RE, "atypi")
+_NECROSIS_RE = _Gate(_NECROSIS_RE, "necro", "comedo")
+_INFLAMMATION_RE = _Gate(_INFLAMMATION_RE, "inflam", "itis")
+_ACTIVE_RE = _Gate(_ACTIVE_RE, "activ", "acute", "neutrophil")
+_INACTIVE_RE = _Gate(_INACTIVE_RE, "inactive", "quiescent", "chronic", "activity")
+_CALCIFICATION_RE = _Gate(_CALCIFICATION_RE, "calcif")
+_PSAMMOMA_RE = _Gate(_PSAMMOMA_RE, "psammoma")
+_HEMORRHAGE_RE = _Gate(_HEMORRHAGE_RE, "hemorrhag", "bleeding")
+_PAPILLARY_RE = _Gate(_PAPILLARY_RE, "papill")
+_CYSTIC_RE = _Gate(_CYSTIC_RE, "cyst")
+_TUMOR_SIZE_RES = tuple(_Gate(pattern, "cm", "mm") for pattern in _TUMOR_SIZE_RES)
+_TUMOR_VOLUME_RES = tuple(_Gate(pattern, "%") for pattern in _TUMOR_VOLUME_RES)
+_TUMOR_EXTENT_RES = (_Gate(_TUMOR_EXTENT_RES[0], "extent"), _Gate(_TUMOR_EXTENT_RES[1], "cores", "biopsies",
+                                                                   "fragments"))
+_ATROPHY_RE = _Gate(_ATROPHY_RE, "atroph")
+_IM_RE = _Gate(_IM_RE, "intestinal metaplasia")
+_METAPLASIA_TYPE_RE = _Gate(_METAPLASIA_TYPE_RE, "metaplasia")
+_HPYLORI_RE = _Gate(_HPYLORI_RE, "pylori")
+_GASTRITIS_RE = _Gate(_GASTRITIS_RE, "gastri")
+_OLGA_RE = _Gate(_OLGA_RE, "olga")
+_OLGIM_RE = _Gate(_OLGIM_RE, "olgim")
+_POLYP_RE = _Gate(_POLYP_RE, "polyp")
+_ADENOMA_RE = _Gate(_ADENOMA_RE, "adenoma")
+_SERRATED_RE = _Gate(_SERRATED_RE, "serrated", "hyperplastic polyp")
+
+
+
+def _presence(text: str, pattern: Any, skip: Callable[[re.Match[str]], bool] | None = None
+              ) -> tuple[str | None, bool]:
+    """('present' | 'absent' | None, stated-with-doubt) for the finding `pattern` names."""
+    negated = uncertain = False
+    for match in pattern.finditer(text):
+        if skip is not None and skip(match):
+            continue
+        state = polarity(text, match.start(), match.end())
+        if state == AFFIRMED:
+            return PRESENT, False
+        if state == NEGATED:
+            negated = True
+        else:
+            uncertain = True
+    if negated:
+        return ABSENT, False
+    return None, uncertain
+
+
+def _first_affirmed(text: str, pattern: Any) -> re.Match[str] | None:
+    for match in pattern.finditer(text):
+        if polarity(text, match.start(), match.end()) == AFFIRMED:
+            return match
+    return None
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    start: int
+    end: int
+    term: Term
+    metastatic: bool
+
+
+class ClinicalExtractor:
+    """Extracts canonical clinical fields from report text. Pure and deterministic for a given
+    vocabulary; results are cached by text, since report datasets repeat many strings."""
+
+    # The cache holds report strings as keys: bound it by count and by characters held.
+    MAX_CACHED_CHARS = 50_000_000
+
+    def __init__(self, vocabulary: Vocabulary | None = None, *, cache_size: int = 200_000) -> None:
+        self.vocabulary = vocabulary if vocabulary is not None else BUILTIN_VOCABULARY
+        self._pattern = self.vocabulary.pattern
+        self._cache: dict[str, Extraction] = {}
+        self._cache_size = cache_size
+        self._cached_chars = 0
+
+    def extract(self, report: Any) -> Extraction:
+        """The fields of one report; anything that is not a non-empty string has no fields."""
+        if not isinstance(report, str) or not report.strip():
+            return EMPTY_EXTRACTION
+        cached = self._cache.get(report)
+        if cached is not None:
+            return cached
+        result = self._extract(report)
+        if len(self._cache) >= self._cache_size or self._cached_chars + len(report) > self.MAX_CACHED_CHARS:
+            self._cache.clear()
+            self._cached_chars = 0
+        if len(report) <= self.MAX_CACHED_CHARS:
+            self._cache[report] = result
+            self._cached_chars += len(report)
+        return result
+
+    # ------------------------------------------------------------------ the pipeline
+
+    def _extract(self, report: str) -> Extraction:
+        text = prepare_text(report)
+        facts: dict[str, str] = {}
+        doubts: dict[str, str] = {}
+        body = text
+        header = _HEADER_RE.match(text)
+        if header and len(header.group(1).split()) <= 5:
+            organ = header.group(1).strip()
+            facts["organ_site"] = self._organ(organ) or organ
+            specimen = header.group(2).strip()
+            facts["specimen_type"] = self._specimen(specimen) or specimen
+            body = text[header.end():]
+        scope = self._diagnosis_section(body)
+        if "organ_site" not in facts:
+            organ = self._first_word(_ORGAN_RE, scope) or self._first_word(_ORGAN_RE, body)
+            if organ:
+                facts["organ_site"] = _ORGANS[organ]
+            specimen = self._first_word(_SPECIMEN_RE, scope) or self._first_word(_SPECIMEN_RE, body)
+            if specimen:
+                facts["specimen_type"] = _SPECIMENS[specimen]
+
+        self._diagnosis(scope, body, facts, doubts)
+        self._behaviour(scope, facts)
+        self._grades(scope, facts)
+        self._invasion(scope, facts)
+        self._spread(scope, facts)
+        self._premalignant(scope, facts, doubts)
+        self._morphology(scope, facts, doubts)
+        self._measurements(scope, facts)
+        self._gastrointestinal(scope, facts, doubts)
+        return Extraction(facts, doubts)
+
+    @staticmethod
+    def _first_word(pattern: Any, text: str) -> str | None:
+        match = _first_affirmed(text, pattern)
+        return match.group(1) if match else None
+
+    @staticmethod
+    def _organ(phrase: str) -> str | None:
+        match = _ORGAN_RE.search(phrase)
+        return _ORGANS[match.group(1)] if match else None
+
+    @staticmethod
+    def _specimen(phrase: str) -> str | None:
+        flat = " ".join(re.sub(r"[^a-z0-9 ]+", " ", phrase).split())
+        if flat in _SPECIMENS:
+            return _SPECIMENS[flat]
+        return flat or None
+
+    @staticmethod
+    def _diagnosis_section(body: str) -> str:
+        """For long free-text reports (TCGA), the final-diagnosis section; otherwise all of it."""
+        if len(body) < 400:
+            return body
+        start = _DX_HEADER_RE.search(body)
+        if start is None:
+            return body
+        end = _DX_END_RE.search(body, start.end())
+        stop = end.start() if end is not None else len(body)
+        section = body[start.end():min(stop, start.end() + _DX_SECTION_MAX)]
+        return section if len(section.strip()) >= _DX_SECTION_MIN else body
+
+    # ------------------------------------------------------------------ diagnosis hierarchy
+
+    def _candidates(self, scope: str, doubts: dict[str, str]) -> list[_Candidate]:
+        found: list[_Candidate] = []
+        for match in self._pattern.finditer(scope):
+            term = self.vocabulary.lookup(match.group(0))
+            if term is None:
+                continue
+            if term.canonical != NEGATIVE_FOR_MALIGNANCY:
+                state = polarity(scope, match.start(), match.end())
+                if state == UNCERTAIN:
+                    doubts.setdefault("diagnosis", term.canonical)
+                if state != AFFIRMED:
+                    continue
+            before = scope[max(0, match.start() - 25):match.start()]
+            metastatic = term.canonical.startswith("metastatic") or bool(
+                _METASTATIC_BEFORE_RE.search(before) or _METASTATIC_AFTER_RE.match(scope[match.end():match.end() + 40])
+            )
+            found.append(_Candidate(match.start(), match.end(), term, metastatic))
+        return found
+
+    def _diagnosis(self, scope: str, body: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
+        candidates = self._candidates(scope, doubts)
+        if not candidates and scope is not body:
+            scope = body
+            candidates = self._candidates(body, doubts)
+        if not candidates:
+            return
+        doubts.pop("diagnosis", None)
+        # The worst lesion drives management: malignant > premalignant > benign; among equals a
+        # primary lesion before a metastasis, then the first one written.
+        principal = max(candidates, key=lambda c: (CATEGORY_RANK[c.term.category], not c.metastatic, -c.start))
+        term = principal.term
+        facts["diagnosis"] = term.canonical
+        facts["benign_vs_malignant"] = term.category
+        histologic = term.histologic_type
+        favor = _FAVOR_RE.match(scope, principal.end)
+        if favor is not None:
+            favored = next((c for c in candidates if c.start == favor.end()), None)
+            if favored is not None and favored.term.histologic_type:
+                histologic = favored.term.histologic_type
+        if histologic:
+            facts["histologic_type"] = histologic
+        if term.category == MALIGNANT:
+            facts["primary_vs_metastatic"] = "metastatic" if principal.metastatic else "primary"
+        if term.category != BENIGN or histologic:
+            for pattern, lineage in _LINEAGE_RULES:
+                if pattern.search(histologic or term.canonical):
+                    facts["lineage"] = lineage
+                    break
+        facts["_principal_in_situ"] = "1" if _IN_SITU_RE.search(term.canonical) else ""
+        facts["_principal_epithelial_malignant"] = (
+            "1" if term.category == MALIGNANT and facts.get("lineage") in ("epithelial", "neuroendocrine") else ""
+        )
+
+    # ------------------------------------------------------------------ behaviour
+
+    def _behaviour(self, scope: str, facts: dict[str, str]) -> None:
+        principal_in_situ = bool(facts.pop("_principal_in_situ", ""))
+        epithelial_malignant = bool(facts.pop("_principal_epithelial_malignant", ""))
+
+        def not_specific(match: re.Match[str]) -> bool:
+            return bool(_SPECIFIC_INVASION_PRE_RE.search(scope[max(0, match.start() - 30):match.start()]))
+
+        invasion, _ = _presence(scope, _INVASION_RE, skip=not_specific)
+        non_invasive = _first_affirmed(scope, _NON_INVASIVE_RE) is not None
+        in_situ = self._in_situ_kind(scope)
+        if in_situ is not None:
+            facts["in_situ_component"] = in_situ
+        cis, _ = _presence(scope, _CIS_RE)
+        if cis is not None:
+            facts["carcinoma_in_situ"] = cis
+        itgcn, _ = _presence(scope, _ITGCN_RE)
+        if itgcn is not None:
+            facts["intratubular_germ_cell_neoplasia"] = itgcn
+
+        invasive = invasion == PRESENT or (epithelial_malignant and not principal_in_situ and not non_invasive)
+        if invasive:
+            facts["in_situ_vs_invasive"] = "invasive"
+            facts["invasion_status"] = PRESENT
+        elif non_invasive or principal_in_situ or invasion == ABSENT:
+            if non_invasive or principal_in_situ:
+                facts["in_situ_vs_invasive"] = "non invasive"
+            facts["invasion_status"] = ABSENT
+
+        depth = self._depth(scope)
+        if depth is None and non_invasive and not invasive:
+            depth = "non invasive"
+        if depth is not None:
+            facts["invasion_depth"] = depth
+
+    @staticmethod
+    def _in_situ_kind(scope: str) -> str | None:
+        """Which in-situ lesion the report asserts (DCIS, LCIS, CIS, AIS, SIL, ...), 'absent' when
+        one is negated; HSIL and LSIL are both squamous intraepithelial lesions here, their grade
+        is the dysplasia grade."""
+        negated = False
+        for match in _IN_SITU_RE.finditer(scope):
+            state = polarity(scope, match.start(), match.end())
+            if state == NEGATED:
+                negated = True
+            if state != AFFIRMED:
+                continue
+            mention = match.group(0).strip()
+            for pattern, kind in _IN_SITU_KINDS:
+                if pattern.search(mention):
+                    return kind
+            return mention
+        return ABSENT if negated else None
+
+    @staticmethod
+    def _depth(scope: str) -> str | None:
+        deepest: tuple[int, str] | None = None
+        ranks = ORDINAL_SCALES["invasion_depth"][0]
+        for pattern, value in _DEPTH_RULES:
+            if _first_affirmed(scope, pattern) is not None and (deepest is None or ranks[value] > deepest[0]):
+                deepest = (ranks[value], value)
+        return deepest[1] if deepest else None
+
+    # ------------------------------------------------------------------ grade / aggressiveness
+
+    def _grades(self, scope: str, facts: dict[str, str]) -> None:
+        grade = self._tumor_grade(scope)
+        if grade is not None:
+            facts["tumor_grade"] = grade
+        differentiation = self._differentiation(scope)
+        if differentiation is not None:
+            facts["differentiation"] = differentiation
+        gleason = self._gleason(scope)
+        if gleason is not None:
+            facts["gleason_score"] = gleason
+        match = _first_affirmed(scope, _GRADE_GROUP_RE)
+        if match is not None:
+            value = roman_or_int(match.group(1))
+            if value is not None and 1 <= value <= 5:
+                facts["grade_group"] = str(value)
+        nuclear = self._nuclear_grade(scope)
+        if nuclear is not None:
+            facts["nuclear_grade"] = nuclear
+        match = _first_affirmed(scope, _MITOSES_SCORE_RE)
+        if match is not None:
+            facts["mitotic_score"] = str(int(match.group(1)))
+        else:
+            match = _first_affirmed(scope, _MITOSES_COUNT_RE)
+            if match is not None:
+                facts["mitotic_score"] = f"{int(match.group(1))} per {int(match.group(2))} hpf"
+        match = _first_affirmed(scope, _TUBULE_RE)
+        if match is not None:
+            facts["tubule_score"] = match.group(1)
+
+    @staticmethod
+    def _tumor_grade(scope: str) -> str | None:
+        for match in _GRADE_NUMBER_RE.finditer(scope):
+            qualifier = (match.group(1) or "").strip()
+            if qualifier in ("nuclear", "nucleolar", "gleason"):
+                continue
+            if polarity(scope, match.start(), match.end()) != AFFIRMED:
+                continue
+            value = roman_or_int(match.group(2))
+            if value is not None:
+                return str(value)
+        match = _first_affirmed(scope, _GRADE_TIER_RE)
+        if match is not None:
+            return match.group(1)
+        match = _first_affirmed(scope, _GRADE_G_RE)
+        if match is not None:
+            return match.group(1)
+        return None
+
+    @staticmethod
+    def _differentiation(scope: str) -> str | None:
+        worst: str | None = None
+        for match in _DIFFERENTIATION_RE.finditer(scope):
+            if polarity(scope, match.start(), match.end()) != AFFIRMED:
+                continue
+            words = [w for w in match.groups() if w]
+            if not words:  # the bare word "undifferentiated"
+                words = ["undifferentiated"]
+            for word in words:
+                value = DIFFERENTIATION.get(word)
+                if value and (worst is None or DIFFERENTIATION_RANK[value] > DIFFERENTIATION_RANK[worst]):
+                    worst = value
+        return worst
+
+    @staticmethod
+    def _gleason(scope: str) -> str | None:
+        match = _first_affirmed(scope, _GLEASON_TOTAL_PARTS_RE)
+        if match is not None:
+            primary, secondary = int(match.group(2)), int(match.group(3))
+            return f"{primary}+{secondary}={primary + secondary}"
+        match = _first_affirmed(scope, _GLEASON_PARTS_RE)
+        if match is not None:
+            primary, secondary = int(match.group(1)), int(match.group(2))
+            return f"{primary}+{secondary}={primary + secondary}"
+        match = _first_affirmed(scope, _GLEASON_TOTAL_RE)
+        if match is not None and 2 <= int(match.group(1)) <= 10:
+            return str(int(match.group(1)))
+        return None
+
+    @staticmethod
+    def _nuclear_grade(scope: str) -> str | None:
+        match = _first_affirmed(scope, _NUCLEAR_GRADE_RE)
+        if match is not None:
+            token = match.group(1) or match.group(2)
+            if token in NUCLEAR_GRADE_WORDS:
+                return NUCLEAR_GRADE_WORDS[token]
+            value = roman_or_int(token)
+            return str(value) if value is not None else None
+        match = _first_affirmed(scope, _FUHRMAN_RE)
+        if match is not None:
+            value = roman_or_int(match.group(1))
+            return str(value) if value is not None else None
+        return None
+
+    # ------------------------------------------------------------------ invasion, spread
+
+    def _invasion(self, scope: str, facts: dict[str, str]) -> None:
+        for name, pattern in (("lymphovascular_invasion", _LVI_RE), ("perineural_invasion", _PNI_RE),
+                              ("extraprostatic_extension", _EPE_RE), ("capsular_invasion", _CAPSULAR_RE),
+                              ("organ_specific_invasion", _ORGAN_INVASION_RE)):
+            state, _ = _presence(scope, pattern)
+            if state is not None:
+                facts[name] = state
+        status = self._muscle_proper(scope)
+        if status is not None:
+            facts["muscle_proper_status"] = status
+
+    @staticmethod
+    def _muscle_proper(scope: str) -> str | None:
+        for match in _MUSCLE_PROPER_RE.finditer(scope):
+            lead, state = match.group(1), match.group(2)
+            if lead is not None:
+                if lead in ("includes", "include", "contains", "with"):
+                    if polarity(scope, match.start(), match.end()) == NEGATED:
+                        return "not included"
+                    return "included"
+                return "not included"
+            if state in ("present", "identified", "included"):
+                return "included"
+            return "not included"
+        return None
+
+    def _spread(self, scope: str, facts: dict[str, str]) -> None:
+        state, _ = _presence(scope, _METASTASIS_RE)
+        if state is not None:
+            facts["metastatic_involvement"] = state
+        nodes = self._lymph_nodes(scope)
+        if nodes is not None:
+            facts["lymph_node_involvement"] = nodes
+        margin = self._margins(scope)
+        if margin is not None:
+            facts["margin_status"] = margin
+        if _first_affirmed(scope, _FOCAL_MULTI_RE) is not None:
+            facts["tumor_focality"] = facts["multifocality"] = "multifocal"
+            facts["multifocal_involvement"] = PRESENT
+        elif _first_affirmed(scope, _FOCAL_UNI_RE) is not None:
+            facts["tumor_focality"] = facts["multifocality"] = "unifocal"
+            facts["multifocal_involvement"] = ABSENT
+        if _first_affirmed(scope, _BILATERAL_RE) is not None:
+            facts["bilateral_involvement"] = PRESENT
+        elif _first_affirmed(scope, _UNILATERAL_RE) is not None:
+            facts["bilateral_involvement"] = ABSENT
+
+    @staticmethod
+    def _lymph_nodes(scope: str) -> str | None:
+        positive = negative = False
+        for match in _LN_RE.finditer(scope):
+            # the clause around the mention: "lymph nodes: negative (0/12)", "2 of 10 lymph nodes involved"
+            lo = max(scope.rfind(".", 0, match.start()), scope.rfind(";", 0, match.start()),
+                     scope.rfind("\n", 0, match.start()), match.start() - 80)
+            hi_candidates = [i for i in (scope.find(".", match.end()), scope.find(";", match.end()),
+                                         scope.find("\n", match.end())) if i >= 0]
+            hi = min([*hi_candidates, match.end() + 120])
+            clause = scope[lo + 1:hi]
+            ratio = _LN_RATIO_RE.search(clause)
+            if ratio is not None:
+                involved = int(ratio.group(1) or ratio.group(3))
+                if involved > 0:
+                    positive = True
+                else:
+                    negative = True
+                continue
+            after = scope[match.end():hi]
+            if _LN_NEGATIVE_RE.search(after) or polarity(scope, match.start(), match.end()) == NEGATED:
+                negative = True
+            elif _LN_POSITIVE_RE.search(after):
+                positive = True
+        stage = _PN_STAGE_RE.search(scope)
+        if stage is not None and stage.group(1) != "x":
+            if stage.group(1) == "0":
+                negative = True
+            else:
+                positive = True
+        if positive:
+            return PRESENT
+        if negative:
+            return ABSENT
+        return None
+
+    @staticmethod
+    def _margins(scope: str) -> str | None:
+        positive = negative = False
+        for match in _MARGIN_BEFORE_RE.finditer(scope):
+            if match.group(1) in ("positive", "involved"):
+                positive = True
+            else:
+                negative = True
+        for match in _MARGIN_RE.finditer(scope):
+            after = scope[match.end():match.end() + 60]
+            stop = min((i for i in (after.find("."), after.find(";"), after.find("\n")) if i >= 0), default=-1)
+            if stop >= 0:
+                after = after[:stop]
+            if _MARGIN_NEG_RE.search(after):
+                negative = True
+            elif _MARGIN_POS_RE.search(after):
+                positive = True
+        status = _R_STATUS_RE.search(scope)
+        if status is not None:
+            if status.group(1) == "0":
+                negative = True
+            else:
+                positive = True
+        if positive:
+            return "positive"
+        if negative:
+            return "negative"
+        return None
+
+    # ------------------------------------------------------------------ premalignant change
+
+    def _premalignant(self, scope: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
+        worst: str | None = None
+        order = {"negative": 0, "indefinite": 1, "low": 2, "high": 3}
+        for match in _DYSPLASIA_RE.finditer(scope):
+            word = next((g for g in match.groups() if g), "")
+            if word == "dysplasia":  # "no dysplasia"
+                value = "negative"
+            else:
+                value = {"mild": "low", "moderate": "low", "severe": "high", "low grade": "low",
+                         "high grade": "high"}.get(word, word)
+            if value not in ("negative", "indefinite"):
+                state = polarity(scope, match.start(), match.end())
+                if state == NEGATED:
+                    value = "negative"
+                elif state == UNCERTAIN:
+                    doubts["dysplasia_grade"] = value
+                    continue
+            if worst is None or order[value] > order[worst]:
+                worst = value
+        if worst == "indefinite":
+            doubts["dysplasia_grade"] = "indefinite"
+        elif worst is not None:
+            facts["dysplasia_grade"] = worst
+        state, doubt = _presence(scope, _ATYPIA_RE)
+        if state is not None:
+            facts["epithelial_atypia"] = state
+        elif doubt:
+            doubts["epithelial_atypia"] = PRESENT
+
+    # ------------------------------------------------------------------ associated morphology
+
+    def _morphology(self, scope: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
+        for name, pattern in (("necrosis", _NECROSIS_RE), ("inflammation_status", _INFLAMMATION_RE),
+                              ("calcification", _CALCIFICATION_RE), ("psammoma_bodies", _PSAMMOMA_RE),
+                              ("hemorrhage", _HEMORRHAGE_RE), ("papillary_features", _PAPILLARY_RE),
+                              ("cystic_change", _CYSTIC_RE), ("atrophy", _ATROPHY_RE),
+                              ("intestinal_metaplasia", _IM_RE)):
+            state, doubt = _presence(scope, pattern)
+            if state is not None:
+                facts[name] = state
+            elif doubt:
+                doubts[name] = PRESENT
+        if facts.get("inflammation_status") == PRESENT:
+            if _first_affirmed(scope, _ACTIVE_RE) is not None:
+                facts["inflammation_activity"] = "active"
+            elif _first_affirmed(scope, _INACTIVE_RE) is not None:
+                facts["inflammation_activity"] = "inactive"
+
+    # ------------------------------------------------------------------ measurements
+
+    def _measurements(self, scope: str, facts: dict[str, str]) -> None:
+        for pattern in _TUMOR_SIZE_RES:
+            match = _first_affirmed(scope, pattern)
+            if match is None:
+                continue
+            numbers = [float(g) for g in match.groups()[:-1] if g]
+            if numbers:
+                largest = max(numbers) / (10.0 if match.group(match.lastindex or 0) == "mm" else 1.0)
+                facts["tumor_size"] = f"{format_number(largest)} cm"
+                break
+        for pattern in _TUMOR_VOLUME_RES:
+            match = _first_affirmed(scope, pattern)
+            if match is not None and float(match.group(1)) <= 100:
+                facts["tumor_volume"] = f"{format_number(float(match.group(1)))}%"
+                break
+        match = _first_affirmed(scope, _TUMOR_EXTENT_RES[0])
+        if match is not None:
+            value, unit = float(match.group(1)), match.group(2)
+            if unit == "%":
+                facts["tumor_extent"] = f"{format_number(value)}%"
+            else:
+                facts["tumor_extent"] = f"{format_number(value / 10.0 if unit == 'mm' else value)} cm"
+        else:
+            match = _first_affirmed(scope, _TUMOR_EXTENT_RES[1])
+            if match is not None:
+                involved, total = (match.group(1), match.group(2)) if match.group(1) else (match.group(3),
+                                                                                             match.group(4))
+                facts["tumor_extent"] = f"{int(involved)}/{int(total)} cores"
+
+    # ------------------------------------------------------------------ GI mucosa, polyps
+
+    def _gastrointestinal(self, scope: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
+        match = _first_affirmed(scope, _METAPLASIA_TYPE_RE)
+        if match is not None:
+            facts["metaplasia_type"] = match.group(1)
+        hp = self._hpylori(scope)
+        if hp is not None:
+            facts["hpylori_status"] = hp
+        match = _first_affirmed(scope, _GASTRITIS_RE)
+        if match is not None:
+            kind = (match.group(1) or match.group(2) or "").replace("active chronic", "chronic active")
+            kind = kind.replace("non specific", "nonspecific")
+            facts["gastritis_type"] = "reactive" if kind in ("chemical", "reactive") else kind
+        for name, pattern in (("olga_stage", _OLGA_RE), ("olgim_stage", _OLGIM_RE)):
+            match = _first_affirmed(scope, pattern)
+            if match is not None:
+                token = match.group(1)
+                value = 0 if token == "0" else roman_or_int(token)
+                if value is not None:
+                    facts[name] = str(value)
+        match = _first_affirmed(scope, _ADENOMA_RE)
+        if match is not None:
+            facts["adenoma_type"] = match.group(1).replace("tubulo villous", "tubulovillous")
+        match = _first_affirmed(scope, _POLYP_RE)
+        if match is not None:
+            facts["polyp_type"] = match.group(1)
+        elif "adenoma_type" in facts:
+            facts["polyp_type"] = "sessile serrated" if "serrated" in facts["adenoma_type"] else "adenomatous"
+        state, doubt = _presence(scope, _SERRATED_RE)
+        if state is not None:
+            facts["serrated_lesion"] = state
+        elif doubt:
+            doubts["serrated_lesion"] = PRESENT
+
+    @staticmethod
+    def _hpylori(scope: str) -> str | None:
+        negative = False
+        for match in _HPYLORI_RE.finditer(scope):
+            value = _HPYLORI_VALUE_RE.match(scope, match.end())
+            if value is not None:
+                word = value.group(1)
+                if word in ("positive", "present", "identified", "seen", "+"):
+                    return "positive"
+                negative = True
+                continue
+            state = polarity(scope, match.start(), match.end())
+            if state == AFFIRMED:
+                return "positive"
+            if state == NEGATED:
+                negative = True
+        return "negative" if negative else None
+
+
+__all__ = ["ClinicalExtractor", "Extraction", "EXTRACTED_FIELDS", "polarity", "AFFIRMED", "NEGATED", "UNCERTAIN"]

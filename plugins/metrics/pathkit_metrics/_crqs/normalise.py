@@ -1,0 +1,245 @@
+"""Report text normalisation for CRQS: spelling, abbreviations, clause breaks, and canonical field values."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+# Reports longer than this are cut before extraction: every pattern is linear in the text,
+# but a multi-megabyte string is not a pathology report and should not stall a scoring run.
+MAX_REPORT_CHARS = 1_000_000
+
+ROMAN = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5}
+
+# Abbreviations that are unambiguous in pathology reports, expanded case-insensitively so that
+# "HSIL" and "high-grade squamous intraepithelial lesion" reach the same vocabulary term.
+_ABBREVIATIONS_ANY_CASE: dict[str, str] = {
+    "hsil": "high grade squamous intraepithelial lesion",
+    "lsil": "low grade squamous intraepithelial lesion",
+    "dcis": "ductal carcinoma in situ",
+    "lcis": "lobular carcinoma in situ",
+    "idc": "invasive ductal carcinoma",
+    "ilc": "invasive lobular carcinoma",
+    "nst": "no special type",
+    "nsclc": "non small cell carcinoma",
+    "sclc": "small cell carcinoma",
+    "hcc": "hepatocellular carcinoma",
+    "ccrcc": "clear cell renal cell carcinoma",
+    "rcc": "renal cell carcinoma",
+    "gbm": "glioblastoma",
+    "gist": "gastrointestinal stromal tumor",
+    "itgcn": "intratubular germ cell neoplasia",
+    "igcnu": "intratubular germ cell neoplasia",
+    "gcnis": "intratubular germ cell neoplasia",
+    "hgpin": "high grade prostatic intraepithelial neoplasia",
+    "lvi": "lymphovascular invasion",
+    "pni": "perineural invasion",
+    "adh": "atypical ductal hyperplasia",
+    "alh": "atypical lobular hyperplasia",
+    "fea": "flat epithelial atypia",
+    "udh": "usual ductal hyperplasia",
+    "hgsc": "high grade serous carcinoma",
+    "lgsc": "low grade serous carcinoma",
+    "ptc": "papillary thyroid carcinoma",
+    "tcc": "transitional cell carcinoma",
+    "scc": "squamous cell carcinoma",
+    "ssl": "sessile serrated lesion",
+    "tsa": "traditional serrated adenoma",
+    "nilm": "negative for intraepithelial lesion or malignancy",
+}
+
+# Abbreviations that are also ordinary words or other things in lower case: expanded only
+# when written in capitals ("NET", not "net weight"; "CIS", not "cis-platin").
+_ABBREVIATIONS_UPPER: dict[str, str] = {
+    "NET": "neuroendocrine tumor",
+    "CIS": "carcinoma in situ",
+    "AIS": "adenocarcinoma in situ",
+    "SSA": "sessile serrated lesion",
+    "SSP": "sessile serrated lesion",
+    "EPE": "extraprostatic extension",
+    "IM": "intestinal metaplasia",
+    "HP": "helicobacter pylori",
+    "NOS": "nos",
+    "PIN": "prostatic intraepithelial neoplasia",
+    "DOI": "depth of invasion",
+}
+
+# Spelling variants and frequent typos (the REG reports spell "interstinal metaplasia").
+_SPELLING: dict[str, str] = {
+    "tumour": "tumor",
+    "tumours": "tumors",
+    "haemorrhage": "hemorrhage",
+    "haemorrhagic": "hemorrhagic",
+    "oesophagus": "esophagus",
+    "oesophageal": "esophageal",
+    "favour": "favor",
+    "favoured": "favored",
+    "favours": "favors",
+    "interstinal": "intestinal",
+    "nterstinal": "intestinal",
+    "intestinalmetaplasia": "intestinal metaplasia",
+    "colour": "color",
+    "haematolymphoid": "hematolymphoid",
+    "oedema": "edema",
+    "anaemia": "anemia",
+    "leukaemia": "leukemia",
+    "carcinomas": "carcinoma",
+    "adenocarcinomas": "adenocarcinoma",
+    "gleasons": "gleason's",
+    "calcifications": "calcification",
+    "microcalcifications": "microcalcification",
+}
+
+_UPPER_RE = re.compile(r"\b(" + "|".join(sorted(_ABBREVIATIONS_UPPER, key=len, reverse=True)) + r")\b")
+_H_PYLORI_RE = re.compile(r"\bh\.?\s*pylori\b|\bhelicobacter\s+pylori\b|\bhelicobacter\b(?!\s+pylori)")
+_CIN_RE = re.compile(r"\bcin\s*[-:]?\s*(iii|ii|i|[123])\b(?:\s*(?:/|-|to)\s*(?:iii|ii|[23]))?")
+_SPACES_RE = re.compile(r"  +")
+# A blank line, or a line break before a list marker (1. / 2) / A. / - / *), ends a clause;
+# any other line break is a wrap inside a sentence.
+_PARAGRAPH_RE = re.compile(r"\n\s*\n\s*|\n\s*(?=(?:\d{1,2}\s*[.)]|[a-z][.)]\s|[-*\u2022]))")
+_WRAP_RE = re.compile(r"[ \t\f\v]*\n[ \t\f\v]*")
+_BREAK = "\x1e"  # clause-break sentinel while wraps are joined
+_AROUND_BREAK_RE = re.compile(r" ?\n ?")
+_CONTROL_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+_QUOTES_RE = re.compile(r"[\u2018\u2019\u201b\u0060\u00b4]")
+_DASHES_RE = re.compile(r"[\u2010\u2011\u2012\u2013\u2014\u2015\u2212_-]+")
+
+
+def trie_pattern(words: Iterable[str]) -> str:
+    """A regex alternation of `words` folded into a prefix tree: one pass over the text finds,
+    at each position, the longest word that ends on a word boundary."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = True
+
+    def build(node: dict[str, Any]) -> str:
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch != ""]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if "" in node:
+            # greedy optional: the longer word is tried first, the shorter one on backtracking
+            body = "(?:" + body + ")?"
+        return body
+
+    return r"\b" + build(trie) + r"\b"
+
+
+# Lower-case words rewritten in one pass: unambiguous abbreviations, spellings, "nos".
+_WORD_REWRITES: dict[str, str] = {**_ABBREVIATIONS_ANY_CASE, **_SPELLING, "not otherwise specified": "nos"}
+_WORD_REWRITE_RE = re.compile(trie_pattern(_WORD_REWRITES))
+
+
+def _expand_upper(match: re.Match[str]) -> str:
+    return _ABBREVIATIONS_UPPER[match.group(1)]
+
+
+def _rewrite_word(match: re.Match[str]) -> str:
+    return _WORD_REWRITES[match.group(0)]
+
+
+def _cin(match: re.Match[str]) -> str:
+    # CIN 1 is LSIL; CIN 2 and CIN 3 are HSIL (LAST two-tier terminology, WHO 2014/2020).
+    grade = match.group(1)
+    grade_n = ROMAN.get(grade, 0) or int(grade)
+    lesion = "low" if grade_n == 1 else "high"
+    return f"cin {grade_n} {lesion} grade squamous intraepithelial lesion"
+
+
+def prepare_text(text: str) -> str:
+    """Lower-case, abbreviation-expanded, whitespace-normalised report text.
+
+    A newline in the result always marks a clause break (paragraph or list item); dashes
+    and underscores become spaces so "high-grade" and "high grade" read the same.
+    """
+    if len(text) > MAX_REPORT_CHARS:
+        text = text[:MAX_REPORT_CHARS]
+    if not text.isascii():
+        text = _QUOTES_RE.sub("'", unicodedata.normalize("NFKC", text))
+    # tabs, form feeds and other control characters (\x1e, the break sentinel, included) become spaces
+    text = _CONTROL_RE.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _UPPER_RE.sub(_expand_upper, text)
+    text = text.lower()
+    text = _PARAGRAPH_RE.sub(_BREAK, text)
+    text = _WRAP_RE.sub(" ", text).replace(_BREAK, "\n")
+    text = _DASHES_RE.sub(" ", text)
+    text = _WORD_REWRITE_RE.sub(_rewrite_word, text)
+    if "pylori" in text or "helicobacter" in text:
+        text = _H_PYLORI_RE.sub("helicobacter pylori", text)
+    if "cin" in text:
+        text = _CIN_RE.sub(_cin, text)
+    text = _SPACES_RE.sub(" ", text)
+    text = _AROUND_BREAK_RE.sub("\n", text)
+    return text.strip()
+
+
+_PHRASE_PUNCT_RE = re.compile(r"[^a-z0-9' ]+")
+
+
+def normalise_phrase(phrase: str) -> str:
+    """A vocabulary phrase as the matcher sees it: prepared, punctuation dropped, single spaces."""
+    text = prepare_text(phrase).replace("\n", " ")
+    text = _PHRASE_PUNCT_RE.sub(" ", text)
+    return " ".join(text.split())
+
+
+def roman_or_int(token: str) -> int | None:
+    """'ii' -> 2, '3' -> 3, anything else -> None."""
+    token = token.strip().lower()
+    if token in ROMAN:
+        return ROMAN[token]
+    if token.isdigit():
+        return int(token)
+    return None
+
+
+GRADE_WORDS = {"low": "low", "intermediate": "intermediate", "high": "high"}
+# Nuclear grade is scored 1-3 whether written as a number (Nottingham pleomorphism score)
+# or as a word (DCIS nuclear grade), so both spellings map to the number.
+NUCLEAR_GRADE_WORDS = {"low": "1", "intermediate": "2", "moderate": "2", "high": "3"}
+DIFFERENTIATION = {"well": "well", "moderately": "moderate", "moderate": "moderate",
+                   "poorly": "poor", "poor": "poor", "un": "undifferentiated",
+                   "undifferentiated": "undifferentiated"}
+DIFFERENTIATION_RANK = {"well": 1, "moderate": 2, "poor": 3, "undifferentiated": 4}
+
+# Ordinal scales: values on one scale compare by rank; values from different scales
+# (a three-tier "2" against a two-tier "high") never match.
+ORDINAL_SCALES: dict[str, tuple[dict[str, int], ...]] = {
+    "tumor_grade": ({"1": 1, "2": 2, "3": 3, "4": 4}, {"low": 1, "high": 2},
+                    {"low": 1, "intermediate": 2, "high": 3}),
+    "differentiation": (DIFFERENTIATION_RANK,),
+    "grade_group": ({str(i): i for i in range(1, 6)},),
+    "nuclear_grade": ({str(i): i for i in range(1, 5)},),
+    "mitotic_score": ({str(i): i for i in range(1, 4)},),
+    "tubule_score": ({str(i): i for i in range(1, 4)},),
+    "dysplasia_grade": ({"negative": 0, "low": 1, "high": 2},),
+    "olga_stage": ({str(i): i for i in range(0, 5)},),
+    "olgim_stage": ({str(i): i for i in range(0, 5)},),
+    "invasion_depth": ({"non invasive": 0, "subepithelial connective tissue": 1, "submucosa": 2,
+                        "muscle proper": 3, "subserosa": 4, "perivisceral tissue": 5, "serosa": 6,
+                        "adjacent organs": 7},),
+}
+
+
+def format_number(value: float) -> str:
+    """Shortest stable text for a measured number: 2.0 -> '2', 2.50 -> '2.5'."""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+__all__ = [
+    "MAX_REPORT_CHARS",
+    "prepare_text",
+    "trie_pattern",
+    "normalise_phrase",
+    "roman_or_int",
+    "format_number",
+    "ORDINAL_SCALES",
+    "DIFFERENTIATION",
+    "NUCLEAR_GRADE_WORDS",
+]

@@ -1,0 +1,339 @@
+"""The CRQS clinical schemas of PathReportEval (REG, HistAI, TCGA) and pathkit's generic schema, as data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.evaluation.clinical_schema import ClinicalSchema
+
+# Paper appendix A.7, Table 7 (fields) and Table 8 (key fields); STRICT_FIELDS and
+# NUMERIC_FIELDS are the ones of the public PathBench config for REG (crqs/crqs_reg/src/config.py).
+REG = ClinicalSchema(
+    name="reg2025",
+    fields=(
+        "organ_site",
+        "specimen_type",
+        "diagnosis",
+        "histologic_type",
+        "tumor_grade",
+        "gleason_score",
+        "grade_group",
+        "tumor_volume",
+        "differentiation",
+        "invasion_depth",
+        "in_situ_component",
+        "nuclear_grade",
+        "mitotic_score",
+        "tubule_score",
+        "necrosis",
+        "calcification",
+        "dysplasia_grade",
+        "muscle_proper_status",
+    ),
+    key_fields=("diagnosis", "histologic_type", "tumor_grade", "gleason_score", "invasion_depth"),
+    strict_fields=(
+        "diagnosis",
+        "histologic_type",
+        "tumor_grade",
+        "gleason_score",
+        "grade_group",
+        "differentiation",
+        "invasion_depth",
+        "dysplasia_grade",
+        "muscle_proper_status",
+    ),
+    numeric_fields=("tumor_volume",),
+    # PathBench REG compares tumour volume within 10 percentage points.
+    numeric_tolerance={"tumor_volume": 10.0},
+    source="PathReportEval Tables 7-8; strict/numeric fields from PathBench crqs_reg config",
+)
+
+# Paper Table 9 (38 fields in nine groups) and Table 10 (10 key fields); strict and numeric
+# fields from PathBench crqs_histai config.
+HISTAI = ClinicalSchema(
+    name="histai",
+    fields=(
+        # 1. diagnosis hierarchy
+        "benign_vs_malignant",
+        "diagnosis",
+        "primary_vs_metastatic",
+        "lineage",
+        "histologic_type",
+        # 2. tumour behaviour
+        "in_situ_vs_invasive",
+        "in_situ_component",
+        # 3. grade / aggressiveness
+        "tumor_grade",
+        "differentiation",
+        "gleason_score",
+        "grade_group",
+        "nuclear_grade",
+        "mitotic_score",
+        # 4. invasion hierarchy
+        "invasion_status",
+        "invasion_depth",
+        "lymphovascular_invasion",
+        "perineural_invasion",
+        "extraprostatic_extension",
+        # 5. premalignant / epithelial change
+        "dysplasia_grade",
+        "epithelial_atypia",
+        # 6. associated morphology
+        "necrosis",
+        "inflammation_status",
+        "inflammation_activity",
+        "calcification",
+        "tumor_extent",
+        "tumor_volume",
+        # 7. GI mucosal pathology
+        "atrophy",
+        "intestinal_metaplasia",
+        "metaplasia_type",
+        "hpylori_status",
+        "gastritis_type",
+        "olga_stage",
+        "olgim_stage",
+        # 8. polyp / adenoma pathology
+        "polyp_type",
+        "serrated_lesion",
+        "adenoma_type",
+        # 9. multifocal / bilateral disease
+        "multifocality",
+        "bilateral_involvement",
+    ),
+    key_fields=(
+        "benign_vs_malignant",
+        "diagnosis",
+        "histologic_type",
+        "in_situ_vs_invasive",
+        "tumor_grade",
+        "gleason_score",
+        "dysplasia_grade",
+        "invasion_status",
+        "intestinal_metaplasia",
+        "inflammation_status",
+    ),
+    strict_fields=(
+        "benign_vs_malignant",
+        "diagnosis",
+        "histologic_type",
+        "in_situ_vs_invasive",
+        "gleason_score",
+        "grade_group",
+        "tumor_grade",
+        "dysplasia_grade",
+        "lymphovascular_invasion",
+        "perineural_invasion",
+        "extraprostatic_extension",
+        "hpylori_status",
+    ),
+    numeric_fields=(
+        "gleason_score",
+        "grade_group",
+        "tumor_grade",
+        "nuclear_grade",
+        "mitotic_score",
+        "olga_stage",
+        "olgim_stage",
+        "tumor_volume",
+        "tumor_extent",
+    ),
+    numeric_tolerance={"tumor_volume": 10.0, "tumor_extent": 10.0},
+    source="PathReportEval Tables 9-10; strict/numeric fields from PathBench crqs_histai config",
+)
+
+# Paper Table 11 (33 fields) and Table 12 (9 key fields); strict and numeric fields from
+# PathBench crqs_tcga config.
+TCGA = ClinicalSchema(
+    name="tcga-pathtext",
+    fields=(
+        # 1. diagnosis hierarchy
+        "benign_vs_malignant",
+        "diagnosis",
+        "primary_vs_metastatic",
+        "lineage",
+        "histologic_type",
+        # 2. tumour behaviour
+        "in_situ_vs_invasive",
+        "in_situ_component",
+        "tumor_focality",
+        # 3. grade / aggressiveness
+        "tumor_grade",
+        "differentiation",
+        # 4. invasion hierarchy
+        "invasion_status",
+        "lymphovascular_invasion",
+        "perineural_invasion",
+        "capsular_invasion",
+        "organ_specific_invasion",
+        # 5. spread / involvement
+        "metastatic_involvement",
+        "lymph_node_involvement",
+        "multifocal_involvement",
+        # 6. premalignant / epithelial change
+        "dysplasia_grade",
+        "epithelial_atypia",
+        "carcinoma_in_situ",
+        "intratubular_germ_cell_neoplasia",
+        # 7. associated morphology
+        "necrosis",
+        "inflammation_status",
+        "calcification",
+        "psammoma_bodies",
+        "hemorrhage",
+        "papillary_features",
+        "cystic_change",
+        # 8. tumour extent / burden
+        "tumor_size",
+        # 9. contextual metadata
+        "organ_site",
+        "specimen_type",
+        "margin_status",
+    ),
+    key_fields=(
+        "benign_vs_malignant",
+        "diagnosis",
+        "histologic_type",
+        "tumor_grade",
+        "differentiation",
+        "invasion_status",
+        "lymphovascular_invasion",
+        "metastatic_involvement",
+        "necrosis",
+    ),
+    strict_fields=(
+        "benign_vs_malignant",
+        "diagnosis",
+        "histologic_type",
+        "tumor_grade",
+        "differentiation",
+        "invasion_status",
+        "lymphovascular_invasion",
+        "metastatic_involvement",
+        "necrosis",
+    ),
+    numeric_fields=("tumor_size",),
+    # PathBench TCGA accepts sizes within 15 % (relative); pathkit's tolerance is absolute in
+    # cm, so the relative rule is applied by the comparison for tumour size (see compare.py).
+    source="PathReportEval Tables 11-12; strict/numeric fields from PathBench crqs_tcga config",
+)
+
+# Not in the paper: pathkit's dataset-agnostic schema for report datasets without their own.
+# It keeps the fields of the paper's pathologist-informed hierarchy (appendix A.7 prompt) that
+# are common to most organ systems, with the key fields shared by Tables 8, 10 and 12.
+GENERIC = ClinicalSchema(
+    name="generic",
+    fields=(
+        "benign_vs_malignant",
+        "diagnosis",
+        "primary_vs_metastatic",
+        "histologic_type",
+        "in_situ_vs_invasive",
+        "in_situ_component",
+        "tumor_grade",
+        "differentiation",
+        "gleason_score",
+        "grade_group",
+        "invasion_status",
+        "invasion_depth",
+        "lymphovascular_invasion",
+        "perineural_invasion",
+        "lymph_node_involvement",
+        "margin_status",
+        "dysplasia_grade",
+        "necrosis",
+        "calcification",
+        "tumor_size",
+    ),
+    key_fields=(
+        "benign_vs_malignant",
+        "diagnosis",
+        "histologic_type",
+        "in_situ_vs_invasive",
+        "tumor_grade",
+        "gleason_score",
+        "invasion_status",
+    ),
+    strict_fields=(
+        "benign_vs_malignant",
+        "diagnosis",
+        "histologic_type",
+        "in_situ_vs_invasive",
+        "tumor_grade",
+        "gleason_score",
+        "grade_group",
+        "invasion_status",
+        "dysplasia_grade",
+        "lymph_node_involvement",
+        "margin_status",
+    ),
+    numeric_fields=("tumor_size",),
+    source="pathkit generic schema (not from the paper)",
+)
+
+BUILTIN_SCHEMAS: dict[str, ClinicalSchema] = {s.name: s for s in (REG, HISTAI, TCGA, GENERIC)}
+
+# Dataset names (pathkit dataset plugins and common spellings) -> schema name.
+DATASET_ALIASES: dict[str, str] = {
+    "reg2025": "reg2025",
+    "reg": "reg2025",
+    "reg-2025": "reg2025",
+    "reg_2025": "reg2025",
+    "histai": "histai",
+    "hist-ai": "histai",
+    "tcga-pathtext": "tcga-pathtext",
+    "tcga_pathtext": "tcga-pathtext",
+    "tcga": "tcga-pathtext",
+    "pathtext": "tcga-pathtext",
+    "generic": "generic",
+}
+
+
+def schema_by_name(name: str) -> ClinicalSchema:
+    """A built-in schema by schema or dataset name (`reg`, `reg2025`, `tcga`, ...)."""
+    key = DATASET_ALIASES.get(str(name).strip().lower())
+    if key is None:
+        raise PathkitError(
+            f"no built-in clinical schema for {name!r}; known: {', '.join(sorted(DATASET_ALIASES))}"
+        )
+    return BUILTIN_SCHEMAS[key]
+
+
+def _coerce_schema(value: Any, where: str) -> ClinicalSchema:
+    if isinstance(value, ClinicalSchema):
+        return value
+    if isinstance(value, str):
+        return schema_by_name(value)
+    if isinstance(value, Mapping):
+        return ClinicalSchema.from_dict(value)
+    raise PathkitError(
+        f"{where}: expected a ClinicalSchema, a schema dict or a schema name, got {type(value).__name__}"
+    )
+
+
+def resolve_schema(context: Mapping[str, Any] | None) -> ClinicalSchema:
+    """The schema to score with: the dataset plugin's own `clinical_schema` first, then the
+    built-in schema the dataset names, else the generic schema. An unknown dataset name falls
+    back to the generic schema (a new dataset without a schema of its own)."""
+    context = context or {}
+    options = context.get("options") or {}
+    for source in (context, options):
+        value = source.get("clinical_schema") if isinstance(source, Mapping) else None
+        if value is not None:
+            return _coerce_schema(value, "clinical_schema")
+    dataset = context.get("dataset") or (options.get("dataset") if isinstance(options, Mapping) else None)
+    if dataset is not None and not isinstance(dataset, str):
+        own = getattr(dataset, "clinical_schema", None)
+        if own is not None:
+            return _coerce_schema(own, f"dataset {getattr(dataset, 'name', dataset)!r} clinical_schema")
+        dataset = getattr(dataset, "name", None)
+    if isinstance(dataset, str) and dataset.strip():
+        key = DATASET_ALIASES.get(dataset.strip().lower())
+        if key is not None:
+            return BUILTIN_SCHEMAS[key]
+    return GENERIC
+
+
+__all__ = ["REG", "HISTAI", "TCGA", "GENERIC", "BUILTIN_SCHEMAS", "schema_by_name", "resolve_schema"]

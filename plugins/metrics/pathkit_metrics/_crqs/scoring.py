@@ -1,0 +1,279 @@
+"""CRQS over a corpus: input checks, vocabulary choice, per-case evidence table and bootstrap summary."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import MetricResult, PathkitError
+from pathkit_core.evaluation.clinical_schema import ClinicalSchema
+from pathkit_metrics._crqs.compare import CaseComparison, compare_fields
+from pathkit_metrics._crqs.extract import ClinicalExtractor, Extraction
+from pathkit_metrics._crqs.schemas import resolve_schema
+from pathkit_metrics._crqs.vocabulary import BUILTIN_VOCABULARY, Vocabulary, build_vocabulary
+
+SCORE_COLUMNS = ("CRQS", "CRQS_raw", "CFC", "KIR", "HR", "CDS", "CRQS_eq6", "CRQS_eq6_raw")
+DEFAULT_RESAMPLES = 1000
+
+_lock = threading.Lock()
+_extractors: dict[str, ClinicalExtractor] = {}
+_learned: dict[tuple[str, int], Vocabulary] = {}
+_loaded: dict[tuple[str, float, int], Vocabulary] = {}
+
+
+def extractor_for(vocabulary: Vocabulary) -> ClinicalExtractor:
+    """One extractor (and extraction cache) per vocabulary content, shared by all metric calls."""
+    with _lock:
+        extractor = _extractors.get(vocabulary.sha256)
+        if extractor is None:
+            extractor = ClinicalExtractor(vocabulary)
+            _extractors[vocabulary.sha256] = extractor
+        return extractor
+
+
+def _option(context: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    if key in context and context[key] is not None:
+        return context[key]
+    options = context.get("options")
+    if isinstance(options, Mapping) and options.get(key) is not None:
+        return options[key]
+    return default
+
+
+def resolve_vocabulary(context: Mapping[str, Any]) -> Vocabulary:
+    """`vocabulary` (a Vocabulary or a saved JSON path) first, then one learned from
+    `train_reports`, else the built-in vocabulary."""
+    given = _option(context, "vocabulary")
+    if given is not None:
+        if isinstance(given, Vocabulary):
+            return given
+        if isinstance(given, str | Path):
+            path = Path(given)
+            try:
+                stat = path.stat()
+            except OSError:
+                raise PathkitError(f"{path}: CRQS vocabulary file not found") from None
+            key = (str(path.resolve()), stat.st_mtime, stat.st_size)
+            with _lock:
+                cached = _loaded.get(key)
+            if cached is None:
+                cached = Vocabulary.load(path)
+                with _lock:
+                    _loaded[key] = cached
+            return cached
+        raise PathkitError(f"CRQS: 'vocabulary' must be a Vocabulary or a JSON path, got {type(given).__name__}")
+    reports = _option(context, "train_reports")
+    if reports is not None:
+        if isinstance(reports, str | bytes | Mapping) or not isinstance(reports, Iterable):
+            raise PathkitError("CRQS: 'train_reports' must be a list of report texts")
+        reports = list(reports)
+        min_count = _option(context, "vocabulary_min_count", 2)
+        digest = hashlib.sha256()
+        for index, report in enumerate(reports):
+            if not isinstance(report, str):
+                raise PathkitError(f"CRQS: train report {index} is {type(report).__name__}, not text")
+            digest.update(report.encode("utf-8", "surrogatepass"))
+            digest.update(b"\x00")
+        key = (digest.hexdigest(), int(min_count))
+        with _lock:
+            cached = _learned.get(key)
+        if cached is None:
+            cached = build_vocabulary(list(reports), min_count=int(min_count))
+            with _lock:
+                _learned[key] = cached
+        return cached
+    return BUILTIN_VOCABULARY
+
+
+def _as_list(values: Any, name: str) -> list[Any]:
+    """A list from any iterable of reports (list, tuple, numpy array, polars Series); one string,
+    bytes or a mapping is refused rather than read as characters or keys."""
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise PathkitError(f"CRQS: {name} must be a list, got {type(values).__name__}")
+    return list(values)
+
+
+def _check_inputs(predictions: list[Any], references: list[Any], ids: Sequence[Any] | None) -> list[str]:
+    if len(predictions) != len(references):
+        raise PathkitError(
+            f"CRQS: {len(predictions)} predictions but {len(references)} references; they must be aligned"
+        )
+    if not predictions:
+        raise PathkitError("CRQS: no cases to score (empty predictions and references)")
+    if ids is None:
+        case_ids = [str(i) for i in range(len(predictions))]
+    else:
+        if isinstance(ids, str) or not isinstance(ids, Sequence) or len(ids) != len(predictions):
+            count = len(ids) if isinstance(ids, Sequence) and not isinstance(ids, str) else "?"
+            raise PathkitError(f"CRQS: {count} ids for {len(predictions)} cases; ids must be aligned with them")
+        case_ids = [str(i) for i in ids]
+        seen: set[str] = set()
+        dupes = sorted({i for i in case_ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+        if dupes:
+            shown = ", ".join(dupes[:5]) + (" ..." if len(dupes) > 5 else "")
+            raise PathkitError(f"CRQS: duplicate case ids {shown}")
+    for name, values in (("prediction", predictions), ("reference", references)):
+        for index, value in enumerate(values):
+            if not isinstance(value, str):
+                raise PathkitError(
+                    f"CRQS: {name} for case {case_ids[index]!r} is {type(value).__name__}, not text "
+                    "(use an empty string for a missing report)"
+                )
+    return case_ids
+
+
+def _restricted(extraction: Extraction, schema: ClinicalSchema) -> dict[str, str]:
+    return {name: extraction.fields[name] for name in schema.fields if name in extraction.fields}
+
+
+def score_reports(
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    *,
+    ids: Sequence[Any] | None = None,
+    context: Mapping[str, Any] | None = None,
+) -> MetricResult:
+    """CRQS per case and summarised, for aligned generated and reference reports."""
+    import polars as pl
+
+    context = context or {}
+    predictions = _as_list(predictions, "predictions")
+    references = _as_list(references, "references")
+    case_ids = _check_inputs(predictions, references, None if ids is None else _as_list(ids, "ids"))
+    schema = resolve_schema(context)
+    vocabulary = resolve_vocabulary(context)
+    extractor = extractor_for(vocabulary)
+
+    fields_cache: dict[str, tuple[dict[str, str], str]] = {}
+
+    def fields_of(text: str) -> tuple[dict[str, str], str]:
+        hit = fields_cache.get(text)
+        if hit is None:
+            fields = _restricted(extractor.extract(text), schema)
+            hit = (fields, json.dumps(fields, sort_keys=True))
+            fields_cache[text] = hit
+        return hit
+
+    # Generated reports repeat (REG has 801 distinct references; models collapse to a few
+    # outputs), so each distinct (reference, prediction) pair is compared once and its row is
+    # gathered for every case that has it.
+    pair_row: dict[tuple[str, str], int] = {}
+    rows: list[tuple[CaseComparison, str, str]] = []
+    case_rows: list[int] = []
+    for prediction, reference in zip(predictions, references, strict=True):
+        key = (reference, prediction)
+        row = pair_row.get(key)
+        if row is None:
+            ref_fields, ref_json = fields_of(reference)
+            pred_fields, pred_json = fields_of(prediction)
+            row = len(rows)
+            rows.append((compare_fields(ref_fields, pred_fields, schema), ref_json, pred_json))
+            pair_row[key] = row
+        case_rows.append(row)
+
+    comparisons = [r[0] for r in rows]
+    distinct = pl.DataFrame(
+        {
+            "CRQS": pl.Series([c.crqs for c in comparisons], dtype=pl.Float64),
+            "CRQS_raw": pl.Series([c.crqs_raw for c in comparisons], dtype=pl.Float64),
+            "CFC": pl.Series([c.cfc for c in comparisons], dtype=pl.Float64),
+            "KIR": pl.Series([c.kir for c in comparisons], dtype=pl.Float64),
+            "HR": pl.Series([c.hr for c in comparisons], dtype=pl.Float64),
+            "CDS": pl.Series([c.cds for c in comparisons], dtype=pl.Float64),
+            "CRQS_eq6": pl.Series([c.crqs_eq6 for c in comparisons], dtype=pl.Float64),
+            "CRQS_eq6_raw": pl.Series([c.crqs_eq6_raw for c in comparisons], dtype=pl.Float64),
+            "n_reference_fields": pl.Series([c.n_reference for c in comparisons], dtype=pl.Int64),
+            "n_prediction_fields": pl.Series([c.n_prediction for c in comparisons], dtype=pl.Int64),
+            "n_reference_key_fields": pl.Series([c.n_reference_key for c in comparisons], dtype=pl.Int64),
+            "reference_fields": pl.Series([r[1] for r in rows], dtype=pl.Utf8),
+            "prediction_fields": pl.Series([r[2] for r in rows], dtype=pl.Utf8),
+            "matched": pl.Series([list(c.matched) for c in comparisons], dtype=pl.List(pl.Utf8)),
+            "missed": pl.Series([list(c.missed) for c in comparisons], dtype=pl.List(pl.Utf8)),
+            "hallucinated": pl.Series([list(c.hallucinated) for c in comparisons], dtype=pl.List(pl.Utf8)),
+            "discordant": pl.Series([list(c.discordant) for c in comparisons], dtype=pl.List(pl.Utf8)),
+        }
+    )
+    n = len(case_ids)
+    per_case = distinct[case_rows].select(
+        pl.Series("id", case_ids, dtype=pl.Utf8),
+        pl.all(),
+        pl.lit(schema.name, dtype=pl.Utf8).alias("schema"),
+        pl.lit(vocabulary.sha256, dtype=pl.Utf8).alias("vocabulary_sha256"),
+    )
+    summary = summarise(per_case, context)
+    summary["n_cases"] = float(n)
+    summary["n_scored"] = float(n - per_case.get_column("CRQS").null_count())
+    summary["distinct_prediction_fraction"] = float(len(set(predictions)) / n)
+    return MetricResult(summary=summary, per_case=per_case)
+
+
+def summarise(per_case: Any, context: Mapping[str, Any]) -> dict[str, float]:
+    """Mean of each component over the cases where it is defined, with percentile-bootstrap
+    95 % intervals (`bootstrap_resamples`, default 1000; 0 leaves the intervals out)."""
+    import numpy as np
+    import polars as pl
+
+    from pathkit_core.evaluation.bootstrap import bootstrap_ci
+
+    resamples = _option(context, "bootstrap_resamples", DEFAULT_RESAMPLES)
+    seed = _option(context, "seed", 0)
+    level = _option(context, "confidence_level", 0.95)
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
+        raise PathkitError(f"CRQS: bootstrap_resamples must be an integer >= 0, got {resamples!r}")
+    summary: dict[str, float] = {}
+    scored = per_case.filter(pl.col("CRQS").is_not_null())
+    # Every component but KIR is defined on exactly the scored cases, so they share one set of
+    # resamples (the ones `bootstrap_ci` draws with the same seed, hence the same intervals).
+    shared = [name for name in SCORE_COLUMNS if name != "KIR"]
+    matrix = np.stack([scored.get_column(name).to_numpy().astype(np.float64) for name in shared]) \
+        if scored.height else np.empty((len(shared), 0))
+    for row, name in enumerate(shared):
+        summary[name] = float(matrix[row].mean()) if matrix.shape[1] else float("nan")
+    kir = per_case.get_column("KIR").drop_nulls().to_numpy().astype(np.float64)
+    summary["KIR"] = float(kir.mean()) if kir.size else float("nan")
+    if resamples:
+        intervals = _shared_bootstrap(matrix, resamples, seed, level)
+        for row, name in enumerate(shared):
+            summary[f"{name}_ci_low"], summary[f"{name}_ci_high"] = intervals[row]
+        summary["KIR_ci_low"], summary["KIR_ci_high"] = bootstrap_ci(kir, n_resamples=resamples, seed=seed,
+                                                                      level=level)
+    return {name: summary[name] for name in _summary_order(resamples)}
+
+
+def _summary_order(resamples: int) -> list[str]:
+    keys = []
+    for name in SCORE_COLUMNS:
+        keys.append(name)
+        if resamples:
+            keys.extend((f"{name}_ci_low", f"{name}_ci_high"))
+    return keys
+
+
+def _shared_bootstrap(matrix: Any, resamples: int, seed: int, level: float) -> list[tuple[float, float]]:
+    """Percentile intervals of each row's mean over one set of case resamples."""
+    import numpy as np
+
+    from pathkit_core.evaluation.bootstrap import bootstrap_ci, resample_indices
+
+    n_rows, n_cases = matrix.shape
+    if n_cases == 0:
+        return [bootstrap_ci([], n_resamples=resamples, seed=seed, level=level) for _ in range(n_rows)]
+    if not 0.0 < float(level) < 1.0:
+        raise PathkitError(f"CRQS: confidence_level must lie strictly between 0 and 1, got {level!r}")
+    means: list[list[Any]] = [[] for _ in range(n_rows)]
+    for block in resample_indices(n_cases, resamples, seed):
+        for row in range(n_rows):
+            means[row].append(matrix[row][block].mean(axis=1))
+    alpha = (1.0 - float(level)) / 2.0
+    intervals = []
+    for row in range(n_rows):
+        low, high = np.quantile(np.concatenate(means[row]), [alpha, 1.0 - alpha])
+        intervals.append((float(low), float(high)))
+    return intervals
+
+
+__all__ = ["score_reports", "summarise", "resolve_vocabulary", "extractor_for", "SCORE_COLUMNS"]

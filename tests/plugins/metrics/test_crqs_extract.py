@@ -1,0 +1,248 @@
+"""CRQS extraction: structured fields, synonyms, negation and uncertainty, vocabulary learning and files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pathkit_metrics._crqs.extract import ClinicalExtractor, polarity
+from pathkit_metrics._crqs.normalise import prepare_text
+from pathkit_metrics._crqs.vocabulary import (
+    BUILTIN_VOCABULARY,
+    NEGATIVE_FOR_MALIGNANCY,
+    Vocabulary,
+    build_vocabulary,
+    candidate_phrases,
+)
+
+from pathkit_core.contracts import PathkitError
+
+
+@pytest.fixture(scope="module")
+def extract():
+    extractor = ClinicalExtractor()
+    return lambda text: dict(extractor.extract(text).fields)
+
+
+def test_reg_breast_report(extract):
+    fields = extract("Breast, sono-guided core biopsy;\n  1. Invasive carcinoma of no special type, grade II "
+                     "(Tubule formation: 3, Nuclear grade: 2, Mitoses: 1)\n  2. Ductal carcinoma in situ")
+    assert fields["organ_site"] == "breast"
+    assert fields["specimen_type"] == "core needle biopsy"
+    assert fields["diagnosis"] == "invasive carcinoma of no special type"
+    assert fields["histologic_type"] == "carcinoma of no special type"
+    assert fields["tumor_grade"] == "2"
+    assert (fields["tubule_score"], fields["nuclear_grade"], fields["mitotic_score"]) == ("3", "2", "1")
+    assert fields["in_situ_component"] == "ductal carcinoma in situ"
+    assert fields["in_situ_vs_invasive"] == "invasive"
+    assert fields["benign_vs_malignant"] == "malignant"
+
+
+def test_reg_prostate_report(extract):
+    fields = extract("Prostate, biopsy;\n  Acinar adenocarcinoma, Gleason's score 7 (4+3), grade group 3 "
+                     "(Gleason pattern 4: 70%), tumor volume:  40%")
+    assert fields["gleason_score"] == "4+3=7"
+    assert fields["grade_group"] == "3"
+    assert fields["tumor_volume"] == "40%"
+    assert fields["diagnosis"] == "acinar adenocarcinoma"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Gleason score 3+4=7", "3+4=7"),
+        ("gleason score: 4 + 3", "4+3=7"),
+        ("Gleason's score 9 (5+4)", "5+4=9"),
+        ("Gleason sum 6", "6"),
+    ],
+)
+def test_gleason_notations(extract, text, expected):
+    assert extract(f"Prostate, needle biopsy; adenocarcinoma, {text}")["gleason_score"] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "grade"),
+    [
+        ("Adenocarcinoma, grade III", "3"),
+        ("Neuroendocrine tumor, grade 1", "1"),
+        ("Neuroendocrine tumor G2", "2"),
+        ("WHO grade IV glioblastoma", "4"),
+        ("Non-invasive papillary urothelial carcinoma, high grade", "high"),
+    ],
+)
+def test_tumor_grade_spellings(extract, text, grade):
+    assert extract(text)["tumor_grade"] == grade
+
+
+def test_grade_words_that_are_not_tumour_grades(extract):
+    # "high-grade" of HSIL, "low grade" dysplasia, grade group and nuclear grade are other fields
+    for text in ("High-grade squamous intraepithelial lesion (HSIL; CIN 2)",
+                 "Tubular adenoma with low grade dysplasia",
+                 "Acinar adenocarcinoma, grade group 2", "DCIS, nuclear grade: high"):
+        assert "tumor_grade" not in extract(text), text
+    # a grade written on the next list item is not this one's
+    fields = extract("Urinary bladder, TUR;\n 1. Non-invasive papillary urothelial carcinoma, high grade\n"
+                     " 2. Urothelial carcinoma in situ")
+    assert fields["tumor_grade"] == "high"
+
+
+def test_synonyms_and_abbreviations(extract):
+    hsil = extract("Cervix, biopsy; HSIL (CIN 3)")
+    long_form = extract("Cervix, biopsy; High-grade squamous intraepithelial lesion")
+    cin = extract("Cervix, biopsy; CIN 2")
+    expected = "high grade squamous intraepithelial lesion"
+    assert hsil["diagnosis"] == long_form["diagnosis"] == cin["diagnosis"] == expected
+    assert hsil["dysplasia_grade"] == "high"
+    assert extract("Cervix, biopsy; CIN 1")["diagnosis"] == "low grade squamous intraepithelial lesion"
+    assert extract("Breast; IDC, NST")["diagnosis"] == "invasive carcinoma of no special type"
+    assert extract("Breast; invasive ductal carcinoma")["diagnosis"] == "invasive carcinoma of no special type"
+    assert extract("Stomach; chronic gastritis with interstinal metaplasia")["intestinal_metaplasia"] == "present"
+    assert extract("Lung; NSCLC, favor adenocarcinoma")["histologic_type"] == "adenocarcinoma"
+    assert extract("Rectum; NET, G1")["diagnosis"] == "neuroendocrine tumor"
+    # lower-case "net" is an ordinary word, not an abbreviation
+    assert "diagnosis" not in extract("net weight of the specimen 5 g")
+
+
+def test_negation(extract):
+    fields = extract("Lung, biopsy; Chronic granulomatous inflammation without necrosis")
+    assert fields["necrosis"] == "absent"
+    assert fields["diagnosis"] == "chronic granulomatous inflammation"
+    fields = extract("Lymph node: no evidence of metastatic carcinoma is identified. Lymphovascular invasion: "
+                     "not identified. Perineural invasion is present. Negative for dysplasia.")
+    assert fields["diagnosis"] == NEGATIVE_FOR_MALIGNANCY
+    assert fields["benign_vs_malignant"] == "benign"
+    assert fields["metastatic_involvement"] == "absent"
+    assert fields["lymphovascular_invasion"] == "absent"
+    assert fields["perineural_invasion"] == "present"
+    assert fields["dysplasia_grade"] == "negative"
+    assert extract("Prostate, biopsy; No tumor present")["diagnosis"] == NEGATIVE_FOR_MALIGNANCY
+    # "no special type" is not a negation of the grade that follows
+    assert extract("invasive carcinoma of no special type, grade 3")["tumor_grade"] == "3"
+    # "X: no evidence of Y" negates Y, not X
+    assert extract("Prostate biopsy: no evidence of carcinoma")["specimen_type"] == "biopsy"
+
+
+def test_uncertainty_is_not_asserted():
+    extractor = ClinicalExtractor()
+    result = extractor.extract("Lung, biopsy; Adenocarcinoma cannot be excluded.")
+    assert "diagnosis" not in result.fields
+    assert result.uncertain["diagnosis"] == "adenocarcinoma"
+    result = extractor.extract("Lung, biopsy; suspicious for small cell carcinoma")
+    assert result.uncertain["diagnosis"] == "small cell carcinoma"
+    result = extractor.extract("Breast; invasive carcinoma; possible lymphovascular invasion")
+    assert "lymphovascular_invasion" not in result.fields
+
+
+def test_polarity_scopes():
+    text = prepare_text("no necrosis, hemorrhage present. tumor necrosis is not identified")
+    assert polarity(text, text.index("necrosis"), text.index("necrosis") + 8) == 1
+    # the comma closes the negation scope
+    assert polarity(text, text.index("hemorrhage"), text.index("hemorrhage") + 10) == 0
+    start = text.rindex("necrosis")
+    assert polarity(text, start, start + 8) == 1
+
+
+def test_lymph_nodes_margins_and_invasion(extract):
+    fields = extract("Left pelvic lymph nodes: three of sixteen lymph nodes with metastatic urothelial carcinoma "
+                     "(3/16). Ureteral margins: negative. pT3a, N2. Depth of invasion: muscularis propria.")
+    assert fields["lymph_node_involvement"] == "present"
+    assert fields["margin_status"] == "negative"
+    assert fields["invasion_depth"] == "muscle proper"
+    assert extract("Eight benign lymph nodes (0/8)")["lymph_node_involvement"] == "absent"
+    assert extract("Colon; adenocarcinoma, pT2 pN0")["lymph_node_involvement"] == "absent"
+    assert extract("Carcinoma extends to the inked margin; margin involved")["margin_status"] == "positive"
+    fields = extract("Urinary bladder, transurethral resection;\n  Invasive urothelial carcinoma,\n  with "
+                     "involvement of subepithelial connective tissue\n\nNote) The specimen does not include "
+                     "muscle proper.")
+    assert fields["invasion_depth"] == "subepithelial connective tissue"
+    assert fields["muscle_proper_status"] == "not included"
+    assert extract("Bladder; invasive urothelial carcinoma invading the lamina propria")["invasion_depth"] == (
+        "subepithelial connective tissue")
+
+
+def test_measurements(extract):
+    assert extract("Kidney; clear cell renal cell carcinoma, tumor size: 45 x 30 x 20 mm")["tumor_size"] == "4.5 cm"
+    assert extract("The tumor measures 2.5 x 2 x 1 cm")["tumor_size"] == "2.5 cm"
+    assert extract("Prostate; tumor involving 30% of the tissue")["tumor_volume"] == "30%"
+    assert extract("Tumor extent: 12 mm")["tumor_extent"] == "1.2 cm"
+    assert extract("Mitoses: 12")["mitotic_score"] == "12"
+    assert extract("Mitotic count: 12 per 10 hpf")["mitotic_score"] == "12 per 10 hpf"
+    assert extract("Tumor with 12 mitoses per 10 high power fields")["mitotic_score"] == "12 per 10 hpf"
+
+
+def test_gastrointestinal_fields(extract):
+    fields = extract("Stomach, biopsy; chronic active gastritis with intestinal metaplasia and atrophy. "
+                     "H. pylori: positive. OLGA stage II, OLGIM stage I.")
+    assert fields["gastritis_type"] == "chronic active"
+    assert fields["inflammation_activity"] == "active"
+    assert fields["hpylori_status"] == "positive"
+    assert (fields["olga_stage"], fields["olgim_stage"]) == ("2", "1")
+    assert fields["atrophy"] == "present"
+    assert fields["metaplasia_type"] == "intestinal"
+    assert extract("Helicobacter pylori organisms are not identified")["hpylori_status"] == "negative"
+    fields = extract("Colon; tubulovillous adenoma with high grade dysplasia")
+    assert fields["adenoma_type"] == "tubulovillous"
+    assert fields["polyp_type"] == "adenomatous"
+    assert fields["dysplasia_grade"] == "high"
+    assert extract("Colon; sessile serrated lesion")["serrated_lesion"] == "present"
+
+
+def test_principal_diagnosis_is_the_worst_lesion(extract):
+    fields = extract("A. Lymph nodes: one lymph node with metastatic urothelial carcinoma (1/1).\n"
+                     "B. Bladder: invasive urothelial carcinoma.\nC. Ureter: no tumor.")
+    assert fields["diagnosis"] == "invasive urothelial carcinoma"
+    assert fields["primary_vs_metastatic"] == "primary"
+    assert extract("Lung, biopsy; Metastatic adenocarcinoma, from colon primary")["primary_vs_metastatic"] == (
+        "metastatic")
+
+
+def test_non_text_and_empty_input_have_no_fields():
+    extractor = ClinicalExtractor()
+    for value in (None, 3, b"bytes", "", "   \n\t"):
+        assert extractor.extract(value).fields == {}
+
+
+def test_candidate_phrases_drop_structured_modifiers():
+    phrases = candidate_phrases("Breast, biopsy;\n 1. Invasive carcinoma of no special type, grade II "
+                                "(Tubule formation: 3)\n 2. Ductal carcinoma in situ\n - Type: Solid\n"
+                                " - Nuclear grade: High\nNote) The specimen includes muscle proper.")
+    assert phrases == ["invasive carcinoma of no special type", "ductal carcinoma in situ"]
+
+
+def test_vocabulary_learning_save_and_load(tmp_path):
+    reports = ["Lung, biopsy; Sclerosing pneumocytoma"] * 2 + ["Lung, biopsy; Rare thing"]
+    vocabulary = build_vocabulary(reports, min_count=2)
+    assert "sclerosing pneumocytoma" in vocabulary.terms
+    assert "rare thing" not in vocabulary.terms  # seen once, below min_count
+    assert vocabulary.sha256 != BUILTIN_VOCABULARY.sha256
+    extractor = ClinicalExtractor(vocabulary)
+    assert extractor.extract("Lung, biopsy; Sclerosing pneumocytoma").fields["diagnosis"] == "sclerosing pneumocytoma"
+    assert "diagnosis" not in ClinicalExtractor().extract("Lung, biopsy; Sclerosing pneumocytoma").fields
+
+    path = vocabulary.save(tmp_path / "vocab.json")
+    again = Vocabulary.load(path)
+    assert again.sha256 == vocabulary.sha256 and again.terms == vocabulary.terms
+    data = json.loads(path.read_text())
+    assert data["sha256"] == vocabulary.sha256 and data["n_reports"] == 3 and data["min_count"] == 2
+
+    data["terms"][0]["canonical"] = "tampered"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PathkitError, match="does not match its sha256"):
+        Vocabulary.load(path)
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(PathkitError, match="bad.json: not a readable CRQS vocabulary"):
+        Vocabulary.load(tmp_path / "bad.json")
+    (tmp_path / "other.json").write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(PathkitError, match="not a CRQS vocabulary"):
+        Vocabulary.load(tmp_path / "other.json")
+    with pytest.raises(PathkitError, match="not found"):
+        Vocabulary.load(tmp_path / "missing.json")
+
+
+def test_vocabulary_learning_rejects_bad_input():
+    with pytest.raises(PathkitError, match="not one string"):
+        build_vocabulary("a report")
+    with pytest.raises(PathkitError, match="report 1 is int"):
+        build_vocabulary(["ok", 3])
+    with pytest.raises(PathkitError, match="min_count"):
+        build_vocabulary(["ok"], min_count=0)
