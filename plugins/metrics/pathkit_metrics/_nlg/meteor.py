@@ -1,0 +1,336 @@
+"""METEOR 1.5 through the jar that pycocoevalcap ships: one JVM per process, reused, thread-safe.
+
+The jar is driven with pycocoevalcap's command line (`-stdio -l en -norm`, 2 GB heap) and
+protocol: one `SCORE ||| ref ... ||| hypothesis` line per segment returns its statistics,
+then one `EVAL ||| stats ||| ...` line returns each segment's score and the corpus score
+(METEOR's aggregate over the summed statistics, not the mean of segment scores). What
+differs from pycocoevalcap is robustness: texts are made safe for the line protocol (a
+newline would end the line early, a `|||` would split a field; with `-norm` the jar's
+tokenizer ignores whitespace, so replacing them by spaces does not change a score); lines
+are pipelined instead of one round trip per segment; a silent or dead JVM is a clear
+error (and the next call starts a fresh one) instead of a hang; a forked child starts its
+own JVM instead of sharing the parent's pipes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import importlib.util
+import os
+import re
+import select
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from pathkit_core.contracts import PathkitError
+
+JAR_NAME = "meteor-1.5.jar"
+PARAPHRASE_TABLE = Path("data") / "paraphrase-en.gz"
+ENV_METEOR_JAR = "PATHKIT_METEOR_JAR"
+DEFAULT_TIMEOUT_S = 300.0
+# METEOR's alignment search grows steeply with length (3,000 words against 3,000 took about
+# 100 s here); longer texts are refused up front rather than left to stall the JVM.
+DEFAULT_MAX_WORDS = 3000
+
+# Linux pipes buffer 64 KiB; a payload below this is written without a helper thread.
+_PIPE_SAFE_BYTES = 16_384
+
+_LINE_BREAKS = re.compile("[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+class MeteorUnavailable(PathkitError):
+    """METEOR 1.5 cannot run here: no Java, or no jar."""
+
+
+def locate_meteor_jar() -> Path:
+    """The METEOR 1.5 jar: `PATHKIT_METEOR_JAR`, else the one inside the installed pycocoevalcap."""
+    override = os.environ.get(ENV_METEOR_JAR)
+    if override:
+        jar = Path(override)
+        if not jar.is_file():
+            raise MeteorUnavailable(f"{ENV_METEOR_JAR}={override}: no such file")
+        return jar
+    spec = importlib.util.find_spec("pycocoevalcap")
+    if spec is None:
+        raise MeteorUnavailable(
+            "METEOR 1.5 uses the jar shipped by pycocoevalcap, which is not installed: "
+            "`pip install pycocoevalcap`, or point PATHKIT_METEOR_JAR at meteor-1.5.jar"
+        )
+    roots = list(spec.submodule_search_locations or [])
+    if not roots and spec.origin:
+        roots = [str(Path(spec.origin).parent)]
+    for root in roots:
+        jar = Path(root) / "meteor" / JAR_NAME
+        if jar.is_file():
+            if not (jar.parent / PARAPHRASE_TABLE).is_file():
+                raise MeteorUnavailable(
+                    f"{jar.parent / PARAPHRASE_TABLE}: METEOR's paraphrase table is missing; "
+                    "reinstall pycocoevalcap"
+                )
+            return jar
+    raise MeteorUnavailable(
+        f"pycocoevalcap is installed at {', '.join(roots) or '?'} but has no meteor/{JAR_NAME}; "
+        "reinstall it, or point PATHKIT_METEOR_JAR at the jar"
+    )
+
+
+def find_java() -> str:
+    """The `java` executable: on PATH, else under JAVA_HOME."""
+    found = shutil.which("java")
+    if found:
+        return found
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    where = f"PATH and JAVA_HOME={java_home}" if java_home else "PATH (JAVA_HOME is unset)"
+    raise MeteorUnavailable(
+        f"METEOR 1.5 runs on Java and no `java` executable was found on {where}; install a Java "
+        "runtime (e.g. `apt-get install default-jre-headless`) or score without METEOR "
+        "(option meteor=False)"
+    )
+
+
+def protocol_safe(text: str, *, hypothesis: bool) -> str:
+    """Text that cannot break the jar's line protocol.
+
+    pycocoevalcap cleans hypotheses only (`|||` removed, double spaces halved); the same is
+    done here, plus line breaks turned into spaces, and references get the same treatment
+    because a newline or `|||` in a reference breaks the protocol just as well.
+    """
+    text = _LINE_BREAKS.sub(" ", text)
+    while "|||" in text:
+        text = text.replace("|||", "")
+    if hypothesis:
+        text = text.replace("  ", " ")
+    return text
+
+
+class _MeteorProcess:
+    """One running METEOR jar and its pipes; callers hold `_LOCK`."""
+
+    def __init__(self, java: str, jar: Path) -> None:
+        command = [
+            java,
+            "-XX:+PerfDisableSharedMem",  # else a JVM warning about hsperfdata can reach stdout
+            "-Xmx2G",
+            "-jar",
+            str(jar),
+            "-",
+            "-",
+            "-stdio",
+            "-l",
+            "en",
+            "-norm",
+        ]
+        try:
+            self.proc = subprocess.Popen(
+                command,
+                cwd=str(jar.parent),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+            )
+        except OSError as exc:
+            raise MeteorUnavailable(f"cannot start METEOR ({' '.join(command)}): {exc}") from exc
+        self.owner_pid = os.getpid()
+        self.command = command
+        self._pending = bytearray()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_thread.start()
+
+    def _drain_stderr(self) -> None:
+        stream = self.proc.stderr
+        assert stream is not None
+        for raw in iter(stream.readline, b""):
+            self._stderr_tail.append(raw.decode("utf-8", "replace").rstrip())
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stderr_tail(self) -> str:
+        time.sleep(0.05)  # let the drain thread catch the last words of a dying JVM
+        return " | ".join(line for line in self._stderr_tail if line)[-2000:]
+
+    def _fail(self, reason: str) -> PathkitError:
+        tail = self.stderr_tail()
+        self.close()
+        return PathkitError(f"METEOR jar {reason}" + (f"; its stderr: {tail}" if tail else ""))
+
+    def _read_line(self, timeout: float) -> str:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while True:
+            newline = self._pending.find(b"\n")
+            if newline >= 0:
+                line = bytes(self._pending[:newline]).decode("utf-8", "replace").strip()
+                del self._pending[: newline + 1]
+                if not line or (line.startswith("[") and "warning" in line.lower()):
+                    continue  # JVM unified-logging warnings go to stdout
+                return line
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._fail(f"gave no answer within {timeout:g} s (option meteor_timeout)")
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise self._fail(f"exited unexpectedly (exit code {self.proc.poll()})")
+            self._pending.extend(chunk)
+
+    def _read_numbers(self, timeout: float, what: str) -> tuple[str, list[float]]:
+        line = self._read_line(timeout)
+        try:
+            return line, [float(tok) for tok in line.split()]
+        except ValueError:
+            raise self._fail(f"answered {line[:200]!r} where {what} was expected") from None
+
+    def _write_all(self, payload: bytes, errors: list[BaseException]) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            stdin.write(payload)
+            stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            errors.append(exc)
+
+    def score(self, score_lines: Sequence[str], timeout: float) -> tuple[float, list[float]]:
+        payload = "".join(f"{line}\n" for line in score_lines).encode("utf-8", "replace")
+        errors: list[BaseException] = []
+        writer = None
+        if len(payload) <= _PIPE_SAFE_BYTES:
+            self._write_all(payload, errors)  # fits the pipe buffer: cannot block
+        else:
+            # A writer thread feeds the SCORE lines while this thread reads the answers, so
+            # a large corpus neither deadlocks on full pipes nor pays a round trip per segment.
+            writer = threading.Thread(target=self._write_all, args=(payload, errors), daemon=True)
+            writer.start()
+        stats = []
+        for _ in score_lines:
+            line, _numbers = self._read_numbers(timeout, "segment statistics")
+            stats.append(line)  # passed back verbatim, as pycocoevalcap does
+        if writer is not None:
+            writer.join()
+        if errors:
+            raise self._fail(f"stopped reading its input ({errors[0]})")
+        eval_line = ("EVAL ||| " + " ||| ".join(stats) + "\n").encode("ascii")
+        self._write_all(eval_line, errors)
+        if errors:
+            raise self._fail(f"stopped reading its input ({errors[0]})")
+        segment_scores = []
+        for _ in score_lines:
+            segment_scores.append(self._single_number(timeout, "a segment score"))
+        corpus = self._single_number(timeout, "the corpus score")
+        return corpus, segment_scores
+
+    def _single_number(self, timeout: float, what: str) -> float:
+        _line, numbers = self._read_numbers(timeout, what)
+        if len(numbers) != 1:
+            raise self._fail(f"answered {numbers[:5]} where {what} was expected")
+        return numbers[0]
+
+    def close(self) -> None:
+        if self.owner_pid != os.getpid():
+            return  # a forked child must not stop its parent's JVM
+        with contextlib.suppress(OSError, ValueError):
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                if stream:
+                    stream.close()
+
+
+_LOCK = threading.Lock()
+_PROCESS: _MeteorProcess | None = None
+
+
+def _process() -> _MeteorProcess:
+    """The process-wide JVM, started on first use; callers hold `_LOCK`."""
+    global _PROCESS
+    if _PROCESS is not None and (_PROCESS.owner_pid != os.getpid() or not _PROCESS.alive()):
+        if _PROCESS.owner_pid == os.getpid():
+            _PROCESS.close()
+        _PROCESS = None
+    if _PROCESS is None:
+        _PROCESS = _MeteorProcess(find_java(), locate_meteor_jar())
+    return _PROCESS
+
+
+def shutdown_meteor() -> None:
+    """Stop this process's METEOR JVM, if one runs (also registered with atexit)."""
+    global _PROCESS
+    with _LOCK:
+        if _PROCESS is not None:
+            _PROCESS.close()
+            _PROCESS = None
+
+
+atexit.register(shutdown_meteor)
+
+
+def meteor_available() -> tuple[bool, str]:
+    """Whether METEOR can run here, and if not why (no JVM is started)."""
+    try:
+        find_java()
+        locate_meteor_jar()
+    except MeteorUnavailable as exc:
+        return False, str(exc)
+    return True, ""
+
+
+def meteor_scores(
+    predictions: Sequence[str],
+    references: Sequence[Sequence[str]],
+    *,
+    ids: Sequence[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    max_words: int | None = DEFAULT_MAX_WORDS,
+) -> tuple[float, list[float]]:
+    """Corpus METEOR 1.5 and per-case segment scores, as pycocoevalcap's `Meteor.compute_score`.
+
+    `timeout` bounds the wait for any one answer of the jar; `max_words` refuses longer
+    texts up front (None lifts the limit).
+    """
+    if len(predictions) != len(references):
+        raise PathkitError(f"METEOR: {len(predictions)} predictions but {len(references)} references")
+    if not predictions:
+        raise PathkitError("METEOR: no cases to score")
+    lines = []
+    for index, (hypothesis, refs) in enumerate(zip(predictions, references, strict=True)):
+        if max_words is not None:
+            longest = max([len(hypothesis.split())] + [len(r.split()) for r in refs])
+            if longest > max_words:
+                case = ids[index] if ids is not None else str(index)
+                raise PathkitError(
+                    f"METEOR: case {case!r} has a text of {longest} words, over the limit of "
+                    f"{max_words} (METEOR's alignment time grows steeply with length); raise it "
+                    "with option meteor_max_words, or score without METEOR (meteor=False)"
+                )
+        safe_refs = " ||| ".join(protocol_safe(r, hypothesis=False) for r in refs)
+        lines.append(f"SCORE ||| {safe_refs} ||| {protocol_safe(hypothesis, hypothesis=True)}")
+    with _LOCK:
+        process = _process()
+        try:
+            return process.score(lines, timeout)
+        except PathkitError:
+            global _PROCESS
+            if _PROCESS is process:
+                _PROCESS = None  # the next call starts a fresh JVM
+            raise
