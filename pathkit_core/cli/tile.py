@@ -1,0 +1,132 @@
+"""`pathkit tile SLIDE_OR_DIR... --out DIR`: tissue segmentation and tile manifests for many slides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pathkit_core.cli.common import console, err_console, print_json, print_table, user_errors
+from pathkit_core.contracts import PathkitError
+
+_MAX_ROWS = 60
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("tile")
+    @user_errors
+    def tile_cmd(
+        slides: list[Path] = typer.Argument(..., help="Slide files and/or folders of slides."),
+        out: Path = typer.Option(..., "--out", "-o", help="Folder for manifests, QC thumbnails, status."),
+        target_mpp: float = typer.Option(
+            0.5, "--mpp", "--target-mpp", help="Target resolution of the tiles in um/px."
+        ),
+        tile_px: int | None = typer.Option(
+            None, "--tile-px", help="Tile size in pixels at the target mpp (default 256)."
+        ),
+        tile_um: float | None = typer.Option(
+            None, "--tile-um", help="Tile size in micrometres instead (128 = GOLDMARK's field of view)."
+        ),
+        stride_px: int | None = typer.Option(
+            None, "--stride", help="Grid step in target pixels (default: the tile size)."
+        ),
+        overlap: float = typer.Option(0.0, "--overlap", help="Tile overlap as a fraction (if no --stride)."),
+        min_tissue: float = typer.Option(0.5, "--min-tissue", help="Minimum tissue fraction per tile."),
+        min_tissue_area: float = typer.Option(
+            25.0, "--min-tissue-area", help="Minimum tissue per slide in mm^2 (below: warned)."
+        ),
+        exclude_low_tissue: bool = typer.Option(
+            False, "--exclude-low-tissue", help="Give slides below --min-tissue-area no tiles (GOLDMARK)."
+        ),
+        segmenter: str = typer.Option("otsu", "--segmenter", help="Tissue segmenter by name."),
+        thumbnail_px: int = typer.Option(2048, "--thumbnail-px", help="Longest side of the thumbnail."),
+        workers: int = typer.Option(1, "--workers", "-j", help="Slides tiled in parallel (processes)."),
+        slide_mpp: float | None = typer.Option(
+            None, "--slide-mpp", help="The slide's own mpp when its metadata lacks it (one slide only)."
+        ),
+        mpp_csv: Path | None = typer.Option(None, "--mpp-csv", help="CSV `slide,mpp` of slide mpp values."),
+        strict: bool = typer.Option(False, "--strict", help="Stop at the first failing slide."),
+        overwrite: bool = typer.Option(
+            False, "--overwrite", help="Replace manifests made with other parameters or an older slide."
+        ),
+        write_csv: bool = typer.Option(False, "--csv", help="Also write <slide_id>.csv tile tables."),
+        recursive: bool = typer.Option(False, "--recursive", "-r", help="Search folders recursively."),
+        as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    ) -> None:
+        """Segment tissue and write a tile manifest (+ QC thumbnail) per slide, resumably.
+
+        Slides whose manifest exists with the same parameters are skipped; a failing slide is
+        recorded in OUT/tiling_status.json and the batch goes on. Exit status 1 if any slide failed.
+        """
+        from pathkit_core.wsi.slide import find_slides, read_mpp_csv, slide_id_for
+        from pathkit_core.wsi.tiling import TilingFailed, TilingParams, tile_slides
+
+        if tile_px is not None and tile_um is not None:
+            raise PathkitError("give --tile-px or --tile-um, not both")
+        params = TilingParams(
+            target_mpp=target_mpp,
+            tile_px=(tile_px or 256) if tile_um is None else None,
+            tile_um=tile_um,
+            stride_px=stride_px,
+            overlap=overlap,
+            min_tissue_fraction=min_tissue,
+            min_tissue_area_mm2=min_tissue_area,
+            exclude_below_min_area=exclude_low_tissue,
+            segmenter=segmenter,
+            thumbnail_px=thumbnail_px,
+        )
+        from pathkit_core.wsi.segmentation import get_segmenter
+
+        get_segmenter(segmenter)  # an unknown name is a usage error before any work
+        overrides: dict[str, float] = {}
+        if mpp_csv is not None:
+            overrides.update(read_mpp_csv(mpp_csv))
+        if slide_mpp is not None:
+            paths = find_slides(slides, recursive=recursive)
+            if len(paths) != 1:
+                raise PathkitError(
+                    f"--slide-mpp applies to one slide, but {len(paths)} were given; use --mpp-csv"
+                )
+            overrides[slide_id_for(paths[0])] = slide_mpp
+        try:
+            results = tile_slides(
+                slides, out, params, workers=workers, mpp_overrides=overrides, strict=strict,
+                progress=not quiet and not as_json, overwrite=overwrite, write_csv=write_csv,
+                recursive=recursive,
+            )
+        except TilingFailed as exc:
+            results = exc.results
+            err_console.print(f"[bold red]stopped (--strict):[/] {exc}", highlight=False, soft_wrap=True)
+        failed = [r for r in results if r.status == "failed"]
+        if as_json:
+            print_json([r.as_dict() for r in results])
+        else:
+            _summary(results, out, params.params_hash())
+        if failed:
+            raise typer.Exit(1)
+
+
+def _summary(results: list, out: Path, params_hash: str) -> None:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    order = {"failed": 0, "empty": 1, "ok": 2, "skipped": 3}
+    shown = sorted(results, key=lambda r: (order.get(r.status, 9), r.slide_id))[:_MAX_ROWS]
+    rows = []
+    for r in shown:
+        note = r.reason if r.status in ("failed", "empty") else "; ".join(r.warnings)
+        prefix = f"{r.slide_path}: "
+        note = note[len(prefix):] if note.startswith(prefix) else note
+        area = f"{r.tissue_area_mm2:.2f}" if r.tissue_area_mm2 is not None else ""
+        rows.append((r.slide_id, r.status, r.code, r.n_tiles, area, f"{r.seconds:.1f}", note))
+    print_table(
+        f"tiling into {out} (params {params_hash})",
+        ["slide", "status", "code", "tiles", "tissue mm2", "s", "reason / warnings"],
+        rows,
+    )
+    if len(results) > _MAX_ROWS:
+        console.print(f"... {len(results) - _MAX_ROWS} more rows in {out / 'tiling_status.json'}")
+    total = sum(r.n_tiles for r in results if r.status in ("ok", "skipped"))
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    console.print(f"{len(results)} slide(s): {summary}; {total} tiles", highlight=False)

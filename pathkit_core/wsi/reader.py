@@ -1,0 +1,360 @@
+"""Tile reader: a torch Dataset over a tile manifest yielding uint8 RGB tiles, one slide handle per process."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import sha256_file
+from pathkit_core.wsi.manifest import Manifest, read_manifest
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+
+def _resize(tile: np.ndarray, size: int) -> np.ndarray:
+    import numpy as np
+    from PIL import Image
+
+    # Antialiased downsampling (Lanczos) and smooth upsampling from the read level to the
+    # target resolution; OpenSlide's own read is nearest-level only.
+    return np.asarray(Image.fromarray(tile).resize((size, size), Image.Resampling.LANCZOS))
+
+
+class _TileReaderBase:
+    """Map-style dataset: `reader[i]` is manifest row i as uint8 (tile_px, tile_px, 3) RGB.
+
+    The OpenSlide handle opens lazily and is reopened when the process id changes, so each
+    DataLoader worker reads through its own handle. `slide_path` overrides the path stored in
+    the manifest (slides moved since tiling); `verify_slide()` checks the content hash.
+    """
+
+    def __init__(self, manifest: Manifest | str | Path, slide_path: str | Path | None = None) -> None:
+        self.manifest = manifest if isinstance(manifest, Manifest) else read_manifest(manifest)
+        self.slide_path = Path(slide_path) if slide_path is not None else self.manifest.slide_path
+        tiles = self.manifest.tiles
+        self._x = tiles["x"].to_numpy()
+        self._y = tiles["y"].to_numpy()
+        self._level = tiles["level"].to_numpy()
+        self._read_px = tiles["read_px"].to_numpy()
+        self._tile_px = tiles["tile_px"].to_numpy()
+        self._handle: Any = None
+        self._pid: int | None = None
+        self._scratch: Any = None  # reused uint32 read buffer
+        if not self.slide_path.exists():
+            raise PathkitError(
+                f"{self.slide_path}: slide of manifest {self.manifest.path} not found (pass "
+                "slide_path= if the slide moved)"
+            )
+
+    def __len__(self) -> int:
+        return int(self._x.shape[0])
+
+    @property
+    def tile_px(self) -> int:
+        return self.manifest.tile_px
+
+    def _slide(self) -> Any:
+        pid = os.getpid()
+        if self._handle is None or self._pid != pid:
+            import openslide
+
+            try:
+                self._handle = openslide.OpenSlide(str(self.slide_path))
+            except openslide.OpenSlideError as exc:
+                raise PathkitError(f"{self.slide_path}: OpenSlide cannot open it: {exc}") from None
+            self._pid = pid
+        return self._handle
+
+    def read(self, i: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Tile i as uint8 (tile_px, tile_px, 3), written into `out` when given."""
+        import numpy as np
+
+        from pathkit_core.wsi.slide import SlideError, read_rgb
+
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"tile {i} out of range for {n} tiles")
+        i = i % n
+        read_px = int(self._read_px[i])
+        out_px = int(self._tile_px[i])
+        handle = self._slide()
+        if self._scratch is None or self._scratch.size < read_px * read_px:
+            self._scratch = np.empty(read_px * read_px, dtype=np.uint32)
+        try:
+            tile = read_rgb(
+                handle, (int(self._x[i]), int(self._y[i])), int(self._level[i]), (read_px, read_px),
+                path=self.slide_path, out=out if read_px == out_px else None, scratch=self._scratch,
+            )
+        except SlideError as exc:
+            # OpenSlide handles are unusable after an error; the next read reopens.
+            self._handle = None
+            raise PathkitError(f"{exc} (tile {i} of {self.manifest.path})") from None
+        if read_px == out_px:
+            return tile
+        resized = _resize(tile, out_px)
+        if out is None:
+            return resized
+        out[...] = resized
+        return out
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.read(i)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for i in range(len(self)):
+            yield self.read(i)
+
+    def verify_slide(self) -> None:
+        """Raise PathkitError if the slide file is not the one the manifest was made from."""
+        expected = self.manifest.meta.get("slide_sha256")
+        actual = sha256_file(self.slide_path)
+        if expected != actual:
+            raise PathkitError(
+                f"{self.slide_path}: content hash {actual[:12]}... differs from the manifest's "
+                f"{str(expected)[:12]}... ({self.manifest.path}); the slide changed since tiling, re-tile it"
+            )
+
+    def close(self) -> None:
+        if self._handle is not None and self._pid == os.getpid():
+            self._handle.close()
+        self._handle = None
+        self._pid = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_handle"] = None  # handles do not cross processes
+        state["_pid"] = None
+        state["_scratch"] = None
+        return state
+
+
+class _TileStreamBase:
+    """Iterable dataset yielding (tile_index, tile) with rows split into contiguous shards.
+
+    Each DataLoader worker reads one contiguous block of the manifest (row-major tiles are
+    neighbours on the slide, so OpenSlide's tile cache is reused), through its own handle.
+    """
+
+    def __init__(self, manifest: Manifest | str | Path, slide_path: str | Path | None = None) -> None:
+        self.reader = _TileReaderBase(manifest, slide_path)
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def _range(self) -> range:
+        import torch.utils.data
+
+        info = torch.utils.data.get_worker_info()
+        n = len(self.reader)
+        if info is None:
+            return range(n)
+        per = -(-n // info.num_workers)
+        start = info.id * per
+        return range(start, min(n, start + per))
+
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+        for i in self._range():
+            yield i, self.reader.read(i)
+
+
+def _batch_worker(
+    reader: _TileReaderBase,
+    shm_name: str,
+    shape: tuple[int, ...],
+    worker: int,
+    n_workers: int,
+    slots: int,
+    free: Any,
+    ready: Any,
+) -> None:
+    """Fill this worker's slots of the shared ring buffer with batches worker, worker+W, ..."""
+    from multiprocessing import shared_memory
+
+    import numpy as np
+
+    shm = shared_memory.SharedMemory(name=shm_name)
+    buf = np.ndarray(shape, dtype=np.uint8, buffer=shm.buf)
+    batch_size = shape[1]
+    n = len(reader)
+    k = worker
+    try:
+        for j, k in enumerate(range(worker, -(-n // batch_size), n_workers)):
+            free.acquire()
+            slot = worker * slots + j % slots
+            start, stop = k * batch_size, min(n, (k + 1) * batch_size)
+            for i in range(start, stop):
+                reader.read(i, out=buf[slot, i - start])
+            ready.put((k, slot, stop - start, None))
+    except BaseException as exc:  # noqa: BLE001 - reported to the consumer, which raises it
+        ready.put((k, -1, 0, str(exc) or type(exc).__name__))
+    finally:
+        del buf
+        reader.close()
+        shm.close()
+
+
+def iter_tile_batches(
+    manifest: Manifest | str | Path,
+    *,
+    batch_size: int = 64,
+    workers: int = 2,
+    slide_path: str | Path | None = None,
+    copy: bool = True,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield (tile_indices, tiles) in manifest order; tiles is uint8 (B, tile_px, tile_px, 3).
+
+    Worker processes, each with its own OpenSlide handle, write batches into a shared-memory
+    ring buffer and pass only slot numbers back: a torch DataLoader instead pickles every
+    batch into fresh shared memory, which costs a quarter of the decode time again. Each
+    worker owns its slots and its batches (k, k+W, ...), so the in-order consumer never
+    waits on a slot held by another worker. `copy=False` yields views into the buffer that
+    are valid until the next batch is requested.
+    """
+    import multiprocessing as mp
+    import queue
+    from multiprocessing import shared_memory
+
+    import numpy as np
+
+    reader = _TileReaderBase(manifest, slide_path)
+    n = len(reader)
+    if n == 0:
+        return
+    tile_px = reader.tile_px
+    if workers <= 0:
+        reuse = None if copy else np.empty((batch_size, tile_px, tile_px, 3), dtype=np.uint8)
+        for start in range(0, n, batch_size):
+            stop = min(n, start + batch_size)
+            out = reuse if reuse is not None else np.empty((batch_size, tile_px, tile_px, 3), np.uint8)
+            for i in range(start, stop):
+                reader.read(i, out=out[i - start])
+            yield np.arange(start, stop), out[: stop - start]
+        reader.close()
+        return
+    n_batches = -(-n // batch_size)
+    n_workers = min(workers, n_batches)
+    slots = 3  # per worker: one being filled, one waiting, one being consumed
+    shape = (n_workers * slots, batch_size, tile_px, tile_px, 3)
+    methods = mp.get_all_start_methods()
+    ctx = mp.get_context("fork" if "fork" in methods else "spawn")
+    shm = shared_memory.SharedMemory(create=True, size=int(np.prod(shape)))
+    procs: list[Any] = []
+    buf: Any = None
+    try:
+        buf = np.ndarray(shape, dtype=np.uint8, buffer=shm.buf)
+        free = [ctx.Semaphore(slots) for _ in range(n_workers)]
+        ready = ctx.Queue()
+        procs = [
+            ctx.Process(target=_batch_worker, daemon=True,
+                        args=(reader, shm.name, shape, w, n_workers, slots, free[w], ready))
+            for w in range(n_workers)
+        ]
+        for proc in procs:
+            proc.start()
+        pending: dict[int, tuple[int, int]] = {}
+        for k in range(n_batches):
+            while k not in pending:
+                try:
+                    got, slot, count, error = ready.get(timeout=0.5)
+                except queue.Empty:
+                    dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                    if dead:
+                        raise PathkitError(
+                            f"a tile reader worker for {reader.slide_path} died (exit code {dead[0]})"
+                        ) from None
+                    continue
+                if error is not None:
+                    raise PathkitError(error)
+                pending[got] = (slot, count)
+            slot, count = pending.pop(k)
+            start = k * batch_size
+            indices = np.arange(start, start + count)
+            if copy:
+                batch = buf[slot, :count].copy()
+                free[k % n_workers].release()
+                yield indices, batch
+            else:
+                yield indices, buf[slot, :count]
+                free[k % n_workers].release()
+        for proc in procs:
+            proc.join(timeout=10)
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+        del buf
+        with contextlib.suppress(BufferError):  # a caller still holding a copy=False view
+            shm.close()
+        shm.unlink()
+
+
+def _define_torch_classes() -> None:
+    # torch is imported only when a reader is first asked for, so importing this module (and
+    # `pathkit --help`) stays fast; the classes are module globals so pickling finds them.
+    from torch.utils.data import Dataset, IterableDataset
+
+    global TileReader, TileStream
+
+    class TileReader(_TileReaderBase, Dataset):  # type: ignore[no-redef,misc]
+        __doc__ = _TileReaderBase.__doc__
+
+    class TileStream(_TileStreamBase, IterableDataset):  # type: ignore[no-redef,misc]
+        __doc__ = _TileStreamBase.__doc__
+
+    for cls in (TileReader, TileStream):
+        cls.__module__ = __name__
+        cls.__qualname__ = cls.__name__
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("TileReader", "TileStream"):
+        if name not in globals():
+            _define_torch_classes()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _collate_uint8(batch: list[Any]) -> Any:
+    import numpy as np
+    import torch
+
+    if batch and isinstance(batch[0], tuple):
+        idx = torch.as_tensor([b[0] for b in batch], dtype=torch.int64)
+        return idx, torch.from_numpy(np.stack([b[1] for b in batch]))
+    return torch.from_numpy(np.stack(batch))
+
+
+def tile_loader(
+    manifest: Manifest | str | Path,
+    *,
+    batch_size: int = 64,
+    num_workers: int = 2,
+    slide_path: str | Path | None = None,
+    ordered: bool = True,
+) -> Any:
+    """A DataLoader of uint8 (B, tile_px, tile_px, 3) tensors in manifest order.
+
+    `ordered=True` uses the map-style TileReader (batches in order, workers interleaved by
+    batch); `ordered=False` uses TileStream and yields (tile_indices, tiles) in shard order.
+    """
+    from torch.utils.data import DataLoader
+
+    extra: dict[str, Any] = {}
+    if num_workers > 0:
+        extra = {"persistent_workers": False, "prefetch_factor": 4}
+    if ordered:
+        dataset: Any = __getattr__("TileReader")(manifest, slide_path)
+        return DataLoader(
+            dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,
+            collate_fn=_collate_uint8, **extra,
+        )
+    dataset = __getattr__("TileStream")(manifest, slide_path)
+    return DataLoader(dataset, batch_size=batch_size, num_workers=num_workers,
+                      collate_fn=_collate_uint8, **extra)

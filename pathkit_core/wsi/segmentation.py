@@ -1,0 +1,378 @@
+"""Tissue segmentation on a slide thumbnail: thumbnail reading and pluggable segmenters by name."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pathkit_core.contracts import PathkitError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from pathkit_core.wsi.slide import Slide
+    from pathkit_core.wsi.tiling import TilingParams
+
+# Largest region read in one call while building a thumbnail: bounds memory whatever the slide size.
+_THUMB_READ_BLOCK = 4096
+
+
+# --------------------------------------------------------------------------- thumbnails
+
+
+@dataclass
+class Thumbnail:
+    """An RGB overview of the whole slide. `downsample_x/y` are level-0 pixels per thumbnail pixel."""
+
+    rgb: np.ndarray
+    downsample_x: float
+    downsample_y: float
+    level: int  # the pyramid level it was read from
+    mpp: float  # micrometres per thumbnail pixel (isotropic mean)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return int(self.rgb.shape[0]), int(self.rgb.shape[1])
+
+
+def thumbnail_geometry(dimensions: tuple[int, int], max_px: int) -> tuple[int, int]:
+    """Thumbnail (width, height): longest side `max_px`, never larger than level 0."""
+    width, height = dimensions
+    scale = max(1.0, max(width, height) / float(max_px))
+    return max(1, round(width / scale)), max(1, round(height / scale))
+
+
+def best_level_for(downsamples: list[float], wanted: float) -> int:
+    """The coarsest level whose downsample does not exceed `wanted` (never upsample)."""
+    best = 0
+    for i, d in enumerate(downsamples):
+        if d <= wanted * (1.0 + 1e-6) and d >= downsamples[best]:
+            best = i
+    return best
+
+
+def read_thumbnail(slide: Slide, max_px: int = 2048) -> Thumbnail:
+    """Read an RGB thumbnail block by block from the coarsest sufficient level.
+
+    Memory stays bounded by the block size and the thumbnail, so a 100,000-px slide and a
+    2,000-px slide cost the same; level 0 is read only when the slide has no coarser level.
+    """
+    import numpy as np
+    from PIL import Image
+
+    width, height = slide.dimensions
+    tw, th = thumbnail_geometry((width, height), max_px)
+    ds_x, ds_y = width / tw, height / th
+    level = best_level_for(slide.level_downsamples, min(ds_x, ds_y))
+    lw, lh = slide.level_dimensions[level]
+    # Level pixels per thumbnail pixel, from the level's true size (downsamples are rounded).
+    rx, ry = lw / tw, lh / th
+    lds_x, lds_y = width / lw, height / lh
+    block_x = max(16, int(_THUMB_READ_BLOCK / rx))
+    block_y = max(16, int(_THUMB_READ_BLOCK / ry))
+    out = np.empty((th, tw, 3), dtype=np.uint8)
+    for ty0 in range(0, th, block_y):
+        ty1 = min(th, ty0 + block_y)
+        ly0, ly1 = round(ty0 * ry), min(lh, max(round(ty0 * ry) + 1, round(ty1 * ry)))
+        for tx0 in range(0, tw, block_x):
+            tx1 = min(tw, tx0 + block_x)
+            lx0, lx1 = round(tx0 * rx), min(lw, max(round(tx0 * rx) + 1, round(tx1 * rx)))
+            region = slide.read_region(
+                (int(round(lx0 * lds_x)), int(round(ly0 * lds_y))), level, (lx1 - lx0, ly1 - ly0)
+            )
+            if region.shape[1] != tx1 - tx0 or region.shape[0] != ty1 - ty0:
+                region = np.asarray(
+                    Image.fromarray(region).resize((tx1 - tx0, ty1 - ty0), Image.Resampling.BOX)
+                )
+            out[ty0:ty1, tx0:tx1] = region
+    return Thumbnail(out, ds_x, ds_y, level, slide.mpp * (ds_x + ds_y) / 2.0)
+
+
+def resize_rgb(rgb: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Area-average an RGB uint8 image to (width, height)."""
+    import numpy as np
+    from PIL import Image
+
+    if (rgb.shape[1], rgb.shape[0]) == tuple(size):
+        return rgb
+    return np.asarray(Image.fromarray(rgb).resize(size, Image.Resampling.BOX))
+
+
+# --------------------------------------------------------------------------- segmenters
+
+
+@dataclass
+class TissueMask:
+    """A boolean tissue mask over the whole slide at `mpp` micrometres per mask pixel.
+
+    `pen` marks pixels removed as pen/marker ink; `info` carries the numbers behind the mask
+    (thresholds, areas) for the manifest metadata.
+    """
+
+    tissue: np.ndarray
+    mpp: float
+    pen: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def area_mm2(self) -> float:
+        return float(self.tissue.sum()) * self.mpp * self.mpp / 1e6
+
+
+class TissueSegmenter:
+    """Base class: `segment(rgb, mpp)` returns a TissueMask for an RGB image at `mpp` um/px.
+
+    Subclasses set `name` and register with `register_segmenter`; a learned segmenter receives
+    the same thumbnail and may read its own options from `params.segmenter_options`.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, params: TilingParams) -> None:
+        self.params = params
+
+    def segment(self, rgb: np.ndarray, mpp: float) -> TissueMask:
+        raise NotImplementedError
+
+
+_SEGMENTERS: dict[str, type[TissueSegmenter]] = {}
+SEGMENTER_ENTRY_POINT_GROUP = "pathkit.segmenters"
+
+
+def register_segmenter(cls: type[TissueSegmenter]) -> type[TissueSegmenter]:
+    """Register a segmenter class under its `name` (usable as a decorator)."""
+    if not cls.name:
+        raise PathkitError(f"segmenter class {cls.__qualname__} has no name")
+    existing = _SEGMENTERS.get(cls.name)
+    if existing is not None and existing is not cls:
+        raise PathkitError(
+            f"segmenter name {cls.name!r} is registered twice: {existing.__module__}."
+            f"{existing.__qualname__} and {cls.__module__}.{cls.__qualname__}"
+        )
+    _SEGMENTERS[cls.name] = cls
+    return cls
+
+
+def _load_entry_point_segmenters() -> None:
+    from importlib import metadata
+
+    for ep in metadata.entry_points(group=SEGMENTER_ENTRY_POINT_GROUP):
+        if ep.name in _SEGMENTERS:
+            continue
+        try:
+            cls = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the others
+            raise PathkitError(f"segmenter plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
+        register_segmenter(cls)
+
+
+def segmenter_names() -> list[str]:
+    _load_entry_point_segmenters()
+    return sorted(_SEGMENTERS)
+
+
+def get_segmenter(name: str) -> type[TissueSegmenter]:
+    """The segmenter class registered as `name` (built-ins, then the `pathkit.segmenters` group)."""
+    if name not in _SEGMENTERS:
+        _load_entry_point_segmenters()
+    if name not in _SEGMENTERS:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(_SEGMENTERS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise PathkitError(
+            f"unknown tissue segmenter {name!r}{hint}; known: {', '.join(sorted(_SEGMENTERS))}"
+        )
+    return _SEGMENTERS[name]
+
+
+# --------------------------------------------------------------------------- colour helpers
+
+
+def hsv_channels(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hue in degrees [0, 360), saturation and value in [0, 1], as float32 arrays.
+
+    Saturation and value are exact; hue comes from Pillow's C conversion (8-bit, truncated),
+    re-centred to within 0.71 degrees, which is 6x faster than numpy on a 2048-px thumbnail.
+    """
+    import numpy as np
+    from PIL import Image
+
+    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    mx = np.maximum(np.maximum(r, g), b)
+    mn = np.minimum(np.minimum(r, g), b)
+    mxf = mx.astype(np.float32)
+    delta = (mx - mn).astype(np.float32)
+    sat = np.divide(delta, mxf, out=np.zeros_like(delta), where=mx > 0)
+    val = mxf / np.float32(255.0)
+    flat = rgb.reshape(-1, rgb.shape[-2], 3) if rgb.ndim == 3 else rgb.reshape(1, -1, 3)
+    pil_hue = np.asarray(Image.fromarray(flat, mode="RGB").convert("HSV"))[..., 0].reshape(mx.shape)
+    # Grey pixels (saturation 0) get hue 0; every rule using hue also requires saturation.
+    return _HUE_DEGREES()[pil_hue], sat, val
+
+
+@functools.cache
+def _HUE_DEGREES() -> np.ndarray:  # noqa: N802 - a constant table, built on first use
+    import numpy as np
+
+    return ((np.arange(256, dtype=np.float32) + 0.5) * np.float32(360.0 / 255.0)) % np.float32(360.0)
+
+
+def otsu_threshold(values: np.ndarray, bins: int = 256, value_range: tuple[float, float] = (0.0, 1.0)) -> float:
+    """Otsu's threshold (maximum between-class variance) over a histogram of `values`."""
+    import numpy as np
+
+    hist, edges = np.histogram(values, bins=bins, range=value_range)
+    hist = hist.astype(np.float64)
+    total = hist.sum()
+    if total == 0:
+        return float(value_range[1])
+    centers = (edges[:-1] + edges[1:]) / 2.0
+    w0 = np.cumsum(hist)
+    w1 = total - w0
+    m0 = np.cumsum(hist * centers)
+    mean_total = m0[-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = (mean_total * w0 / total - m0) ** 2 / (w0 * w1)
+    between = np.nan_to_num(between, nan=-1.0, posinf=-1.0)
+    k = int(np.argmax(between[:-1])) if bins > 1 else 0
+    return float(edges[k + 1])
+
+
+def _disk(radius_px: int) -> Any:
+    from skimage.morphology import disk
+
+    return disk(max(1, radius_px), decomposition="sequence")
+
+
+def _px(um: float, mpp: float) -> int:
+    return int(round(um / mpp)) if um > 0 else 0
+
+
+def _remove_small(mask: np.ndarray, min_px: float) -> np.ndarray:
+    import numpy as np
+    from scipy import ndimage as ndi
+
+    if min_px <= 1 or not mask.any():
+        return mask
+    labels, n = ndi.label(mask)
+    if n == 0:
+        return mask
+    sizes = np.bincount(labels.ravel())
+    keep = sizes >= min_px
+    keep[0] = False
+    return keep[labels]
+
+
+@register_segmenter
+class OtsuTissueSegmenter(TissueSegmenter):
+    """Classical segmenter: saturation + Otsu, pen and background removal, morphology, holes.
+
+    Steps (defaults from TilingParams; sources in docs/wsi.md):
+    1. pen/marker ink by colour (blue, green, black, red) and near-white glass are excluded;
+    2. HSV saturation smoothed with a Gaussian (sigma `blur_sigma_um`);
+    3. Otsu's threshold over the non-excluded pixels, clamped to [sat_min, sat_max] so an
+       all-glass slide is not split into two "classes" of glass noise and a tissue-filled
+       slide is not split inside the tissue;
+    4. opening (removes threads and dust), closing (bridges gaps inside tissue);
+    5. holes smaller than `min_hole_area_mm2` filled, larger ones (lumina, tears) kept;
+    6. regions smaller than `min_region_area_mm2` dropped.
+    """
+
+    name = "otsu"
+
+    def pen_mask(self, rgb: np.ndarray, hue: np.ndarray, sat: np.ndarray, val: np.ndarray,
+                 mpp: float) -> np.ndarray:
+        import numpy as np
+
+        p = self.params
+        colours = set(p.pen_colours)
+        pen = np.zeros(sat.shape, dtype=bool)
+        if "blue" in colours:
+            # Blue ink has green >= red (hue <= 240 deg); haematoxylin is violet (red > green).
+            pen |= (hue >= 185.0) & (hue <= 240.0) & (sat >= 0.35) & (val >= 0.2)
+        if "green" in colours:
+            # H&E has no green or cyan: any clearly saturated green-cyan is ink.
+            pen |= (hue >= 75.0) & (hue < 185.0) & (sat >= 0.25) & (val >= 0.15)
+        if "black" in colours:
+            # Grey-black ink; dark haematoxylin or keratin is as dark but strongly saturated.
+            pen |= (val < 70.0 / 255.0) & (sat < 0.4)
+        if "red" in colours:
+            red = ((hue >= 340.0) | (hue <= 20.0)) & (sat >= 0.6) & (val >= 0.3)
+            # Red blood cells have the same colour; only broad strokes (wider than
+            # 2 * pen_red_min_width_um) count as marker.
+            r = _px(p.pen_red_min_width_um, mpp)
+            if r >= 1 and red.any():
+                from skimage.morphology import opening
+
+                red = opening(red, _disk(r))
+            pen |= red
+        grow = _px(p.pen_margin_um, mpp)
+        if grow >= 1 and pen.any():
+            from skimage.morphology import dilation
+
+            pen = dilation(pen, _disk(grow))
+        return pen
+
+    def segment(self, rgb: np.ndarray, mpp: float) -> TissueMask:
+        from scipy import ndimage as ndi
+        from skimage.morphology import closing, opening
+
+        p = self.params
+        hue, sat, val = hsv_channels(rgb)
+        pen = self.pen_mask(rgb, hue, sat, val, mpp)
+        # GOLDMARK's background rule: bright and grey is glass whatever Otsu says.
+        glass = (val > p.background_value) & (sat < p.background_saturation)
+        excluded = pen | glass
+        sigma = p.blur_sigma_um / mpp
+        smooth = ndi.gaussian_filter(sat, sigma=sigma) if sigma >= 0.3 else sat
+        candidates = smooth[~excluded]
+        raw = otsu_threshold(candidates) if candidates.size else 1.0
+        threshold = min(max(raw, p.sat_min), p.sat_max)
+        tissue = (smooth > threshold) & ~excluded
+        r_open, r_close = _px(p.open_radius_um, mpp), _px(p.close_radius_um, mpp)
+        if r_open >= 1 and tissue.any():
+            tissue = opening(tissue, _disk(r_open))
+        if r_close >= 1 and tissue.any():
+            tissue = closing(tissue, _disk(r_close))
+            tissue &= ~pen  # closing must not paint tissue back over removed ink
+        px_area_mm2 = mpp * mpp / 1e6
+        n_holes_filled = 0
+        if tissue.any():
+            holes = ndi.binary_fill_holes(tissue) & ~tissue
+            small_holes = holes & ~_remove_small(holes, p.min_hole_area_mm2 / px_area_mm2)
+            n_holes_filled = int(ndi.label(small_holes)[1]) if small_holes.any() else 0
+            tissue |= small_holes
+            tissue = _remove_small(tissue, p.min_region_area_mm2 / px_area_mm2)
+        info = {
+            "otsu_saturation": round(raw, 5),
+            "saturation_threshold": round(threshold, 5),
+            "pen_fraction": round(float(pen.mean()), 6),
+            "holes_filled": n_holes_filled,
+            "regions": int(ndi.label(tissue)[1]) if tissue.any() else 0,
+        }
+        return TissueMask(tissue=tissue, mpp=mpp, pen=pen, info=info)
+
+
+def segment_slide(
+    slide: Slide, params: TilingParams, thumbnail: Thumbnail | None = None
+) -> tuple[Thumbnail, TissueMask, float, float]:
+    """Thumbnail, tissue mask and the mask's level-0 pixels per mask pixel (x, y)."""
+    thumb = thumbnail or read_thumbnail(slide, params.thumbnail_px)
+    th, tw = thumb.shape
+    factor = max(1.0, params.seg_mpp / thumb.mpp) if params.seg_mpp > 0 else 1.0
+    mw, mh = max(1, round(tw / factor)), max(1, round(th / factor))
+    seg_rgb = resize_rgb(thumb.rgb, (mw, mh))
+    width, height = slide.dimensions
+    mds_x, mds_y = width / mw, height / mh
+    mask_mpp = slide.mpp * (mds_x + mds_y) / 2.0
+    segmenter = get_segmenter(params.segmenter)(params)
+    mask = segmenter.segment(seg_rgb, mask_mpp)
+    if mask.tissue.shape != (mh, mw):
+        raise PathkitError(
+            f"segmenter {params.segmenter!r} returned a {mask.tissue.shape} mask for a "
+            f"{(mh, mw)} image"
+        )
+    return thumb, mask, mds_x, mds_y

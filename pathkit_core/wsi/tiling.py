@@ -1,0 +1,769 @@
+"""Tiling at a physical field of view: parameters, level choice, tissue grid, batch runner with resume."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import FileLock, atomic_write_json, content_hash, sha256_file
+from pathkit_core.wsi.slide import SlideError, slide_id_for
+
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+
+    from pathkit_core.wsi.slide import Slide
+
+# Bumped whenever a change to the algorithm changes manifests for the same parameters, so old
+# manifests are not silently resumed.
+TILING_VERSION = 1
+STATUS_FILE = "tiling_status.json"
+# A level up to this much coarser than the target is still read (and resampled up by at most
+# this much) instead of a level with 4x the pixels: 40x slides at 0.2527 um/px have their 2x
+# level at 0.5054, 1% coarser than a 0.5 target.
+LEVEL_TOLERANCE = 0.02
+# Upsampling level 0 by more than this invents detail the scanner never saw: refused.
+MAX_UPSAMPLE = 0.10
+
+
+class TilingWarning(UserWarning):
+    """A slide that tiled but deserves attention (little tissue, no tissue, upsampled)."""
+
+
+@dataclass
+class TilingParams:
+    """Everything that decides a tile manifest; `params_hash()` keys resume and caches.
+
+    The physical tile is `tile_px * target_mpp` micrometres (256 px at 0.5 mpp = 128 um, the
+    GOLDMARK field of view); `tile_um` sets it directly (`tile_px = round(tile_um/target_mpp)`).
+    """
+
+    target_mpp: float = 0.5
+    tile_px: int | None = 256
+    tile_um: float | None = None
+    stride_px: int | None = None  # in output pixels; default: tile_px * (1 - overlap)
+    overlap: float = 0.0
+    min_tissue_fraction: float = 0.5
+    min_tissue_area_mm2: float = 25.0
+    exclude_below_min_area: bool = False
+    segmenter: str = "otsu"
+    segmenter_options: dict[str, Any] = field(default_factory=dict)
+    thumbnail_px: int = 2048
+    seg_mpp: float = 4.0
+    blur_sigma_um: float = 8.0
+    sat_min: float = 0.07
+    sat_max: float = 0.15
+    background_value: float = 220.0 / 255.0
+    background_saturation: float = 15.0 / 255.0
+    pen_colours: tuple[str, ...] = ("blue", "green", "black", "red")
+    pen_margin_um: float = 16.0
+    pen_red_min_width_um: float = 40.0
+    open_radius_um: float = 8.0
+    close_radius_um: float = 16.0
+    min_hole_area_mm2: float = 0.1
+    min_region_area_mm2: float = 0.01
+
+    def __post_init__(self) -> None:
+        if self.tile_um is not None:
+            if self.tile_um <= 0:
+                raise PathkitError(f"tile size {self.tile_um} um must be positive")
+            derived = round(self.tile_um / self.target_mpp)
+            if self.tile_px not in (None, 256, derived):
+                raise PathkitError(
+                    f"give a tile size in pixels ({self.tile_px}) or in micrometres "
+                    f"({self.tile_um}), not both"
+                )
+            self.tile_px = int(derived)
+        if self.tile_px is None:
+            raise PathkitError("a tile size is needed: tile_px or tile_um")
+        self.tile_px = int(self.tile_px)
+        self.pen_colours = tuple(self.pen_colours)
+        problems = []
+        if not (0.05 <= self.target_mpp <= 20):
+            problems.append(f"target mpp {self.target_mpp} outside 0.05-20 um/px")
+        if not (8 <= self.tile_px <= 8192):
+            problems.append(f"tile size {self.tile_px} px outside 8-8192")
+        if not (0.0 <= self.overlap < 1.0):
+            problems.append(f"overlap {self.overlap} must be in [0, 1)")
+        if self.stride_px is not None and self.stride_px < 1:
+            problems.append(f"stride {self.stride_px} px must be positive")
+        if not (0.0 <= self.min_tissue_fraction <= 1.0):
+            problems.append(f"min tissue fraction {self.min_tissue_fraction} must be in [0, 1]")
+        if self.min_tissue_area_mm2 < 0:
+            problems.append("min tissue area must be >= 0")
+        unknown_pen = set(self.pen_colours) - {"blue", "green", "black", "red"}
+        if unknown_pen:
+            problems.append(f"unknown pen colour(s) {sorted(unknown_pen)}")
+        if self.thumbnail_px < 64:
+            problems.append(f"thumbnail size {self.thumbnail_px} px is too small")
+        if problems:
+            raise PathkitError("invalid tiling parameters: " + "; ".join(problems))
+
+    @property
+    def stride(self) -> int:
+        """Grid step in output pixels."""
+        if self.stride_px is not None:
+            return int(self.stride_px)
+        return max(1, round(self.tile_px * (1.0 - self.overlap)))  # type: ignore[operator]
+
+    @property
+    def tile_size_um(self) -> float:
+        return float(self.tile_px) * self.target_mpp  # type: ignore[arg-type]
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["pen_colours"] = list(self.pen_colours)
+        return out
+
+    def params_hash(self) -> str:
+        """Stable hash of every parameter (and the algorithm version); slide-independent."""
+        return content_hash({"tiling_version": TILING_VERSION, **self.as_dict()})
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TilingParams:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+# --------------------------------------------------------------------------- geometry
+
+
+@dataclass(frozen=True)
+class TileGeometry:
+    """How one output tile maps onto the slide: level-0 extent, read level and read size."""
+
+    slide_mpp: float
+    target_mpp: float
+    tile_px: int
+    stride_px: int
+    level: int
+    level_downsample: float
+    read_px: int  # pixels read at `level` (then resized to tile_px)
+    size0: float  # tile extent in level-0 pixels (exact, fractional)
+    stride0: float  # grid step in level-0 pixels
+
+    @property
+    def scale(self) -> float:
+        """Output pixels per level-0 pixel (slide mpp / target mpp)."""
+        return self.slide_mpp / self.target_mpp
+
+
+def choose_geometry(
+    slide_mpp: float,
+    level_downsamples: Sequence[float],
+    params: TilingParams,
+    *,
+    path: str | Path | None = None,
+) -> TileGeometry:
+    """Pick the coarsest level not coarser than the target (within LEVEL_TOLERANCE).
+
+    Sizes follow the slide's exact mpp: a 0.499-um/px slide tiled at 0.5 um/px reads 257 px
+    and resamples to 256, where a magnification bucket would call it "20x" and read 256.
+    """
+    ds_target = params.target_mpp / slide_mpp  # level-0 px per output px
+    if ds_target < 1.0 - MAX_UPSAMPLE:
+        raise SlideError(
+            "resolution-too-low", path,
+            f"the slide's resolution ({slide_mpp:.4g} um/px) is coarser than the target "
+            f"{params.target_mpp:g} um/px by more than {MAX_UPSAMPLE:.0%}; upsampling would invent "
+            "detail (choose a coarser --mpp)",
+        )
+    level = 0
+    for i, d in enumerate(level_downsamples):
+        if d <= ds_target * (1.0 + LEVEL_TOLERANCE) and d > level_downsamples[level]:
+            level = i
+    d_level = float(level_downsamples[level])
+    tile_px = int(params.tile_px)  # type: ignore[arg-type]
+    size0 = tile_px * ds_target
+    return TileGeometry(
+        slide_mpp=slide_mpp,
+        target_mpp=params.target_mpp,
+        tile_px=tile_px,
+        stride_px=params.stride,
+        level=level,
+        level_downsample=d_level,
+        read_px=max(1, round(size0 / d_level)),
+        size0=size0,
+        stride0=params.stride * ds_target,
+    )
+
+
+def _integral(mask: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    # int64 counts are exact whatever the mask size; float conversion happens per lookup.
+    sat = np.zeros((mask.shape[0] + 1, mask.shape[1] + 1), dtype=np.int64)
+    np.cumsum(np.cumsum(mask, axis=0, dtype=np.int64), axis=1, out=sat[1:, 1:])
+    return sat
+
+
+def _area_under(sat: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Integral of the mask over [0, x) x [0, y) for real x, y.
+
+    The integral of a piecewise-constant mask is bilinear inside each cell, so bilinear
+    interpolation of the summed-area table is exact.
+    """
+    import numpy as np
+
+    h, w = sat.shape[0] - 1, sat.shape[1] - 1
+    xs = np.clip(xs, 0.0, w)
+    ys = np.clip(ys, 0.0, h)
+    x0 = np.minimum(np.floor(xs).astype(np.int64), w - 1)
+    y0 = np.minimum(np.floor(ys).astype(np.int64), h - 1)
+    ax = xs - x0
+    ay = ys - y0
+    return (
+        sat[y0, x0] * (1 - ax) * (1 - ay)
+        + sat[y0, x0 + 1] * ax * (1 - ay)
+        + sat[y0 + 1, x0] * (1 - ax) * ay
+        + sat[y0 + 1, x0 + 1] * ax * ay
+    )
+
+
+def tissue_fractions(
+    mask: np.ndarray, x0: np.ndarray, y0: np.ndarray, w: float, h: float
+) -> np.ndarray:
+    """Exact area fraction of each rectangle [x0, x0+w) x [y0, y0+h) (mask pixels) on tissue."""
+    sat = _integral(mask.astype(bool))
+    x1, y1 = x0 + w, y0 + h
+    total = (
+        _area_under(sat, x1, y1) - _area_under(sat, x0, y1)
+        - _area_under(sat, x1, y0) + _area_under(sat, x0, y0)
+    )
+    return total / max(w * h, 1e-12)
+
+
+def plan_grid(
+    dimensions: tuple[int, int],
+    geometry: TileGeometry,
+    tissue: np.ndarray,
+    mask_downsample: tuple[float, float],
+    min_tissue_fraction: float,
+) -> pl.DataFrame:
+    """Regular grid over the slide (tiles fully inside it), kept where tissue >= the minimum.
+
+    Positions are round(i * stride0) in level-0 pixels, so rounding never accumulates into a drift
+    of the physical grid.
+    """
+    import numpy as np
+    import polars as pl
+
+    from pathkit_core.wsi.manifest import empty_tiles
+
+    width, height = dimensions
+    size0, stride0 = geometry.size0, geometry.stride0
+    n_cols = int(math.floor((width - size0) / stride0 + 1e-9)) + 1 if width >= size0 else 0
+    n_rows = int(math.floor((height - size0) / stride0 + 1e-9)) + 1 if height >= size0 else 0
+    if n_cols <= 0 or n_rows <= 0:
+        return empty_tiles().drop("slide_id")
+    cols = np.arange(n_cols)
+    rows = np.arange(n_rows)
+    xs0 = np.round(cols * stride0).astype(np.int64)
+    ys0 = np.round(rows * stride0).astype(np.int64)
+    mdx, mdy = mask_downsample
+    gx, gy = np.meshgrid(cols, rows)  # row-major: tile_index runs along rows first
+    fx = xs0[gx.ravel()] / mdx
+    fy = ys0[gy.ravel()] / mdy
+    frac = tissue_fractions(tissue, fx, fy, size0 / mdx, size0 / mdy)
+    # Tolerance for float error in the integral at an exact 0.5 boundary.
+    keep = frac >= min_tissue_fraction - 1e-9
+    keep &= frac > 0
+    kc, kr = gx.ravel()[keep], gy.ravel()[keep]
+    n = int(keep.sum())
+    return pl.DataFrame(
+        {
+            "tile_index": np.arange(n, dtype=np.int64),
+            "x": xs0[kc],
+            "y": ys0[kr],
+            "level": np.full(n, geometry.level, dtype=np.int32),
+            "read_px": np.full(n, geometry.read_px, dtype=np.int32),
+            "size0": np.full(n, round(size0), dtype=np.int32),
+            "tile_px": np.full(n, geometry.tile_px, dtype=np.int32),
+            "target_mpp": np.full(n, geometry.target_mpp, dtype=np.float64),
+            "tissue_fraction": np.round(np.clip(frac[keep], 0.0, 1.0), 6),
+            "grid_col": kc.astype(np.int32),
+            "grid_row": kr.astype(np.int32),
+        }
+    )
+
+
+# --------------------------------------------------------------------------- one slide
+
+
+@dataclass
+class TileResult:
+    """What happened to one slide: status ok, skipped (resumed), failed or empty."""
+
+    slide_id: str
+    slide_path: str
+    status: str
+    reason: str = ""
+    n_tiles: int = 0
+    manifest_path: Path | None = None
+    code: str = ""
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    tissue_area_mm2: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["manifest_path"] = str(self.manifest_path) if self.manifest_path else None
+        return out
+
+
+def manifest_path_for(out_dir: str | Path, slide_id: str) -> Path:
+    return Path(out_dir) / f"{slide_id}.parquet"
+
+
+def qc_path_for(out_dir: str | Path, slide_id: str) -> Path:
+    return Path(out_dir) / f"{slide_id}.qc.png"
+
+
+def _resumable(
+    manifest: Path, slide_path: Path, params_hash: str, mpp_override: float | None
+) -> tuple[bool, dict[str, Any] | None, str]:
+    """(reusable, meta, why-not) for an existing manifest."""
+    from pathkit_core.wsi.manifest import read_manifest_meta
+
+    try:
+        meta = read_manifest_meta(manifest)
+    except PathkitError as exc:
+        return False, None, f"unreadable ({exc})"
+    if meta.get("params_hash") != params_hash:
+        return False, meta, f"made with other parameters (hash {meta.get('params_hash')})"
+    if meta.get("mpp_override") != mpp_override:
+        return False, meta, (
+            f"made with slide mpp override {meta.get('mpp_override')} (now {mpp_override})"
+        )
+    st = slide_path.stat()
+    if meta.get("slide_size") != st.st_size:
+        return False, meta, "the slide file changed since (size differs)"
+    if meta.get("slide_mtime_ns") != st.st_mtime_ns and sha256_file(slide_path) != meta.get(
+        "slide_sha256"
+    ):
+        return False, meta, "the slide file changed since (content hash differs)"
+    return True, meta, ""
+
+
+def _clean_stale_temporaries(out_dir: Path, slide_id: str) -> None:
+    # A killed run leaves the temporaries of atomic writes behind; only the lock holder may
+    # remove them, so this runs under the slide's lock.
+    for pattern in (f".{slide_id}.parquet.*.tmp", f".{slide_id}.qc.png.*.tmp", f".{slide_id}.csv.*.tmp"):
+        for tmp in out_dir.glob(pattern):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def tile_slide(
+    slide_path: str | Path,
+    out_dir: str | Path,
+    params: TilingParams,
+    *,
+    mpp: float | None = None,
+    mpp_source: str = "user",
+    overwrite: bool = False,
+    write_csv: bool = False,
+    lock_timeout: float = 3600.0,
+) -> TileResult:
+    """Tile one slide into `<out_dir>/<slide_id>.parquet` (+ `.qc.png`); errors as SlideError.
+
+    Resumes: an existing manifest with the same parameter hash, mpp override and slide content
+    is kept (status "skipped"). One that differs is replaced only with `overwrite`.
+    """
+    start = time.perf_counter()
+    path = Path(slide_path)
+    slide_id = slide_id_for(path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_file = manifest_path_for(out, slide_id)
+    if not path.exists():
+        raise SlideError("not-found", path, "does not exist")
+    phash = params.params_hash()
+    with FileLock(out / f".{slide_id}.lock", timeout=lock_timeout):
+        _clean_stale_temporaries(out, slide_id)
+        if manifest_file.exists():
+            ok, meta, why = _resumable(manifest_file, path, phash, mpp)
+            if ok and meta is not None:
+                return TileResult(
+                    slide_id, str(path), "skipped", "manifest exists with the same parameters",
+                    int(meta.get("n_tiles", 0)), manifest_file, seconds=time.perf_counter() - start,
+                    tissue_area_mm2=meta.get("tissue_area_mm2"),
+                )
+            if not overwrite:
+                raise SlideError(
+                    "stale-manifest", path,
+                    f"{manifest_file} exists but was {why}; pass --overwrite to replace it or "
+                    "tile into another --out folder",
+                )
+        result = _tile_unlocked(path, slide_id, out, params, mpp, mpp_source, write_csv)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _tile_unlocked(
+    path: Path,
+    slide_id: str,
+    out: Path,
+    params: TilingParams,
+    mpp: float | None,
+    mpp_source: str,
+    write_csv: bool,
+) -> TileResult:
+    import openslide
+    import polars as pl
+
+    import pathkit_core
+    from pathkit_core.wsi.manifest import write_manifest, write_manifest_csv
+    from pathkit_core.wsi.qc import render_qc
+    from pathkit_core.wsi.segmentation import segment_slide
+    from pathkit_core.wsi.slide import open_slide
+
+    st = path.stat()
+    with open_slide(path, mpp=mpp, mpp_source=mpp_source) as slide:
+        geometry = choose_geometry(slide.mpp, slide.level_downsamples, params, path=path)
+        thumb, mask, mds_x, mds_y = segment_slide(slide, params)
+        tiles = plan_grid(
+            slide.dimensions, geometry, mask.tissue, (mds_x, mds_y), params.min_tissue_fraction
+        )
+        meta = _slide_meta(slide, params, geometry, st)
+    sha = sha256_file(path)
+    area = mask.area_mm2
+    notes: list[str] = []
+    status, reason = "ok", ""
+    if geometry.level_downsample * slide.mpp > params.target_mpp * (1 + 1e-6):
+        notes.append(
+            f"resampled up {geometry.level_downsample * slide.mpp / params.target_mpp - 1:.1%} "
+            f"from level {geometry.level} ({geometry.level_downsample * slide.mpp:.4g} um/px)"
+        )
+    below = area < params.min_tissue_area_mm2
+    if below:
+        notes.append(
+            f"tissue area {area:.2f} mm^2 is below the minimum {params.min_tissue_area_mm2:g} mm^2"
+            + (" (slide excluded)" if params.exclude_below_min_area else "")
+        )
+    if area == 0:
+        status, reason = "empty", "no tissue found"
+        tiles = tiles.head(0)
+    elif below and params.exclude_below_min_area:
+        status, reason = "empty", f"excluded: tissue area {area:.2f} mm^2 below the minimum"
+        tiles = tiles.head(0)
+    elif tiles.height == 0:
+        status, reason = "empty", (
+            f"no tile reaches the minimum tissue fraction {params.min_tissue_fraction:g}"
+        )
+    tiles = tiles.with_columns(pl.lit(slide_id).alias("slide_id"))
+    meta.update(
+        slide_id=slide_id,
+        slide_path=str(path.resolve()),
+        slide_sha256=sha,
+        n_tiles=int(tiles.height),
+        tissue_area_mm2=round(area, 4),
+        below_min_tissue_area=bool(below),
+        thumbnail={
+            "width": thumb.shape[1], "height": thumb.shape[0], "level": thumb.level,
+            "downsample_x": thumb.downsample_x, "downsample_y": thumb.downsample_y,
+            "mpp": thumb.mpp,
+        },
+        mask={
+            "width": int(mask.tissue.shape[1]), "height": int(mask.tissue.shape[0]),
+            "downsample_x": mds_x, "downsample_y": mds_y, "mpp": mask.mpp,
+        },
+        segmentation={"segmenter": params.segmenter, **mask.info},
+        warnings=notes,
+        status=status,
+        pathkit_version=pathkit_core.__version__,
+        openslide_version=openslide.__library_version__,
+    )
+    qc_file = qc_path_for(out, slide_id)
+    render_qc(thumb, mask, tiles, geometry, qc_file)
+    manifest_file = manifest_path_for(out, slide_id)
+    if write_csv:
+        write_manifest_csv(out / f"{slide_id}.csv", tiles)
+    # The manifest is written last: its presence marks the slide as done for resume.
+    write_manifest(manifest_file, tiles, meta)
+    for note in notes + ([reason] if status == "empty" else []):
+        warnings.warn(f"{slide_id}: {note}", TilingWarning, stacklevel=2)
+    return TileResult(
+        slide_id, str(path), status, reason, int(tiles.height), manifest_file,
+        warnings=notes, tissue_area_mm2=round(area, 4),
+    )
+
+
+def _slide_meta(slide: Slide, params: TilingParams, g: TileGeometry, st: os.stat_result) -> dict[str, Any]:
+    return {
+        "vendor": slide.vendor,
+        "objective_power": slide.objective_power,
+        "width": slide.dimensions[0],
+        "height": slide.dimensions[1],
+        "level_count": slide.level_count,
+        "level_dimensions": [list(d) for d in slide.level_dimensions],
+        "level_downsamples": slide.level_downsamples,
+        "mpp": slide.mpp,
+        "mpp_x": slide.mpp_info.mpp_x,
+        "mpp_y": slide.mpp_info.mpp_y,
+        "mpp_source": slide.mpp_source,
+        "mpp_override": slide.mpp if slide.mpp_source.startswith("user") else None,
+        "slide_size": st.st_size,
+        "slide_mtime_ns": st.st_mtime_ns,
+        "target_mpp": params.target_mpp,
+        "tile_px": g.tile_px,
+        "tile_um": params.tile_size_um,
+        "stride_px": g.stride_px,
+        "read_level": g.level,
+        "read_px": g.read_px,
+        "level_downsample": g.level_downsample,
+        "size0": g.size0,
+        "stride0": g.stride0,
+        "min_tissue_fraction": params.min_tissue_fraction,
+        "min_tissue_area_mm2": params.min_tissue_area_mm2,
+        "params": params.as_dict(),
+        "params_hash": params.params_hash(),
+    }
+
+
+# --------------------------------------------------------------------------- many slides
+
+
+class TilingFailed(PathkitError):
+    """Raised by `tile_slides(strict=True)` at the first failing slide; `.results` so far."""
+
+    def __init__(self, message: str, results: list[TileResult]) -> None:
+        super().__init__(message)
+        self.results = results
+
+
+def _tile_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Worker entry point (top level so process pools can pickle it)."""
+    path = Path(job["path"])
+    params = TilingParams.from_dict(job["params"])
+    try:
+        with warnings.catch_warnings():
+            # In a batch the warnings travel in the result (status file, summary table).
+            warnings.simplefilter("ignore", TilingWarning)
+            result = tile_slide(
+                path, job["out_dir"], params, mpp=job["mpp"], mpp_source=job["mpp_source"],
+                overwrite=job["overwrite"], write_csv=job["write_csv"],
+            )
+    except SlideError as exc:
+        result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code=exc.code)
+    except PathkitError as exc:
+        result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code="error")
+    except Exception as exc:  # noqa: BLE001 - one broken slide must not stop the batch
+        result = TileResult(
+            slide_id_for(path), str(path), "failed", f"{path}: {type(exc).__name__}: {exc}",
+            code="error",
+        )
+    return result.as_dict()
+
+
+def _result_from_dict(d: Mapping[str, Any]) -> TileResult:
+    d = dict(d)
+    d["manifest_path"] = Path(d["manifest_path"]) if d.get("manifest_path") else None
+    return TileResult(**d)
+
+
+def read_tiling_status(out_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """Per-slide records of `<out_dir>/tiling_status.json` (status, reason, code, ...)."""
+    p = Path(out_dir) / STATUS_FILE
+    if not p.is_file():
+        return {}
+    try:
+        return dict(json.loads(p.read_text()).get("slides", {}))
+    except (json.JSONDecodeError, OSError) as exc:
+        raise PathkitError(f"{p}: unreadable tiling status ({exc})") from None
+
+
+def failed_slides(out_dir: str | Path) -> dict[str, str]:
+    """slide id -> reason, for slides whose last tiling attempt failed."""
+    return {k: v.get("reason", "") for k, v in read_tiling_status(out_dir).items() if v.get("status") == "failed"}
+
+
+def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: str) -> None:
+    with FileLock(out_dir / ".tiling_status.lock", timeout=60.0):
+        p = out_dir / STATUS_FILE
+        data: dict[str, Any] = {}
+        if p.is_file():
+            with contextlib.suppress(json.JSONDecodeError, OSError):
+                data = json.loads(p.read_text())
+        slides = dict(data.get("slides", {}))
+        for r in results:
+            record = r.as_dict()
+            record.pop("seconds", None)
+            record["params_hash"] = params_hash
+            record["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            slides[r.slide_id] = record
+        atomic_write_json(p, {"format": "pathkit.tiling_status", "slides": slides})
+
+
+def tile_slides(
+    slides: Iterable[str | Path],
+    out_dir: str | Path,
+    params: TilingParams,
+    *,
+    workers: int = 1,
+    mpp_overrides: Mapping[str, float] | None = None,
+    strict: bool = False,
+    progress: bool = True,
+    overwrite: bool = False,
+    write_csv: bool = False,
+    recursive: bool = False,
+) -> list[TileResult]:
+    """Tile many slides (files or folders); failures are recorded and the batch goes on.
+
+    `mpp_overrides` maps slide id, file name or path to a user-supplied mpp. Results come back
+    in input order; `<out_dir>/tiling_status.json` records every slide's last outcome.
+    """
+    from pathkit_core.wsi.slide import check_unique_ids, find_slides, lookup_mpp
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = find_slides(slides, recursive=recursive)
+    phash = params.params_hash()
+    duplicates = check_unique_ids(paths)
+    results: dict[int, TileResult] = {}
+    jobs: list[tuple[int, dict[str, Any]]] = []
+    for i, p in enumerate(paths):
+        sid = slide_id_for(p)
+        if sid in duplicates:
+            others = ", ".join(str(o) for o in duplicates[sid] if o != p)
+            results[i] = TileResult(
+                sid, str(p), "failed", f"{p}: slide id {sid!r} is shared with {others}; "
+                "rename one (manifests are named by slide id)", code="duplicate-slide-id",
+            )
+            continue
+        override = lookup_mpp(mpp_overrides, p)
+        jobs.append((i, {
+            "path": str(p), "out_dir": str(out), "params": params.as_dict(), "mpp": override,
+            "mpp_source": "user" if override is not None else "", "overwrite": overwrite,
+            "write_csv": write_csv,
+        }))
+    for r in results.values():
+        if strict:
+            _update_status(out, [r], phash)
+            raise TilingFailed(r.reason, list(results.values()))
+    pending_status: list[TileResult] = list(results.values())
+    last_flush = time.monotonic()
+
+    def record(i: int, result: TileResult) -> None:
+        nonlocal last_flush
+        results[i] = result
+        pending_status.append(result)
+        # Rewriting the status file after every slide is quadratic for big cohorts; manifests
+        # are the resume truth, so flushing every couple of seconds loses nothing.
+        if result.status == "failed" or time.monotonic() - last_flush > 2.0:
+            _update_status(out, pending_status, phash)
+            pending_status.clear()
+            last_flush = time.monotonic()
+        if strict and result.status == "failed":
+            raise TilingFailed(result.reason, [results[k] for k in sorted(results)])
+
+    bar = _Progress(len(paths), enabled=progress)
+    try:
+        with bar:
+            for r in results.values():
+                bar.advance(r)
+            if workers <= 1 or len(jobs) <= 1:
+                for i, job in jobs:
+                    bar.start(Path(job["path"]).name)
+                    result = _result_from_dict(_tile_job(job))
+                    bar.advance(result)
+                    record(i, result)
+            else:
+                _run_pool(jobs, workers, bar, record)
+    finally:
+        if pending_status:
+            _update_status(out, pending_status, phash)
+    return [results[k] for k in sorted(results)]
+
+
+def _run_pool(jobs: list[tuple[int, dict[str, Any]]], workers: int, bar: _Progress, record: Any) -> None:
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    # spawn: the parent runs a progress thread and may hold OpenSlide handles; forking either is unsafe.
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
+        futures = {pool.submit(_tile_job, job): i for i, job in jobs}
+        for _, job in jobs[:workers]:
+            bar.start(Path(job["path"]).name)
+        try:
+            remaining = set(futures)
+            while remaining:
+                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    i = futures[fut]
+                    try:
+                        result = _result_from_dict(fut.result())
+                    except Exception as exc:  # noqa: BLE001 - a crashed worker fails its slide only
+                        path = Path(dict(jobs)[i]["path"])
+                        result = TileResult(
+                            slide_id_for(path), str(path), "failed",
+                            f"{path}: worker crashed: {type(exc).__name__}: {exc}", code="error",
+                        )
+                    bar.advance(result)
+                    record(i, result)
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
+
+
+class _Progress:
+    """A rich progress bar over slides (on stderr), or nothing when disabled."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled
+        self._progress: Any = None
+        self._task: Any = None
+        self.counts = {"ok": 0, "skipped": 0, "failed": 0, "empty": 0}
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            from pathkit_core.cli.common import err_console
+
+            self._progress = Progress(
+                TextColumn("[bold]tiling"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                console=err_console, transient=False,
+            )
+            self._progress.__enter__()
+            self._task = self._progress.add_task("tiling", total=self.total, status="")
+        return self
+
+    def _status(self, current: str = "") -> str:
+        c = self.counts
+        text = f"ok {c['ok']} skipped {c['skipped']} empty {c['empty']} failed {c['failed']}"
+        return f"{text}  {current}" if current else text
+
+    def start(self, name: str) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, status=self._status(name))
+
+    def advance(self, result: TileResult) -> None:
+        self.counts[result.status] = self.counts.get(result.status, 0) + 1
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, status=self._status())
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)

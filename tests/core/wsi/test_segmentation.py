@@ -1,0 +1,168 @@
+"""Tissue segmentation: Otsu, colour conversion, pen removal, holes, registry, thumbnails."""
+
+from __future__ import annotations
+
+import colorsys
+
+import numpy as np
+import pytest
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.wsi.segmentation import (
+    OtsuTissueSegmenter,
+    TissueMask,
+    TissueSegmenter,
+    get_segmenter,
+    hsv_channels,
+    otsu_threshold,
+    read_thumbnail,
+    register_segmenter,
+    segment_slide,
+    thumbnail_geometry,
+)
+from pathkit_core.wsi.tiling import TilingParams
+
+GLASS = (242, 241, 245)
+PINK = (222, 140, 190)
+
+
+def _image(h=200, w=300, colour=GLASS):
+    img = np.empty((h, w, 3), np.uint8)
+    img[...] = colour
+    return img
+
+
+def _disc(img, cy, cx, r, colour):
+    yy, xx = np.mgrid[: img.shape[0], : img.shape[1]]
+    inside = (yy - cy) ** 2 + (xx - cx) ** 2 <= r * r
+    img[inside] = colour
+    return inside
+
+
+def test_otsu_threshold_of_two_point_masses_is_between_them():
+    values = np.r_[np.full(700, 0.1), np.full(300, 0.7)]
+    t = otsu_threshold(values)
+    assert 0.1 < t <= 0.7
+    # Hand-computed: any split between the masses maximises between-class variance; the
+    # first maximum is the bin right after 0.1 (histogram edge 26/256).
+    assert t == pytest.approx(26 / 256)
+
+
+def test_hsv_matches_colorsys():
+    rng = np.random.default_rng(0)
+    rgb = rng.integers(0, 256, size=(500, 3), dtype=np.uint8)
+    hue, sat, val = hsv_channels(rgb[None])
+    for i, (r, g, b) in enumerate(rgb):
+        h, s, v = colorsys.rgb_to_hsv(r / 255, g / 255, b / 255)
+        assert sat[0, i] == pytest.approx(s, abs=1e-5) and val[0, i] == pytest.approx(v, abs=1e-5)
+        if s > 0:
+            assert min(abs(hue[0, i] - h * 360), 360 - abs(hue[0, i] - h * 360)) <= 0.71
+
+
+def test_tissue_is_found_and_glass_is_not():
+    img = _image()
+    truth = _disc(img, 100, 120, 50, PINK)
+    mask = OtsuTissueSegmenter(TilingParams()).segment(img, mpp=4.0)
+    iou = (mask.tissue & truth).sum() / (mask.tissue | truth).sum()
+    assert iou > 0.95
+    assert mask.area_mm2 == pytest.approx(truth.sum() * 16 / 1e6, rel=0.05)
+
+
+def test_all_glass_gives_no_tissue_even_with_noise():
+    rng = np.random.default_rng(1)
+    img = np.clip(_image().astype(int) + rng.normal(0, 3, (200, 300, 3)), 0, 255).astype(np.uint8)
+    mask = OtsuTissueSegmenter(TilingParams()).segment(img, mpp=4.0)
+    assert not mask.tissue.any()
+
+
+@pytest.mark.parametrize("ink", [(30, 70, 170), (60, 160, 120), (35, 35, 40), (190, 25, 35)])
+def test_pen_marks_of_each_colour_are_removed(ink):
+    img = _image()
+    tissue = _disc(img, 100, 80, 45, PINK)
+    img[80:120, 150:290] = ink  # a 160-um wide stroke on glass at 4 um/px
+    mask = OtsuTissueSegmenter(TilingParams()).segment(img, mpp=4.0)
+    assert not mask.tissue[80:120, 150:290].any()
+    assert mask.pen[80:120, 150:290].all()
+    assert (mask.tissue & tissue).sum() > 0.9 * tissue.sum()
+
+
+def test_haematoxylin_and_small_red_blood_cells_are_not_pen():
+    img = _image()
+    tissue = _disc(img, 100, 150, 80, PINK)
+    img[60:100, 110:150] = (90, 70, 160)  # violet nuclei cluster: red > green, not blue ink
+    for cx in (120, 170, 200):
+        _disc(img, 140, cx, 3, (190, 40, 50))  # vessels full of red cells, 24 um wide
+    mask = OtsuTissueSegmenter(TilingParams()).segment(img, mpp=4.0)
+    assert not mask.pen.any()
+    assert mask.tissue[tissue].mean() > 0.97
+
+
+def test_small_holes_are_filled_and_large_ones_kept():
+    img = _image(300, 300)
+    _disc(img, 150, 150, 120, PINK)
+    _disc(img, 100, 100, 5, GLASS)  # ~0.005 mm^2 at 4 um/px: filled
+    big = _disc(img, 180, 180, 40, GLASS)  # ~0.08 mm^2 < 0.1: filled by default
+    mask = OtsuTissueSegmenter(TilingParams()).segment(img, mpp=4.0)
+    assert mask.tissue[100, 100] and mask.tissue[180, 180]
+    keep_big = OtsuTissueSegmenter(TilingParams(min_hole_area_mm2=0.05)).segment(img, mpp=4.0)
+    assert not keep_big.tissue[180, 180] and keep_big.tissue[100, 100]
+    assert keep_big.tissue[big].mean() < 0.1
+
+
+def test_specks_below_min_region_area_are_dropped():
+    img = _image()
+    _disc(img, 100, 100, 40, PINK)
+    _disc(img, 30, 250, 8, PINK)  # ~0.003 mm^2 speck at 4 um/px
+    mask = OtsuTissueSegmenter(TilingParams()).segment(img, mpp=4.0)
+    assert mask.tissue[100, 100] and not mask.tissue[30, 250]
+
+
+def test_segmenter_registry():
+    assert get_segmenter("otsu") is OtsuTissueSegmenter
+    with pytest.raises(PathkitError, match="did you mean 'otsu'"):
+        get_segmenter("otsuu")
+
+    class Everything(TissueSegmenter):
+        name = "test-everything"
+
+        def segment(self, rgb, mpp):
+            return TissueMask(np.ones(rgb.shape[:2], bool), mpp)
+
+    register_segmenter(Everything)
+    assert get_segmenter("test-everything") is Everything
+
+    class Clash(TissueSegmenter):
+        name = "otsu"
+
+    with pytest.raises(PathkitError, match="registered twice"):
+        register_segmenter(Clash)
+
+
+def test_thumbnail_geometry_never_upsamples():
+    assert thumbnail_geometry((100_000, 50_000), 2048) == (2048, 1024)
+    assert thumbnail_geometry((1000, 700), 2048) == (1000, 700)
+
+
+def test_thumbnail_comes_from_a_low_level_and_matches_the_slide(synthetic_slides, monkeypatch):
+    from pathkit_core.wsi.slide import Slide, open_slide
+
+    levels = []
+    original = Slide.read_region
+
+    def spy(self, location, level, size):
+        levels.append(level)
+        return original(self, location, level, size)
+
+    monkeypatch.setattr(Slide, "read_region", spy)
+    with open_slide(synthetic_slides["tissue"]) as slide:
+        thumb = read_thumbnail(slide, max_px=512)
+        assert thumb.shape == (341, 512) and 0 not in levels
+        assert thumb.downsample_x == pytest.approx(6.0) and thumb.mpp == pytest.approx(3.0, rel=0.01)
+        # the thumbnail pixel over the left blob's centre is tissue-coloured, a corner is glass
+        assert thumb.rgb[170, 154].astype(int).sum() < 650
+        assert np.abs(thumb.rgb[5, 5].astype(int) - GLASS).max() <= 2  # JPEG rounding
+        _, mask, mdx, mdy = segment_slide(slide, TilingParams(thumbnail_px=512), thumbnail=thumb)
+    assert mask.tissue.shape == (256, 384) and mdx == pytest.approx(8.0)
+    # area of the two ellipses: pi * (0.18*3072*0.3*2048 + 0.14*3072*0.22*2048) px at 0.5 um
+    expected = np.pi * (0.18 * 3072 * 0.3 * 2048 + 0.14 * 3072 * 0.22 * 2048) * 0.25 / 1e6
+    assert mask.area_mm2 == pytest.approx(expected, rel=0.05)
