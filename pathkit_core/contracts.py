@@ -152,6 +152,10 @@ class Dataset(Component):
     selection_metric: ClassVar[str | None] = None
     # Metric options used only for that per-epoch selection score (e.g. {"meteor": False}).
     selection_options: ClassVar[dict[str, Any]] = {}
+    # Checkpoints scored on the test split ("best" always; GOLDMARK also scores "last").
+    evaluate_checkpoints: ClassVar[tuple[str, ...]] = ("best",)
+    # Run facts the pipeline passes as options when asked: "encoder", "workdir".
+    run_options: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         self.root = Path(root) if root is not None else None
@@ -166,6 +170,10 @@ class Dataset(Component):
 
     def validate(self) -> None:
         """Raise PathkitError naming what is missing and where; return None when usable."""
+
+    def excluded_cases(self) -> dict[str, str]:
+        """Cases left out by filters or QC, with the reason; counted in the results, never dropped silently."""
+        return {}
 
     def make_demo(self, path: str | Path) -> Path:
         """Build a synthetic miniature under `path` and return its root (optional)."""
@@ -231,6 +239,8 @@ class Generator(Component):
     default_hparams: ClassVar[dict[str, Any]] = {}
     # Training-loop overrides of the core defaults (pathkit_core.training.TrainConfig fields).
     default_train: ClassVar[dict[str, Any]] = {}
+    # Tiles kept per bag when the run does not say (PathBench: the first 10,000; None: every tile).
+    default_max_tiles: ClassVar[int | None] = 10_000
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         raise NotImplementedError
@@ -271,6 +281,9 @@ class Metric(Component):
     kind: ClassVar[str] = "metric"
     tasks: ClassVar[tuple[str, ...]] = ()
     higher_is_better: ClassVar[bool] = True
+    # Hugging Face `evaluate` feature types of predictions/references; None: plain values (see
+    # pathkit_core.evaluation.hf_evaluate).
+    evaluate_features: ClassVar[Any] = None
 
     def compute(
         self,

@@ -39,6 +39,13 @@ DEMO_RUN: dict[str, Any] = {
     "dataset": "demo-reports",
     "encoder": "tiny-vit",
     "generator": "wsi-caption",
+    # a one-layer WSI-Caption that learns the demo in about a minute on two CPU cores; the
+    # benchmark protocol (PathBench) is the generator's and trainer's defaults, not this
+    # (docs/report-generation.md, "The embedded demo")
+    "hparams": {"d_model": 128, "d_ff": 256, "num_heads": 4, "num_layers": 1, "drop_prob_lm": 0.1},
+    "train": {"max_epochs": 25, "lr": 2e-3, "batch_size": 4, "eval_batch_size": 16,
+              "early_stop_patience": 6, "plateau_patience": 3},
+    "max_tiles": 64,
 }
 
 
@@ -145,7 +152,7 @@ class RunContext:
             )
         self.task = task
         if spec.max_tiles == "auto":
-            spec.max_tiles = getattr(self.generator_cls, "default_max_tiles", 10_000)
+            spec.max_tiles = self.generator_cls.default_max_tiles
         elif isinstance(spec.max_tiles, str):
             raise PathkitError(f"max_tiles must be a number of tiles, None or \"auto\", not {spec.max_tiles!r}")
         self.workdir = Path(spec.workdir)
@@ -188,7 +195,7 @@ def dataset_options(spec: RunSpec, dataset_cls: type[Dataset], workdir: Path) ->
     if view:
         options.setdefault("view", view)
     facts = {"encoder": spec.encoder, "workdir": str(workdir)}
-    for name in getattr(dataset_cls, "run_options", ()):
+    for name in dataset_cls.run_options:
         if name in facts:
             options.setdefault(name, facts[name])
     return options
@@ -216,13 +223,6 @@ def split_cases(dataset: Dataset) -> dict[str, list[Case]]:
     return {name: list(dataset.cases(name)) for name in ("train", "val", "test")}
 
 
-def _slide_id(path: Path) -> str:
-    # the id tiling and extraction key their outputs by (TCGA names keep their UUID part)
-    from pathkit_core.wsi.slide import slide_id_for
-
-    return slide_id_for(path)
-
-
 def features_for_cases(
     ctx: RunContext, cases: Sequence[Case]
 ) -> tuple[dict[str, tuple[Path, ...]], dict[str, str]]:
@@ -233,6 +233,8 @@ def features_for_cases(
     spec, encoder_cls = ctx.spec, ctx.encoder_cls
     found: dict[str, tuple[Path, ...]] = {}
     missing: dict[str, str] = {}
+    from pathkit_core.wsi.slide import slide_id_for
+
     need_slides = sorted({s for c in cases if not c.features for s in c.slides}, key=str)
     usable: dict[str, Path] = {}
     failed: dict[str, str] = {}
@@ -276,7 +278,7 @@ def features_for_cases(
             continue
         paths, reasons = [], []
         for slide in case.slides:
-            sid = _slide_id(Path(slide))
+            sid = slide_id_for(slide)
             if sid in usable:
                 paths.append(usable[sid])
             else:
@@ -340,7 +342,7 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
         split_ids = {k: [c.case_id for c in v] for k, v in cases.items()}
         split_hash = content_hash(split_ids)
         # Cases the dataset left out (filters, QC gating) are counted in the results, never dropped silently.
-        excluded = dict(dataset.excluded_cases()) if callable(getattr(dataset, "excluded_cases", None)) else {}
+        excluded = dict(dataset.excluded_cases())
         ctx.mark("dataset", split_hash, {"n_cases": {k: len(v) for k, v in split_ids.items()},
                                          "root": str(dataset.root), "n_excluded": len(excluded)})
         if excluded:
@@ -388,7 +390,7 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
             ckpt_dir = frozen_checkpoints(Path(spec.frozen_from))
             fit_id["frozen"] = {p.name: sha256_file(p) for p in sorted(ckpt_dir.glob("*.safetensors"))}
         fit_key = content_hash(fit_id)
-        checkpoint_names = list(spec.checkpoints or getattr(ctx.dataset_cls, "evaluate_checkpoints", ("best",)))
+        checkpoint_names = list(spec.checkpoints or ctx.dataset_cls.evaluate_checkpoints)
         if "best" not in checkpoint_names:
             raise PathkitError(f"checkpoints {checkpoint_names} must include \"best\" (the reported one)")
 

@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show everything known about a component."""
         registry = get_plugin_manager()
-        found = registry.find(name)
+        found = registry.find(name) or registry.find(name.partition(":")[0])
         if not found:
             every = sorted({n for kind in COMPONENT_KINDS for n in registry.names(kind)})
             close = difflib.get_close_matches(name, every, n=3, cutoff=0.5)
@@ -92,6 +92,8 @@ def register(app: typer.Typer) -> None:
             info = comp.describe()
             owner = registry.owner_of(comp.kind, name)
             info["plugin"] = owner.as_dict() if owner else None
+            if ":" in name:
+                info["view"] = name.partition(":")[2]
             infos.append(info)
         if as_json:
             print_json(infos)

@@ -51,7 +51,7 @@ def _feature_options(metric_cls: type[Metric]) -> Any:
     """
     from datasets import Features, Sequence, Value
 
-    declared = getattr(metric_cls, "evaluate_features", None)
+    declared = metric_cls.evaluate_features
     if declared:
         options = [Features(dict(spec)) for spec in declared]
         return options[0] if len(options) == 1 else options

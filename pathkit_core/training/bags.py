@@ -72,20 +72,26 @@ class BagDataset:
         import torch
 
         spec = self.specs[index]
-        feats, coords = [], []
-        for path in spec.feature_files:
+        feats, coords, rows, files = [], [], [], []
+        for ordinal, path in enumerate(spec.feature_files):
             f, c = self.loader(Path(path))
             feats.append(torch.as_tensor(f))
             coords.append(torch.as_tensor(c) if c is not None else torch.zeros(len(f), 2, dtype=torch.int32))
+            rows.append(torch.arange(len(f)))
+            files.append(torch.full((len(f),), ordinal, dtype=torch.int64))
         if not feats:
             raise PathkitError(f"case {spec.case_id!r} has no feature files")
         features = torch.cat(feats).to(getattr(torch, self.dtype))
         coord = torch.cat(coords).to(torch.int64)
+        # Row of each kept tile in its own feature file (= its tile-manifest row) and which file:
+        # what attention maps need to land on the right tiles after a cut or a sample.
+        tile_index, tile_file = torch.cat(rows), torch.cat(files)
         if self.max_tiles is not None and len(features) > self.max_tiles:
             if self.sample_tiles:
                 g = torch.Generator().manual_seed(self.seed + index)
                 keep = torch.randperm(len(features), generator=g)[: self.max_tiles].sort().values
             else:
                 keep = torch.arange(self.max_tiles)
-            features, coord = features[keep], coord[keep]
-        return {"case_id": spec.case_id, "features": features, "coords": coord, "target": spec.target}
+            features, coord, tile_index, tile_file = features[keep], coord[keep], tile_index[keep], tile_file[keep]
+        return {"case_id": spec.case_id, "features": features, "coords": coord, "target": spec.target,
+                "tile_index": tile_index, "tile_file": tile_file}

@@ -1,0 +1,420 @@
+"""Patient-level train/validation/test splits: stratified, versioned, hash-checked and leakage-checked."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import FileLock, atomic_write_json, atomic_write_text, content_hash
+
+SPLIT_PARTS = ("train", "val", "test")
+SPLITS_FORMAT = "pathkit.splits"
+SPLITS_FORMAT_VERSION = 1
+CSV_COLUMNS = ("fold", "part", "patient_id", "case_id", "label")
+
+
+@dataclass(frozen=True)
+class SplitRecord:
+    """One case of a cohort: its id, its patient and its label (the stratification variable)."""
+
+    case_id: str
+    patient_id: str
+    label: str
+
+
+@dataclass(frozen=True)
+class SplitParams:
+    """How splits are drawn: `n_splits` repeated stratified draws of `test_fraction` of the
+    patients for test, then `val_fraction` of the remaining (training) patients for validation.
+
+    GOLDMARK: five stratified 70/30 patient-level splits; the validation part is pathkit's
+    (the public code selects epochs on the test part; see docs/goldmark.md).
+    """
+
+    n_splits: int = 5
+    test_fraction: float = 0.3
+    val_fraction: float = 0.2
+    seed: int = 0
+    max_attempts: int = 100
+
+    def check(self) -> None:
+        if self.n_splits < 1:
+            raise PathkitError(f"splits: n_splits must be at least 1, got {self.n_splits}")
+        for name in ("test_fraction", "val_fraction"):
+            value = getattr(self, name)
+            if not 0.0 < value < 1.0:
+                raise PathkitError(f"splits: {name} must lie strictly between 0 and 1, got {value}")
+        if self.max_attempts < 1:
+            raise PathkitError(f"splits: max_attempts must be at least 1, got {self.max_attempts}")
+
+
+def as_records(rows: Iterable[tuple[str, str, Any]]) -> list[SplitRecord]:
+    """(case_id, patient_id, label) tuples -> records; a case id given twice is an error."""
+    records, seen = [], set()
+    for case_id, patient_id, label in rows:
+        case_id, patient_id = str(case_id), str(patient_id)
+        if case_id in seen:
+            raise PathkitError(f"splits: case {case_id!r} appears twice in the cohort")
+        if not patient_id:
+            raise PathkitError(f"splits: case {case_id!r} has no patient id")
+        seen.add(case_id)
+        records.append(SplitRecord(case_id, patient_id, str(label)))
+    return records
+
+
+def cohort_hash(records: Sequence[SplitRecord]) -> str:
+    """What a split manifest was made from: the sorted (case, patient, label) triples."""
+    return content_hash(sorted((r.case_id, r.patient_id, r.label) for r in records))
+
+
+def patient_strata(records: Sequence[SplitRecord]) -> dict[str, str]:
+    """The stratification label of each patient.
+
+    Binary 0/1 labels: positive when any of the patient's cases is positive (GOLDMARK's
+    split script groups slides by patient and takes the maximum label). Other labels: the
+    patient's most frequent label (ties to the smallest).
+    """
+    by_patient: dict[str, list[str]] = defaultdict(list)
+    for r in records:
+        by_patient[r.patient_id].append(r.label)
+    binary = {r.label for r in records} <= {"0", "1"}
+    strata = {}
+    for patient, labels in by_patient.items():
+        if binary:
+            strata[patient] = max(labels)
+        else:
+            counts = Counter(labels)
+            top = max(counts.values())
+            strata[patient] = min(label for label, n in counts.items() if n == top)
+    return strata
+
+
+@dataclass
+class SplitManifest:
+    """Per fold, the part (train/val/test) of every case; `meta` holds version, params and hashes."""
+
+    rows: list[dict[str, Any]]
+    meta: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def folds(self) -> list[int]:
+        return sorted({int(r["fold"]) for r in self.rows})
+
+    @property
+    def content_hash(self) -> str:
+        return str(self.meta.get("content_hash") or rows_hash(self.rows))
+
+    def fold(self, fold: int) -> dict[str, list[str]]:
+        """{"train": [...], "val": [...], "test": [...]} case ids of `fold` (1-based), in cohort order."""
+        if fold not in self.folds:
+            where = f" in {self.path}" if self.path else ""
+            raise PathkitError(f"splits: no fold {fold}{where}; folds are {self.folds}")
+        out: dict[str, list[str]] = {part: [] for part in SPLIT_PARTS}
+        for r in self.rows:
+            if int(r["fold"]) == fold:
+                out[r["part"]].append(r["case_id"])
+        return out
+
+    def patients(self, fold: int) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {part: set() for part in SPLIT_PARTS}
+        for r in self.rows:
+            if int(r["fold"]) == fold:
+                out[r["part"]].add(r["patient_id"])
+        return out
+
+    def save(self, path: str | Path) -> Path:
+        """`<path>` (CSV, one row per fold x case) and `<path>.json` (version, params, hashes)."""
+        path = Path(path)
+        lines = [",".join(CSV_COLUMNS)]
+        for r in self.rows:
+            lines.append(",".join(_csv_cell(r[c]) for c in CSV_COLUMNS))
+        meta = dict(self.meta)
+        meta["content_hash"] = rows_hash(self.rows)
+        atomic_write_text(path, "\n".join(lines) + "\n")
+        atomic_write_json(_meta_path(path), meta)
+        self.meta, self.path = meta, path
+        return path
+
+
+def _csv_cell(value: Any) -> str:
+    text = str(value)
+    if any(ch in text for ch in ',"\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _meta_path(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def rows_hash(rows: Sequence[Mapping[str, Any]]) -> str:
+    return content_hash(sorted([int(r["fold"]), r["part"], r["patient_id"], r["case_id"], r["label"]] for r in rows))
+
+
+def check_leakage(rows: Sequence[Mapping[str, Any]], where: str = "splits") -> None:
+    """Every fold: each case once, each patient in exactly one part, every part non-empty, same cases."""
+    by_fold: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r["part"] not in SPLIT_PARTS:
+            raise PathkitError(f"{where}: unknown part {r['part']!r} (expected one of {', '.join(SPLIT_PARTS)})")
+        by_fold[int(r["fold"])].append(r)
+    reference_cases: set[str] | None = None
+    for fold, fold_rows in sorted(by_fold.items()):
+        cases = Counter(r["case_id"] for r in fold_rows)
+        twice = [c for c, n in cases.items() if n > 1]
+        if twice:
+            raise PathkitError(f"{where}: fold {fold}: case(s) listed twice: {', '.join(sorted(twice)[:10])}")
+        parts_of: dict[str, set[str]] = defaultdict(set)
+        for r in fold_rows:
+            parts_of[r["patient_id"]].add(r["part"])
+        leaked = {p: parts for p, parts in parts_of.items() if len(parts) > 1}
+        if leaked:
+            shown = "; ".join(f"{p} in {'+'.join(sorted(parts))}" for p, parts in sorted(leaked.items())[:10])
+            raise PathkitError(f"{where}: fold {fold}: patient leakage between parts: {shown}")
+        empty = [part for part in SPLIT_PARTS if not any(r["part"] == part for r in fold_rows)]
+        if empty:
+            raise PathkitError(f"{where}: fold {fold}: empty part(s) {', '.join(empty)}")
+        if reference_cases is None:
+            reference_cases = set(cases)
+        elif set(cases) != reference_cases:
+            raise PathkitError(f"{where}: fold {fold} does not hold the same cases as the first fold")
+
+
+def _allocation(n: int, fraction: float, keep_other: int) -> int:
+    """round(fraction * n), but at least 1 and leaving `keep_other` for the other parts."""
+    return max(1, min(round(fraction * n), n - keep_other))
+
+
+def make_splits(
+    records: Sequence[SplitRecord],
+    params: SplitParams = SplitParams(),
+    *,
+    name: str = "splits",
+    version: int = 1,
+) -> SplitManifest:
+    """Draw `params.n_splits` stratified patient-level train/val/test splits.
+
+    Patients are stratified by `patient_strata`; each stratum contributes round(fraction x
+    size) patients (at least one) to test, then to validation. A draw is retried (new
+    random state) until every part of the fold holds every class of the cohort; a class
+    with fewer than three patients, or draws that keep failing, is a clear error.
+    """
+    import numpy as np
+
+    params.check()
+    if not records:
+        raise PathkitError(f"{name}: no cases to split")
+    strata = patient_strata(records)
+    by_stratum: dict[str, list[str]] = defaultdict(list)
+    for patient in sorted(strata):
+        by_stratum[strata[patient]].append(patient)
+    classes = sorted({r.label for r in records})
+    if len(classes) < 2:
+        raise PathkitError(f"{name}: every case has label {classes[0]!r}; a split needs at least two classes")
+    small = {label: len(p) for label, p in by_stratum.items() if len(p) < len(SPLIT_PARTS)}
+    if small:
+        shown = ", ".join(f"label {label!r}: {n} patient(s)" for label, n in sorted(small.items()))
+        raise PathkitError(
+            f"{name}: too few patients to give train, validation and test one of each class ({shown}; "
+            f"need at least {len(SPLIT_PARTS)} per class)"
+        )
+    cases_of: dict[str, list[SplitRecord]] = defaultdict(list)
+    for r in records:
+        cases_of[r.patient_id].append(r)
+    rows: list[dict[str, Any]] = []
+    attempts_used: list[int] = []
+    for fold in range(1, params.n_splits + 1):
+        for attempt in range(params.max_attempts):
+            rng = np.random.default_rng([params.seed, fold, attempt])
+            part_of: dict[str, str] = {}
+            for label in sorted(by_stratum):
+                patients = list(by_stratum[label])
+                order = rng.permutation(len(patients))
+                shuffled = [patients[i] for i in order]
+                n_test = _allocation(len(shuffled), params.test_fraction, keep_other=2)
+                rest = shuffled[n_test:]
+                n_val = _allocation(len(rest), params.val_fraction, keep_other=1)
+                for p in shuffled[:n_test]:
+                    part_of[p] = "test"
+                for p in rest[:n_val]:
+                    part_of[p] = "val"
+                for p in rest[n_val:]:
+                    part_of[p] = "train"
+            present = {part: {r.label for r in records if part_of[r.patient_id] == part} for part in SPLIT_PARTS}
+            if all(set(classes) <= labels for labels in present.values()):
+                break
+        else:
+            missing = {part: sorted(set(classes) - labels) for part, labels in present.items() if set(classes) - labels}
+            raise PathkitError(
+                f"{name}: fold {fold}: after {params.max_attempts} draws some part still lacks a class "
+                f"({'; '.join(f'{p} lacks {m}' for p, m in missing.items())}); the cohort is too small or its "
+                "labels vary within patients"
+            )
+        attempts_used.append(attempt + 1)
+        for r in records:
+            rows.append({"fold": fold, "part": part_of[r.patient_id], "patient_id": r.patient_id,
+                         "case_id": r.case_id, "label": r.label})
+    check_leakage(rows, name)
+    meta = {
+        "format": SPLITS_FORMAT,
+        "format_version": SPLITS_FORMAT_VERSION,
+        "name": name,
+        "version": int(version),
+        "params": asdict(params),
+        "cohort_hash": cohort_hash(records),
+        "n_cases": len(records),
+        "n_patients": len(strata),
+        "classes": classes,
+        "draws_per_fold": attempts_used,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "content_hash": rows_hash(rows),
+    }
+    return SplitManifest(rows, meta)
+
+
+def from_assignments(
+    records: Sequence[SplitRecord],
+    assignments: Mapping[int, Mapping[str, str]],
+    *,
+    name: str,
+    version: int = 1,
+    source: str = "",
+) -> SplitManifest:
+    """A manifest from given per-fold patient parts ({fold: {patient_id: part}}), leakage-checked."""
+    rows = []
+    for fold in sorted(assignments):
+        parts = assignments[fold]
+        for r in records:
+            if r.patient_id not in parts:
+                raise PathkitError(f"{name}: fold {fold}: patient {r.patient_id!r} (case {r.case_id}) has no part")
+            rows.append({"fold": int(fold), "part": parts[r.patient_id], "patient_id": r.patient_id,
+                         "case_id": r.case_id, "label": r.label})
+    check_leakage(rows, name)
+    meta = {"format": SPLITS_FORMAT, "format_version": SPLITS_FORMAT_VERSION, "name": name, "version": int(version),
+            "params": {"source": source}, "cohort_hash": cohort_hash(records), "n_cases": len(records),
+            "n_patients": len({r.patient_id for r in records}), "classes": sorted({r.label for r in records}),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "content_hash": rows_hash(rows)}
+    return SplitManifest(rows, meta)
+
+
+def carve_validation(
+    train_patients: Mapping[str, str], val_fraction: float, seed: Sequence[int] | int
+) -> set[str]:
+    """Stratified validation patients drawn from training patients ({patient: stratum})."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    by_stratum: dict[str, list[str]] = defaultdict(list)
+    for patient in sorted(train_patients):
+        by_stratum[train_patients[patient]].append(patient)
+    chosen: set[str] = set()
+    for label in sorted(by_stratum):
+        patients = by_stratum[label]
+        if len(patients) < 2:
+            raise PathkitError(
+                f"splits: label {label!r} has {len(patients)} training patient(s); validation needs one "
+                "and training another"
+            )
+        n_val = _allocation(len(patients), val_fraction, keep_other=1)
+        order = rng.permutation(len(patients))
+        chosen.update(patients[i] for i in order[:n_val])
+    return chosen
+
+
+def load_splits(path: str | Path) -> SplitManifest:
+    """Read a manifest written by `SplitManifest.save`, refusing one whose rows no longer match
+    the recorded content hash or that leaks a patient between parts."""
+    import csv
+
+    path = Path(path)
+    meta_file = _meta_path(path)
+    if not path.exists():
+        raise PathkitError(f"{path}: no such split manifest")
+    if not meta_file.exists():
+        raise PathkitError(f"{path}: its metadata file {meta_file.name} (version, content hash) is missing")
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise PathkitError(f"{meta_file}: invalid JSON ({exc.msg})") from exc
+    if meta.get("format") != SPLITS_FORMAT:
+        raise PathkitError(f"{meta_file}: not a pathkit split manifest (format {meta.get('format')!r})")
+    if int(meta.get("format_version", 0)) > SPLITS_FORMAT_VERSION:
+        raise PathkitError(f"{meta_file}: format version {meta.get('format_version')} is newer than this pathkit")
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise PathkitError(f"{path}: split manifest lacks column(s) {', '.join(missing)}")
+        rows = []
+        for lineno, row in enumerate(reader, start=2):
+            try:
+                fold = int(row["fold"])
+            except (TypeError, ValueError):
+                raise PathkitError(f"{path}: line {lineno}: fold {row['fold']!r} is not an integer") from None
+            rows.append({"fold": fold, "part": row["part"], "patient_id": row["patient_id"],
+                         "case_id": row["case_id"], "label": row["label"]})
+    actual = rows_hash(rows)
+    if actual != meta.get("content_hash"):
+        raise PathkitError(
+            f"{path}: content hash {actual} no longer matches the recorded {meta.get('content_hash')} "
+            f"(in {meta_file.name}): the split manifest was edited or damaged. Restore it, or give a new "
+            "split version to draw fresh splits."
+        )
+    check_leakage(rows, str(path))
+    return SplitManifest(rows, meta, path)
+
+
+def load_or_create_splits(
+    path: str | Path,
+    records: Sequence[SplitRecord],
+    params: SplitParams = SplitParams(),
+    *,
+    name: str = "splits",
+    version: int = 1,
+) -> SplitManifest:
+    """The persisted manifest at `path` if it was drawn from this cohort with these parameters;
+    otherwise draw and save it. Concurrent callers (several encoders) share one draw."""
+    path = Path(path)
+    with FileLock(path.with_name(path.name + ".lock"), timeout=600):
+        if path.exists():
+            manifest = load_splits(path)
+            recorded = manifest.meta.get("cohort_hash")
+            if recorded != cohort_hash(records):
+                raise PathkitError(
+                    f"{path}: these splits (version {manifest.meta.get('version')}) were drawn from a different "
+                    f"cohort (cohort hash {recorded}, now {cohort_hash(records)}: cases or labels changed). Give "
+                    "a new split version to draw fresh splits, or restore the cohort."
+                )
+            if manifest.meta.get("params") != asdict(params):
+                raise PathkitError(
+                    f"{path}: drawn with {manifest.meta.get('params')}, not {asdict(params)}; give a new split "
+                    "version for other parameters"
+                )
+            return manifest
+        manifest = make_splits(records, params, name=name, version=version)
+        manifest.save(path)
+        return manifest
+
+
+__all__ = [
+    "SPLIT_PARTS",
+    "SplitManifest",
+    "SplitParams",
+    "SplitRecord",
+    "as_records",
+    "carve_validation",
+    "check_leakage",
+    "cohort_hash",
+    "from_assignments",
+    "load_or_create_splits",
+    "load_splits",
+    "make_splits",
+    "patient_strata",
+]

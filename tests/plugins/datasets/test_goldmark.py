@@ -1,0 +1,254 @@
+"""goldmark dataset: task catalogue, curation filters, QC gating, splits across encoders, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from pathkit_datasets._goldmark_synthetic import SyntheticSpec, write_synthetic_cohort
+from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, TOP8_TASKS, normalise_task_key
+from pathkit_datasets.goldmark import GoldmarkDataset, parse_label
+
+from pathkit_core.contracts import PathkitError
+
+SMALL = SyntheticSpec(cohorts=(("TCGA", 24), ("MSKCC", 16)), tiles=(12, 24), dim=8, seed=3)
+
+
+@pytest.fixture(scope="module")
+def cohort_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("goldmark") / "cohort"
+    write_synthetic_cohort(root, SMALL)
+    return root
+
+
+@pytest.fixture
+def root(cohort_root, tmp_path) -> Path:
+    """A private copy that a test may damage."""
+    copy = tmp_path / "cohort"
+    shutil.copytree(cohort_root, copy)
+    return copy
+
+
+def open_ds(root, tmp_path=None, **options):
+    options.setdefault("view", "COAD-MSI")
+    if tmp_path is not None:
+        options.setdefault("workdir", str(tmp_path / "ws"))
+    return GoldmarkDataset(root, **options)
+
+
+def test_catalogue_is_table_1():
+    assert len(TASKS) == 33 and len(TASKS_BY_KEY) == 33
+    assert len({t.tumor_code for t in TASKS}) == 14  # "33 tasks spanning 14 tumour types"
+    for t in TASKS:
+        assert t.tcga_positive + t.tcga_negative == t.tcga_total
+        assert t.mskcc_positive + t.mskcc_negative == t.mskcc_total
+    msi = TASKS_BY_KEY["COAD-MSI"]
+    assert msi.counts("TCGA") == (405, 70, 335) and msi.counts("MSKCC") == (2959, 350, 2609)
+    assert TASKS_BY_KEY["LGG-IDH1"].counts("TCGA") == (491, 382, 109)
+    assert TASKS_BY_KEY["PCPG-HRAS"].counts("MSKCC") == (18, 2, 16)
+    assert set(TOP8_TASKS) <= set(TASKS_BY_KEY) and len(TOP8_TASKS) == 8
+    assert normalise_task_key("coad:msi") == normalise_task_key("COAD_MSI") == "COAD-MSI"
+    described = GoldmarkDataset.describe()
+    assert len(described["tasks"]) == 33 and described["selection_metric"] == "classification:AUROC"
+
+
+def test_views_resolve_and_reach_the_dataset(tmp_path):
+    from pathkit_core.pipeline import RunSpec, dataset_options
+    from pathkit_core.plugins import get_plugin_manager
+
+    assert get_plugin_manager().get("dataset", "goldmark:COAD-MSI") is GoldmarkDataset
+    spec = RunSpec(dataset="goldmark:LGG-IDH1", encoder="uni", generator="gma-mil",
+                   dataset_options={"fold": 2})
+    options = dataset_options(spec, GoldmarkDataset, tmp_path)
+    assert options == {"fold": 2, "view": "LGG-IDH1", "encoder": "uni", "workdir": str(tmp_path)}
+    assert GoldmarkDataset(None, **options).task_key == "LGG-IDH1"
+    # bags: gma-mil keeps every tile (GOLDMARK) where the pipeline's default cut is PathBench's 10,000
+    from pathkit_core.pipeline import RunContext
+
+    assert RunContext(RunSpec(dataset="goldmark:COAD-MSI", encoder="uni", generator="gma-mil",
+                              workdir=tmp_path)).spec.max_tiles is None
+    assert RunContext(RunSpec(dataset="goldmark:COAD-MSI", encoder="uni", generator="gma-mil", workdir=tmp_path,
+                              max_tiles=500)).spec.max_tiles == 500
+    with pytest.raises(PathkitError, match="choose a task"):
+        _ = GoldmarkDataset(None).task_key
+
+
+def test_curation_and_qc_exclusions_are_counted_with_reasons(cohort_root, tmp_path):
+    info = json.loads((cohort_root / "synthetic.json").read_text())
+    ds = open_ds(cohort_root, tmp_path, test_cohort="MSKCC")
+    excluded = ds.excluded_cases()
+    expected = {"frozen section": "not diagnostic FFPE", "duplicate scan": "duplicate scan",
+                "tissue": "too little tissue", "degenerate": "failed QC: degenerate",
+                "failed extraction": "failed QC: extraction marked failed",
+                "failed QC record": "failed QC: tile_count_mismatch"}
+    assert set(excluded) == set(info["bad_inputs"])
+    for slide_id, kind in info["bad_inputs"].items():
+        assert excluded[slide_id].startswith(expected[kind]), (kind, excluded[slide_id])
+    parts = ds.splits()
+    used = set().union(*map(set, parts.values()))
+    assert not used & set(excluded)
+    # the external test part is every eligible slide of the other cohort
+    assert all(sid.startswith("P-") for sid in parts["test"]) and len(parts["test"]) == 16
+    assert all(sid.startswith("TCGA-") for sid in parts["train"] + parts["val"])
+    cases = {c.case_id: c for part in parts for c in ds.cases(part)}
+    patients = {part: {cases[i].patient_id for i in ids} for part, ids in parts.items()}
+    assert not patients["train"] & patients["val"]
+    first = cases[parts["test"][0]]
+    assert first.features[0].name.startswith("features_P-") and first.meta["tile_manifests"][0].endswith(".csv")
+    assert {c.target for c in cases.values()} == {0, 1}
+    summary = ds.summary()
+    assert summary["excluded_by_reason"]["failed QC"] == 3 and summary["parts"]["test"]["slides"] == 16
+    # duplicate scans: the better (smaller mpp) scan of the glass slide is kept
+    dup = next(s for s, k in info["bad_inputs"].items() if k == "duplicate scan")
+    kept = dup.split(".")[0]
+    assert any(i.startswith(kept) for i in used)
+
+
+def test_splits_are_shared_by_encoders_while_qc_is_per_encoder(cohort_root, tmp_path):
+    root = tmp_path / "multi"
+    shutil.copytree(cohort_root, root)
+    manifest = (root / "manifest.csv").read_text().splitlines()
+    header = manifest[0].split(",")
+    col = header.index("feature_path")
+    # two encoders' feature folders; the manifest names none, so features_dir decides
+    (root / "manifest.csv").write_text("\n".join([manifest[0]] + [
+        ",".join(v if i != col else "" for i, v in enumerate(line.split(","))) for line in manifest[1:]]) + "\n")
+    for encoder in ("enc-a", "enc-b"):
+        shutil.copytree(root / "features", root / "features" / encoder)
+    victim = next(line.split(",")[0] for line in manifest[1:] if line.startswith("TCGA-SY-0005"))
+    from pathkit_core.features.store import write_features
+
+    write_features(root / "features" / "enc-b" / f"{victim}.safetensors", torch.ones(10, 8), torch.zeros(10, 2))
+    a = open_ds(root, tmp_path, encoder="enc-a", features_dir="features/{encoder}")
+    b = open_ds(root, tmp_path, encoder="enc-b", features_dir="features/{encoder}")
+    assert a.split_manifest().content_hash == b.split_manifest().content_hash
+    assert a.split_manifest().path == b.split_manifest().path
+    assert victim not in a.excluded_cases() and "degenerate" in b.excluded_cases()[victim]
+    part = next(p for p, ids in a.splits().items() if victim in ids)
+    assert b.splits()[part] == [i for i in a.splits()[part] if i != victim]
+    # splits are drawn before QC gating, so a slide failing QC stays in the manifest but not in the run
+    gone = set(a.excluded_cases())
+    for fold in (1, 2, 3, 4, 5):
+        assert open_ds(root, tmp_path, encoder="enc-a", features_dir="features/{encoder}", fold=fold).splits()[
+            "test"] == [i for i in a.split_manifest().fold(fold)["test"] if i not in gone]
+
+
+def test_long_label_table_and_unmatched_patients(root, tmp_path):
+    lines = (root / "manifest.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    pid, gene = header.index("patient_id"), header.index("MSI")
+    labels = {line.split(",")[pid]: line.split(",")[gene] for line in lines[1:]}
+    rows = ["patient_id,task,label"] + [f"{p},COAD-MSI,{'MSI-H' if v == '1' else 'MSS'}" for p, v in labels.items()]
+    (root / "labels.csv").write_text("\n".join(rows + ["TCGA-XX-0001,COAD-MSI,MSS", "TCGA-XX-0002,COAD-MSI,MSI-H",
+                                                       "TCGA-XX-0003,LGG-IDH1,1"]) + "\n")
+    with pytest.raises(PathkitError, match=r"2 patient\(s\) labelled for COAD-MSI have no slide in the manifest: "
+                                           r"TCGA-XX-0001, TCGA-XX-0002"):
+        open_ds(root, tmp_path).validate()
+    ds = open_ds(root, tmp_path, allow_unmatched_labels=True)
+    assert ds.summary()["labelled_patients_without_slides"] == ["TCGA-XX-0001", "TCGA-XX-0002"]
+    by_patient = {c.patient_id: c.target for part in ("train", "val", "test") for c in ds.cases(part)}
+    assert len(by_patient) > 20
+    assert all(by_patient[p] == int(labels[p]) for p in by_patient)
+
+
+def test_single_class_task_is_a_clear_error(root, tmp_path):
+    text = (root / "manifest.csv").read_text().splitlines()
+    gene = text[0].split(",").index("MSI")
+    rows = [",".join(v if i != gene else "0" for i, v in enumerate(line.split(","))) for line in text[1:]]
+    (root / "manifest.csv").write_text("\n".join([text[0]] + rows) + "\n")
+    with pytest.raises(PathkitError, match="all with label 0; the task needs positive and negative slides"):
+        open_ds(root, tmp_path).validate()
+
+
+def test_edited_split_manifest_is_refused(root, tmp_path):
+    ds = open_ds(root, tmp_path)
+    path = ds.split_manifest().path
+    text = path.read_text()
+    path.write_text(text.replace(",test,", ",train,", 1))
+    with pytest.raises(PathkitError, match="no longer matches the recorded"):
+        open_ds(root, tmp_path).validate()
+    # a new split version draws fresh splits beside it
+    assert open_ds(root, tmp_path, splits_version=2).split_manifest().path.name.endswith(".v2.splits.csv")
+
+
+def test_mixed_feature_dimensions_in_a_cohort_are_refused(root, tmp_path):
+    from pathkit_core.features.store import write_features
+
+    target = next((root / "features").glob("TCGA-SY-0003-*.safetensors"))
+    write_features(target, torch.randn(20, 12), torch.zeros(20, 2))
+    with pytest.raises(PathkitError, match=r"cohort TCGA mixes feature dimensions \(8-d: .*; 12-d: 1 file"):
+        open_ds(root, tmp_path).validate()
+
+
+def test_goldmark_split_manifest_is_imported_with_a_carved_validation_part(cohort_root, tmp_path):
+    source = open_ds(cohort_root, tmp_path / "first").split_manifest()
+    slides = sorted({r["case_id"] for r in source.rows})
+    header = "slide_path,slide_id,label_index,target," + ",".join(f"split_{k}_set" for k in (1, 2))
+    lines = [header]
+    for sid in slides:
+        parts = [next(r["part"] for r in source.rows if r["case_id"] == sid and r["fold"] == k) for k in (1, 2)]
+        lines.append(f"x.svs,{sid},0,0," + ",".join("test" if p == "test" else "train" for p in parts))
+    (tmp_path / "gm_splits.csv").write_text("\n".join(lines) + "\n")
+    ds = open_ds(cohort_root, tmp_path, split_manifest=str(tmp_path / "gm_splits.csv"), n_splits=2, fold=2)
+    imported = ds.split_manifest()
+    assert imported.folds == [1, 2] and imported.meta["params"]["source"] == str(tmp_path / "gm_splits.csv")
+    for k in (1, 2):
+        assert set(imported.fold(k)["test"]) == set(source.fold(k)["test"])
+        assert imported.fold(k)["val"] and set(imported.fold(k)["val"]) <= set(source.fold(k)["train"]) | set(
+            source.fold(k)["val"])
+
+
+def test_imported_split_manifest_with_patient_leakage_is_refused(root, tmp_path):
+    lines = (root / "manifest.csv").read_text().splitlines()
+    first = next(line for line in lines[1:] if line.startswith("TCGA-SY-0003"))
+    second_slide = first.split(",")[0].split("-DX1")[0] + "-DX2.SECOND01"
+    (root / "manifest.csv").write_text("\n".join(lines + [second_slide + first[first.index(","):]]) + "\n")
+    slides = [line.split(",")[0] for line in lines[1:]] + [second_slide]
+    rows = ["slide_id,split_1_set"] + [f"{sid},{'test' if sid == second_slide else 'train'}" for sid in slides]
+    (root / "splits_in.csv").write_text("\n".join(rows) + "\n")
+    with pytest.raises(PathkitError, match="patient TCGA-SY-0003 has slides in train and test"):
+        open_ds(root, tmp_path, split_manifest="splits_in.csv", n_splits=1).validate()
+
+
+def test_bad_options_and_tables_are_explained(root, tmp_path):
+    with pytest.raises(PathkitError, match="unknown option"):
+        GoldmarkDataset(root, view="COAD-MSI", epochs=3)
+    with pytest.raises(PathkitError, match="test_cohort 'MSK' is not a cohort of this task"):
+        open_ds(root, tmp_path, test_cohort="MSK").validate()
+    with pytest.raises(PathkitError, match="no label column for task LGG-IDH1"):
+        open_ds(root, tmp_path, view="LGG-IDH1").validate()
+    with pytest.raises(PathkitError, match="fold 6 is outside 1..5"):
+        open_ds(root, tmp_path, fold=6).validate()
+    with pytest.raises(PathkitError, match="no slide manifest"):
+        open_ds(tmp_path, tmp_path).validate()
+    with pytest.raises(PathkitError, match="not a folder"):
+        open_ds(tmp_path / "absent", tmp_path).validate()
+    with pytest.raises(PathkitError, match="not binary"):
+        parse_label("VUS", "row 3")
+    assert parse_label("Mutant", "x") == 1 and parse_label("wild-type", "x") == 0 and parse_label("NA", "x") is None
+    text = (root / "manifest.csv").read_text().replace(",1,features/", ",maybe,features/", 1)
+    (root / "manifest.csv").write_text(text)
+    with pytest.raises(PathkitError, match="label 'maybe' is not binary"):
+        open_ds(root, tmp_path).validate()
+
+
+def test_slides_without_patient_or_qc_record(root, tmp_path):
+    lines = (root / "manifest.csv").read_text().splitlines()
+    pid = lines[0].split(",").index("patient_id")
+    broken = [lines[0]] + [",".join("" if i == pid and v.startswith("P-") else v
+                                    for i, v in enumerate(line.split(","))) for line in lines[1:]]
+    (root / "manifest.csv").write_text("\n".join(broken) + "\n")
+    with pytest.raises(PathkitError, match="without a patient id and not a TCGA barcode"):
+        open_ds(root, tmp_path).validate()
+    (root / "manifest.csv").write_text("\n".join(lines) + "\n")
+    # pathkit-store files carry no QC record here: without computing QC they are excluded, fail-closed
+    strict = open_ds(root, tmp_path, compute_missing_qc=False)
+    store_file = next((root / "features").glob("TCGA-SY-0003-*.safetensors"))
+    assert strict._check_feature(store_file).reason.startswith("no QC record")
+    goldmark_file = next((root / "features").glob("features_P-*.pt"))
+    assert strict._check_feature(goldmark_file).status == "ok"  # its JSON record says ok
+    with pytest.raises(PathkitError, match=r"usable slide\(s\) with label\(s\) \[\]; both classes are needed"):
+        strict.validate()
