@@ -245,7 +245,12 @@ def features_for_cases(
 
         tile_dir = ctx.workdir / "tiles" / encoder_cls.tile_spec.key()
         params = TilingParams(target_mpp=encoder_cls.tile_spec.mpp, tile_px=encoder_cls.tile_spec.tile_px)
-        tiled = tile_slides(need_slides, tile_dir, params, workers=max(spec.extract_workers, 1))
+        # a dataset may state its slides' mpp (Case.meta["mpp"], e.g. REG TIFFs whose resolution
+        # tag is a 72-dpi placeholder); it overrides what the file says
+        mpp_overrides = {str(s): float(c.meta["mpp"]) for c in cases if not c.features and c.meta.get("mpp")
+                         for s in c.slides}
+        tiled = tile_slides(need_slides, tile_dir, params, workers=max(spec.extract_workers, 1),
+                            mpp_overrides=mpp_overrides or None)
         manifests = [r.manifest_path for r in tiled if r.status in ("ok", "skipped") and r.n_tiles > 0]
         for r in tiled:
             if r.status == "failed":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from pathlib import Path
 
 import typer
@@ -26,13 +28,15 @@ def register(app: typer.Typer) -> None:
         max_epochs: int | None = typer.Option(None, "--max-epochs", help="Override the training epochs."),
         skip_missing: bool = typer.Option(False, "--skip-missing", help="Leave out cases without features (recorded)."),
         cpu: bool = typer.Option(False, "--cpu", help="Train on the CPU even when a GPU is present."),
+        dataset_option: list[str] = typer.Option(
+            [], "--dataset-option", "-o", help="Dataset option KEY=VALUE (repeatable), e.g. split=random."),
     ) -> None:
         """Run the benchmark pipeline; with no arguments, the embedded demo."""
         from pathkit_core.pipeline import DEMO_RUN, RunSpec, load_run_config, run_pipeline
 
         values: dict = dict(load_run_config(config)) if config else {}
         if not config and dataset is None and not encoder and not generator:
-            values.update(DEMO_RUN)
+            values.update(copy.deepcopy(DEMO_RUN))
             console.print("[bold]pathkit demo[/]: synthetic REG-style slides, tiny-vit features, "
                           "wsi-caption reports (not a pathology model; see README)")
         for key, value in (("dataset", dataset), ("workdir", workdir), ("dataset_root", dataset_root),
@@ -47,6 +51,8 @@ def register(app: typer.Typer) -> None:
             values["metrics"] = split_names(metric)
         if max_epochs is not None:
             values.setdefault("train", {})["max_epochs"] = max_epochs
+        if dataset_option:
+            values.setdefault("dataset_options", {}).update(_parse_options(dataset_option))
         encoders = split_names(encoder) or _as_list(values.pop("encoder", None))
         generators = split_names(generator) or _as_list(values.pop("generator", None))
         values.pop("encoder", None)
@@ -74,6 +80,20 @@ def register(app: typer.Typer) -> None:
 
             write_leaderboard(results, Path(values.get("workdir", "pathkit-work")), values["dataset"],
                               console=console)
+
+
+def _parse_options(items: list[str]) -> dict:
+    """`KEY=VALUE` strings -> a dict; values are read as JSON when they parse (numbers, booleans)."""
+    out: dict = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise PathkitError(f"--dataset-option {item!r}: expected KEY=VALUE")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
 
 
 def _as_list(value) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError, TaskModel
-from pathkit_core.workspace import atomic_write_json, atomic_write_with
+from pathkit_core.workspace import atomic_write_json, atomic_write_text, atomic_write_with
 
 # A selection function scores validation predictions: (predictions, references) -> float.
 SelectionFn = Callable[[Mapping[str, Any], Mapping[str, Any]], float]
@@ -26,6 +26,9 @@ class TrainConfig:
     lr: float = 7e-5
     weight_decay: float = 1e-5
     batch_size: int = 1
+    # cases decoded at once when predicting on validation/test (None: batch_size); predictions
+    # do not depend on it, only their speed does
+    eval_batch_size: int | None = None
     grad_clip: float | None = None
     plateau_factor: float = 0.5
     plateau_patience: int = 7
@@ -141,7 +144,10 @@ def load_checkpoint(
     except (OSError, SafetensorError, json.JSONDecodeError) as exc:
         raise PathkitError(f"cannot read checkpoint {weights}: {exc}") from exc
     state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as exc:  # shape mismatches
+        raise PathkitError(f"checkpoint {weights} does not fit the model: {exc}") from exc
     if missing or unexpected:
         raise PathkitError(
             f"checkpoint {weights} does not fit the model: missing {sorted(missing)[:10]}, "
@@ -242,9 +248,19 @@ def _to_device(batch: Any, device: Any) -> Any:
 
 
 def make_accelerator(cfg: TrainConfig):
+    """An Accelerator for `cfg`. Accelerate keeps one state per process; a single-process run
+    (a test session, a matrix of runs) that asks for another precision or device gets a fresh
+    state instead of Accelerate's "already initialized" error."""
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState, PartialState
 
-    return Accelerator(cpu=cfg.cpu, mixed_precision=cfg.mixed_precision)
+    try:
+        return Accelerator(cpu=cfg.cpu, mixed_precision=cfg.mixed_precision)
+    except ValueError as exc:
+        if "already been initialized" not in str(exc) or PartialState().num_processes > 1:
+            raise PathkitError(f"cannot change the training setup inside one distributed run: {exc}") from exc
+        AcceleratorState._reset_state(reset_partial_state=True)
+        return Accelerator(cpu=cfg.cpu, mixed_precision=cfg.mixed_precision)
 
 
 def fit(
@@ -321,7 +337,7 @@ def fit(
             inner = accelerator.unwrap_model(stepper).inner
             val_loss = _val_loss(accelerator, inner, val_items, cfg.batch_size)
             if selection is not None:
-                preds = _predict_items(accelerator, inner, val_items, cfg.batch_size)
+                preds = _predict_items(accelerator, inner, val_items, cfg.eval_batch_size or cfg.batch_size)
                 score = float(selection(preds, references))
             else:
                 score = val_loss
@@ -367,11 +383,25 @@ def predict(
     batch_size: int = 1,
     accelerator: Any = None,
     cfg: TrainConfig | None = None,
+    out_path: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Predictions keyed by case id (gathered across processes)."""
+    """Predictions keyed by case id (gathered across processes); with `out_path`, also written
+    there as JSON lines `{"id", "prediction"}` in the order of `items` (by the main process)."""
     accelerator = accelerator or make_accelerator(cfg or TrainConfig())
     model = model.to(accelerator.device)
-    return _predict_items(accelerator, model, items, batch_size)
+    preds = _predict_items(accelerator, model, items, batch_size)
+    if out_path is not None and accelerator.is_main_process:
+        write_predictions(out_path, preds, [item["case_id"] for item in items])
+    return preds
+
+
+def write_predictions(path: str | Path, predictions: Mapping[str, Any], ids: Sequence[str]) -> Path:
+    """Write `predictions.jsonl`: one `{"id", "prediction"}` object per line, in `ids` order, atomically."""
+    def plain(value: Any) -> Any:
+        return value.tolist() if hasattr(value, "tolist") else str(value)
+
+    lines = [json.dumps({"id": cid, "prediction": predictions[cid]}, default=plain) for cid in ids]
+    return atomic_write_text(Path(path), "\n".join(lines) + "\n")
 
 
 def _progress(accelerator: Any, cfg: TrainConfig):

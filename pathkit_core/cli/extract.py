@@ -1,0 +1,243 @@
+"""`pathkit extract`, `pathkit qc` and `pathkit features import|export`: tile features and their checks."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from pathkit_core.cli.common import console, err_console, print_json, print_table, user_errors
+from pathkit_core.contracts import PathkitError
+
+_MAX_ROWS = 60
+
+
+def _barrier(state: Any) -> None:
+    if state is not None:
+        state.wait_for_everyone()
+
+
+def _tile_first(
+    slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: float | None, workers: int, progress: bool,
+    state: Any,
+) -> list[Path]:
+    """Tile the slides with the encoder's tile spec (sharded by rank); the manifests of all."""
+    from pathkit_core.wsi.slide import find_slides, slide_id_for
+    from pathkit_core.wsi.tiling import TilingParams, manifest_path_for, tile_slides
+
+    spec = encoder_cls.tile_spec
+    params = TilingParams(target_mpp=spec.mpp, tile_px=spec.tile_px)
+    paths = sorted(find_slides(slides), key=lambda p: slide_id_for(p))
+    rank, world = (state.process_index, state.num_processes) if state is not None else (0, 1)
+    mine = [p for i, p in enumerate(paths) if i % world == rank]
+    overrides = {str(p): mpp for p in paths} if mpp is not None else None
+    results = tile_slides(mine, tiles_dir, params, workers=max(1, workers), mpp_overrides=overrides,
+                          progress=progress and rank == 0) if mine else []
+    _barrier(state)
+    for r in results:
+        if r.status == "failed":
+            err_console.print(f"[yellow]tiling failed[/] {r.slide_id}: {r.reason}", highlight=False)
+    manifests = [manifest_path_for(tiles_dir, slide_id_for(p)) for p in paths]
+    return [m for m in manifests if m.is_file()]
+
+
+def _summary_rows(out: Path, encoder: str, slide_ids: list[str]) -> list[tuple[str, str, Any, str]]:
+    from pathkit_core.features.store import feature_path, read_status
+
+    status = read_status(out, encoder)
+    rows = []
+    for sid in slide_ids:
+        rec = status.get(sid)
+        if rec is None:
+            exists = feature_path(out, encoder, sid).is_file()
+            rows.append((sid, "ok" if exists else "missing", "", "" if exists else "no record"))
+        else:
+            rows.append((sid, rec.get("status", "?"), rec.get("n_tiles", ""), rec.get("reason", "")))
+    return rows
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("extract")
+    @user_errors
+    def extract_cmd(
+        slides: list[Path] = typer.Argument(None, help="Slides to tile and extract (or use --manifests)."),
+        encoder: str = typer.Option(..., "--encoder", "-e", help="Encoder name (pathkit list encoders)."),
+        manifests: Path | None = typer.Option(
+            None, "--manifests", "-m", help="Folder of tile manifests (<slide_id>.parquet) made by `pathkit tile`."
+        ),
+        out: Path = typer.Option(
+            ..., "--out", "-o", help="Feature store folder (<out>/<encoder>/<slide>.safetensors)."
+        ),
+        weights: Path | None = typer.Option(None, "--weights", help="Checkpoint file or folder."),
+        batch_size: int = typer.Option(64, "--batch-size", "-b", help="Tiles per forward pass."),
+        workers: int | None = typer.Option(
+            None, "--workers", "-j", help="DataLoader workers reading tiles [GPU: up to 8; CPU: 0]."
+        ),
+        dtype: str = typer.Option(
+            "auto", "--dtype", help="Compute precision: auto (encoder's on GPU, fp32 on CPU), fp32, fp16, bf16."
+        ),
+        feature_dtype: str = typer.Option(
+            "float16", "--feature-dtype", help="Stored dtype: float16, bfloat16, float32."
+        ),
+        device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 [auto]."),
+        download: bool = typer.Option(
+            False, "--download", help="Allow downloading the checkpoint from the Hugging Face hub."
+        ),
+        tiles_dir: Path | None = typer.Option(
+            None, "--tiles-dir", help="Where SLIDE arguments are tiled [<out>/tiles/<tile spec>]."
+        ),
+        mpp: float | None = typer.Option(None, "--slide-mpp", help="Level-0 mpp for slides whose metadata lacks it."),
+        overwrite: bool = typer.Option(False, "--overwrite", help="Re-extract slides already extracted."),
+        as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    ) -> None:
+        """Extract tile features per slide into a checksummed safetensors store, resumably.
+
+        Under `accelerate launch` (or torchrun) slides are sharded across processes. Failed
+        slides are recorded with the reason in OUT/<encoder>/extraction_status.json and the
+        run goes on; exit status 1 if any slide failed.
+        """
+        from pathkit_core.features.extract import (
+            distributed_state,
+            extract_features,
+            manifest_paths,
+            resolve_encoder,
+        )
+        from pathkit_core.wsi.manifest import read_manifest_meta
+
+        if bool(slides) == (manifests is not None):
+            raise PathkitError("give either SLIDE arguments or --manifests DIR (one of the two)")
+        enc = resolve_encoder(encoder)
+        state = distributed_state(device)
+        rank = state.process_index if state is not None else 0
+        if slides:
+            tdir = tiles_dir or out / "tiles" / enc.tile_spec.key()
+            items = _tile_first(list(slides), tdir, type(enc), mpp, workers or 1, not quiet, state)
+            if not items:
+                raise PathkitError("no slide could be tiled; see the messages above")
+        else:
+            items = manifest_paths(manifests)  # type: ignore[arg-type]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UserWarning)
+            results = extract_features(
+                enc, items, out, weights_path=weights, batch_size=batch_size, workers=workers,
+                device=device, dtype=dtype, feature_dtype=feature_dtype, progress=not quiet,
+                accelerator=state, allow_download=True if download else None, overwrite=overwrite,
+            )
+        for w in caught:
+            err_console.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+        slide_ids = sorted(str(read_manifest_meta(p)["slide_id"]) for p in items)
+        rows = _summary_rows(out, enc.name, slide_ids)
+        # Slides another live process holds are neither done nor failed.
+        locked = {r.slide_id: r.reason for r in results if r.status == "locked"}
+        rows = [(s, "locked", n, locked[s]) if s in locked else (s, st, n, why) for s, st, n, why in rows]
+        failed = [r for r in rows if r[1] == "failed"]
+        if rank == 0:
+            if as_json:
+                print_json([{"slide_id": s, "status": st, "n_tiles": n, "reason": why} for s, st, n, why in rows])
+            else:
+                shown = rows if len(rows) <= _MAX_ROWS else failed[:_MAX_ROWS]
+                print_table(f"features: {enc.name} -> {out / enc.name}", ["slide", "status", "tiles", "reason"], shown)
+                done = sum(1 for r in rows if r[1] == "ok")
+                console.print(f"{done} ok, {len(failed)} failed, {len(rows) - done - len(failed)} other")
+        if failed:
+            raise typer.Exit(1)
+
+    @app.command("qc")
+    @user_errors
+    def qc_cmd(
+        folder: Path = typer.Argument(..., help="A feature store folder (<out> or <out>/<encoder>)."),
+        encoder: str | None = typer.Option(None, "--encoder", "-e", help="Only this encoder's folder."),
+        as_json: bool = typer.Option(False, "--json", help="Print the per-slide QC as JSON."),
+    ) -> None:
+        """Verify every feature file (checksum, shapes, manifest row count) and recompute its QC.
+
+        Per slide: status, tiles and QC flags. Exit status 1 when any slide failed.
+        """
+        from pathkit_core.features.qc import audit_store
+
+        records = audit_store(folder, encoder=encoder)
+        if not records:
+            raise PathkitError(f"{folder}: no feature files or extraction records found")
+        failed = [r for r in records if r["status"] == "failed"]
+        if as_json:
+            print_json(records)
+        else:
+            rows = [
+                (r["encoder"], r["slide_id"], r["status"], r.get("n_tiles", ""),
+                 r.get("embed_dim", ""), _fmt(r.get("mean_variance")), "; ".join(r.get("problems", [])))
+                for r in records
+            ]
+            print_table(f"feature QC: {folder}", ["encoder", "slide", "status", "tiles", "dim",
+                                                  "variance", "flags / reason"], rows)
+            console.print(f"{len(records) - len(failed)} ok, {len(failed)} failed")
+        if failed:
+            raise typer.Exit(1)
+
+    features_app = typer.Typer(help="Import features from CLAM/TRIDENT/STAMP h5 files; export to TRIDENT h5.",
+                               no_args_is_help=True)
+    app.add_typer(features_app, name="features")
+
+    @features_app.command("import")
+    @user_errors
+    def import_cmd(
+        files: list[Path] = typer.Argument(..., help="CLAM, TRIDENT or STAMP .h5 feature files."),
+        encoder: str = typer.Option(..., "--encoder", "-e", help="Encoder name to store them under."),
+        out: Path = typer.Option(..., "--out", "-o", help="Feature store folder."),
+        slide_id: str | None = typer.Option(None, "--slide-id", help="Slide id (one file only) [from the file]."),
+        mpp: float | None = typer.Option(
+            None, "--mpp", help="Level-0 mpp converting STAMP micrometre coordinates to pixels."
+        ),
+        slide: Path | None = typer.Option(None, "--slide", help="Read the mpp from this slide (one file only)."),
+        coords_unit: str | None = typer.Option(None, "--coords-unit", help="px or um, when the file does not say."),
+        feature_dtype: str = typer.Option("float16", "--feature-dtype", help="Stored dtype."),
+        overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing feature files."),
+    ) -> None:
+        """Import h5 feature files into the store (coordinates become level-0 pixels; QC runs)."""
+        from pathkit_core.features.interop import import_h5, slide_mpp
+
+        if (slide_id or slide) and len(files) > 1:
+            raise PathkitError("--slide-id and --slide apply to one file; import files one by one")
+        if coords_unit not in (None, "px", "um"):
+            raise PathkitError(f"--coords-unit must be px or um, not {coords_unit!r}")
+        if slide is not None:
+            mpp = slide_mpp(slide)
+        rows = []
+        for f in files:
+            path = import_h5(f, out, encoder, slide_id=slide_id, mpp=mpp, coords_unit=coords_unit,
+                             dtype=feature_dtype, overwrite=overwrite)
+            from pathkit_core.features.store import read_feature_meta
+
+            meta = read_feature_meta(path)
+            rows.append((str(f), meta["slide_id"], meta["n_tiles"], meta["embed_dim"], meta["status"],
+                         meta.get("failure_reason", "")))
+        print_table(f"imported into {out / encoder}", ["file", "slide", "tiles", "dim", "status", "reason"], rows)
+        if any(r[4] == "failed" for r in rows):
+            raise typer.Exit(1)
+
+    @features_app.command("export")
+    @user_errors
+    def export_cmd(
+        source: Path = typer.Argument(..., help="A feature file or an encoder folder of the store."),
+        out: Path = typer.Option(..., "--out", "-o", help="Folder for <slide_id>.h5 files."),
+    ) -> None:
+        """Export pathkit features as TRIDENT-style h5 (features + level-0 coords with attributes)."""
+        from pathkit_core.features.interop import export_trident_h5
+        from pathkit_core.features.store import FEATURE_SUFFIX, read_features
+
+        files = sorted(source.glob(f"*{FEATURE_SUFFIX}")) if source.is_dir() else [source]
+        if not files:
+            raise PathkitError(f"{source}: no feature files to export")
+        for f in files:
+            ff = read_features(f, verify=True)
+            if ff.meta.get("status") == "failed":
+                err_console.print(f"[yellow]skipped[/] {f}: marked failed ({ff.meta.get('failure_reason')})")
+                continue
+            target = export_trident_h5(ff, out / f"{ff.slide_id}.h5")
+            console.print(f"{f} -> {target}", highlight=False)
+
+
+def _fmt(value: Any) -> str:
+    return "" if value is None else f"{value:.3g}"

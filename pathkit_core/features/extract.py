@@ -1,0 +1,710 @@
+"""The extraction engine: tiles of tile manifests through an encoder into the feature store.
+
+One DataLoader streams every slide of this process's shard: workers read tiles through their
+own slide handles and apply the encoder's preprocessing, batches never span two slides, and
+the main process runs the encoder (autocast in the encoder's precision on GPU, float32 on CPU
+unless asked), fills a preallocated (N, D) buffer per slide, runs QC and writes the slide's
+safetensors file atomically as soon as its last batch is done. Under `accelerate launch`
+(or torchrun) slides are sharded by rank; each slide is computed identically whatever the
+number of processes, so the store is the same as from one process.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pathkit_core.contracts import Encoder, PathkitError
+from pathkit_core.workspace import FileLock, LockTimeout, content_hash
+
+if TYPE_CHECKING:
+    import torch
+
+    from pathkit_core.wsi.manifest import Manifest
+
+DEFAULT_BATCH_SIZE = 64
+_STATUS_FLUSH_SECONDS = 5.0
+_PRECISIONS = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16",
+               "bf16": "bfloat16", "bfloat16": "bfloat16"}
+
+
+@dataclass
+class ExtractResult:
+    """What happened to one slide: ok, skipped (already extracted), failed, or locked
+    (another live process is extracting it)."""
+
+    slide_id: str
+    status: str
+    reason: str = ""
+    n_tiles: int = 0
+    path: Path | None = None
+    seconds: float = 0.0
+    qc: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["path"] = str(self.path) if self.path else None
+        return out
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def resolve_encoder(encoder: str | type[Encoder] | Encoder) -> Encoder:
+    """An encoder instance from a registry name, a class or an instance."""
+    if isinstance(encoder, Encoder):
+        return encoder
+    if isinstance(encoder, type) and issubclass(encoder, Encoder):
+        return encoder()
+    if isinstance(encoder, str):
+        from pathkit_core.plugins import get_component
+
+        return get_component("encoder", encoder)()  # type: ignore[return-value]
+    raise PathkitError(f"not an encoder: {encoder!r}")
+
+
+def manifest_paths(manifests: str | Path | Iterable[str | Path | Manifest]) -> list[Any]:
+    """Manifest paths (or Manifest objects) from a folder of `<slide_id>.parquet` or a list."""
+    if isinstance(manifests, (str, Path)):
+        root = Path(manifests)
+        if root.is_dir():
+            found = sorted(root.glob("*.parquet"))
+            if not found:
+                raise PathkitError(f"{root}: no tile manifests (*.parquet) in this folder")
+            return list(found)
+        return [root]
+    return list(manifests)
+
+
+def _load_manifest(item: Any) -> Manifest:
+    from pathkit_core.wsi.manifest import Manifest, read_manifest
+
+    return item if isinstance(item, Manifest) else read_manifest(item)
+
+
+def _manifest_sha256(manifest: Manifest) -> str:
+    if manifest.path is not None:
+        return manifest.file_sha256()
+    # An in-memory manifest: hash what defines it.
+    return content_hash({"meta": manifest.meta, "coords": manifest.coords().tolist()}, length=64)
+
+
+def distributed_state(device: str | None = None) -> Any:
+    """The Accelerate state of a multi-process launch (accelerate launch / torchrun), else None.
+
+    On a machine without CUDA (or with --device cpu) the processes use gloo: Accelerate's
+    default state would otherwise treat each of them as a lone process.
+    """
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    import torch
+    from accelerate import PartialState
+
+    on_cpu = not torch.cuda.is_available() or (device is not None and device.startswith("cpu"))
+    return PartialState(cpu=on_cpu)
+
+
+def _distributed(accelerator: Any, device: str | None) -> Any:
+    return accelerator if accelerator is not None else distributed_state(device)
+
+
+def _pick_device(device: str | None, dist: Any) -> torch.device:
+    import torch
+
+    if dist is not None and device is None:
+        return torch.device(dist.device)
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise PathkitError(f"device {device!r} requested but CUDA is not available on this machine")
+    return dev
+
+
+def default_workers(device: torch.device) -> int:
+    """Tile-reading workers when none are asked for.
+
+    On a GPU, reading and preprocessing must keep up with the model: up to 8 workers. On a
+    CPU the model is the bottleneck and reading a tile costs a few percent of encoding it;
+    workers would compete with the model's threads for the same cores (measured slower on
+    2 cores), so tiles are read in the main process.
+    """
+    if device.type == "cpu":
+        return 0
+    return max(1, min(8, (os.cpu_count() or 2) - 1))
+
+
+def compute_dtype(encoder: Encoder, device: torch.device, dtype: str | None) -> str:
+    """The autocast dtype: the encoder's precision on GPU, float32 on CPU, unless `dtype` says."""
+    if dtype not in (None, "auto"):
+        if dtype not in _PRECISIONS:
+            raise PathkitError(f"unknown dtype {dtype!r}; use auto, fp32, fp16 or bf16")
+        return _PRECISIONS[dtype]
+    if device.type == "cpu":
+        return "float32"
+    return _PRECISIONS.get(encoder.precision, "float32")
+
+
+# --------------------------------------------------------------------------- weights identity
+
+
+def _weights_identity(
+    encoder: Encoder, weights_path: str | Path | None, allow_download: bool | None
+) -> tuple[Path | None, str]:
+    """(checkpoint path, identity) known before loading, so resume needs no model."""
+    from pathkit_core.features import weights as W
+
+    ships = getattr(encoder, "ships_checkpoint", None)
+    if weights_path is None and callable(ships) and not ships():
+        seed = getattr(encoder, "random_init_seed", 0)
+        return None, f"random-init:seed={seed}"
+    if weights_path is None and encoder.weights is None:
+        return None, "built-in"
+    path = W.resolve_weights(type(encoder), weights_path, allow_download=allow_download)
+    return path, W.file_sha256(path)
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+class _TileBatches:
+    """Index batches over the concatenated tiles of several slides; never spans two slides."""
+
+    def __init__(self, sizes: Sequence[int], batch_size: int) -> None:
+        self.sizes = list(sizes)
+        self.batch_size = batch_size
+
+    def __iter__(self) -> Iterator[list[int]]:
+        offset = 0
+        for n in self.sizes:
+            for start in range(0, n, self.batch_size):
+                yield list(range(offset + start, offset + min(start + self.batch_size, n)))
+            offset += n
+
+    def __len__(self) -> int:
+        return sum(-(-n // self.batch_size) for n in self.sizes)
+
+
+class _SlideTiles:
+    """Map-style dataset over the tiles of several manifests, fetched a batch at a time.
+
+    `__getitems__` reads a batch of one slide through the calling process's own reader and
+    applies the encoder's preprocessing; a read error comes back as data (the slide is
+    marked failed and the run goes on) instead of killing the loader.
+    """
+
+    def __init__(self, manifests: Sequence[Manifest], encoder: Encoder) -> None:
+        from pathkit_core.wsi.reader import TileReader
+
+        # Readers are built here, in the main process: workers then only index numpy arrays
+        # (polars is not fork-safe) and open their own slide handle on first read.
+        self.readers = [TileReader(m) for m in manifests]
+        self.encoder = encoder
+        self.offsets = [0]
+        for r in self.readers:
+            self.offsets.append(self.offsets[-1] + len(r))
+        self._open_slide = -1
+
+    def __len__(self) -> int:
+        return self.offsets[-1]
+
+    def _reader_for(self, slide: int) -> Any:
+        if self._open_slide != slide:
+            if self._open_slide >= 0:
+                self.readers[self._open_slide].close()  # one open slide per process
+            self._open_slide = slide
+        return self.readers[slide]
+
+    def __getitems__(self, indices: list[int]) -> dict[str, Any]:
+        import numpy as np
+        import torch
+
+        slide = bisect.bisect_right(self.offsets, indices[0]) - 1
+        rows = [i - self.offsets[slide] for i in indices]
+        try:
+            reader = self._reader_for(slide)
+            tiles = np.stack([reader[r] for r in rows])
+            pixels = self.encoder.transform(tiles)
+        except Exception as exc:  # noqa: BLE001 - any tile failure fails the slide, not the run
+            self.readers[slide].close()
+            self._open_slide = -1
+            return {"slide": slide, "rows": rows, "pixels": None, "error": f"{type(exc).__name__}: {exc}"}
+        return {"slide": slide, "rows": torch.as_tensor(rows), "pixels": pixels, "error": ""}
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return self.__getitems__([index])
+
+
+def _identity(batch: Any) -> Any:
+    return batch
+
+
+def _glibc() -> Any:
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+        return libc if hasattr(libc, "mallopt") else None
+    except OSError:
+        return None
+
+
+def _worker_init(_worker_id: int) -> None:
+    """Keep a long-running tile worker's memory flat.
+
+    glibc raises its mmap threshold after large blocks are freed, so the worker's per-batch
+    buffers (tens of MB) end up on the heap, which fragments and grows with every batch
+    (measured: +190 MiB over 1,200 tiles); a fixed 1 MiB threshold keeps them mmap-backed
+    and returned on free (flat). Other C libraries ignore it.
+    """
+    libc = _glibc()
+    if libc is not None:
+        m_mmap_threshold = -3  # glibc's M_MMAP_THRESHOLD
+        libc.mallopt(m_mmap_threshold, 1 << 20)
+
+
+@dataclass
+class _SlideJob:
+    manifest: Manifest
+    slide_id: str
+    target: Path
+    manifest_sha256: str
+    lock: FileLock | None = None
+    buffer: Any = None
+    filled: int = 0
+    failed: str = ""
+    started: float = 0.0
+
+    @property
+    def n_tiles(self) -> int:
+        return self.manifest.n_tiles
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+def extract_features(
+    encoder: str | type[Encoder] | Encoder,
+    manifests: str | Path | Iterable[str | Path | Manifest],
+    out_dir: str | Path,
+    *,
+    weights_path: str | Path | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    workers: int | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    feature_dtype: str = "float16",
+    progress: bool = True,
+    accelerator: Any = None,
+    allow_download: bool | None = None,
+    overwrite: bool = False,
+    verify_slides: bool = True,
+) -> list[ExtractResult]:
+    """Extract features for every manifest into `<out_dir>/<encoder>/<slide_id>.safetensors`.
+
+    Resumable: a slide whose file was made from the same manifest, weights and feature dtype
+    is skipped. Failures (unreadable tiles, slide changed since tiling, NaN/Inf, degenerate
+    features, row-count mismatch) are recorded with their reason and the run goes on.
+    Returns the results of this process's shard.
+    """
+    import torch
+
+    from pathkit_core.features import store
+
+    enc = resolve_encoder(encoder)
+    if batch_size < 1:
+        raise PathkitError(f"batch size must be >= 1, got {batch_size}")
+    if workers is not None and workers < 0:
+        raise PathkitError(f"workers must be >= 0, got {workers}")
+    store._torch_dtype(feature_dtype)  # validates the name
+    dist = _distributed(accelerator, device)
+    rank = int(dist.process_index) if dist is not None else 0
+    world = int(dist.num_processes) if dist is not None else 1
+    dev = _pick_device(device, dist)
+    workers = default_workers(dev) if workers is None else workers
+    precision = compute_dtype(enc, dev, dtype)
+    out_dir = Path(out_dir)
+
+    # Every process reads the same sorted list, so shards are disjoint and cover it all.
+    loaded = sorted((_load_manifest(m) for m in manifest_paths(manifests)), key=lambda m: m.slide_id)
+    seen: dict[str, Any] = {}
+    for m in loaded:
+        if m.slide_id in seen:
+            raise PathkitError(
+                f"slide id {m.slide_id!r} appears in two manifests ({seen[m.slide_id]} and {m.path})"
+            )
+        seen[m.slide_id] = m.path
+    shard = [m for i, m in enumerate(loaded) if i % world == rank]
+
+    _warn_tile_spec(enc, shard, rank)
+    resolved_weights, weights_id = _weights_identity(enc, weights_path, allow_download)
+    arch = getattr(enc, "architecture_label", lambda: enc.name)()
+    results: list[ExtractResult] = []
+    pending: dict[str, dict[str, Any]] = {}
+    previous = store.read_status(out_dir, enc.name)
+    jobs: list[_SlideJob] = []
+    try:
+        for m in shard:
+            job = _prepare(m, enc, out_dir, weights_id, arch, feature_dtype, overwrite, previous, results)
+            if job is None:
+                continue
+            if verify_slides:
+                problem = _slide_problem(m)
+                if problem:
+                    _fail(job, problem, enc, out_dir, pending, results)
+                    continue
+            if job.n_tiles == 0:
+                _fail(job, "the tile manifest has no tiles (no tissue found)", enc, out_dir, pending, results)
+                continue
+            jobs.append(job)
+        if jobs:
+            model = _load_model(enc, dev, resolved_weights, allow_download)
+            context = {
+                "encoder": enc.name,
+                "architecture": arch,
+                "encoder_description": enc.description,
+                "is_pathology_model": str(bool(enc.is_pathology_model)).lower(),
+                "weights_path": str(resolved_weights) if resolved_weights else "",
+                "weights_sha256": weights_id,
+                "compute_dtype": precision,
+                "device": dev.type,
+                "torch_version": torch.__version__,
+            }
+            _run(jobs, enc, model, dev, precision, feature_dtype, batch_size, workers,
+                 out_dir, context, pending, results, progress=progress and rank == 0,
+                 extraction_key=lambda job: _extraction_key(job, weights_id, arch, feature_dtype))
+    finally:
+        for job in jobs:
+            if job.lock is not None:
+                job.lock.release()
+        store.record_statuses(out_dir, enc.name, pending)
+    if dist is not None and world > 1:
+        dist.wait_for_everyone()
+    return results
+
+
+def _load_model(enc: Encoder, dev: torch.device, weights: Path | None, allow_download: bool | None) -> Any:
+    """`enc.load`, passing `allow_download` only to encoders whose `load` takes it."""
+    import inspect
+
+    params = inspect.signature(enc.load).parameters
+    takes = "allow_download" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    if takes:
+        return enc.load(str(dev), weights_path=weights, allow_download=allow_download)
+    return enc.load(str(dev), weights_path=weights)
+
+
+def _warn_tile_spec(enc: Encoder, manifests: Sequence[Manifest], rank: int) -> None:
+    """Tiles at another field of view than the encoder's are allowed (one tiling for several
+    encoders, as GOLDMARK does) but never silently: warn once and record it in the metadata."""
+    import warnings
+
+    spec = enc.tile_spec
+    other = sorted(
+        {(m.tile_px, m.target_mpp) for m in manifests
+         if m.tile_px != spec.tile_px or abs(m.target_mpp - spec.mpp) > 1e-9}
+    )
+    if other and rank == 0:
+        shown = ", ".join(f"{px} px at {mpp:g} mpp" for px, mpp in other)
+        warnings.warn(
+            f"encoder {enc.name!r} expects {spec.tile_px} px tiles at {spec.mpp:g} mpp; "
+            f"the manifests have {shown} (tiles are resized to the encoder's input)",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _extraction_key(job: _SlideJob, weights_id: str, arch: str, feature_dtype: str) -> str:
+    return content_hash(
+        {"manifest": job.manifest_sha256, "weights": weights_id, "architecture": arch, "dtype": feature_dtype},
+        length=32,
+    )
+
+
+def _prepare(
+    manifest: Manifest,
+    enc: Encoder,
+    out_dir: Path,
+    weights_id: str,
+    arch: str,
+    feature_dtype: str,
+    overwrite: bool,
+    previous: dict[str, dict[str, Any]],
+    results: list[ExtractResult],
+) -> _SlideJob | None:
+    """A job for the slide, or None when it is up to date (skipped) or locked by another process."""
+    from pathkit_core.features import store
+
+    sid = manifest.slide_id
+    target = store.feature_path(out_dir, enc.name, sid)
+    job = _SlideJob(manifest=manifest, slide_id=sid, target=target, manifest_sha256=_manifest_sha256(manifest))
+    key = _extraction_key(job, weights_id, arch, feature_dtype)
+    if not overwrite and target.is_file() and previous.get(sid, {}).get("status") != "failed":
+        try:
+            meta = store.read_feature_meta(target)
+        except PathkitError:
+            meta = {}
+        if meta.get("extraction_key") == key and meta.get("status") == "ok":
+            results.append(ExtractResult(sid, "skipped", "already extracted", int(meta.get("n_tiles", 0)), target))
+            return None
+    lock = FileLock(target.with_name(f".{target.name}.lock"), timeout=0.0)
+    try:
+        lock.acquire()
+    except LockTimeout as exc:
+        results.append(ExtractResult(sid, "locked", str(exc), manifest.n_tiles, None))
+        return None
+    job.lock = lock
+    return job
+
+
+def _slide_problem(manifest: Manifest) -> str:
+    """Why the slide cannot be read as tiled ('' when fine).
+
+    The content hash is recomputed only when size or modification time differ from what
+    the manifest recorded (hashing every slide on every run would dominate small jobs).
+    """
+    from pathkit_core.wsi.reader import TileReader
+
+    try:
+        reader = TileReader(manifest)
+    except PathkitError as exc:
+        return str(exc)
+    path = reader.slide_path
+    meta = manifest.meta
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return f"{path}: {exc}"
+    same = (
+        meta.get("slide_size") is not None
+        and int(meta.get("slide_size")) == st.st_size
+        and meta.get("slide_mtime_ns") is not None
+        and int(meta.get("slide_mtime_ns")) == st.st_mtime_ns
+    )
+    if same:
+        return ""
+    try:
+        reader.verify_slide()
+    except PathkitError as exc:
+        return str(exc)
+    return ""
+
+
+def _fail(
+    job: _SlideJob,
+    reason: str,
+    enc: Encoder,
+    out_dir: Path,
+    pending: dict[str, dict[str, Any]],
+    results: list[ExtractResult],
+    qc: dict[str, Any] | None = None,
+) -> None:
+    from pathkit_core.features import store
+
+    job.failed = reason
+    job.buffer = None
+    seconds = time.monotonic() - job.started if job.started else 0.0
+    results.append(ExtractResult(job.slide_id, "failed", reason, job.n_tiles, None, seconds, qc or {}))
+    pending[job.slide_id] = store.status_record(
+        "failed", reason, n_tiles=job.n_tiles, manifest=str(job.manifest.path or ""), qc=qc or {}
+    )
+    # Failures are flushed at once: a crash later must not lose why a slide was excluded.
+    store.record_statuses(out_dir, enc.name, pending)
+    pending.clear()
+    if job.lock is not None:
+        job.lock.release()
+
+
+def _finish(
+    job: _SlideJob,
+    enc: Encoder,
+    out_dir: Path,
+    feature_dtype: str,
+    context: dict[str, Any],
+    key: str,
+    pending: dict[str, dict[str, Any]],
+    results: list[ExtractResult],
+) -> None:
+    """QC the complete buffer and write the slide (canonical path if it passes, failed/ if not)."""
+    import torch
+
+    from pathkit_core.features import store
+    from pathkit_core.features.qc import compute_qc
+    from pathkit_core.workspace import sha256_file
+
+    m = job.manifest
+    qc = compute_qc(job.buffer, expected_tiles=m.n_tiles)
+    meta = dict(context)
+    meta.update(
+        slide_id=job.slide_id,
+        slide_path=str(m.meta.get("slide_path", "")),
+        slide_sha256=str(m.meta.get("slide_sha256", "")),
+        mpp=repr(float(m.meta["mpp"])) if m.meta.get("mpp") is not None else "",
+        target_mpp=repr(float(m.target_mpp)),
+        tile_px=str(m.tile_px),
+        tile_px_level0=str(m.meta.get("size0", "")),
+        params_hash=m.params_hash,
+        manifest_path=str(m.path or ""),
+        manifest_sha256=job.manifest_sha256,
+        encoder_tile_px=str(enc.tile_spec.tile_px),
+        encoder_mpp=repr(float(enc.tile_spec.mpp)),
+        extraction_key=key,
+        qc=qc.as_dict(),
+        status=qc.status,
+        failure_reason=qc.reason,
+    )
+    coords = torch.from_numpy(m.coords())
+    seconds = time.monotonic() - job.started
+    failed_copy = job.target.parent / "failed" / job.target.name
+    if qc.status == "ok":
+        store.write_features(job.target, job.buffer, coords, meta, dtype=feature_dtype)
+        sha = sha256_file(job.target)
+        failed_copy.unlink(missing_ok=True)
+        results.append(ExtractResult(job.slide_id, "ok", "", m.n_tiles, job.target, seconds, qc.as_dict()))
+        pending[job.slide_id] = store.status_record(
+            "ok", n_tiles=m.n_tiles, sha256=sha, manifest=str(m.path or ""), qc_flags=qc.flags,
+            seconds=round(seconds, 3),
+        )
+        job.buffer = None
+        if job.lock is not None:
+            job.lock.release()
+    else:
+        # Kept for inspection, away from where downstream stages look.
+        store.write_features(failed_copy, job.buffer, coords, meta, dtype=feature_dtype)
+        _fail(job, qc.reason, enc, out_dir, pending, results, qc=qc.as_dict())
+
+
+def _autocast(device: torch.device, precision: str) -> Any:
+    import contextlib
+
+    import torch
+
+    if precision == "float32":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=getattr(torch, precision))
+
+
+def _run(
+    jobs: list[_SlideJob],
+    enc: Encoder,
+    model: torch.nn.Module,
+    dev: torch.device,
+    precision: str,
+    feature_dtype: str,
+    batch_size: int,
+    workers: int,
+    out_dir: Path,
+    context: dict[str, Any],
+    pending: dict[str, dict[str, Any]],
+    results: list[ExtractResult],
+    *,
+    progress: bool,
+    extraction_key: Any,
+) -> None:
+    import torch
+    from torch.utils.data import DataLoader
+
+    from pathkit_core.features import store
+
+    dataset = _SlideTiles([j.manifest for j in jobs], enc)
+    extra: dict[str, Any] = {"prefetch_factor": 4, "persistent_workers": False} if workers > 0 else {}
+    loader = DataLoader(
+        dataset,
+        batch_sampler=_TileBatches([j.n_tiles for j in jobs], batch_size),
+        num_workers=workers,
+        collate_fn=_identity,
+        worker_init_fn=_worker_init,
+        pin_memory=dev.type == "cuda",
+        **extra,
+    )
+    out_type = store._torch_dtype(feature_dtype)
+    expected_dim = int(getattr(enc, "feature_dim", enc.embed_dim) or 0)
+    total = sum(j.n_tiles for j in jobs)
+    last_flush = time.monotonic()
+    with _progress_bar(progress, total, enc.name) as bar, torch.inference_mode():
+        for batch in loader:
+            job = jobs[batch["slide"]]
+            n = len(batch["rows"])
+            bar.advance(n)
+            if job.failed:
+                continue
+            if not job.started:
+                job.started = time.monotonic()
+            if batch["error"]:
+                _fail(job, f"reading tiles failed: {batch['error']}", enc, out_dir, pending, results)
+                continue
+            with _autocast(dev, precision):
+                out = model(batch["pixels"].to(dev, non_blocking=True))
+            if out.ndim != 2 or out.shape[0] != n or (expected_dim and out.shape[1] != expected_dim):
+                raise PathkitError(
+                    f"encoder {enc.name!r} returned shape {tuple(out.shape)} for a batch of {n} tiles; "
+                    f"expected ({n}, {expected_dim})"
+                )
+            if job.buffer is None:
+                job.buffer = torch.empty(job.n_tiles, out.shape[1], dtype=out_type)
+            # Rounding to the storage dtype here keeps one slide's buffer small; NaN and
+            # overflow survive the cast, so QC still sees them.
+            job.buffer[batch["rows"]] = out.float().to(job.buffer.dtype).cpu()
+            job.filled += n
+            if job.filled == job.n_tiles:
+                _finish(job, enc, out_dir, feature_dtype, context, extraction_key(job), pending, results)
+            if time.monotonic() - last_flush > _STATUS_FLUSH_SECONDS:
+                store.record_statuses(out_dir, enc.name, pending)
+                pending.clear()
+                last_flush = time.monotonic()
+
+
+class _progress_bar:  # noqa: N801 - used like a function
+    """A rich progress bar in tiles with a tiles/s column (or nothing when disabled)."""
+
+    def __init__(self, enabled: bool, total: int, label: str) -> None:
+        self.enabled = enabled
+        self.total = total
+        self.label = label
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _progress_bar:
+        if self.enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                ProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+            from rich.text import Text
+
+            class _Rate(ProgressColumn):
+                def render(self, task: Any) -> Text:
+                    speed = task.finished_speed or task.speed
+                    return Text(f"{speed:,.0f} tiles/s" if speed else "- tiles/s")
+
+            from pathkit_core.cli.common import err_console
+
+            self._progress = Progress(
+                TextColumn(f"extract [bold]{self.label}[/]"), BarColumn(), MofNCompleteColumn(),
+                _Rate(), TimeElapsedColumn(), TimeRemainingColumn(), console=err_console,
+            )
+            self._progress.__enter__()
+            self._task = self._progress.add_task("tiles", total=self.total)
+        return self
+
+    def advance(self, n: int) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)

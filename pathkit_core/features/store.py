@@ -1,0 +1,442 @@
+"""The feature store: one safetensors file per slide and encoder, checksummed, plus a status record.
+
+Layout: `<out_dir>/<encoder>/<slide_id>.safetensors` holding `features` (N x D, float16 by
+default) and `coords` (N x 2 int32, level-0 pixels of each tile's top-left corner), with string
+metadata (DESIGN.md section 5; docs/file-formats.md). `content_sha256` in the metadata covers
+the tensor bytes, shapes and dtypes and every other metadata entry, so a truncated or edited
+file is detected on read. `<out_dir>/<encoder>/extraction_status.json` records, per slide,
+whether extraction succeeded and why not, so downstream stages exclude failures with a reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pathkit_core.contracts import PathkitError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+FEATURE_FORMAT = "pathkit-features/1"
+STATUS_FORMAT = "pathkit-extraction-status/1"
+STATUS_FILE = "extraction_status.json"
+FEATURE_SUFFIX = ".safetensors"
+COORDS_LEVEL0_PX = "level0_px"
+_SLIDE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-+ ]*$")
+_CHECKSUM_KEY = "content_sha256"
+
+
+# --------------------------------------------------------------------------- layout
+
+
+def check_slide_id(slide_id: str) -> str:
+    """Slide ids become file names: no separators, no leading dot."""
+    if not isinstance(slide_id, str) or not _SLIDE_ID.match(slide_id) or slide_id.endswith(FEATURE_SUFFIX):
+        raise PathkitError(
+            f"slide id {slide_id!r} cannot be used as a file name "
+            "(letters, digits, '.', '_', '-', '+', spaces; no path separators)"
+        )
+    return slide_id
+
+
+def encoder_dir(out_dir: str | Path, encoder: str) -> Path:
+    return Path(out_dir) / encoder
+
+
+def feature_path(out_dir: str | Path, encoder: str, slide_id: str) -> Path:
+    """Where the features of `slide_id` by `encoder` live: `<out_dir>/<encoder>/<slide_id>.safetensors`."""
+    return encoder_dir(out_dir, encoder) / f"{check_slide_id(slide_id)}{FEATURE_SUFFIX}"
+
+
+def status_path(out_dir: str | Path, encoder: str) -> Path:
+    return encoder_dir(out_dir, encoder) / STATUS_FILE
+
+
+# --------------------------------------------------------------------------- checksums
+
+
+def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
+    import torch
+
+    flat = tensor.detach().cpu().contiguous().reshape(-1)
+    return memoryview(flat.view(torch.uint8).numpy())
+
+
+def content_checksum(
+    features: torch.Tensor, coords: torch.Tensor | None, metadata: Mapping[str, str]
+) -> str:
+    """sha256 over the tensors (dtype, shape, bytes) and every metadata entry but the checksum."""
+    digest = hashlib.sha256()
+    meta = {k: v for k, v in metadata.items() if k != _CHECKSUM_KEY}
+    digest.update(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    for name, tensor in (("features", features), ("coords", coords)):
+        if tensor is None:
+            continue
+        digest.update(f"|{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(_tensor_bytes(tensor))
+    return digest.hexdigest()
+
+
+def _meta_string(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+# --------------------------------------------------------------------------- reading and writing
+
+
+@dataclass
+class FeatureFile:
+    """Features of one slide. `coords` are level-0 pixels (`coords_unit` "level0_px"); None
+    when the file carries none or only micrometres without an mpp to convert them (the h5
+    reader itself may return micrometres, `coords_unit` "um")."""
+
+    path: Path
+    features: torch.Tensor
+    coords: torch.Tensor | None
+    meta: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def slide_id(self) -> str:
+        return self.meta.get("slide_id") or self.path.name.split(".")[0]
+
+    @property
+    def encoder(self) -> str:
+        return self.meta.get("encoder", "")
+
+    @property
+    def n_tiles(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def embed_dim(self) -> int:
+        return int(self.features.shape[1])
+
+    @property
+    def coords_unit(self) -> str:
+        return self.meta.get("coords_unit", COORDS_LEVEL0_PX if self.coords is not None else "none")
+
+    @property
+    def qc(self) -> dict[str, Any]:
+        raw = self.meta.get("qc")
+        return json.loads(raw) if raw else {}
+
+
+def _as_tensor(value: Any) -> torch.Tensor:
+    import numpy as np
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    return torch.from_numpy(np.ascontiguousarray(value))
+
+
+def write_features(
+    path: str | Path,
+    features: torch.Tensor | np.ndarray,
+    coords: torch.Tensor | np.ndarray,
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    dtype: str | None = None,
+) -> Path:
+    """Write one slide's features atomically (temporary file, fsync, rename).
+
+    `features` (N, D) keep their dtype unless `dtype` is given ("float16", "bfloat16",
+    "float32"); `coords` (N, 2) are stored as int32 level-0 pixels. Metadata values are
+    stored as strings (non-strings JSON-encoded); format, shapes and `content_sha256` are added.
+    """
+    import torch
+    from safetensors.torch import save_file
+
+    import pathkit_core
+    from pathkit_core.workspace import atomic_path
+
+    path = Path(path)
+    feats = _as_tensor(features)
+    if dtype is not None:
+        feats = feats.to(_torch_dtype(dtype))
+    if feats.ndim != 2:
+        raise PathkitError(f"{path}: features must be a 2-D (tiles x dim) array, got shape {tuple(feats.shape)}")
+    if not feats.is_floating_point():
+        raise PathkitError(f"{path}: features must be floating point, got {feats.dtype}")
+    coord = _as_tensor(coords)
+    if coord.ndim != 2 or coord.shape[1] != 2 or coord.shape[0] != feats.shape[0]:
+        raise PathkitError(
+            f"{path}: coords must be (N, 2) with N = {feats.shape[0]} feature rows, got {tuple(coord.shape)}"
+        )
+    if coord.is_floating_point():
+        rounded = coord.round()
+        if not torch.equal(rounded, coord):
+            raise PathkitError(f"{path}: coords must be whole level-0 pixels")
+        coord = rounded
+    if coord.numel() and (coord.min() < 0 or coord.max() > torch.iinfo(torch.int32).max):
+        raise PathkitError(f"{path}: coords outside the int32 level-0 pixel range")
+    coord = coord.to(torch.int32).contiguous()
+    feats = feats.contiguous()
+
+    meta = {str(k): _meta_string(v) for k, v in (metadata or {}).items()}
+    meta.update(
+        format=FEATURE_FORMAT,
+        n_tiles=str(int(feats.shape[0])),
+        embed_dim=str(int(feats.shape[1])),
+        features_dtype=str(feats.dtype).replace("torch.", ""),
+        coords_unit=COORDS_LEVEL0_PX,
+    )
+    meta.setdefault("pathkit_version", pathkit_core.__version__)
+    meta.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    meta[_CHECKSUM_KEY] = content_checksum(feats, coord, meta)
+    with atomic_path(path) as tmp:
+        save_file({"features": feats, "coords": coord}, str(tmp), metadata=meta)
+    return path
+
+
+def _torch_dtype(name: str) -> torch.dtype:
+    import torch
+
+    table = {
+        "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
+        "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+        "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
+    }
+    if name not in table:
+        raise PathkitError(f"unknown feature dtype {name!r}; use float16, bfloat16 or float32")
+    return table[name]
+
+
+def read_feature_meta(path: str | Path) -> dict[str, str]:
+    """Only the metadata of a feature file (reads the header, not the tensors)."""
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise PathkitError(f"feature file {path} does not exist")
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            meta = dict(fh.metadata() or {})
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise PathkitError(f"feature file {path} is unreadable (truncated or not safetensors): {exc}") from None
+    if meta.get("format") != FEATURE_FORMAT:
+        raise PathkitError(f"{path} is not a pathkit feature file (format {meta.get('format')!r})")
+    return meta
+
+
+def read_features(path: str | Path, *, verify: bool = True) -> FeatureFile:
+    """Read a pathkit feature file; with `verify`, its checksum and shapes are checked.
+
+    Raises PathkitError naming the file when it is truncated, edited or inconsistent.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(path)
+    meta = read_feature_meta(path)
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            names = set(fh.keys())
+            if not {"features", "coords"} <= names:
+                raise PathkitError(f"feature file {path} lacks tensor(s) {sorted({'features', 'coords'} - names)}")
+            feats = fh.get_tensor("features")
+            coords = fh.get_tensor("coords")
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        raise PathkitError(f"feature file {path} is unreadable (truncated or corrupt): {exc}") from None
+    if feats.ndim != 2 or coords.ndim != 2 or coords.shape != (feats.shape[0], 2):
+        raise PathkitError(
+            f"feature file {path}: inconsistent shapes features {tuple(feats.shape)}, coords {tuple(coords.shape)}"
+        )
+    if verify:
+        if str(feats.shape[0]) != meta.get("n_tiles") or str(feats.shape[1]) != meta.get("embed_dim"):
+            raise PathkitError(
+                f"feature file {path}: tensors are {tuple(feats.shape)} but the metadata says "
+                f"{meta.get('n_tiles')} x {meta.get('embed_dim')}"
+            )
+        expected = meta.get(_CHECKSUM_KEY)
+        if not expected:
+            raise PathkitError(f"feature file {path} has no {_CHECKSUM_KEY}; it was not written by pathkit")
+        actual = content_checksum(feats, coords, meta)
+        if actual != expected:
+            raise PathkitError(
+                f"feature file {path} fails its checksum (stored {expected[:12]}..., computed "
+                f"{actual[:12]}...): the file was edited or damaged; re-extract it"
+            )
+    return FeatureFile(path=path, features=feats, coords=coords, meta=meta)
+
+
+# --------------------------------------------------------------------------- status record
+
+
+def read_status(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]:
+    """Per-slide extraction records ({} when none was written yet)."""
+    path = status_path(out_dir, encoder)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise PathkitError(f"extraction status {path} is unreadable: {exc}") from None
+    slides = data.get("slides") if isinstance(data, dict) else None
+    if not isinstance(slides, dict):
+        raise PathkitError(f"extraction status {path} is not a {STATUS_FORMAT} record")
+    return slides
+
+
+def status_record(status: str, reason: str = "", **facts: Any) -> dict[str, Any]:
+    """One slide's entry in the status record."""
+    if status not in ("ok", "failed"):
+        raise ValueError(f"status must be 'ok' or 'failed', not {status!r}")
+    return {"status": status, "reason": reason, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **facts}
+
+
+def record_statuses(out_dir: str | Path, encoder: str, records: Mapping[str, Mapping[str, Any]]) -> None:
+    """Merge several slides' records into the status file, under a file lock so that several
+    processes sharing the folder never lose each other's records."""
+    from pathkit_core.workspace import FileLock, atomic_write_json
+
+    if not records:
+        return
+    for sid in records:
+        check_slide_id(sid)
+    path = status_path(out_dir, encoder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(path.with_name(path.name + ".lock"), timeout=300.0):
+        slides = read_status(out_dir, encoder)
+        slides.update({sid: dict(rec) for sid, rec in records.items()})
+        atomic_write_json(path, {"format": STATUS_FORMAT, "encoder": encoder, "slides": slides})
+
+
+def record_status(
+    out_dir: str | Path,
+    encoder: str,
+    slide_id: str,
+    status: str,
+    reason: str = "",
+    **facts: Any,
+) -> None:
+    """Add or replace the record of one slide (status "ok" or "failed")."""
+    record_statuses(out_dir, encoder, {slide_id: status_record(status, reason, **facts)})
+
+
+def failed_slides(out_dir: str | Path, encoder: str) -> dict[str, str]:
+    """slide id -> reason, for every slide whose extraction failed or whose file is unusable."""
+    failed = {
+        sid: str(rec.get("reason") or "failed")
+        for sid, rec in read_status(out_dir, encoder).items()
+        if rec.get("status") == "failed"
+    }
+    folder = encoder_dir(out_dir, encoder)
+    if folder.is_dir():
+        for path in sorted(folder.glob(f"*{FEATURE_SUFFIX}")):
+            sid = path.name[: -len(FEATURE_SUFFIX)]
+            if sid in failed:
+                continue
+            try:
+                meta = read_feature_meta(path)
+            except PathkitError as exc:
+                failed[sid] = str(exc)
+                continue
+            if meta.get("status") == "failed":
+                failed[sid] = meta.get("failure_reason") or "failed QC"
+    return failed
+
+
+def usable_feature_files(out_dir: str | Path, encoder: str, *, verify: bool = False) -> dict[str, Path]:
+    """slide id -> feature file, excluding failed slides (fail-closed).
+
+    A file is usable when its header reads, it is a pathkit feature file, neither its status
+    record nor its own metadata marks it failed. With `verify`, every file is also fully read
+    and checksummed (slower; `pathkit qc` does this).
+    """
+    folder = encoder_dir(out_dir, encoder)
+    if not folder.is_dir():
+        return {}
+    failed = failed_slides(out_dir, encoder)
+    usable: dict[str, Path] = {}
+    for path in sorted(folder.glob(f"*{FEATURE_SUFFIX}")):
+        sid = path.name[: -len(FEATURE_SUFFIX)]
+        if sid in failed:
+            continue
+        if verify:
+            try:
+                read_features(path, verify=True)
+            except PathkitError:
+                continue
+        usable[sid] = path
+    return usable
+
+
+# --------------------------------------------------------------------------- any feature file
+
+
+def load_feature_file(
+    path: str | Path,
+    *,
+    verify: bool = True,
+    mpp: float | None = None,
+) -> FeatureFile:
+    """Features from any supported file: pathkit safetensors, CLAM/TRIDENT h5, STAMP h5, or a
+    GOLDMARK-style torch file ({"features": tensor} or a bare tensor, read weights-only).
+
+    `mpp` (level-0 micrometres per pixel) converts STAMP micrometre coordinates to pixels.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise PathkitError(f"feature file {path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix == FEATURE_SUFFIX:
+        return read_features(path, verify=verify)
+    if suffix in (".h5", ".hdf5"):
+        from pathkit_core.features.interop import read_h5_features
+
+        ff = read_h5_features(path, mpp=mpp)
+        if ff.coords is not None and ff.coords_unit != COORDS_LEVEL0_PX:
+            # `coords` promise level-0 pixels; micrometres without an mpp cannot keep that promise.
+            ff.coords = None
+            ff.meta["coords_unit"] = "none"
+            ff.meta["note"] = "micrometre coordinates left out: pass mpp= to convert them to pixels"
+        return ff
+    if suffix in (".pt", ".pth"):
+        return _read_torch_features(path)
+    raise PathkitError(
+        f"{path}: unknown feature file type {suffix!r} (expected .safetensors, .h5 or .pt)"
+    )
+
+
+def _read_torch_features(path: Path) -> FeatureFile:
+    import torch
+
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - pickled code is refused by weights_only
+        raise PathkitError(f"{path} cannot be read as a weights-only torch file: {exc}") from None
+    coords = None
+    if isinstance(obj, torch.Tensor):
+        feats = obj
+    elif isinstance(obj, Mapping):
+        key = next((k for k in ("features", "feats") if k in obj), None)
+        if key is None or not isinstance(obj[key], torch.Tensor):
+            raise PathkitError(f"{path} holds no 'features' tensor (keys: {sorted(map(str, obj))})")
+        feats = obj[key]
+        raw = obj.get("coords")
+        if isinstance(raw, torch.Tensor):
+            coords = raw
+    else:
+        raise PathkitError(f"{path} holds a {type(obj).__name__}, not a features tensor")
+    if feats.ndim == 3 and feats.shape[0] == 1:
+        feats = feats[0]
+    if feats.ndim != 2:
+        raise PathkitError(f"{path}: features must be 2-D (tiles x dim), got shape {tuple(feats.shape)}")
+    if coords is not None:
+        if coords.ndim != 2 or coords.shape[0] != feats.shape[0] or coords.shape[1] < 2:
+            raise PathkitError(f"{path}: coords of shape {tuple(coords.shape)} do not match {feats.shape[0]} tiles")
+        coords = coords[:, :2].to(torch.int32)
+    meta = {"source": "torch", "slide_id": path.name.split(".")[0]}
+    if coords is None:
+        meta["coords_unit"] = "none"
+    return FeatureFile(path=path, features=feats, coords=coords, meta=meta)

@@ -1,0 +1,356 @@
+"""Encoder checkpoints: where they are found, how they are read, and how they are fitted to a model.
+
+Resolution order (DESIGN.md section 7, docs/encoders.md):
+
+1. an explicit path (`--weights PATH`, a file or a folder holding the checkpoint);
+2. `$PATHKIT_WEIGHTS_DIR/<encoder>/`;
+3. the local Hugging Face cache (read without any network access);
+4. a Hugging Face hub download, only when the user allowed downloads.
+
+Nothing here touches the network at import time or when downloads are not allowed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pathkit_core.contracts import Encoder, PathkitError, PretrainedWeights
+
+if TYPE_CHECKING:
+    import torch
+
+WEIGHTS_DIR_ENV = "PATHKIT_WEIGHTS_DIR"
+ALLOW_DOWNLOAD_ENV = "PATHKIT_ALLOW_DOWNLOAD"
+SAFETENSORS_SUFFIXES = (".safetensors",)
+PICKLE_SUFFIXES = (".bin", ".pth", ".pt", ".ckpt")
+_GENERIC_NAMES = ("model.safetensors", "pytorch_model.bin")
+_MAX_LISTED = 8
+
+
+def downloads_allowed(explicit: bool | None = None) -> bool:
+    """An explicit choice wins; otherwise PATHKIT_ALLOW_DOWNLOAD=1 allows hub downloads."""
+    if explicit is not None:
+        return bool(explicit)
+    return os.environ.get(ALLOW_DOWNLOAD_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+def candidate_filenames(record: PretrainedWeights | None) -> list[str]:
+    """File names a checkpoint of this record may have, safetensors first."""
+    names: list[str] = []
+    if record is not None and record.filename:
+        names.append(record.filename)
+    for generic in _GENERIC_NAMES:
+        if generic not in names:
+            names.append(generic)
+    # Prefer a safetensors sibling of any pickle name (no code execution, memory-mapped).
+    names.sort(key=lambda n: 0 if n.endswith(SAFETENSORS_SUFFIXES) else 1)
+    return names
+
+
+def _pick_in_folder(folder: Path, names: list[str]) -> Path | None:
+    for name in names:
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    # A folder holding exactly one checkpoint-looking file is unambiguous.
+    found = sorted(
+        p for p in folder.iterdir() if p.is_file() and p.suffix in SAFETENSORS_SUFFIXES + PICKLE_SUFFIXES
+    ) if folder.is_dir() else []
+    safetensors = [p for p in found if p.suffix in SAFETENSORS_SUFFIXES]
+    if len(safetensors) == 1:
+        return safetensors[0]
+    if len(found) == 1:
+        return found[0]
+    return None
+
+
+def _hf_cache_lookup(repo_id: str, names: list[str]) -> tuple[Path | None, str]:
+    """Look a checkpoint up in the local Hugging Face cache; never downloads."""
+    try:
+        from huggingface_hub import constants, try_to_load_from_cache
+    except ImportError:
+        return None, "Hugging Face cache (huggingface_hub not installed)"
+    where = f"Hugging Face cache {constants.HF_HUB_CACHE} ({repo_id}: {', '.join(names)})"
+    for name in names:
+        try:
+            hit = try_to_load_from_cache(repo_id, name)
+        except Exception:  # noqa: BLE001 - a malformed cache entry is simply not a hit
+            continue
+        if isinstance(hit, str) and Path(hit).is_file():
+            return Path(hit), where
+    return None, where
+
+
+def find_weights(
+    encoder_cls: type[Encoder], weights_path: str | Path | None = None
+) -> tuple[Path | None, list[str]]:
+    """The checkpoint of `encoder_cls` if one is on this machine, and every place looked.
+
+    Never touches the network (used by `pathkit doctor` and before any download).
+    """
+    record = encoder_cls.weights
+    names = candidate_filenames(record)
+    looked: list[str] = []
+    if weights_path is not None:
+        path = Path(weights_path).expanduser()
+        looked.append(f"--weights {path}")
+        if path.is_file():
+            return path, looked
+        if path.is_dir():
+            hit = _pick_in_folder(path, names)
+            if hit is not None:
+                return hit, looked
+            looked[-1] += f" (folder without {' or '.join(names)})"
+        else:
+            looked[-1] += " (does not exist)"
+        # An explicit path that is wrong is an error: never fall back silently to another file.
+        return None, looked
+    env_dir = os.environ.get(WEIGHTS_DIR_ENV)
+    if env_dir:
+        folder = Path(env_dir).expanduser() / encoder_cls.name
+        looked.append(f"${WEIGHTS_DIR_ENV}/{encoder_cls.name}/ = {folder}")
+        if folder.is_dir():
+            hit = _pick_in_folder(folder, names)
+            if hit is not None:
+                return hit, looked
+    else:
+        looked.append(f"${WEIGHTS_DIR_ENV}/{encoder_cls.name}/ (${WEIGHTS_DIR_ENV} is not set)")
+    if record is not None and record.hf_hub_id:
+        hit, where = _hf_cache_lookup(record.hf_hub_id, names)
+        looked.append(where)
+        if hit is not None:
+            return hit, looked
+    return None, looked
+
+
+def how_to_provide(encoder_cls: type[Encoder]) -> str:
+    """The user-facing instructions for getting a checkpoint in place, licence terms included."""
+    record = encoder_cls.weights
+    name = encoder_cls.name
+    names = candidate_filenames(record)
+    published = record.filename if record is not None and record.filename else names[0]
+    lines = [
+        f"pass --weights /path/to/{published}",
+        f"or put the file in ${WEIGHTS_DIR_ENV}/{name}/",
+    ]
+    if record is not None and record.hf_hub_id:
+        url = f"https://huggingface.co/{record.hf_hub_id}"
+        if record.gated:
+            lines.append(
+                f"or request access at {url}, run `huggingface-cli login`, and rerun with "
+                f"--download (or {ALLOW_DOWNLOAD_ENV}=1)"
+            )
+        else:
+            lines.append(f"or rerun with --download (or {ALLOW_DOWNLOAD_ENV}=1) to fetch it from {url}")
+    text = "; ".join(lines)
+    if record is not None and (record.gated or record.license):
+        terms = record.license or "see the model card"
+        gate = "gated model: access is granted by the authors on the model page; " if record.gated else ""
+        text += f". Licence: {gate}{terms}"
+    return text
+
+
+def _missing_error(encoder_cls: type[Encoder], looked: list[str], extra: str = "") -> PathkitError:
+    places = "\n  - ".join(looked)
+    return PathkitError(
+        f"no checkpoint found for encoder {encoder_cls.name!r}{extra}. Looked in:\n  - {places}\n"
+        f"To provide one: {how_to_provide(encoder_cls)}"
+    )
+
+
+def resolve_weights(
+    encoder_cls: type[Encoder],
+    weights_path: str | Path | None = None,
+    *,
+    allow_download: bool | None = None,
+) -> Path:
+    """The checkpoint to load, following the resolution order; raises naming every place looked."""
+    path, looked = find_weights(encoder_cls, weights_path)
+    if path is not None:
+        return path
+    if weights_path is not None:
+        raise _missing_error(encoder_cls, looked)
+    record = encoder_cls.weights
+    if record is None or not record.hf_hub_id:
+        raise _missing_error(encoder_cls, looked)
+    if not downloads_allowed(allow_download):
+        raise _missing_error(encoder_cls, looked, " (downloads are not allowed)")
+    return _download(encoder_cls, looked)
+
+
+def _download(encoder_cls: type[Encoder], looked: list[str]) -> Path:
+    record = encoder_cls.weights
+    assert record is not None and record.hf_hub_id
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import (
+            EntryNotFoundError,
+            GatedRepoError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+        )
+    except ImportError as exc:
+        raise _missing_error(encoder_cls, looked, f" (huggingface_hub is unavailable: {exc})") from exc
+    errors: list[str] = []
+    for name in candidate_filenames(record):
+        try:
+            return Path(hf_hub_download(record.hf_hub_id, name))
+        except LocalEntryNotFoundError as exc:  # offline mode or no connection (an EntryNotFoundError)
+            raise _missing_error(encoder_cls, looked, f" (download failed: {exc})") from None
+        except EntryNotFoundError:
+            errors.append(f"{name}: not in the repository")
+        except GatedRepoError as exc:
+            raise PathkitError(
+                f"{record.hf_hub_id} is a gated model and this machine has no access to it "
+                f"({type(exc).__name__}). {how_to_provide(encoder_cls)}"
+            ) from None
+        except RepositoryNotFoundError as exc:
+            raise PathkitError(
+                f"Hugging Face repository {record.hf_hub_id} not found or not accessible "
+                f"({type(exc).__name__}); if it is gated, log in first. {how_to_provide(encoder_cls)}"
+            ) from None
+        except OSError as exc:
+            raise _missing_error(encoder_cls, looked, f" (download failed: {exc})") from None
+    looked.append(f"https://huggingface.co/{record.hf_hub_id} ({'; '.join(errors)})")
+    raise _missing_error(encoder_cls, looked)
+
+
+# --------------------------------------------------------------------------- reading checkpoints
+
+
+def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+    """Tensors of a checkpoint file: safetensors directly, pickles only with weights_only=True.
+
+    Common wrappers ({"state_dict": ...}, {"model": ...}) are unwrapped.
+    """
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise PathkitError(f"checkpoint {path} does not exist")
+    if path.suffix in SAFETENSORS_SUFFIXES:
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
+        try:
+            return load_file(str(path), device="cpu")
+        except (SafetensorError, OSError, ValueError) as exc:
+            raise PathkitError(f"checkpoint {path} is not a readable safetensors file: {exc}") from None
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except RuntimeError:
+        # mmap needs the zip format; legacy pickles load without it (still weights-only).
+        try:
+            obj = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001
+            raise PathkitError(f"checkpoint {path} cannot be read as a weights-only torch file: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - UnpicklingError for anything that is not plain tensors
+        raise PathkitError(
+            f"checkpoint {path} cannot be read as a weights-only torch file "
+            f"(pickled code is refused): {exc}"
+        ) from None
+    for key in ("state_dict", "model", "module"):
+        if isinstance(obj, Mapping) and key in obj and isinstance(obj[key], Mapping):
+            obj = obj[key]
+    if not isinstance(obj, Mapping) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise PathkitError(f"checkpoint {path} does not hold a flat mapping of tensor names to tensors")
+    return dict(obj)
+
+
+def _listing(items: Iterable[str]) -> str:
+    items = list(items)
+    shown = ", ".join(items[:_MAX_LISTED])
+    more = f" (+{len(items) - _MAX_LISTED} more)" if len(items) > _MAX_LISTED else ""
+    return shown + more
+
+
+def state_dict_mismatches(
+    model: torch.nn.Module, state_dict: Mapping[str, torch.Tensor]
+) -> tuple[list[str], list[str], list[str]]:
+    """(missing keys, unexpected keys, 'key: checkpoint shape vs model shape') against `model`."""
+    expected = model.state_dict(keep_vars=True)
+    missing = [k for k in expected if k not in state_dict]
+    unexpected = [k for k in state_dict if k not in expected]
+    shapes = [
+        f"{k}: checkpoint {tuple(state_dict[k].shape)} vs model {tuple(expected[k].shape)}"
+        for k in expected
+        if k in state_dict and tuple(state_dict[k].shape) != tuple(expected[k].shape)
+    ]
+    return missing, unexpected, shapes
+
+
+def load_state_dict_checked(
+    model: torch.nn.Module,
+    state_dict: Mapping[str, torch.Tensor],
+    *,
+    source: str | Path,
+    architecture: str,
+) -> torch.nn.Module:
+    """Load `state_dict` into `model` (possibly built on the meta device) strictly.
+
+    Any missing or unexpected key or shape mismatch raises a PathkitError naming them, so a
+    checkpoint of another architecture is never half-loaded. Parameters end up float32 on CPU.
+    """
+    import torch
+
+    missing, unexpected, shapes = state_dict_mismatches(model, state_dict)
+    if missing or unexpected or shapes:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} missing key(s): {_listing(missing)}")
+        if unexpected:
+            parts.append(f"{len(unexpected)} unexpected key(s): {_listing(unexpected)}")
+        if shapes:
+            parts.append(f"{len(shapes)} shape mismatch(es): {_listing(shapes)}")
+        raise PathkitError(
+            f"checkpoint {source} does not fit the {architecture} architecture: " + "; ".join(parts)
+        )
+    on_meta = any(t.is_meta for t in model.state_dict().values())
+    if on_meta:
+        # assign=True adopts the checkpoint tensors instead of copying into randomly
+        # initialised ones: no second copy of a billion-parameter model in memory.
+        model.load_state_dict(dict(state_dict), strict=True, assign=True)
+        left = [n for n, t in list(model.named_parameters()) + list(model.named_buffers()) if t.is_meta]
+        if left:
+            raise PathkitError(
+                f"{architecture}: tensors not provided by {source} and not rebuildable: {_listing(left)}"
+            )
+    else:
+        model.load_state_dict(dict(state_dict), strict=True)
+    return model.to(torch.float32)
+
+
+_SHA256_CACHE: dict[tuple[str, int, float], str] = {}
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a checkpoint, computed once per process per (path, size, mtime)."""
+    from pathkit_core.workspace import sha256_file
+
+    p = Path(path).resolve()
+    st = p.stat()
+    key = (str(p), st.st_size, st.st_mtime)
+    if key not in _SHA256_CACHE:
+        _SHA256_CACHE[key] = sha256_file(p)
+    return _SHA256_CACHE[key]
+
+
+def verify_sha256(path: str | Path, expected: str | None, encoder: str) -> str:
+    """The file's sha256; a PathkitError when the record pins another value."""
+    actual = file_sha256(path)
+    if expected and actual.lower() != expected.lower():
+        raise PathkitError(
+            f"checkpoint {path} for encoder {encoder!r} has sha256 {actual}, but the published "
+            f"checkpoint has {expected}: the file is corrupt, truncated or another model"
+        )
+    return actual
+
+
+def describe_source(path: Path | None) -> dict[str, Any]:
+    """JSON-able facts about a loaded checkpoint for feature metadata."""
+    if path is None:
+        return {"weights_path": "", "weights_sha256": ""}
+    return {"weights_path": str(path), "weights_sha256": file_sha256(path)}

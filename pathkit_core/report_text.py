@@ -1,0 +1,77 @@
+"""Report text normalisation shared by report datasets (references) and report tokenizers (targets).
+
+Two styles, after PathBench's tokenizer (REFERENCES "Report generation"; docs/report-generation.md):
+
+- ``"none"``: the text is kept exactly as released (REG 2025: short, semi-structured reports
+  whose line breaks and indentation carry structure).
+- ``"pathbench"``: the cleaning PathBench applies to TCGA and HistAI reports: invalid characters
+  dropped, sizes replaced by ``x units``, list numbering removed, whitespace collapsed,
+  lower-cased, split into sentences at ". ", punctuation stripped from each sentence, and the
+  sentences re-joined as ``"s1 . s2 ."``. Unlike PathBench, a number followed by a period is
+  removed only where it is a list marker (text or line start, or after ".", ":" or ";"), so
+  "grade 2." keeps its grade, and decimals ("3.5 cm") are read as sizes, not as markers.
+
+Both are idempotent (cleaning cleaned text changes nothing), so a dataset can clean its
+references and a tokenizer can clean again without drift.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pathkit_core.contracts import PathkitError
+
+CLEANING_STYLES: tuple[str, ...] = ("none", "pathbench")
+
+_UNIT = r"(?:cm|mm|µm|um)"
+_NUM = r"\d+(?:[.,]\d+)?"
+_BY = r"\s*(?:x|×|by)\s*"
+# Sizes are replaced longest form first, so "2 x 3 x 4 cm" becomes one "x units", not three.
+_SIZE_3D = re.compile(rf"\b(?:{_NUM}{_BY}){{2,}}{_NUM}\s*{_UNIT}\b", re.IGNORECASE)
+_SIZE_2D = re.compile(rf"\b{_NUM}{_BY}{_NUM}\s*{_UNIT}\b", re.IGNORECASE)
+_SIZE_1D = re.compile(rf"\b{_NUM}\s*{_UNIT}\b", re.IGNORECASE)
+# "1." to "14." used as list markers: at the start of the text or of a line, or right after
+# ".", ":" or ";". Elsewhere ("grade 2.") the number is content; a digit after the period is a decimal.
+_LIST_MARKER = re.compile(r"(?:^|(?<=\n)|(?<=[.:;]))[ \t]*(?:[1-9]|1[0-4])\.(?!\d)\s*")
+_SENTENCE_NOISE = re.compile(r"[#,?;*!^&_+():\-\[\]{}\"'\\]")
+_SPACES = re.compile(r"\s+")
+
+
+def invalid_text_reason(text: object) -> str | None:
+    """Why a report text is unusable (not a string, empty, not encodable as UTF-8), or None."""
+    if not isinstance(text, str):
+        return f"report is {type(text).__name__}, not text"
+    if not text.strip():
+        return "report is empty"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"report is not valid UTF-8 text (character {exc.start}: {text[exc.start]!r})"
+    if "\ufffd" in text:
+        return "report contains U+FFFD replacement characters (it was decoded from non-UTF-8 bytes)"
+    return None
+
+
+def _clean_pathbench(text: str) -> str:
+    text = text.encode("utf-8", "ignore").decode("utf-8")
+    text = _SIZE_3D.sub("x units", text)
+    text = _SIZE_2D.sub("x units", text)
+    text = _SIZE_1D.sub("x units", text)
+    text = _LIST_MARKER.sub(" ", text)
+    text = _SPACES.sub(" ", text)
+    text = _SPACES.sub(" ", text).strip().lower() + " "
+    sentences = []
+    for sentence in text.split(". "):
+        sentence = _SPACES.sub(" ", _SENTENCE_NOISE.sub("", sentence)).strip()
+        if sentence:
+            sentences.append(sentence)
+    return " . ".join(sentences) + " ." if sentences else ""
+
+
+def clean_report(text: str, style: str = "none") -> str:
+    """`text` normalised with cleaning `style` (one of CLEANING_STYLES)."""
+    if style == "none":
+        return text
+    if style == "pathbench":
+        return _clean_pathbench(text)
+    raise PathkitError(f"unknown report cleaning {style!r}; known: {', '.join(CLEANING_STYLES)}")

@@ -1,0 +1,217 @@
+"""`histai`: HISTAI whole-slide images with their pathology reports, patient-disjoint 80/10/10 splits.
+
+Layout of the release (docs/report-generation.md, "Datasets"; HISTAI README and HF
+`histai/HISTAI-metadata`):
+
+    <root>/metadata.json        the HISTAI-metadata JSON: a list of case records with
+                                "case_mapping" ("histai/HISTAI-skin-b2/case_13384"),
+                                "diagnosis", "conclusion", "micro_protocol", ... (option metadata=FILE)
+    <root>/HISTAI-skin-b2/case_13384/slide_HE_1.tiff   the slides of each case, as downloaded
+                                (a leading "histai/" folder is accepted; option slides_dir=DIR)
+    <root>/features/HISTAI-skin-b2_case_13384.safetensors   optional precomputed features per case
+
+Report text: the fields named by option report_fields (default
+"micro_protocol,conclusion,diagnosis") in that order; each non-empty field is stripped, ended
+with a period when it has no closing punctuation, a field repeating an earlier one
+(case-insensitively) is dropped, and the parts are joined with single spaces. The result is then
+cleaned like PathBench's HistAI text (lower-cased, punctuation stripped; at most 800 tokens).
+
+Case id: "<subset>_case_<n>"; patient id: the record's "patient_id" when present, else the case
+(HISTAI publishes no patient key). The split is drawn once with option split_seed (0) in
+PathReportEval's proportions (9980/1248/1248 of 12,476) and saved to
+<root>/pathkit-splits/histai-seed<seed>.csv (option splits_file=FILE).
+
+Every HISTAI case names its slides slide_<stain>_<n>.tiff, so slide file names repeat across
+cases; pathkit names slides by file name, so when the run gives a workspace the slides are
+linked there under unique names (<case id>__<file name>).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pathkit_core import hookimpl
+from pathkit_core.contracts import Case, PathkitError
+from pathkit_datasets._reports import (
+    FEATURE_SUFFIXES,
+    SLIDE_SUFFIXES,
+    ReportDataset,
+    find_file,
+    read_json,
+)
+from pathkit_datasets._splits import load_or_create_splits
+
+log = logging.getLogger(__name__)
+
+DEFAULT_REPORT_FIELDS = ("micro_protocol", "conclusion", "diagnosis")
+FRACTIONS = (1248 / 12476, 1248 / 12476)  # PathReportEval Table 1: 9980 / 1248 / 1248
+METADATA_NAMES = ("metadata.json", "HISTAI-metadata.json", "histai_metadata.json")
+
+
+def assemble_report(record: dict[str, Any], fields: tuple[str, ...]) -> str:
+    """The report text of one metadata record (see the module docstring for the rule)."""
+    parts: list[str] = []
+    seen: set[str] = set()
+    for name in fields:
+        value = record.get(name)
+        if value is None:
+            continue
+        text = " ".join(str(value).split())
+        if not text:
+            continue
+        if text[-1] not in ".!?":
+            text += "."
+        key = text.lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        parts.append(text)
+    return " ".join(parts)
+
+
+def parse_case_mapping(value: Any) -> tuple[str, str] | None:
+    """("HISTAI-skin-b2", "case_13384") from "histai/HISTAI-skin-b2/case_13384"."""
+    if not isinstance(value, str):
+        return None
+    parts = [p for p in value.strip().split("/") if p]
+    if len(parts) < 2 or not parts[-1].startswith("case_"):
+        return None
+    return parts[-2], parts[-1]
+
+
+class HistAI(ReportDataset):
+    """HISTAI: a large multi-organ WSI collection with diagnostic text for every case."""
+
+    name = "histai"
+    description = "HISTAI report generation (patient-disjoint seeded 80/10/10 split, PathReportEval sizes)"
+    license = "CC BY-NC 4.0 (HISTAI); research use only"
+    citation = ("Nechaev et al., HISTAI: An Open-Source, Large-Scale Whole Slide Image Dataset for "
+                "Computational Pathology; PathReportEval (protocol)")
+    clinical_schema: ClassVar[Any] = "histai"
+    report_cleaning: ClassVar[str] = "pathbench"
+    max_report_tokens: ClassVar[int] = 800
+    run_options: ClassVar[tuple[str, ...]] = ("workdir",)
+    option_defaults: ClassVar[dict[str, Any]] = {
+        "metadata": None,
+        "slides_dir": None,
+        "features_dir": None,
+        "report_fields": ",".join(DEFAULT_REPORT_FIELDS),
+        "stains": "all",
+        "split_seed": 0,
+        "splits_file": None,
+        "workdir": None,
+    }
+    layout_help: ClassVar[str] = (
+        "<root>/metadata.json (HISTAI-metadata: records with case_mapping \"histai/<subset>/case_<n>\" "
+        "and report fields), slides <root>/<subset>/case_<n>/*.tiff, optional features "
+        "<root>/features/<subset>_case_<n>.safetensors"
+    )
+
+    def metadata_file(self) -> Path:
+        explicit = self.option_path("metadata")
+        if explicit is not None:
+            return explicit
+        root = Path(self.root)
+        for name in METADATA_NAMES:
+            if (root / name).is_file():
+                return root / name
+        found = sorted(p for p in root.glob("*.json") if p.is_file())
+        if len(found) == 1:
+            return found[0]
+        raise PathkitError(f"histai: {'no' if not found else 'more than one'} metadata JSON in {root}"
+                           f"{' (' + ', '.join(p.name for p in found) + ')' if found else ''}; "
+                           f"choose one with option metadata=FILE; expected layout: {self.layout_help}")
+
+    def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
+        path = self.metadata_file()
+        data = read_json(path, "histai metadata")
+        records = data.get("cases", data.get("data")) if isinstance(data, dict) else data
+        if not isinstance(records, list):
+            raise PathkitError(f"histai metadata {path}: expected a JSON list of case records")
+        fields = tuple(f.strip() for f in str(self.options["report_fields"]).split(",") if f.strip())
+        if not fields:
+            raise PathkitError("histai: option report_fields names no field")
+        stains = str(self.options.get("stains") or "all")
+        wanted = None if stains.lower() == "all" else {s.strip().lower() for s in stains.split(",")}
+        root = Path(self.root)
+        slides_dir = self.option_path("slides_dir") or root
+        features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
+        workdir = self.options.get("workdir")
+        links = Path(workdir) / "datasets" / "histai" / "slide-links" if workdir else None
+        cases: dict[str, Case] = {}
+        excluded: dict[str, str] = {}
+        for i, record in enumerate(records):
+            mapping = parse_case_mapping(record.get("case_mapping") if isinstance(record, dict) else None)
+            if mapping is None:
+                raise PathkitError(f"histai metadata {path}: record {i} has no case_mapping like "
+                                   f"\"histai/HISTAI-skin-b2/case_13384\" ({str(record)[:80]!r})")
+            subset, case_folder = mapping
+            case_id = f"{subset}_{case_folder}"
+            if case_id in cases or case_id in excluded:
+                raise PathkitError(f"histai metadata {path}: case {subset}/{case_folder} appears twice")
+            feature = find_file(features_dir, case_id, FEATURE_SUFFIXES)
+            slides: tuple[Path, ...] = ()
+            if feature is None:
+                slides = self._slides(slides_dir, subset, case_folder, wanted)
+                if wanted is not None and not slides and self._slides(slides_dir, subset, case_folder, None):
+                    excluded[case_id] = f"no slide with stain {stains}"
+                    continue
+                if links is not None:
+                    slides = tuple(self._link(links, case_id, s) for s in slides)
+            patient = str(record.get("patient_id") or case_id)
+            case, problem = self.report_case(case_id, patient, assemble_report(record, fields), slides=slides,
+                                             features=(feature,) if feature else (),
+                                             meta={"case_mapping": record.get("case_mapping"),
+                                                   "specialization": record.get("specialization")})
+            if case is None:
+                excluded[case_id] = f"{problem} (fields {', '.join(fields)})"
+            else:
+                cases[case_id] = case
+        if cases and not any(c.slides or c.features for c in cases.values()):
+            raise PathkitError(f"histai at {root}: no case folder with slides (<subset>/case_<n>/*.tiff) or "
+                               f"feature file was found for the {len(cases)} cases; expected layout: "
+                               f"{self.layout_help}")
+        seed = int(self.options.get("split_seed") or 0)
+        self.split_source = f"seeded patient-disjoint split in PathReportEval proportions, seed {seed}"
+        splits = load_or_create_splits(self.splits_file(f"histai-seed{seed}.csv"),
+                                       {c: case.patient_id for c, case in cases.items()},
+                                       fractions=FRACTIONS, seed=seed)
+        return cases, splits, excluded
+
+    @staticmethod
+    def _slides(slides_dir: Path, subset: str, case_folder: str, wanted: set[str] | None) -> tuple[Path, ...]:
+        for base in (slides_dir / subset / case_folder, slides_dir / "histai" / subset / case_folder):
+            if base.is_dir():
+                found = sorted(p for p in base.iterdir()
+                               if p.is_file() and p.suffix.lower() in SLIDE_SUFFIXES and not p.name.startswith("."))
+                if wanted is not None:
+                    found = [p for p in found if wanted & {t.lower() for t in p.stem.split("_")}]
+                return tuple(found)
+        return ()
+
+    @staticmethod
+    def _link(folder: Path, case_id: str, slide: Path) -> Path:
+        """A uniquely named symbolic link to `slide` (HISTAI slide names repeat across cases)."""
+        link = folder / f"{case_id}__{slide.name}"
+        target = slide.resolve()
+        try:
+            if link.is_symlink() and Path(os.readlink(link)) == target:
+                return link
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".{link.name}.{os.getpid()}.tmp"
+            if tmp.is_symlink() or tmp.exists():
+                tmp.unlink()
+            tmp.symlink_to(target)
+            os.replace(tmp, link)
+        except OSError as exc:
+            raise PathkitError(f"histai: cannot link {slide} into {folder} ({exc}); slide names repeat across "
+                               "HISTAI cases, so pathkit needs uniquely named links") from exc
+        return link
+
+
+@hookimpl
+def register_datasets(register):
+    register(HistAI)

@@ -1,0 +1,158 @@
+"""`tcga-pathtext`: TCGA diagnostic slides with WSI-Caption's PathText reports, patient-disjoint splits.
+
+Layout (docs/report-generation.md, "Datasets"; WSI-Caption README, PathText JSON version):
+
+    <root>/PathText.json      a JSON list of {"id": "TCGA-A2-A0CM", "caption": "..."}: one report
+                              per TCGA patient (option annotations=FILE; any one *.json in the root)
+    <root>/**/TCGA-A2-A0CM-01Z-00-DX1.<uuid>.svs   the GDC slides, anywhere below the root
+                              (option slides_dir=DIR)
+    <root>/features/<slide id>.safetensors        optional precomputed features, named by the slide
+                              file name without its extension, or by the patient id
+
+Each patient is mapped to ONE diagnostic slide: among the patient's slide files whose barcode
+has a DX portion (formalin-fixed diagnostic sections; TS/BS are frozen sections), the lowest DX
+number (DX1 first), then the lowest sample type (01 primary tumour first), then the name. A
+patient with only frozen sections is left out ("no diagnostic (DX) slide"). When the JSON id is
+itself a slide barcode, that slide is used.
+
+Reports are cleaned like PathBench's TCGA text (lower-cased, punctuation stripped; at most 600
+tokens). The split is drawn once with option split_seed (0) in PathReportEval's proportions
+(7074/884/885 of 8843) and saved to <root>/pathkit-splits/tcga-pathtext-seed<seed>.csv.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pathkit_core import hookimpl
+from pathkit_core.contracts import Case, PathkitError
+from pathkit_datasets._reports import (
+    FEATURE_SUFFIXES,
+    SLIDE_SUFFIXES,
+    ReportDataset,
+    find_file,
+    read_json,
+    strip_slide_suffix,
+)
+from pathkit_datasets._splits import load_or_create_splits
+
+FRACTIONS = (884 / 8843, 885 / 8843)  # PathReportEval Table 1: 7074 / 884 / 885
+ANNOTATION_NAMES = ("PathText.json", "pathtext.json", "TCGA_PathText.json")
+PATIENT = re.compile(r"^(TCGA-[A-Z0-9]{2}-[A-Z0-9]{4})", re.IGNORECASE)
+# TCGA slide barcode: patient - sample(2 digits + vial letter) - portion - slide type+number
+SLIDE_BARCODE = re.compile(r"^TCGA-[A-Z0-9]{2}-[A-Z0-9]{4}-(\d{2})[A-Z]?-\d{2}-([A-Z]{2})(\d+)", re.IGNORECASE)
+
+
+def diagnostic_rank(slide: Path) -> tuple[int, int, str] | None:
+    """Sort key of a diagnostic slide (DX number, sample type, name); None for other slides."""
+    match = SLIDE_BARCODE.match(slide.name)
+    if not match or match.group(2).upper() != "DX":
+        return None
+    return int(match.group(3)), int(match.group(1)), slide.name
+
+
+def choose_diagnostic_slide(slides: list[Path]) -> Path | None:
+    ranked = sorted((r, s) for s in slides if (r := diagnostic_rank(s)) is not None)
+    return ranked[0][1] if ranked else None
+
+
+class TCGAPathText(ReportDataset):
+    """TCGA WSIs paired with PathText slide-level captions (WSI-Caption, MICCAI 2024)."""
+
+    name = "tcga-pathtext"
+    description = "TCGA PathText report generation (one DX slide per patient, seeded 7074/884/885-style split)"
+    license = "TCGA: GDC open access; PathText captions: see cpystan/Wsi-Caption"
+    citation = ("Chen et al., WsiCaption: Multiple Instance Generation of Pathology Reports for Gigapixel "
+                "Whole Slide Images, MICCAI 2024; PathReportEval (protocol)")
+    clinical_schema: ClassVar[Any] = "tcga-pathtext"
+    report_cleaning: ClassVar[str] = "pathbench"
+    max_report_tokens: ClassVar[int] = 600
+    option_defaults: ClassVar[dict[str, Any]] = {
+        "annotations": None,
+        "slides_dir": None,
+        "features_dir": None,
+        "split_seed": 0,
+        "splits_file": None,
+    }
+    layout_help: ClassVar[str] = (
+        "<root>/PathText.json (a JSON list of {\"id\": \"TCGA-XX-XXXX\", \"caption\": ...}), GDC slides "
+        "TCGA-XX-XXXX-01Z-00-DX1.<uuid>.svs anywhere below the root, optional features <root>/features/"
+    )
+
+    def annotations_file(self) -> Path:
+        explicit = self.option_path("annotations")
+        if explicit is not None:
+            return explicit
+        root = Path(self.root)
+        for name in ANNOTATION_NAMES:
+            if (root / name).is_file():
+                return root / name
+        found = sorted(p for p in root.glob("*.json") if p.is_file())
+        if len(found) == 1:
+            return found[0]
+        raise PathkitError(f"tcga-pathtext: {'no' if not found else 'more than one'} annotation JSON in {root}"
+                           f"{' (' + ', '.join(p.name for p in found) + ')' if found else ''}; "
+                           f"choose one with option annotations=FILE; expected layout: {self.layout_help}")
+
+    def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
+        path = self.annotations_file()
+        data = read_json(path, "tcga-pathtext annotations")
+        if not isinstance(data, list):
+            raise PathkitError(f"tcga-pathtext annotations {path}: expected a JSON list of "
+                               "{\"id\", \"caption\"} records")
+        root = Path(self.root)
+        slides_dir = self.option_path("slides_dir") or root
+        features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
+        by_patient: dict[str, list[Path]] = {}
+        for slide in sorted(slides_dir.rglob("TCGA-*")):
+            if slide.is_file() and slide.suffix.lower() in SLIDE_SUFFIXES and (m := PATIENT.match(slide.name)):
+                by_patient.setdefault(m.group(1).upper(), []).append(slide)
+        cases: dict[str, Case] = {}
+        excluded: dict[str, str] = {}
+        for i, record in enumerate(data):
+            if not isinstance(record, dict) or "id" not in record or "caption" not in record:
+                raise PathkitError(f"tcga-pathtext annotations {path}: record {i} is not an object with "
+                                   f"\"id\" and \"caption\" ({str(record)[:80]!r})")
+            raw_id = strip_slide_suffix(str(record["id"]).strip())
+            match = PATIENT.match(raw_id)
+            if not match:
+                raise PathkitError(f"tcga-pathtext annotations {path}: record {i} id {raw_id!r} is not a TCGA "
+                                   "patient barcode (TCGA-XX-XXXX)")
+            patient = match.group(1).upper()
+            if patient in cases or patient in excluded:
+                raise PathkitError(f"tcga-pathtext annotations {path}: patient {patient} appears twice")
+            candidates = by_patient.get(patient, [])
+            exact = [s for s in candidates if strip_slide_suffix(s.name).upper() == raw_id.upper()]
+            slide = exact[0] if exact else choose_diagnostic_slide(candidates)
+            if candidates and slide is None:
+                excluded[patient] = (f"no diagnostic (DX) slide: only {', '.join(s.name for s in candidates[:3])}")
+                continue
+            feature = None
+            if slide is not None:
+                feature = find_file(features_dir, strip_slide_suffix(slide.name), FEATURE_SUFFIXES)
+            feature = feature or find_file(features_dir, patient, FEATURE_SUFFIXES)
+            case, problem = self.report_case(
+                patient, patient, record["caption"], slides=(slide,) if slide and not feature else (),
+                features=(feature,) if feature else (), meta={"slide": slide.name if slide else None},
+            )
+            if case is None:
+                excluded[patient] = problem or "unusable report"
+            else:
+                cases[patient] = case
+        if cases and not any(c.slides or c.features for c in cases.values()):
+            raise PathkitError(f"tcga-pathtext at {root}: no TCGA slide (TCGA-XX-XXXX-...-DX1.<uuid>.svs) or "
+                               f"feature file was found for the {len(cases)} patients; expected layout: "
+                               f"{self.layout_help}")
+        seed = int(self.options.get("split_seed") or 0)
+        self.split_source = f"seeded patient-disjoint split in PathReportEval proportions, seed {seed}"
+        splits = load_or_create_splits(self.splits_file(f"tcga-pathtext-seed{seed}.csv"),
+                                       {c: case.patient_id for c, case in cases.items()},
+                                       fractions=FRACTIONS, seed=seed)
+        return cases, splits, excluded
+
+
+@hookimpl
+def register_datasets(register):
+    register(TCGAPathText)

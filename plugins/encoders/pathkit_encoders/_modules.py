@@ -1,0 +1,119 @@
+"""Torch modules the encoder plugins add around timm backbones (imported lazily: it imports torch)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ClassAndPatchMean(nn.Module):
+    """Virchow embedding: concat(class token, mean of the patch tokens after the registers)."""
+
+    def __init__(self, backbone: nn.Module) -> None:
+        super().__init__()
+        self.backbone = backbone
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens = self.backbone.forward_features(x)
+        prefix = int(getattr(self.backbone, "num_prefix_tokens", 1))
+        return torch.cat([tokens[:, 0], tokens[:, prefix:].mean(dim=1)], dim=-1)
+
+
+class AttentionalPooler(nn.Module):
+    """Cross-attention of learned queries over the trunk's tokens (CoCa/CONCH contrastive pooler).
+
+    Keys and values come from the LayerNorm-ed context tokens, queries from the LayerNorm-ed
+    learned queries; projections carry no bias; the output is projected back to `d_model`.
+    Parameter names follow the published CONCH checkpoints (query, ln_q, ln_k, to_q, to_kv, to_out).
+    """
+
+    def __init__(self, d_model: int, context_dim: int, n_head: int = 8, n_queries: int = 1) -> None:
+        super().__init__()
+        if d_model % n_head:
+            raise ValueError(f"d_model {d_model} is not divisible by {n_head} heads")
+        self.n_head = n_head
+        self.query = nn.Parameter(torch.randn(n_queries, d_model))
+        self.ln_q = nn.LayerNorm(d_model)
+        self.ln_k = nn.LayerNorm(context_dim)
+        self.to_q = nn.Linear(d_model, d_model, bias=False)
+        self.to_kv = nn.Linear(context_dim, 2 * d_model, bias=False)
+        self.to_out = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, context: torch.Tensor) -> torch.Tensor:
+        batch, n_ctx, _ = context.shape
+        n_q, d_model = self.query.shape
+        head_dim = d_model // self.n_head
+        q = self.to_q(self.ln_q(self.query)).expand(batch, n_q, d_model)
+        k, v = self.to_kv(self.ln_k(context)).chunk(2, dim=-1)
+
+        def heads(t: torch.Tensor) -> torch.Tensor:
+            return t.reshape(batch, t.shape[1], self.n_head, head_dim).transpose(1, 2)
+
+        out = F.scaled_dot_product_attention(heads(q), heads(k), heads(v))  # scale 1/sqrt(head_dim)
+        out = out.transpose(1, 2).reshape(batch, n_q, d_model)
+        return self.to_out(out)
+
+
+def interpolate_grid_pos_embed(pos_embed: torch.Tensor, grid_h: int, grid_w: int) -> torch.Tensor:
+    """Class + patch position embeddings for a (grid_h, grid_w) patch grid.
+
+    Bicubic resampling of the square learned grid with the DINO/iBOT convention the CONCH
+    v1.5 vision tower uses at inference: a scale factor of (new + 0.1) / old rather than a
+    target size (the +0.1 guards against floor errors). This gives slightly different values
+    from timm's size-based `resample_abs_pos_embed`, so it is kept as is.
+    """
+    cls_pos, patch_pos = pos_embed[:, :1], pos_embed[:, 1:]
+    n_patches, dim = patch_pos.shape[1], patch_pos.shape[2]
+    side = math.isqrt(n_patches)
+    if side * side != n_patches:
+        raise ValueError(f"position grid of {n_patches} entries is not square")
+    if grid_h == side and grid_w == side:
+        return pos_embed
+    grid = patch_pos.reshape(1, side, side, dim).permute(0, 3, 1, 2)
+    grid = F.interpolate(
+        grid.float(),
+        scale_factor=((grid_h + 0.1) / side, (grid_w + 0.1) / side),
+        mode="bicubic",
+    ).to(pos_embed.dtype)
+    if tuple(grid.shape[-2:]) != (grid_h, grid_w):
+        raise ValueError(f"position grid resampled to {tuple(grid.shape[-2:])}, expected {(grid_h, grid_w)}")
+    grid = grid.permute(0, 2, 3, 1).reshape(1, grid_h * grid_w, dim)
+    return torch.cat([cls_pos, grid], dim=1)
+
+
+class ConchVisionTower(nn.Module):
+    """CONCH v1.5 vision encoder: ViT-L/16 trunk + attentional pooler (1 query) + LayerNorm.
+
+    The trunk holds a 14 x 14 (224 px) position grid; 448 px inputs (28 x 28 patches) use
+    the grid resampled per forward pass (`interpolate_grid_pos_embed`). The embedding is the
+    pooled, LayerNorm-ed contrastive token before the text-alignment projection (768-d).
+    """
+
+    def __init__(self, trunk: nn.Module, pooler_dim: int = 768, pooler_heads: int = 8) -> None:
+        super().__init__()
+        self.trunk = trunk
+        context_dim = int(trunk.embed_dim)
+        self.attn_pool_contrast = AttentionalPooler(pooler_dim, context_dim, n_head=pooler_heads, n_queries=1)
+        self.ln_contrast = nn.LayerNorm(pooler_dim)
+
+    def tokens(self, x: torch.Tensor) -> torch.Tensor:
+        trunk = self.trunk
+        patches = trunk.patch_embed(x)
+        if patches.ndim == 4:  # NHWC from a dynamic-size patch embedding
+            batch, grid_h, grid_w, dim = patches.shape
+            patches = patches.reshape(batch, grid_h * grid_w, dim)
+        else:
+            batch, _, dim = patches.shape
+            grid_h = x.shape[-2] // trunk.patch_embed.patch_size[0]
+            grid_w = x.shape[-1] // trunk.patch_embed.patch_size[1]
+        pos = interpolate_grid_pos_embed(trunk.pos_embed, grid_h, grid_w)
+        tokens = torch.cat([trunk.cls_token.expand(batch, -1, -1), patches], dim=1) + pos
+        tokens = trunk.norm_pre(trunk.patch_drop(trunk.pos_drop(tokens)))
+        return trunk.norm(trunk.blocks(tokens))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = self.attn_pool_contrast(self.tokens(x))[:, 0]
+        return self.ln_contrast(pooled)

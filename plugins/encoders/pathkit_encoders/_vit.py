@@ -1,0 +1,251 @@
+"""Shared machinery of the ViT tile encoders: timm architectures, preprocessing and checkpoint loading.
+
+An encoder plugin only declares its architecture (a timm model name and explicit keyword
+arguments, never an `hf-hub:` name, which would fetch a config from the network), its
+pooling, its preprocessing and its `PretrainedWeights` record. Finding, reading and fitting
+the checkpoint is done once, by `pathkit_core.features.weights`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pathkit_core.contracts import Encoder, PathkitError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from torch import nn
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Deterministic parameter initialisation without disturbing the caller's RNG state."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+def resolve_reference(value: Any) -> Any:
+    """"@torch.nn.SiLU" -> the class torch.nn.SiLU; anything else unchanged."""
+    if not (isinstance(value, str) and value.startswith("@")):
+        return value
+    import importlib
+
+    module, _, attr = value[1:].rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+def build_on(device: str) -> contextlib.AbstractContextManager[Any]:
+    """Build a module on `device`; "meta" allocates nothing (shapes only)."""
+    import torch
+
+    return torch.device(device)
+
+
+class ViTTileEncoder(Encoder):
+    """A tile encoder whose backbone is a timm VisionTransformer.
+
+    `arch_overrides` replaces architecture keyword arguments (e.g. depth=2, embed_dim=64 in
+    tests): the model is then of the same family but not the published one, and cannot load
+    the published checkpoint.
+    """
+
+    timm_name: ClassVar[str] = ""
+    pooling: ClassVar[str] = "model"  # "model": timm's own pooling; "cls+patch-mean": Virchow
+    resize_px: ClassVar[int] = 224  # shorter side after resizing (torchvision Resize(int))
+    crop_px: ClassVar[int | None] = None  # centre crop after resizing, if any
+    interpolation: ClassVar[str] = "bilinear"
+    random_init_seed: ClassVar[int] = 0  # used only when an encoder ships no checkpoint
+
+    def __init__(self, arch_overrides: Mapping[str, Any] | None = None) -> None:
+        self.arch_overrides: dict[str, Any] = dict(arch_overrides or {})
+        self.weights_path: Path | None = None
+        self.weights_sha256: str = ""
+
+    # ------------------------------------------------------------------ architecture
+    # timm keyword arguments of the published architecture (REFERENCES.md). Layer classes are
+    # written "@module.Name" and imported only when a model is built, so that listing encoders
+    # never imports torch or timm.
+    arch_kwargs: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def base_architecture(cls) -> dict[str, Any]:
+        """`arch_kwargs` with "@module.Name" references resolved to the objects."""
+        return {k: resolve_reference(v) for k, v in cls.arch_kwargs.items()}
+
+    def architecture(self) -> dict[str, Any]:
+        return {**self.base_architecture(), **self.arch_overrides}
+
+    def architecture_label(self) -> str:
+        label = f"{self.name} ({self.timm_name})"
+        if self.arch_overrides:
+            label += " with overrides " + ", ".join(f"{k}={v}" for k, v in sorted(self.arch_overrides.items()))
+        return label
+
+    def build_backbone(self, device: str = "cpu") -> nn.Module:
+        """The module whose state dict is the checkpoint, randomly initialised (or on meta)."""
+        import timm
+
+        with build_on(device):
+            return timm.create_model(self.timm_name, pretrained=False, **self.architecture())
+
+    def wrap(self, backbone: nn.Module) -> nn.Module:
+        """The module mapping a normalised batch (B, 3, H, W) to embeddings (B, D)."""
+        if self.pooling == "model":
+            return backbone
+        if self.pooling == "cls+patch-mean":
+            from pathkit_encoders._modules import ClassAndPatchMean
+
+            return ClassAndPatchMean(backbone)
+        raise PathkitError(f"encoder {self.name!r}: unknown pooling {self.pooling!r}")
+
+    def adapt_state_dict(
+        self, state_dict: dict[str, torch.Tensor], backbone: nn.Module
+    ) -> dict[str, torch.Tensor]:
+        """Map a published checkpoint's key layout onto the backbone's (identity by default)."""
+        return state_dict
+
+    @property
+    def feature_dim(self) -> int:
+        """Output dimension of this instance (differs from `embed_dim` under arch_overrides)."""
+        if not self.arch_overrides:
+            return self.embed_dim
+        width = int(self.architecture().get("embed_dim", self.embed_dim))
+        return 2 * width if self.pooling == "cls+patch-mean" else width
+
+    def parameter_count(self) -> int:
+        """Parameters of the full model, counted on the meta device (no memory, no weights)."""
+        model = self.wrap(self.build_backbone("meta"))
+        return sum(p.numel() for p in model.parameters())
+
+    # ------------------------------------------------------------------ weights
+    def ships_checkpoint(self) -> bool:
+        w = self.weights
+        return w is not None and bool(w.hf_hub_id or w.filename)
+
+    def load(
+        self,
+        device: str = "cpu",
+        weights_path: str | Path | None = None,
+        *,
+        allow_download: bool | None = None,
+    ) -> nn.Module:
+        """The eval-mode encoder with its checkpoint loaded (resolution order: docs/encoders.md).
+
+        An encoder without a published checkpoint (tiny-vit) is built from its fixed seed
+        unless a checkpoint path is given.
+        """
+        from pathkit_core.features import weights as W
+
+        if weights_path is None and not self.ships_checkpoint():
+            with seeded(self.random_init_seed):
+                backbone = self.build_backbone("cpu")
+            self.weights_path, self.weights_sha256 = None, f"random-init:seed={self.random_init_seed}"
+        else:
+            if self.arch_overrides and weights_path is None:
+                raise PathkitError(
+                    f"{self.architecture_label()} is not the published architecture; give an explicit "
+                    "checkpoint path for it"
+                )
+            path = W.resolve_weights(type(self), weights_path, allow_download=allow_download)
+            expected = self.weights.sha256 if (self.weights and not self.arch_overrides) else None
+            sha = W.verify_sha256(path, expected, self.name)
+            state = W.read_state_dict(path)
+            backbone = self.build_backbone("meta")
+            state = self.adapt_state_dict(state, backbone)
+            W.load_state_dict_checked(backbone, state, source=path, architecture=self.architecture_label())
+            self.weights_path, self.weights_sha256 = path, sha
+        model = self.wrap(backbone)
+        model.requires_grad_(False)
+        return model.to(device).eval()
+
+    def random_checkpoint(self, path: str | Path, *, seed: int = 0, dtype: str = "float32") -> Path:
+        """Save a randomly initialised checkpoint of this architecture as safetensors (for tests).
+
+        It is laid out exactly like the published checkpoint, so it loads through `load`.
+        """
+        import torch
+        from safetensors.torch import save_file
+
+        from pathkit_core.workspace import atomic_path
+
+        with seeded(seed):
+            backbone = self.build_backbone("cpu")
+        state = {
+            k: v.detach().to(getattr(torch, dtype)).contiguous().clone() if v.is_floating_point()
+            else v.detach().contiguous().clone()
+            for k, v in self.export_state_dict(backbone).items()
+        }
+        del backbone
+        with atomic_path(path) as tmp:
+            save_file(state, str(tmp), metadata={"format": "pt", "architecture": self.architecture_label()})
+        return Path(path)
+
+    def export_state_dict(self, backbone: nn.Module) -> dict[str, torch.Tensor]:
+        """The backbone's state dict in the published checkpoint's key layout."""
+        return backbone.state_dict()
+
+    # ------------------------------------------------------------------ preprocessing
+    @property
+    def mean(self) -> tuple[float, float, float]:
+        return self.weights.mean if self.weights else IMAGENET_MEAN
+
+    @property
+    def std(self) -> tuple[float, float, float]:
+        return self.weights.std if self.weights else IMAGENET_STD
+
+    def transform(self, tiles: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """uint8 tiles (B, H, W, 3) or one tile (H, W, 3) -> normalised float batch (B, 3, S, S).
+
+        Resize the shorter side to `resize_px` (antialiased, like torchvision's Resize on PIL
+        images), centre-crop to `crop_px` when set, scale to [0, 1], normalise by mean/std.
+        """
+        import torch
+        from torchvision.transforms.v2 import InterpolationMode
+        from torchvision.transforms.v2 import functional as TF
+
+        batch = torch.as_tensor(tiles)
+        if batch.ndim == 3:
+            batch = batch.unsqueeze(0)
+        if batch.ndim != 4 or batch.shape[-1] != 3:
+            raise PathkitError(f"{self.name}: tiles must be (B, H, W, 3) RGB, got shape {tuple(batch.shape)}")
+        if batch.dtype != torch.uint8:
+            raise PathkitError(f"{self.name}: tiles must be uint8, got {batch.dtype}")
+        batch = batch.permute(0, 3, 1, 2)
+        if min(batch.shape[-2:]) != self.resize_px:
+            mode = InterpolationMode.BICUBIC if self.interpolation == "bicubic" else InterpolationMode.BILINEAR
+            batch = TF.resize(batch, [self.resize_px], interpolation=mode, antialias=True)
+        if self.crop_px is not None and tuple(batch.shape[-2:]) != (self.crop_px, self.crop_px):
+            batch = TF.center_crop(batch, [self.crop_px, self.crop_px])
+        out = batch.to(torch.float32).div_(255.0)
+        mean = torch.tensor(self.mean, dtype=torch.float32).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, dtype=torch.float32).view(1, 3, 1, 1)
+        return out.sub_(mean).div_(std).contiguous()
+
+    @property
+    def input_px(self) -> int:
+        return self.crop_px if self.crop_px is not None else self.resize_px
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        out = super().describe()
+        out.update(
+            timm_model=cls.timm_name,
+            architecture={k: v.lstrip("@") if isinstance(v, str) else v for k, v in cls.arch_kwargs.items()},
+            pooling=cls.pooling,
+            preprocessing={
+                "resize": cls.resize_px,
+                "center_crop": cls.crop_px,
+                "interpolation": cls.interpolation,
+            },
+        )
+        return out

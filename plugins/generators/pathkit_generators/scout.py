@@ -1,0 +1,67 @@
+"""`scout`: SCOUT (Singh et al., 2026), the concept-conditioned multimodal report generator plugin.
+
+The model (`_scout_net.ScoutModel`) is built lazily so that `pathkit --help` stays fast. Defaults
+follow PathBench's SCOUT configuration (d_model 768, FFN 768, 4 heads, 3 layers, dropout 0.4,
+adapter dropout 0.4, tile dropout 0.5; FiLM hidden 1024, dropout 0.2, alpha 0.4) and REFERENCES
+(gate entropy weight 0.07; beam 6 in groups of 3). Slide and concept inputs come from providers
+chosen by name (`slide_provider`, `concept_provider`; `_scout_providers`); the offline defaults
+compute them from the tile features. See docs/report-generation.md ("SCOUT").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pathkit_core import hookimpl
+from pathkit_core.contracts import GeneratorSpec, PathkitError
+from pathkit_generators._text.generator import COMMON_HPARAMS, ReportGenerator
+
+
+class Scout(ReportGenerator):
+    """Tile stream FiLM-conditioned on slide and concept vectors; decoder gates three memories per head."""
+
+    name = "scout"
+    description = "SCOUT: tile/slide/concept adapters, FiLM-conditioned encoder, per-head gated three-memory decoder"
+    default_hparams = {
+        **COMMON_HPARAMS,
+        "beam_size": 6,
+        "group_size": 3,
+        "d_model": 768,
+        "d_ff": 768,
+        "num_heads": 4,
+        "num_layers": 3,
+        "dropout": 0.4,
+        "adapter_dropout": 0.4,
+        "drop_prob_lm": 0.5,
+        "film_hidden": 1024,
+        "film_dropout": 0.2,
+        "film_alpha": 0.4,
+        "gate_entropy_weight": 0.07,
+        "slide_provider": "mean",  # "mean" | "attention" | "package.module:factory"
+        "concept_provider": "prototypes",  # "prototypes" | "file" | "package.module:factory"
+        "num_concepts": 66,  # prototypes (PathBench's GECKO concept count)
+        "concept_file": None,  # safetensors with `concepts` (C x D) for concept_provider="file"
+    }
+
+    def make_model(self, spec: GeneratorSpec, tokenizer: Any, hp: Mapping[str, Any], decoding: Any) -> Any:
+        from pathkit_generators._scout_net import ScoutModel
+
+        try:
+            return ScoutModel(
+                tokenizer, decoding, feature_dim=spec.feature_dim, d_model=int(hp["d_model"]),
+                d_ff=int(hp["d_ff"]), num_heads=int(hp["num_heads"]), num_layers=int(hp["num_layers"]),
+                dropout=float(hp["dropout"]), adapter_dropout=float(hp["adapter_dropout"]),
+                drop_prob_lm=float(hp["drop_prob_lm"]), film_hidden=int(hp["film_hidden"]),
+                film_dropout=float(hp["film_dropout"]), film_alpha=float(hp["film_alpha"]),
+                gate_entropy_weight=float(hp["gate_entropy_weight"]),
+                slide_provider=str(hp["slide_provider"]), concept_provider=str(hp["concept_provider"]),
+                provider_hparams=hp, provider_states=(spec.state or {}).get("providers"),
+            )
+        except ValueError as exc:
+            raise PathkitError(f"generator {self.name!r}: {exc}") from exc
+
+
+@hookimpl
+def register_generators(register):
+    register(Scout)

@@ -1,0 +1,192 @@
+"""The core trainer: exact resume after an interruption, selection and early stopping, plateau LR,
+gradient clipping, mixed precision, safetensors checkpoints, predictions.jsonl, two-process DDP."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.training.trainer import (
+    TrainConfig,
+    fit,
+    load_checkpoint,
+    make_accelerator,
+    predict,
+    seed_everything,
+)
+from tests.core.training._tiny_task import TinyRegressor, make_items
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def new_model() -> TinyRegressor:
+    seed_everything(0)
+    return TinyRegressor()
+
+
+def config(**overrides) -> TrainConfig:
+    values = {"max_epochs": 4, "lr": 1e-2, "batch_size": 4, "progress": False, "cpu": True,
+              "early_stop_patience": None}
+    return TrainConfig(**{**values, **overrides})
+
+
+TRAIN, VAL = make_items(16, 1), make_items(6, 2)
+
+
+def weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def test_defaults_follow_pathbench_and_unknown_options_fail():
+    cfg = TrainConfig()
+    assert (cfg.lr, cfg.weight_decay, cfg.batch_size, cfg.max_epochs) == (7e-5, 1e-5, 1, 200)
+    plateau = (cfg.plateau_factor, cfg.plateau_patience, cfg.plateau_on, cfg.early_stop_patience)
+    assert plateau == (0.5, 7, "val_loss", 20)
+    with pytest.raises(PathkitError, match="unknown training option"):
+        TrainConfig.from_mapping({"learning_rate": 1.0})
+
+
+def test_resume_after_an_interruption_continues_exactly(tmp_path):
+    straight = new_model()
+    fit(straight, TRAIN, VAL, config(), tmp_path / "straight")
+
+    interrupted = new_model()
+    original = interrupted.training_step
+    calls = {"train": 0}
+
+    def crash_in_epoch_three(batch):
+        if interrupted.training:
+            calls["train"] += 1
+            if calls["train"] == 4 * 2 + 2:  # second step of epoch 3 (4 steps per epoch)
+                raise KeyboardInterrupt("power cut")
+        return original(batch)
+
+    interrupted.training_step = crash_in_epoch_three
+    with pytest.raises(KeyboardInterrupt):
+        fit(interrupted, TRAIN, VAL, config(), tmp_path / "resumed")
+    assert json.loads((tmp_path / "resumed" / "last.json").read_text())["trainer_state"]["epoch"] == 2
+
+    resumed = new_model()  # a fresh process: new model, state only from the checkpoint
+    result = fit(resumed, TRAIN, VAL, config(), tmp_path / "resumed")
+    assert result.epochs_run == 4
+    for key, value in weights(straight).items():
+        torch.testing.assert_close(resumed.state_dict()[key], value, rtol=0, atol=0)
+    history = json.loads((tmp_path / "resumed" / "history.json").read_text())
+    reference = json.loads((tmp_path / "straight" / "history.json").read_text())
+    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in history]
+    assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in reference]
+
+
+def test_selection_picks_the_best_epoch_and_stops_early(tmp_path):
+    scores = iter([0.1, 0.5, 0.3, 0.2, 0.9, 0.9])
+    snapshots = {}
+    model = new_model()
+    result = fit(model, TRAIN, VAL, config(max_epochs=6, early_stop_patience=2), tmp_path,
+                 selection=lambda preds, refs: next(scores),
+                 on_epoch=lambda record: snapshots.__setitem__(record["epoch"], weights(model)))
+    assert (result.best_epoch, result.best_score, result.epochs_run, result.stopped_early) == (2, 0.5, 4, True)
+    best = TinyRegressor()
+    load_checkpoint(result.best_checkpoint, best)
+    for key, value in snapshots[2].items():
+        torch.testing.assert_close(best.state_dict()[key], value, rtol=0, atol=0)
+
+
+def test_reduce_lr_on_plateau_of_validation_loss(tmp_path):
+    # a learning rate too small to move the weights: the validation loss plateaus at once
+    result = fit(new_model(), TRAIN, VAL, config(max_epochs=5, lr=1e-12, plateau_patience=1), tmp_path)
+    assert [r["lr"] for r in result.history] == pytest.approx([1e-12, 1e-12, 5e-13, 5e-13, 2.5e-13])
+
+
+def test_gradients_are_clipped(tmp_path):
+    cfg = config(max_epochs=1, grad_clip=0.01)
+    accelerator = make_accelerator(cfg)
+    seen = []
+    clip = accelerator.clip_grad_norm_
+
+    def spy(parameters, max_norm, *args, **kwargs):
+        parameters = list(parameters)
+        before = clip(parameters, max_norm, *args, **kwargs)
+        after = torch.norm(torch.stack([p.grad.norm() for p in parameters if p.grad is not None]))
+        seen.append((float(before), float(after), max_norm))
+        return before
+
+    accelerator.clip_grad_norm_ = spy
+    fit(new_model(), TRAIN, VAL, cfg, tmp_path, accelerator=accelerator)
+    assert len(seen) == 4
+    assert all(before > 0.01 and after <= 0.01 * 1.0001 and max_norm == 0.01 for before, after, max_norm in seen)
+
+
+def test_bf16_autocast_on_cpu(tmp_path):
+    result = fit(new_model(), TRAIN, VAL, config(max_epochs=1, mixed_precision="bf16"), tmp_path)
+    assert torch.isfinite(torch.tensor(result.history[0]["train_loss"]))
+
+
+def test_checkpoints_are_safetensors_with_json_side_cars(tmp_path):
+    fit(new_model(), TRAIN, VAL, config(max_epochs=2), tmp_path, checkpoint_config={"generator": "tiny"})
+    tensors = load_file(str(tmp_path / "last.safetensors"))
+    assert any(k.startswith("model.") for k in tensors) and any(k.startswith("optim.") for k in tensors)
+    assert "rng.torch" in tensors
+    best_tensors = load_file(str(tmp_path / "best.safetensors"))
+    assert all(k.startswith("model.") for k in best_tensors)  # the best checkpoint holds weights only
+    side = json.loads((tmp_path / "best.json").read_text())
+    assert side["config"]["generator"] == "tiny" and side["config"]["train"]["lr"] == 1e-2
+    with pytest.raises(PathkitError, match="does not fit the model"):
+        load_checkpoint(tmp_path / "best.safetensors", TinyRegressor(dim=6))
+    (tmp_path / "broken.safetensors").write_bytes(b"not a checkpoint")
+    (tmp_path / "broken.json").write_text("{}")
+    with pytest.raises(PathkitError, match="cannot read checkpoint"):
+        load_checkpoint(tmp_path / "broken.safetensors", TinyRegressor())
+
+
+def test_predict_writes_predictions_jsonl_in_item_order(tmp_path):
+    model = new_model().eval()
+    preds = predict(model, VAL, batch_size=4, out_path=tmp_path / "predictions.jsonl")
+    lines = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in lines] == [it["case_id"] for it in VAL]
+    assert all(r["prediction"] == preds[r["id"]] for r in lines)
+
+
+def test_fit_needs_train_and_validation_cases(tmp_path):
+    with pytest.raises(PathkitError, match="no training cases"):
+        fit(new_model(), [], VAL, config(), tmp_path)
+    with pytest.raises(PathkitError, match="no validation cases"):
+        fit(new_model(), TRAIN, [], config(), tmp_path)
+
+
+def test_two_cpu_processes_train_one_synchronised_model(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(
+        [str(HERE.parents[2]), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         str(HERE / "_ddp_script.py"), str(tmp_path)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert all(r["world"] == 2 and r["type"].endswith("MULTI_CPU") for r in ranks)
+    # each process trained on its own half of the cases, yet the weights are identical: DDP synced them
+    for mine, theirs in zip(ranks[0]["trained_on"], ranks[1]["trained_on"], strict=True):
+        assert not set(mine) & set(theirs) and len(mine) + len(theirs) == 16
+    assert ranks[0]["digest"] == ranks[1]["digest"]
+    # validation and prediction were sharded and gathered on every process
+    all_val = sorted(it["case_id"] for it in make_items(7, 2))
+    assert ranks[0]["validated"] == ranks[1]["validated"] == all_val
+    assert ranks[0]["predicted"] == all_val
+    assert len((tmp_path / "predictions.jsonl").read_text().splitlines()) == 7
+    assert (tmp_path / "ckpt" / "best.safetensors").exists() and (tmp_path / "ckpt" / "last.safetensors").exists()

@@ -1,0 +1,182 @@
+"""WSI-Caption and HistGen: overfitting one batch, learnability against the most-frequent report,
+exact rebuilds from saved state, batch invariance, and the encoders' geometry."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+import torch
+from _report_cases import FEATURE_DIM, REG_REPORTS, make_cases
+from pathkit_generators._histgen_net import CrossModalMemory
+from pathkit_generators._text.attention import attention_implementation
+from pathkit_generators._wsi_caption_net import PositionAwareModule, pad_to_square
+from pathkit_generators.histgen import HistGen
+from pathkit_generators.wsi_caption import WSICaption
+
+from pathkit_core.contracts import GeneratorSpec, TaskModel
+from pathkit_core.training.trainer import TrainConfig, fit, load_checkpoint, predict
+
+SMALL = {"d_model": 32, "d_ff": 64, "num_heads": 2, "num_layers": 1, "drop_prob_lm": 0.1, "max_tokens": 48}
+GENERATORS = {
+    "wsi-caption": (WSICaption, {}),
+    "histgen": (HistGen, {"d_vf": 64, "cmm_size": 64, "prototype_num": 16, "region_size": 8, "topk": 8}),
+}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def build(name: str, targets, *, state=None, **overrides):
+    cls, extra = GENERATORS[name]
+    torch.manual_seed(0)
+    spec = GeneratorSpec(task="report", feature_dim=FEATURE_DIM, hparams={**SMALL, **extra, **overrides},
+                         train_targets=list(targets), dataset="reg2025", state=state or {})
+    return cls().build(spec)
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_overfits_one_batch(name):
+    cases = make_cases(4, seed=3)
+    for case, report in zip(cases, REG_REPORTS, strict=True):
+        case["target"] = report  # four different reports in one batch
+    model = build(name, [c["target"] for c in cases], dropout=0.0, drop_prob_lm=0.0)
+    assert isinstance(model, TaskModel)
+    batch = model.collate(cases)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(60):
+        loss = model.training_step(batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert float(loss.detach()) < 0.05
+    model.eval()
+    assert model.predict(batch) == [c["target"] for c in cases]
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_learns_the_report_from_features_and_beats_most_frequent_report(name, tmp_path):
+    train, val = make_cases(32, seed=1), make_cases(12, seed=2)
+    model = build(name, [c["target"] for c in train])
+    cfg = TrainConfig(max_epochs=14, lr=5e-3, batch_size=4, early_stop_patience=None, progress=False, cpu=True)
+    result = fit(model, train, val, cfg, tmp_path / "ckpt")
+    load_checkpoint(result.best_checkpoint, model)
+    predictions = predict(model, val, batch_size=len(val))
+    accuracy = sum(predictions[c["case_id"]] == c["target"] for c in val) / len(val)
+    most_frequent = Counter(c["target"] for c in train).most_common(1)[0][0]
+    baseline = sum(c["target"] == most_frequent for c in val) / len(val)
+    assert baseline < 0.5
+    assert accuracy >= baseline + 0.25, (accuracy, baseline)
+    assert result.history[-1]["val_loss"] < result.history[0]["val_loss"] / 4
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_rebuild_from_exported_state_predicts_identically(name):
+    cases = make_cases(5, seed=4, tiles=(1, 30))
+    model = build(name, [c["target"] for c in cases]).eval()
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    rebuilt = build(name, ["something else entirely"], state=model.export_state()).eval()
+    rebuilt.load_state_dict(weights)
+    batch = model.collate(cases)
+    assert rebuilt.predict(batch) == model.predict(batch)
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_batched_prediction_equals_one_case_at_a_time(name):
+    cases = make_cases(4, seed=5, tiles=(1, 40))
+    model = build(name, [c["target"] for c in cases], max_tokens=12).eval()
+    together = model.predict(model.collate(cases))
+    alone = [model.predict(model.collate([c]))[0] for c in cases]
+    assert together == alone
+    # the teacher-forced loss of the batch is the token-weighted mean of the cases' losses
+    with torch.no_grad():
+        loss = model.training_step(model.collate(cases))
+        parts = [(model.training_step(model.collate([c])), len(model.tokenizer.encode(c["target"]).ids) - 1)
+                 for c in cases]
+    assert float(loss) == pytest.approx(sum(float(part) * n for part, n in parts) / sum(n for _, n in parts), rel=1e-4)
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_naive_attention_gives_the_same_model(name):
+    cases = make_cases(2, seed=6, tiles=(20, 30))
+    model = build(name, [c["target"] for c in cases]).eval()
+    batch = model.collate(cases)
+    with torch.no_grad():
+        fused = model.token_logprobs(batch)
+        with attention_implementation("naive"):
+            naive = model.token_logprobs(batch)
+    torch.testing.assert_close(fused, naive, atol=1e-4, rtol=1e-4)
+
+
+# --------------------------------------------------------------------------- WSI-Caption geometry
+
+
+def test_square_padding_repeats_the_first_tokens():
+    tokens = torch.arange(6)[:, None].float()
+    padded = pad_to_square(tokens)
+    assert padded.squeeze(1).tolist() == [0, 1, 2, 3, 4, 5, 0, 1, 2]
+    assert pad_to_square(torch.ones(9, 2)).shape == (9, 2)
+    assert pad_to_square(torch.ones(2, 2)).shape == (4, 2)
+    with pytest.raises(ValueError, match="square"):
+        PositionAwareModule(4)(torch.ones(1, 5, 4))
+
+
+def test_wsi_caption_memory_is_the_prompt_and_tiles_on_a_square_grid():
+    model = build("wsi-caption", REG_REPORTS).eval()
+    for n in (1, 3, 8, 15, 24):
+        memory = model.encode_slide(torch.randn(n, FEATURE_DIM), None)
+        assert memory.shape == (math.ceil(math.sqrt(n + 1)) ** 2, SMALL["d_model"])
+
+
+def test_position_aware_module_is_identity_plus_depthwise_convolutions():
+    pam = PositionAwareModule(2, kernels=(3,))
+    with torch.no_grad():
+        pam.convs[0].weight.zero_()
+        pam.convs[0].weight[:, 0, 1, 1] = 1.0  # centre tap: the conv copies its input
+        pam.convs[0].bias.zero_()
+    x = torch.randn(1, 9, 2)
+    torch.testing.assert_close(pam(x), 2 * x)
+
+
+# --------------------------------------------------------------------------- HistGen geometry
+
+
+def test_histgen_gives_one_memory_token_per_region():
+    model = build("histgen", REG_REPORTS).eval()
+    per_region = GENERATORS["histgen"][1]["region_size"] - 1
+    for n in (1, 7, 8, 21, 30):
+        memory = model.encode_slide(torch.randn(n, FEATURE_DIM), None)
+        assert memory.shape == (math.ceil(n / per_region), SMALL["d_model"])
+        assert memory.abs().max() <= 1.0  # tanh output
+
+
+def test_cross_modal_memory_keeps_the_top_k_slots():
+    torch.manual_seed(0)
+    cmn = CrossModalMemory(8, num_heads=2, topk=3, dropout=0.0)
+    query, memory = torch.randn(1, 4, 8), torch.randn(10, 8)
+    out = cmn(query, memory)
+    q = cmn.q_proj(query).view(1, 4, 2, 4).transpose(1, 2)
+    k = cmn.k_proj(memory).view(10, 2, 4).transpose(0, 1)
+    v = cmn.v_proj(memory).view(10, 2, 4).transpose(0, 1)
+    scores = q @ k.transpose(-2, -1) / 2.0
+    kth = scores.topk(3, dim=-1).values[..., -1:]
+    weights = torch.softmax(scores.masked_fill(scores < kth, float("-inf")), dim=-1)
+    expected = cmn.out_proj((weights @ v).transpose(1, 2).reshape(1, 4, 8))
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", GENERATORS)
+def test_a_ten_thousand_tile_slide_trains_in_memory(name):
+    cases = make_cases(1, seed=7, tiles=(10_000, 10_000))
+    model = build(name, REG_REPORTS, num_layers=1)
+    loss = model.training_step(model.collate(cases))
+    loss.backward()
+    assert torch.isfinite(loss)
