@@ -49,6 +49,21 @@ class TinyViTEncoder(ViTTileEncoder):
     )
 
 
+class TinyViTWideEncoder(TinyViTEncoder):
+    """A second demo encoder (width 96, seed 1) with tiny-vit's tile spec, so that one tiling
+    serves both and the encoder x generator matrix can be exercised on the demo in minutes."""
+
+    name: ClassVar[str] = "tiny-vit-wide"
+    description: ClassVar[str] = "NOT a pathology model: wider tiny ViT with fixed random weights (matrix demo)"
+    embed_dim: ClassVar[int] = 96
+    random_init_seed: ClassVar[int] = 1
+
+    @classmethod
+    def base_architecture(cls) -> dict[str, Any]:
+        return {**super().base_architecture(), "embed_dim": 96, "num_heads": 3}
+
+
 @hookimpl
 def register_encoders(register):
     register(TinyViTEncoder)
+    register(TinyViTWideEncoder)

@@ -6,13 +6,13 @@ Imported only when a MIL generator builds its model, so torch is imported at mod
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
 from pathkit_core.contracts import PathkitError
+from pathkit_generators._bags import pad_bags
 
 # (hidden width, attention width) of the CLAM-style presets; GOLDMARK's GMA uses the "big" widths.
 SIZE_PRESETS: dict[str, tuple[int, int]] = {"small": (512, 256), "big": (512, 384)}
@@ -27,22 +27,6 @@ def xavier_init(module: nn.Module) -> None:
             nn.init.xavier_normal_(child.weight)
             if child.bias is not None:
                 nn.init.zeros_(child.bias)
-
-
-def pad_bags(bags: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stack (N_i, D) bags into (B, max N, D) zeros-padded features and a (B, max N) validity mask."""
-    if not bags:
-        raise PathkitError("MIL: an empty batch")
-    dims = {int(b.shape[1]) for b in bags}
-    if len(dims) > 1:
-        raise PathkitError(f"MIL: bags of different feature widths in one batch: {sorted(dims)}")
-    longest = max(int(b.shape[0]) for b in bags)
-    features = bags[0].new_zeros((len(bags), longest, bags[0].shape[1]))
-    mask = torch.zeros((len(bags), longest), dtype=torch.bool)
-    for i, bag in enumerate(bags):
-        features[i, : bag.shape[0]] = bag
-        mask[i, : bag.shape[0]] = True
-    return features, mask
 
 
 def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

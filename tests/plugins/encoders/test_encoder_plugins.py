@@ -330,3 +330,14 @@ def test_full_paper_encoder_random_checkpoint_loads_and_embeds(name, tmp_path):
         feats = model(enc.transform(tile))
     assert feats.shape == (1, PUBLISHED[name][0]) and torch.isfinite(feats).all()
     assert sum(p.numel() for p in model.parameters()) == PUBLISHED[name][7]
+
+
+def test_tiny_vit_wide_shares_the_tile_spec_and_differs_in_weights():
+    base, wide = get_component("encoder", "tiny-vit"), get_component("encoder", "tiny-vit-wide")
+    assert wide.tile_spec == base.tile_spec and not wide.is_pathology_model
+    enc = wide()
+    model = enc.load()
+    tiles = np.random.default_rng(1).integers(0, 255, (2, 128, 128, 3), dtype=np.uint8)
+    with torch.inference_mode():
+        feats = model(enc.transform(tiles))
+    assert feats.shape == (2, 96) and enc.weights_sha256 == "random-init:seed=1"

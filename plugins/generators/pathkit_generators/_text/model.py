@@ -8,13 +8,14 @@ beam search, and the tokenizer state exported beside the checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
 from pathkit_core.contracts import PathkitError
+from pathkit_generators._bags import pad_bags
 from pathkit_generators._text.beam import BeamSearchConfig, beam_search
 from pathkit_generators._text.decoder import TransformerDecoder
 from pathkit_generators._text.tokenizer import (
@@ -24,19 +25,6 @@ from pathkit_generators._text.tokenizer import (
     UNK_ID,
     ReportTokenizer,
 )
-
-
-def pad_bags(bags: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stack (N_i, D) bags into (B, N_max, D) with a (B, N_max) mask that is True on real rows."""
-    if not bags:
-        raise PathkitError("cannot batch zero cases")
-    width = max(int(b.size(0)) for b in bags)
-    out = bags[0].new_zeros(len(bags), width, *bags[0].shape[1:])
-    mask = torch.zeros(len(bags), width, dtype=torch.bool, device=bags[0].device)
-    for i, bag in enumerate(bags):
-        out[i, : bag.size(0)] = bag
-        mask[i, : bag.size(0)] = True
-    return out, mask
 
 
 class ReportModel(nn.Module):
