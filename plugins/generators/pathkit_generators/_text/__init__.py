@@ -6,8 +6,9 @@ Modules (torch is imported only by the last four, so plugin modules stay light):
   truncation counting, JSON state saved beside checkpoints), `report_settings(dataset)`.
 - `generator`: `ReportGenerator`, the Generator plugin base (`COMMON_HPARAMS` for decoding),
   whose `build` makes the tokenizer and the `BeamSearchConfig` and calls `make_model`.
-- `attention`: `MultiHeadAttention` on `scaled_dot_product_attention`;
-  `attention_implementation("naive")` switches to materialised attention (benchmarks).
+- `attention`: `MultiHeadAttention` on `scaled_dot_product_attention` (with
+  `chunked_attention` for long sequences in CPU training with dropout, where PyTorch has no
+  fused kernel); `attention_implementation("naive")` switches to materialised attention.
 - `decoder`: `TransformerDecoder` (teacher forcing, cached incremental `step`),
   `PreNormEncoderLayer`, `PositionalEncoding`, `xavier_init`.
 - `beam`: `beam_search` (batched; groups, previous-token blocking, `<unk>` suppression,
