@@ -55,3 +55,20 @@ def split_names(values: Sequence[str] | None) -> list[str]:
     for value in values or ():
         out.extend(part.strip() for part in value.split(",") if part.strip())
     return out
+
+
+CI_SUFFIXES = ("_ci_low", "_ci_high")
+
+
+def with_intervals(scores: dict[str, float]) -> list[tuple[str, str]]:
+    """Fold `X_ci_low`/`X_ci_high` into X's cell: [("CRQS", "0.7012 [0.6630, 0.7390]"), ...]."""
+    rows = []
+    for key, value in scores.items():
+        if key.endswith(CI_SUFFIXES):
+            continue
+        low, high = scores.get(f"{key}_ci_low"), scores.get(f"{key}_ci_high")
+        text = f"{value:.4f}" if isinstance(value, float) else str(value)
+        if low is not None and high is not None:
+            text += f" [{low:.4f}, {high:.4f}]"
+        rows.append((key, text))
+    return rows

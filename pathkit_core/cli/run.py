@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from pathkit_core.cli.common import console, print_table, split_names, user_errors
+from pathkit_core.cli.common import console, print_table, split_names, user_errors, with_intervals
 from pathkit_core.contracts import PathkitError
 
 
@@ -69,11 +69,11 @@ def register(app: typer.Typer) -> None:
             results.append((enc, gen, result))
             rows = []
             for metric_name, scores in result.summary.items():
-                for key, value in scores.items():
-                    base = ((result.baseline or {}).get(metric_name) or {}).get(key)
-                    rows.append((metric_name, key, value, base))
+                baseline = dict(with_intervals((result.baseline or {}).get(metric_name) or {}))
+                for key, text in with_intervals(scores):
+                    rows.append((metric_name, key, text, baseline.get(key, "")))
             print_table(f"test scores: {spec.dataset} / {enc} / {gen}",
-                        ["metric", "score", "model", "most-frequent baseline"], rows)
+                        ["metric", "score", "model [95% CI]", "most-frequent baseline"], rows)
             console.print(f"run folder: {result.run_dir}")
         if len(cells) > 1:
             from pathkit_core.evaluation.leaderboard import write_leaderboard

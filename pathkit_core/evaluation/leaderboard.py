@@ -26,6 +26,25 @@ def leaderboard_frame(results: Sequence[tuple[str, str, Any]], dataset: str):
     return pl.DataFrame(rows)
 
 
+# The scores of the paper's tables (PathReportEval Tables 2, 4-6), printed when present.
+HEADLINE_SCORES = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CRQS", "AUROC")
+
+
+def headline_columns(columns: Sequence[str], key: str) -> list[str]:
+    """The paper's score columns when present, else every point score (no CI or sd columns)."""
+    chosen = [c for c in HEADLINE_SCORES if c in columns]
+    return chosen or [c for c in columns
+                      if c not in (key, "cells") and not c.endswith(("_sd", *_CI_SUFFIXES))]
+
+
+def _with_ci(row: dict[str, Any], col: str) -> str:
+    value, low, high = row.get(col), row.get(f"{col}_ci_low"), row.get(f"{col}_ci_high")
+    if value is None:
+        return ""
+    text = f"{value:.4f}"
+    return text + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
+
+
 def summary_view(board, by: str):
     """Mean (and standard deviation across the other axis) of every score, grouped by `by`."""
     import polars as pl
@@ -53,7 +72,8 @@ def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, da
 
         for title, view, key in (("per generator, averaged over encoders", by_generator, "generator"),
                                  ("per encoder, averaged over generators", by_encoder, "encoder")):
-            cols = [key] + [c for c in view.columns if c != key and not c.endswith(("_sd",) + _CI_SUFFIXES)]
-            print_table(title, cols, view.select(cols).rows(), target=console)
+            cols = headline_columns(view.columns, key)
+            rows = [[row[key]] + [_with_ci(row, c) for c in cols] for row in view.iter_rows(named=True)]
+            print_table(title, [key, *cols], rows, target=console)
         console.print(f"leaderboard written to {out}")
     return out
