@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from _report_cases import FEATURE_DIM, REG_REPORTS, make_cases
+from _report_cases import FEATURE_DIM, REG_REPORTS, learn_synthetic_reports, make_cases, overfit_one_batch
 from pathkit_generators import _knowledge_bank as kb
 from pathkit_generators._bigen_net import rank_regions, region_means, retrieve
 from pathkit_generators.bigen import BiGen
 
 from pathkit_core.contracts import GeneratorSpec, PathkitError, TaskModel
-from pathkit_core.training.trainer import TrainConfig, fit, load_checkpoint, predict
 
 SMALL = {"d_model": 32, "d_ff": 64, "num_heads": 2, "num_layers": 1, "drop_prob_lm": 0.1, "max_tokens": 48,
          "text_embedder": "hashed-ngram", "embedding_dim": 64}
@@ -311,38 +310,18 @@ def test_memory_is_two_tokens_and_bad_settings_are_clear_errors():
 
 
 def test_overfits_one_batch():
-    cases = make_cases(4, seed=3)
-    for case, report in zip(cases, REG_REPORTS, strict=True):
-        case["target"] = report
-    model = build([c["target"] for c in cases], dropout=0.0, drop_prob_lm=0.0)
+    model, batch, _, targets = overfit_one_batch(lambda t: build(t, dropout=0.0, drop_prob_lm=0.0), steps=80)
     assert isinstance(model, TaskModel)
-    batch = model.collate(cases)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    model.train()
-    for _ in range(80):
-        loss = model.training_step(batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-    assert model.predict(batch) == [c["target"] for c in cases]
+    assert model.predict(batch) == targets
 
 
 def test_learns_the_report_from_features_and_beats_most_frequent_report(tmp_path):
-    train, val = make_cases(32, seed=1), make_cases(12, seed=2)
-    model = build([c["target"] for c in train])
     # The class is learned (and retrieved) within 12 epochs, but the exact wording converges
     # more slowly: dropout on the two memory tokens is noisier than on a memory of many tiles.
-    cfg = TrainConfig(max_epochs=30, lr=5e-3, batch_size=4, early_stop_patience=None, progress=False, cpu=True)
-    result = fit(model, train, val, cfg, tmp_path / "ckpt")
-    load_checkpoint(result.best_checkpoint, model)
-    predictions = predict(model, val, batch_size=len(val))
-    accuracy = sum(predictions[c["case_id"]] == c["target"] for c in val) / len(val)
-    most_frequent = Counter(c["target"] for c in train).most_common(1)[0][0]
-    baseline = sum(c["target"] == most_frequent for c in val) / len(val)
+    accuracy, baseline, history = learn_synthetic_reports(build, tmp_path / "ckpt", epochs=30)
     assert baseline < 0.5
     assert accuracy >= baseline + 0.3, (accuracy, baseline)
-    assert result.history[-1]["val_loss"] < result.history[0]["val_loss"] / 2
+    assert history[-1]["val_loss"] < history[0]["val_loss"] / 2
 
 
 def test_rebuild_from_exported_state_restores_the_bank_and_predicts_identically():

@@ -4,11 +4,10 @@ exact rebuilds from saved state, batch invariance, and the encoders' geometry.""
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import pytest
 import torch
-from _report_cases import FEATURE_DIM, REG_REPORTS, make_cases
+from _report_cases import FEATURE_DIM, REG_REPORTS, learn_synthetic_reports, make_cases, overfit_one_batch
 from pathkit_generators._histgen_net import CrossModalMemory
 from pathkit_generators._text.attention import attention_implementation
 from pathkit_generators._wsi_caption_net import PositionAwareModule, pad_to_square
@@ -16,7 +15,6 @@ from pathkit_generators.histgen import HistGen
 from pathkit_generators.wsi_caption import WSICaption
 
 from pathkit_core.contracts import GeneratorSpec, TaskModel
-from pathkit_core.training.trainer import TrainConfig, fit, load_checkpoint, predict
 
 SMALL = {"d_model": 32, "d_ff": 64, "num_heads": 2, "num_layers": 1, "drop_prob_lm": 0.1, "max_tokens": 48}
 GENERATORS = {
@@ -43,38 +41,19 @@ def build(name: str, targets, *, state=None, **overrides):
 
 @pytest.mark.parametrize("name", GENERATORS)
 def test_overfits_one_batch(name):
-    cases = make_cases(4, seed=3)
-    for case, report in zip(cases, REG_REPORTS, strict=True):
-        case["target"] = report  # four different reports in one batch
-    model = build(name, [c["target"] for c in cases], dropout=0.0, drop_prob_lm=0.0)
+    model, batch, loss, targets = overfit_one_batch(
+        lambda t: build(name, t, dropout=0.0, drop_prob_lm=0.0), steps=60)
     assert isinstance(model, TaskModel)
-    batch = model.collate(cases)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    model.train()
-    for _ in range(60):
-        loss = model.training_step(batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    assert float(loss.detach()) < 0.05
-    model.eval()
-    assert model.predict(batch) == [c["target"] for c in cases]
+    assert loss < 0.05
+    assert model.predict(batch) == targets
 
 
 @pytest.mark.parametrize("name", GENERATORS)
 def test_learns_the_report_from_features_and_beats_most_frequent_report(name, tmp_path):
-    train, val = make_cases(32, seed=1), make_cases(12, seed=2)
-    model = build(name, [c["target"] for c in train])
-    cfg = TrainConfig(max_epochs=14, lr=5e-3, batch_size=4, early_stop_patience=None, progress=False, cpu=True)
-    result = fit(model, train, val, cfg, tmp_path / "ckpt")
-    load_checkpoint(result.best_checkpoint, model)
-    predictions = predict(model, val, batch_size=len(val))
-    accuracy = sum(predictions[c["case_id"]] == c["target"] for c in val) / len(val)
-    most_frequent = Counter(c["target"] for c in train).most_common(1)[0][0]
-    baseline = sum(c["target"] == most_frequent for c in val) / len(val)
+    accuracy, baseline, history = learn_synthetic_reports(lambda t: build(name, t), tmp_path / "ckpt", epochs=14)
     assert baseline < 0.5
     assert accuracy >= baseline + 0.25, (accuracy, baseline)
-    assert result.history[-1]["val_loss"] < result.history[0]["val_loss"] / 4
+    assert history[-1]["val_loss"] < history[0]["val_loss"] / 4
 
 
 @pytest.mark.parametrize("name", GENERATORS)
