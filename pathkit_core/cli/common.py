@@ -72,3 +72,17 @@ def with_intervals(scores: dict[str, float]) -> list[tuple[str, str]]:
             text += f" [{low:.4f}, {high:.4f}]"
         rows.append((key, text))
     return rows
+
+
+def parse_key_values(items: Sequence[str], flag: str) -> dict[str, Any]:
+    """`["meteor=false", "n=3"]` -> {"meteor": False, "n": 3}; values are JSON when they parse."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise PathkitError(f"{flag} {item!r}: expected KEY=VALUE")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out

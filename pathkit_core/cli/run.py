@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import typer
 
-from pathkit_core.cli.common import console, print_table, split_names, user_errors, with_intervals
+from pathkit_core.cli.common import (
+    console,
+    parse_key_values,
+    print_table,
+    split_names,
+    user_errors,
+    with_intervals,
+)
 from pathkit_core.contracts import PathkitError
 
 
@@ -52,7 +58,7 @@ def register(app: typer.Typer) -> None:
         if max_epochs is not None:
             values.setdefault("train", {})["max_epochs"] = max_epochs
         if dataset_option:
-            values.setdefault("dataset_options", {}).update(_parse_options(dataset_option))
+            values.setdefault("dataset_options", {}).update(parse_key_values(dataset_option, "--dataset-option"))
         encoders = split_names(encoder) or _as_list(values.pop("encoder", None))
         generators = split_names(generator) or _as_list(values.pop("generator", None))
         values.pop("encoder", None)
@@ -80,20 +86,6 @@ def register(app: typer.Typer) -> None:
 
             write_leaderboard(results, Path(values.get("workdir", "pathkit-work")), values["dataset"],
                               console=console)
-
-
-def _parse_options(items: list[str]) -> dict:
-    """`KEY=VALUE` strings -> a dict; values are read as JSON when they parse (numbers, booleans)."""
-    out: dict = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise PathkitError(f"--dataset-option {item!r}: expected KEY=VALUE")
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out
 
 
 def _as_list(value) -> list[str]:

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from pathkit_core.cli.common import console, print_json, print_table, split_names, user_errors
+from pathkit_core.cli.common import (
+    console,
+    parse_key_values,
+    print_json,
+    print_table,
+    split_names,
+    user_errors,
+)
 from pathkit_core.contracts import PathkitError
-
-
-def parse_options(pairs: list[str]) -> dict[str, Any]:
-    """`["meteor=false", "n=3"]` -> {"meteor": False, "n": 3}; values are JSON when they parse."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.strip():
-            raise PathkitError(f"--option {pair!r}: expected KEY=VALUE")
-        try:
-            options[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            options[key.strip()] = raw
-    return options
 
 
 def register(app: typer.Typer) -> None:
@@ -54,7 +45,7 @@ def register(app: typer.Typer) -> None:
             )
         ids = join_by_id(pred_file.values, refs, pred_name=str(predictions),
                          ref_name=str(references or predictions))
-        options = parse_options(option)
+        options = parse_key_values(option, "--option")
         result = score(split_names(metric), pred_file.values, refs, ids=ids, dataset=dataset,
                        context={"options": options} if options else None)
         if out is not None:
