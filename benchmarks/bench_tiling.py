@@ -2,11 +2,12 @@
 
 Prints, measured side by side in one run:
 1. tiles/s of the manifest tile reader (`iter_tile_batches`, 2 worker processes, uint8 arrays
-   out; and TileReader in a torch DataLoader) vs a bare single-process loop of OpenSlide
-   `read_region` over the same coordinates (target >= 1.5x);
+   out, with and without the direct TIFF decoder; and TileReader in a torch DataLoader) vs a
+   bare single-process loop of OpenSlide `read_region` over the same coordinates (target >= 1.5x);
 2. seconds for thumbnail + segmentation + grid on a 100,000 x 100,000-px synthetic slide
    (target < 2 s), with the pyramid levels read (level 0 must not be among them);
-3. peak RSS of `tile_slide` on slides of growing size (target: flat).
+3. peak RSS of `tile_slide` on slides of growing size (target: flat);
+4. with PATHKIT_REALDATA set, the per-tile reading speed on two real scanner files.
 
 Usage: .venv/bin/python benchmarks/bench_tiling.py [--out bench-out/tiling] [--quick]
 Synthetic slides are cached in the output folder between runs.
@@ -67,7 +68,7 @@ def bench_reader(out: Path, quick: bool) -> float:
     coords = manifest.tiles.select("x", "y", "level", "read_px").rows()
     n = len(coords)
 
-    cpu_ms: dict[str, list[float]] = {"bare": [], "batches": [], "dataloader": [], "inproc": []}
+    cpu_ms: dict[str, list[float]] = {k: [] for k in ("bare", "batches", "openslide", "dataloader", "inproc")}
 
     def cpu() -> float:
         # this process plus finished children (workers are joined before the clock stops)
@@ -85,10 +86,10 @@ def bench_reader(out: Path, quick: bool) -> float:
         handle.close()
         return n / dt
 
-    def batches(workers: int, key: str) -> float:
+    def batches(workers: int, key: str, direct: bool = True) -> float:
         c, t = cpu(), time.perf_counter()
         count, dtypes = 0, set()
-        for indices, tiles in iter_tile_batches(manifest, batch_size=32, workers=workers):
+        for indices, tiles in iter_tile_batches(manifest, batch_size=32, workers=workers, direct=direct):
             count += len(indices)
             dtypes.add(tiles.dtype.name)
         dt = time.perf_counter() - t
@@ -106,6 +107,10 @@ def bench_reader(out: Path, quick: bool) -> float:
         assert count == n
         return n / dt
 
+    # Same pixels either way (the direct decoder is checked against OpenSlide per level; the
+    # tests compare every tile), so the contenders differ in speed only.
+    first = next(iter_tile_batches(manifest, batch_size=16, workers=0, direct=True))[1]
+    assert (first == next(iter_tile_batches(manifest, batch_size=16, workers=0, direct=False))[1]).all()
     bare()  # warm the page cache for all
     next(iter(tile_loader(manifest, batch_size=8, num_workers=0)))  # import torch outside the timings
     # The machine is shared: alternate the contenders and compare neighbouring runs, so a burst
@@ -114,22 +119,70 @@ def bench_reader(out: Path, quick: bool) -> float:
     for _ in range(3):
         b = bare()
         f = batches(2, "batches")
+        o = batches(2, "openslide", direct=False)
         d = dataloader()
-        runs.append((b, f, d, f / b, d / b))
+        runs.append((b, f, o, d, f / b, o / b, d / b))
     one = batches(0, "inproc")
-    med = [statistics.median(r[i] for r in runs) for i in range(5)]
+    med = [statistics.median(r[i] for r in runs) for i in range(7)]
     print(f"reader: {n} tiles of 256 px from a {size}x{size} JPEG slide (median of 3 alternating runs)")
-    print(f"  bare read_region loop, 1 process      : {med[0]:8.1f} tiles/s")
-    print(f"  iter_tile_batches, in-process          : {one:8.1f} tiles/s  ({one / med[0]:.2f}x)")
-    print(f"  iter_tile_batches, 2 workers (shm ring): {med[1]:8.1f} tiles/s  ({med[3]:.2f}x, target >= 1.5x)")
-    print(f"  TileReader in a torch DataLoader, 2 w. : {med[2]:8.1f} tiles/s  ({med[4]:.2f}x)")
-    print(f"  pair ratios (ring): {', '.join(f'{r[3]:.2f}' for r in runs)}")
+    print(f"  bare read_region loop, 1 process       : {med[0]:8.1f} tiles/s")
+    print(f"  iter_tile_batches, in-process           : {one:8.1f} tiles/s  ({one / med[0]:.2f}x)")
+    print(f"  iter_tile_batches, 2 workers (shm ring) : {med[1]:8.1f} tiles/s  ({med[4]:.2f}x, target >= 1.5x)")
+    print(f"    same, OpenSlide decoding only         : {med[2]:8.1f} tiles/s  ({med[5]:.2f}x)")
+    print(f"  TileReader in a torch DataLoader, 2 w.  : {med[3]:8.1f} tiles/s  ({med[6]:.2f}x)")
+    print(f"  pair ratios (ring): {', '.join(f'{r[4]:.2f}' for r in runs)}; "
+          f"OpenSlide-only ring: {', '.join(f'{r[5]:.2f}' for r in runs)}")
     per = {k: statistics.median(v) for k, v in cpu_ms.items()}
     print(f"  CPU per tile, all processes: bare {per['bare']:.2f} ms, in-process {per['inproc']:.2f} ms, "
-          f"ring 2 workers {per['batches']:.2f} ms, DataLoader 2 workers {per['dataloader']:.2f} ms")
-    print(f"  => on 2 otherwise idle cores the ring reader can reach about "
-          f"{2 * per['bare'] / per['batches']:.2f}x the bare loop (CPU-bound estimate)")
-    return med[3]
+          f"ring 2 workers {per['batches']:.2f} ms (OpenSlide only {per['openslide']:.2f} ms), "
+          f"DataLoader 2 workers {per['dataloader']:.2f} ms")
+    return med[4]
+
+
+def bench_real_slides(out: Path) -> None:
+    """Per-tile cost on real scanner JPEG: direct decoding vs OpenSlide, one process, same tiles."""
+    import numpy as np
+    import openslide
+
+    from pathkit_core.wsi.manifest import read_manifest
+    from pathkit_core.wsi.reader import TileReader
+    from pathkit_core.wsi.tiling import TilingParams, tile_slide
+
+    root = os.environ.get("PATHKIT_REALDATA")
+    if not root:
+        print("real slides: skipped (PATHKIT_REALDATA is not set)")
+        return
+    cases = [  # (file, slide mpp override, tiling): CMU-1's 240-px tiles make every read straddle 4
+        ("CMU-1-Small-Region.svs", None, TilingParams(target_mpp=0.5, tile_px=256, min_tissue_area_mm2=0.0)),
+        ("PIT_06_00633_01.tiff", 0.5, TilingParams(target_mpp=0.5, tile_px=256, min_tissue_area_mm2=0.0)),
+    ]
+    print("real slides, one process, every tile of the manifest read 20 times:")
+    for name, mpp, params in cases:
+        slide = Path(root) / "slides" / name
+        tile_slide(slide, out / "real", params, mpp=mpp, overwrite=True)
+        manifest = read_manifest(out / "real" / f"{slide.stem}.parquet")
+        coords = manifest.tiles.select("x", "y", "level", "read_px").rows() * 20
+        handle = openslide.OpenSlide(str(slide))
+        t = time.perf_counter()
+        for x, y, level, read_px in coords:
+            handle.read_region((x, y), level, (read_px, read_px))
+        bare = len(coords) / (time.perf_counter() - t)
+        rates = {}
+        for direct in (True, False):
+            reader = TileReader(manifest, direct=direct)
+            buf = np.empty((reader.tile_px, reader.tile_px, 3), dtype=np.uint8)
+            reader.read(0, out=buf)  # open the handle (and check the direct decoder) untimed
+            t = time.perf_counter()
+            for _ in range(20):
+                for i in range(len(reader)):
+                    reader.read(i, out=buf)
+            rates[direct] = len(coords) / (time.perf_counter() - t)
+            reader.close()
+        read_px, tile_px = int(manifest.tiles["read_px"][0]), manifest.tile_px
+        resample = f", reader resamples {read_px} -> {tile_px} px (Lanczos)" if read_px != tile_px else ""
+        print(f"  {name}: {len(coords) // 20} tiles{resample}; bare read_region {bare:7.1f} tiles/s, reader direct "
+              f"{rates[True]:7.1f} ({rates[True] / bare:.2f}x), reader OpenSlide only {rates[False]:7.1f} "
+              f"({rates[False] / bare:.2f}x)")
 
 
 def bench_segmentation(out: Path) -> float:
@@ -221,6 +274,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     print(f"machine: {os.cpu_count()} cpu(s), load average {os.getloadavg()[0]:.1f} at start")
     ratio = bench_reader(args.out, args.quick)
+    bench_real_slides(args.out)
     if not args.quick:
         bench_segmentation(args.out)
     print("peak memory of tile_slide vs slide size:")

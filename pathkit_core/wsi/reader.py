@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pathkit_core.contracts import PathkitError
 from pathkit_core.workspace import sha256_file
 from pathkit_core.wsi.manifest import Manifest, read_manifest
+from pathkit_core.wsi.tiff_direct import DirectTiffLevels, direct_enabled
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,8 +35,13 @@ class _TileReaderBase:
     the manifest (slides moved since tiling); `verify_slide()` checks the content hash.
     """
 
-    def __init__(self, manifest: Manifest | str | Path, slide_path: str | Path | None = None) -> None:
+    def __init__(
+        self, manifest: Manifest | str | Path, slide_path: str | Path | None = None, *, direct: bool | None = None
+    ) -> None:
         self.manifest = manifest if isinstance(manifest, Manifest) else read_manifest(manifest)
+        # Direct JPEG decoding of TIFF tiles (tiff_direct); None follows $PATHKIT_DIRECT_TIFF.
+        self.direct = direct_enabled() if direct is None else bool(direct)
+        self._direct: DirectTiffLevels | None = None
         self.slide_path = Path(slide_path) if slide_path is not None else self.manifest.slide_path
         tiles = self.manifest.tiles
         self._x = tiles["x"].to_numpy()
@@ -69,39 +75,63 @@ class _TileReaderBase:
             except openslide.OpenSlideError as exc:
                 raise PathkitError(f"{self.slide_path}: OpenSlide cannot open it: {exc}") from None
             self._pid = pid
+            self._direct = DirectTiffLevels.open(self.slide_path, self._handle) if self.direct else None
         return self._handle
 
     def read(self, i: int, out: np.ndarray | None = None) -> np.ndarray:
         """Tile i as uint8 (tile_px, tile_px, 3), written into `out` when given."""
-        import numpy as np
-
-        from pathkit_core.wsi.slide import SlideError, read_rgb
-
         n = len(self)
         if not -n <= i < n:
             raise IndexError(f"tile {i} out of range for {n} tiles")
         i = i % n
         read_px = int(self._read_px[i])
         out_px = int(self._tile_px[i])
-        handle = self._slide()
-        if self._scratch is None or self._scratch.size < read_px * read_px:
-            self._scratch = np.empty(read_px * read_px, dtype=np.uint32)
-        try:
-            tile = read_rgb(
-                handle, (int(self._x[i]), int(self._y[i])), int(self._level[i]), (read_px, read_px),
-                path=self.slide_path, out=out if read_px == out_px else None, scratch=self._scratch,
-            )
-        except SlideError as exc:
-            # OpenSlide handles are unusable after an error; the next read reopens.
-            self._handle = None
-            raise PathkitError(f"{exc} (tile {i} of {self.manifest.path})") from None
+        same = read_px == out_px and out is not None and out.flags.c_contiguous
+        tile = self._region(i, int(self._level[i]), read_px, out if same else None)
         if read_px == out_px:
+            if out is not None and tile is not out:
+                out[...] = tile
+                return out
             return tile
         resized = _resize(tile, out_px)
         if out is None:
             return resized
         out[...] = resized
         return out
+
+    def _region(self, i: int, level: int, px: int, out: np.ndarray | None) -> np.ndarray:
+        """The (px, px) region of tile i at `level`: decoded directly when the slide allows it,
+        else through OpenSlide. A level's first direct read is compared with OpenSlide's."""
+        import numpy as np
+
+        self._slide()
+        direct = self._direct
+        if direct is not None:
+            location = (int(self._x[i]), int(self._y[i]))
+            buf = out if out is not None else np.empty((px, px, 3), dtype=np.uint8)
+            if direct.read(level, location, (px, px), buf):
+                if direct.needs_check(level) and not direct.check(level, buf, ref := self._openslide(i, level, px)):
+                    buf[...] = ref
+                return buf
+        return self._openslide(i, level, px, out)
+
+    def _openslide(self, i: int, level: int, px: int, out: np.ndarray | None = None) -> np.ndarray:
+        import numpy as np
+
+        from pathkit_core.wsi.slide import SlideError, read_rgb
+
+        handle = self._slide()
+        if self._scratch is None or self._scratch.size < px * px:
+            self._scratch = np.empty(px * px, dtype=np.uint32)
+        try:
+            return read_rgb(
+                handle, (int(self._x[i]), int(self._y[i])), level, (px, px),
+                path=self.slide_path, out=out, scratch=self._scratch,
+            )
+        except SlideError as exc:
+            # OpenSlide handles are unusable after an error; the next read reopens.
+            self._drop_handles()
+            raise PathkitError(f"{exc} (tile {i} of {self.manifest.path})") from None
 
     def __getitem__(self, i: int) -> np.ndarray:
         return self.read(i)
@@ -120,15 +150,22 @@ class _TileReaderBase:
                 f"{str(expected)[:12]}... ({self.manifest.path}); the slide changed since tiling, re-tile it"
             )
 
+    def _drop_handles(self) -> None:
+        if self._direct is not None and self._pid == os.getpid():
+            self._direct.close()
+        self._direct = None
+        self._handle = None
+
     def close(self) -> None:
         if self._handle is not None and self._pid == os.getpid():
             self._handle.close()
-        self._handle = None
+        self._drop_handles()
         self._pid = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_handle"] = None  # handles do not cross processes
+        state["_direct"] = None
         state["_pid"] = None
         state["_scratch"] = None
         return state
@@ -141,8 +178,10 @@ class _TileStreamBase:
     neighbours on the slide, so OpenSlide's tile cache is reused), through its own handle.
     """
 
-    def __init__(self, manifest: Manifest | str | Path, slide_path: str | Path | None = None) -> None:
-        self.reader = _TileReaderBase(manifest, slide_path)
+    def __init__(
+        self, manifest: Manifest | str | Path, slide_path: str | Path | None = None, *, direct: bool | None = None
+    ) -> None:
+        self.reader = _TileReaderBase(manifest, slide_path, direct=direct)
 
     def __len__(self) -> int:
         return len(self.reader)
@@ -206,6 +245,7 @@ def iter_tile_batches(
     workers: int = 2,
     slide_path: str | Path | None = None,
     copy: bool = True,
+    direct: bool | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield (tile_indices, tiles) in manifest order; tiles is uint8 (B, tile_px, tile_px, 3).
 
@@ -214,7 +254,7 @@ def iter_tile_batches(
     batch into fresh shared memory, which costs a quarter of the decode time again. Each
     worker owns its slots and its batches (k, k+W, ...), so the in-order consumer never
     waits on a slot held by another worker. `copy=False` yields views into the buffer that
-    are valid until the next batch is requested.
+    are valid until the next batch is requested. `direct` as in TileReader.
     """
     import multiprocessing as mp
     import queue
@@ -222,7 +262,7 @@ def iter_tile_batches(
 
     import numpy as np
 
-    reader = _TileReaderBase(manifest, slide_path)
+    reader = _TileReaderBase(manifest, slide_path, direct=direct)
     n = len(reader)
     if n == 0:
         return
@@ -338,11 +378,13 @@ def tile_loader(
     num_workers: int = 2,
     slide_path: str | Path | None = None,
     ordered: bool = True,
+    direct: bool | None = None,
 ) -> Any:
     """A DataLoader of uint8 (B, tile_px, tile_px, 3) tensors in manifest order.
 
     `ordered=True` uses the map-style TileReader (batches in order, workers interleaved by
     batch); `ordered=False` uses TileStream and yields (tile_indices, tiles) in shard order.
+    `direct` as in TileReader.
     """
     from torch.utils.data import DataLoader
 
@@ -350,11 +392,11 @@ def tile_loader(
     if num_workers > 0:
         extra = {"persistent_workers": False, "prefetch_factor": 4}
     if ordered:
-        dataset: Any = __getattr__("TileReader")(manifest, slide_path)
+        dataset: Any = __getattr__("TileReader")(manifest, slide_path, direct=direct)
         return DataLoader(
             dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,
             collate_fn=_collate_uint8, **extra,
         )
-    dataset = __getattr__("TileStream")(manifest, slide_path)
+    dataset = __getattr__("TileStream")(manifest, slide_path, direct=direct)
     return DataLoader(dataset, batch_size=batch_size, num_workers=num_workers,
                       collate_fn=_collate_uint8, **extra)
