@@ -145,7 +145,11 @@ def resolve_mpp(
     or TIFF resolution tags); vendor keys OpenSlide did not convert; TIFF resolution tags.
     Objective power alone is not used: 20x means 0.5 um/px on one scanner and 0.46 on another.
     """
-    hint = "; supply it with --slide-mpp (one slide) or --mpp-csv FILE (columns slide,mpp)"
+    hint = (
+        "; supply it: `pathkit tile` --slide-mpp MPP (one slide) or --mpp-csv FILE (columns slide,mpp), "
+        "`pathkit extract` --slide-mpp MPP, `pathkit run` the dataset's mpp option (reg2025: "
+        "--dataset-option mpp=MPP)"
+    )
     if override is not None:
         value = _as_float(override)
         if value is None or not (MPP_MIN <= value <= MPP_MAX):
