@@ -31,8 +31,10 @@ class _TileReaderBase:
     """Map-style dataset: `reader[i]` is manifest row i as uint8 (tile_px, tile_px, 3) RGB.
 
     The OpenSlide handle opens lazily and is reopened when the process id changes, so each
-    DataLoader worker reads through its own handle. `slide_path` overrides the path stored in
-    the manifest (slides moved since tiling); `verify_slide()` checks the content hash.
+    DataLoader worker reads through its own handle. JPEG-tiled Aperio and generic TIFF levels are
+    decoded directly with OpenSlide's exact pixels (`tiff_direct`; `direct=False` or
+    `$PATHKIT_DIRECT_TIFF=0` turns it off). `slide_path` overrides the path stored in the
+    manifest (slides moved since tiling); `verify_slide()` checks the content hash.
     """
 
     def __init__(
@@ -41,7 +43,7 @@ class _TileReaderBase:
         self.manifest = manifest if isinstance(manifest, Manifest) else read_manifest(manifest)
         # Direct JPEG decoding of TIFF tiles (tiff_direct); None follows $PATHKIT_DIRECT_TIFF.
         self.direct = direct_enabled() if direct is None else bool(direct)
-        self._direct: DirectTiffLevels | None = None
+        self._decoder: DirectTiffLevels | None = None
         self.slide_path = Path(slide_path) if slide_path is not None else self.manifest.slide_path
         tiles = self.manifest.tiles
         self._x = tiles["x"].to_numpy()
@@ -75,7 +77,7 @@ class _TileReaderBase:
             except openslide.OpenSlideError as exc:
                 raise PathkitError(f"{self.slide_path}: OpenSlide cannot open it: {exc}") from None
             self._pid = pid
-            self._direct = DirectTiffLevels.open(self.slide_path, self._handle) if self.direct else None
+            self._decoder = DirectTiffLevels.open(self.slide_path, self._handle) if self.direct else None
         return self._handle
 
     def read(self, i: int, out: np.ndarray | None = None) -> np.ndarray:
@@ -105,12 +107,12 @@ class _TileReaderBase:
         import numpy as np
 
         self._slide()
-        direct = self._direct
-        if direct is not None:
+        decoder = self._decoder
+        if decoder is not None:
             location = (int(self._x[i]), int(self._y[i]))
             buf = out if out is not None else np.empty((px, px, 3), dtype=np.uint8)
-            if direct.read(level, location, (px, px), buf):
-                if direct.needs_check(level) and not direct.check(level, buf, ref := self._openslide(i, level, px)):
+            if decoder.read(level, location, (px, px), buf):
+                if decoder.needs_check(level) and not decoder.check(level, buf, ref := self._openslide(i, level, px)):
                     buf[...] = ref
                 return buf
         return self._openslide(i, level, px, out)
@@ -151,9 +153,9 @@ class _TileReaderBase:
             )
 
     def _drop_handles(self) -> None:
-        if self._direct is not None and self._pid == os.getpid():
-            self._direct.close()
-        self._direct = None
+        if self._decoder is not None and self._pid == os.getpid():
+            self._decoder.close()
+        self._decoder = None
         self._handle = None
 
     def close(self) -> None:
@@ -165,7 +167,7 @@ class _TileReaderBase:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_handle"] = None  # handles do not cross processes
-        state["_direct"] = None
+        state["_decoder"] = None
         state["_pid"] = None
         state["_scratch"] = None
         return state

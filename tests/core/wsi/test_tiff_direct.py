@@ -110,8 +110,8 @@ def test_reader_tiles_are_identical_with_and_without_direct_decoding(tiled, monk
     a = np.stack([fast[i] for i in range(len(fast))])
     b = np.stack([slow[i] for i in range(len(slow))])
     assert np.array_equal(a, b)
-    assert fast._direct.direct_reads == len(fast) and fast._direct.verified == {1}
-    assert slow._direct is None
+    assert fast._decoder.direct_reads == len(fast) and fast._decoder.verified == {1}
+    assert slow._decoder is None
     ring = np.concatenate([t for _, t in iter_tile_batches(tiled, batch_size=8, workers=2, direct=True)])
     assert np.array_equal(ring, b)
     monkeypatch.setenv("PATHKIT_DIRECT_TIFF", "0")
@@ -135,10 +135,10 @@ def test_a_difference_from_openslide_turns_direct_decoding_off(tiled, monkeypatc
         first = reader[0]
     assert "differs from OpenSlide" in caplog.text
     assert np.array_equal(first, reference[0])
-    assert not reader._direct.enabled
+    assert not reader._decoder.enabled
     for i in (1, 2, len(reader) - 1):
         assert np.array_equal(reader[i], reference[i])
-    assert reader._direct.direct_reads == 1  # only the checked read
+    assert reader._decoder.direct_reads == 1  # only the checked read
 
 
 def _corrupt_first_tissue_tile(src, dst):
@@ -229,7 +229,7 @@ def test_real_cmu1_manifest_reads_the_same_tiles_either_way(realdata, tmp_path):
                                  TilingParams(target_mpp=0.5, tile_px=256)).manifest_path)
     fast, slow = TileReader(m, direct=True), TileReader(m, direct=False)
     assert np.array_equal(np.stack(list(fast)), np.stack(list(slow)))  # 257-px reads over 240-px tiles
-    assert fast._direct.direct_reads == len(fast) > 20
+    assert fast._decoder.direct_reads == len(fast) > 20
 
 
 @pytest.mark.realdata
