@@ -105,8 +105,12 @@ def distributed_state(device: str | None = None) -> Any:
     import torch
     from accelerate import PartialState
 
+    from pathkit_core.distributed import close_process_group_at_exit
+
     on_cpu = not torch.cuda.is_available() or (device is not None and device.startswith("cpu"))
-    return PartialState(cpu=on_cpu)
+    state = PartialState(cpu=on_cpu)
+    close_process_group_at_exit()
+    return state
 
 
 def _distributed(accelerator: Any, device: str | None) -> Any:

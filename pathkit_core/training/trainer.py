@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError, TaskModel
+from pathkit_core.distributed import close_process_group_at_exit
 from pathkit_core.workspace import atomic_write_json, atomic_write_text, atomic_write_with
 
 # A selection function scores validation predictions: (predictions, references) -> float.
@@ -255,12 +256,14 @@ def make_accelerator(cfg: TrainConfig):
     from accelerate.state import AcceleratorState, PartialState
 
     try:
-        return Accelerator(cpu=cfg.cpu, mixed_precision=cfg.mixed_precision)
+        accelerator = Accelerator(cpu=cfg.cpu, mixed_precision=cfg.mixed_precision)
     except ValueError as exc:
         if "already been initialized" not in str(exc) or PartialState().num_processes > 1:
             raise PathkitError(f"cannot change the training setup inside one distributed run: {exc}") from exc
         AcceleratorState._reset_state(reset_partial_state=True)
-        return Accelerator(cpu=cfg.cpu, mixed_precision=cfg.mixed_precision)
+        accelerator = Accelerator(cpu=cfg.cpu, mixed_precision=cfg.mixed_precision)
+    close_process_group_at_exit()
+    return accelerator
 
 
 def fit(
