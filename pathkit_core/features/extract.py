@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import Encoder, PathkitError
+from pathkit_core.distributed import close_process_group_at_exit
 from pathkit_core.workspace import FileLock, LockTimeout, content_hash
 
 if TYPE_CHECKING:
@@ -104,8 +105,6 @@ def distributed_state(device: str | None = None) -> Any:
         return None
     import torch
     from accelerate import PartialState
-
-    from pathkit_core.distributed import close_process_group_at_exit
 
     on_cpu = not torch.cuda.is_available() or (device is not None and device.startswith("cpu"))
     state = PartialState(cpu=on_cpu)
