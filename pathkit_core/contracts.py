@@ -145,7 +145,9 @@ class Dataset(Component):
     task: ClassVar[str] = ""
     license: ClassVar[str] = ""
     citation: ClassVar[str] = ""
-    clinical_schema: ClassVar[Any] = None  # a CRQS schema object or None
+    # Options this dataset hands to a metric, by metric name (e.g. {"crqs": {"clinical_schema":
+    # "reg2025"}}); the user's own metric options win over them.
+    metric_options: ClassVar[dict[str, dict[str, Any]]] = {}
     # Metrics `pathkit run` scores with when none are given, and the validation score that
     # selects the best epoch, as "metric:summary-key" (e.g. "nlg:BLEU-4"); None: validation loss.
     default_metrics: ClassVar[tuple[str, ...]] = ()
@@ -281,6 +283,10 @@ class Metric(Component):
     kind: ClassVar[str] = "metric"
     tasks: ClassVar[tuple[str, ...]] = ()
     higher_is_better: ClassVar[bool] = True
+    # Summary keys shown first in tables and leaderboards, in this order (the paper's columns).
+    headline_scores: ClassVar[tuple[str, ...]] = ()
+    # Summary keys where lower is better (error rates, calibration error), against `higher_is_better`.
+    lower_is_better: ClassVar[tuple[str, ...]] = ()
     # Hugging Face `evaluate` feature types of predictions/references; None: plain values (see
     # pathkit_core.evaluation.hf_evaluate).
     evaluate_features: ClassVar[Any] = None
@@ -298,8 +304,17 @@ class Metric(Component):
     @classmethod
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
-        out.update(tasks=list(cls.tasks), higher_is_better=cls.higher_is_better)
+        out.update(tasks=list(cls.tasks), higher_is_better=cls.higher_is_better,
+                   headline_scores=list(cls.headline_scores), lower_is_better=list(cls.lower_is_better))
         return out
+
+    @classmethod
+    def direction(cls, key: str) -> str:
+        """"higher" or "lower": which way summary score `key` is better (its CI bounds follow it)."""
+        base = key.removesuffix("_ci_low").removesuffix("_ci_high")
+        if base in cls.lower_is_better:
+            return "lower"
+        return "higher" if cls.higher_is_better else "lower"
 
 
 COMPONENT_BASES: dict[str, type[Component]] = {

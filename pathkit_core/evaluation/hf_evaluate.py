@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # Keyword arguments of `compute` that become the `context` of `Metric.compute`; any other
 # keyword is a metric option (e.g. `meteor=False`), gathered into `context["options"]`.
-CONTEXT_KEYS = ("dataset", "clinical_schema")
+CONTEXT_KEYS = ("dataset",)
 
 _INPUTS_DESCRIPTION = """
 Args:
@@ -35,7 +35,6 @@ Args:
     references: one reference per case, aligned with `predictions`.
     ids: optional case ids (default "0", "1", ...).
     dataset: optional dataset name (e.g. "reg2025"), used by schema-aware metrics.
-    clinical_schema: optional clinical schema object (CRQS).
     options: optional dict of metric options; any other keyword is added to it.
     return_per_case: also return the per-case table as a list of row dicts under "per_case".
 Returns:
@@ -120,7 +119,7 @@ def as_evaluate_module(
 
     The result supports `compute(predictions=..., references=..., **options)`, `add`,
     `add_batch` and `evaluate.combine`. Keywords other than the inputs become the
-    metric's context: `ids`, `dataset`, `clinical_schema`, `options` and any option
+    metric's context: `ids`, `dataset`, `options` and any option
     keyword (merged into `options`). By default inputs are kept in memory, so nothing is
     written to the Hugging Face cache folder.
     """
@@ -149,7 +148,6 @@ def as_evaluate_module(
         references: Any = None,
         ids: Any = None,
         dataset: str | None = None,
-        clinical_schema: Any = None,
         options: Mapping[str, Any] | None = None,
         return_per_case: bool = False,
         **extra_options: Any,
@@ -159,8 +157,6 @@ def as_evaluate_module(
         context: dict[str, Any] = {"options": merged_options}
         if dataset is not None:
             context["dataset"] = dataset
-        if clinical_schema is not None:
-            context["clinical_schema"] = clinical_schema
         scorer = given_instance if given_instance is not None else self._pathkit_metric()
         result = scorer.compute(
             list(predictions if predictions is not None else []),

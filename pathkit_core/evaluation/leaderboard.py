@@ -26,13 +26,22 @@ def leaderboard_frame(results: Sequence[tuple[str, str, Any]], dataset: str):
     return pl.DataFrame(rows)
 
 
-# The scores of the paper's tables (PathReportEval Tables 2, 4-6), printed when present.
-HEADLINE_SCORES = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CRQS", "AUROC")
+def headline_scores(metric_names: Sequence[str]) -> list[str]:
+    """The summary keys the given metrics declare as their headline (`Metric.headline_scores`)."""
+    from pathkit_core.plugins import get_plugin_manager
+
+    registry = get_plugin_manager()
+    out: list[str] = []
+    for name in metric_names:
+        for key in registry.get("metric", name).headline_scores:
+            if key not in out:
+                out.append(key)
+    return out
 
 
-def headline_columns(columns: Sequence[str], key: str) -> list[str]:
-    """The paper's score columns when present, else every point score (no CI or sd columns)."""
-    chosen = [c for c in HEADLINE_SCORES if c in columns]
+def headline_columns(columns: Sequence[str], key: str, headline: Sequence[str] = ()) -> list[str]:
+    """The metrics' headline columns when present, else every point score (no CI or sd columns)."""
+    chosen = [c for c in headline if c in columns]
     return chosen or [c for c in columns
                       if c not in (key, "cells") and not c.endswith(("_sd", *_CI_SUFFIXES))]
 
@@ -65,6 +74,7 @@ def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, da
     atomic_write_with(out / "leaderboard.csv", board.write_csv)
     by_generator = summary_view(board, "generator")
     by_encoder = summary_view(board, "encoder")
+    headline = headline_scores(sorted({m for _, _, result in results for m in result.summary}))
     atomic_write_with(out / "by_generator.csv", by_generator.write_csv)
     atomic_write_with(out / "by_encoder.csv", by_encoder.write_csv)
     if console is not None:
@@ -72,7 +82,7 @@ def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, da
 
         for title, view, key in (("per generator, averaged over encoders", by_generator, "generator"),
                                  ("per encoder, averaged over generators", by_encoder, "encoder")):
-            cols = headline_columns(view.columns, key)
+            cols = headline_columns(view.columns, key, headline)
             rows = [[row[key]] + [_with_ci(row, c) for c in cols] for row in view.iter_rows(named=True)]
             print_table(title, [key, *cols], rows, target=console)
         console.print(f"leaderboard written to {out}")

@@ -34,15 +34,23 @@ class ScoreResult:
 
 
 def metric_context(dataset: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """What metrics may use beyond predictions and references: the dataset, its clinical schema."""
+    """What metrics may use beyond predictions and references: the dataset name, its task and
+    the options it hands to each metric (`Dataset.metric_options`, under "dataset_options")."""
     context: dict[str, Any] = {"dataset": dataset, "options": {}}
     if dataset:
         ds_cls = get_plugin_manager().get("dataset", dataset)
         context["task"] = ds_cls.task
-        if getattr(ds_cls, "clinical_schema", None) is not None:
-            context["clinical_schema"] = ds_cls.clinical_schema
+        context["dataset_options"] = {k: dict(v) for k, v in dict(ds_cls.metric_options).items()}
     context.update(extra or {})
     return context
+
+
+def context_for(metric: Metric, context: Mapping[str, Any]) -> dict[str, Any]:
+    """The context one metric sees: its own dataset options under the user's options."""
+    own = dict((context.get("dataset_options") or {}).get(metric.name) or {})
+    out = {k: v for k, v in context.items() if k != "dataset_options"}
+    out["options"] = {**own, **dict(context.get("options") or {})}
+    return out
 
 
 def resolve_metrics(names: Sequence[str], task: str | None = None) -> list[Metric]:
@@ -81,7 +89,7 @@ def score(
     results: dict[str, MetricResult] = {}
     per_case = pl.DataFrame({"id": ids})
     for metric in metrics:
-        result = metric.compute(preds, refs, ids=ids, context=ctx)
+        result = metric.compute(preds, refs, ids=ids, context=context_for(metric, ctx))
         if not isinstance(result, MetricResult):
             raise PathkitError(f"metric {metric.name!r} returned {type(result).__name__}, not MetricResult")
         summary[metric.name] = {k: float(v) for k, v in result.summary.items()}

@@ -114,7 +114,7 @@ class DemoReports(ReportDataset):
     description = "Synthetic REG-style miniature (60 slides, 6 report classes) for the embedded demo; NOT pathology"
     license = "generated locally; report strings from REG 2025 (challenge terms)"
     citation = "pathkit demo; report phrasing from the REG 2025 challenge"
-    clinical_schema: ClassVar[Any] = "reg2025"
+    metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "reg2025"}}
     report_cleaning: ClassVar[str] = "none"
     max_report_tokens: ClassVar[int] = 64
     option_defaults: ClassVar[dict[str, Any]] = {"slides_per_class": 10, "workers": 2}

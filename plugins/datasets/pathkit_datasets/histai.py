@@ -90,7 +90,7 @@ class HistAI(ReportDataset):
     license = "CC BY-NC 4.0 (HISTAI); research use only"
     citation = ("Nechaev et al., HISTAI: An Open-Source, Large-Scale Whole Slide Image Dataset for "
                 "Computational Pathology; PathReportEval (protocol)")
-    clinical_schema: ClassVar[Any] = "histai"
+    metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "histai"}}
     report_cleaning: ClassVar[str] = "pathbench"
     max_report_tokens: ClassVar[int] = 800
     run_options: ClassVar[tuple[str, ...]] = ("workdir",)

@@ -65,7 +65,7 @@ class REG2025(ReportDataset):
     license = "REG 2025 challenge data terms (https://reg2025.grand-challenge.org); split ids: PathBench, MIT"
     citation = ("MICCAI COMPAY Workshop Organizers (2025), REG 2025 challenge; PathReportEval: A Systematic "
                 "Benchmark for Pathology Report Generation (split and protocol)")
-    clinical_schema: ClassVar[Any] = "reg2025"
+    metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "reg2025"}}
     report_cleaning: ClassVar[str] = "none"
     max_report_tokens: ClassVar[int] = 320
     option_defaults: ClassVar[dict[str, Any]] = {

@@ -66,7 +66,7 @@ class TCGAPathText(ReportDataset):
     license = "TCGA: GDC open access; PathText captions: see cpystan/Wsi-Caption"
     citation = ("Chen et al., WsiCaption: Multiple Instance Generation of Pathology Reports for Gigapixel "
                 "Whole Slide Images, MICCAI 2024; PathReportEval (protocol)")
-    clinical_schema: ClassVar[Any] = "tcga-pathtext"
+    metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "tcga-pathtext"}}
     report_cleaning: ClassVar[str] = "pathbench"
     max_report_tokens: ClassVar[int] = 600
     option_defaults: ClassVar[dict[str, Any]] = {

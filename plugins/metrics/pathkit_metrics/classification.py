@@ -292,6 +292,8 @@ class ClassificationMetric(Metric):
     description: ClassVar[str] = "AUROC (+ bootstrap CI), AP, balanced accuracy, F1, ECE, Brier, ROC/PR/reliability"
     tasks: ClassVar[tuple[str, ...]] = (TASK_SLIDE_CLASSIFICATION, TASK_PATCH_CLASSIFICATION)
     higher_is_better: ClassVar[bool] = True
+    headline_scores: ClassVar[tuple[str, ...]] = ("AUROC",)
+    lower_is_better: ClassVar[tuple[str, ...]] = ("ECE", "Brier")
     evaluate_features: ClassVar[Any] = _EvaluateFeatures()
 
     def compute(

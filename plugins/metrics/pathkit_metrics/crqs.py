@@ -31,6 +31,9 @@ class CRQSMetric(Metric):
     )
     tasks: ClassVar[tuple[str, ...]] = (TASK_REPORT,)
     higher_is_better: ClassVar[bool] = True
+    headline_scores: ClassVar[tuple[str, ...]] = ("CRQS",)
+    # hallucination rate and clinical discordance are penalties (PathReportEval section 3.4)
+    lower_is_better: ClassVar[tuple[str, ...]] = ("HR", "CDS")
     citation: ClassVar[str] = CITATION
 
     def compute(

@@ -6,13 +6,13 @@ import json
 
 import polars as pl
 import pytest
+from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 from pathkit_metrics._crqs.compare import compare_fields, values_equivalent
 from pathkit_metrics._crqs.schemas import HISTAI, REG, TCGA
 from pathkit_metrics.crqs import CRQSMetric, extract_fields
 
 from pathkit_core.contracts import PathkitError
 from pathkit_core.evaluation.bootstrap import bootstrap_ci
-from pathkit_core.evaluation.clinical_schema import ClinicalSchema
 
 TABLE3_REFERENCE_1 = "Uterine cervix, colposcopic biopsy; High-grade squamous intraepithelial lesion (HSIL; CIN 2)"
 TABLE3_PREDICTION_1 = "Uterine cervix, colposcopic biopsy; Low-grade squamous intraepithelial lesion (LSIL; CIN 1)"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 from pathkit_metrics._crqs.extract import EXTRACTED_FIELDS
 from pathkit_metrics._crqs.schemas import GENERIC, HISTAI, REG, TCGA, resolve_schema, schema_by_name
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.clinical_schema import ClinicalSchema
 
 
 @pytest.mark.parametrize(

@@ -79,9 +79,8 @@ def test_context_ids_and_options_are_passed_through():
     (call,) = ExactMatch.calls
     assert call["ids"] == ["case-1"]
     assert call["context"] == {
-        "options": {"alpha": 1, "beta": 2},
+        "options": {"alpha": 1, "beta": 2, "clinical_schema": {"fields": []}},
         "dataset": "reg2025",
-        "clinical_schema": {"fields": []},
     }
 
 

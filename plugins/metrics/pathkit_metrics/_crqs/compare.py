@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pathkit_core.evaluation.clinical_schema import ClinicalSchema
+from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 from pathkit_metrics._crqs.normalise import ORDINAL_SCALES
 
 # Weights of the formula the paper's numbers use (REFERENCES "CRQS"; PathBench config):

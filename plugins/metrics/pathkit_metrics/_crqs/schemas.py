@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.clinical_schema import ClinicalSchema
+from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 
 # Paper appendix A.7, Table 7 (fields) and Table 8 (key fields); STRICT_FIELDS and
 # NUMERIC_FIELDS are the ones of the public PathBench config for REG (crqs/crqs_reg/src/config.py).

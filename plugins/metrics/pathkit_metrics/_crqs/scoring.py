@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import MetricResult, PathkitError
-from pathkit_core.evaluation.clinical_schema import ClinicalSchema
+from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 from pathkit_metrics._crqs.compare import CaseComparison, compare_fields
 from pathkit_metrics._crqs.extract import ClinicalExtractor, Extraction
 from pathkit_metrics._crqs.schemas import resolve_schema
