@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import glob
 import hashlib
 import json
 import os
 import platform
+import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -20,6 +24,130 @@ from pathkit_core.contracts import PathkitError
 
 DEFAULT_WORKDIR = Path("pathkit-work")
 _HASH_CHUNK = 1 << 20
+
+
+# --------------------------------------------------------------------------- storage errors
+
+
+class StorageError(PathkitError):
+    """A write the filesystem refused (full, over quota, read-only, permission denied)."""
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+# Libraries that write through their own I/O (polars, safetensors) report the OS error only
+# in their message: "No space left on device (os error 28)".
+_FULL_TEXT = ("no space left on device", "os error 28", "disk quota exceeded", "os error 122")
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def free_space(path: str | Path) -> str:
+    """Free space on the filesystem holding `path` (or its nearest existing parent), as text."""
+    where = Path(path)
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        return f"{_human_bytes(shutil.disk_usage(where).free)} free"
+    except OSError:
+        return "free space unknown"
+
+
+def storage_error(exc: BaseException, path: str | Path, *, permission: bool = True) -> StorageError | None:
+    """A one-line StorageError naming `path` when `exc` is the filesystem refusing a write
+    (`permission`: also a permission error, when `exc` can only come from creating `path`)."""
+    code = getattr(exc, "errno", None)
+    text = str(exc).lower()
+    if code in _FULL or any(t in text for t in _FULL_TEXT):
+        return StorageError(
+            f"{path}: no space left on the device ({free_space(path)}); free some space or write "
+            "elsewhere, then rerun to resume"
+        )
+    if code == errno.EROFS:
+        return StorageError(f"{path}: the filesystem is read-only; write elsewhere")
+    if permission and code in (errno.EACCES, errno.EPERM):
+        return StorageError(f"{path}: permission denied for writing; write elsewhere or fix the permissions")
+    return None
+
+
+def check_writable_dir(path: str | Path, what: str) -> Path:
+    """Check before any work that `path` is (or can become) a folder this process can write in.
+
+    Nothing is created: the nearest existing ancestor must be a folder where a file can be made.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise PathkitError(f"{what} {path} is an existing file, not a folder; give a folder")
+    probe = path
+    while not probe.exists():
+        if probe == probe.parent:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise PathkitError(f"{what} {path}: {probe} is a file, so the folder cannot be made")
+    try:
+        fd, name = tempfile.mkstemp(prefix=".pathkit-write-check.", dir=probe)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        err = storage_error(exc, probe)
+        raise (err or PathkitError(f"{what} {path}: cannot write in {probe}: {exc.strerror or exc}")) from None
+    return path
+
+
+def regular_file_problem(path: str | Path) -> tuple[str, str] | None:
+    """(code, message) when `path` is not a readable regular file, else None.
+
+    Codes: not-found, symlink-loop, directory, not-a-file (named pipe, socket, device),
+    unreadable. Opening a named pipe blocks until a writer appears, so this looks first.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "not-found", "does not exist"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink-loop", "is a symbolic link loop (it resolves to itself)"
+        return "unreadable", f"cannot be read: {exc.strerror or exc}"
+    if stat.S_ISDIR(st.st_mode):
+        return "directory", "is a directory, not a file"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a named pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device")
+        return "not-a-file", f"is not a regular file ({kind})"
+    return None
+
+
+def plain_name(name: str, what: str) -> str:
+    """`name` when it can be one file or folder name; an id like `../../escape` or `a/b`
+    would reach outside the folder it is looked up in, so it is refused."""
+    if not isinstance(name, str) or not name or name in (".", "..") or any(c in name for c in "/\\\0"):
+        raise PathkitError(
+            f"{what} {name!r} is not a plain name (no '/', '\\', '..'): it would point outside its folder"
+        )
+    return name
+
+
+def path_inside(root: str | Path, value: str | Path, what: str) -> Path:
+    """`value` resolved against `root`, refused when a relative `value` climbs out of it.
+
+    An absolute `value` is the user's own choice and is taken as given; a relative one (from a
+    manifest or an id) must stay inside `root`. The check is on the path as written: a
+    symbolic link inside `root` that points elsewhere is the user's own layout.
+    """
+    path = Path(value)
+    if path.is_absolute():
+        return path
+    base = Path(os.path.normpath(Path(root).absolute()))
+    joined = Path(os.path.normpath(base / path))
+    if joined != base and base not in joined.parents:
+        raise PathkitError(f"{what} {str(value)!r} points outside {root}; give an absolute path if that is meant")
+    return Path(root) / path
 
 
 # --------------------------------------------------------------------------- atomic writes
@@ -39,8 +167,11 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `target`; on success it is fsynced and renamed over
     `target`, on any exception it is removed and `target` is left as it was."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise (storage_error(exc, target) or exc) from exc
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -49,9 +180,13 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
         _fsync_dir(target.parent)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        # In the block, a permission error may be the writer reading some other file.
+        err = storage_error(exc, target, permission=False) if isinstance(exc, Exception) else None
+        if err is not None and not isinstance(exc, StorageError):
+            raise err from exc
         raise
 
 
@@ -64,6 +199,20 @@ def atomic_open(target: str | Path, mode: str = "w", encoding: str | None = "utf
     ) as fh:
         yield fh
         fh.flush()
+
+
+def remove_stale_temporaries(target: str | Path) -> None:
+    """Remove what writers of `target` killed mid-write left (`.<name>.*.tmp` beside it).
+
+    Call only while holding the lock that guards `target`: a live writer's temporary is
+    indistinguishable from a dead one's.
+    """
+    target = Path(target)
+    if not target.parent.is_dir():
+        return
+    for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def atomic_write_bytes(target: str | Path, data: bytes) -> Path:
@@ -124,6 +273,8 @@ class LockTimeout(PathkitError):
 
 
 def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -133,11 +284,54 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-class FileLock:
-    """An exclusive lock file holding the owner's pid, host and time.
+_BOOT_ID: list[str] = []
 
-    A lock whose owner is a dead process on this host, or that is older than
-    `stale_after` seconds (owners on other hosts cannot be probed), is broken.
+
+def _boot_id() -> str:
+    if not _BOOT_ID:
+        try:
+            _BOOT_ID.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+        except OSError:
+            _BOOT_ID.append("")
+    return _BOOT_ID[0]
+
+
+def process_start(pid: int) -> str | None:
+    """When process `pid` started, as an opaque token (None when it cannot be told).
+
+    A pid alone does not name a process: after its owner dies the kernel hands the number to
+    another one. Linux: the boot id and the start time in clock ticks (`/proc/<pid>/stat`
+    field 22), exact; elsewhere psutil's creation time.
+    """
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+        # The command name (field 2) may hold spaces and parentheses: split after its last ")".
+        ticks = raw[raw.rindex(b")") + 2 :].split()[19].decode()
+        return f"{_boot_id()}:{ticks}"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import psutil
+
+        return f"created:{psutil.Process(pid).create_time():.3f}"
+    except Exception:  # noqa: BLE001 - psutil missing, or no such process
+        return None
+
+
+def lock_owner_text(info: Mapping[str, Any] | None) -> str:
+    """`pid 123 on node7 since 2025-01-02 03:04:05` for a lock's recorded owner."""
+    if not info:
+        return "an unknown process"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(info.get("time", 0) or 0)))
+    return f"pid {info.get('pid')} on {info.get('host')} since {since}"
+
+
+class FileLock:
+    """An exclusive lock file holding the owner's pid, process start time, host and time.
+
+    A lock is broken as stale when its owner is gone: on this host, a dead pid or a pid now
+    held by a process that started at another time (the pid was reused); on any host, a lock
+    older than `stale_after` seconds (owners on other hosts cannot be probed).
     """
 
     def __init__(
@@ -160,6 +354,14 @@ class FileLock:
         except (FileNotFoundError, json.JSONDecodeError, OSError):
             return None
 
+    def state(self) -> dict[str, Any] | None:
+        """None when nobody holds the lock; else the owner record with `stale` (True when
+        the next acquirer would break it) and `owner` (a readable description)."""
+        if not self.path.exists():
+            return None
+        info = self.owner()
+        return {**(info or {}), "stale": self._is_stale(info), "owner": lock_owner_text(info)}
+
     def _is_stale(self, info: dict[str, Any] | None) -> bool:
         if info is None:
             # Half-written lock: stale if old enough that its writer has surely finished.
@@ -169,13 +371,36 @@ class FileLock:
         if time.time() - float(info.get("time", 0)) > self.stale_after:
             return True
         if info.get("host") == socket.gethostname():
-            return not _pid_alive(int(info.get("pid", -1)))
+            pid = int(info.get("pid", -1))
+            if not _pid_alive(pid):
+                return True
+            recorded = info.get("start")
+            if recorded:
+                current = process_start(pid)
+                return current is not None and current != recorded
         return False
 
+    def _write_owner(self, fd: int) -> None:
+        pid = os.getpid()
+        payload = json.dumps({"pid": pid, "start": process_start(pid), "host": socket.gethostname(),
+                              "time": time.time()})
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            # An empty lock file would block others until it looks stale: leave none.
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            raise (storage_error(exc, self.path) or exc) from exc
+
     def acquire(self) -> FileLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise (storage_error(exc, self.path) or exc) from exc
         deadline = time.monotonic() + self.timeout
-        payload = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "time": time.time()})
         while True:
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -189,19 +414,12 @@ class FileLock:
                         grave.unlink()
                     continue
                 if time.monotonic() >= deadline:
-                    who = (
-                        f"pid {info.get('pid')} on {info.get('host')} since "
-                        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info.get('time', 0)))}"
-                        if info
-                        else "an unknown process"
-                    )
-                    raise LockTimeout(f"{self.path} is locked by {who}") from None
+                    raise LockTimeout(f"{self.path} is locked by {lock_owner_text(info)}") from None
                 time.sleep(self.poll)
                 continue
-            with os.fdopen(fd, "w") as fh:
-                fh.write(payload)
-                fh.flush()
-                os.fsync(fh.fileno())
+            except OSError as exc:
+                raise (storage_error(exc, self.path) or exc) from exc
+            self._write_owner(fd)
             self.held = True
             return self
 

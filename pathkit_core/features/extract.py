@@ -446,18 +446,20 @@ def _prepare(
 ) -> _SlideJob | None:
     """A job for the slide, or None when it is up to date (skipped) or locked by another process."""
     from pathkit_core.features import store
+    from pathkit_core.workspace import remove_stale_temporaries
 
     sid = manifest.slide_id
     target = store.feature_path(out_dir, enc.name, sid)
     job = _SlideJob(manifest=manifest, slide_id=sid, target=target, manifest_sha256=_manifest_sha256(manifest))
     key = _extraction_key(job, weights_id, arch, feature_dtype)
-    if not overwrite and target.is_file() and previous.get(sid, {}).get("status") != "failed":
-        try:
-            meta = store.read_feature_meta(target)
-        except PathkitError:
-            meta = {}
-        if meta.get("extraction_key") == key and meta.get("status") == "ok":
-            results.append(ExtractResult(sid, "skipped", "already extracted", int(meta.get("n_tiles", 0)), target))
+
+    def skipped(meta: dict[str, str]) -> None:
+        results.append(ExtractResult(sid, "skipped", "already extracted", int(meta.get("n_tiles", 0)), target))
+
+    if not overwrite:
+        meta = _reusable(target, key, manifest.n_tiles, previous.get(sid))
+        if meta is not None:
+            skipped(meta)
             return None
     lock = FileLock(target.with_name(f".{target.name}.lock"), timeout=0.0)
     try:
@@ -465,8 +467,47 @@ def _prepare(
     except LockTimeout as exc:
         results.append(ExtractResult(sid, "locked", str(exc), manifest.n_tiles, None))
         return None
+    # Another process may have finished the slide between the look above and the lock.
+    if not overwrite and target.is_file():
+        meta = _reusable(target, key, manifest.n_tiles, store.read_status(out_dir, enc.name).get(sid))
+        if meta is not None:
+            lock.release()
+            skipped(meta)
+            return None
+    # Temporaries of a writer killed mid-write; only the lock holder writes them.
+    remove_stale_temporaries(target)
+    remove_stale_temporaries(target.parent / "failed" / target.name)
     job.lock = lock
     return job
+
+
+def _reusable(target: Path, key: str, n_tiles: int, record: dict[str, Any] | None) -> dict[str, str] | None:
+    """The metadata of `target` when it can be kept as this slide's features, else None.
+
+    Kept only when made with the same extraction key, not marked failed, and verified again
+    now: its checksum (a flipped byte) and its QC recomputed from the tensors (NaN/Inf,
+    degenerate, wrong row count) - a valid checksum proves only that nobody changed the file
+    since it was written, not that what was written is usable.
+    """
+    import warnings
+
+    from pathkit_core.features import store
+    from pathkit_core.features.qc import stored_features_problem
+
+    if not target.is_file() or (record or {}).get("status") == "failed":
+        return None
+    try:
+        meta = store.read_feature_meta(target)
+    except PathkitError as exc:
+        warnings.warn(f"{exc}; re-extracting it", UserWarning, stacklevel=2)
+        return None
+    if meta.get("extraction_key") != key or meta.get("status") != "ok":
+        return None
+    problem = stored_features_problem(target, expected_tiles=n_tiles)
+    if problem:
+        warnings.warn(f"{target}: {problem}; re-extracting it", UserWarning, stacklevel=2)
+        return None
+    return meta
 
 
 def _slide_problem(manifest: Manifest) -> str:

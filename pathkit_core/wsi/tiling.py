@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.workspace import FileLock, atomic_write_json, content_hash, sha256_file
-from pathkit_core.wsi.slide import SlideError, slide_id_for
+from pathkit_core.workspace import (
+    FileLock,
+    StorageError,
+    atomic_write_json,
+    content_hash,
+    remove_stale_temporaries,
+    sha256_file,
+)
+from pathkit_core.wsi.slide import SlideError, check_slide_file, slide_id_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
 # manifests are not silently resumed.
 TILING_VERSION = 1
 STATUS_FILE = "tiling_status.json"
+CANNOT_WRITE = "cannot-write"
 # A level up to this much coarser than the target is still read (and resampled up by at most
 # this much) instead of a level with 4x the pixels: 40x slides at 0.2527 um/px have their 2x
 # level at 0.5054, 1% coarser than a 0.5 target.
@@ -358,10 +366,9 @@ def _resumable(
 def _clean_stale_temporaries(out_dir: Path, slide_id: str) -> None:
     # A killed run leaves the temporaries of atomic writes behind; only the lock holder may
     # remove them, so this runs under the slide's lock.
-    for pattern in (f".{slide_id}.parquet.*.tmp", f".{slide_id}.qc.png.*.tmp", f".{slide_id}.csv.*.tmp"):
-        for tmp in out_dir.glob(pattern):
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+    for target in (manifest_path_for(out_dir, slide_id), qc_path_for(out_dir, slide_id),
+                   out_dir / f"{slide_id}.csv"):
+        remove_stale_temporaries(target)
 
 
 def tile_slide(
@@ -386,8 +393,7 @@ def tile_slide(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest_file = manifest_path_for(out, slide_id)
-    if not path.exists():
-        raise SlideError("not-found", path, "does not exist")
+    check_slide_file(path)  # before the lock: a named pipe would block the reader
     phash = params.params_hash()
     with FileLock(out / f".{slide_id}.lock", timeout=lock_timeout):
         _clean_stale_temporaries(out, slide_id)
@@ -556,6 +562,8 @@ def _tile_job(job: dict[str, Any]) -> dict[str, Any]:
             )
     except SlideError as exc:
         result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code=exc.code)
+    except StorageError as exc:
+        result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code=CANNOT_WRITE)
     except PathkitError as exc:
         result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code="error")
     except Exception as exc:  # noqa: BLE001 - one broken slide must not stop the batch
@@ -591,6 +599,7 @@ def failed_slides(out_dir: str | Path) -> dict[str, str]:
 def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: str) -> None:
     with FileLock(out_dir / ".tiling_status.lock", timeout=60.0):
         p = out_dir / STATUS_FILE
+        remove_stale_temporaries(p)
         data: dict[str, Any] = {}
         if p.is_file():
             with contextlib.suppress(json.JSONDecodeError, OSError):
@@ -657,6 +666,12 @@ def tile_slides(
     def record(i: int, result: TileResult) -> None:
         nonlocal last_flush
         results[i] = result
+        if result.code == CANNOT_WRITE:
+            # Every later slide would fail the same way: stop, keeping what is complete.
+            with contextlib.suppress(StorageError):
+                _update_status(out, pending_status, phash)
+            pending_status.clear()
+            raise StorageError(f"{result.reason} (tiling stopped at {result.slide_id})")
         pending_status.append(result)
         # Rewriting the status file after every slide is quadratic for big cohorts; manifests
         # are the resume truth, so flushing every couple of seconds loses nothing.

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from pathkit_core.contracts import TASK_REPORT, Case, Dataset, PathkitError
 from pathkit_core.report_text import clean_report, invalid_text_reason
+from pathkit_core.workspace import plain_name
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +47,11 @@ def read_json(path: Path, what: str) -> Any:
 
 
 def find_file(folder: Path | None, stem: str, suffixes: tuple[str, ...]) -> Path | None:
-    """`folder/stem<suffix>` for the first suffix that exists."""
+    """`folder/stem<suffix>` for the first suffix that exists; `stem` must be a plain name
+    (an id like `../../escape` would look outside `folder`)."""
     if folder is None:
         return None
+    plain_name(stem, f"a file name from id {stem!r} in {folder}:")
     for suffix in suffixes:
         candidate = folder / f"{stem}{suffix}"
         if candidate.is_file():

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, PathkitError
-from pathkit_core.workspace import atomic_write_json
+from pathkit_core.workspace import atomic_write_json, plain_name
 from pathkit_datasets._reports import ReportDataset, find_file, read_json, strip_slide_suffix
 
 log = logging.getLogger(__name__)
@@ -131,8 +131,9 @@ class DemoReports(ReportDataset):
         splits = read_json(root / "splits.json", "demo-reports split file")
         cases: dict[str, Case] = {}
         excluded: dict[str, str] = {}
-        for record in records:
-            case_id = strip_slide_suffix(record["id"])
+        for i, record in enumerate(records):
+            case_id = plain_name(strip_slide_suffix(record["id"]),
+                                 f"demo-reports {root / 'reports.json'}: record {i} id")
             slide = find_file(root / "slides", case_id, (".tiff",))
             case, problem = self.report_case(case_id, case_id, record["report"], slides=(slide,) if slide else ())
             if case is None:
