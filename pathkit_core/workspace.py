@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -162,6 +163,23 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
+_UMASK: list[int] = []
+
+
+def _new_file_mode() -> int:
+    """The mode `open()` would give a new file (0o666 less the umask); mkstemp gives 0o600,
+    which would hide a shared workspace's files from the rest of the group."""
+    if not _UMASK:
+        try:
+            line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("Umask:"))
+            _UMASK.append(int(line.split()[1], 8))
+        except (OSError, StopIteration, ValueError, IndexError):
+            current = os.umask(0o022)  # read once; no other thread writes files this early
+            os.umask(current)
+            _UMASK.append(current)
+    return 0o666 & ~_UMASK[0]
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `target`; on success it is fsynced and renamed over
@@ -172,9 +190,12 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise (storage_error(exc, target) or exc) from exc
-    os.close(fd)
     tmp = Path(tmp_name)
     try:
+        try:
+            os.fchmod(fd, _new_file_mode())
+        finally:
+            os.close(fd)
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
@@ -326,12 +347,57 @@ def lock_owner_text(info: Mapping[str, Any] | None) -> str:
     return f"pid {info.get('pid')} on {info.get('host')} since {since}"
 
 
+# A held lock's file is touched every HEARTBEAT_SECONDS; one untouched for HEARTBEAT_GRACE
+# seconds has lost its owner, whichever host it was on (a node that crashed, a job killed
+# and requeued elsewhere). The grace covers NFS attribute caching (up to a minute) and
+# clock differences between nodes.
+HEARTBEAT_SECONDS = 30.0
+HEARTBEAT_GRACE = 600.0
+
+
+class _Heartbeat:
+    """One daemon thread per process that keeps the files of the locks it holds fresh."""
+
+    def __init__(self) -> None:
+        self.paths: set[Path] = set()
+        self.guard = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.pid = 0
+
+    def add(self, path: Path) -> None:
+        with self.guard:
+            self.paths.add(path)
+            if self.thread is None or not self.thread.is_alive() or self.pid != os.getpid():
+                # (a forked child inherits the set but not the thread)
+                self.pid = os.getpid()
+                self.thread = threading.Thread(target=self._run, name="pathkit-lock-heartbeat", daemon=True)
+                self.thread.start()
+
+    def discard(self, path: Path) -> None:
+        with self.guard:
+            self.paths.discard(path)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(HEARTBEAT_SECONDS)
+            with self.guard:
+                paths = list(self.paths)
+            for path in paths:
+                with contextlib.suppress(OSError):
+                    os.utime(path)
+
+
+_HEARTBEAT = _Heartbeat()
+
+
 class FileLock:
     """An exclusive lock file holding the owner's pid, process start time, host and time.
 
-    A lock is broken as stale when its owner is gone: on this host, a dead pid or a pid now
-    held by a process that started at another time (the pid was reused); on any host, a lock
-    older than `stale_after` seconds (owners on other hosts cannot be probed).
+    While held, the file is touched every `HEARTBEAT_SECONDS`. It is broken as stale when its
+    owner is gone: on this host, a dead pid or a pid now held by a process that started at
+    another time (the pid was reused); on any host, a file not touched for `HEARTBEAT_GRACE`
+    seconds. Locks written without a heartbeat (older pathkit) from other hosts are broken
+    once older than `stale_after` seconds.
     """
 
     def __init__(
@@ -368,22 +434,25 @@ class FileLock:
             with contextlib.suppress(FileNotFoundError):
                 return time.time() - self.path.stat().st_mtime > 5.0
             return False
-        if time.time() - float(info.get("time", 0)) > self.stale_after:
-            return True
         if info.get("host") == socket.gethostname():
             pid = int(info.get("pid", -1))
             if not _pid_alive(pid):
                 return True
             recorded = info.get("start")
-            if recorded:
-                current = process_start(pid)
-                return current is not None and current != recorded
-        return False
+            current = process_start(pid) if recorded else None
+            if current is not None:
+                return current != recorded  # the owner itself is alive, or its pid was reused
+        if info.get("heartbeat"):
+            try:
+                return time.time() - self.path.stat().st_mtime > HEARTBEAT_GRACE
+            except FileNotFoundError:
+                return False
+        return time.time() - float(info.get("time", 0)) > self.stale_after
 
     def _write_owner(self, fd: int) -> None:
         pid = os.getpid()
         payload = json.dumps({"pid": pid, "start": process_start(pid), "host": socket.gethostname(),
-                              "time": time.time()})
+                              "time": time.time(), "heartbeat": HEARTBEAT_SECONDS})
         try:
             with os.fdopen(fd, "w") as fh:
                 fh.write(payload)
@@ -407,11 +476,7 @@ class FileLock:
             except FileExistsError:
                 info = self.owner()
                 if self._is_stale(info):
-                    # Rename first so two breakers cannot both delete a fresh lock.
-                    grave = self.path.with_name(f"{self.path.name}.stale.{os.getpid()}")
-                    with contextlib.suppress(FileNotFoundError):
-                        os.replace(self.path, grave)
-                        grave.unlink()
+                    self._break(info)
                     continue
                 if time.monotonic() >= deadline:
                     raise LockTimeout(f"{self.path} is locked by {lock_owner_text(info)}") from None
@@ -421,10 +486,43 @@ class FileLock:
                 raise (storage_error(exc, self.path) or exc) from exc
             self._write_owner(fd)
             self.held = True
+            _HEARTBEAT.add(self.path)
             return self
+
+    def _break(self, judged: dict[str, Any] | None) -> None:
+        """Remove the lock judged stale from its content `judged`, unless another process broke
+        it meanwhile and took a fresh one (then that one is put back)."""
+        grave = self.path.with_name(f"{self.path.name}.stale.{os.getpid()}")
+        try:
+            os.replace(self.path, grave)
+        except FileNotFoundError:
+            return
+        try:
+            taken = json.loads(grave.read_text())
+        except (OSError, json.JSONDecodeError):
+            taken = None
+        if taken != judged:
+            with contextlib.suppress(OSError):
+                os.link(grave, self.path)  # fails if yet another lock is already there
+        with contextlib.suppress(FileNotFoundError):
+            grave.unlink()
+
+    def clear_stale(self) -> bool:
+        """Remove the lock file if its owner is gone (what `acquire` would break); True if removed.
+
+        For a process that finds its work already done and so never takes the lock.
+        """
+        if not self.path.exists():
+            return False
+        info = self.owner()
+        if not self._is_stale(info):
+            return False
+        self._break(info)
+        return not self.path.exists()
 
     def release(self) -> None:
         if self.held:
+            _HEARTBEAT.discard(self.path)
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
             self.held = False

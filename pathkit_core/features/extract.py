@@ -4,9 +4,10 @@ One DataLoader streams every slide of this process's shard: workers read tiles t
 own slide handles and apply the encoder's preprocessing, batches never span two slides, and
 the main process runs the encoder (autocast in the encoder's precision on GPU, float32 on CPU
 unless asked), fills a preallocated (N, D) buffer per slide, runs QC and writes the slide's
-safetensors file atomically as soon as its last batch is done. Under `accelerate launch`
-(or torchrun) slides are sharded by rank; each slide is computed identically whatever the
-number of processes, so the store is the same as from one process.
+safetensors file atomically as soon as its last batch is done. Slides are sharded by a hash
+of their id (`pathkit_core.shard`: `--shard i/N`, a Slurm array, and under `accelerate launch`
+or torchrun the rank); each slide is computed identically whatever the number of processes,
+so the store is the same as from one process.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import Encoder, PathkitError
 from pathkit_core.distributed import close_process_group_at_exit
+from pathkit_core.shard import Shard
 from pathkit_core.workspace import FileLock, LockTimeout, content_hash
 
 if TYPE_CHECKING:
@@ -311,13 +313,16 @@ def extract_features(
     allow_download: bool | None = None,
     overwrite: bool = False,
     verify_slides: bool = True,
+    shard: Shard | None = None,
 ) -> list[ExtractResult]:
     """Extract features for every manifest into `<out_dir>/<encoder>/<slide_id>.safetensors`.
 
-    Resumable: a slide whose file was made from the same manifest, weights and feature dtype
-    is skipped. Failures (unreadable tiles, slide changed since tiling, NaN/Inf, degenerate
-    features, row-count mismatch) are recorded with their reason and the run goes on.
-    Returns the results of this process's shard.
+    Resumable: a slide whose file was made from the same manifest, weights and feature dtype,
+    and that passes its checksum and QC again, is skipped. Failures (unreadable tiles, slide
+    changed since tiling, NaN/Inf, degenerate features, row-count mismatch) are recorded with
+    their reason and the run goes on. `shard` (`pathkit_core.shard.current_shard`) picks this
+    process's slides; a multi-process launch splits it further by rank. Returns the results
+    of this process's slides.
     """
     import torch
 
@@ -337,7 +342,6 @@ def extract_features(
     precision = compute_dtype(enc, dev, dtype)
     out_dir = Path(out_dir)
 
-    # Every process reads the same sorted list, so shards are disjoint and cover it all.
     loaded = sorted((_load_manifest(m) for m in manifest_paths(manifests)), key=lambda m: m.slide_id)
     seen: dict[str, Any] = {}
     for m in loaded:
@@ -346,17 +350,22 @@ def extract_features(
                 f"slide id {m.slide_id!r} appears in two manifests ({seen[m.slide_id]} and {m.path})"
             )
         seen[m.slide_id] = m.path
-    shard = [m for i, m in enumerate(loaded) if i % world == rank]
+    # Shards are by slide id, so processes that listed the slides differently still agree.
+    mine = (shard or Shard()).within(rank, world).select(loaded, key=lambda m: m.slide_id)
+    # Every process plans the whole list: slides of a shard not started yet show as pending.
+    store.record_planned(out_dir, enc.name, {m.slide_id: {"manifest": str(m.path or "")} for m in loaded})
 
-    _warn_tile_spec(enc, shard, rank)
+    _warn_tile_spec(enc, mine, rank)
     resolved_weights, weights_id = _weights_identity(enc, weights_path, allow_download)
     arch = getattr(enc, "architecture_label", lambda: enc.name)()
     results: list[ExtractResult] = []
     pending: dict[str, dict[str, Any]] = {}
     previous = store.read_status(out_dir, enc.name)
+    status_lock = FileLock(store.status_lock_path(out_dir, enc.name))
+    status_lock.clear_stale()  # a process killed while recording statuses
     jobs: list[_SlideJob] = []
     try:
-        for m in shard:
+        for m in mine:
             job = _prepare(m, enc, out_dir, weights_id, arch, feature_dtype, overwrite, previous, results)
             if job is None:
                 continue
@@ -369,6 +378,10 @@ def extract_features(
                 _fail(job, "the tile manifest has no tiles (no tissue found)", enc, out_dir, pending, results)
                 continue
             jobs.append(job)
+        # A process killed before flushing its records leaves finished files without one.
+        for r in results:
+            if r.status == "skipped" and previous.get(r.slide_id, {}).get("status") != "ok":
+                pending[r.slide_id] = store.status_record("ok", n_tiles=r.n_tiles, recorded="on resume")
         if jobs:
             model = _load_model(enc, dev, resolved_weights, allow_download)
             context = {
@@ -456,12 +469,13 @@ def _prepare(
     def skipped(meta: dict[str, str]) -> None:
         results.append(ExtractResult(sid, "skipped", "already extracted", int(meta.get("n_tiles", 0)), target))
 
+    lock = FileLock(target.with_name(f".{target.name}.lock"), timeout=0.0)
     if not overwrite:
         meta = _reusable(target, key, manifest.n_tiles, previous.get(sid))
         if meta is not None:
+            lock.clear_stale()  # left by a process killed after writing the file
             skipped(meta)
             return None
-    lock = FileLock(target.with_name(f".{target.name}.lock"), timeout=0.0)
     try:
         lock.acquire()
     except LockTimeout as exc:

@@ -61,6 +61,10 @@ def status_path(out_dir: str | Path, encoder: str) -> Path:
     return encoder_dir(out_dir, encoder) / STATUS_FILE
 
 
+def status_lock_path(out_dir: str | Path, encoder: str) -> Path:
+    return encoder_dir(out_dir, encoder) / f"{STATUS_FILE}.lock"
+
+
 # --------------------------------------------------------------------------- checksums
 
 
@@ -221,7 +225,8 @@ def read_feature_meta(path: str | Path) -> dict[str, str]:
     if not path.is_file():
         raise PathkitError(f"feature file {path} does not exist")
     try:
-        with safe_open(str(path), framework="pt") as fh:
+        # numpy, not torch: reading a header must not cost a torch import (`pathkit status`)
+        with safe_open(str(path), framework="numpy") as fh:
             meta = dict(fh.metadata() or {})
     except (SafetensorError, OSError, ValueError) as exc:
         raise PathkitError(f"feature file {path} is unreadable (truncated or not safetensors): {exc}") from None
@@ -336,7 +341,7 @@ def _update_status_file(out_dir: str | Path, encoder: str, change: Any) -> None:
 
     path = status_path(out_dir, encoder)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(path.with_name(path.name + ".lock"), timeout=300.0):
+    with FileLock(status_lock_path(out_dir, encoder), timeout=300.0):
         remove_stale_temporaries(path)
         data = _read_status_file(path)
         change(data)

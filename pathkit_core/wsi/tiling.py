@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.shard import Shard
 from pathkit_core.workspace import (
     FileLock,
     StorageError,
@@ -596,7 +597,19 @@ def failed_slides(out_dir: str | Path) -> dict[str, str]:
     return {k: v.get("reason", "") for k, v in read_tiling_status(out_dir).items() if v.get("status") == "failed"}
 
 
-def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: str) -> None:
+def read_planned_tiling(out_dir: str | Path) -> dict[str, str]:
+    """Slides some `tile` process was asked for (slide id -> slide path), for `pathkit status`."""
+    p = Path(out_dir) / STATUS_FILE
+    if not p.is_file():
+        return {}
+    try:
+        return dict(json.loads(p.read_text()).get("planned", {}))
+    except (json.JSONDecodeError, OSError, AttributeError) as exc:
+        raise PathkitError(f"{p}: unreadable tiling status ({exc})") from None
+
+
+def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: str,
+                   planned: Mapping[str, str] | None = None) -> None:
     with FileLock(out_dir / ".tiling_status.lock", timeout=60.0):
         p = out_dir / STATUS_FILE
         remove_stale_temporaries(p)
@@ -611,7 +624,8 @@ def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: st
             record["params_hash"] = params_hash
             record["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             slides[r.slide_id] = record
-        atomic_write_json(p, {"format": "pathkit.tiling_status", "slides": slides})
+        plan = {**dict(data.get("planned", {})), **dict(planned or {})}
+        atomic_write_json(p, {"format": "pathkit.tiling_status", "slides": slides, "planned": plan})
 
 
 def tile_slides(
@@ -626,19 +640,26 @@ def tile_slides(
     overwrite: bool = False,
     write_csv: bool = False,
     recursive: bool = False,
+    shard: Shard | None = None,
 ) -> list[TileResult]:
     """Tile many slides (files or folders); failures are recorded and the batch goes on.
 
-    `mpp_overrides` maps slide id, file name or path to a user-supplied mpp. Results come back
-    in input order; `<out_dir>/tiling_status.json` records every slide's last outcome.
+    `mpp_overrides` maps slide id, file name or path to a user-supplied mpp. `shard`
+    (`pathkit_core.shard.current_shard`) keeps this process's slides. Results come back in
+    input order; `<out_dir>/tiling_status.json` records every slide's last outcome and the
+    slides every shard was given (pending until some shard tiles them).
     """
     from pathkit_core.wsi.slide import check_unique_ids, find_slides, lookup_mpp
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = find_slides(slides, recursive=recursive)
+    found = find_slides(slides, recursive=recursive)
     phash = params.params_hash()
-    duplicates = check_unique_ids(paths)
+    duplicates = check_unique_ids(found)
+    planned = {slide_id_for(p): str(p) for p in found}
+    if shard is not None and not shard.whole:
+        _update_status(out, [], phash, planned)
+    paths = found if shard is None else shard.select(found, key=slide_id_for)
     results: dict[int, TileResult] = {}
     jobs: list[tuple[int, dict[str, Any]]] = []
     for i, p in enumerate(paths):
@@ -658,7 +679,7 @@ def tile_slides(
         }))
     for r in results.values():
         if strict:
-            _update_status(out, [r], phash)
+            _update_status(out, [r], phash, planned)
             raise TilingFailed(r.reason, list(results.values()))
     pending_status: list[TileResult] = list(results.values())
     last_flush = time.monotonic()
@@ -676,7 +697,7 @@ def tile_slides(
         # Rewriting the status file after every slide is quadratic for big cohorts; manifests
         # are the resume truth, so flushing every couple of seconds loses nothing.
         if result.status == "failed" or time.monotonic() - last_flush > 2.0:
-            _update_status(out, pending_status, phash)
+            _update_status(out, pending_status, phash, planned)
             pending_status.clear()
             last_flush = time.monotonic()
         if strict and result.status == "failed":
@@ -697,7 +718,7 @@ def tile_slides(
                 _run_pool(jobs, workers, bar, record)
     finally:
         if pending_status:
-            _update_status(out, pending_status, phash)
+            _update_status(out, pending_status, phash, planned)
     return [results[k] for k in sorted(results)]
 
 

@@ -145,3 +145,54 @@ def test_paths_and_names_stay_inside_their_root(tmp_path):
         with pytest.raises(PathkitError, match="not a plain name"):
             plain_name(bad, "case id")
     assert plain_name("PIT_01_00002_01", "case id") == "PIT_01_00002_01"
+
+
+def test_atomic_writes_get_the_umask_mode_not_mkstemps_private_one(tmp_path):
+    old = os.umask(0o027)
+    try:
+        import pathkit_core.workspace as ws
+
+        ws._UMASK.clear()
+        path = atomic_write_text(tmp_path / "shared.json", "{}")
+    finally:
+        os.umask(old)
+        ws._UMASK.clear()
+    assert path.stat().st_mode & 0o777 == 0o640  # group-readable in a shared workspace
+
+
+def test_a_lock_of_another_host_is_stale_once_its_heartbeat_stops(tmp_path):
+    import pathkit_core.workspace as ws
+
+    path = tmp_path / "remote.lock"
+    # a requeued job on another node must not wait 6 hours for the locks of its killed run
+    path.write_text(json.dumps({"pid": 1, "host": "other-node", "time": time.time() - 60, "heartbeat": 30.0}))
+    with pytest.raises(LockTimeout, match="other-node"):
+        FileLock(path, timeout=0).acquire()  # recently touched: its owner is working
+    old = time.time() - ws.HEARTBEAT_GRACE - 5
+    os.utime(path, (old, old))
+    with FileLock(path, timeout=0):
+        assert FileLock(path).owner()["pid"] == os.getpid()
+
+
+def test_a_long_held_lock_of_a_live_owner_elsewhere_is_not_broken_by_age(tmp_path):
+    path = tmp_path / "remote.lock"
+    path.write_text(json.dumps({"pid": 1, "host": "other-node", "time": time.time() - 7 * 3600,
+                                "heartbeat": 30.0}))  # days of extraction, still touched
+    with pytest.raises(LockTimeout):
+        FileLock(path, timeout=0).acquire()
+
+
+def test_held_locks_are_touched_by_the_heartbeat(tmp_path, monkeypatch):
+    import pathkit_core.workspace as ws
+
+    monkeypatch.setattr(ws, "HEARTBEAT_SECONDS", 0.05)
+    monkeypatch.setattr(ws, "_HEARTBEAT", ws._Heartbeat())
+    path = tmp_path / "held.lock"
+    with FileLock(path):
+        old = time.time() - 1000
+        os.utime(path, (old, old))
+        deadline = time.time() + 5
+        while path.stat().st_mtime < old + 500 and time.time() < deadline:
+            time.sleep(0.02)
+        assert path.stat().st_mtime > old + 500
+    assert path not in ws._HEARTBEAT.paths
