@@ -88,11 +88,21 @@ def test_a_folder_given_as_a_file_is_a_one_line_error(cli, inline, files, tmp_pa
 
 
 def test_a_named_pipe_given_as_predictions_is_refused_without_blocking(cli, inline, files, tmp_path):
+    import threading
+
     _, ref = files
     fifo = tmp_path / "pipe.json"
     os.mkfifo(fifo)
-    result = _score(cli, "-p", fifo, "-r", ref)
-    assert result.exit_code == 2 and "not a regular file (a named pipe)" in result.stderr
+    done = []
+    worker = threading.Thread(target=lambda: done.append(_score(cli, "-p", fifo, "-r", ref)), daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():
+        with open(fifo, "w"):  # release the blocked reader so the test process can go on
+            pass
+        worker.join(30)
+        pytest.fail("pathkit score blocked reading a named pipe")
+    assert done[0].exit_code == 2 and "not a regular file (a named pipe)" in done[0].stderr
 
 
 def test_out_naming_an_existing_file_is_refused_before_scoring(cli, inline, files, tmp_path, monkeypatch):
