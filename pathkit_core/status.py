@@ -90,28 +90,14 @@ def tile_store_status(folder: Path) -> StoreStatus:
 
 
 def feature_store_status(encoder_dir: Path) -> StoreStatus:
-    from pathkit_core.features.store import FEATURE_SUFFIX, read_feature_meta, read_planned, read_status
+    from pathkit_core.features.store import FEATURE_SUFFIX, failed_slides, read_planned, read_status
 
     out_dir, encoder = encoder_dir.parent, encoder_dir.name
-    records = read_status(out_dir, encoder)
-    files = {p.name[: -len(FEATURE_SUFFIX)]: p for p in encoder_dir.glob(f"*{FEATURE_SUFFIX}")}
-    failed = {sid: str(r.get("reason") or "failed") for sid, r in records.items() if r.get("status") == "failed"}
-    done = set()
-    for sid, path in files.items():
-        if sid in failed:
-            continue
-        try:
-            meta = read_feature_meta(path)
-        except PathkitError as exc:
-            failed[sid] = str(exc)
-            continue
-        if meta.get("status") == "failed":
-            failed[sid] = meta.get("failure_reason") or "failed QC"
-        else:
-            done.add(sid)
-    universe = set(read_planned(out_dir, encoder)) | set(records) | set(files)
+    files = {p.name[: -len(FEATURE_SUFFIX)] for p in encoder_dir.glob(f"*{FEATURE_SUFFIX}")}
+    failed = failed_slides(out_dir, encoder)  # status records, unreadable or failed-QC files
+    universe = set(read_planned(out_dir, encoder)) | set(read_status(out_dir, encoder)) | files
     store = StoreStatus("extract", encoder, str(encoder_dir))
-    return _classify(store, universe, done, failed,
+    return _classify(store, universe, files - set(failed), failed,
                      lambda sid: encoder_dir / f".{sid}{FEATURE_SUFFIX}.lock")
 
 

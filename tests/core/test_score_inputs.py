@@ -9,20 +9,11 @@ import tempfile
 
 import pytest
 
-from tests.core.test_cli import PREDS, REFS, _Plugin
+from tests.core import test_cli
+from tests.core.test_cli import PREDS, REFS
 
-
-@pytest.fixture
-def files(tmp_path):
-    pred, ref = tmp_path / "pred.json", tmp_path / "ref.json"
-    pred.write_text(json.dumps(PREDS))
-    ref.write_text(json.dumps(REFS))
-    return pred, ref
-
-
-@pytest.fixture
-def inline(fresh_registry):
-    return fresh_registry({"inline": _Plugin()})
+files = test_cli.files  # the fixtures of the CLI tests: two small report files, a word-count metric
+inline = test_cli.inline
 
 
 def _score(cli, *args):

@@ -8,19 +8,13 @@ import subprocess
 import sys
 import time
 
-import pytest
 import torch
 
 from pathkit_core.features import store
 from pathkit_core.workspace import process_start
+from tests.core import test_workspace_hardening
 
-
-@pytest.fixture
-def holder():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    yield proc
-    proc.kill()
-    proc.wait()
+holder = test_workspace_hardening.live_process  # a live process other than this one
 
 
 def _lock(path, pid, start):
