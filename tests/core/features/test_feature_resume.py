@@ -112,3 +112,4 @@ def test_temporaries_of_a_killed_writer_are_removed_by_the_next_lock_holder(tile
     left = sorted(p.name for p in target.parent.iterdir() if p.name.startswith("."))
     assert left == [], left
     assert os.path.exists(target)
+
