@@ -40,10 +40,12 @@ def _list_kind(kind: str, as_json: bool) -> None:
         print_json(items)
         return
     extra = {
+        "task": ("inputs", "baselines"),
         "encoder": ("embed_dim", "tile_px", "mpp", "precision"),
-        "generator": ("tasks",),
+        "generator": ("tasks", "needs_fit"),
         "dataset": ("task", "demo"),
         "metric": ("tasks",),
+        "segmenter": (),
     }[kind]
     rows = [
         (i["name"], *(", ".join(i[c]) if isinstance(i[c], list) else i[c] for c in extra),
@@ -53,12 +55,21 @@ def _list_kind(kind: str, as_json: bool) -> None:
     print_table(f"{kind}s", ["name", *extra, "distribution", "description"], rows)
 
 
+def _task_users(registry, task: str) -> dict[str, list[str]]:
+    """The datasets, generators and metrics registered for a task."""
+    return {
+        "datasets": [n for n in registry.names("dataset") if registry.get("dataset", n).task == task],
+        "generators": [n for n in registry.names("generator") if task in registry.get("generator", n).tasks],
+        "metrics": [n for n in registry.names("metric") if task in registry.get("metric", n).tasks],
+    }
+
+
 def register(app: typer.Typer) -> None:
     @app.command("list")
     @user_errors
     def list_cmd(
         what: str = typer.Argument(
-            "plugins", help="plugins, encoders, generators, datasets or metrics"
+            "plugins", help="plugins, tasks, encoders, generators, datasets, metrics or segmenters"
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ) -> None:
@@ -76,7 +87,7 @@ def register(app: typer.Typer) -> None:
     @app.command("info")
     @user_errors
     def info_cmd(
-        name: str = typer.Argument(..., help="A component name (encoder, generator, dataset or metric)."),
+        name: str = typer.Argument(..., help="A component name (task, encoder, generator, dataset, metric, ...)."),
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Show everything known about a component."""
@@ -92,6 +103,8 @@ def register(app: typer.Typer) -> None:
             info = comp.describe()
             owner = registry.owner_of(comp.kind, name)
             info["plugin"] = owner.as_dict() if owner else None
+            if comp.kind == "task":
+                info.update(_task_users(registry, comp.name))
             if ":" in name:
                 info["view"] = name.partition(":")[2]
             infos.append(info)

@@ -322,6 +322,11 @@ def fit(
     with progress:
         task = progress.add_task("training", total=cfg.max_epochs, completed=state["epoch"])
         while state["epoch"] < cfg.max_epochs:
+            # checked before an epoch, so that resuming a run that already stopped early (its
+            # stage markers lost, say) trains nothing more
+            if cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience:
+                stopped_early = True
+                break
             epoch = state["epoch"] + 1
             stepper.train()
             loader = _loader(train_items, module, cfg.batch_size, True, cfg.seed + epoch, cfg.num_workers)
@@ -365,9 +370,6 @@ def fit(
                 on_epoch(record)
             progress.update(task, completed=epoch,
                             description=f"epoch {epoch} loss {record['train_loss']:.3f} sel {score:.4f}")
-            if cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience:
-                stopped_early = True
-                break
     return FitResult(
         best_epoch=int(state["best_epoch"]),
         best_score=float(state["best_score"]),
@@ -405,6 +407,20 @@ def write_predictions(path: str | Path, predictions: Mapping[str, Any], ids: Seq
 
     lines = [json.dumps({"id": cid, "prediction": predictions[cid]}, default=plain) for cid in ids]
     return atomic_write_text(Path(path), "\n".join(lines) + "\n")
+
+
+def read_predictions(path: str | Path) -> dict[str, Any]:
+    """What `write_predictions` wrote, by case id."""
+    out: dict[str, Any] = {}
+    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            out[record["id"]] = record["prediction"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise PathkitError(f"{path}: line {lineno} is not a {{\"id\", \"prediction\"}} record ({exc})") from None
+    return out
 
 
 def _progress(accelerator: Any, cfg: TrainConfig):

@@ -148,7 +148,31 @@ def test_doctor_json(cli, inline, tmp_path):
     assert result.exit_code == 0
     checks = json.loads(result.stdout)
     assert checks["python"]["status"] == "ok" and checks["workspace"]["status"] == "ok"
-    assert "torch" in checks and "openslide" in checks and "java" in checks
+    assert "torch" in checks and "openslide" in checks
+    # Java is METEOR's need, so the metrics plugin declares it (doctor_checks hook): absent here
+    assert not any(name.startswith("java") for name in checks)
+
+
+def test_doctor_runs_the_plugins_own_checks(cli, fresh_registry, tmp_path):
+    class Broken:
+        @hookimpl
+        def doctor_checks(self):
+            raise RuntimeError("cannot look")
+
+    class Fine:
+        @hookimpl
+        def doctor_checks(self):
+            return [("gpu driver", "missing", "no driver found")]
+
+    fresh_registry({"broken": Broken(), "fine": Fine()})
+    checks = json.loads(cli("doctor", "--workdir", tmp_path / "ws", "--json").stdout)
+    assert checks["gpu driver"] == {"status": "missing", "detail": "no driver found"}
+    assert checks["broken check"]["status"] == "error" and "cannot look" in checks["broken check"]["detail"]
+
+
+def test_doctor_checks_java_for_meteor_through_the_metrics_plugin(cli, installed_registry, tmp_path):
+    checks = json.loads(cli("doctor", "--workdir", tmp_path / "ws", "--json").stdout)
+    assert checks["java (METEOR)"]["status"] in ("ok", "missing")
 
 
 def _pathkit() -> str:

@@ -45,6 +45,9 @@ NEGATIVE = {"0", "0.0", "false", "no", "n", "negative", "neg", "wildtype", "wild
             "msi-l", "absent"}
 MISSING = {"", "na", "nan", "none", "null", "n/a", "unknown", "."}
 TCGA_PATIENT = re.compile(r"^(TCGA-[A-Z0-9]{2}-[A-Z0-9]{4})", re.IGNORECASE)
+# The two classes of every GOLDMARK task, in index order: 1 is the OncoKB level 1-3 alteration
+# (the positive class whose probability AUROC ranks), 0 its absence.
+CLASS_NAMES = ("negative", "positive")
 DEGENERATE_VARIANCE = 1e-6  # GOLDMARK: mean per-dimension variance <= 1e-6 marks a degenerate extraction
 
 OPTION_DEFAULTS: dict[str, Any] = {
@@ -215,6 +218,9 @@ class GoldmarkDataset(Dataset):
     def validate(self) -> None:
         self._prepare()
 
+    def class_names(self) -> tuple[str, ...]:
+        return CLASS_NAMES
+
     def splits(self) -> dict[str, list[str]]:
         return {part: list(ids) for part, ids in self._prepare()["parts"].items()}
 
@@ -228,7 +234,8 @@ class GoldmarkDataset(Dataset):
             meta = {"cohort": s.cohort, "slide_ids": (s.slide_id,), "task": self.task_key,
                     "tile_manifests": (str(s.tile_manifest) if s.tile_manifest else None,),
                     "thumbnails": (str(s.thumbnail) if s.thumbnail else None,)}
-            yield Case(case_id=s.slide_id, patient_id=s.patient_id, target=s.label,
+            yield Case(case_id=s.slide_id, patient_id=s.patient_id,
+                       target=None if s.label is None else CLASS_NAMES[s.label],
                        features=(s.feature,) if s.feature is not None else (),
                        slides=(s.slide_path,) if s.feature is None and s.slide_path is not None else (),
                        meta=meta)
@@ -806,3 +813,11 @@ def _verdict_from_goldmark(meta: Mapping[str, Any]) -> FeatureCheck:
 @hookimpl
 def register_datasets(register):
     register(GoldmarkDataset)
+
+
+@hookimpl
+def register_commands(app):
+    # `pathkit crossval`: GOLDMARK's folds and reciprocal cross-site settings, with encoder rank-sums
+    from pathkit_datasets._goldmark_cli import register
+
+    register(app)

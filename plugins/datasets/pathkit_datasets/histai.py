@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, PathkitError
+from pathkit_core.splits import load_or_draw_split
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     SLIDE_SUFFIXES,
@@ -42,7 +43,6 @@ from pathkit_datasets._reports import (
     find_file,
     read_json,
 )
-from pathkit_datasets._splits import load_or_create_splits
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class HistAI(ReportDataset):
                                f"{self.layout_help}")
         seed = int(self.options.get("split_seed") or 0)
         self.split_source = f"seeded patient-disjoint split in PathReportEval proportions, seed {seed}"
-        splits = load_or_create_splits(self.splits_file(f"histai-seed{seed}.csv"),
+        splits = load_or_draw_split(self.splits_file(f"histai-seed{seed}.csv"),
                                        {c: case.patient_id for c, case in cases.items()},
                                        fractions=FRACTIONS, seed=seed)
         return cases, splits, excluded

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, PathkitError
+from pathkit_core.splits import load_or_draw_split
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     ReportDataset,
@@ -36,7 +37,6 @@ from pathkit_datasets._reports import (
     read_json,
     strip_slide_suffix,
 )
-from pathkit_datasets._splits import load_or_create_splits
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ class REG2025(ReportDataset):
                         ", ".join(p for p, v in parts.items() if not v), len(cases))
         seed = int(self.options.get("split_seed") or 0)
         self.split_source = f"random patient-disjoint 80/10/10, seed {seed}"
-        return load_or_create_splits(self.splits_file(f"reg2025-random-seed{seed}.csv"),
+        return load_or_draw_split(self.splits_file(f"reg2025-random-seed{seed}.csv"),
                                      {c: case.patient_id for c, case in cases.items()},
                                      fractions=RANDOM_FRACTIONS, seed=seed)
 

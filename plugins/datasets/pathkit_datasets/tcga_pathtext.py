@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, PathkitError
+from pathkit_core.splits import load_or_draw_split
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     SLIDE_SUFFIXES,
@@ -36,7 +37,6 @@ from pathkit_datasets._reports import (
     read_json,
     strip_slide_suffix,
 )
-from pathkit_datasets._splits import load_or_create_splits
 
 FRACTIONS = (884 / 8843, 885 / 8843)  # PathReportEval Table 1: 7074 / 884 / 885
 ANNOTATION_NAMES = ("PathText.json", "pathtext.json", "TCGA_PathText.json")
@@ -147,7 +147,7 @@ class TCGAPathText(ReportDataset):
                                f"{self.layout_help}")
         seed = int(self.options.get("split_seed") or 0)
         self.split_source = f"seeded patient-disjoint split in PathReportEval proportions, seed {seed}"
-        splits = load_or_create_splits(self.splits_file(f"tcga-pathtext-seed{seed}.csv"),
+        splits = load_or_draw_split(self.splits_file(f"tcga-pathtext-seed{seed}.csv"),
                                        {c: case.patient_id for c, case in cases.items()},
                                        fractions=FRACTIONS, seed=seed)
         return cases, splits, excluded

@@ -17,6 +17,11 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import GeneratorSpec, PathkitError
 from pathkit_generators._text.generator import COMMON_HPARAMS, ReportGenerator
 
+# The slide and concept providers a configuration may name; `_scout_providers` holds their
+# factories under the same names. Nothing outside these names is ever imported.
+SLIDE_PROVIDERS = ("mean", "attention")
+CONCEPT_PROVIDERS = ("prototypes", "file")
+
 
 class Scout(ReportGenerator):
     """Tile stream FiLM-conditioned on slide and concept vectors; decoder gates three memories per head."""
@@ -38,11 +43,20 @@ class Scout(ReportGenerator):
         "film_dropout": 0.2,
         "film_alpha": 0.4,
         "gate_entropy_weight": 0.07,
-        "slide_provider": "mean",  # "mean" | "attention" | "package.module:factory"
-        "concept_provider": "prototypes",  # "prototypes" | "file" | "package.module:factory"
+        "slide_provider": "mean",  # "mean" | "attention" (registered names only)
+        "concept_provider": "prototypes",  # "prototypes" | "file" (registered names only)
         "num_concepts": 66,  # prototypes (PathBench's GECKO concept count)
         "concept_file": None,  # safetensors with `concepts` (C x D) for concept_provider="file"
     }
+
+    def hparams(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The hyperparameters, with the provider names checked before any work is done."""
+        hp = super().hparams(overrides)
+        for key, known in (("slide_provider", SLIDE_PROVIDERS), ("concept_provider", CONCEPT_PROVIDERS)):
+            if hp[key] not in known:
+                raise PathkitError(f"generator {self.name!r}: {key} {hp[key]!r} is not a registered provider; "
+                                   f"choose one of {', '.join(known)}")
+        return hp
 
     def make_model(self, spec: GeneratorSpec, tokenizer: Any, hp: Mapping[str, Any], decoding: Any) -> Any:
         from pathkit_generators._scout_net import ScoutModel

@@ -56,8 +56,9 @@ def test_catalogue_is_table_1():
 
 
 def test_views_resolve_and_reach_the_dataset(tmp_path):
-    from pathkit_core.pipeline import RunSpec, dataset_options
     from pathkit_core.plugins import get_plugin_manager
+    from pathkit_core.run.dataset import dataset_options
+    from pathkit_core.run.spec import RunSpec
 
     assert get_plugin_manager().get("dataset", "goldmark:COAD-MSI") is GoldmarkDataset
     spec = RunSpec(dataset="goldmark:LGG-IDH1", encoder="uni", generator="gma-mil",
@@ -66,7 +67,7 @@ def test_views_resolve_and_reach_the_dataset(tmp_path):
     assert options == {"fold": 2, "view": "LGG-IDH1", "encoder": "uni", "workdir": str(tmp_path)}
     assert GoldmarkDataset(None, **options).task_key == "LGG-IDH1"
     # bags: gma-mil keeps every tile (GOLDMARK) where the pipeline's default cut is PathBench's 10,000
-    from pathkit_core.pipeline import RunContext
+    from pathkit_core.run.context import RunContext
 
     assert RunContext(RunSpec(dataset="goldmark:COAD-MSI", encoder="uni", generator="gma-mil",
                               workdir=tmp_path)).spec.max_tiles is None
@@ -98,7 +99,9 @@ def test_curation_and_qc_exclusions_are_counted_with_reasons(cohort_root, tmp_pa
     assert not patients["train"] & patients["val"]
     first = cases[parts["test"][0]]
     assert first.features[0].name.startswith("features_P-") and first.meta["tile_manifests"][0].endswith(".csv")
-    assert {c.target for c in cases.values()} == {0, 1}
+    # targets are the dataset's class names, in its declared order (index 1: the alteration)
+    assert {c.target for c in cases.values()} == {"negative", "positive"}
+    assert ds.class_names() == ("negative", "positive")
     summary = ds.summary()
     assert summary["excluded_by_reason"]["failed QC"] == 3 and summary["parts"]["test"]["slides"] == 16
     # duplicate scans: the better (smaller mpp) scan of the glass slide is kept
@@ -151,7 +154,7 @@ def test_long_label_table_and_unmatched_patients(root, tmp_path):
     assert ds.summary()["labelled_patients_without_slides"] == ["TCGA-XX-0001", "TCGA-XX-0002"]
     by_patient = {c.patient_id: c.target for part in ("train", "val", "test") for c in ds.cases(part)}
     assert len(by_patient) > 20
-    assert all(by_patient[p] == int(labels[p]) for p in by_patient)
+    assert all(by_patient[p] == ds.class_names()[int(labels[p])] for p in by_patient)
 
 
 def test_single_class_task_is_a_clear_error(root, tmp_path):

@@ -32,7 +32,7 @@ def cohort(tmp_path_factory):
 
 def test_gma_mil_learns_the_planted_tiles_and_attends_to_them(cohort, tmp_path):
     from pathkit_core.features.store import load_feature_file
-    from pathkit_core.pipeline import RunSpec, run_pipeline
+    from pathkit_core.run import RunSpec, run_pipeline
 
     spec = RunSpec(dataset="goldmark:COAD-MSI", encoder="tiny-vit", generator="gma-mil", workdir=tmp_path / "ws",
                    dataset_root=cohort, train=FAST, dataset_options=OPTIONS, cpu=True)

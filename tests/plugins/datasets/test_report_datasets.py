@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from pathkit_datasets._splits import load_or_create_splits, patient_disjoint_split, target_counts
 from pathkit_datasets.demo_reports import DEMO_CLASSES, split_counts
 from pathkit_datasets.histai import HistAI, assemble_report
 from pathkit_datasets.reg2025 import REG2025, patient_of, published_split
 from pathkit_datasets.tcga_pathtext import TCGAPathText, choose_diagnostic_slide
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.splits import load_or_draw_split, patient_disjoint_split, target_counts
 
 PUBLISHED = published_split()
 REPORT_A = "Stomach, endoscopic biopsy;\n  Tubular adenoma with low grade dysplasia"
@@ -150,15 +150,15 @@ def test_patient_disjoint_split_meets_the_paper_counts():
 def test_saved_split_is_reused_and_checked(tmp_path):
     cohort = {f"c{i}": f"p{i}" for i in range(50)}
     path = tmp_path / "split.csv"
-    first = load_or_create_splits(path, cohort, fractions=(0.1, 0.1), seed=0)
+    first = load_or_draw_split(path, cohort, fractions=(0.1, 0.1), seed=0)
     rows = list(csv.DictReader(path.open()))
     assert {r["split"] for r in rows} == {"train", "val", "test"} and len(rows) == 50
-    assert load_or_create_splits(path, cohort, fractions=(0.5, 0.1), seed=9) == first  # the file wins
+    assert load_or_draw_split(path, cohort, fractions=(0.5, 0.1), seed=9) == first  # the file wins
     with pytest.raises(PathkitError, match="does not match the dataset"):
-        load_or_create_splits(path, {**cohort, "new": "pnew"}, fractions=(0.1, 0.1), seed=0)
+        load_or_draw_split(path, {**cohort, "new": "pnew"}, fractions=(0.1, 0.1), seed=0)
     path.write_text("patient_id,case_id,split\np1,c1,train\np1,c2,test\n")
     with pytest.raises(PathkitError, match="patient 'p1' is in both"):
-        load_or_create_splits(path, {"c1": "p1", "c2": "p1"}, fractions=(0.1, 0.1), seed=0)
+        load_or_draw_split(path, {"c1": "p1", "c2": "p1"}, fractions=(0.1, 0.1), seed=0)
 
 
 # --------------------------------------------------------------------------- HistAI
