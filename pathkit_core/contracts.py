@@ -135,7 +135,8 @@ class Case:
     (no path separators, no `..`); several slides of one case (a patient's slides, a VQA case's
     candidate sets) are concatenated in order, and `meta` carries everything else the task's
     model may need (question, choices, candidate sets, mpp, tile geometry): it reaches
-    `TaskModel.collate` unchanged.
+    `TaskModel.collate` unchanged. `meta["mpp"]`, when set, is the slides' level-0 mpp over what
+    their files say: one number for every slide, or a tuple with one value (or None) per slide.
     """
 
     case_id: str

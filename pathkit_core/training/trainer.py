@@ -13,6 +13,7 @@ from typing import Any
 
 from pathkit_core.contracts import PathkitError, TaskModel
 from pathkit_core.distributed import close_process_group_at_exit
+from pathkit_core.progress import ProgressBar, training_estimate
 from pathkit_core.workspace import atomic_write_json, atomic_write_text, atomic_write_with
 
 # A selection function scores validation predictions: (predictions, references) -> float.
@@ -195,8 +196,9 @@ def _loader(items: Sequence[dict[str, Any]], model: Any, batch_size: int, shuffl
 
 
 def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]], batch_size: int,
-                   ) -> dict[str, Any]:
-    """Predictions for `items`, sharded over processes and gathered on every process."""
+                   bar: Any = None) -> dict[str, Any]:
+    """Predictions for `items`, sharded over processes and gathered on every process; `bar`
+    (a pathkit_core.progress.ProgressBar) counts this process's cases."""
     import torch
     from accelerate.utils import gather_object
 
@@ -214,6 +216,8 @@ def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]]
                     f"{type(model).__name__}.predict returned {len(preds)} predictions for {len(chunk)} cases"
                 )
             out.extend((item["case_id"], pred) for item, pred in zip(chunk, preds, strict=True))
+            if bar is not None:
+                bar.advance(len(chunk) * accelerator.num_processes)
     if accelerator.num_processes > 1:
         out = gather_object(out)
     return dict(out)
@@ -368,6 +372,8 @@ def fit(
             accelerator.wait_for_everyone()
             if on_epoch is not None:
                 on_epoch(record)
+            if epoch == 1 and cfg.progress and cfg.max_epochs > 1:
+                accelerator.print(training_estimate(record["seconds"], cfg.max_epochs - 1, cfg.early_stop_patience))
             progress.update(task, completed=epoch,
                             description=f"epoch {epoch} loss {record['train_loss']:.3f} sel {score:.4f}")
     return FitResult(
@@ -392,9 +398,11 @@ def predict(
 ) -> dict[str, Any]:
     """Predictions keyed by case id (gathered across processes); with `out_path`, also written
     there as JSON lines `{"id", "prediction"}` in the order of `items` (by the main process)."""
-    accelerator = accelerator or make_accelerator(cfg or TrainConfig())
+    cfg = cfg or TrainConfig()
+    accelerator = accelerator or make_accelerator(cfg)
     model = model.to(accelerator.device)
-    preds = _predict_items(accelerator, model, items, batch_size)
+    with ProgressBar("predict", len(items), "cases", enabled=cfg.progress and accelerator.is_main_process) as bar:
+        preds = _predict_items(accelerator, model, items, batch_size, bar)
     if out_path is not None and accelerator.is_main_process:
         write_predictions(out_path, preds, [item["case_id"] for item in items])
     return preds
@@ -424,13 +432,14 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
 
 
 def _progress(accelerator: Any, cfg: TrainConfig):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total} epochs"),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         disable=not (cfg.progress and accelerator.is_main_process),
         transient=False,
     )

@@ -40,6 +40,7 @@ from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     SLIDE_SUFFIXES,
     ReportDataset,
+    assemble_report,
     find_file,
     read_json,
 )
@@ -49,27 +50,6 @@ log = logging.getLogger(__name__)
 DEFAULT_REPORT_FIELDS = ("micro_protocol", "conclusion", "diagnosis")
 FRACTIONS = (1248 / 12476, 1248 / 12476)  # PathReportEval Table 1: 9980 / 1248 / 1248
 METADATA_NAMES = ("metadata.json", "HISTAI-metadata.json", "histai_metadata.json")
-
-
-def assemble_report(record: dict[str, Any], fields: tuple[str, ...]) -> str:
-    """The report text of one metadata record (see the module docstring for the rule)."""
-    parts: list[str] = []
-    seen: set[str] = set()
-    for name in fields:
-        value = record.get(name)
-        if value is None:
-            continue
-        text = " ".join(str(value).split())
-        if not text:
-            continue
-        if text[-1] not in ".!?":
-            text += "."
-        key = text.lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        parts.append(text)
-    return " ".join(parts)
 
 
 def parse_case_mapping(value: Any) -> tuple[str, str] | None:
