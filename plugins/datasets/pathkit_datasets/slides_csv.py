@@ -91,7 +91,7 @@ class SlidesCSV(CohortDataset):
         labels = {c: str(g.value) for c, g in groups.items()}
         self._classes = class_order(list(labels.values()), self.options.get("classes"), path)
         parts, facts = choose_split(self.name, groups, self.options, root=root, table=path, labels=labels,
-                                    excluded=excluded)
+                                    excluded=excluded, normalise_id=slide_id_for)
         check_part_classes(parts, labels, f"{self.name}: {facts['description']}")
         self._split_facts = {**facts, "class_names": list(self._classes), "table": str(path),
                              "case": self.options["case"]}
