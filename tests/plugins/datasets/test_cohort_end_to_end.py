@@ -112,18 +112,22 @@ def test_slides_reports_keeps_the_users_split_of_numbered_slides_and_scores_a_tr
         layout[split[case_id]].append({"id": f"{case_id}.tiff", "report": reports[k % 2]})
     (root / "reports.json").write_text(json.dumps(layout, indent=1))
     config = tmp_path / "tiny.toml"
+    # a one-layer WSI-Caption decoding greedily up to 24 tokens; CRQS scores in a second, where
+    # nlg's METEOR starts a Java process per scoring (the per-epoch selection is nlg's BLEU-4)
     config.write_text("[run]\nmax_tiles = 16\n[run.hparams]\nd_model = 32\nd_ff = 64\nnum_heads = 2\n"
-                      "num_layers = 1\n[run.train]\nmax_epochs = 2\nbatch_size = 2\neval_batch_size = 4\n")
+                      "num_layers = 1\nmax_tokens = 24\nbeam_size = 1\n[run.train]\nmax_epochs = 2\n"
+                      "batch_size = 2\neval_batch_size = 4\n")
     work = tmp_path / "work"
     result = cli("run", "--dataset", "slides-reports", "--dataset-root", root, "--encoder", "tiny-vit",
-                 "--generator", "wsi-caption", "--config", config, "--workdir", work, "--cpu", "--metric", "nlg")
+                 "--generator", "wsi-caption", "--config", config, "--workdir", work, "--cpu", "--metric", "crqs")
     assert result.exit_code == 0, result.output
     assert "split: given: the train/val/test keys of reports.json (train/val/test 6/2/2 cases)" in flat(result.output)
     run_dir = next((work / "runs" / "slides-reports" / "tiny-vit" / "wsi-caption").iterdir())
     predicted = [json.loads(line)["id"] for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
     assert predicted == ["case_009", "case_010"]  # the user's test part, not a drawn one
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert "BLEU-4" in metrics["metrics"]["nlg"] and metrics["n_test_cases"] == 2
+    assert "CRQS" in metrics["metrics"]["crqs"] and metrics["n_test_cases"] == 2
+    assert "most-frequent-report" in metrics["baselines"]
     assert metrics["split"]["counts"] == {"train": 6, "val": 2, "test": 2}
     assert metrics["split"]["patients"] == {"train": 6, "val": 2, "test": 2}  # ten patients, not one
     assert (run_dir / "checkpoints" / "best.safetensors").exists()
