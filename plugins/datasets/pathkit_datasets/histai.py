@@ -17,9 +17,10 @@ with a period when it has no closing punctuation, a field repeating an earlier o
 cleaned like PathBench's HistAI text (lower-cased, punctuation stripped; at most 800 tokens).
 
 Case id: "<subset>_case_<n>"; patient id: the record's "patient_id" when present, else the case
-(HISTAI publishes no patient key). The split is drawn once with option split_seed (0) in
-PathReportEval's proportions (9980/1248/1248 of 12,476) and saved to
-<root>/pathkit-splits/histai-seed<seed>.csv (option splits_file=FILE).
+(HISTAI publishes no patient key). Option splits_file=FILE gives your split (CSV case_id,split
+or JSON {"train": [...], ...}), used exactly as written; otherwise the split is drawn once with
+option split_seed (0) in PathReportEval's proportions (9980/1248/1248 of 12,476) and kept in the
+workspace (<workdir>/splits/histai/histai-seed<seed>.csv), never in the dataset folder.
 
 Every HISTAI case names its slides slide_<stain>_<n>.tiff, so slide file names repeat across
 cases; pathkit names slides by file name, so when the run gives a workspace the slides are
