@@ -28,6 +28,15 @@ def test_durations_and_the_training_estimate():
     assert training_estimate(12.0, 0, None) == ""
 
 
+def test_a_progress_bar_counts_its_units():
+    with ProgressBar("predict", 5, "cases") as bar:
+        bar.advance(2)
+        bar.advance(3)
+        bar.describe("score model: nlg")
+        task = bar._progress.tasks[0]
+        assert (task.completed, task.total, task.description) == (5, 5, "score model: nlg")
+
+
 def test_a_disabled_progress_bar_does_nothing():
     with ProgressBar("predict", 3, "cases", enabled=False) as bar:
         bar.advance(2)
