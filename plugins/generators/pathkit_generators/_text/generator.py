@@ -30,8 +30,9 @@ COMMON_HPARAMS: dict[str, Any] = {
     "suppress_unk": True,
     "length_penalty": "",
     "temperature": 1.0,
+    "temperature_from_step": 0,  # 1: from the second step on, as PathBench's beam search
     "pick": "first-group",
-    "max_tokens": None,  # None: the dataset's (REG 320, TCGA 600, HistAI 800)
+    "max_tokens": None,  # None: the dataset's (REG 320, TCGA 600, HistAI 600)
     "cleaning": None,  # None: the dataset's ("none" for REG, "pathbench" for TCGA/HistAI)
     "min_count": 1,  # PathBench's vocabulary threshold
 }
@@ -64,7 +65,7 @@ class ReportGenerator(Generator):
                 diversity_lambda=float(hp["diversity_lambda"]), block_previous=bool(hp["block_previous"]),
                 suppress_unk=bool(hp["suppress_unk"]), length_penalty=str(hp["length_penalty"] or ""),
                 max_len=tokenizer.max_tokens - 1, pick=str(hp["pick"]),
-                temperature=float(hp["temperature"]),
+                temperature=float(hp["temperature"]), temperature_from_step=int(hp["temperature_from_step"]),
             )
         except ValueError as exc:
             raise PathkitError(f"generator {self.name!r}: {exc}") from exc
