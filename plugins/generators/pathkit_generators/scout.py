@@ -30,8 +30,6 @@ class Scout(ReportGenerator):
         **COMMON_HPARAMS,
         "beam_size": 6,
         "group_size": 3,
-        "temperature": 0.7,
-        "temperature_from_step": 1,
         "d_model": 768,
         "d_ff": 768,
         "num_heads": 4,

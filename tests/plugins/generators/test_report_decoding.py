@@ -151,6 +151,10 @@ def test_temperature_from_the_second_step_leaves_the_first_token_as_it_is():
         assert (later == plain) is same
         assert scores(max_len, temperature=0.5) != plain
     assert scores(4, temperature=0.5, temperature_from_step=10) == scores(4)  # never reached
+    from pathkit_generators._text.generator import COMMON_HPARAMS
+
+    # every report generator decodes as PathBench's configs do: temperature 0.7 from the second step
+    assert (COMMON_HPARAMS["temperature"], COMMON_HPARAMS["temperature_from_step"]) == (0.7, 1)
     with pytest.raises(ValueError, match="temperature"):
         BeamSearchConfig(temperature=0.0)
 

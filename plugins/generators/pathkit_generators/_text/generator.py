@@ -29,8 +29,10 @@ COMMON_HPARAMS: dict[str, Any] = {
     "block_previous": True,
     "suppress_unk": True,
     "length_penalty": "",
-    "temperature": 1.0,
-    "temperature_from_step": 0,  # 1: from the second step on, as PathBench's beam search
+    # PathBench's configs pass temperature 0.7, which its beam search applies to the model's
+    # log-probabilities after every step but the first (docs/report-generation.md)
+    "temperature": 0.7,
+    "temperature_from_step": 1,
     "pick": "first-group",
     "max_tokens": None,  # None: the dataset's (REG 320, TCGA 600, HistAI 600)
     "cleaning": None,  # None: the dataset's ("none" for REG, "pathbench" for TCGA/HistAI)
