@@ -458,7 +458,10 @@ class _Gate:
         self.keywords = keywords
 
     def _open(self, text: str) -> bool:
-        return any(keyword in text for keyword in self.keywords)
+        for keyword in self.keywords:  # a plain loop: any() over a generator costs more than the test
+            if keyword in text:
+                return True
+        return False
 
     def finditer(self, text: str) -> Any:
         return self.pattern.finditer(text) if self._open(text) else iter(())
@@ -782,16 +785,18 @@ class ClinicalExtractor:
         found: list[_Candidate] = []
         # A negative statement ("No evidence of malignancy.") is a statement of its own, even
         # when a line wrap has joined it to the finding before it: it is cut out of the text.
-        blanked = list(scope)
-        for start, end in mentions:
-            if self.vocabulary.lookup(scope[start:end]).canonical == NEGATIVE_FOR_MALIGNANCY:
-                blanked[start:end] = "\n" * (end - start)
-        unread_text = "".join(blanked)
+        negative = [(a, b) for a, b in mentions
+                    if self.vocabulary.lookup(scope[a:b]).canonical == NEGATIVE_FOR_MALIGNANCY]
+        unread_text = scope
+        for start, end in negative:
+            unread_text = unread_text[:start] + "\n" * (end - start) + unread_text[end:]
+        read = [m for m, _ in mentions if unread_text[m] != "\n"]
         for start, end in _statements(unread_text):
+            if any(start <= m < end for m in read):
+                continue  # read by the vocabulary (affirmed, negated or in doubt)
             statement = unread_text[start:end]
-            if any(start <= m < end for m, _ in mentions if unread_text[m] != "\n") \
-                    or STRUCTURED_ITEM_RE.match(statement) or _FIELD_STATEMENT_RE.search(statement):
-                continue  # read by the vocabulary (affirmed, negated or in doubt) or by a field rule
+            if STRUCTURED_ITEM_RE.match(statement) or _FIELD_STATEMENT_RE.search(statement):
+                continue  # read by a field rule
             phrase = next((p for p in diagnosis_phrases(statement) if not _NEG_PRE_RE.match(p)), None)
             if phrase is None or _UNCERTAIN_PRE_RE.search(phrase) or _UNCERTAIN_POST_RE.search(phrase) \
                     or _ORGAN_OR_PROCEDURE_RE.fullmatch(phrase):

@@ -210,15 +210,15 @@ def score_reports(
             "n_reference_key_fields": pl.Series([c.n_reference_key for c in comparisons], dtype=pl.Int64),
             "reference_fields": pl.Series([r[1] for r in rows], dtype=pl.Utf8),
             "prediction_fields": pl.Series([r[2] for r in rows], dtype=pl.Utf8),
-            "matched": pl.Series([list(c.matched) for c in comparisons], dtype=pl.List(pl.Utf8)),
-            "missed": pl.Series([list(c.missed) for c in comparisons], dtype=pl.List(pl.Utf8)),
-            "hallucinated": pl.Series([list(c.hallucinated) for c in comparisons], dtype=pl.List(pl.Utf8)),
-            "discordant": pl.Series([list(c.discordant) for c in comparisons], dtype=pl.List(pl.Utf8)),
+            "matched": _list_column([c.matched for c in comparisons]),
+            "missed": _list_column([c.missed for c in comparisons]),
+            "hallucinated": _list_column([c.hallucinated for c in comparisons]),
+            "discordant": _list_column([c.discordant for c in comparisons]),
             "partial": pl.Series([json.dumps({k: round(v, 6) for k, v in c.partial.items()}) for c in comparisons],
                                  dtype=pl.Utf8),
-            "reference_unread": pl.Series([list(r[3].unread) for r in rows], dtype=pl.List(pl.Utf8)),
-            "prediction_unread": pl.Series([list(r[4].unread) for r in rows], dtype=pl.List(pl.Utf8)),
-            "outside_schema": pl.Series([r[5] for r in rows], dtype=pl.List(pl.Utf8)),
+            "reference_unread": _list_column([r[3].unread for r in rows]),
+            "prediction_unread": _list_column([r[4].unread for r in rows]),
+            "outside_schema": _list_column([r[5] for r in rows]),
         }
     )
     n = len(case_ids)
@@ -234,6 +234,19 @@ def score_reports(
     summary["distinct_prediction_fraction"] = float(len(set(predictions)) / n)
     summary["n_outside_schema"] = float(sum(bool(rows[r][5]) for r in case_rows))
     return MetricResult(summary=summary, per_case=per_case)
+
+
+_SEP = "\x1f"  # never in prepared report text (control characters become spaces)
+
+
+def _list_column(lists: Sequence[Sequence[str]]) -> Any:
+    """A polars List(Utf8) Series from Python lists of strings, built by splitting joined strings
+    in polars (constructing it element by element costs ten times more)."""
+    import polars as pl
+
+    joined = pl.Series([_SEP.join(items) for items in lists], dtype=pl.Utf8)
+    empty = pl.lit([], dtype=pl.List(pl.Utf8))
+    return pl.select(pl.when(joined == "").then(empty).otherwise(joined.str.split(_SEP))).to_series()
 
 
 def _outside_schema(reference: Extraction, prediction: Extraction, names: Sequence[str]) -> list[str]:
