@@ -4,11 +4,11 @@ PathBench's report data modules never shuffle (`shuffle=False`, and Lightning's 
 sampler keeps that order); pathkit's trainer reshuffles the training cases every epoch by default
 (`TrainConfig.shuffle`, seeded by seed + epoch), as GOLDMARK's data loader does. This script runs
 the embedded demo cell (demo-reports, tiny-vit, wsi-caption; `pathkit run` with no arguments) with
-`shuffle = true` and `shuffle = false`, alternating, for several seeds in one shared workspace (the
+`shuffle = true` and `shuffle = false`, alternating, for six seeds in one shared workspace (the
 slides, tiles and features are made once), and prints per seed the best epoch, test BLEU-4,
 CRQS and the fraction of distinct test reports, then the mean difference (shuffled - fixed order).
 
-    .venv/bin/python benchmarks/bench_shuffling.py [--seeds 0 1 2] [--workdir /tmp/pathkit-shuffle]
+    .venv/bin/python benchmarks/bench_shuffling.py [--seeds 0 1 2 3 4 5] [--workdir /tmp/pathkit-shuffle]
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _run(pathkit: Path, workdir: Path, seed: int, shuffle: bool) -> dict[str, fl
         spec = json.loads(provenance.read_text())["config"]
         if spec["seed"] == seed and spec["train"].get("shuffle", True) is shuffle:
             metrics = json.loads((provenance.parent / "metrics.json").read_text())
-            fit = json.loads((provenance.parent / "checkpoints" / "best.json").read_text())["trainer_state"]
+            fit = json.loads((provenance.parent / "checkpoints" / "last.json").read_text())["trainer_state"]
             return {"best_epoch": float(fit["best_epoch"]), "epochs": float(fit["epoch"]),
                     "BLEU-4": metrics["metrics"]["nlg"]["BLEU-4"], "CRQS": metrics["metrics"]["crqs"]["CRQS"],
                     "distinct": float(metrics.get("distinct_prediction_fraction", float("nan"))),
@@ -71,7 +71,7 @@ def _run(pathkit: Path, workdir: Path, seed: int, shuffle: bool) -> dict[str, fl
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5])
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args(argv)
     pathkit = Path(sys.executable).with_name("pathkit")
