@@ -152,7 +152,7 @@ def test_paper_split_protocol_trains_on_seventy_percent_without_selection(cohort
     n_train = len({patients[i] for i in p["train"]})
     n_test = len({patients[i] for i in p["test"]})
     assert 0.62 < n_train / (n_train + n_test) < 0.78  # 70/30 of the patients, as the paper
-    with pytest.raises(PathkitError, match="option split_protocol='best-of-test': choose one of train-val-test, paper-70-30"):
+    with pytest.raises(PathkitError, match="option split_protocol='best-of-test': choose one of train-val-test"):
         open_ds(cohort_root, tmp_path, split_protocol="best-of-test").splits()
 
 
