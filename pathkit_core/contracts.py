@@ -13,21 +13,21 @@ if TYPE_CHECKING:  # heavy imports stay out of `pathkit --help`
     import polars as pl
     import torch
 
-# Task types (DESIGN.md section 4). Datasets declare one; generators and metrics the ones they handle.
+# The built-in task types (DESIGN.md section 4), registered by pathkit_core.tasks through the same
+# `register_tasks` hook a third-party plugin uses: the list of task types is open.
 TASK_REPORT = "report"
 TASK_SLIDE_CLASSIFICATION = "slide-classification"
 TASK_PATCH_CLASSIFICATION = "patch-classification"
 TASK_SEGMENTATION = "segmentation"
 TASK_MULTIPLE_CHOICE_VQA = "multiple-choice-vqa"
-TASK_TYPES: tuple[str, ...] = (
-    TASK_REPORT,
-    TASK_SLIDE_CLASSIFICATION,
-    TASK_PATCH_CLASSIFICATION,
-    TASK_SEGMENTATION,
-    TASK_MULTIPLE_CHOICE_VQA,
-)
 
-COMPONENT_KINDS: tuple[str, ...] = ("encoder", "generator", "dataset", "metric")
+COMPONENT_KINDS: tuple[str, ...] = ("task", "encoder", "generator", "dataset", "metric", "segmenter")
+
+# What a case may carry as its input (DESIGN.md section 4): slides to tile and extract,
+# precomputed feature files, or whole images (patches) encoded one image each.
+INPUT_SLIDES = "slides"
+INPUT_FEATURES = "features"
+INPUT_IMAGES = "images"
 
 
 class PathkitError(Exception):
@@ -85,11 +85,13 @@ class PretrainedWeights:
 
 
 class Encoder(Component):
-    """A tile encoder. Subclasses set the class attributes and implement `build_model`.
+    """A tile encoder. Subclasses set the class attributes and implement `load` and `transform`.
 
     `load(device, weights_path)` returns an eval-mode torch module mapping a normalised
-    batch (B, 3, H, W) to embeddings (B, embed_dim); `transform(tiles)` maps uint8
-    tiles (B, H, W, 3) to that normalised batch.
+    batch (B, 3, H, W) to embeddings (B, embed_dim); `weights_path` is the checkpoint the
+    run resolved (`--weights`, else `$PATHKIT_WEIGHTS_DIR/<name>/`, else the Hugging Face
+    cache; see pathkit_core.features.weights), already checked against `weights.sha256`.
+    `transform(tiles)` maps uint8 tiles (B, H, W, 3) at the tile spec to that normalised batch.
     """
 
     kind: ClassVar[str] = "encoder"
@@ -127,7 +129,14 @@ class Case:
     """One unit of evaluation: a slide (or a patient's slides), a patch, or a question.
 
     `slides` are whole-slide image paths to tile; `features` are precomputed feature
-    files (pathkit safetensors, CLAM/TRIDENT/STAMP h5) used instead of tiling when present.
+    files (pathkit safetensors, CLAM/TRIDENT/STAMP h5) used instead of tiling when present;
+    `images` are whole images (patches) each encoded as one image: a file path, or
+    `"<archive>.zip::<member>"` for a member of a zip read in place. `case_id` is a plain name
+    (no path separators, no `..`); several slides of one case (a patient's slides, a VQA case's
+    candidate sets) are concatenated in order, and `meta` carries everything else the task's
+    model may need (question, choices, candidate sets, mpp, tile geometry): it reaches
+    `TaskModel.collate` unchanged. `meta["mpp"]`, when set, is the slides' level-0 mpp over what
+    their files say: one number for every slide, or a tuple with one value (or None) per slide.
     """
 
     case_id: str
@@ -136,6 +145,77 @@ class Case:
     slides: tuple[Path, ...] = ()
     features: tuple[Path, ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
+    images: tuple[str | Path, ...] = ()
+
+    @property
+    def input_kind(self) -> str:
+        """What this case's model input comes from: precomputed features, images, or slides."""
+        if self.features:
+            return INPUT_FEATURES
+        if self.images:
+            return INPUT_IMAGES
+        return INPUT_SLIDES
+
+
+def case_id_problem(case_id: Any) -> str | None:
+    """Why `case_id` cannot name a case (None when it can): ids name files in the workspace
+    (predictions, masks, attention tables), so they are plain names, never paths."""
+    if not isinstance(case_id, str) or not case_id.strip():
+        return f"case id {case_id!r} is not a non-empty string"
+    if case_id in (".", "..") or any(ch in case_id for ch in ("/", "\\", "\x00")):
+        return f"case id {case_id!r} must be a plain name (no '/', '\\', NUL, '.' or '..')"
+    return None
+
+
+_TRUE = {"true", "yes", "y", "1", "on"}
+_FALSE = {"false", "no", "n", "0", "off"}
+
+
+@dataclass(frozen=True)
+class DatasetOption:
+    """One option a dataset accepts (`--dataset-option NAME=VALUE`, `[dataset_options]` in a run
+    config): its name, type, default and meaning, listed by `pathkit info DATASET`.
+
+    `type` is "str", "int", "float", "bool", "path" (a file or folder; relative paths are the
+    dataset's to resolve, usually against its root) or choices written "a|b|c".
+    """
+
+    name: str
+    type: str = "str"
+    default: Any = None
+    help: str = ""
+
+    def parse(self, value: Any, dataset: str) -> Any:
+        """`value` as this option's type; an error naming the dataset, the option and the type."""
+        if value is None:
+            return None
+        where = f"dataset {dataset!r}: option {self.name}={value!r}"
+        kind = self.type
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _TRUE or text in _FALSE:
+                return text in _TRUE
+            raise PathkitError(f"{where} is not true or false")
+        if kind in ("int", "float"):
+            if isinstance(value, bool):
+                raise PathkitError(f"{where} is not a number")
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise PathkitError(f"{where} is not a number") from None
+            if kind == "int":
+                if number != int(number):
+                    raise PathkitError(f"{where} is not a whole number")
+                return int(number)
+            return number
+        if "|" in kind:
+            choices = kind.split("|")
+            if str(value) not in choices:
+                raise PathkitError(f"{where}: choose one of {', '.join(choices)}")
+            return str(value)
+        return str(value)
 
 
 class Dataset(Component):
@@ -158,10 +238,62 @@ class Dataset(Component):
     evaluate_checkpoints: ClassVar[tuple[str, ...]] = ("best",)
     # Run facts the pipeline passes as options when asked: "encoder", "workdir".
     run_options: ClassVar[tuple[str, ...]] = ()
+    # Tiling of this dataset's slides beyond the encoder's tile spec (pathkit_core.wsi.tiling
+    # TilingParams fields, e.g. {"overlap": 0.5} for stitched segmentation); the run's own
+    # `tiling` settings win over them.
+    tiling_options: ClassVar[dict[str, Any]] = {}
+    # The run `pathkit run --dataset NAME` makes when no encoder or generator is given (and, for
+    # the dataset the `default_demo` hook names, `pathkit run` with no arguments): RunSpec
+    # fields such as {"encoder": "tiny-vit", "generator": "wsi-caption", "hparams": {...}}.
+    demo_run: ClassVar[dict[str, Any] | None] = None
+    # The options the dataset accepts, with type, default and meaning (`pathkit info DATASET`).
+    # When the table is given, options are checked against it on opening (an unknown one is an
+    # error listing the known ones), typed, and defaulted; the run facts of `run_options` are
+    # accepted besides. An empty table leaves options unchecked.
+    option_table: ClassVar[tuple[DatasetOption, ...]] = ()
+    # The folder layout the dataset expects, shown by `pathkit info DATASET` and in layout errors.
+    layout: ClassVar[str] = ""
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         self.root = Path(root) if root is not None else None
-        self.options = options
+        self.options = self.resolve_options(options)
+
+    @classmethod
+    def resolve_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options as the dataset uses them: every option of `option_table` (the given value,
+        typed, else its default), plus the run facts named in `run_options`."""
+        if not cls.option_table:
+            return dict(options)
+        table = {o.name: o for o in cls.option_table}
+        unknown = sorted(set(options) - set(table) - set(cls.run_options))
+        if unknown == ["view"]:
+            raise PathkitError(f"dataset {cls.name!r} has no views (`{cls.name}:{options['view']}`); "
+                               f"use --dataset {cls.name}")
+        if unknown:
+            raise PathkitError(f"dataset {cls.name!r} has no option(s) {', '.join(unknown)}; known: "
+                               f"{', '.join(sorted(table))} (`pathkit info {cls.name}` says what each does)")
+        out = {name: option.default for name, option in table.items()}
+        for name, value in options.items():
+            out[name] = table[name].parse(value, cls.name) if name in table else value
+        return out
+
+    def split_facts(self) -> dict[str, Any]:
+        """How the split was made, written to metrics.json and the run report: at least "source"
+        ("given": the user's, used as written; "published": the benchmark's; "drawn": pathkit
+        drew it because none was given) and "description"; optionally "file" (where it is kept)."""
+        return {}
+
+    def class_names(self) -> tuple[str, ...]:
+        """The ordered class names of a classification dataset (targets are these names; the
+        index of a class is its position here). Empty for tasks without classes."""
+        return ()
+
+    @property
+    def train_overrides(self) -> dict[str, Any]:
+        """Training options (TrainConfig fields) this dataset's protocol fixes, applied over the
+        generator's defaults and under the run's own (GOLDMARK's paper-70-30 split: no model
+        selection, as it has no validation part)."""
+        return {}
 
     def splits(self) -> dict[str, list[str]]:
         """Named, patient-disjoint case-id lists, e.g. {"train": [...], "val": [...], "test": [...]}."""
@@ -189,7 +321,10 @@ class Dataset(Component):
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
         out.update(task=cls.task, license=cls.license, citation=cls.citation, demo=cls.has_demo(),
-                   default_metrics=list(cls.default_metrics), selection_metric=cls.selection_metric)
+                   default_metrics=list(cls.default_metrics), selection_metric=cls.selection_metric,
+                   demo_run=dict(cls.demo_run) if cls.demo_run else None, layout=cls.layout,
+                   options=[dataclasses.asdict(o) for o in cls.option_table],
+                   run_options=list(cls.run_options))
         return out
 
 
@@ -200,9 +335,13 @@ class Dataset(Component):
 class GeneratorSpec:
     """What a generator needs to build its model.
 
-    `train_targets` are the train split's targets (reports, labels) so that a generator can
-    derive a vocabulary or knowledge bank from training data only; `state` carries what a
-    previous build saved (see `TaskModel.export_state`) so a checkpoint rebuilds exactly.
+    `train_targets` are the train split's model targets (reports, class indices) so that a
+    generator can derive a vocabulary or knowledge bank from training data only; `state`
+    carries what a previous build saved (see `TaskModel.export_state`) so a checkpoint rebuilds
+    exactly. `class_names` is the dataset's class order (classification tasks). A generator that
+    declares `needs_fit = False` gets the train and validation items themselves
+    (`train_items`, `val_items`: sequences of the items `collate` receives) and is never
+    trained by the core loop: kNN indexes, class prototypes, fixed or zero-shot readers.
     """
 
     task: str
@@ -211,16 +350,24 @@ class GeneratorSpec:
     train_targets: Sequence[Any] = ()
     dataset: str | None = None
     state: dict[str, Any] = field(default_factory=dict)
+    class_names: tuple[str, ...] = ()
+    train_items: Sequence[dict[str, Any]] = ()
+    val_items: Sequence[dict[str, Any]] = ()
 
 
 @runtime_checkable
 class TaskModel(Protocol):
     """What `Generator.build` returns: a torch module the core trainer drives.
 
-    - `collate(items)` turns a list of items {"case_id", "features" (N, D) tensor,
-      "coords" (N, 2) tensor, "target"} into a batch;
+    - `collate(items)` turns a list of items into a batch. An item is a dict with "case_id",
+      "features" ((N, D) tensor: N tiles of a slide bag, 1 for a whole image), "coords"
+      ((N, 2) level-0 pixel positions), "tile_index" and "tile_file" (each tile's row in its
+      feature file and which of the case's files it came from), "target" (the task's model
+      target: report text, class index, answer index; None when unknown) and "meta" (the
+      case's `meta`, unchanged: question, choices, candidate sets, geometry);
     - `training_step(batch)` returns the scalar loss tensor;
-    - `predict(batch)` returns one JSON-serialisable prediction per case;
+    - `predict(batch)` returns one JSON-serialisable prediction per case, in the task's
+      prediction format (`pathkit info TASK`);
     - `export_state()` returns JSON-serialisable state saved next to the checkpoint.
     """
 
@@ -233,6 +380,19 @@ class TaskModel(Protocol):
     def export_state(self) -> dict[str, Any]: ...
 
 
+@runtime_checkable
+class TileAttentionModel(Protocol):
+    """An optional TaskModel method: per-tile evidence for each case of a batch.
+
+    `tile_attention(batch)` returns per case a dict with "case_id", "tile_index" and
+    "tile_file" (as in the items), "attention" (weights summing to 1 over the case's tiles)
+    and "attention_score" (raw scores). A model that has it gets its test-split attention
+    exported as per-slide tables and heatmaps (`<run>/attention/`).
+    """
+
+    def tile_attention(self, batch: Any) -> list[dict[str, Any]]: ...
+
+
 class Generator(Component):
     """A trainable head over tile features (report generator, MIL classifier, ...)."""
 
@@ -243,6 +403,9 @@ class Generator(Component):
     default_train: ClassVar[dict[str, Any]] = {}
     # Tiles kept per bag when the run does not say (PathBench: the first 10,000; None: every tile).
     default_max_tiles: ClassVar[int | None] = 10_000
+    # False: the model is built ready to predict (from `GeneratorSpec.train_items`); the core
+    # training loop is skipped and a dataset with only a test split is enough.
+    needs_fit: ClassVar[bool] = True
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         raise NotImplementedError
@@ -262,7 +425,7 @@ class Generator(Component):
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
         out.update(tasks=list(cls.tasks), default_hparams=dict(cls.default_hparams),
-                   default_train=dict(cls.default_train))
+                   default_train=dict(cls.default_train), needs_fit=cls.needs_fit)
         return out
 
 
@@ -287,6 +450,9 @@ class Metric(Component):
     headline_scores: ClassVar[tuple[str, ...]] = ()
     # Summary keys where lower is better (error rates, calibration error), against `higher_is_better`.
     lower_is_better: ClassVar[tuple[str, ...]] = ()
+    # (lowest, highest) value of bounded summary keys, so that scores on different scales can be
+    # read apart (CRQS in [-0.857, 1] beside CFC in [0, 1]); shown by `pathkit info`.
+    score_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
     # Hugging Face `evaluate` feature types of predictions/references; None: plain values (see
     # pathkit_core.evaluation.hf_evaluate).
     evaluate_features: ClassVar[Any] = None
@@ -305,7 +471,8 @@ class Metric(Component):
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
         out.update(tasks=list(cls.tasks), higher_is_better=cls.higher_is_better,
-                   headline_scores=list(cls.headline_scores), lower_is_better=list(cls.lower_is_better))
+                   headline_scores=list(cls.headline_scores), lower_is_better=list(cls.lower_is_better),
+                   score_ranges={k: list(v) for k, v in cls.score_ranges.items()})
         return out
 
     @classmethod
@@ -317,7 +484,177 @@ class Metric(Component):
         return "higher" if cls.higher_is_better else "lower"
 
 
+# --------------------------------------------------------------------------- tasks
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a task learns about the run it serves: where it writes, the encoder's tile spec and
+    the tiling actually used for slides (`tiling`: TilingParams fields such as overlap)."""
+
+    workdir: Path
+    run_dir: Path
+    encoder: str
+    tile_spec: TileSpec
+    tiling: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    max_tiles: int | None = None
+
+
+class Task(Component):
+    """A task type: what its cases carry, what its targets and predictions look like, its
+    baselines, how predictions are written and which run facts its metrics receive.
+
+    Datasets declare one task (`Dataset.task`), generators and metrics the tasks they handle
+    (`tasks`). The built-in tasks register through `register_tasks` like any plugin's. Every
+    method has a default that suits a task whose cases are bags of tile features and whose
+    predictions are JSON values; a task overrides what differs.
+    """
+
+    kind: ClassVar[str] = "task"
+    # Input kinds its cases may carry (Case.input_kind): INPUT_SLIDES, INPUT_FEATURES, INPUT_IMAGES.
+    inputs: ClassVar[tuple[str, ...]] = (INPUT_SLIDES, INPUT_FEATURES)
+    # Human-readable formats, shown by `pathkit info TASK` and in validation errors.
+    target_format: ClassVar[str] = "any JSON value"
+    prediction_format: ClassVar[str] = "any JSON value"
+    # Names of the baselines `baseline_predictions` can make, scored beside every model.
+    baselines: ClassVar[tuple[str, ...]] = ()
+
+    # ------------------------------------------------------------------ targets
+
+    def check_target(self, case: Case, dataset: Dataset) -> str | None:
+        """Why `case.target` does not fit this task (None when it does)."""
+        return None
+
+    def model_target(self, case: Case, dataset: Dataset) -> Any:
+        """The target as the model's items carry it (a class index for a class name, ...)."""
+        return case.target
+
+    def reference(self, case: Case, dataset: Dataset) -> Any:
+        """The target as metrics receive it (by default the model target)."""
+        return self.model_target(case, dataset)
+
+    # ------------------------------------------------------------------ predictions
+
+    def check_prediction(self, prediction: Any, case: Case, dataset: Dataset) -> str | None:
+        """Why a model's prediction does not fit the prediction format (None when it does)."""
+        return None
+
+    def output(self, prediction: Any, case: Case, dataset: Dataset) -> Any:
+        """A checked prediction as it is written and scored (e.g. with the class name added)."""
+        return prediction
+
+    def baseline_predictions(self, name: str, train_targets: Sequence[Any], test_cases: Sequence[Case],
+                             dataset: Dataset) -> dict[str, Any] | None:
+        """Predictions (in the output form) of baseline `name`, one of `baselines`, for every test
+        case, from the train split's model targets; None when it cannot be made."""
+        return None
+
+    # ------------------------------------------------------------------ inputs and items
+
+    def tiling(self, dataset: Dataset, run_tiling: Mapping[str, Any]) -> dict[str, Any]:
+        """TilingParams overrides for this dataset's slides: the dataset's, then the run's."""
+        return {**dict(dataset.tiling_options), **dict(run_tiling)}
+
+    def items(self, cases: Sequence[Case], inputs: Mapping[str, Any], dataset: Dataset,
+              facts: RunFacts, *, targets: bool = True) -> Sequence[dict[str, Any]]:
+        """The items of `cases` (those with usable inputs) that reach `TaskModel.collate`:
+        feature bags for slides and feature files, one vector per case for images. With
+        `targets=False` (the test split) no item carries its target: a model predicting test
+        cases never sees their answers."""
+        from pathkit_core.run.items import case_items
+
+        return case_items(self, cases, inputs, dataset, facts, targets=targets)
+
+    def predict(self, model: TaskModel, items: Sequence[dict[str, Any]], facts: RunFacts, *,
+                batch_size: int, cfg: Any) -> dict[str, Any]:
+        """Raw predictions by case id (before `output`); the core trainer's sharded predict."""
+        from pathkit_core.training.trainer import predict
+
+        return predict(model, items, batch_size=batch_size, cfg=cfg)
+
+    # ------------------------------------------------------------------ outputs
+
+    def write_predictions(self, path: Path, predictions: Mapping[str, Any], ids: Sequence[str],
+                          facts: RunFacts) -> Path:
+        """Write predictions for `ids` (JSON lines `{"id", "prediction"}` by default)."""
+        from pathkit_core.training.trainer import write_predictions
+
+        return write_predictions(path, predictions, ids)
+
+    def read_predictions(self, path: Path) -> dict[str, Any]:
+        from pathkit_core.training.trainer import read_predictions
+
+        return read_predictions(path)
+
+    def metric_context(self, dataset: Dataset, facts: RunFacts) -> dict[str, Any]:
+        """Run facts its metrics receive in `context` (tile geometry, class names, budget)."""
+        return {}
+
+    def run_summary(self, predictions: Mapping[str, Any], references: Mapping[str, Any]) -> dict[str, Any]:
+        """Task-level facts written to metrics.json beside the scores."""
+        return {}
+
+    # ------------------------------------------------------------------ validation
+
+    def validate_cases(self, splits: Mapping[str, Sequence[Case]], dataset: Dataset) -> None:
+        """Every case has a plain, unique id, carries an accepted input and a target of the right
+        form; the first bad cases are named with the expected form, before any tiling or training."""
+        bad: list[str] = []
+        count = 0
+        seen: dict[str, str] = {}
+        for split, cases in splits.items():
+            for case in cases:
+                problem = case_id_problem(case.case_id)
+                if problem is None and case.case_id in seen:
+                    problem = f"the case id is also in the {seen[case.case_id]} split"
+                if problem is None and case.input_kind not in self.inputs:
+                    problem = f"carries {case.input_kind}, but task {self.name!r} takes {' or '.join(self.inputs)}"
+                if problem is None:
+                    problem = self.check_target(case, dataset)
+                seen.setdefault(str(case.case_id), split)
+                if problem:
+                    count += 1
+                    if len(bad) < 5:
+                        bad.append(f"{case.case_id} ({split}): {problem}")
+        if bad:
+            more = f" and {count - len(bad)} more" if count > len(bad) else ""
+            raise PathkitError(
+                f"dataset {dataset.name!r} does not fit task {self.name!r}: {'; '.join(bad)}{more}. "
+                f"Expected targets: {self.target_format}"
+            )
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        out = super().describe()
+        out.update(inputs=list(cls.inputs), target_format=cls.target_format,
+                   prediction_format=cls.prediction_format, baselines=list(cls.baselines))
+        return out
+
+
+# --------------------------------------------------------------------------- tissue segmenters
+
+
+class TissueSegmenter(Component):
+    """Tissue segmentation for tiling: `segment(rgb, mpp)` returns a
+    `pathkit_core.wsi.segmentation.TissueMask` for an RGB thumbnail at `mpp` um/px.
+
+    Registered through `register_segmenters` and chosen by name (`pathkit tile --segmenter`);
+    a learned segmenter reads its own options from `params.segmenter_options`.
+    """
+
+    kind: ClassVar[str] = "segmenter"
+
+    def __init__(self, params: Any) -> None:
+        self.params = params
+
+    def segment(self, rgb: np.ndarray, mpp: float) -> Any:
+        raise NotImplementedError
+
+
 COMPONENT_BASES: dict[str, type[Component]] = {
+    "task": Task,
+    "segmenter": TissueSegmenter,
     "encoder": Encoder,
     "generator": Generator,
     "dataset": Dataset,

@@ -15,6 +15,12 @@ Register = Callable[[type], Any]
 
 
 @hookspec
+def register_tasks(register: Register) -> None:
+    """Call `register(TaskClass)` for each task type the plugin provides (the built-in tasks
+    register through this hook too, from pathkit_core.tasks)."""
+
+
+@hookspec
 def register_encoders(register: Register) -> None:
     """Call `register(EncoderClass)` for each encoder the plugin provides."""
 
@@ -37,3 +43,20 @@ def register_metrics(register: Register) -> None:
 @hookspec
 def register_commands(app: Any) -> None:
     """Add typer commands or sub-apps to the `pathkit` typer application `app`."""
+
+
+@hookspec
+def register_segmenters(register: Register) -> None:
+    """Call `register(SegmenterClass)` for each tissue segmenter (a `TissueSegmenter`) the plugin provides."""
+
+
+@hookspec
+def doctor_checks() -> list[tuple[str, str, str]]:
+    """Checks `pathkit doctor` runs for this plugin: (name, status, detail) rows, status one of
+    "ok", "missing", "error" (e.g. the METEOR metric checks for a Java runtime)."""
+
+
+@hookspec(firstresult=True)
+def default_demo() -> str | None:
+    """The dataset `pathkit run` with no arguments runs (its `demo_run`); the first plugin that
+    answers wins."""

@@ -17,7 +17,6 @@ from pathkit_core import PROJECT_NAME, hookspecs
 from pathkit_core.contracts import (
     COMPONENT_BASES,
     COMPONENT_KINDS,
-    TASK_TYPES,
     Component,
     PathkitError,
 )
@@ -25,8 +24,14 @@ from pathkit_core.contracts import (
 ENTRY_POINT_GROUP = PROJECT_NAME
 ENV_LOAD = "PATHKIT_LOAD_PLUGINS"
 ENV_DISABLE = "PATHKIT_DISABLE_PLUGINS"
+# The core's own components (the task types, the Otsu tissue segmenter) come in through the same
+# hooks as any plugin's, from these modules; allow/block lists do not apply to them.
+BUILTIN_PLUGINS = (("pathkit.tasks", "pathkit_core.tasks"), ("pathkit.segmenters", "pathkit_core.wsi.segmentation"))
 
+# Tasks first: the other kinds' declared tasks are checked against the registered ones.
 _HOOK_FOR_KIND = {
+    "task": "register_tasks",
+    "segmenter": "register_segmenters",
     "encoder": "register_encoders",
     "generator": "register_generators",
     "dataset": "register_datasets",
@@ -152,7 +157,8 @@ class Registry:
             for impl in caller.get_hookimpls():
                 if impl.hookwrapper or impl.optionalhook:
                     continue
-                known = [h for h in _HOOK_FOR_KIND.values()] + ["register_commands"]
+                known = [name for name in dir(hookspecs) if not name.startswith("_") and
+                         callable(getattr(hookspecs, name)) and name not in ("hookspec", "Register")]
                 close = difflib.get_close_matches(hook_name, known, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 rec = self.records.get(impl.plugin_name)
@@ -185,14 +191,14 @@ class Registry:
             name = getattr(component, "name", "")
             if not name or not isinstance(name, str):
                 raise PathkitError(f"{component.__name__} has no `name` attribute")
-            tasks = getattr(component, "tasks", None) or (
-                [component.task] if kind == "dataset" else []
-            )
-            bad = [t for t in tasks if t not in TASK_TYPES]
-            if bad:
-                raise PathkitError(
-                    f"{kind} {name!r} declares unknown task(s) {bad}; known: {', '.join(TASK_TYPES)}"
-                )
+            declared = [component.task] if kind == "dataset" else list(getattr(component, "tasks", ()) or ())
+            if kind in ("dataset", "generator", "metric"):
+                bad = [t for t in declared if t not in self.components["task"]]
+                if bad or (kind == "dataset" and not declared[0]):
+                    raise PathkitError(
+                        f"{kind} {name!r} declares unknown task(s) {bad or [declared[0]]}; registered tasks: "
+                        f"{', '.join(self.names('task')) or 'none'} (a task plugin registers more)"
+                    )
             key = (kind, name)
             owner = self.owners.get(key)
             if owner is not None and self.components[kind][name] is not component:
@@ -254,6 +260,24 @@ class Registry:
                 rec = self.records.setdefault(impl.plugin_name, PluginRecord(impl.plugin_name))
                 rec.fail(f"register_commands raised {_short_error(exc)}")
 
+    def doctor_rows(self) -> list[tuple[str, str, str]]:
+        """Every plugin's `doctor_checks` rows; a check that raises is itself an error row."""
+        rows: list[tuple[str, str, str]] = []
+        for impl in self.pm.hook.doctor_checks.get_hookimpls():
+            try:
+                rows.extend((str(a), str(b), str(c)) for a, b, c in impl.function() or ())
+            except Exception as exc:  # noqa: BLE001 - one broken check must not hide the others
+                rows.append((f"{impl.plugin_name} check", "error", _short_error(exc)))
+        return rows
+
+    def default_demo(self) -> str:
+        """The dataset the `default_demo` hook names (the embedded demo of `pathkit run`)."""
+        name = self.pm.hook.default_demo()
+        if not name:
+            raise PathkitError("no plugin names a default demo (hook default_demo); give --dataset, "
+                               "--encoder and --generator")
+        return str(name)
+
     def distributions(self) -> dict[str, str]:
         """Versions of every plugin distribution that loaded (for provenance)."""
         return {
@@ -274,6 +298,9 @@ def build_registry(
     filtered by `allow`/`block` (default: the PATHKIT_LOAD_PLUGINS / PATHKIT_DISABLE_PLUGINS
     environment variables); `plugins` adds inline plugin objects by name."""
     registry = Registry()
+    core_version = _core_version()
+    for name, module in BUILTIN_PLUGINS:
+        registry.add_plugin(name, importlib.import_module(module), distribution="pathkit", version=core_version)
     if autoload:
         registry.load_entry_points(
             allow if allow is not None else _env_list(ENV_LOAD),
@@ -287,6 +314,12 @@ def build_registry(
     registry.check()
     registry.collect()
     return registry
+
+
+def _core_version() -> str:
+    import pathkit_core
+
+    return pathkit_core.__version__
 
 
 _REGISTRY: Registry | None = None

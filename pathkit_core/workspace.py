@@ -124,13 +124,15 @@ def regular_file_problem(path: str | Path) -> tuple[str, str] | None:
     return None
 
 
-def plain_name(name: str, what: str) -> str:
-    """`name` when it can be one file or folder name; an id like `../../escape` or `a/b`
-    would reach outside the folder it is looked up in, so it is refused."""
-    if not isinstance(name, str) or not name or name in (".", "..") or any(c in name for c in "/\\\0"):
-        raise PathkitError(
-            f"{what} {name!r} is not a plain name (no '/', '\\', '..'): it would point outside its folder"
-        )
+def plain_name(name: str, where: str) -> str:
+    """`name` when it can be one file or folder name (the rule of `contracts.case_id_problem`);
+    an id like `../../escape` or `a/b` would reach outside the folder it is looked up in, so it
+    is an error naming `where` it came from."""
+    from pathkit_core.contracts import case_id_problem
+
+    problem = case_id_problem(name)
+    if problem:
+        raise PathkitError(f"{where}: {problem}")
     return name
 
 
@@ -163,21 +165,16 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-_UMASK: list[int] = []
-
-
-def _new_file_mode() -> int:
-    """The mode `open()` would give a new file (0o666 less the umask); mkstemp gives 0o600,
-    which would hide a shared workspace's files from the rest of the group."""
-    if not _UMASK:
-        try:
-            line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("Umask:"))
-            _UMASK.append(int(line.split()[1], 8))
-        except (OSError, StopIteration, ValueError, IndexError):
-            current = os.umask(0o022)  # read once; no other thread writes files this early
-            os.umask(current)
-            _UMASK.append(current)
-    return 0o666 & ~_UMASK[0]
+def _umask() -> int:
+    """The process's file-creation mask, read without changing it where the OS allows
+    (/proc on Linux); elsewhere set and restored at once."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager
@@ -190,15 +187,15 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise (storage_error(exc, target) or exc) from exc
+    os.close(fd)
     tmp = Path(tmp_name)
     try:
-        try:
-            os.fchmod(fd, _new_file_mode())
-        finally:
-            os.close(fd)
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        # mkstemp creates the file 0600; the result is an ordinary output file, so it gets the
+        # mode any file the user creates gets (0644 under the usual umask 022)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
         _fsync_dir(target.parent)
     except BaseException as exc:

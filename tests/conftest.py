@@ -51,6 +51,18 @@ def fresh_registry():
 
 
 @pytest.fixture
+def installed_registry():
+    """The registry of the installed plugin distributions (the example plugin among them, installed
+    non-editable as a user would); restores the previous global registry afterwards."""
+    from pathkit_core.plugins import build_registry, get_plugin_manager, set_plugin_manager
+
+    previous = get_plugin_manager()
+    set_plugin_manager(build_registry())
+    yield get_plugin_manager()
+    set_plugin_manager(previous)
+
+
+@pytest.fixture
 def cli():
     """Invoke the pathkit CLI in-process; returns the click Result."""
     from typer.testing import CliRunner

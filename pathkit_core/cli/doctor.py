@@ -1,9 +1,9 @@
-"""`pathkit doctor`: what this machine can run (Python, torch devices, OpenSlide, Java, weights)."""
+"""`pathkit doctor`: what this machine can run (Python, torch devices, OpenSlide, weights, and each
+plugin's own checks through the `doctor_checks` hook, e.g. Java for METEOR)."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -33,18 +33,6 @@ def _openslide() -> tuple[str, str]:
     except Exception as exc:  # noqa: BLE001 - a missing shared library raises OSError
         return "missing", f"openslide cannot be imported ({exc}); pip install openslide-python openslide-bin"
     return "ok", f"OpenSlide library {openslide.__library_version__}, openslide-python {openslide.__version__}"
-
-
-def _java() -> tuple[str, str]:
-    java = shutil.which("java")
-    if not java:
-        return "missing", "java not found: METEOR 1.5 needs a Java runtime (e.g. apt-get install default-jre)"
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return "error", f"{java} -version failed: {exc}"
-    first = (out.stderr or out.stdout).strip().splitlines()[:1]
-    return "ok", f"{java}: {first[0] if first else 'unknown version'}"
 
 
 def _workspace(workdir: Path) -> tuple[str, str]:
@@ -89,7 +77,6 @@ def run_checks(workdir: Path) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = [("python", "ok", sys.version.split()[0])]
     rows.append(("torch", *_torch()))
     rows.append(("openslide", *_openslide()))
-    rows.append(("java", *_java()))
     rows.append(("workspace", *_workspace(workdir)))
     registry = get_plugin_manager()
     broken = [r for r in registry.records.values() if r.status == "error"]
@@ -101,6 +88,7 @@ def run_checks(workdir: Path) -> list[tuple[str, str, str]]:
         ),
     ))
     rows.extend(_encoder_weights())
+    rows.extend(registry.doctor_rows())
     return rows
 
 
@@ -111,7 +99,7 @@ def register(app: typer.Typer) -> None:
         workdir: Path = typer.Option(Path("pathkit-work"), "--workdir", help="Workspace to check."),
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
-        """Check the environment: Python, torch devices, OpenSlide, Java, encoder weights, workspace."""
+        """Check the environment: Python, torch devices, OpenSlide, encoder weights, workspace, plugin checks."""
         rows = run_checks(workdir)
         if as_json:
             out: dict[str, Any] = {name: {"status": status, "detail": detail} for name, status, detail in rows}

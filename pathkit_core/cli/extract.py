@@ -25,7 +25,7 @@ def _tile_first(
 ) -> tuple[list[Path], list[str]]:
     """Tile this shard's slides with the encoder's tile spec: the manifests of all slides that
     have one (this shard's and other shards' so far) and the ids of all slides given."""
-    from pathkit_core.wsi.slide import find_slides, slide_id_for
+    from pathkit_core.wsi.slide import MPP_FIX_EXTRACT, find_slides, slide_id_for
     from pathkit_core.wsi.tiling import TilingParams, manifest_path_for, tile_slides
 
     spec = encoder_cls.tile_spec
@@ -33,7 +33,7 @@ def _tile_first(
     paths = sorted(find_slides(slides), key=lambda p: slide_id_for(p))
     overrides = {str(p): mpp for p in paths} if mpp is not None else None
     results = tile_slides(paths, tiles_dir, params, workers=max(1, workers), mpp_overrides=overrides,
-                          progress=progress and shard.rank == 0, shard=shard)
+                          progress=progress and shard.rank == 0, shard=shard, mpp_fix=MPP_FIX_EXTRACT)
     _barrier(state)
     for r in results:
         if r.status == "failed":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 import typer
+from rich.markup import escape
 
 from pathkit_core.cli.common import console, print_json, print_table, user_errors
 from pathkit_core.contracts import COMPONENT_KINDS, PathkitError
@@ -40,10 +41,12 @@ def _list_kind(kind: str, as_json: bool) -> None:
         print_json(items)
         return
     extra = {
+        "task": ("inputs", "baselines"),
         "encoder": ("embed_dim", "tile_px", "mpp", "precision"),
-        "generator": ("tasks",),
+        "generator": ("tasks", "needs_fit"),
         "dataset": ("task", "demo"),
         "metric": ("tasks",),
+        "segmenter": (),
     }[kind]
     rows = [
         (i["name"], *(", ".join(i[c]) if isinstance(i[c], list) else i[c] for c in extra),
@@ -53,12 +56,21 @@ def _list_kind(kind: str, as_json: bool) -> None:
     print_table(f"{kind}s", ["name", *extra, "distribution", "description"], rows)
 
 
+def _task_users(registry, task: str) -> dict[str, list[str]]:
+    """The datasets, generators and metrics registered for a task."""
+    return {
+        "datasets": [n for n in registry.names("dataset") if registry.get("dataset", n).task == task],
+        "generators": [n for n in registry.names("generator") if task in registry.get("generator", n).tasks],
+        "metrics": [n for n in registry.names("metric") if task in registry.get("metric", n).tasks],
+    }
+
+
 def register(app: typer.Typer) -> None:
     @app.command("list")
     @user_errors
     def list_cmd(
         what: str = typer.Argument(
-            "plugins", help="plugins, encoders, generators, datasets or metrics"
+            "plugins", help="plugins, tasks, encoders, generators, datasets, metrics or segmenters"
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ) -> None:
@@ -76,7 +88,7 @@ def register(app: typer.Typer) -> None:
     @app.command("info")
     @user_errors
     def info_cmd(
-        name: str = typer.Argument(..., help="A component name (encoder, generator, dataset or metric)."),
+        name: str = typer.Argument(..., help="A component name (task, encoder, generator, dataset, metric, ...)."),
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Show everything known about a component."""
@@ -92,6 +104,8 @@ def register(app: typer.Typer) -> None:
             info = comp.describe()
             owner = registry.owner_of(comp.kind, name)
             info["plugin"] = owner.as_dict() if owner else None
+            if comp.kind == "task":
+                info.update(_task_users(registry, comp.name))
             if ":" in name:
                 info["view"] = name.partition(":")[2]
             infos.append(info)
@@ -99,8 +113,24 @@ def register(app: typer.Typer) -> None:
             print_json(infos)
             return
         for info in infos:
-            rows = [(k, v) for k, v in info.items() if k != "plugin"]
+            shown_apart = ("plugin", "options", "layout") if info["kind"] == "dataset" else ("plugin",)
+            rows = [(k, v) for k, v in info.items() if k not in shown_apart]
             if info["plugin"]:
                 rows.append(("plugin", f"{info['plugin']['name']} ({info['plugin']['distribution']} "
                                        f"{info['plugin']['version']})"))
             print_table(f"{info['kind']} {info['name']}", ["field", "value"], rows, target=console)
+            if info["kind"] == "dataset":
+                _print_dataset_usage(info)
+
+
+def _print_dataset_usage(info: dict) -> None:
+    """A dataset's expected layout and its options (`--dataset-option NAME=VALUE`)."""
+    if info.get("layout"):
+        console.print(f"[bold]expected layout[/]: {escape(info['layout'])}", highlight=False)
+    options = info.get("options") or []
+    if not options:
+        console.print("this dataset declares no options")
+        return
+    rows = [(o["name"], o["type"], "" if o["default"] is None else str(o["default"]), o["help"]) for o in options]
+    print_table(f"options of {info['name']} (--dataset-option NAME=VALUE)", ["option", "type", "default", "meaning"],
+                rows, target=console)

@@ -32,19 +32,24 @@ def register(app: typer.Typer) -> None:
         weights: Path | None = typer.Option(None, "--weights", help="Encoder checkpoint file."),
         seed: int | None = typer.Option(None, "--seed"),
         max_epochs: int | None = typer.Option(None, "--max-epochs", help="Override the training epochs."),
-        skip_missing: bool = typer.Option(False, "--skip-missing", help="Leave out cases without features (recorded)."),
+        skip_missing: bool = typer.Option(
+            False, "--skip-missing", help="Leave out cases whose slides are missing or give no features (recorded)."),
         cpu: bool = typer.Option(False, "--cpu", help="Train on the CPU even when a GPU is present."),
         dataset_option: list[str] = typer.Option(
             [], "--dataset-option", "-o", help="Dataset option KEY=VALUE (repeatable), e.g. split=random."),
     ) -> None:
         """Run the benchmark pipeline; with no arguments, the embedded demo."""
-        from pathkit_core.pipeline import DEMO_RUN, RunSpec, load_run_config, run_pipeline
+        from pathkit_core.plugins import get_plugin_manager
+        from pathkit_core.run import RunSpec, load_run_config, run_pipeline
 
         values: dict = dict(load_run_config(config)) if config else {}
-        if not config and dataset is None and not encoder and not generator:
-            values.update(copy.deepcopy(DEMO_RUN))
-            console.print("[bold]pathkit demo[/]: synthetic REG-style slides, tiny-vit features, "
-                          "wsi-caption reports (not a pathology model; see README)")
+        if not config and not encoder and not generator:
+            registry = get_plugin_manager()
+            name = dataset or registry.default_demo()
+            demo = registry.get("dataset", name).demo_run
+            if demo:
+                values.update(copy.deepcopy(dict(demo)), dataset=name)
+                console.print(f"[bold]pathkit demo[/] {name}: {registry.get('dataset', name).description}")
         for key, value in (("dataset", dataset), ("workdir", workdir), ("dataset_root", dataset_root),
                            ("weights", weights), ("seed", seed)):
             if value is not None:
@@ -73,13 +78,15 @@ def register(app: typer.Typer) -> None:
             console.rule(f"{spec.dataset} / {enc} / {gen}")
             result = run_pipeline(spec, log=console.print)
             results.append((enc, gen, result))
+            baseline_names = list(result.baselines)
             rows = []
             for metric_name, scores in result.summary.items():
-                baseline = dict(with_intervals((result.baseline or {}).get(metric_name) or {}))
+                baselines = [dict(with_intervals((result.baselines[b] or {}).get(metric_name) or {}))
+                             for b in baseline_names]
                 for key, text in with_intervals(scores):
-                    rows.append((metric_name, key, text, baseline.get(key, "")))
+                    rows.append((metric_name, key, text, *(b.get(key, "") for b in baselines)))
             print_table(f"test scores: {spec.dataset} / {enc} / {gen}",
-                        ["metric", "score", "model [95% CI]", "most-frequent baseline"], rows)
+                        ["metric", "score", "model [95% CI]", *(f"baseline: {b}" for b in baseline_names)], rows)
             console.print(f"run folder: {result.run_dir}")
         if len(cells) > 1:
             from pathkit_core.evaluation.leaderboard import write_leaderboard

@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
         slides, chosen by a hash of the slide id; shards share one OUT.
         """
         from pathkit_core.shard import current_shard, shard_summary
-        from pathkit_core.wsi.slide import find_slides, read_mpp_csv, slide_id_for
+        from pathkit_core.wsi.slide import MPP_FIX_TILE, find_slides, read_mpp_csv, slide_id_for
         from pathkit_core.wsi.tiling import TilingFailed, TilingParams, tile_slides
 
         shard = current_shard(shard_option)
@@ -108,7 +108,7 @@ def register(app: typer.Typer) -> None:
             results = tile_slides(
                 slides, out, params, workers=workers, mpp_overrides=overrides, strict=strict,
                 progress=not quiet and not as_json, overwrite=overwrite, write_csv=write_csv,
-                recursive=recursive, shard=shard,
+                recursive=recursive, shard=shard, mpp_fix=MPP_FIX_TILE,
             )
         except TilingFailed as exc:
             results = exc.results

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,8 +93,10 @@ def score(
     ids: Sequence[str] | None = None,
     dataset: str | None = None,
     context: Mapping[str, Any] | None = None,
+    on_metric: Callable[[str], None] | None = None,
 ) -> ScoreResult:
-    """Run each metric on the predictions/references aligned by `ids` (reference order by default)."""
+    """Run each metric on the predictions/references aligned by `ids` (reference order by default);
+    `on_metric(name)` is called before each metric (progress display)."""
     import polars as pl
 
     ctx = metric_context(dataset, context)
@@ -109,6 +111,8 @@ def score(
     if any(flags):
         per_case = per_case.with_columns(pl.Series(INPUT_FLAGS, flags, dtype=pl.Utf8))
     for metric in metrics:
+        if on_metric is not None:
+            on_metric(metric.name)
         result = metric.compute(preds, refs, ids=ids, context=context_for(metric, ctx))
         if not isinstance(result, MetricResult):
             raise PathkitError(f"metric {metric.name!r} returned {type(result).__name__}, not MetricResult")

@@ -57,13 +57,21 @@ def write_run_report(run_dir: str | Path) -> Path:
     history = _read_json(run_dir / "checkpoints" / "history.json") or []
     parts = [f"<!doctype html><meta charset=utf-8><title>pathkit run</title><style>{_STYLE}</style>",
              f"<h1>pathkit run</h1><p><code>{html.escape(str(run_dir))}</code></p>"]
-    baseline = metrics.get("baseline_most_frequent") or {}
+    baselines = metrics.get("baselines") or {}
     rows = []
     for metric, values in (metrics.get("metrics") or {}).items():
         for key, value in values.items():
-            rows.append([metric, key, value, (baseline.get(metric) or {}).get(key, "")])
+            rows.append([metric, key, value, *((baselines[b].get(metric) or {}).get(key, "") for b in baselines)])
     parts.append("<h2>Scores on the test split</h2>")
-    parts.append(_table(["metric", "score", "model", "most-frequent baseline"], rows))
+    parts.append(_table(["metric", "score", "model", *(f"baseline: {b}" for b in baselines)], rows))
+    split = metrics.get("split") or {}
+    if split:
+        counts = split.get("counts") or {}
+        sizes = ", ".join(f"{p} {n}" for p, n in counts.items())
+        drawn = " It was drawn by pathkit because none was given." if split.get("source") == "drawn" else ""
+        where = f" Kept in <code>{html.escape(str(split['file']))}</code>." if split.get("file") else ""
+        parts.append(f"<h2>Split</h2><p>{html.escape(str(split.get('description', '')))}"
+                     f"{' (' + html.escape(sizes) + ' cases)' if sizes else ''}.{drawn}{where}</p>")
     if "distinct_prediction_fraction" in metrics:
         parts.append(f"<p>Distinct predictions: {metrics['distinct_prediction_fraction']:.3f} of cases.</p>")
     if metrics.get("skipped_cases"):

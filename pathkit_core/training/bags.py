@@ -1,9 +1,10 @@
-"""Feature bags for training: one lazily loaded item per case, with the first N tiles kept."""
+"""Model items: feature bags (one lazily loaded item per case, the first N tiles kept) and
+whole-image feature vectors (one row of an image-feature store per case)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +18,23 @@ class BagSpec:
     case_id: str
     feature_files: tuple[Path, ...]
     target: Any
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _default_loader(path: Path) -> tuple[Any, Any]:
+# Feature-file metadata that tells where a tile lies and how big it is (segmentation stitching).
+GEOMETRY_KEYS = ("slide_id", "mpp", "target_mpp", "tile_px", "tile_px_level0")
+
+
+def _default_loader(path: Path) -> tuple[Any, Any, dict[str, str]]:
     from pathkit_core.features.store import load_feature_file
 
     loaded = load_feature_file(path)
-    return loaded.features, loaded.coords
+    return loaded.features, loaded.coords, {k: loaded.meta[k] for k in GEOMETRY_KEYS if loaded.meta.get(k)}
 
 
 class BagDataset:
-    """A torch-compatible map-style dataset of {"case_id", "features", "coords", "target"} items.
+    """A torch-compatible map-style dataset of {"case_id", "features", "coords", "target", "meta",
+    "tile_index", "tile_file", "geometry"} items (see `TaskModel` in pathkit_core.contracts).
 
     Features are read from disk on access, so memory holds one batch of bags, not the cohort.
     A case with several slides gets their tiles concatenated in slide order. `max_tiles`
@@ -72,9 +79,10 @@ class BagDataset:
         import torch
 
         spec = self.specs[index]
-        feats, coords, rows, files = [], [], [], []
+        feats, coords, rows, files, geometry = [], [], [], [], []
         for ordinal, path in enumerate(spec.feature_files):
-            f, c = self.loader(Path(path))
+            f, c, *rest = self.loader(Path(path))
+            geometry.append(dict(rest[0]) if rest else {})
             feats.append(torch.as_tensor(f))
             coords.append(torch.as_tensor(c) if c is not None else torch.zeros(len(f), 2, dtype=torch.int32))
             rows.append(torch.arange(len(f)))
@@ -94,4 +102,36 @@ class BagDataset:
                 keep = torch.arange(self.max_tiles)
             features, coord, tile_index, tile_file = features[keep], coord[keep], tile_index[keep], tile_file[keep]
         return {"case_id": spec.case_id, "features": features, "coords": coord, "target": spec.target,
-                "tile_index": tile_index, "tile_file": tile_file}
+                "meta": spec.meta, "tile_index": tile_index, "tile_file": tile_file, "geometry": geometry}
+
+
+class ImageItems:
+    """Items of whole-image cases: each a (1, D) "bag" holding its image's feature vector, so
+    any bag model also takes them; vectors come from an image-feature store (read once)."""
+
+    def __init__(self, rows: Sequence[tuple[str, Any, Any, Mapping[str, Any]]], *, dtype: str = "float32") -> None:
+        self.rows = list(rows)  # (case_id, ImageFeatureRow, target, meta)
+        self.dtype = dtype
+        ids = [r[0] for r in self.rows]
+        if len(set(ids)) != len(ids):
+            raise PathkitError("a case id appears twice in one image set")
+
+    @property
+    def case_ids(self) -> list[str]:
+        return [r[0] for r in self.rows]
+
+    @property
+    def targets(self) -> dict[str, Any]:
+        return {r[0]: r[2] for r in self.rows}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        import torch
+
+        case_id, row, target, meta = self.rows[index]
+        vector = torch.as_tensor(row.vector()).to(getattr(torch, self.dtype)).reshape(1, -1)
+        return {"case_id": case_id, "features": vector, "coords": torch.zeros(1, 2, dtype=torch.int64),
+                "target": target, "meta": meta, "tile_index": torch.zeros(1, dtype=torch.int64),
+                "tile_file": torch.zeros(1, dtype=torch.int64), "geometry": []}

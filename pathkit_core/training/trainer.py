@@ -13,6 +13,7 @@ from typing import Any
 
 from pathkit_core.contracts import PathkitError, TaskModel
 from pathkit_core.distributed import close_process_group_at_exit
+from pathkit_core.progress import ProgressBar, training_estimate
 from pathkit_core.workspace import atomic_write_json, atomic_write_text, atomic_write_with
 
 # A selection function scores validation predictions: (predictions, references) -> float.
@@ -36,6 +37,18 @@ class TrainConfig:
     plateau_on: str = "val_loss"  # "val_loss" (PathBench) or "selection" (GOLDMARK: validation AUROC)
     early_stop_patience: int | None = 20
     selection_mode: str = "max"  # direction of the selection score
+    # Epochs at which the model is validated (validation loss and selection score), and so the
+    # only ones that can become "best", step the plateau scheduler or count towards early
+    # stopping; the last epoch is always one. None: every epoch (PathBench). GOLDMARK validates
+    # at 2, 5, 10, 20, 50, 80 and 120 (its public EXTRA_VAL_EPOCHS; docs/goldmark.md).
+    validation_epochs: tuple[int, ...] | None = None
+    # False: no model selection; "best" is the last epoch, and training needs no validation
+    # cases (without them the plateau scheduler is never stepped). GOLDMARK's paper-comparable
+    # setting trains on 70 % and reports the epoch-120 model.
+    model_selection: bool = True
+    # Shuffle the training cases every epoch (seeded by seed + epoch). PathBench's data modules
+    # never shuffle; GOLDMARK's do (docs/training.md, "Shuffling").
+    shuffle: bool = True
     mixed_precision: str = "no"  # "no", "bf16", "fp16"
     seed: int = 0
     cpu: bool = False
@@ -51,6 +64,18 @@ class TrainConfig:
         if unknown:
             raise PathkitError(f"unknown training option(s) {unknown}; known: {sorted(known)}")
         return cls(**values)
+
+    def __post_init__(self) -> None:
+        epochs = self.validation_epochs
+        if epochs is not None:
+            if isinstance(epochs, str | bytes) or not all(
+                    isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in epochs):
+                raise PathkitError(f"validation_epochs must be epoch numbers >= 1 (or None), got {epochs!r}")
+            self.validation_epochs = tuple(sorted(set(epochs)))
+
+    def validates_at(self, epoch: int) -> bool:
+        """Whether `epoch` is a validation epoch (`validation_epochs`, always the last one)."""
+        return self.validation_epochs is None or epoch in self.validation_epochs or epoch >= self.max_epochs
 
 
 @dataclass
@@ -195,8 +220,9 @@ def _loader(items: Sequence[dict[str, Any]], model: Any, batch_size: int, shuffl
 
 
 def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]], batch_size: int,
-                   ) -> dict[str, Any]:
-    """Predictions for `items`, sharded over processes and gathered on every process."""
+                   bar: Any = None) -> dict[str, Any]:
+    """Predictions for `items`, sharded over processes and gathered on every process; `bar`
+    (a pathkit_core.progress.ProgressBar) counts this process's cases."""
     import torch
     from accelerate.utils import gather_object
 
@@ -214,6 +240,8 @@ def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]]
                     f"{type(model).__name__}.predict returned {len(preds)} predictions for {len(chunk)} cases"
                 )
             out.extend((item["case_id"], pred) for item, pred in zip(chunk, preds, strict=True))
+            if bar is not None:
+                bar.advance(len(chunk) * accelerator.num_processes)
     if accelerator.num_processes > 1:
         out = gather_object(out)
     return dict(out)
@@ -282,6 +310,10 @@ def fit(
     """Train `model`, selecting the best epoch on `val_items` with `selection` (validation loss
     when None), with ReduceLROnPlateau, early stopping and per-epoch `last` checkpoints.
 
+    Validation runs at `cfg.validation_epochs` only (every epoch by default); the history of an
+    epoch without validation has no `val_loss`/`selection`. With `cfg.model_selection` False,
+    `val_items` may be empty and "best" is the last epoch.
+
     With `resume`, an existing `last` checkpoint in `out_dir` is continued from exactly.
     """
     import torch
@@ -290,8 +322,9 @@ def fit(
     out_dir.mkdir(parents=True, exist_ok=True)
     if len(train_items) == 0:
         raise PathkitError("no training cases: the train split is empty after filtering")
-    if len(val_items) == 0:
-        raise PathkitError("no validation cases: model selection needs a validation split")
+    if len(val_items) == 0 and cfg.model_selection:
+        raise PathkitError("no validation cases: model selection needs a validation split "
+                           "(or train without selection: model_selection=False, best = last epoch)")
     seed_everything(cfg.seed)
     accelerator = accelerator or make_accelerator(cfg)
     module: Any = model
@@ -315,6 +348,8 @@ def fit(
     config["train"] = asdict(cfg)
 
     def better(score: float) -> bool:
+        if not cfg.model_selection:
+            return True  # the last epoch is the model
         return score > state["best_score"] if maximize else score < state["best_score"]
 
     stopped_early = False
@@ -322,9 +357,14 @@ def fit(
     with progress:
         task = progress.add_task("training", total=cfg.max_epochs, completed=state["epoch"])
         while state["epoch"] < cfg.max_epochs:
+            # checked before an epoch, so that resuming a run that already stopped early (its
+            # stage markers lost, say) trains nothing more
+            if cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience:
+                stopped_early = True
+                break
             epoch = state["epoch"] + 1
             stepper.train()
-            loader = _loader(train_items, module, cfg.batch_size, True, cfg.seed + epoch, cfg.num_workers)
+            loader = _loader(train_items, module, cfg.batch_size, cfg.shuffle, cfg.seed + epoch, cfg.num_workers)
             shard = accelerator.prepare_data_loader(loader) if accelerator.num_processes > 1 else loader
             t0, losses = time.perf_counter(), []
             for batch in shard:
@@ -338,23 +378,28 @@ def fit(
                 optimizer.zero_grad(set_to_none=True)
                 losses.append(float(loss.detach().float()))
             inner = accelerator.unwrap_model(stepper).inner
-            val_loss = _val_loss(accelerator, inner, val_items, cfg.batch_size)
-            if selection is not None:
-                preds = _predict_items(accelerator, inner, val_items, cfg.eval_batch_size or cfg.batch_size)
-                score = float(selection(preds, references))
-            else:
-                score = val_loss
-            scheduler.step(val_loss if cfg.plateau_on == "val_loss" else score)
-            record = {"epoch": epoch, "train_loss": sum(losses) / max(len(losses), 1),
-                      "val_loss": val_loss, "selection": score, "lr": optimizer.param_groups[0]["lr"],
-                      "seconds": time.perf_counter() - t0}
+            record = {"epoch": epoch, "train_loss": sum(losses) / max(len(losses), 1)}
+            validated = cfg.validates_at(epoch) and len(val_items) > 0
+            score = math.nan
+            if validated:
+                val_loss = _val_loss(accelerator, inner, val_items, cfg.batch_size)
+                if selection is not None:
+                    preds = _predict_items(accelerator, inner, val_items, cfg.eval_batch_size or cfg.batch_size)
+                    score = float(selection(preds, references))
+                else:
+                    score = val_loss
+                # the plateau scheduler counts validations, not epochs (GOLDMARK steps it only at
+                # its validation epochs)
+                scheduler.step(val_loss if cfg.plateau_on == "val_loss" else score)
+                record.update(val_loss=val_loss, selection=score)
+            record.update(lr=optimizer.param_groups[0]["lr"], seconds=time.perf_counter() - t0)
             state["history"].append(record)
             state["epoch"] = epoch
-            if better(score):
+            if (validated or not cfg.model_selection) and better(score):
                 state.update(best_epoch=epoch, best_score=score, bad_epochs=0)
                 if accelerator.is_main_process:
                     save_checkpoint(out_dir, "best", inner, config=config, trainer_state=state)
-            else:
+            elif validated:
                 state["bad_epochs"] += 1
             if accelerator.is_main_process:
                 save_checkpoint(out_dir, "last", inner, config=config, optimizer=optimizer,
@@ -363,11 +408,10 @@ def fit(
             accelerator.wait_for_everyone()
             if on_epoch is not None:
                 on_epoch(record)
-            progress.update(task, completed=epoch,
-                            description=f"epoch {epoch} loss {record['train_loss']:.3f} sel {score:.4f}")
-            if cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience:
-                stopped_early = True
-                break
+            if epoch == 1 and cfg.progress and cfg.max_epochs > 1:
+                accelerator.print(training_estimate(record["seconds"], cfg.max_epochs - 1, cfg.early_stop_patience))
+            shown = f" sel {score:.4f}" if validated else ""
+            progress.update(task, completed=epoch, description=f"epoch {epoch} loss {record['train_loss']:.3f}{shown}")
     return FitResult(
         best_epoch=int(state["best_epoch"]),
         best_score=float(state["best_score"]),
@@ -390,9 +434,11 @@ def predict(
 ) -> dict[str, Any]:
     """Predictions keyed by case id (gathered across processes); with `out_path`, also written
     there as JSON lines `{"id", "prediction"}` in the order of `items` (by the main process)."""
-    accelerator = accelerator or make_accelerator(cfg or TrainConfig())
+    cfg = cfg or TrainConfig()
+    accelerator = accelerator or make_accelerator(cfg)
     model = model.to(accelerator.device)
-    preds = _predict_items(accelerator, model, items, batch_size)
+    with ProgressBar("predict", len(items), "cases", enabled=cfg.progress and accelerator.is_main_process) as bar:
+        preds = _predict_items(accelerator, model, items, batch_size, bar)
     if out_path is not None and accelerator.is_main_process:
         write_predictions(out_path, preds, [item["case_id"] for item in items])
     return preds
@@ -407,14 +453,29 @@ def write_predictions(path: str | Path, predictions: Mapping[str, Any], ids: Seq
     return atomic_write_text(Path(path), "\n".join(lines) + "\n")
 
 
+def read_predictions(path: str | Path) -> dict[str, Any]:
+    """What `write_predictions` wrote, by case id."""
+    out: dict[str, Any] = {}
+    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            out[record["id"]] = record["prediction"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise PathkitError(f"{path}: line {lineno} is not a {{\"id\", \"prediction\"}} record ({exc})") from None
+    return out
+
+
 def _progress(accelerator: Any, cfg: TrainConfig):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total} epochs"),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         disable=not (cfg.progress and accelerator.is_main_process),
         transient=False,
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core import hookimpl
+from pathkit_core.contracts import PathkitError, TissueSegmenter
 
 if TYPE_CHECKING:
     import numpy as np
@@ -120,71 +121,18 @@ class TissueMask:
         return float(self.tissue.sum()) * self.mpp * self.mpp / 1e6
 
 
-class TissueSegmenter:
-    """Base class: `segment(rgb, mpp)` returns a TissueMask for an RGB image at `mpp` um/px.
-
-    Subclasses set `name` and register with `register_segmenter`; a learned segmenter receives
-    the same thumbnail and may read its own options from `params.segmenter_options`.
-    """
-
-    name: ClassVar[str] = ""
-
-    def __init__(self, params: TilingParams) -> None:
-        self.params = params
-
-    def segment(self, rgb: np.ndarray, mpp: float) -> TissueMask:
-        raise NotImplementedError
-
-
-_SEGMENTERS: dict[str, type[TissueSegmenter]] = {}
-SEGMENTER_ENTRY_POINT_GROUP = "pathkit.segmenters"
-
-
-def register_segmenter(cls: type[TissueSegmenter]) -> type[TissueSegmenter]:
-    """Register a segmenter class under its `name` (usable as a decorator)."""
-    if not cls.name:
-        raise PathkitError(f"segmenter class {cls.__qualname__} has no name")
-    existing = _SEGMENTERS.get(cls.name)
-    if existing is not None and existing is not cls:
-        raise PathkitError(
-            f"segmenter name {cls.name!r} is registered twice: {existing.__module__}."
-            f"{existing.__qualname__} and {cls.__module__}.{cls.__qualname__}"
-        )
-    _SEGMENTERS[cls.name] = cls
-    return cls
-
-
-def _load_entry_point_segmenters() -> None:
-    from importlib import metadata
-
-    for ep in metadata.entry_points(group=SEGMENTER_ENTRY_POINT_GROUP):
-        if ep.name in _SEGMENTERS:
-            continue
-        try:
-            cls = ep.load()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the others
-            raise PathkitError(f"segmenter plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
-        register_segmenter(cls)
-
-
 def segmenter_names() -> list[str]:
-    _load_entry_point_segmenters()
-    return sorted(_SEGMENTERS)
+    """Names of the registered tissue segmenters (`register_segmenters` hook)."""
+    from pathkit_core.plugins import get_plugin_manager
+
+    return get_plugin_manager().names("segmenter")
 
 
 def get_segmenter(name: str) -> type[TissueSegmenter]:
-    """The segmenter class registered as `name` (built-ins, then the `pathkit.segmenters` group)."""
-    if name not in _SEGMENTERS:
-        _load_entry_point_segmenters()
-    if name not in _SEGMENTERS:
-        import difflib
+    """The segmenter class registered as `name`; an unknown name lists the registered ones."""
+    from pathkit_core.plugins import get_plugin_manager
 
-        close = difflib.get_close_matches(name, list(_SEGMENTERS), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise PathkitError(
-            f"unknown tissue segmenter {name!r}{hint}; known: {', '.join(sorted(_SEGMENTERS))}"
-        )
-    return _SEGMENTERS[name]
+    return get_plugin_manager().get("segmenter", name)  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------- colour helpers
@@ -266,7 +214,6 @@ def _remove_small(mask: np.ndarray, min_px: float) -> np.ndarray:
     return keep[labels]
 
 
-@register_segmenter
 class OtsuTissueSegmenter(TissueSegmenter):
     """Classical segmenter: saturation + Otsu, pen and background removal, morphology, holes.
 
@@ -282,6 +229,7 @@ class OtsuTissueSegmenter(TissueSegmenter):
     """
 
     name = "otsu"
+    description = "saturation + Otsu threshold, pen and background removal, morphology (docs/wsi.md)"
 
     def pen_mask(self, rgb: np.ndarray, hue: np.ndarray, sat: np.ndarray, val: np.ndarray,
                  mpp: float) -> np.ndarray:
@@ -376,3 +324,8 @@ def segment_slide(
             f"{(mh, mw)} image"
         )
     return thumb, mask, mds_x, mds_y
+
+
+@hookimpl
+def register_segmenters(register):
+    register(OtsuTissueSegmenter)

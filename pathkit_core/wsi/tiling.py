@@ -640,16 +640,19 @@ def tile_slides(
     overwrite: bool = False,
     write_csv: bool = False,
     recursive: bool = False,
+    mpp_fix: str | None = None,
     shard: Shard | None = None,
 ) -> list[TileResult]:
     """Tile many slides (files or folders); failures are recorded and the batch goes on.
 
-    `mpp_overrides` maps slide id, file name or path to a user-supplied mpp. `shard`
+    `mpp_overrides` maps slide id, file name or path to a user-supplied mpp. `mpp_fix` is how
+    the command that tiles lets the user give a slide's mpp (slide.MPP_FIX_TILE, a dataset
+    option): a missing or implausible mpp's reason names it. `shard`
     (`pathkit_core.shard.current_shard`) keeps this process's slides. Results come back in
     input order; `<out_dir>/tiling_status.json` records every slide's last outcome and the
     slides every shard was given (pending until some shard tiles them).
     """
-    from pathkit_core.wsi.slide import check_unique_ids, find_slides, lookup_mpp
+    from pathkit_core.wsi.slide import MPP_CODES, check_unique_ids, find_slides, lookup_mpp, with_mpp_fix
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -686,6 +689,8 @@ def tile_slides(
 
     def record(i: int, result: TileResult) -> None:
         nonlocal last_flush
+        if result.code in MPP_CODES:
+            result.reason = with_mpp_fix(result.reason, mpp_fix)
         results[i] = result
         if result.code == CANNOT_WRITE:
             # Every later slide would fail the same way: stop, keeping what is complete.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pathkit_core.pipeline import DEMO_RUN, RunSpec, run_pipeline
+from pathkit_core.run import RunSpec, run_pipeline
 
 SMALL_DEMO = """
 [run]
@@ -61,7 +61,7 @@ def test_small_demo_runs_end_to_end_and_resumes(cli, tmp_path):
     for key in ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L"):
         assert 0.0 <= metrics["metrics"]["nlg"][key] <= 1.0
     assert -0.9 <= metrics["metrics"]["crqs"]["CRQS"] <= 1.0
-    assert set(metrics["baseline_most_frequent"]) == {"nlg", "crqs"}
+    assert set(metrics["baselines"]["most-frequent-report"]) == {"nlg", "crqs"}
     assert 0.0 < metrics["distinct_prediction_fraction"] <= 1.0
     predictions = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
     assert len(predictions) == 6 and all(isinstance(p["prediction"], str) for p in predictions)
@@ -86,10 +86,13 @@ def test_small_demo_runs_end_to_end_and_resumes(cli, tmp_path):
 @pytest.mark.slow
 def test_full_demo_beats_the_most_frequent_report_on_crqs(tmp_path):
     start = time.perf_counter()
-    result = run_pipeline(RunSpec.from_mapping({**DEMO_RUN, "workdir": tmp_path, "cpu": True}), log=lambda _: None)
+    from pathkit_datasets.demo_reports import DemoReports
+
+    demo = {**DemoReports.demo_run, "dataset": DemoReports.name}
+    result = run_pipeline(RunSpec.from_mapping({**demo, "workdir": tmp_path, "cpu": True}), log=lambda _: None)
     elapsed = time.perf_counter() - start
-    model, baseline = result.summary["crqs"]["CRQS"], result.baseline["crqs"]["CRQS"]
+    model, baseline = result.summary["crqs"]["CRQS"], result.baselines["most-frequent-report"]["crqs"]["CRQS"]
     assert model > baseline + 0.3, (model, baseline)
-    assert result.summary["nlg"]["BLEU-4"] > result.baseline["nlg"]["BLEU-4"]
+    assert result.summary["nlg"]["BLEU-4"] > result.baselines["most-frequent-report"]["nlg"]["BLEU-4"]
     print(f"full demo: {elapsed:.0f} s, CRQS {model:.3f} vs most-frequent {baseline:.3f}")
     assert Path(result.run_dir, "report.html").exists()

@@ -33,13 +33,16 @@ class ToyCohort(Dataset):
     def _ids(self):
         return [f"case{i:02d}" for i in range(30)]
 
+    def class_names(self):
+        return ("even", "odd")
+
     def splits(self):
         ids = self._ids()
         return {"train": ids[:18], "val": ids[18:24], "test": ids[24:]}
 
     def cases(self, split):
         for cid in self.splits()[split]:
-            label = int(cid[-2:]) % 2
+            label = ("even", "odd")[int(cid[-2:]) % 2]
             yield Case(case_id=cid, patient_id=cid, target=label,
                        features=(self.root / f"{cid}.safetensors",))
 
@@ -48,6 +51,10 @@ class ToyCohort(Dataset):
 
         if self.root is None or not self.root.is_dir():
             raise PathkitError(f"toy-cohort: {self.root} is not a folder")
+
+    def split_facts(self):
+        return {"source": "drawn", "description": "drawn by pathkit (no split given): seeded (0)",
+                "counts": {"train": 18, "val": 6, "test": 6}}
 
 
 class NoEncoder(Encoder):
@@ -77,7 +84,7 @@ class MeanPool(Generator):
 
             def collate(self, items):
                 return {"x": torch.stack([i["features"].mean(0) for i in items]),
-                        "y": torch.tensor([int(i["target"]) for i in items])}
+                        "y": torch.tensor([-100 if i["target"] is None else int(i["target"]) for i in items])}
 
             def training_step(self, batch):
                 return torch.nn.functional.cross_entropy(self.head(batch["x"]), batch["y"])
@@ -96,7 +103,8 @@ class ToyAccuracy(Metric):
     tasks = (TASK_SLIDE_CLASSIFICATION,)
 
     def compute(self, predictions, references, *, ids=None, context=None):
-        hits = [float(int(p) == int(r)) for p, r in zip(predictions, references, strict=True)]
+        # predictions in the task's output form ({"label", "class"}), references class indices
+        hits = [float(p["label"] == r) for p, r in zip(predictions, references, strict=True)]
         return MetricResult({"accuracy": sum(hits) / len(hits)}, pl.DataFrame({"id": ids, "hit": hits}))
 
 
@@ -151,7 +159,14 @@ def test_run_orchestration_and_resume(fresh_registry, cli, toy_root, tmp_path):
         assert (run_dir / name).exists(), name
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["metrics"]["toy-accuracy"]["accuracy"] == 1.0
-    assert metrics["baseline_most_frequent"]["toy-accuracy"]["accuracy"] == 0.5
+    # how the split was made reaches the log, metrics.json and the report
+    assert "split: drawn by pathkit (no split given): seeded (0) (train/val/test 18/6/6" in " ".join(
+        result.stdout.split())
+    assert metrics["split"]["source"] == "drawn"
+    report = (run_dir / "report.html").read_text()
+    assert "drawn by pathkit" in report and "It was drawn by pathkit because none was given" in report
+    assert "baseline: majority-class" in report
+    assert metrics["baselines"]["majority-class"]["toy-accuracy"]["accuracy"] == 0.5
     prov = json.loads((run_dir / "provenance.json").read_text())
     assert prov["config"]["generator"] == "mean-pool" and prov["seeds"] == {"seed": 0}
     assert prov["inputs"]["split_hash"]

@@ -14,12 +14,13 @@ Report text: the fields named by option report_fields (default
 "micro_protocol,conclusion,diagnosis") in that order; each non-empty field is stripped, ended
 with a period when it has no closing punctuation, a field repeating an earlier one
 (case-insensitively) is dropped, and the parts are joined with single spaces. The result is then
-cleaned like PathBench's HistAI text (lower-cased, punctuation stripped; at most 800 tokens).
+cleaned like PathBench's HistAI text (lower-cased, punctuation stripped; at most 600 tokens, as PathBench).
 
 Case id: "<subset>_case_<n>"; patient id: the record's "patient_id" when present, else the case
-(HISTAI publishes no patient key). The split is drawn once with option split_seed (0) in
-PathReportEval's proportions (9980/1248/1248 of 12,476) and saved to
-<root>/pathkit-splits/histai-seed<seed>.csv (option splits_file=FILE).
+(HISTAI publishes no patient key). Option splits_file=FILE gives your split (CSV case_id,split
+or JSON {"train": [...], ...}), used exactly as written; otherwise the split is drawn once with
+option split_seed (0) in PathReportEval's proportions (9980/1248/1248 of 12,476) and kept in the
+workspace (<workdir>/splits/histai/histai-seed<seed>.csv), never in the dataset folder.
 
 Every HISTAI case names its slides slide_<stain>_<n>.tiff, so slide file names repeat across
 cases; pathkit names slides by file name, so when the run gives a workspace the slides are
@@ -34,43 +35,23 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Case, PathkitError
+from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
+from pathkit_datasets._cohort import option
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     SLIDE_SUFFIXES,
     ReportDataset,
+    assemble_report,
     find_file,
     read_json,
 )
-from pathkit_datasets._splits import load_or_create_splits
 
 log = logging.getLogger(__name__)
 
 DEFAULT_REPORT_FIELDS = ("micro_protocol", "conclusion", "diagnosis")
 FRACTIONS = (1248 / 12476, 1248 / 12476)  # PathReportEval Table 1: 9980 / 1248 / 1248
 METADATA_NAMES = ("metadata.json", "HISTAI-metadata.json", "histai_metadata.json")
-
-
-def assemble_report(record: dict[str, Any], fields: tuple[str, ...]) -> str:
-    """The report text of one metadata record (see the module docstring for the rule)."""
-    parts: list[str] = []
-    seen: set[str] = set()
-    for name in fields:
-        value = record.get(name)
-        if value is None:
-            continue
-        text = " ".join(str(value).split())
-        if not text:
-            continue
-        if text[-1] not in ".!?":
-            text += "."
-        key = text.lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        parts.append(text)
-    return " ".join(parts)
 
 
 def parse_case_mapping(value: Any) -> tuple[str, str] | None:
@@ -93,19 +74,21 @@ class HistAI(ReportDataset):
                 "Computational Pathology; PathReportEval (protocol)")
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "histai"}}
     report_cleaning: ClassVar[str] = "pathbench"
-    max_report_tokens: ClassVar[int] = 800
-    run_options: ClassVar[tuple[str, ...]] = ("workdir",)
-    option_defaults: ClassVar[dict[str, Any]] = {
-        "metadata": None,
-        "slides_dir": None,
-        "features_dir": None,
-        "report_fields": ",".join(DEFAULT_REPORT_FIELDS),
-        "stains": "all",
-        "split_seed": 0,
-        "splits_file": None,
-        "workdir": None,
-    }
-    layout_help: ClassVar[str] = (
+    max_report_tokens: ClassVar[int] = 600  # PathBench max_seq_length for HistAI (its configs and paper)
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("metadata", "path", None, "the HISTAI-metadata JSON (default: metadata.json, ... or the only "
+                      "*.json in the root)"),
+        DatasetOption("slides_dir", "path", None, "folder holding <subset>/case_<n>/ (default: the root)"),
+        DatasetOption("features_dir", "path", None, "folder of precomputed <subset>_case_<n>.safetensors features "
+                      "(default: <root>/features)"),
+        DatasetOption("report_fields", "str", ",".join(DEFAULT_REPORT_FIELDS),
+                      "metadata fields joined into the report, in order"),
+        DatasetOption("stains", "str", "all", "slide stains to keep (comma-separated name parts, e.g. HE), or all"),
+        DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)"),
+        option("splits_file"),
+        DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)"),
+    )
+    layout: ClassVar[str] = (
         "<root>/metadata.json (HISTAI-metadata: records with case_mapping \"histai/<subset>/case_<n>\" "
         "and report fields), slides <root>/<subset>/case_<n>/*.tiff, optional features "
         "<root>/features/<subset>_case_<n>.safetensors"
@@ -124,7 +107,7 @@ class HistAI(ReportDataset):
             return found[0]
         raise PathkitError(f"histai: {'no' if not found else 'more than one'} metadata JSON in {root}"
                            f"{' (' + ', '.join(p.name for p in found) + ')' if found else ''}; "
-                           f"choose one with option metadata=FILE; expected layout: {self.layout_help}")
+                           f"choose one with option metadata=FILE; expected layout: {self.layout}")
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.metadata_file()
@@ -141,6 +124,7 @@ class HistAI(ReportDataset):
         slides_dir = self.option_path("slides_dir") or root
         features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
         workdir = self.options.get("workdir")
+        mpp = self.mpp_option()
         links = Path(workdir) / "datasets" / "histai" / "slide-links" if workdir else None
         cases: dict[str, Case] = {}
         excluded: dict[str, str] = {}
@@ -167,7 +151,8 @@ class HistAI(ReportDataset):
             case, problem = self.report_case(case_id, patient, assemble_report(record, fields), slides=slides,
                                              features=(feature,) if feature else (),
                                              meta={"case_mapping": record.get("case_mapping"),
-                                                   "specialization": record.get("specialization")})
+                                                   "specialization": record.get("specialization"),
+                                                   **({"mpp": mpp} if mpp else {})})
             if case is None:
                 excluded[case_id] = f"{problem} (fields {', '.join(fields)})"
             else:
@@ -175,12 +160,8 @@ class HistAI(ReportDataset):
         if cases and not any(c.slides or c.features for c in cases.values()):
             raise PathkitError(f"histai at {root}: no case folder with slides (<subset>/case_<n>/*.tiff) or "
                                f"feature file was found for the {len(cases)} cases; expected layout: "
-                               f"{self.layout_help}")
-        seed = int(self.options.get("split_seed") or 0)
-        self.split_source = f"seeded patient-disjoint split in PathReportEval proportions, seed {seed}"
-        splits = load_or_create_splits(self.splits_file(f"histai-seed{seed}.csv"),
-                                       {c: case.patient_id for c, case in cases.items()},
-                                       fractions=FRACTIONS, seed=seed)
+                               f"{self.layout}")
+        splits = self.report_split(cases, excluded, FRACTIONS, "histai-seed{seed}.csv")
         return cases, splits, excluded
 
     @staticmethod

@@ -15,14 +15,14 @@ available offline, so the defaults are computed from the tile features themselve
   tower embeddings of concept prompts when the tile features live in that model's image-text
   space (CONCH), which is the paper's setting.
 
-A third party plugs in its own provider as `"package.module:factory"`: `factory(feature_dim,
-hparams)` returns an `nn.Module` with an integer `out_dim` whose `forward(features (N, D),
-coords (N, 2) or None)` returns one (out_dim,) vector per case (a slide-encoder plugin, say).
+Providers are chosen by registered name only: a configuration never names a module to import
+(code comes in through installed plugins). A provider is an `nn.Module` with an integer
+`out_dim` whose `forward(features (N, D), coords (N, 2) or None)` returns one (out_dim,) vector
+per case.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -123,20 +123,12 @@ CONCEPT_PROVIDERS: dict[str, ProviderFactory] = {
 
 def make_provider(kind: str, name: str, feature_dim: int, hp: Mapping[str, Any],
                   state: Mapping[str, Any] | None = None) -> nn.Module:
-    """The `kind` ("slide" or "concept") provider called `name`, or a "module:factory" plugin."""
+    """The `kind` ("slide" or "concept") provider registered as `name`; nothing is ever imported
+    from a name (a configuration names registered components only)."""
     table = SLIDE_PROVIDERS if kind == "slide" else CONCEPT_PROVIDERS
-    if name in table:
-        provider = table[name](feature_dim, hp, state or {})
-    elif ":" in name:
-        module_name, _, attr = name.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise PathkitError(f"{kind} provider {name!r} cannot be imported: {exc}") from exc
-        provider = factory(feature_dim, hp)
-    else:
-        raise PathkitError(f"unknown {kind} provider {name!r}; known: {', '.join(table)}, "
-                           "or 'package.module:factory'")
+    if name not in table:
+        raise PathkitError(f"unknown {kind} provider {name!r}; choose one of {', '.join(table)}")
+    provider = table[name](feature_dim, hp, state or {})
     out_dim = getattr(provider, "out_dim", None)
     if not isinstance(provider, nn.Module) or not isinstance(out_dim, int) or out_dim < 1:
         raise PathkitError(f"{kind} provider {name!r} must be an nn.Module with a positive integer `out_dim`")

@@ -185,3 +185,22 @@ def _confidence_intervals(
 @hookimpl
 def register_metrics(register: Any) -> None:
     register(NLGMetric)
+
+
+@hookimpl
+def doctor_checks() -> list[tuple[str, str, str]]:
+    """METEOR 1.5 needs a Java runtime and the jar shipped by pycocoevalcap."""
+    import subprocess
+
+    from pathkit_metrics._nlg.meteor import find_java, locate_meteor_jar, meteor_available
+
+    ok, why = meteor_available()
+    if not ok:
+        return [("java (METEOR)", "missing", why)]
+    java = find_java()
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20, check=False)
+        version = ((out.stderr or out.stdout).strip().splitlines() or ["unknown version"])[0]
+    except (OSError, subprocess.SubprocessError) as exc:
+        return [("java (METEOR)", "error", f"{java} -version failed: {exc}")]
+    return [("java (METEOR)", "ok", f"{java}: {version}; jar {locate_meteor_jar()}")]

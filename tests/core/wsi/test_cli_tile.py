@@ -41,7 +41,7 @@ def test_usage_errors_exit_2(cli, synthetic_slides, tmp_path):
     r = cli("tile", synthetic_slides["tissue"], "--out", tmp_path / "o", "--tile-um", "128", "--tile-px", "256")
     assert r.exit_code == 2 and "not both" in r.output
     r = cli("tile", synthetic_slides["tissue"], "--out", tmp_path / "o", "--segmenter", "nope", *FAST)
-    assert r.exit_code == 2 and "unknown tissue segmenter" in r.output
+    assert r.exit_code == 2 and "unknown segmenter 'nope'" in r.output and "otsu" in r.output
 
 
 def test_mpp_csv_and_strict(cli, synthetic_slides, tmp_path):

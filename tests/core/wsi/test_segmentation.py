@@ -7,6 +7,7 @@ import colorsys
 import numpy as np
 import pytest
 
+from pathkit_core import hookimpl
 from pathkit_core.contracts import PathkitError
 from pathkit_core.wsi.segmentation import (
     OtsuTissueSegmenter,
@@ -16,7 +17,6 @@ from pathkit_core.wsi.segmentation import (
     hsv_channels,
     otsu_threshold,
     read_thumbnail,
-    register_segmenter,
     segment_slide,
     thumbnail_geometry,
 )
@@ -117,9 +117,10 @@ def test_specks_below_min_region_area_are_dropped():
     assert mask.tissue[100, 100] and not mask.tissue[30, 250]
 
 
-def test_segmenter_registry():
+def test_segmenter_registry(fresh_registry):
+    fresh_registry()
     assert get_segmenter("otsu") is OtsuTissueSegmenter
-    with pytest.raises(PathkitError, match="did you mean 'otsu'"):
+    with pytest.raises(PathkitError, match="did you mean otsu"):
         get_segmenter("otsuu")
 
     class Everything(TissueSegmenter):
@@ -128,14 +129,23 @@ def test_segmenter_registry():
         def segment(self, rgb, mpp):
             return TissueMask(np.ones(rgb.shape[:2], bool), mpp)
 
-    register_segmenter(Everything)
-    assert get_segmenter("test-everything") is Everything
-
     class Clash(TissueSegmenter):
         name = "otsu"
 
-    with pytest.raises(PathkitError, match="registered twice"):
-        register_segmenter(Clash)
+    class SegmenterPlugin:
+        @hookimpl
+        def register_segmenters(self, register):
+            register(Everything)
+            register(Clash)
+
+    registry = fresh_registry({"my-segmenters": SegmenterPlugin()})
+    # a third party's segmenter comes in through the hook and is listed with its plugin
+    assert get_segmenter("test-everything") is Everything
+    assert "test-everything" in registry.records["my-segmenters"].components["segmenter"]
+    # a clashing name marks both plugins and the name is refused until one is disabled
+    assert "duplicate segmenter name 'otsu'" in registry.records["my-segmenters"].error
+    with pytest.raises(PathkitError, match="registered by plugins"):
+        get_segmenter("otsu")
 
 
 def test_thumbnail_geometry_never_upsamples():

@@ -35,7 +35,7 @@ def test_a_reg2025_id_climbing_out_of_the_root_is_refused(tmp_path):
     with pytest.raises(PathkitError) as err:
         REG2025(root).validate()
     message = str(err.value)
-    assert "train.json: record 2 id '../../escape'" in message and "not a plain name" in message
+    assert "train.json: record 2 id: case id '../../escape' must be a plain name" in message
 
 
 def test_histai_case_mapping_with_a_parent_part_is_refused(tmp_path):
@@ -47,7 +47,7 @@ def test_histai_case_mapping_with_a_parent_part_is_refused(tmp_path):
     records = [{"case_mapping": "histai/HISTAI-skin-b2/case_1", "diagnosis": "benign naevus"},
                {"case_mapping": "histai/../case_2", "diagnosis": "melanoma"}]
     (root / "metadata.json").write_text(json.dumps(records))
-    with pytest.raises(PathkitError, match=r"record 1 case_mapping part '\.\.' is not a plain name"):
+    with pytest.raises(PathkitError, match=r"record 1 case_mapping part: case id '\.\.' must be a plain name"):
         HistAI(root).validate()
 
 
@@ -95,7 +95,7 @@ def test_a_goldmark_slide_id_with_a_separator_is_refused(gm_root, tmp_path):
     text = (gm_root / "manifest.csv").read_text().splitlines()
     text[1] = "../x" + text[1][text[1].index(","):]
     (gm_root / "manifest.csv").write_text("\n".join(text) + "\n")
-    with pytest.raises(PathkitError, match=r"manifest.csv: line 2: slide id '../x' is not a plain name"):
+    with pytest.raises(PathkitError, match=r"manifest.csv: line 2: slide id: case id '../x' must be a plain name"):
         GoldmarkDataset(gm_root, view="COAD-MSI", workdir=str(tmp_path / "ws")).validate()
 
 

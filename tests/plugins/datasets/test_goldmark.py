@@ -56,8 +56,9 @@ def test_catalogue_is_table_1():
 
 
 def test_views_resolve_and_reach_the_dataset(tmp_path):
-    from pathkit_core.pipeline import RunSpec, dataset_options
     from pathkit_core.plugins import get_plugin_manager
+    from pathkit_core.run.dataset import dataset_options
+    from pathkit_core.run.spec import RunSpec
 
     assert get_plugin_manager().get("dataset", "goldmark:COAD-MSI") is GoldmarkDataset
     spec = RunSpec(dataset="goldmark:LGG-IDH1", encoder="uni", generator="gma-mil",
@@ -66,7 +67,7 @@ def test_views_resolve_and_reach_the_dataset(tmp_path):
     assert options == {"fold": 2, "view": "LGG-IDH1", "encoder": "uni", "workdir": str(tmp_path)}
     assert GoldmarkDataset(None, **options).task_key == "LGG-IDH1"
     # bags: gma-mil keeps every tile (GOLDMARK) where the pipeline's default cut is PathBench's 10,000
-    from pathkit_core.pipeline import RunContext
+    from pathkit_core.run.context import RunContext
 
     assert RunContext(RunSpec(dataset="goldmark:COAD-MSI", encoder="uni", generator="gma-mil",
                               workdir=tmp_path)).spec.max_tiles is None
@@ -98,7 +99,9 @@ def test_curation_and_qc_exclusions_are_counted_with_reasons(cohort_root, tmp_pa
     assert not patients["train"] & patients["val"]
     first = cases[parts["test"][0]]
     assert first.features[0].name.startswith("features_P-") and first.meta["tile_manifests"][0].endswith(".csv")
-    assert {c.target for c in cases.values()} == {0, 1}
+    # targets are the dataset's class names, in its declared order (index 1: the alteration)
+    assert {c.target for c in cases.values()} == {"negative", "positive"}
+    assert ds.class_names() == ("negative", "positive")
     summary = ds.summary()
     assert summary["excluded_by_reason"]["failed QC"] == 3 and summary["parts"]["test"]["slides"] == 16
     # duplicate scans: the better (smaller mpp) scan of the glass slide is kept
@@ -136,6 +139,23 @@ def test_splits_are_shared_by_encoders_while_qc_is_per_encoder(cohort_root, tmp_
             "test"] == [i for i in a.split_manifest().fold(fold)["test"] if i not in gone]
 
 
+def test_paper_split_protocol_trains_on_seventy_percent_without_selection(cohort_root, tmp_path):
+    validated = open_ds(cohort_root, tmp_path)
+    paper = open_ds(cohort_root, tmp_path, split_protocol="paper-70-30")
+    assert validated.train_overrides == {} and paper.train_overrides == {"model_selection": False}
+    v, p = validated.splits(), paper.splits()
+    assert p["test"] == v["test"]  # one test part for both protocols: their tables compare
+    assert p["val"] == [] and sorted(p["train"]) == sorted(v["train"] + v["val"])
+    cohort_order = [r["case_id"] for r in validated.split_manifest().rows if int(r["fold"]) == 1]
+    assert p["train"] == [i for i in cohort_order if i in set(p["train"])]
+    patients = {s: c.patient_id for s, c in ((c.case_id, c) for part in ("train", "test") for c in paper.cases(part))}
+    n_train = len({patients[i] for i in p["train"]})
+    n_test = len({patients[i] for i in p["test"]})
+    assert 0.62 < n_train / (n_train + n_test) < 0.78  # 70/30 of the patients, as the paper
+    with pytest.raises(PathkitError, match="option split_protocol='best-of-test': choose one of train-val-test"):
+        open_ds(cohort_root, tmp_path, split_protocol="best-of-test").splits()
+
+
 def test_long_label_table_and_unmatched_patients(root, tmp_path):
     lines = (root / "manifest.csv").read_text().splitlines()
     header = lines[0].split(",")
@@ -151,7 +171,7 @@ def test_long_label_table_and_unmatched_patients(root, tmp_path):
     assert ds.summary()["labelled_patients_without_slides"] == ["TCGA-XX-0001", "TCGA-XX-0002"]
     by_patient = {c.patient_id: c.target for part in ("train", "val", "test") for c in ds.cases(part)}
     assert len(by_patient) > 20
-    assert all(by_patient[p] == int(labels[p]) for p in by_patient)
+    assert all(by_patient[p] == ds.class_names()[int(labels[p])] for p in by_patient)
 
 
 def test_single_class_task_is_a_clear_error(root, tmp_path):
@@ -214,7 +234,7 @@ def test_imported_split_manifest_with_patient_leakage_is_refused(root, tmp_path)
 
 
 def test_bad_options_and_tables_are_explained(root, tmp_path):
-    with pytest.raises(PathkitError, match="unknown option"):
+    with pytest.raises(PathkitError, match=r"has no option\(s\) epochs; known: .*fold.*pathkit info goldmark"):
         GoldmarkDataset(root, view="COAD-MSI", epochs=3)
     with pytest.raises(PathkitError, match="test_cohort 'MSK' is not a cohort of this task"):
         open_ds(root, tmp_path, test_cohort="MSK").validate()

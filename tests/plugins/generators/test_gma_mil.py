@@ -63,6 +63,7 @@ def test_protocol_defaults_are_goldmarks():
     assert (cfg["max_epochs"], cfg["lr"], cfg["weight_decay"], cfg["batch_size"], cfg["grad_clip"]) == (
         120, 1e-4, 1e-4, 1, 5.0)
     assert cfg["plateau_on"] == "selection" and cfg["early_stop_patience"] is None
+    assert cfg["validation_epochs"] == (2, 5, 10, 20, 50, 80, 120)  # public EXTRA_VAL_EPOCHS
     assert GatedAttentionMIL.default_max_tiles is None and GatedAttentionMIL.default_hparams["max_tiles"] is None
     from pathkit_core.training.trainer import TrainConfig
 
@@ -142,8 +143,12 @@ def test_bad_configuration_and_inputs_are_clear_errors():
 
 
 def test_learns_a_planted_signal_with_the_core_trainer(tmp_path):
-    from pathkit_core.pipeline import make_selection
+    from pathkit_core.evaluation.runner import score
     from pathkit_core.training.trainer import TrainConfig, fit, load_checkpoint
+
+    def selection(preds, refs):  # validation AUROC, as the goldmark dataset selects
+        result = score(["classification"], preds, refs, context={"options": {"n_resamples": 0}})
+        return result.summary["classification"]["AUROC"]
 
     rng = np.random.default_rng(0)
     direction = rng.normal(size=8)
@@ -163,9 +168,7 @@ def test_learns_a_planted_signal_with_the_core_trainer(tmp_path):
     model = build(dim=8)
     cfg = TrainConfig.from_mapping({**GatedAttentionMIL.default_train, "max_epochs": 6, "lr": 1e-3, "cpu": True,
                                     "progress": False})
-    result = fit(model, train, val, cfg, tmp_path, selection=make_selection("classification:AUROC", None,
-                                                                            "slide-classification",
-                                                                            {"n_resamples": 0}))
+    result = fit(model, train, val, cfg, tmp_path, selection=selection)
     assert result.best_score >= 0.95 and len(result.history) == 6
     # the best checkpoint reproduces the validation AUROC it was selected for
     from pathkit_metrics.classification import auroc

@@ -1,4 +1,5 @@
-"""`pathkit crossval`: every fold, cross-validation and reciprocal cross-site settings, mean/std and rank-sums."""
+"""`pathkit crossval` (registered by the goldmark plugin): every fold, the cross-validation and reciprocal
+cross-site settings of GOLDMARK Figure 3, mean/std and encoder rank-sums (Table 2)."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def register(app: typer.Typer) -> None:
         """Run the folds of one or more cells in the GOLDMARK settings (A-CV, A->B, B-CV, B->A)."""
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from pathkit_core.crossval import run_crossval, settings_for
-        from pathkit_core.pipeline import load_run_config
+        from pathkit_core.run import load_run_config
+        from pathkit_datasets._goldmark_crossval import run_crossval, settings_for
 
         values: dict = dict(load_run_config(config)) if config else {}
         for key, value in (("workdir", workdir), ("dataset_root", dataset_root), ("seed", seed)):
@@ -96,8 +97,8 @@ def register(app: typer.Typer) -> None:
 def _rank_sums(results, workdir: Path, top_k: int) -> None:
     import polars as pl
 
-    from pathkit_core.evaluation.ranksum import encoder_rank_sums, top_tasks
     from pathkit_core.workspace import atomic_write_with
+    from pathkit_datasets._goldmark_ranksum import encoder_rank_sums, top_tasks
 
     rows = [{"task": s["dataset"], "encoder": s["encoder"], "generator": s["generator"], "setting": s["setting"],
              "value": s["mean"]}

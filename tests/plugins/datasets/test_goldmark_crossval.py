@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from pathkit_datasets._goldmark_crossval import aggregate, settings_for
+from pathkit_datasets._goldmark_ranksum import encoder_rank_sums, top_tasks
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.crossval import aggregate, settings_for
-from pathkit_core.evaluation.ranksum import encoder_rank_sums, top_tasks
 
 
 def test_the_four_settings_of_figure_3():

@@ -107,7 +107,7 @@ def run_crossval(
     `base` is a RunSpec mapping (dataset, encoder, generator, workdir, ...); its
     `dataset_options` get `fold`, `train_cohort` and `test_cohort` per run.
     """
-    from pathkit_core.pipeline import RunSpec, run_pipeline
+    from pathkit_core.run import RunSpec, run_pipeline
 
     if not folds:
         raise PathkitError("crossval: no folds given")

@@ -1,0 +1,301 @@
+"""Whole-image encoding: each patch image encoded as one image, for patch-level tasks.
+
+A patch is resized (no centre crop) to the encoder's input size with its interpolation and
+normalised with its mean/std (HepatoBench: 150 px patches at 20x, encoded whole). Images are
+decoded in DataLoader workers; a reference is a file path or `"<archive>.zip::<member>"`, a
+member read in place. Features go to a per-encoder store of shards (safetensors: `features`
+N x D in float16, the case ids and any unreadable images in the metadata, a content checksum),
+each shard keyed by its images' identities and the weights, so a rerun re-encodes only what
+changed and a damaged shard is noticed and redone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import Encoder, PathkitError
+from pathkit_core.workspace import atomic_path, content_hash
+
+SHARD_SIZE = 4096
+ZIP_SEPARATOR = "::"
+IMAGES_VERSION = 1
+_INTERPOLATIONS = {"nearest": 0, "bilinear": 2, "bicubic": 3, "lanczos": 1}
+
+
+def split_ref(ref: str | Path) -> tuple[Path, str | None]:
+    """(file, zip member or None) of an image reference."""
+    text = str(ref)
+    if ZIP_SEPARATOR in text:
+        archive, _, member = text.partition(ZIP_SEPARATOR)
+        return Path(archive), member
+    return Path(text), None
+
+
+def image_identity(ref: str | Path) -> list[Any]:
+    """What changes when the image changes, without reading it: (path, member, size, mtime)."""
+    path, member = split_ref(ref)
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return [str(path), member, "missing", str(exc)]
+    return [str(path), member, st.st_size, st.st_mtime_ns]
+
+
+_ZIPS: dict[str, zipfile.ZipFile] = {}
+
+
+def read_image(ref: str | Path) -> Any:
+    """The RGB image of a reference as a PIL image; PathkitError naming the file when unreadable."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    path, member = split_ref(ref)
+    try:
+        if member is None:
+            data = path.read_bytes()
+        else:
+            archive = _ZIPS.get(str(path))
+            if archive is None:
+                archive = _ZIPS[str(path)] = zipfile.ZipFile(path)
+            data = archive.read(member)
+        if not data:
+            raise PathkitError(f"{ref}: empty file (0 bytes)")
+        with Image.open(io.BytesIO(data)) as img:
+            return img.convert("RGB")
+    except PathkitError:
+        raise
+    except (OSError, KeyError, zipfile.BadZipFile, UnidentifiedImageError, ValueError) as exc:
+        raise PathkitError(f"{ref}: cannot be read as an image ({type(exc).__name__}: {exc})") from None
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """How a whole image becomes the encoder's input."""
+
+    size: int
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    interpolation: str
+
+    @classmethod
+    def of(cls, encoder: Encoder) -> Preprocessing:
+        weights = encoder.weights
+        size = int(weights.input_size if weights else encoder.tile_spec.tile_px)
+        mean = tuple(weights.mean) if weights else (0.485, 0.456, 0.406)
+        std = tuple(weights.std) if weights else (0.229, 0.224, 0.225)
+        interpolation = str(getattr(encoder, "interpolation", "bicubic") or "bicubic")
+        if interpolation not in _INTERPOLATIONS:
+            interpolation = "bicubic"
+        return cls(size, mean, std, interpolation)  # type: ignore[arg-type]
+
+
+class _Images:
+    """A torch map-style dataset: (index, uint8 (S, S, 3) array or None, error text)."""
+
+    def __init__(self, refs: Sequence[str], prep: Preprocessing) -> None:
+        self.refs = list(refs)
+        self.prep = prep
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+    def __getitem__(self, index: int) -> tuple[int, Any, str]:
+        import numpy as np
+
+        try:
+            img = read_image(self.refs[index])
+        except PathkitError as exc:
+            return index, None, str(exc)
+        size = (self.prep.size, self.prep.size)
+        if img.size != size:
+            img = img.resize(size, resample=_INTERPOLATIONS[self.prep.interpolation])
+        return index, np.asarray(img, dtype=np.uint8), ""
+
+
+def _collate(batch: list[tuple[int, Any, str]]) -> list[tuple[int, Any, str]]:
+    return batch
+
+
+@dataclass
+class ImageFeatureRow:
+    """One image's feature vector: row `index` of shard `path` (loaded once per process)."""
+
+    path: Path
+    index: int
+    digest: str
+    weights_sha256: str = ""
+
+    def vector(self) -> Any:
+        return load_shard(self.path)["features"][self.index]
+
+
+@dataclass
+class ImageEncoding:
+    rows: dict[str, ImageFeatureRow] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    encoded: int = 0  # images encoded by this call (the rest came from the store)
+
+
+_SHARDS: dict[tuple[str, int], dict[str, Any]] = {}
+
+
+def load_shard(path: Path) -> dict[str, Any]:
+    """A shard's features and metadata, checksum verified, cached per process by (path, mtime)."""
+    from safetensors import SafetensorError, safe_open
+
+    from pathkit_core.features.store import content_checksum
+
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in _SHARDS:
+        try:
+            with safe_open(str(path), framework="pt") as fh:
+                meta = dict(fh.metadata() or {})
+                feats = fh.get_tensor("features")
+        except (OSError, SafetensorError) as exc:
+            raise PathkitError(f"image-feature shard {path} cannot be read: {exc}") from None
+        if content_checksum(feats, None, meta) != meta.get("content_sha256"):
+            raise PathkitError(f"image-feature shard {path} fails its checksum: the file is damaged")
+        _SHARDS[key] = {"features": feats, "meta": meta, "ids": json.loads(meta["ids"]),
+                        "failed": json.loads(meta.get("failed", "{}"))}
+    return _SHARDS[key]
+
+
+def _write_shard(path: Path, features: Any, meta: dict[str, str]) -> None:
+    from safetensors.torch import save_file
+
+    from pathkit_core.features.store import content_checksum
+
+    meta = dict(meta)
+    meta["content_sha256"] = content_checksum(features, None, meta)
+    with atomic_path(path) as tmp:
+        save_file({"features": features.contiguous()}, str(tmp), metadata=meta)
+
+
+def _usable_shard(path: Path, key: str) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        shard = load_shard(path)
+    except PathkitError:
+        return None  # damaged: encoded again
+    return shard if shard["meta"].get("shard_key") == key else None
+
+
+def encode_images(
+    encoder: Encoder,
+    images: Sequence[tuple[str, str | Path]],
+    out_dir: str | Path,
+    *,
+    weights_path: str | Path | None = None,
+    batch_size: int = 64,
+    workers: int | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    progress: bool = True,
+    allow_download: bool | None = None,
+) -> ImageEncoding:
+    """Encode `(case_id, image reference)` pairs into `<out_dir>/<encoder>/`; resumable by shard.
+
+    Unreadable or empty images are recorded with their reason (in the result and the shard) and
+    never reach the encoder; the rest of the batch goes on.
+    """
+    from pathkit_core.features.extract import _progress_bar, _weights_identity, resolve_encoder
+
+    enc = resolve_encoder(encoder)
+    ids = [str(i) for i, _ in images]
+    if len(set(ids)) != len(ids):
+        raise PathkitError("encode_images: a case id is given twice")
+    order = sorted(range(len(images)), key=lambda k: ids[k])
+    prep = Preprocessing.of(enc)
+    resolved, weights_id = _weights_identity(enc, weights_path, allow_download)
+    arch = getattr(enc, "architecture_label", lambda: enc.name)()
+    folder = Path(out_dir) / enc.name
+    result = ImageEncoding()
+    todo: list[tuple[Path, str, list[int]]] = []
+    for start in range(0, len(order), SHARD_SIZE):
+        chunk = order[start:start + SHARD_SIZE]
+        key = content_hash({"version": IMAGES_VERSION, "weights": weights_id, "arch": arch, "prep": vars(prep),
+                            "images": [[ids[k], image_identity(images[k][1])] for k in chunk]}, length=32)
+        path = folder / f"shard-{key[:16]}.safetensors"
+        shard = _usable_shard(path, key)
+        if shard is None:
+            todo.append((path, key, chunk))
+        else:
+            _collect(result, path, shard, weights_id)
+    if todo:
+        model_state = _ModelRunner(enc, resolved, weights_id, device, dtype, allow_download)
+        total = sum(len(chunk) for _, _, chunk in todo)
+        with _progress_bar(progress and total > 0, total, f"{enc.name} (images)") as bar:
+            for path, key, chunk in todo:
+                feats, kept, failed = model_state.encode([str(images[k][1]) for k in chunk], prep, batch_size,
+                                                         workers, bar)
+                meta = {"format": "pathkit-image-features", "encoder": enc.name, "architecture": arch,
+                        "weights_sha256": weights_id, "shard_key": key, "preprocessing": json.dumps(vars(prep)),
+                        "ids": json.dumps([ids[chunk[i]] for i in kept]),
+                        "failed": json.dumps({ids[chunk[i]]: why for i, why in failed.items()}),
+                        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                _write_shard(path, feats, meta)
+                _collect(result, path, load_shard(path), weights_id)
+                result.encoded += len(kept)
+    return result
+
+
+def _collect(result: ImageEncoding, path: Path, shard: dict[str, Any], weights_id: str) -> None:
+    digest = shard["meta"]["content_sha256"]
+    for index, case_id in enumerate(shard["ids"]):
+        result.rows[case_id] = ImageFeatureRow(path, index, f"{digest}:{index}", weights_id)
+    result.failed.update(shard["failed"])
+
+
+class _ModelRunner:
+    """The encoder loaded once, run over batches of decoded images."""
+
+    def __init__(self, enc: Encoder, weights: Path | None, weights_id: str, device: str | None, dtype: str | None,
+                 allow_download: bool | None) -> None:
+        from pathkit_core.features.extract import _load_model, _pick_device, compute_dtype
+
+        self.enc = enc
+        self.dev = _pick_device(device, None)
+        self.precision = compute_dtype(enc, self.dev, dtype)
+        self.model = _load_model(enc, self.dev, weights, allow_download)
+
+    def encode(self, refs: list[str], prep: Preprocessing, batch_size: int, workers: int | None,
+               bar: Any) -> tuple[Any, list[int], dict[int, str]]:
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader
+
+        from pathkit_core.features.extract import _autocast, default_workers
+
+        n_workers = default_workers(self.dev) if workers is None else workers
+        loader = DataLoader(_Images(refs, prep), batch_size=batch_size, num_workers=n_workers,
+                            collate_fn=_collate, pin_memory=self.dev.type == "cuda")
+        mean = torch.tensor(prep.mean).view(1, 3, 1, 1)
+        std = torch.tensor(prep.std).view(1, 3, 1, 1)
+        outputs, kept, failed = [], [], {}
+        with torch.inference_mode():
+            for batch in loader:
+                good = [(i, arr) for i, arr, _ in batch if arr is not None]
+                failed.update({i: why for i, arr, why in batch if arr is None})
+                bar.advance(len(batch))
+                if not good:
+                    continue
+                pixels = torch.from_numpy(np.stack([arr for _, arr in good]))
+                x = (pixels.permute(0, 3, 1, 2).float() / 255.0 - mean) / std
+                with _autocast(self.dev, self.precision):
+                    out = self.model(x.to(self.dev, non_blocking=True))
+                if out.ndim != 2 or out.shape[0] != len(good):
+                    raise PathkitError(f"encoder {self.enc.name!r} returned shape {tuple(out.shape)} for "
+                                       f"{len(good)} images")
+                outputs.append(out.float().to(torch.float16).cpu())
+                kept.extend(i for i, _ in good)
+        dim = int(outputs[0].shape[1]) if outputs else int(self.enc.embed_dim)
+        feats = torch.cat(outputs) if outputs else torch.empty(0, dim, dtype=torch.float16)
+        return feats, kept, failed

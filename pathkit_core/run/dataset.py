@@ -1,0 +1,84 @@
+"""Stage 1, dataset: open (or build the demo of) the dataset, take its splits, check its cases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import Case, Dataset, PathkitError, Task
+from pathkit_core.run.spec import RunSpec
+from pathkit_core.workspace import FileLock, content_hash
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class DatasetStage:
+    """The opened dataset, its cases per split, the split's hash, the cases it left out and how
+    the split was made (`Dataset.split_facts()`: the user's, the benchmark's, or drawn)."""
+
+    dataset: Dataset
+    cases: dict[str, list[Case]]
+    split_hash: str
+    excluded: dict[str, str] = field(default_factory=dict)
+    split: dict[str, Any] = field(default_factory=dict)
+
+    def split_line(self) -> str:
+        """One log line: where the split comes from and its sizes."""
+        counts = "/".join(str(len(self.cases[p])) for p in SPLITS)
+        how = self.split.get("description") or "the dataset's splits()"
+        return f"split: {how} (train/val/test {counts} cases)"
+
+    @property
+    def ids(self) -> dict[str, list[str]]:
+        return {name: [c.case_id for c in cases] for name, cases in self.cases.items()}
+
+
+def dataset_options(spec: RunSpec, dataset_cls: type[Dataset], workdir: Path) -> dict[str, Any]:
+    """The options a dataset is opened with: the run's, plus the `:view` of `name:view` as
+    option "view", plus the run facts the dataset asks for in `run_options` ("encoder", "workdir",
+    "skip_missing": `--skip-missing`, so a dataset can leave out rows whose files are missing)."""
+    options = dict(spec.dataset_options)
+    view = spec.dataset.partition(":")[2]
+    if view:
+        options.setdefault("view", view)
+    facts = {"encoder": spec.encoder, "workdir": str(workdir), "skip_missing": spec.skip_missing}
+    for name in dataset_cls.run_options:
+        if name in facts:
+            options.setdefault(name, facts[name])
+    return options
+
+
+def open_dataset(spec: RunSpec, dataset_cls: type[Dataset], workdir: Path) -> Dataset:
+    """The dataset at `--dataset-root`, or its synthetic demo built once under the workspace."""
+    root = spec.dataset_root
+    options = dataset_options(spec, dataset_cls, workdir)
+    if root is None and dataset_cls.has_demo():
+        demo_dir = workdir / "datasets" / dataset_cls.name
+        with FileLock(workdir / "locks" / f"demo-{dataset_cls.name}.lock", timeout=600):
+            root = dataset_cls(None, **options).make_demo(demo_dir)
+    dataset = dataset_cls(root, **options)
+    dataset.validate()
+    return dataset
+
+
+def split_cases(dataset: Dataset, *, needs_fit: bool) -> dict[str, list[Case]]:
+    """The train/val/test cases. A generator that needs no fit only needs a test split."""
+    splits = dataset.splits()
+    required = SPLITS if needs_fit else ("test",)
+    for name in required:
+        if name not in splits:
+            raise PathkitError(f"dataset {dataset.name!r} has no {name!r} split (has: {', '.join(splits) or 'none'})")
+    return {name: list(dataset.cases(name)) if name in splits else [] for name in SPLITS}
+
+
+def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir: Path, *,
+                  needs_fit: bool) -> DatasetStage:
+    dataset = open_dataset(spec, dataset_cls, workdir)
+    cases = split_cases(dataset, needs_fit=needs_fit)
+    task.validate_cases(cases, dataset)
+    ids = {name: [c.case_id for c in split] for name, split in cases.items()}
+    # Cases the dataset left out (filters, QC gating) are counted in the results, never dropped silently.
+    return DatasetStage(dataset, cases, content_hash(ids), dict(dataset.excluded_cases()),
+                        dict(dataset.split_facts() or {}))

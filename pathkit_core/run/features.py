@@ -1,0 +1,216 @@
+"""Stage 2, features: each case's model input, from its feature files, its slides (tiled at the
+encoder's tile spec and the task's tiling, then extracted) or its whole images (encoded one image
+each). Tiling, extraction and image encoding resume on their own through their caches."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, Case, PathkitError
+from pathkit_core.run.spec import RunSpec
+from pathkit_core.workspace import atomic_write_json, content_hash
+
+# How often a run waiting for slides another process is extracting looks again.
+LOCK_POLL_SECONDS = 2.0
+
+
+@dataclass
+class FeatureStage:
+    """Usable inputs by case id (feature-file tuples or image-feature rows) and why others have none."""
+
+    inputs: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def store_folders(workdir: Path, tile_key: str, tiling: Mapping[str, Any]) -> tuple[Path, Path]:
+    """(tile store, feature store): `tiles/<spec>` and `features` for the encoder's own tiling; a
+    tiling with overrides (overlap, stride) gets folders of its own, so stores of one slide tiled
+    two ways never overwrite each other."""
+    if not tiling:
+        return workdir / "tiles" / tile_key, workdir / "features"
+    suffix = content_hash(dict(tiling), 8)
+    return workdir / "tiles" / f"{tile_key}-{suffix}", workdir / f"features-{suffix}"
+
+
+def slide_mpps(case: Case) -> dict[str, float]:
+    """The level-0 mpp a dataset states for the case's slides (`Case.meta["mpp"]`: one value for
+    every slide, or one per slide in `slides` order, None where the file's own is used), by path.
+    It overrides what the file says (e.g. REG TIFFs, whose resolution tag is a 72-dpi placeholder)."""
+    given = case.meta.get("mpp")
+    if given is None:
+        return {}
+    values = list(given) if isinstance(given, list | tuple) else [given] * len(case.slides)
+    if len(values) != len(case.slides):
+        raise PathkitError(f"case {case.case_id}: meta mpp gives {len(values)} values for {len(case.slides)} slides")
+    return {str(s): float(m) for s, m in zip(case.slides, values, strict=True) if m is not None}
+
+
+def mpp_fix(dataset: Any) -> str:
+    """How the user of `pathkit run` gives a slide's mpp: the dataset's mpp option, when it has one."""
+    option = next((o for o in getattr(dataset, "option_table", ()) if o.name == "mpp"), None)
+    if option is None and getattr(dataset, "option_table", ()):
+        return (f"a dataset that states its slides' mpp (dataset {dataset.name!r} has no mpp option; "
+                f"`pathkit info {dataset.name}`)")
+    meaning = f" ({option.help})" if option is not None and option.help else ""
+    return f"--dataset-option mpp=MPP{meaning}"
+
+
+def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case],
+                  tiling: Mapping[str, Any], log: Callable[[str], None] = print, fix: str | None = None,
+                  ) -> tuple[dict[str, Path], dict[str, str]]:
+    """Tile and extract every slide the cases need; (usable feature file by slide id, failures)."""
+    from pathkit_core.features.extract import extract_features
+    from pathkit_core.features.store import failed_slides, usable_feature_files
+    from pathkit_core.wsi.tiling import TilingParams, tile_slides
+
+    slides = sorted({s for c in cases for s in c.slides}, key=str)
+    if not slides:
+        return {}, {}
+    tile_spec = encoder_cls.tile_spec
+    try:
+        params = TilingParams(target_mpp=tile_spec.mpp, tile_px=tile_spec.tile_px, **dict(tiling))
+    except TypeError as exc:
+        raise PathkitError(f"tiling options {dict(tiling)}: {exc}") from None
+    mpp_overrides = {path: mpp for c in cases for path, mpp in slide_mpps(c).items()}
+    tile_dir, feature_dir = store_folders(workdir, tile_spec.key(), tiling)
+    tiled = tile_slides(slides, tile_dir, params, workers=max(spec.extract_workers, 1),
+                        mpp_overrides=mpp_overrides or None, mpp_fix=fix)
+    failed: dict[str, str] = {}
+    for r in tiled:
+        if r.status == "failed":
+            failed[r.slide_id] = f"tiling failed: {r.reason}"
+        elif r.n_tiles == 0:
+            failed[r.slide_id] = "no tissue tiles"
+    manifests = [r.manifest_path for r in tiled if r.status in ("ok", "skipped") and r.n_tiles > 0]
+    encoder = encoder_cls()
+    while manifests:
+        results = extract_features(encoder, manifests, feature_dir, weights_path=spec.weights,
+                                   batch_size=spec.extract_batch_size, workers=spec.extract_workers,
+                                   device=spec.device)
+        # Slides another live process is extracting (another run on this workspace, a shard):
+        # wait for it rather than report them missing; a dead owner's lock is broken on retry.
+        locked = {r.slide_id for r in results if r.status == "locked"}
+        if locked:
+            owner = next(r.reason for r in results if r.status == "locked")
+            log(f"waiting for {len(locked)} slide(s) another process is extracting ({owner})")
+            time.sleep(LOCK_POLL_SECONDS)
+        manifests = [m for m in manifests if Path(m).stem in locked]
+    failed.update(failed_slides(feature_dir, encoder_cls.name))
+    return usable_feature_files(feature_dir, encoder_cls.name), failed
+
+
+def _image_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case],
+                  dataset_name: str) -> tuple[dict[str, Any], dict[str, str]]:
+    from pathkit_core.features.images import encode_images
+
+    if not cases:
+        return {}, {}
+    result = encode_images(encoder_cls(), [(c.case_id, c.images[0]) for c in cases],
+                           workdir / "image-features" / dataset_name.replace(":", "_"),
+                           weights_path=spec.weights, batch_size=spec.extract_batch_size,
+                           workers=spec.extract_workers, device=spec.device)
+    return result.rows, result.failed
+
+
+def qc_problem(path: Path, workdir: Path) -> str | None:
+    """Why a feature file fails QC (NaN/Inf values, degenerate features, no rows), or None.
+
+    A pathkit file whose extraction recorded its QC is judged by that record (its checksum is
+    verified whenever it is read); any other file (a dataset's own, an h5 import) is checked once
+    and the verdict cached in the workspace by the file's content identity.
+    """
+    from pathkit_core.run.identity import feature_file_digest
+
+    if path.suffix == ".safetensors":
+        from pathkit_core.features.store import read_feature_meta
+
+        try:
+            meta = read_feature_meta(path)
+        except PathkitError as exc:
+            return str(exc)
+        if meta.get("status") == "ok" and meta.get("qc"):
+            return None
+        if meta.get("status") == "failed":
+            return f"failed QC when extracted: {meta.get('failure_reason') or 'see its metadata'}"
+    cache = workdir / "qc" / f"{content_hash(feature_file_digest(path), 32)}.json"
+    try:
+        verdict = json.loads(cache.read_text())
+    except (OSError, json.JSONDecodeError):
+        from pathkit_core.features.qc import compute_qc
+        from pathkit_core.features.store import load_feature_file
+
+        report = compute_qc(load_feature_file(path).features)
+        verdict = {"status": report.status, "reason": report.reason, "file": str(path)}
+        atomic_write_json(cache, verdict)
+    return None if verdict.get("status") == "ok" else f"failed QC: {verdict.get('reason')}"
+
+
+def case_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case], tiling: Mapping[str, Any],
+                dataset_name: str, log: Callable[[str], None] = print, fix: str | None = None,
+                ) -> tuple[dict[str, Any], dict[str, str]]:
+    """(usable input by case id, reason by case id for those without one)."""
+    from pathkit_core.wsi.slide import slide_id_for
+
+    found: dict[str, Any] = {}
+    missing: dict[str, str] = {}
+    with_slides = [c for c in cases if c.input_kind not in (INPUT_FEATURES, INPUT_IMAGES)]
+    usable, failed = _slide_inputs(spec, encoder_cls, workdir, with_slides, tiling, log, fix)
+    images, image_failed = _image_inputs(spec, encoder_cls, workdir,
+                                         [c for c in cases if c.input_kind == INPUT_IMAGES], dataset_name)
+    for case in cases:
+        if case.input_kind == INPUT_FEATURES:
+            absent = [p for p in case.features if not Path(p).exists()]
+            problems = [f"{Path(p).name}: {why}" for p in case.features if not absent
+                        for why in [qc_problem(Path(p), workdir)] if why]
+            if absent:
+                missing[case.case_id] = f"feature file(s) not found: {', '.join(map(str, absent))}"
+            elif problems:
+                missing[case.case_id] = "; ".join(problems)
+            else:
+                found[case.case_id] = tuple(Path(p) for p in case.features)
+        elif case.input_kind == INPUT_IMAGES:
+            if case.case_id in images:
+                found[case.case_id] = images[case.case_id]
+            else:
+                missing[case.case_id] = image_failed.get(case.case_id, "image not encoded")
+        elif not case.slides:
+            missing[case.case_id] = "case has neither slides, images nor feature files"
+        else:
+            paths, reasons = [], []
+            for slide in case.slides:
+                sid = slide_id_for(slide)
+                if sid in usable:
+                    paths.append(usable[sid])
+                else:
+                    reasons.append(f"{sid}: {failed.get(sid, 'no features extracted')}")
+            if paths and not reasons:
+                found[case.case_id] = tuple(paths)
+            else:
+                missing[case.case_id] = "; ".join(reasons) or "no features"
+    return found, missing
+
+
+def feature_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping[str, Sequence[Case]],
+                  tiling: Mapping[str, Any], dataset_name: str, log: Callable[[str], None] = print,
+                  dataset: Any = None) -> FeatureStage:
+    """Inputs for every split; cases without one stop the run unless `skip_missing`. A slide
+    without a usable mpp is reported with the fix that fits `pathkit run` on `dataset`."""
+    stage = FeatureStage()
+    fix = mpp_fix(dataset) if dataset is not None else None
+    for split_name, split in cases.items():
+        found, missing = case_inputs(spec, encoder_cls, workdir, split, tiling, dataset_name, log, fix)
+        stage.inputs.update(found)
+        if missing and not spec.skip_missing:
+            listing = "; ".join(f"{cid} ({why})" for cid, why in list(missing.items())[:20])
+            more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+            raise PathkitError(
+                f"{len(missing)} {split_name} case(s) have no usable features: {listing}{more}. "
+                "Fix them or rerun with --skip-missing to leave them out (they are recorded)."
+            )
+        stage.skipped.update({cid: f"{split_name}: {why}" for cid, why in missing.items()})
+    return stage

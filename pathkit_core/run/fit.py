@@ -1,0 +1,129 @@
+"""Stage 3, fit: build the generator's model and train it with the core loop, unless the generator
+needs no fit (kNN, prototypes, fixed readers) or the run evaluates frozen checkpoints."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import Case, Dataset, Generator, GeneratorSpec, PathkitError, Task
+from pathkit_core.workspace import sha256_file
+
+
+@dataclass
+class FitPlan:
+    """What the fit and predict stages build the model from, and where its checkpoints are."""
+
+    generator: Generator
+    gspec: GeneratorSpec
+    train_cfg: Any  # TrainConfig
+    checkpoint_dir: Path | None  # None: a generator that needs no fit (no checkpoints)
+    selection: str | None
+    key_facts: dict[str, Any]
+
+
+def plan_fit(ctx: Any, dataset: Dataset, train_items: Sequence[dict[str, Any]], val_items: Sequence[dict[str, Any]],
+             train_targets: Sequence[Any]) -> FitPlan:
+    """The generator, its spec and training settings; frozen checkpoints are pinned by content."""
+    from pathkit_core.training.trainer import TrainConfig
+
+    spec = ctx.spec
+    generator = ctx.generator_cls()
+    feature_dim = _feature_dim(train_items) or _feature_dim(val_items)
+    gspec = GeneratorSpec(task=ctx.task.name, feature_dim=feature_dim, hparams=generator.hparams(spec.hparams),
+                          train_targets=list(train_targets), dataset=spec.dataset,
+                          class_names=tuple(dataset.class_names()))
+    train_cfg = TrainConfig.from_mapping({**generator.default_train, **dataset.train_overrides, **spec.train,
+                                          "seed": spec.seed, "cpu": spec.cpu})
+    checkpoint_dir: Path | None = ctx.run_dir / "checkpoints"
+    facts: dict[str, Any] = {}
+    if spec.frozen_from is not None:
+        checkpoint_dir = frozen_checkpoints(Path(spec.frozen_from))
+        facts["frozen"] = {p.name: sha256_file(p) for p in sorted(checkpoint_dir.glob("*.safetensors"))}
+    elif not generator.needs_fit:
+        checkpoint_dir = None
+        gspec.train_items, gspec.val_items = train_items, val_items
+    return FitPlan(generator, gspec, train_cfg, checkpoint_dir, spec.selection or ctx.dataset_cls.selection_metric,
+                   facts)
+
+
+def _feature_dim(items: Sequence[dict[str, Any]]) -> int:
+    return int(items[0]["features"].shape[1]) if len(items) else 0
+
+
+def make_selection(name: str | None, dataset: Dataset, task: Task, cases: Sequence[Case],
+                   options: Mapping[str, Any] | None = None) -> Callable | None:
+    """`"metric:key"` -> a function scoring validation predictions with that metric plugin, the
+    predictions and references put in the task's output and reference forms, passing `options`
+    (the dataset's `selection_options`, e.g. leaving METEOR out per epoch)."""
+    if not name:
+        return None
+    metric_name, _, key = name.partition(":")
+    from pathkit_core.evaluation.runner import score
+
+    by_id = {c.case_id: c for c in cases}
+
+    def selection(preds: Mapping[str, Any], refs: Mapping[str, Any]) -> float:
+        ids = list(refs)
+        outputs = {i: task.output(preds[i], by_id[i], dataset) for i in ids}
+        references = {i: task.reference(by_id[i], dataset) for i in ids}
+        result = score([metric_name], outputs, references, ids=ids, dataset=dataset.name,
+                       context={"options": dict(options or {})})
+        values = result.summary[metric_name]
+        if key not in values:
+            raise PathkitError(f"selection metric {metric_name!r} has no score {key!r} (has: {sorted(values)})")
+        return float(values[key])
+
+    return selection
+
+
+def fit_stage(ctx: Any, plan: FitPlan, fit_key: str, dataset: Dataset, train_items: Sequence[dict[str, Any]],
+              val_items: Sequence[dict[str, Any]], val_cases: Sequence[Case]) -> dict[str, Any]:
+    """Train unless done (or frozen, or not needed); returns the fit marker."""
+    from pathkit_core.training.trainer import fit, seed_everything
+
+    spec = ctx.spec
+    if spec.frozen_from is not None:
+        ctx.log(f"frozen weights from {spec.frozen_from}: no training")
+        return frozen_fit_marker(Path(spec.frozen_from)) or {}
+    if plan.checkpoint_dir is None:
+        ctx.log(f"generator {spec.generator!r} needs no training: straight to prediction")
+        return {"needs_fit": False}
+    done = ctx.done("fit", fit_key)
+    if done is None:
+        seed_everything(spec.seed)  # the model's initial weights follow the run seed
+        model = plan.generator.build(plan.gspec)
+        selection = make_selection(plan.selection, dataset, ctx.task, val_cases, ctx.dataset_cls.selection_options)
+        result = fit(model, train_items, val_items, plan.train_cfg, plan.checkpoint_dir, selection=selection,
+                     checkpoint_config={"generator": spec.generator, "spec": spec_json(plan.gspec, model)})
+        ctx.mark("fit", fit_key, {"best_epoch": result.best_epoch, "best_score": result.best_score,
+                                  "epochs_run": result.epochs_run, "selection": plan.selection or "val_loss"})
+        done = ctx.marker("fit")
+    ctx.log(f"best epoch {done.get('best_epoch')} ({plan.selection or 'val_loss'} "
+            f"{done.get('best_score', float('nan')):.4f})")
+    return done
+
+
+def frozen_checkpoints(run_dir: Path) -> Path:
+    """The checkpoint folder of a finished run whose weights are applied frozen to another cohort."""
+    ckpt_dir = Path(run_dir) / "checkpoints"
+    if not (ckpt_dir / "best.safetensors").exists():
+        raise PathkitError(f"frozen_from: {run_dir} holds no trained checkpoints ({ckpt_dir}/best.safetensors)")
+    return ckpt_dir
+
+
+def frozen_fit_marker(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((Path(run_dir) / "stages.json").read_text()).get("fit")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def spec_json(gspec: GeneratorSpec, model: Any) -> dict[str, Any]:
+    """What a checkpoint records to rebuild its model (not the items: those are the run's inputs)."""
+    state = model.export_state() if hasattr(model, "export_state") else {}
+    return {"task": gspec.task, "feature_dim": gspec.feature_dim, "hparams": gspec.hparams,
+            "dataset": gspec.dataset, "state": state}

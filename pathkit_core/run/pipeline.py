@@ -1,0 +1,118 @@
+"""`pathkit run`: dataset -> features -> fit -> predict -> score -> report, resumably (DESIGN.md section 5)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.run.context import RunContext
+from pathkit_core.run.dataset import DatasetStage, dataset_stage
+from pathkit_core.run.features import FeatureStage, feature_stage
+from pathkit_core.run.fit import FitPlan, fit_stage, plan_fit
+from pathkit_core.run.identity import code_identity, features_identity, weights_identity
+from pathkit_core.run.predict import checkpoint_names, predict_stage
+from pathkit_core.run.report import report_stage
+from pathkit_core.run.score import score_stage
+from pathkit_core.run.spec import RunSpec
+from pathkit_core.workspace import FileLock, content_hash
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    summary: dict[str, dict[str, float]]
+    # scores of each of the task's baselines ("most-frequent-report", "majority-class", ...)
+    baselines: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    skipped_cases: dict[str, str] = field(default_factory=dict)
+    resumed_stages: list[str] = field(default_factory=list)
+    # summaries of every evaluated checkpoint ({"best": {...}, "last": {...}}), with their epochs
+    checkpoints: dict[str, Any] = field(default_factory=dict)
+    excluded_cases: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class StageKeys:
+    """Cache keys: each covers the settings, code versions and input contents its stage reads."""
+
+    features: str
+    fit: str
+    predict: str
+    score: str
+
+
+def stage_keys(ctx: RunContext, ds: DatasetStage, feats: FeatureStage, plan: FitPlan, metrics: list[str],
+               checkpoints: list[str]) -> StageKeys:
+    def inputs_of(*splits: str) -> dict[str, Any]:
+        return {c.case_id: feats.inputs[c.case_id] for s in splits for c in ds.cases[s] if c.case_id in feats.inputs}
+
+    fitting = inputs_of("train", "val")
+    features = content_hash({"split": ds.split_hash, "encoder": ctx.spec.encoder,
+                             "inputs": features_identity(inputs_of("train", "val", "test"))})
+    fit = content_hash({"split": ds.split_hash, "skipped": sorted(feats.skipped), "id": ctx.spec.identity(),
+                        "code": code_identity(ctx.registry, ctx.components([])), "inputs": features_identity(fitting),
+                        "weights": weights_identity(feats.inputs), **plan.key_facts})
+    predict = content_hash({"fit": fit, "test": features_identity(inputs_of("test"))})
+    score = content_hash({"predict": predict, "metrics": metrics,
+                          "code": code_identity(ctx.registry, [("metric", m) for m in metrics]),
+                          **({"checkpoints": checkpoints} if checkpoints != ["best"] else {})})
+    return StageKeys(features, fit, predict, score)
+
+
+def finished_result(ctx: RunContext) -> RunResult:
+    saved = json.loads((ctx.run_dir / "metrics.json").read_text())
+    ctx.log("this cell is finished; reusing its results")
+    return RunResult(ctx.run_dir, saved["metrics"], saved.get("baselines", {}), saved.get("skipped_cases", {}),
+                     ctx.resumed, saved.get("checkpoints", {}), saved.get("excluded_cases", {}))
+
+
+def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunResult:
+    """Run (or resume) one dataset x encoder x generator cell and return its scores."""
+    ctx = RunContext(spec, log)
+    with FileLock(ctx.run_dir / "run.lock", timeout=0):
+        started = time.perf_counter()
+        log(f"run folder: {ctx.run_dir}")
+        needs_fit = ctx.generator_cls.needs_fit and spec.frozen_from is None
+        ds = dataset_stage(spec, ctx.dataset_cls, ctx.task, ctx.workdir, needs_fit=needs_fit)
+        ctx.mark("dataset", ds.split_hash, {"n_cases": {k: len(v) for k, v in ds.ids.items()},
+                                            "root": str(ds.dataset.root), "n_excluded": len(ds.excluded)})
+        log(ds.split_line())
+        if ds.excluded:
+            log(f"the dataset excluded {len(ds.excluded)} case(s) (filters and QC; reasons in metrics.json)")
+
+        tiling = ctx.task.tiling(ds.dataset, spec.tiling)
+        facts = ctx.facts(tiling)
+        feats = feature_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, spec.dataset, log, ds.dataset)
+        if feats.skipped:
+            log(f"skipping {len(feats.skipped)} case(s) without usable features (recorded in results)")
+        items = {name: ctx.task.items(cases, feats.inputs, ds.dataset, facts, targets=name != "test")
+                 for name, cases in ds.cases.items()}
+        if len(items["test"]) == 0:
+            raise PathkitError("the test split has no case with usable features")
+        train_targets = [ctx.task.model_target(c, ds.dataset) for c in ds.cases["train"] if c.case_id in feats.inputs]
+        plan = plan_fit(ctx, ds.dataset, items["train"], items["val"], train_targets)
+        metrics = list(spec.metrics) or list(ctx.dataset_cls.default_metrics)
+        if not metrics:
+            raise PathkitError(f"no metric given and dataset {spec.dataset!r} declares no default; use --metric")
+        names = checkpoint_names(spec.checkpoints, ctx.dataset_cls.evaluate_checkpoints,
+                                 trained=plan.checkpoint_dir is not None)
+        keys = stage_keys(ctx, ds, feats, plan, metrics, names)
+        ctx.mark("features", keys.features, {"skipped": feats.skipped})
+        if ctx.done("score", keys.score) and (ctx.run_dir / "metrics.json").exists():
+            return finished_result(ctx)
+
+        fit_stage(ctx, plan, keys.fit, ds.dataset, items["train"], items["val"], ds.cases["val"])
+        evaluated = predict_stage(ctx, plan, keys.predict, names, items["test"], ds.cases["test"], ds.dataset, facts)
+        extra = {"run": spec.identity(), "skipped_cases": feats.skipped, **({"split": ds.split} if ds.split else {}),
+                 **({"excluded_cases": ds.excluded, "n_excluded_cases": len(ds.excluded)} if ds.excluded else {})}
+        scores = score_stage(ctx, metrics, evaluated, ds.cases["test"], train_targets, ds.dataset, facts, extra)
+        ctx.mark("score", keys.score, {})
+        report_stage(ctx, spec, {"dataset_root": str(ds.dataset.root), "split_hash": ds.split_hash,
+                                 "feature_files": len(feats.inputs), "stage_keys": vars(keys)},
+                     time.perf_counter() - started)
+        return RunResult(ctx.run_dir, scores["summary"], scores["baselines"], feats.skipped, ctx.resumed,
+                         scores["checkpoints"], ds.excluded)

@@ -1,0 +1,102 @@
+"""Stage 4, predict: the test predictions of each evaluated checkpoint, checked against the task's
+prediction format, put in its output form and written the task's way (JSON lines, mask files)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts, TileAttentionModel
+from pathkit_core.run.fit import FitPlan
+
+
+@dataclass
+class Evaluated:
+    """One checkpoint's test predictions (output form) and the epoch it was saved at."""
+
+    predictions: dict[str, Any]
+    epoch: int | None = None
+
+
+def checkpoint_names(spec_checkpoints: Sequence[str] | None, dataset_default: Sequence[str], *,
+                     trained: bool) -> list[str]:
+    if not trained:
+        return ["best"]  # a model built ready to predict: one set of predictions, named as the best
+    names = list(spec_checkpoints or dataset_default)
+    if "best" not in names:
+        raise PathkitError(f"checkpoints {names} must include \"best\" (the reported one)")
+    return names
+
+
+def _checked_outputs(ctx: Any, raw: Mapping[str, Any], cases: Sequence[Case], dataset: Dataset) -> dict[str, Any]:
+    task, outputs, bad = ctx.task, {}, []
+    for case in cases:
+        if case.case_id not in raw:
+            continue
+        problem = task.check_prediction(raw[case.case_id], case, dataset)
+        if problem:
+            bad.append(f"{case.case_id}: {problem}")
+        else:
+            outputs[case.case_id] = task.output(raw[case.case_id], case, dataset)
+    if bad:
+        raise PathkitError(f"generator {ctx.spec.generator!r} made predictions that do not fit task "
+                           f"{task.name!r} ({len(bad)} case(s): {'; '.join(bad[:5])}). Expected: "
+                           f"{task.prediction_format}")
+    return outputs
+
+
+def _model_for(plan: FitPlan, name: str) -> Any:
+    """The model of checkpoint `name` rebuilt from its saved state (or built ready to predict)."""
+    from pathkit_core.training.trainer import load_checkpoint
+
+    if plan.checkpoint_dir is None:
+        return plan.generator.build(plan.gspec)
+    weights = plan.checkpoint_dir / f"{name}.safetensors"
+    if not weights.exists():
+        raise PathkitError(f"no {name!r} checkpoint at {weights}")
+    saved = json.loads(weights.with_suffix(".json").read_text())
+    plan.gspec.state = saved["config"]["spec"].get("state", {})
+    model = plan.generator.build(plan.gspec)
+    load_checkpoint(weights, model)
+    return model
+
+
+def _epoch_of(plan: FitPlan, name: str) -> int | None:
+    if plan.checkpoint_dir is None:
+        return None
+    side = plan.checkpoint_dir / f"{name}.json"
+    try:
+        return (json.loads(side.read_text()).get("trainer_state") or {}).get("epoch")
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def predict_stage(ctx: Any, plan: FitPlan, predict_key: str, names: Sequence[str], test_items: Any,
+                  test_cases: Sequence[Case], dataset: Dataset, facts: RunFacts) -> dict[str, Evaluated]:
+    """Predict (unless done) and read back every checkpoint's test predictions."""
+    task, cfg = ctx.task, plan.train_cfg
+    evaluated: dict[str, Evaluated] = {}
+    for name in names:
+        suffix = "" if name == "best" else f"_{name}"
+        path = ctx.run_dir / f"predictions{suffix}.jsonl"
+        if not ctx.done(f"predict{suffix}", predict_key) or not path.exists():
+            model = _model_for(plan, name)
+            raw = task.predict(model, test_items, facts, batch_size=cfg.eval_batch_size or cfg.batch_size, cfg=cfg)
+            outputs = _checked_outputs(ctx, raw, test_cases, dataset)
+            task.write_predictions(path, outputs, [i for i in test_items.case_ids if i in outputs], facts)
+            if ctx.spec.export_attention and isinstance(model, TileAttentionModel):
+                export_attention(ctx, model, test_items, test_cases, ctx.run_dir / "attention" / name, facts)
+            ctx.mark(f"predict{suffix}", predict_key, {"n": len(outputs)})
+        evaluated[name] = Evaluated(task.read_predictions(path), _epoch_of(plan, name))
+    return evaluated
+
+
+def export_attention(ctx: Any, model: Any, items: Any, cases: Sequence[Case], out_dir: Path, facts: RunFacts) -> None:
+    from pathkit_core.evaluation.attention import export_run_attention
+    from pathkit_core.run.features import store_folders
+
+    tile_dir, _ = store_folders(facts.workdir, facts.tile_spec.key(), facts.tiling)
+    export_run_attention(model, items, list(cases), out_dir, tile_dir=tile_dir)

@@ -1,0 +1,39 @@
+"""Stage 6, report: provenance.json (how the result was produced) and the run's report.html."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.run.spec import RunSpec
+from pathkit_core.workspace import atomic_write_json, collect_provenance
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+def report_stage(ctx: Any, spec: RunSpec, inputs: dict[str, Any], seconds: float) -> None:
+    provenance = collect_provenance(
+        config=jsonable(asdict(spec)),
+        seeds={"seed": spec.seed},
+        inputs=inputs,
+        plugin_versions=ctx.registry.distributions(),
+    )
+    provenance["wall_seconds"] = seconds
+    provenance["resumed_stages"] = ctx.resumed
+    atomic_write_json(ctx.run_dir / "provenance.json", provenance)
+    try:
+        from pathkit_core.report.html import write_run_report
+    except ImportError:  # the report needs nothing beyond the core, but a trimmed install may lack it
+        return
+    write_run_report(ctx.run_dir)

@@ -1,0 +1,37 @@
+"""The example plugin's new task type, end to end through `pathkit run`, installed as a user would."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_slide_regression_runs_end_to_end_and_beats_the_train_mean(installed_registry, cli, tmp_path):
+    import torch
+
+    torch.set_num_threads(2)
+    result = cli("run", "--dataset", "demo-purity", "--workdir", tmp_path / "ws", "--cpu")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "ws" / "runs" / "demo-purity" / "tiny-vit" / "mean-pool-regressor").iterdir())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    model, baseline = metrics["metrics"]["regression"], metrics["baselines"]["train-mean"]["regression"]
+    assert model["MAE"] < 0.5 * baseline["MAE"], (model, baseline)
+    assert model["pearson_r"] > 0.8
+    predictions = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    assert len(predictions) == 6 and all(set(p["prediction"]) == {"value"} for p in predictions)
+    assert (run_dir / "report.html").exists() and (run_dir / "checkpoints" / "best.safetensors").exists()
+
+
+def test_a_bad_purity_value_is_named_before_any_tiling(installed_registry, cli, tmp_path):
+    from pathkit_example_plugin.purity_demo import write_demo
+
+    root = write_demo(tmp_path / "demo")
+    table = root / "purity.csv"
+    lines = table.read_text().splitlines()
+    lines[3] = lines[3].split(",")[0] + ",lots,train"
+    table.write_text("\n".join(lines) + "\n")
+    result = cli("run", "-d", "demo-purity", "-e", "tiny-vit", "-g", "mean-pool-regressor", "--dataset-root", root,
+                 "--workdir", tmp_path / "ws", "--cpu")
+    assert result.exit_code == 2
+    message = result.stderr.replace("\n", "")
+    assert "PUR_train_02 (train): target 'lots' is not a finite number" in message
+    assert not (tmp_path / "ws" / "tiles").exists()
