@@ -149,10 +149,18 @@ def collect(path: str | Path) -> dict[str, Any]:
         for spec in _subfolders(root / "tiles"):
             if _is_tile_store(spec):
                 stores.append(tile_store_status(spec))
-        for base in (root / "features", root):
+        # `features-<hash>`: the feature store of a run whose tiling options differ from the
+        # encoder's own (pathkit_core.run.features.store_folders)
+        bases = [*sorted(p for p in root.glob("features*") if p.is_dir()), root]
+        for base in bases:
             for enc in _subfolders(base):
-                if enc.name not in ("tiles", "features", "runs") and _is_feature_store(enc):
-                    stores.append(feature_store_status(enc))
+                if enc.parent == root and (enc.name in ("tiles", "runs") or enc.name.startswith("features")):
+                    continue
+                if _is_feature_store(enc):
+                    found = feature_store_status(enc)
+                    if base.name.startswith("features-"):
+                        found.name = f"{enc.name} ({base.name})"
+                    stores.append(found)
     runs = run_statuses(root / "runs") if (root / "runs").is_dir() else []
     if not stores and not runs:
         raise PathkitError(

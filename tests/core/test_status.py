@@ -61,6 +61,8 @@ def test_a_workspace_lists_tile_stores_feature_stores_and_runs(tmp_path, holder,
     ws = tmp_path / "ws"
     _tile_store(ws / "tiles" / "256px_0.5mpp")
     _feature_store(ws / "features", holder)
+    store.write_features(store.feature_path(ws / "features-1a2b3c4d", "enc", "a"), torch.randn(10, 4),
+                         torch.arange(20).reshape(10, 2), {"status": "ok"})  # a run with its own tiling
     run = ws / "runs" / "reg2025" / "enc" / "bigen" / "abc123"
     run.mkdir(parents=True)
     (run / "stages.json").write_text(json.dumps({"features": {"key": "k"}, "fit": {"key": "k"}}))
@@ -68,7 +70,8 @@ def test_a_workspace_lists_tile_stores_feature_stores_and_runs(tmp_path, holder,
     result = cli("status", ws, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    tiles, features = report["stores"]
+    tiles, features, other = report["stores"]
+    assert (other["name"], other["counts"]["done"]) == ("enc (features-1a2b3c4d)", 1)
     assert (tiles["stage"], tiles["name"]) == ("tile", "256px_0.5mpp")
     assert tiles["counts"] == {"done": 2, "failed": 1, "pending": 1, "locked": 0}
     assert tiles["failed"] == {"s3": "no-mpp"} and tiles["pending"] == ["s4"]
