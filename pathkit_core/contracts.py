@@ -341,10 +341,13 @@ class Generator(Component):
 
 @dataclass
 class MetricResult:
-    """`summary`: named floats; `per_case`: one row per case with the evidence behind each score."""
+    """`summary`: named floats; `per_case`: one row per case with the evidence behind each score;
+    `details`: JSON-ready structures that are not one number (a confusion matrix, curve points),
+    written to metrics.json under "details" and drawn in the report."""
 
     summary: dict[str, float]
     per_case: pl.DataFrame | None = None
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class Metric(Component):
