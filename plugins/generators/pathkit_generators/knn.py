@@ -1,0 +1,97 @@
+"""knn: k-nearest-neighbour vote over the training patches (UNI's protocol; THUNDER's choice of k)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+from pathkit_core import hookimpl
+from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Generator, GeneratorSpec, PathkitError, TaskModel
+
+_log = logging.getLogger(__name__)
+
+# THUNDER's candidates for k, chosen on validation macro F1 (REFERENCES "frozen-feature evaluation").
+THUNDER_K = (1, 3, 5, 10, 20, 30, 40, 50)
+
+
+class KNearestNeighbours(Generator):
+    """Features centred by the train mean and L2-normalised; the k most cosine-similar training
+    patches vote with equal weight (the class probabilities are the vote shares; ties go to the
+    first class, as scikit-learn's KNeighborsClassifier). k = 20 (UNI); with `select_k`, k is the
+    candidate with the best validation macro F1 (THUNDER; ties to the smaller k)."""
+
+    name: ClassVar[str] = "knn"
+    description: ClassVar[str] = "k-NN on centred, L2-normalised patch features (UNI k=20; THUNDER k on validation)"
+    tasks: ClassVar[tuple[str, ...]] = (TASK_PATCH_CLASSIFICATION,)
+    default_hparams: ClassVar[dict[str, Any]] = {"k": 20, "select_k": False, "k_candidates": list(THUNDER_K),
+                                                 "centre": True, "query_chunk": 1024, "n_classes": None}
+    default_train: ClassVar[dict[str, Any]] = {"batch_size": 4096}
+    default_max_tiles: ClassVar[int | None] = None
+    needs_fit: ClassVar[bool] = False
+
+    def build(self, spec: GeneratorSpec) -> TaskModel:
+        import torch
+
+        from pathkit_generators._patch import (
+            PatchHead,
+            centre_normalise,
+            item_features,
+            item_targets,
+            n_classes,
+            training_set,
+        )
+
+        hp = self.hparams(spec.hparams)
+        feats, labels = training_set(spec, self.name)
+        k_classes = n_classes(spec, labels, self.name)
+        mean = feats.mean(dim=0, keepdim=True) if hp["centre"] else None
+        bank = centre_normalise(feats, mean)
+        chunk = max(1, int(hp["query_chunk"]))
+
+        def neighbour_labels(query: torch.Tensor, k: int) -> torch.Tensor:
+            """(Q, k) labels of each query's k most similar training patches, most similar first."""
+            out = []
+            for start in range(0, query.shape[0], chunk):
+                sims = centre_normalise(query[start:start + chunk], mean) @ bank.T
+                out.append(labels[sims.topk(min(k, bank.shape[0]), dim=1).indices])
+            return torch.cat(out) if out else torch.empty(0, k, dtype=torch.long)
+
+        def vote_shares(neighbours: torch.Tensor) -> torch.Tensor:
+            counts = torch.zeros(neighbours.shape[0], k_classes)
+            counts.scatter_add_(1, neighbours, torch.ones_like(neighbours, dtype=counts.dtype))
+            return counts / neighbours.shape[1]
+
+        k = int(hp["k"])
+        chosen: dict[str, Any] = {"k": k}
+        if hp["select_k"]:
+            if not len(spec.val_items):
+                raise PathkitError(f"{self.name}: select_k chooses k on the validation split, which is empty")
+            from sklearn.metrics import f1_score
+
+            candidates = sorted({int(c) for c in hp["k_candidates"]})
+            val_labels = item_targets(spec.val_items, self.name)
+            neighbours = neighbour_labels(item_features(spec.val_items, self.name), max(candidates))
+            scores = {c: float(f1_score(val_labels, vote_shares(neighbours[:, :c]).argmax(dim=1),
+                                        labels=list(range(k_classes)), average="macro", zero_division=0))
+                      for c in candidates}
+            k = max(candidates, key=lambda c: (scores[c], -c))
+            chosen = {"k": k, "val_macro_F1": {str(c): s for c, s in scores.items()}}
+            _log.info("knn: k = %d chosen on validation macro F1 (%s)", k, scores)
+        if k < 1:
+            raise PathkitError(f"{self.name}: k must be at least 1, got {k}")
+
+        class FittedKNN(PatchHead):
+            name = "knn"
+
+            def probabilities(self, features: torch.Tensor) -> torch.Tensor:
+                return vote_shares(neighbour_labels(features, k))
+
+            def export_state(self) -> dict[str, Any]:
+                return dict(chosen)
+
+        return FittedKNN()
+
+
+@hookimpl
+def register_generators(register):
+    register(KNearestNeighbours)
