@@ -218,6 +218,12 @@ class Dataset(Component):
         """Cases left out by filters or QC, with the reason; counted in the results, never dropped silently."""
         return {}
 
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready facts about the opened data, written to metrics.json ("dataset") and provenance:
+        input checksums, counts, the split protocol. Its "warnings" (a list of sentences) are also
+        printed by `pathkit run` and shown at the top of the report (e.g. a leaky split)."""
+        return {}
+
     def make_demo(self, path: str | Path) -> Path:
         """Build a synthetic miniature under `path` and return its root (optional)."""
         raise PathkitError(f"dataset {self.name!r} has no synthetic demo")

@@ -75,6 +75,25 @@ def read_image(ref: str | Path) -> Any:
         raise PathkitError(f"{ref}: cannot be read as an image ({type(exc).__name__}: {exc})") from None
 
 
+def probe_image(data: bytes) -> tuple[tuple[int, int] | None, str | None]:
+    """((width, height), None) when `data` holds a readable image, else (None, why): what a dataset
+    checks before an image may reach an encoder (header and, for PNG, every chunk's checksum),
+    without decoding the pixels."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    if not data:
+        return None, "empty file (0 bytes)"
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            size = img.size
+            img.verify()
+    except (OSError, SyntaxError, ValueError, UnidentifiedImageError) as exc:
+        return None, f"not a readable image ({type(exc).__name__}: {exc})"
+    return (int(size[0]), int(size[1])), None
+
+
 @dataclass(frozen=True)
 class Preprocessing:
     """How a whole image becomes the encoder's input."""

@@ -21,6 +21,7 @@ class DatasetStage:
     cases: dict[str, list[Case]]
     split_hash: str
     excluded: dict[str, str] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)  # Dataset.summary(): checksums, protocol, warnings
 
     @property
     def ids(self) -> dict[str, list[str]]:
@@ -71,4 +72,4 @@ def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir
     task.validate_cases(cases, dataset)
     ids = {name: [c.case_id for c in split] for name, split in cases.items()}
     # Cases the dataset left out (filters, QC gating) are counted in the results, never dropped silently.
-    return DatasetStage(dataset, cases, content_hash(ids), dict(dataset.excluded_cases()))
+    return DatasetStage(dataset, cases, content_hash(ids), dict(dataset.excluded_cases()), dict(dataset.summary()))
