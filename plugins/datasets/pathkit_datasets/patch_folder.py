@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Case, Dataset, PathkitError
+from pathkit_core.features.images import probe_image
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
 TABLE_NAMES = ("patches.csv", "patches.parquet", "patch_slides.csv", "patch_slides.parquet")
@@ -41,6 +42,10 @@ OPTION_DEFAULTS: dict[str, Any] = {
 LEAKY_WARNING = ("the split is IMAGE-LEVEL and LEAKY: no patch -> slide table was given, so patches of one "
                  "slide sit on both sides of the split; scores are optimistic and not comparable with "
                  "slide-level results")
+
+
+# What reading a folder or zip finds per image: (class, reference, source, name, size, problem).
+Found = tuple[str, str, str, str, "tuple[int, int] | None", "str | None"]
 
 
 @dataclass(frozen=True)
@@ -130,14 +135,15 @@ class PatchFolderDataset(Dataset):
     def patches(self) -> list[Patch]:
         """Every image found, readable or not, in folder then file order (read once)."""
         if self._patches is None:
-            found: list[tuple[str, str, str, str, bytes]] = []
+            found: list[Found] = []
             for source in self._sources():
                 label = self.class_of(source.stem if source.is_file() else source.name)
-                found.extend(self._zip_images(source, label) if source.is_file() else self._folder_images(source, label))
+                images = self._zip_images(source, label) if source.is_file() else self._folder_images(source, label)
+                found.extend(images)
             self._patches = self._with_ids(found)
         return self._patches
 
-    def _zip_images(self, path: Path, label: str) -> Iterator[tuple[str, str, str, str, bytes]]:
+    def _zip_images(self, path: Path, label: str) -> Iterator[Found]:
         try:
             archive = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as exc:
@@ -148,34 +154,31 @@ class PatchFolderDataset(Dataset):
             try:
                 for info in members:
                     data = archive.read(info) if info.file_size else b""
-                    yield label, f"{path}::{info.filename}", path.name, info.filename, data
+                    yield (label, f"{path}::{info.filename}", path.name, info.filename, *probe_image(data))
             except (zipfile.BadZipFile, OSError, EOFError) as exc:
                 raise PathkitError(f"{path}: the zip is damaged ({exc})") from None
         self._inputs[path.name] = {"sha256": sha256_of(path), "bytes": path.stat().st_size, "class": label,
                                    "n_images": len(members)}
 
-    def _folder_images(self, folder: Path, label: str) -> Iterator[tuple[str, str, str, str, bytes]]:
+    def _folder_images(self, folder: Path, label: str) -> Iterator[Found]:
         files = sorted(p for p in folder.rglob("*") if p.is_file() and _is_image(p.relative_to(folder).as_posix()))
         listing = hashlib.sha256()
         for path in files:
             rel = path.relative_to(folder).as_posix()
             listing.update(f"{rel}\0{path.stat().st_size}\n".encode())
-            yield label, str(path), folder.name, rel, path.read_bytes()
+            yield (label, str(path), folder.name, rel, *probe_image(path.read_bytes()))
         self._inputs[folder.name + "/"] = {"listing_sha256": listing.hexdigest(), "class": label,
                                            "n_images": len(files)}
 
     @staticmethod
-    def _with_ids(found: list[tuple[str, str, str, str, bytes]]) -> list[Patch]:
+    def _with_ids(found: list[Found]) -> list[Patch]:
         """Case ids are file stems when they are unique, else `<folder>_<path>` for every patch."""
-        from pathkit_core.features.images import probe_image
-
-        stems = [Path(name).stem for _, _, _, name, _ in found]
+        stems = [Path(f[3]).stem for f in found]
         unique = len(set(stems)) == len(stems)
         patches = []
-        for (label, ref, source, name, data), stem in zip(found, stems, strict=True):
-            case_id = stem if unique else f"{Path(source).stem}_{Path(name).with_suffix('').as_posix()}".replace("/", "_")
-            size, problem = probe_image(data)
-            patches.append(Patch(case_id, label, ref, source, name, size, problem))
+        for (label, ref, source, name, size, problem), stem in zip(found, stems, strict=True):
+            long_id = f"{Path(source).stem}_{Path(name).with_suffix('').as_posix()}".replace("/", "_")
+            patches.append(Patch(stem if unique else long_id, label, ref, source, name, size, problem))
         return patches
 
     # ------------------------------------------------------------------ table
