@@ -10,9 +10,9 @@ import zipfile
 
 import numpy as np
 import pytest
-from PIL import Image
 from pathkit_datasets.hepatobench import CLASS_FOLDERS, CLASSES, EMPTY_FILE, HepatoBenchDataset
 from pathkit_datasets.patch_folder import LEAKY_WARNING, PatchFolderDataset
+from PIL import Image
 
 from pathkit_core.contracts import PathkitError
 
