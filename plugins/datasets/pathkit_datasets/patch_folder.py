@@ -18,27 +18,40 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Case, Dataset, PathkitError
+from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Case, DatasetOption, PathkitError
 from pathkit_core.features.images import probe_image
+from pathkit_core.workspace import sha256_file
+from pathkit_datasets._cohort import (
+    COLUMN_ALIASES,
+    CohortDataset,
+    cell,
+    check_part_classes,
+    class_order,
+    column_split,
+    drawn_split,
+    file_split,
+    option,
+    read_table,
+    require_columns,
+)
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
+# Patch tables found at the root when option `table` is not given.
 TABLE_NAMES = ("patches.csv", "patches.parquet", "patch_slides.csv", "patch_slides.parquet")
-COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
-    "patch": ("patch", "patch_id", "image", "file", "filename", "file_name", "path"),
+# The cohort conventions' column names, plus a patch table's own: the patch and its slide.
+PATCH_COLUMNS: dict[str, tuple[str, ...]] = {
+    **COLUMN_ALIASES,
+    "image_path": ("patch", "patch_id", *COLUMN_ALIASES["image_path"], "file_name"),
     "slide_id": ("slide_id", "slide", "wsi", "wsi_id"),
-    "patient_id": ("patient_id", "patient", "case_id"),
-    "split": ("split", "part"),
 }
-SPLIT_NAMES = ("train", "val", "test")
-OPTION_DEFAULTS: dict[str, Any] = {
-    "table": None,  # patch -> slide (-> patient, -> split) table; else patches.csv/patch_slides.csv at the root
-    "drop_unmapped": False,  # patches missing from the table: excluded (True) or the run stops (False)
-    "classes": None,  # class order (default: sorted class names)
-    "seed": 0,
-    "test_fraction": 0.2,
-    "val_fraction": 0.15,  # of the patches (or patients) left for training
-    "view": None,
-}
+OPTIONS: tuple[DatasetOption, ...] = (
+    DatasetOption("table", "path", None, "patch -> slide (-> patient, -> split) table (CSV, Parquet, JSON); "
+                  f"default: {' or '.join(TABLE_NAMES)} in the root; without one the split is image-level"),
+    DatasetOption("drop_unmapped", "bool", False, "leave out patches the table does not list (recorded as "
+                  "excluded) instead of stopping"),
+    DatasetOption("classes", "str", None, "class order, comma-separated (default: natural order of the names)"),
+    *(option(name) for name in ("splits_file", "split_seed", "val_fraction", "test_fraction")),
+)
 LEAKY_WARNING = ("the split is IMAGE-LEVEL and LEAKY: no patch -> slide table was given, so patches of one "
                  "slide sit on both sides of the split; scores are optimistic and not comparable with "
                  "slide-level results")
@@ -66,15 +79,7 @@ def _is_image(name: str) -> bool:
     return (name.lower().endswith(IMAGE_SUFFIXES) and not base.startswith(".") and "__MACOSX/" not in name)
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-class PatchFolderDataset(Dataset):
+class PatchFolderDataset(CohortDataset):
     """Class folders or zips of patch images under the root (see the module docstring)."""
 
     name: ClassVar[str] = "patch-folder"
@@ -84,20 +89,19 @@ class PatchFolderDataset(Dataset):
     default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
     selection_metric: ClassVar[str | None] = "classification:balanced_accuracy"
     selection_options: ClassVar[dict[str, Any]] = {"selection": True}
+    option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
+    run_options: ClassVar[tuple[str, ...]] = ("workdir",)
+    layout: ClassVar[str] = ("<root>/<class>/ (images, any depth) or <root>/<class>.zip, one per class; optional "
+                             "<root>/patches.csv with columns patch, slide_id[, patient_id][, split]")
     # Patch side the data is meant to have; others are accepted (the encoder resizes) and counted.
     expected_px: ClassVar[int | None] = None
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
-        unknown = sorted(set(options) - set(OPTION_DEFAULTS) - {"encoder", "workdir"})
-        if unknown:
-            raise PathkitError(f"dataset {self.name!r}: unknown option(s) {', '.join(unknown)}; "
-                               f"known: {', '.join(sorted(OPTION_DEFAULTS))}")
-        super().__init__(root, **{**OPTION_DEFAULTS, **options})
+        super().__init__(root, **options)
         self._patches: list[Patch] | None = None
         self._inputs: dict[str, dict[str, Any]] = {}
-        self._parts: dict[str, list[str]] | None = None
-        self._excluded: dict[str, str] = {}
-        self._facts: dict[str, Any] = {}
+        self._notes: list[str] = []
+        self._table_facts: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ classes
 
@@ -106,9 +110,7 @@ class PatchFolderDataset(Dataset):
         return source
 
     def class_names(self) -> tuple[str, ...]:
-        if self.options.get("classes"):
-            return tuple(str(c) for c in self.options["classes"])
-        return tuple(sorted({p.label for p in self.patches()}))
+        return class_order([p.label for p in self.patches()], self.options.get("classes"), self._root())
 
     # ------------------------------------------------------------------ reading
 
@@ -118,8 +120,7 @@ class PatchFolderDataset(Dataset):
         folders = {p.name: p for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith((".", "_"))}
         both = sorted(set(zips) & set(folders))
         if both:
-            self._facts.setdefault("notes", []).append(
-                f"class(es) {', '.join(both)} are both a zip and a folder; the zip is read")
+            self._notes.append(f"class(es) {', '.join(both)} are both a zip and a folder; the zip is read")
         sources = [zips[k] for k in sorted(zips)] + [folders[k] for k in sorted(folders) if k not in zips]
         if not sources:
             raise PathkitError(f"dataset {self.name!r}: {root} holds no class folder or zip of patch images")
@@ -157,7 +158,7 @@ class PatchFolderDataset(Dataset):
                     yield (label, f"{path}::{info.filename}", path.name, info.filename, *probe_image(data))
             except (zipfile.BadZipFile, OSError, EOFError) as exc:
                 raise PathkitError(f"{path}: the zip is damaged ({exc})") from None
-        self._inputs[path.name] = {"sha256": sha256_of(path), "bytes": path.stat().st_size, "class": label,
+        self._inputs[path.name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size, "class": label,
                                    "n_images": len(members)}
 
     def _folder_images(self, folder: Path, label: str) -> Iterator[Found]:
@@ -181,41 +182,34 @@ class PatchFolderDataset(Dataset):
             patches.append(Patch(stem if unique else long_id, label, ref, source, name, size, problem))
         return patches
 
-    # ------------------------------------------------------------------ table
+    # ------------------------------------------------------------------ table and split
 
-    def _table_path(self) -> Path | None:
-        given = self.options.get("table")
-        if given:
-            path = Path(given)
-            path = path if path.is_absolute() or path.exists() else self._root() / path
-            if not path.is_file():
-                raise PathkitError(f"dataset {self.name!r}: patch table {given} not found")
-            return path
-        return next((self._root() / n for n in TABLE_NAMES if (self._root() / n).is_file()), None)
-
-    def _table(self, path: Path) -> dict[str, dict[str, str]]:
-        """Patch key -> {"slide_id", "patient_id", "split"} from the table (CSV or Parquet)."""
-        import polars as pl
-
-        try:
-            frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path, infer_schema=False)
-        except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a bad table
-            raise PathkitError(f"patch table {path}: cannot be read ({exc})") from None
-        lower = {c.lower().strip(): c for c in frame.columns}
-        cols = {key: next((lower[a] for a in aliases if a in lower), None) for key, aliases in COLUMN_ALIASES.items()}
-        if cols["patch"] is None or (cols["slide_id"] is None and cols["split"] is None):
-            raise PathkitError(f"patch table {path}: needs a patch column ({', '.join(COLUMN_ALIASES['patch'])}) "
-                               f"and a slide_id or split column; has {', '.join(frame.columns)}")
+    def _table(self) -> tuple[Path, dict[str, dict[str, str]]] | None:
+        """(path, patch key -> {"slide_id", "patient_id", "split", "place"}) of the patch table, if any."""
+        path = self.option_path("table")
+        if path is None:
+            path = next((self._root() / n for n in TABLE_NAMES if (self._root() / n).is_file()), None)
+            if path is None:
+                return None
+        elif not path.is_file():
+            raise PathkitError(f"dataset {self.name!r}: patch table {path} (option table) does not exist")
+        table = read_table(path, "patch table")
+        cols = require_columns(table, ["image_path"], ["slide_id", "patient_id", "split"], PATCH_COLUMNS,
+                               what="patch table")
+        if cols["slide_id"] is None and cols["split"] is None:
+            raise PathkitError(f"patch table {path}: needs a slide_id ({', '.join(PATCH_COLUMNS['slide_id'])}) or a "
+                               f"split column; it has: {', '.join(table.columns)}")
         rows: dict[str, dict[str, str]] = {}
-        for lineno, row in enumerate(frame.iter_rows(named=True), start=2):
-            key = str(row[cols["patch"]] or "").strip()
+        for index, row in enumerate(table.rows):
+            key = cell(row.get(cols["image_path"]))
             if not key:
-                raise PathkitError(f"patch table {path}, row {lineno}: empty patch name")
+                raise PathkitError(f"patch table {table.where(index)}: empty patch name")
             if key in rows:
-                raise PathkitError(f"patch table {path}, row {lineno}: patch {key!r} is listed twice")
-            rows[key] = {k: str(row[c]).strip() for k, c in cols.items() if c is not None and k != "patch"
-                         and row[c] is not None and str(row[c]).strip()}
-        return rows
+                raise PathkitError(f"patch table {table.where(index)}: patch {key!r} is listed twice")
+            rows[key] = {k: cell(row.get(c)) for k, c in cols.items() if c is not None and k != "image_path"}
+            rows[key]["place"] = table.places[index]
+        self._table_facts = {"path": str(path), "sha256": sha256_file(path), "n_rows": len(rows)}
+        return path, rows
 
     @staticmethod
     def _keys(patch: Patch) -> tuple[str, ...]:
@@ -223,18 +217,16 @@ class PatchFolderDataset(Dataset):
         base = patch.name.rsplit("/", 1)[-1]
         return (patch.name, f"{patch.source}/{patch.name}", base, Path(base).stem, patch.case_id)
 
-    # ------------------------------------------------------------------ splits
-
-    def _draw(self) -> dict[str, list[str]]:
-        from pathkit_core.splits import SplitParams, as_records, check_disjoint, make_splits
-
-        usable = [p for p in self.patches() if p.problem is None]
-        self._excluded = {p.case_id: f"{p.source}/{p.name}: {p.problem}" for p in self.patches() if p.problem}
-        table_path = self._table_path()
-        facts: dict[str, Any] = {}
-        if table_path is not None:
-            table = self._table(table_path)
-            rows: dict[str, dict[str, str]] = {}
+    def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
+        """Cases of the readable patches, the split (given, from the table, or image-level) and the
+        patches left out with their reasons."""
+        patches = self.patches()
+        excluded = {p.case_id: f"{p.source}/{p.name}: {p.problem}" for p in patches if p.problem}
+        usable = [p for p in patches if p.problem is None]
+        found = self._table()
+        rows: dict[str, dict[str, str]] = {}
+        if found is not None:
+            path, table = found
             unmapped = []
             for p in usable:
                 hit = next((table[k] for k in self._keys(p) if k in table), None)
@@ -242,103 +234,85 @@ class PatchFolderDataset(Dataset):
                     unmapped.append(p)
                 else:
                     rows[p.case_id] = hit
+            self._table_facts["n_unmapped"] = len(unmapped)
             if unmapped:
                 shown = ", ".join(f"{p.source}/{p.name}" for p in unmapped[:20])
                 more = f" and {len(unmapped) - 20} more" if len(unmapped) > 20 else ""
                 if not self.options.get("drop_unmapped"):
                     raise PathkitError(
-                        f"patch table {table_path}: {len(unmapped)} patch(es) have no row: {shown}{more}. Add them, "
-                        "or pass --dataset-option drop_unmapped=true to leave them out (they are then listed as "
+                        f"patch table {path}: {len(unmapped)} patch(es) have no row: {shown}{more}. Add them, or "
+                        "pass --dataset-option drop_unmapped=true to leave them out (they are then listed as "
                         "excluded)")
-                self._excluded.update({p.case_id: f"not in the patch table {table_path.name}" for p in unmapped})
+                excluded.update({p.case_id: f"not in the patch table {path.name}" for p in unmapped})
                 usable = [p for p in usable if p.case_id in rows]
-            self._patient = {cid: r.get("patient_id") or r.get("slide_id") or cid for cid, r in rows.items()}
-            self._slide = {cid: r.get("slide_id", "") for cid, r in rows.items()}
-            facts["table"] = {"path": str(table_path), "sha256": sha256_of(table_path), "n_rows": len(table),
-                              "n_unmapped": len(unmapped)}
-            given = {cid: r["split"] for cid, r in rows.items() if "split" in r}
-            if given:
-                bad = sorted({s for s in given.values() if s not in SPLIT_NAMES})
-                if bad or len(given) != len(rows):
-                    raise PathkitError(f"patch table {table_path}: the split column must give every patch one of "
-                                       f"{', '.join(SPLIT_NAMES)} (found {bad or 'empty cells'})")
-                parts = {s: [p.case_id for p in usable if given[p.case_id] == s] for s in SPLIT_NAMES}
-                check_disjoint(parts, self._patient, f"patch table {table_path}")
-                facts["protocol"] = "given split (patch table), patient-disjoint"
-                return self._done(parts, facts)
-            facts["protocol"] = "slide-level, patient-disjoint (stratified draw over patients)"
-            group = self._patient
-        else:
-            self._patient = {p.case_id: p.case_id for p in usable}
-            self._slide = {}
-            facts["protocol"] = "image-level, LEAKY (stratified draw over patches)"
-            facts.setdefault("warnings", []).append(LEAKY_WARNING)
-            group = self._patient
-        params = SplitParams(n_splits=1, test_fraction=float(self.options["test_fraction"]),
-                             val_fraction=float(self.options["val_fraction"]), seed=int(self.options["seed"]))
-        records = as_records((p.case_id, group[p.case_id], p.label) for p in usable)
-        parts = make_splits(records, params, name=f"dataset {self.name!r}").fold(1)
-        facts["split_seed"] = params.seed
-        return self._done(parts, facts)
+        patients = {p.case_id: (rows.get(p.case_id, {}).get("patient_id") or rows.get(p.case_id, {}).get("slide_id")
+                                or p.case_id) for p in usable}
+        labels = {p.case_id: p.label for p in usable}
+        parts, facts = self._split(found, rows, patients, labels)
+        check_part_classes(parts, labels, f"dataset {self.name!r}")
+        self._split_facts = facts
+        cases = {}
+        for p in usable:
+            meta = {"source": p.source, "file": p.name}
+            if rows.get(p.case_id, {}).get("slide_id"):
+                meta["slide_id"] = rows[p.case_id]["slide_id"]
+            cases[p.case_id] = Case(p.case_id, patients[p.case_id], target=p.label, images=(p.ref,), meta=meta)
+        return cases, parts, excluded
 
-    def _done(self, parts: dict[str, list[str]], facts: dict[str, Any]) -> dict[str, list[str]]:
-        self._facts.update(facts)
-        self._parts = parts
-        return parts
-
-    def splits(self) -> dict[str, list[str]]:
-        return dict(self._parts if self._parts is not None else self._draw())
-
-    def cases(self, split: str) -> Iterator[Case]:
-        parts = self.splits()
-        wanted = set(parts.get(split, []))
-        for p in self.patches():
-            if p.case_id in wanted:
-                meta = {"source": p.source, "file": p.name}
-                if self._slide.get(p.case_id):
-                    meta["slide_id"] = self._slide[p.case_id]
-                yield Case(p.case_id, self._patient[p.case_id], target=p.label, images=(p.ref,), meta=meta)
-
-    def excluded_cases(self) -> dict[str, str]:
-        self.splits()
-        return dict(self._excluded)
+    def _split(self, found: tuple[Path, Any] | None, rows: dict[str, dict[str, str]], patients: dict[str, str],
+               labels: dict[str, str]) -> tuple[dict[str, list[str]], dict[str, Any]]:
+        """The split file, the table's split column, or a split drawn over patients (slide level)
+        or, without a table, over patches (image level, flagged leaky)."""
+        given_file = self.option_path("splits_file")
+        if given_file is not None:
+            parts, facts = file_split(given_file, patients)
+            return parts, {**facts, "protocol": "given split (splits_file)"}
+        if found is not None and any(r.get("split") for r in rows.values()):
+            splits = {cid: (rows[cid].get("split") or None, rows[cid]["place"]) for cid in patients}
+            parts, facts = column_split(found[0], splits, patients)
+            return parts, {**facts, "protocol": "given split (the table's split column)"}
+        level = "slide" if found is not None else "image"
+        seed = int(self.options.get("split_seed") or 0)
+        fractions = (float(self.options["val_fraction"]), float(self.options["test_fraction"]))
+        parts, facts = drawn_split(self.name, patients, seed=seed, fractions=fractions,
+                                   workdir=self.options.get("workdir"), labels=labels,
+                                   file_name=f"{level}-level-seed{seed}-val{fractions[0]:g}-test{fractions[1]:g}.csv")
+        if level == "slide":
+            return parts, {**facts, "protocol": "slide-level, patient-disjoint (drawn over patients)"}
+        return parts, {**facts, "protocol": "image-level, LEAKY (drawn over patches)", "warnings": [LEAKY_WARNING]}
 
     def validate(self) -> None:
-        patches = self.patches()
-        unknown = sorted({p.label for p in patches} - set(self.class_names()))
-        if unknown:
-            raise PathkitError(f"dataset {self.name!r}: class folder(s) {', '.join(unknown)} are not among the "
-                               f"declared classes {', '.join(self.class_names())}")
-        if not any(p.problem is None for p in patches):
+        if not any(p.problem is None for p in self.patches()):
             raise PathkitError(f"dataset {self.name!r}: no readable patch image under {self.root}")
-        self.splits()
+        super().validate()
 
     def summary(self) -> dict[str, Any]:
-        """Inputs with checksums, counts per class, patch sizes, exclusions, the split protocol."""
-        self.splits()
-        patches = self.patches()
+        """Inputs with checksums, counts per class, patch sizes, exclusions, the split and its protocol."""
+        facts = self.split_facts()
+        patches, excluded = self.patches(), self.excluded_cases()
         sizes = Counter(f"{p.size[0]}x{p.size[1]}" for p in patches if p.size)
         expected = f"{self.expected_px}x{self.expected_px}" if self.expected_px else None
         out: dict[str, Any] = {
-            "protocol": self._facts.get("protocol"),
+            "protocol": facts.get("protocol"),
+            "split": {k: v for k, v in facts.items() if k not in ("protocol", "warnings")},
             "inputs": dict(self._inputs),
             "n_images": len(patches),
             "n_usable": sum(p.problem is None for p in patches),
-            "n_excluded": len(self._excluded),
-            "class_counts": dict(Counter(p.label for p in patches if p.case_id not in self._excluded)),
+            "n_excluded": len(excluded),
+            "class_counts": dict(Counter(p.label for p in patches if p.case_id not in excluded)),
             "patch_sizes": dict(sizes),
-            "split_counts": {k: len(v) for k, v in self.splits().items()},
         }
+        if self._table_facts:
+            out["table"] = dict(self._table_facts)
+        if self._notes:
+            out["notes"] = list(self._notes)
+        warnings = list(facts.get("warnings", []))
         if expected:
-            out["n_other_size"] = sum(n for size, n in sizes.items() if size != expected)
             out["expected_size"] = expected
-        for key in ("table", "split_seed", "notes"):
-            if key in self._facts:
-                out[key] = self._facts[key]
-        warnings = list(self._facts.get("warnings", []))
-        if expected and out["n_other_size"]:
-            warnings.append(f"{out['n_other_size']} patch(es) are not {expected} px (accepted: the encoder resizes "
-                            f"every patch; sizes in the dataset summary)")
+            out["n_other_size"] = sum(n for size, n in sizes.items() if size != expected)
+            if out["n_other_size"]:
+                warnings.append(f"{out['n_other_size']} patch(es) are not {expected} px (accepted: the encoder "
+                                "resizes every patch; sizes in the dataset summary)")
         if warnings:
             out["warnings"] = warnings
         return out

@@ -77,8 +77,8 @@ def test_without_a_table_the_split_is_image_level_and_loudly_leaky(release):
     assert summary["protocol"].startswith("image-level") and LEAKY_WARNING in summary["warnings"]
     assert "IMAGE-LEVEL and LEAKY" in LEAKY_WARNING
     counts = {s: len(v) for s, v in ds.splits().items()}
-    assert sum(counts.values()) == summary["n_usable"] and counts["test"] == pytest.approx(0.2 * sum(counts.values()),
-                                                                                            abs=7)
+    assert sum(counts.values()) == summary["n_usable"]
+    assert counts["test"] == pytest.approx(0.15 * sum(counts.values()), abs=7)
     assert ds.excluded_cases() == {"02_FIB_3355": "02_FIB.zip/02_FIB_3355.png: empty file (0 bytes)"}
 
 
@@ -158,7 +158,7 @@ def test_a_split_column_is_used_as_given_and_checked_for_leakage(demo, tmp_path)
     assert all(c.patient_id.endswith("0") for c in ds.cases("test"))
     table[1] = table[1].rsplit(",", 1)[0] + ",val"  # one patch of a test patient put in val: leakage
     (root / "patches.csv").write_text("\n".join(table) + "\n")
-    with pytest.raises(PathkitError, match="is in both"):
+    with pytest.raises(PathkitError, match="patient leakage"):
         HepatoBenchDataset(root).validate()
 
 
@@ -168,13 +168,13 @@ def test_patch_folder_with_repeated_file_names_and_a_class_order(tmp_path):
         folder.mkdir()
         for i in range(12):
             (folder / f"{i}.png").write_bytes(png(px=64, value=value + i))
-    ds = PatchFolderDataset(tmp_path, classes=["tumour", "stroma"])
+    ds = PatchFolderDataset(tmp_path, classes="tumour,stroma")
     ds.validate()
     assert ds.class_names() == ("tumour", "stroma")
     ids = {p.case_id for p in ds.patches()}
     assert "tumour_0" in ids and "stroma_0" in ids  # file names repeat across classes: folder-qualified ids
     assert PatchFolderDataset(tmp_path).class_names() == ("stroma", "tumour")
-    with pytest.raises(PathkitError, match="unknown option"):
+    with pytest.raises(PathkitError, match="has no option"):
         PatchFolderDataset(tmp_path, split="random")
     empty = tmp_path / "empty"
     empty.mkdir()
