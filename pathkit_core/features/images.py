@@ -307,7 +307,7 @@ class _ModelRunner:
                 if not good:
                     continue
                 pixels = torch.from_numpy(np.stack([arr for _, arr in good]))
-                x = (pixels.permute(0, 3, 1, 2).float() / 255.0 - mean) / std
+                x = ((pixels.permute(0, 3, 1, 2).float() / 255.0 - mean) / std).contiguous()
                 with _autocast(self.dev, self.precision):
                     out = self.model(x.to(self.dev, non_blocking=True))
                 if out.ndim != 2 or out.shape[0] != len(good):
