@@ -44,25 +44,42 @@ class KNearestNeighbours(Generator):
         hp = self.hparams(spec.hparams)
         feats, labels = training_set(spec, self.name)
         k_classes = n_classes(spec, labels, self.name)
-        mean = feats.mean(dim=0, keepdim=True) if hp["centre"] else None
-        bank = centre_normalise(feats, mean)
+        mean = feats.mean(dim=0, keepdim=True) if hp["centre"] else torch.zeros(1, feats.shape[1])
         chunk = max(1, int(hp["query_chunk"]))
 
-        def neighbour_labels(query: torch.Tensor, k: int) -> torch.Tensor:
-            """(Q, k) labels of each query's k most similar training patches, most similar first."""
-            out = []
-            for start in range(0, query.shape[0], chunk):
-                sims = centre_normalise(query[start:start + chunk], mean) @ bank.T
-                out.append(labels[sims.topk(min(k, bank.shape[0]), dim=1).indices])
-            return torch.cat(out) if out else torch.empty(0, k, dtype=torch.long)
+        class FittedKNN(PatchHead):
+            name = "knn"
 
-        def vote_shares(neighbours: torch.Tensor) -> torch.Tensor:
-            counts = torch.zeros(neighbours.shape[0], k_classes)
-            counts.scatter_add_(1, neighbours, torch.ones_like(neighbours, dtype=counts.dtype))
-            return counts / neighbours.shape[1]
+            def __init__(self) -> None:
+                super().__init__()
+                # buffers, so that the index moves with the model to the prediction device
+                self.register_buffer("mean", mean)
+                self.register_buffer("bank", centre_normalise(feats, mean))
+                self.register_buffer("labels", labels)
+                self.k = int(hp["k"])
+                self.chosen: dict[str, Any] = {"k": self.k}
 
-        k = int(hp["k"])
-        chosen: dict[str, Any] = {"k": k}
+            def neighbour_labels(self, query: torch.Tensor, k: int) -> torch.Tensor:
+                """(Q, k) labels of each query's k most similar training patches, most similar first."""
+                out = []
+                for start in range(0, query.shape[0], chunk):
+                    sims = centre_normalise(query[start:start + chunk], self.mean) @ self.bank.T
+                    out.append(self.labels[sims.topk(min(k, self.bank.shape[0]), dim=1).indices])
+                return torch.cat(out) if out else torch.empty(0, k, dtype=torch.long, device=query.device)
+
+            @staticmethod
+            def vote_shares(neighbours: torch.Tensor) -> torch.Tensor:
+                counts = torch.zeros(neighbours.shape[0], k_classes, device=neighbours.device)
+                counts.scatter_add_(1, neighbours, torch.ones_like(neighbours, dtype=counts.dtype))
+                return counts / neighbours.shape[1]
+
+            def probabilities(self, features: torch.Tensor) -> torch.Tensor:
+                return self.vote_shares(self.neighbour_labels(features, self.k))
+
+            def export_state(self) -> dict[str, Any]:
+                return dict(self.chosen)
+
+        model = FittedKNN()
         if hp["select_k"]:
             if not len(spec.val_items):
                 raise PathkitError(f"{self.name}: select_k chooses k on the validation split, which is empty")
@@ -70,26 +87,16 @@ class KNearestNeighbours(Generator):
 
             candidates = sorted({int(c) for c in hp["k_candidates"]})
             val_labels = item_targets(spec.val_items, self.name)
-            neighbours = neighbour_labels(item_features(spec.val_items, self.name), max(candidates))
-            scores = {c: float(f1_score(val_labels, vote_shares(neighbours[:, :c]).argmax(dim=1),
+            neighbours = model.neighbour_labels(item_features(spec.val_items, self.name), max(candidates))
+            scores = {c: float(f1_score(val_labels, model.vote_shares(neighbours[:, :c]).argmax(dim=1),
                                         labels=list(range(k_classes)), average="macro", zero_division=0))
                       for c in candidates}
-            k = max(candidates, key=lambda c: (scores[c], -c))
-            chosen = {"k": k, "val_macro_F1": {str(c): s for c, s in scores.items()}}
-            _log.info("knn: k = %d chosen on validation macro F1 (%s)", k, scores)
-        if k < 1:
-            raise PathkitError(f"{self.name}: k must be at least 1, got {k}")
-
-        class FittedKNN(PatchHead):
-            name = "knn"
-
-            def probabilities(self, features: torch.Tensor) -> torch.Tensor:
-                return vote_shares(neighbour_labels(features, k))
-
-            def export_state(self) -> dict[str, Any]:
-                return dict(chosen)
-
-        return FittedKNN()
+            model.k = max(candidates, key=lambda c: (scores[c], -c))
+            model.chosen = {"k": model.k, "val_macro_F1": {str(c): s for c, s in scores.items()}}
+            _log.info("knn: k = %d chosen on validation macro F1 (%s)", model.k, scores)
+        if model.k < 1:
+            raise PathkitError(f"{self.name}: k must be at least 1, got {model.k}")
+        return model
 
 
 @hookimpl

@@ -40,9 +40,16 @@ class NearestPrototype(Generator):
         class FittedPrototypes(PatchHead):
             name = "prototype"
 
+            def __init__(self) -> None:
+                super().__init__()
+                # buffers, so that the prototypes move with the model to the prediction device
+                self.register_buffer("mean", mean if mean is not None else torch.zeros(1, normed.shape[1]))
+                self.register_buffer("prototypes", prototypes)
+                self.register_buffer("present", present)
+
             def probabilities(self, features: torch.Tensor) -> torch.Tensor:
-                dist = torch.cdist(centre_normalise(features, mean), prototypes)
-                dist[:, ~present] = torch.inf  # a class without training patches has no prototype
+                dist = torch.cdist(centre_normalise(features, self.mean), self.prototypes)
+                dist[:, ~self.present] = torch.inf  # a class without training patches has no prototype
                 return (-dist / temperature).softmax(dim=1)
 
         return FittedPrototypes()

@@ -130,8 +130,8 @@ def test_linear_probe_learns_separable_classes_by_steps(tmp_path):
     from pathkit_generators.linear_probe import EVA_TRAIN
 
     # the protocol, shortened: 60 steps at a larger learning rate (eva: 12,500 at 3e-4)
-    cfg = TrainConfig.from_mapping({**EVA_TRAIN, "max_steps": 60, "lr": 1e-2, "batch_size": 64, "progress": False,
-                                    "cpu": True})
+    cfg = TrainConfig.from_mapping({**EVA_TRAIN, "max_steps": 60, "val_every_steps": None, "lr": 1e-2,
+                                    "batch_size": 64, "progress": False, "cpu": True})
 
     def balanced_accuracy(preds, refs):
         from sklearn.metrics import balanced_accuracy_score
@@ -140,5 +140,6 @@ def test_linear_probe_learns_separable_classes_by_steps(tmp_path):
 
     result = fit(model, train, val, cfg, tmp_path, selection=balanced_accuracy)
     assert result.best_score > 0.95 and result.best_step is not None
-    assert result.history[0]["step"] == 5  # one check per pass: ceil(300 / 64) steps
+    assert result.history[0]["step"] == 5  # val_every_steps None: one check per pass, ceil(300 / 64) steps
+    assert EVA_TRAIN["val_every_steps"] == 250 and EVA_TRAIN["max_steps"] == 12_500
     assert model.export_state() == {"n_classes": 3}
