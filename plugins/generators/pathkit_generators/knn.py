@@ -96,6 +96,11 @@ class KNearestNeighbours(Generator):
             _log.info("knn: k = %d chosen on validation macro F1 (%s)", model.k, scores)
         if model.k < 1:
             raise PathkitError(f"{self.name}: k must be at least 1, got {model.k}")
+        smallest = int(torch.bincount(labels, minlength=k_classes)[torch.bincount(labels, minlength=k_classes) > 0]
+                       .min())
+        if model.k > 2 * smallest:
+            _log.warning("knn: k = %d is more than twice the %d training patches of the smallest class; its "
+                         "patches can hardly win a vote (select_k=true chooses k on validation)", model.k, smallest)
         return model
 
 
