@@ -287,6 +287,13 @@ class Dataset(Component):
         index of a class is its position here). Empty for tasks without classes."""
         return ()
 
+    @property
+    def train_overrides(self) -> dict[str, Any]:
+        """Training options (TrainConfig fields) this dataset's protocol fixes, applied over the
+        generator's defaults and under the run's own (GOLDMARK's paper-70-30 split: no model
+        selection, as it has no validation part)."""
+        return {}
+
     def splits(self) -> dict[str, list[str]]:
         """Named, patient-disjoint case-id lists, e.g. {"train": [...], "val": [...], "test": [...]}."""
         raise NotImplementedError
@@ -451,6 +458,9 @@ class Metric(Component):
     headline_scores: ClassVar[tuple[str, ...]] = ()
     # Summary keys where lower is better (error rates, calibration error), against `higher_is_better`.
     lower_is_better: ClassVar[tuple[str, ...]] = ()
+    # (lowest, highest) value of bounded summary keys, so that scores on different scales can be
+    # read apart (CRQS in [-0.857, 1] beside CFC in [0, 1]); shown by `pathkit info`.
+    score_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
     # Hugging Face `evaluate` feature types of predictions/references; None: plain values (see
     # pathkit_core.evaluation.hf_evaluate).
     evaluate_features: ClassVar[Any] = None
@@ -469,7 +479,8 @@ class Metric(Component):
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
         out.update(tasks=list(cls.tasks), higher_is_better=cls.higher_is_better,
-                   headline_scores=list(cls.headline_scores), lower_is_better=list(cls.lower_is_better))
+                   headline_scores=list(cls.headline_scores), lower_is_better=list(cls.lower_is_better),
+                   score_ranges={k: list(v) for k, v in cls.score_ranges.items()})
         return out
 
     @classmethod

@@ -36,7 +36,8 @@ def plan_fit(ctx: Any, dataset: Dataset, train_items: Sequence[dict[str, Any]], 
     gspec = GeneratorSpec(task=ctx.task.name, feature_dim=feature_dim, hparams=generator.hparams(spec.hparams),
                           train_targets=list(train_targets), dataset=spec.dataset,
                           class_names=tuple(dataset.class_names()))
-    train_cfg = TrainConfig.from_mapping({**generator.default_train, **spec.train, "seed": spec.seed, "cpu": spec.cpu})
+    train_cfg = TrainConfig.from_mapping({**generator.default_train, **dataset.train_overrides, **spec.train,
+                                          "seed": spec.seed, "cpu": spec.cpu})
     checkpoint_dir: Path | None = ctx.run_dir / "checkpoints"
     facts: dict[str, Any] = {}
     if spec.frozen_from is not None:

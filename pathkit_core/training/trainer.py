@@ -45,6 +45,18 @@ class TrainConfig:
     # count periods, and the history and checkpoints also record the step.
     max_steps: int | None = None
     val_every_steps: int | None = None
+    # Epochs at which the model is validated (validation loss and selection score), and so the
+    # only ones that can become "best", step the plateau scheduler or count towards early
+    # stopping; the last epoch is always one. None: every epoch (PathBench). GOLDMARK validates
+    # at 2, 5, 10, 20, 50, 80 and 120 (its public EXTRA_VAL_EPOCHS; docs/goldmark.md).
+    validation_epochs: tuple[int, ...] | None = None
+    # False: no model selection; "best" is the last epoch, and training needs no validation
+    # cases (without them the plateau scheduler is never stepped). GOLDMARK's paper-comparable
+    # setting trains on 70 % and reports the epoch-120 model.
+    model_selection: bool = True
+    # Shuffle the training cases every epoch (seeded by seed + epoch). PathBench's data modules
+    # never shuffle; GOLDMARK's do (docs/training.md, "Shuffling").
+    shuffle: bool = True
     mixed_precision: str = "no"  # "no", "bf16", "fp16"
     seed: int = 0
     cpu: bool = False
@@ -68,6 +80,19 @@ class TrainConfig:
                 raise PathkitError(f"{name} must be a positive number of steps (or None), got {value!r}")
         if self.plateau_on not in ("val_loss", "selection", "none"):
             raise PathkitError(f"plateau_on must be 'val_loss', 'selection' or 'none', got {self.plateau_on!r}")
+        epochs = self.validation_epochs
+        if epochs is not None:
+            if isinstance(epochs, str | bytes) or not all(
+                    isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in epochs):
+                raise PathkitError(f"validation_epochs must be epoch numbers >= 1 (or None), got {epochs!r}")
+            self.validation_epochs = tuple(sorted(set(epochs)))
+
+    def validates_at(self, epoch: int) -> bool:
+        """Whether `epoch` is a validation epoch (`validation_epochs`, always the last one). Training
+        by steps validates at the end of every period."""
+        if self.max_steps is not None:
+            return True
+        return self.validation_epochs is None or epoch in self.validation_epochs or epoch >= self.max_epochs
 
     def period_steps(self, n_train: int) -> int:
         """Optimizer steps between two validation checks: one pass over `n_train` cases, or
@@ -240,7 +265,7 @@ def _step_batches(n: int, cfg: TrainConfig, period: int) -> list[list[int]]:
         epoch, position = divmod(step, per_pass)
         if epoch not in orders:
             generator = torch.Generator().manual_seed(cfg.seed + epoch + 1)
-            orders[epoch] = torch.randperm(n, generator=generator).tolist()
+            orders[epoch] = torch.randperm(n, generator=generator).tolist() if cfg.shuffle else list(range(n))
         batches.append(orders[epoch][position * cfg.batch_size:(position + 1) * cfg.batch_size])
     return batches
 
@@ -250,7 +275,7 @@ def _period_loader(items: Sequence[dict[str, Any]], model: Any, cfg: TrainConfig
     import torch
 
     if cfg.max_steps is None:
-        loader = _loader(items, model, cfg.batch_size, True, cfg.seed + period, cfg.num_workers)
+        loader = _loader(items, model, cfg.batch_size, cfg.shuffle, cfg.seed + period, cfg.num_workers)
     else:
         loader = torch.utils.data.DataLoader(items, batch_sampler=_step_batches(len(items), cfg, period),
                                              collate_fn=model.collate, num_workers=cfg.num_workers)
@@ -345,6 +370,10 @@ def fit(
     """Train `model`, selecting the best epoch on `val_items` with `selection` (validation loss
     when None), with ReduceLROnPlateau, early stopping and per-epoch `last` checkpoints.
 
+    Validation runs at `cfg.validation_epochs` only (every epoch by default); the history of an
+    epoch without validation has no `val_loss`/`selection`. With `cfg.model_selection` False,
+    `val_items` may be empty and "best" is the last epoch.
+
     With `resume`, an existing `last` checkpoint in `out_dir` is continued from exactly.
     """
     import torch
@@ -353,8 +382,9 @@ def fit(
     out_dir.mkdir(parents=True, exist_ok=True)
     if len(train_items) == 0:
         raise PathkitError("no training cases: the train split is empty after filtering")
-    if len(val_items) == 0:
-        raise PathkitError("no validation cases: model selection needs a validation split")
+    if len(val_items) == 0 and cfg.model_selection:
+        raise PathkitError("no validation cases: model selection needs a validation split "
+                           "(or train without selection: model_selection=False, best = last epoch)")
     seed_everything(cfg.seed)
     accelerator = accelerator or make_accelerator(cfg)
     module: Any = model
@@ -381,6 +411,8 @@ def fit(
     config["train"] = asdict(cfg)
 
     def better(score: float) -> bool:
+        if not cfg.model_selection:
+            return True  # the last epoch is the model
         return score > state["best_score"] if maximize else score < state["best_score"]
 
     stopped_early = False
@@ -407,29 +439,34 @@ def fit(
                 optimizer.zero_grad(set_to_none=True)
                 losses.append(float(loss.detach().float()))
             inner = accelerator.unwrap_model(stepper).inner
-            val_loss = _val_loss(accelerator, inner, val_items, cfg.batch_size)
-            if selection is not None:
-                preds = _predict_items(accelerator, inner, val_items, cfg.eval_batch_size or cfg.batch_size)
-                score = float(selection(preds, references))
-            else:
-                score = val_loss
-            if scheduler is not None:
-                scheduler.step(val_loss if cfg.plateau_on == "val_loss" else score)
-            record = {"epoch": epoch, "train_loss": sum(losses) / max(len(losses), 1),
-                      "val_loss": val_loss, "selection": score, "lr": optimizer.param_groups[0]["lr"],
-                      "seconds": time.perf_counter() - t0}
+            record = {"epoch": epoch, "train_loss": sum(losses) / max(len(losses), 1)}
+            validated = cfg.validates_at(epoch) and len(val_items) > 0
+            score = math.nan
+            if validated:
+                val_loss = _val_loss(accelerator, inner, val_items, cfg.batch_size)
+                if selection is not None:
+                    preds = _predict_items(accelerator, inner, val_items, cfg.eval_batch_size or cfg.batch_size)
+                    score = float(selection(preds, references))
+                else:
+                    score = val_loss
+                # the plateau scheduler counts validations, not epochs (GOLDMARK steps it only at
+                # its validation epochs)
+                if scheduler is not None:
+                    scheduler.step(val_loss if cfg.plateau_on == "val_loss" else score)
+                record.update(val_loss=val_loss, selection=score)
+            record.update(lr=optimizer.param_groups[0]["lr"], seconds=time.perf_counter() - t0)
             if cfg.max_steps is not None:
                 state["step"] = min(epoch * cfg.period_steps(len(train_items)), cfg.max_steps)
                 record["step"] = state["step"]
             state["history"].append(record)
             state["epoch"] = epoch
-            if better(score):
+            if (validated or not cfg.model_selection) and better(score):
                 state.update(best_epoch=epoch, best_score=score, bad_epochs=0)
                 if cfg.max_steps is not None:
                     state["best_step"] = state["step"]
                 if accelerator.is_main_process:
                     save_checkpoint(out_dir, "best", inner, config=config, trainer_state=state)
-            else:
+            elif validated:
                 state["bad_epochs"] += 1
             if accelerator.is_main_process:
                 save_checkpoint(out_dir, "last", inner, config=config, optimizer=optimizer,
@@ -438,8 +475,8 @@ def fit(
             accelerator.wait_for_everyone()
             if on_epoch is not None:
                 on_epoch(record)
-            progress.update(task, completed=epoch,
-                            description=f"epoch {epoch} loss {record['train_loss']:.3f} sel {score:.4f}")
+            shown = f" sel {score:.4f}" if validated else ""
+            progress.update(task, completed=epoch, description=f"epoch {epoch} loss {record['train_loss']:.3f}{shown}")
     return FitResult(
         best_epoch=int(state["best_epoch"]),
         best_score=float(state["best_score"]),

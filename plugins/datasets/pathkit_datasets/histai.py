@@ -14,7 +14,7 @@ Report text: the fields named by option report_fields (default
 "micro_protocol,conclusion,diagnosis") in that order; each non-empty field is stripped, ended
 with a period when it has no closing punctuation, a field repeating an earlier one
 (case-insensitively) is dropped, and the parts are joined with single spaces. The result is then
-cleaned like PathBench's HistAI text (lower-cased, punctuation stripped; at most 800 tokens).
+cleaned like PathBench's HistAI text (lower-cased, punctuation stripped; at most 600 tokens, as PathBench).
 
 Case id: "<subset>_case_<n>"; patient id: the record's "patient_id" when present, else the case
 (HISTAI publishes no patient key). The split is drawn once with option split_seed (0) in
@@ -92,7 +92,7 @@ class HistAI(ReportDataset):
                 "Computational Pathology; PathReportEval (protocol)")
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "histai"}}
     report_cleaning: ClassVar[str] = "pathbench"
-    max_report_tokens: ClassVar[int] = 800
+    max_report_tokens: ClassVar[int] = 600  # PathBench max_seq_length for HistAI (its configs and paper)
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("metadata", "path", None, "the HISTAI-metadata JSON (default: metadata.json, ... or the only "
                       "*.json in the root)"),
