@@ -80,7 +80,7 @@ OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("n_splits", "int", 5, "number of stratified patient-level splits drawn"),
     DatasetOption("test_fraction", "float", 0.3, "share of patients in each drawn test part"),
     DatasetOption("val_fraction", "float", 0.2, "share of the remaining patients in each validation part"),
-    DatasetOption("split_protocol", "|".join(SPLIT_PROTOCOLS), "train-val-test", "train-val-test (best epoch chosen "
+    DatasetOption("split_protocol", "str", "train-val-test", "train-val-test (best epoch chosen "
                   "on validation) or paper-70-30 (train on the whole 70 %, the epoch-120 model; docs/goldmark.md)"),
     DatasetOption("split_seed", "int", 0, "seed of the drawn splits"),
     DatasetOption("diagnostic_only", "bool", True, "keep diagnostic FFPE slides only (TCGA -DX barcodes, ffpe column)"),
