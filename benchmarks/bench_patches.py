@@ -143,7 +143,7 @@ def head_child(name: str, n: int, dim: int, test_fraction: float) -> None:
     feats = torch.empty(n, dim, dtype=torch.float16)
     for start in range(0, n, 8192):  # drawn in float32 blocks: the data costs its float16 size, no more
         rows = labels[start:start + 8192]
-        block = centres[rows] * 0.3 + rng.standard_normal((len(rows), dim), dtype=np.float32)
+        block = centres[rows] * 0.1 + rng.standard_normal((len(rows), dim), dtype=np.float32)
         feats[start:start + 8192] = torch.from_numpy(block.astype(np.float16))
     n_test = int(n * test_fraction)
     train = _Features(feats[n_test:].float(), labels[n_test:])
