@@ -423,10 +423,21 @@ def _warn_tile_spec(enc: Encoder, manifests: Sequence[Manifest], rank: int) -> N
 
 
 def _extraction_key(job: _SlideJob, weights_id: str, arch: str, feature_dtype: str) -> str:
-    return content_hash(
-        {"manifest": job.manifest_sha256, "weights": weights_id, "architecture": arch, "dtype": feature_dtype},
-        length=32,
-    )
+    parts = {"manifest": job.manifest_sha256, "weights": weights_id, "architecture": arch, "dtype": feature_dtype}
+    resampling = tile_resampling(job.manifest)
+    if resampling:  # features of resampled tiles depend on the filter; exact-resolution ones do not
+        parts["resampling"] = resampling
+    return content_hash(parts, length=32)
+
+
+def tile_resampling(manifest: Manifest) -> str:
+    """The reader's resampling filter when any tile of the manifest is resampled, else ''."""
+    from pathkit_core.wsi.resample import RESAMPLING
+
+    tiles = manifest.tiles
+    if tiles.height == 0 or (tiles["read_px"] == tiles["tile_px"]).all():
+        return ""
+    return RESAMPLING
 
 
 def _prepare(
@@ -556,6 +567,7 @@ def _finish(
         manifest_sha256=job.manifest_sha256,
         encoder_tile_px=str(enc.tile_spec.tile_px),
         encoder_mpp=repr(float(enc.tile_spec.mpp)),
+        tile_resampling=tile_resampling(m),
         extraction_key=key,
         qc=qc.as_dict(),
         status=qc.status,
