@@ -5,8 +5,9 @@ target mpp (CMU-1 at 0.499 um/px reads 257 px for a 256-px tile; a 0.2527 um/px 
 507 px from level 0). The whole batch is resized in one tensor operation: on the CPU torch's
 uint8 antialiased kernel (the separable fixed-point algorithm of Pillow's `BICUBIC` filter,
 Keys cubic a = -0.5 with the support widened by the scale when downsampling), which is
-measured identical to Pillow's `Image.resize(..., BICUBIC)` to within one grey level; on a
-GPU the same filter in floating point, rounded back to uint8. The filter replaced Pillow's
+within two grey levels of Pillow's `Image.resize(..., BICUBIC)` (fixed-point rounding, under 1%
+of the values); on a GPU the same filter in floating point, rounded back to uint8 after each
+axis as Pillow does (within two grey levels of the CPU's). The filter replaced Pillow's
 Lanczos-3 per tile (1.3-1.7 ms per 257 -> 256 px tile against 0.14 ms): docs/wsi.md section 5
 states the difference to the earlier Lanczos tiles (about one grey level on average) and what
 it does to features.
