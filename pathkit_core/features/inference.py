@@ -198,7 +198,7 @@ class EncoderRunner:
         if self.device.type != "cuda":
             return out.float()
         host = torch.empty(out.shape, dtype=torch.float32, pin_memory=True)
-        host.copy_(out, non_blocking=True)
+        host.copy_(out.float(), non_blocking=True)  # converted on the device, then one async copy
         done = torch.cuda.Event()
         done.record()
         return host, done

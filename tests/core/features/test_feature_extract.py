@@ -15,13 +15,7 @@ from pathkit_core.workspace import sha256_file
 from pathkit_core.wsi.manifest import read_manifest
 from tests.core.features.conftest import NaNOnDarkEncoder, PixelStatsEncoder
 
-
-@pytest.fixture(autouse=True)
-def _threads():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _by_id(results):

@@ -14,13 +14,7 @@ from pathkit_core.features.inference import EncoderRunner, Preprocess, autocast,
 from pathkit_core.wsi.resample import resize_tiles
 from tests.core.features.conftest import PixelStatsEncoder
 
-
-@pytest.fixture(autouse=True)
-def _threads():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _batches(n=5, size=70, seed=0):
