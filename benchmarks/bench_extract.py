@@ -223,6 +223,8 @@ def run_rounds(contenders: dict[str, tuple[Callable[[], float], int]], ratios: d
             rates[name].append(n / fn())
         for label, (num, den) in ratios.items():
             pair[label].append(rates[num][-1] / rates[den][-1])
+        print(f"  round {r + 1} (load {loads[-1]:.2f}): " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in rates.items())
+              + " tiles/s; " + ", ".join(f"{k} {v[-1]:.3f}" for k, v in pair.items()), flush=True)
     loads.append(os.getloadavg()[0])
     return rates, pair, loads
 
@@ -278,6 +280,7 @@ def speed_run(args: argparse.Namespace) -> None:
             if lazy is not None:
                 contenders["lazyslide"] = lazy
                 ratios["pathkit / lazyslide (end to end, same slide and model)"] = ("e2e", "lazyslide")
+        print(f"{len(contenders)} contenders: {', '.join(contenders)}; warming up", flush=True)
         for fn, _ in contenders.values():  # warm-up: imports, first slide opens, allocator pools
             if fn is not contenders["bare"][0]:
                 fn()
