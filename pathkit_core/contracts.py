@@ -309,6 +309,12 @@ class Dataset(Component):
         """Cases left out by filters or QC, with the reason; counted in the results, never dropped silently."""
         return {}
 
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready facts about the opened data, written to metrics.json ("dataset") and provenance:
+        input checksums, counts, the split protocol. Its "warnings" (a list of sentences) are also
+        printed by `pathkit run` and shown at the top of the report (e.g. a leaky split)."""
+        return {}
+
     def make_demo(self, path: str | Path) -> Path:
         """Build a synthetic miniature under `path` and return its root (optional)."""
         raise PathkitError(f"dataset {self.name!r} has no synthetic demo")
@@ -434,10 +440,13 @@ class Generator(Component):
 
 @dataclass
 class MetricResult:
-    """`summary`: named floats; `per_case`: one row per case with the evidence behind each score."""
+    """`summary`: named floats; `per_case`: one row per case with the evidence behind each score;
+    `details`: JSON-ready structures that are not one number (a confusion matrix, curve points),
+    written to metrics.json under "details" and drawn in the report."""
 
     summary: dict[str, float]
     per_case: pl.DataFrame | None = None
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class Metric(Component):

@@ -42,6 +42,9 @@ def _record_value(path: Path, where: str, record: Any) -> tuple[str, Any]:
         raise PathkitError(
             f"{path}: {where} (id {rid!r}): no value key; expected one of {', '.join(VALUE_KEYS)}"
         )
+    if key in ("label", "prediction", "pred") and "probabilities" in record:
+        # a classification record: its class and its class probabilities travel together
+        return str(rid), {"label": record[key], "probabilities": record["probabilities"]}
     return str(rid), record[key]
 
 

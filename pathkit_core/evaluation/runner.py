@@ -20,6 +20,11 @@ class ScoreResult:
     per_case: Any = None  # polars.DataFrame
     results: dict[str, MetricResult] = field(default_factory=dict)
 
+    @property
+    def details(self) -> dict[str, dict[str, Any]]:
+        """Each metric's non-scalar results (`MetricResult.details`), for those that have any."""
+        return {name: dict(r.details) for name, r in self.results.items() if getattr(r, "details", None)}
+
     def flat_summary(self) -> dict[str, float]:
         """`{"BLEU-4": ..., "CRQS": ...}`; a key two metrics share is prefixed with the metric."""
         counts: dict[str, int] = {}
@@ -138,6 +143,8 @@ def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[st
     """`metrics.json` (summary per metric) and `per_case.parquet`, both written atomically."""
     out_dir = Path(out_dir)
     payload = {"metrics": result.summary, **dict(extra or {})}
+    if result.details:
+        payload["details"] = result.details
     atomic_write_json(out_dir / "metrics.json", payload)
     if result.per_case is not None:
         atomic_write_with(out_dir / "per_case.parquet", lambda tmp: result.per_case.write_parquet(tmp))

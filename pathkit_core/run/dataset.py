@@ -23,6 +23,7 @@ class DatasetStage:
     split_hash: str
     excluded: dict[str, str] = field(default_factory=dict)
     split: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)  # Dataset.summary(): checksums, protocol, warnings
 
     def split_line(self) -> str:
         """One log line: where the split comes from and its sizes."""
@@ -81,4 +82,4 @@ def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir
     ids = {name: [c.case_id for c in split] for name, split in cases.items()}
     # Cases the dataset left out (filters, QC gating) are counted in the results, never dropped silently.
     return DatasetStage(dataset, cases, content_hash(ids), dict(dataset.excluded_cases()),
-                        dict(dataset.split_facts() or {}))
+                        dict(dataset.split_facts() or {}), dict(dataset.summary()))

@@ -100,9 +100,11 @@ def fit_stage(ctx: Any, plan: FitPlan, fit_key: str, dataset: Dataset, train_ite
         result = fit(model, train_items, val_items, plan.train_cfg, plan.checkpoint_dir, selection=selection,
                      checkpoint_config={"generator": spec.generator, "spec": spec_json(plan.gspec, model)})
         ctx.mark("fit", fit_key, {"best_epoch": result.best_epoch, "best_score": result.best_score,
-                                  "epochs_run": result.epochs_run, "selection": plan.selection or "val_loss"})
+                                  "epochs_run": result.epochs_run, "selection": plan.selection or "val_loss",
+                                  **({"best_step": result.best_step} if result.best_step is not None else {})})
         done = ctx.marker("fit")
-    ctx.log(f"best epoch {done.get('best_epoch')} ({plan.selection or 'val_loss'} "
+    at = f"step {done['best_step']}" if done.get("best_step") is not None else f"epoch {done.get('best_epoch')}"
+    ctx.log(f"best {at} ({plan.selection or 'val_loss'} "
             f"{done.get('best_score', float('nan')):.4f})")
     return done
 

@@ -83,6 +83,8 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
         log(ds.split_line())
         if ds.excluded:
             log(f"the dataset excluded {len(ds.excluded)} case(s) (filters and QC; reasons in metrics.json)")
+        for warning in ds.summary.get("warnings", []):
+            log(f"WARNING: {warning}")
 
         tiling = ctx.task.tiling(ds.dataset, spec.tiling)
         facts = ctx.facts(tiling)
@@ -108,11 +110,13 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
         fit_stage(ctx, plan, keys.fit, ds.dataset, items["train"], items["val"], ds.cases["val"])
         evaluated = predict_stage(ctx, plan, keys.predict, names, items["test"], ds.cases["test"], ds.dataset, facts)
         extra = {"run": spec.identity(), "skipped_cases": feats.skipped, **({"split": ds.split} if ds.split else {}),
-                 **({"excluded_cases": ds.excluded, "n_excluded_cases": len(ds.excluded)} if ds.excluded else {})}
+                 **({"excluded_cases": ds.excluded, "n_excluded_cases": len(ds.excluded)} if ds.excluded else {}),
+                 **({"dataset": ds.summary} if ds.summary else {})}
         scores = score_stage(ctx, metrics, evaluated, ds.cases["test"], train_targets, ds.dataset, facts, extra)
         ctx.mark("score", keys.score, {})
         report_stage(ctx, spec, {"dataset_root": str(ds.dataset.root), "split_hash": ds.split_hash,
-                                 "feature_files": len(feats.inputs), "stage_keys": vars(keys)},
+                                 "feature_files": len(feats.inputs), "stage_keys": vars(keys),
+                                 **({"dataset": ds.summary} if ds.summary else {})},
                      time.perf_counter() - started)
         return RunResult(ctx.run_dir, scores["summary"], scores["baselines"], feats.skipped, ctx.resumed,
                          scores["checkpoints"], ds.excluded)

@@ -34,9 +34,18 @@ class TrainConfig:
     grad_clip: float | None = None
     plateau_factor: float = 0.5
     plateau_patience: int = 7
-    plateau_on: str = "val_loss"  # "val_loss" (PathBench) or "selection" (GOLDMARK: validation AUROC)
+    # "val_loss" (PathBench), "selection" (GOLDMARK: validation AUROC) or "none" (a constant
+    # learning rate: eva's linear probe)
+    plateau_on: str = "val_loss"
     early_stop_patience: int | None = 20
     selection_mode: str = "max"  # direction of the selection score
+    # Train for this many optimizer steps instead of `max_epochs` passes (eva's linear probe:
+    # 12,500). Training then runs in periods of `val_every_steps` steps (None: one pass over
+    # the training cases, eva's check per epoch), each ending in a validation check; in that
+    # mode an "epoch" of the history, the early-stopping patience and the plateau scheduler
+    # count periods, and the history and checkpoints also record the step.
+    max_steps: int | None = None
+    val_every_steps: int | None = None
     # Epochs at which the model is validated (validation loss and selection score), and so the
     # only ones that can become "best", step the plateau scheduler or count towards early
     # stopping; the last epoch is always one. None: every epoch (PathBench). GOLDMARK validates
@@ -66,6 +75,12 @@ class TrainConfig:
         return cls(**values)
 
     def __post_init__(self) -> None:
+        for name in ("max_steps", "val_every_steps"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise PathkitError(f"{name} must be a positive number of steps (or None), got {value!r}")
+        if self.plateau_on not in ("val_loss", "selection", "none"):
+            raise PathkitError(f"plateau_on must be 'val_loss', 'selection' or 'none', got {self.plateau_on!r}")
         epochs = self.validation_epochs
         if epochs is not None:
             if isinstance(epochs, str | bytes) or not all(
@@ -74,8 +89,23 @@ class TrainConfig:
             self.validation_epochs = tuple(sorted(set(epochs)))
 
     def validates_at(self, epoch: int) -> bool:
-        """Whether `epoch` is a validation epoch (`validation_epochs`, always the last one)."""
+        """Whether `epoch` is a validation epoch (`validation_epochs`, always the last one). Training
+        by steps validates at the end of every period."""
+        if self.max_steps is not None:
+            return True
         return self.validation_epochs is None or epoch in self.validation_epochs or epoch >= self.max_epochs
+
+    def period_steps(self, n_train: int) -> int:
+        """Optimizer steps between two validation checks: one pass over `n_train` cases, or
+        `val_every_steps` when training by steps."""
+        per_pass = max(1, math.ceil(n_train / max(self.batch_size, 1)))
+        return per_pass if self.max_steps is None or self.val_every_steps is None else self.val_every_steps
+
+    def periods(self, n_train: int) -> int:
+        """How many training periods (epochs, or validation periods when training by steps)."""
+        if self.max_steps is None:
+            return self.max_epochs
+        return math.ceil(self.max_steps / self.period_steps(n_train))
 
 
 @dataclass
@@ -87,6 +117,7 @@ class FitResult:
     best_checkpoint: Path | None = None
     last_checkpoint: Path | None = None
     stopped_early: bool = False
+    best_step: int | None = None  # training by steps: the optimizer step of the best checkpoint
 
 
 def seed_everything(seed: int) -> None:
@@ -219,6 +250,39 @@ def _loader(items: Sequence[dict[str, Any]], model: Any, batch_size: int, shuffl
     )
 
 
+def _step_batches(n: int, cfg: TrainConfig, period: int) -> list[list[int]]:
+    """The index batches of training period `period` (1-based) when training by steps.
+
+    Steps run through consecutive passes over the cases, each pass in its own seeded order
+    (seed + pass + 1), so that a period's batches follow from its number alone: a resumed run
+    draws exactly the batches the uninterrupted one would have."""
+    import torch
+
+    length, per_pass = cfg.period_steps(n), max(1, math.ceil(n / cfg.batch_size))
+    first, last = (period - 1) * length, min(period * length, int(cfg.max_steps or 0))
+    orders: dict[int, list[int]] = {}
+    batches = []
+    for step in range(first, last):
+        epoch, position = divmod(step, per_pass)
+        if epoch not in orders:
+            generator = torch.Generator().manual_seed(cfg.seed + epoch + 1)
+            orders[epoch] = torch.randperm(n, generator=generator).tolist() if cfg.shuffle else list(range(n))
+        batches.append(orders[epoch][position * cfg.batch_size:(position + 1) * cfg.batch_size])
+    return batches
+
+
+def _period_loader(items: Sequence[dict[str, Any]], model: Any, cfg: TrainConfig, period: int, accelerator: Any):
+    """The training batches of one period: a shuffled pass (by epochs) or its steps (by steps)."""
+    import torch
+
+    if cfg.max_steps is None:
+        loader = _loader(items, model, cfg.batch_size, cfg.shuffle, cfg.seed + period, cfg.num_workers)
+    else:
+        loader = torch.utils.data.DataLoader(items, batch_sampler=_step_batches(len(items), cfg, period),
+                                             collate_fn=model.collate, num_workers=cfg.num_workers)
+    return accelerator.prepare_data_loader(loader) if accelerator.num_processes > 1 else loader
+
+
 def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]], batch_size: int,
                    bar: Any = None) -> dict[str, Any]:
     """Predictions for `items`, sharded over processes and gathered on every process; `bar`
@@ -331,11 +395,14 @@ def fit(
     optimizer = torch.optim.AdamW(module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     maximize = selection is not None and cfg.selection_mode == "max"
     plateau_mode = "min" if cfg.plateau_on == "val_loss" else ("max" if maximize else "min")
-    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+    scheduler = None if cfg.plateau_on == "none" else torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimizer, mode=plateau_mode, factor=cfg.plateau_factor, patience=cfg.plateau_patience
     )
+    n_periods = cfg.periods(len(train_items))
     state = {"epoch": 0, "best_epoch": 0, "best_score": -math.inf if maximize else math.inf,
              "bad_epochs": 0, "history": []}
+    if cfg.max_steps is not None:
+        state.update(step=0, best_step=0)
     last = out_dir / "last.safetensors"
     if resume and last.exists():
         meta = load_checkpoint(last, module, optimizer=optimizer, scheduler=scheduler)
@@ -355,8 +422,8 @@ def fit(
     stopped_early = False
     progress = _progress(accelerator, cfg)
     with progress:
-        task = progress.add_task("training", total=cfg.max_epochs, completed=state["epoch"])
-        while state["epoch"] < cfg.max_epochs:
+        task = progress.add_task("training", total=n_periods, completed=state["epoch"])
+        while state["epoch"] < n_periods:
             # checked before an epoch, so that resuming a run that already stopped early (its
             # stage markers lost, say) trains nothing more
             if cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience:
@@ -364,10 +431,8 @@ def fit(
                 break
             epoch = state["epoch"] + 1
             stepper.train()
-            loader = _loader(train_items, module, cfg.batch_size, cfg.shuffle, cfg.seed + epoch, cfg.num_workers)
-            shard = accelerator.prepare_data_loader(loader) if accelerator.num_processes > 1 else loader
             t0, losses = time.perf_counter(), []
-            for batch in shard:
+            for batch in _period_loader(train_items, module, cfg, epoch, accelerator):
                 batch = _to_device(batch, accelerator.device)
                 with accelerator.autocast():
                     loss = stepper(batch)
@@ -390,13 +455,19 @@ def fit(
                     score = val_loss
                 # the plateau scheduler counts validations, not epochs (GOLDMARK steps it only at
                 # its validation epochs)
-                scheduler.step(val_loss if cfg.plateau_on == "val_loss" else score)
+                if scheduler is not None:
+                    scheduler.step(val_loss if cfg.plateau_on == "val_loss" else score)
                 record.update(val_loss=val_loss, selection=score)
             record.update(lr=optimizer.param_groups[0]["lr"], seconds=time.perf_counter() - t0)
+            if cfg.max_steps is not None:
+                state["step"] = min(epoch * cfg.period_steps(len(train_items)), cfg.max_steps)
+                record["step"] = state["step"]
             state["history"].append(record)
             state["epoch"] = epoch
             if (validated or not cfg.model_selection) and better(score):
                 state.update(best_epoch=epoch, best_score=score, bad_epochs=0)
+                if cfg.max_steps is not None:
+                    state["best_step"] = state["step"]
                 if accelerator.is_main_process:
                     save_checkpoint(out_dir, "best", inner, config=config, trainer_state=state)
             elif validated:
@@ -420,6 +491,7 @@ def fit(
         best_checkpoint=out_dir / "best.safetensors",
         last_checkpoint=last,
         stopped_early=stopped_early,
+        best_step=state.get("best_step"),
     )
 
 
