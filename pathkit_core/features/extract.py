@@ -724,48 +724,8 @@ def _run(
                 last_flush = time.monotonic()
 
 
-class _progress_bar:  # noqa: N801 - used like a function
-    """A rich progress bar in tiles with a tiles/s column (or nothing when disabled)."""
+def _progress_bar(enabled: bool, total: int, label: str) -> Any:
+    """Extraction's progress bar: tiles, with a tiles/s column (or nothing when disabled)."""
+    from pathkit_core.progress import ProgressBar
 
-    def __init__(self, enabled: bool, total: int, label: str) -> None:
-        self.enabled = enabled
-        self.total = total
-        self.label = label
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> _progress_bar:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                ProgressColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-            from rich.text import Text
-
-            class _Rate(ProgressColumn):
-                def render(self, task: Any) -> Text:
-                    speed = task.finished_speed or task.speed
-                    return Text(f"{speed:,.0f} tiles/s" if speed else "- tiles/s")
-
-            from pathkit_core.cli.common import err_console
-
-            self._progress = Progress(
-                TextColumn(f"extract [bold]{self.label}[/]"), BarColumn(), MofNCompleteColumn(),
-                _Rate(), TimeElapsedColumn(), TimeRemainingColumn(), console=err_console,
-            )
-            self._progress.__enter__()
-            self._task = self._progress.add_task("tiles", total=self.total)
-        return self
-
-    def advance(self, n: int) -> None:
-        if self._progress is not None:
-            self._progress.advance(self._task, n)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
+    return ProgressBar(f"extract [bold]{label}[/]", total, "tiles", enabled=enabled, rate=True)

@@ -760,35 +760,16 @@ def _run_pool(jobs: list[tuple[int, dict[str, Any]]], workers: int, bar: _Progre
 
 
 class _Progress:
-    """A rich progress bar over slides (on stderr), or nothing when disabled."""
+    """Tiling's progress bar over slides, with the counts of each outcome beside it."""
 
     def __init__(self, total: int, *, enabled: bool) -> None:
-        self.total = total
-        self.enabled = enabled
-        self._progress: Any = None
-        self._task: Any = None
+        from pathkit_core.progress import ProgressBar
+
+        self.bar = ProgressBar("[bold]tiling", total, "slides", enabled=enabled)
         self.counts = {"ok": 0, "skipped": 0, "failed": 0, "empty": 0}
 
     def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            from pathkit_core.cli.common import err_console
-
-            self._progress = Progress(
-                TextColumn("[bold]tiling"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                console=err_console, transient=False,
-            )
-            self._progress.__enter__()
-            self._task = self._progress.add_task("tiling", total=self.total, status="")
+        self.bar.__enter__()
         return self
 
     def _status(self, current: str = "") -> str:
@@ -797,14 +778,12 @@ class _Progress:
         return f"{text}  {current}" if current else text
 
     def start(self, name: str) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, status=self._status(name))
+        self.bar.status(self._status(name))
 
     def advance(self, result: TileResult) -> None:
         self.counts[result.status] = self.counts.get(result.status, 0) + 1
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1, status=self._status())
+        self.bar.advance(1)
+        self.bar.status(self._status())
 
     def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
+        self.bar.__exit__(*exc)
