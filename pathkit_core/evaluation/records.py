@@ -25,7 +25,7 @@ class RecordFile:
     format: str = ""
 
 
-def _record_value(path: Path, where: str, record: Any) -> tuple[str, Any]:
+def _record_value(path: Path, where: str, record: Any, whole: bool = False) -> tuple[str, Any]:
     if not isinstance(record, Mapping):
         raise PathkitError(
             f"{path}: {where}: expected an object with \"id\" and \"report\", got {type(record).__name__}"
@@ -35,6 +35,8 @@ def _record_value(path: Path, where: str, record: Any) -> tuple[str, Any]:
         raise PathkitError(f"{path}: {where}: record has no \"id\" key (keys: {sorted(record)})")
     if not isinstance(rid, str | int):
         raise PathkitError(f"{path}: {where}: \"id\" must be a string, got {type(rid).__name__}")
+    if whole:  # the metric reads every field of the record (VQA: answer, capability, group)
+        return str(rid), {k: v for k, v in record.items() if k not in ID_KEYS}
     key = next((k for k in VALUE_KEYS if k in record), None)
     if key is None:
         raise PathkitError(
@@ -49,8 +51,11 @@ def _add(path: Path, values: dict[str, Any], rid: str, value: Any, where: str) -
     values[rid] = value
 
 
-def read_records(path: str | Path) -> RecordFile:
-    """Parse a predictions or references file; errors name the file and the line or key."""
+def read_records(path: str | Path, *, whole: bool = False) -> RecordFile:
+    """Parse a predictions or references file; errors name the file and the line or key.
+
+    With `whole`, a list or JSON-lines record's value is the record itself without its id (for
+    metrics that read several fields of a record, `Metric.whole_records`)."""
     path = Path(path)
     if not path.exists():
         raise PathkitError(f"{path}: no such file")
@@ -70,7 +75,7 @@ def read_records(path: str | Path) -> RecordFile:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise PathkitError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from exc
-            rid, value = _record_value(path, f"line {lineno}", record)
+            rid, value = _record_value(path, f"line {lineno}", record, whole)
             _add(path, values, rid, value, f"line {lineno}")
         return RecordFile(path, values, format="jsonl")
     try:
@@ -79,7 +84,7 @@ def read_records(path: str | Path) -> RecordFile:
         raise PathkitError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})") from exc
     if isinstance(data, list):
         for index, record in enumerate(data):
-            rid, value = _record_value(path, f"item {index}", record)
+            rid, value = _record_value(path, f"item {index}", record, whole)
             _add(path, values, rid, value, f"item {index}")
         return RecordFile(path, values, format="json-list")
     if isinstance(data, Mapping):
