@@ -4,14 +4,19 @@ each). Tiling, extraction and image encoding resume on their own through their c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, Case, PathkitError
 from pathkit_core.run.spec import RunSpec
-from pathkit_core.workspace import content_hash
+from pathkit_core.workspace import atomic_write_json, content_hash
+
+# How often a run waiting for slides another process is extracting looks again.
+LOCK_POLL_SECONDS = 2.0
 
 
 @dataclass
@@ -33,7 +38,8 @@ def store_folders(workdir: Path, tile_key: str, tiling: Mapping[str, Any]) -> tu
 
 
 def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case],
-                  tiling: Mapping[str, Any]) -> tuple[dict[str, Path], dict[str, str]]:
+                  tiling: Mapping[str, Any], log: Callable[[str], None] = print,
+                  ) -> tuple[dict[str, Path], dict[str, str]]:
     """Tile and extract every slide the cases need; (usable feature file by slide id, failures)."""
     from pathkit_core.features.extract import extract_features
     from pathkit_core.features.store import failed_slides, usable_feature_files
@@ -60,8 +66,19 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
         elif r.n_tiles == 0:
             failed[r.slide_id] = "no tissue tiles"
     manifests = [r.manifest_path for r in tiled if r.status in ("ok", "skipped") and r.n_tiles > 0]
-    extract_features(encoder_cls(), manifests, feature_dir, weights_path=spec.weights,
-                     batch_size=spec.extract_batch_size, workers=spec.extract_workers, device=spec.device)
+    encoder = encoder_cls()
+    while manifests:
+        results = extract_features(encoder, manifests, feature_dir, weights_path=spec.weights,
+                                   batch_size=spec.extract_batch_size, workers=spec.extract_workers,
+                                   device=spec.device)
+        # Slides another live process is extracting (another run on this workspace, a shard):
+        # wait for it rather than report them missing; a dead owner's lock is broken on retry.
+        locked = {r.slide_id for r in results if r.status == "locked"}
+        if locked:
+            owner = next(r.reason for r in results if r.status == "locked")
+            log(f"waiting for {len(locked)} slide(s) another process is extracting ({owner})")
+            time.sleep(LOCK_POLL_SECONDS)
+        manifests = [m for m in manifests if Path(m).stem in locked]
     failed.update(failed_slides(feature_dir, encoder_cls.name))
     return usable_feature_files(feature_dir, encoder_cls.name), failed
 
@@ -79,22 +96,59 @@ def _image_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     return result.rows, result.failed
 
 
+def qc_problem(path: Path, workdir: Path) -> str | None:
+    """Why a feature file fails QC (NaN/Inf values, degenerate features, no rows), or None.
+
+    A pathkit file whose extraction recorded its QC is judged by that record (its checksum is
+    verified whenever it is read); any other file (a dataset's own, an h5 import) is checked once
+    and the verdict cached in the workspace by the file's content identity.
+    """
+    from pathkit_core.run.identity import feature_file_digest
+
+    if path.suffix == ".safetensors":
+        from pathkit_core.features.store import read_feature_meta
+
+        try:
+            meta = read_feature_meta(path)
+        except PathkitError as exc:
+            return str(exc)
+        if meta.get("status") == "ok" and meta.get("qc"):
+            return None
+        if meta.get("status") == "failed":
+            return f"failed QC when extracted: {meta.get('failure_reason') or 'see its metadata'}"
+    cache = workdir / "qc" / f"{content_hash(feature_file_digest(path), 32)}.json"
+    try:
+        verdict = json.loads(cache.read_text())
+    except (OSError, json.JSONDecodeError):
+        from pathkit_core.features.qc import compute_qc
+        from pathkit_core.features.store import load_feature_file
+
+        report = compute_qc(load_feature_file(path).features)
+        verdict = {"status": report.status, "reason": report.reason, "file": str(path)}
+        atomic_write_json(cache, verdict)
+    return None if verdict.get("status") == "ok" else f"failed QC: {verdict.get('reason')}"
+
+
 def case_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case], tiling: Mapping[str, Any],
-                dataset_name: str) -> tuple[dict[str, Any], dict[str, str]]:
+                dataset_name: str, log: Callable[[str], None] = print) -> tuple[dict[str, Any], dict[str, str]]:
     """(usable input by case id, reason by case id for those without one)."""
     from pathkit_core.wsi.slide import slide_id_for
 
     found: dict[str, Any] = {}
     missing: dict[str, str] = {}
     with_slides = [c for c in cases if c.input_kind not in (INPUT_FEATURES, INPUT_IMAGES)]
-    usable, failed = _slide_inputs(spec, encoder_cls, workdir, with_slides, tiling)
+    usable, failed = _slide_inputs(spec, encoder_cls, workdir, with_slides, tiling, log)
     images, image_failed = _image_inputs(spec, encoder_cls, workdir,
                                          [c for c in cases if c.input_kind == INPUT_IMAGES], dataset_name)
     for case in cases:
         if case.input_kind == INPUT_FEATURES:
             absent = [p for p in case.features if not Path(p).exists()]
+            problems = [f"{Path(p).name}: {why}" for p in case.features if not absent
+                        for why in [qc_problem(Path(p), workdir)] if why]
             if absent:
                 missing[case.case_id] = f"feature file(s) not found: {', '.join(map(str, absent))}"
+            elif problems:
+                missing[case.case_id] = "; ".join(problems)
             else:
                 found[case.case_id] = tuple(Path(p) for p in case.features)
         elif case.input_kind == INPUT_IMAGES:
@@ -120,11 +174,11 @@ def case_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[
 
 
 def feature_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping[str, Sequence[Case]],
-                  tiling: Mapping[str, Any], dataset_name: str) -> FeatureStage:
+                  tiling: Mapping[str, Any], dataset_name: str, log: Callable[[str], None] = print) -> FeatureStage:
     """Inputs for every split; cases without one stop the run unless `skip_missing`."""
     stage = FeatureStage()
     for split_name, split in cases.items():
-        found, missing = case_inputs(spec, encoder_cls, workdir, split, tiling, dataset_name)
+        found, missing = case_inputs(spec, encoder_cls, workdir, split, tiling, dataset_name, log)
         stage.inputs.update(found)
         if missing and not spec.skip_missing:
             listing = "; ".join(f"{cid} ({why})" for cid, why in list(missing.items())[:20])

@@ -86,7 +86,7 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
 
         tiling = ctx.task.tiling(ds.dataset, spec.tiling)
         facts = ctx.facts(tiling)
-        feats = feature_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, spec.dataset)
+        feats = feature_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, spec.dataset, log)
         if feats.skipped:
             log(f"skipping {len(feats.skipped)} case(s) without usable features (recorded in results)")
         items = {name: ctx.task.items(cases, feats.inputs, ds.dataset, facts, targets=name != "test")
