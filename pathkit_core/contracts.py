@@ -166,6 +166,57 @@ def case_id_problem(case_id: Any) -> str | None:
     return None
 
 
+_TRUE = {"true", "yes", "y", "1", "on"}
+_FALSE = {"false", "no", "n", "0", "off"}
+
+
+@dataclass(frozen=True)
+class DatasetOption:
+    """One option a dataset accepts (`--dataset-option NAME=VALUE`, `[dataset_options]` in a run
+    config): its name, type, default and meaning, listed by `pathkit info DATASET`.
+
+    `type` is "str", "int", "float", "bool", "path" (a file or folder; relative paths are the
+    dataset's to resolve, usually against its root) or choices written "a|b|c".
+    """
+
+    name: str
+    type: str = "str"
+    default: Any = None
+    help: str = ""
+
+    def parse(self, value: Any, dataset: str) -> Any:
+        """`value` as this option's type; an error naming the dataset, the option and the type."""
+        if value is None:
+            return None
+        where = f"dataset {dataset!r}: option {self.name}={value!r}"
+        kind = self.type
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _TRUE or text in _FALSE:
+                return text in _TRUE
+            raise PathkitError(f"{where} is not true or false")
+        if kind in ("int", "float"):
+            if isinstance(value, bool):
+                raise PathkitError(f"{where} is not a number")
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise PathkitError(f"{where} is not a number") from None
+            if kind == "int":
+                if number != int(number):
+                    raise PathkitError(f"{where} is not a whole number")
+                return int(number)
+            return number
+        if "|" in kind:
+            choices = kind.split("|")
+            if str(value) not in choices:
+                raise PathkitError(f"{where}: choose one of {', '.join(choices)}")
+            return str(value)
+        return str(value)
+
+
 class Dataset(Component):
     """A benchmark dataset rooted at a folder. `cases(split)` yields `Case` records."""
 
@@ -194,10 +245,42 @@ class Dataset(Component):
     # the dataset the `default_demo` hook names, `pathkit run` with no arguments): RunSpec
     # fields such as {"encoder": "tiny-vit", "generator": "wsi-caption", "hparams": {...}}.
     demo_run: ClassVar[dict[str, Any] | None] = None
+    # The options the dataset accepts, with type, default and meaning (`pathkit info DATASET`).
+    # When the table is given, options are checked against it on opening (an unknown one is an
+    # error listing the known ones), typed, and defaulted; the run facts of `run_options` are
+    # accepted besides. An empty table leaves options unchecked.
+    option_table: ClassVar[tuple[DatasetOption, ...]] = ()
+    # The folder layout the dataset expects, shown by `pathkit info DATASET` and in layout errors.
+    layout: ClassVar[str] = ""
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         self.root = Path(root) if root is not None else None
-        self.options = options
+        self.options = self.resolve_options(options)
+
+    @classmethod
+    def resolve_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options as the dataset uses them: every option of `option_table` (the given value,
+        typed, else its default), plus the run facts named in `run_options`."""
+        if not cls.option_table:
+            return dict(options)
+        table = {o.name: o for o in cls.option_table}
+        unknown = sorted(set(options) - set(table) - set(cls.run_options))
+        if unknown == ["view"]:
+            raise PathkitError(f"dataset {cls.name!r} has no views (`{cls.name}:{options['view']}`); "
+                               f"use --dataset {cls.name}")
+        if unknown:
+            raise PathkitError(f"dataset {cls.name!r} has no option(s) {', '.join(unknown)}; known: "
+                               f"{', '.join(sorted(table))} (`pathkit info {cls.name}` says what each does)")
+        out = {name: option.default for name, option in table.items()}
+        for name, value in options.items():
+            out[name] = table[name].parse(value, cls.name) if name in table else value
+        return out
+
+    def split_facts(self) -> dict[str, Any]:
+        """How the split was made, written to metrics.json and the run report: at least "source"
+        ("given": the user's, used as written; "published": the benchmark's; "drawn": pathkit
+        drew it because none was given) and "description"; optionally "file" (where it is kept)."""
+        return {}
 
     def class_names(self) -> tuple[str, ...]:
         """The ordered class names of a classification dataset (targets are these names; the
@@ -231,7 +314,9 @@ class Dataset(Component):
         out = super().describe()
         out.update(task=cls.task, license=cls.license, citation=cls.citation, demo=cls.has_demo(),
                    default_metrics=list(cls.default_metrics), selection_metric=cls.selection_metric,
-                   demo_run=dict(cls.demo_run) if cls.demo_run else None)
+                   demo_run=dict(cls.demo_run) if cls.demo_run else None, layout=cls.layout,
+                   options=[dataclasses.asdict(o) for o in cls.option_table],
+                   run_options=list(cls.run_options))
         return out
 
 

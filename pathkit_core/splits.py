@@ -1,14 +1,18 @@
 """Patient-level train/validation/test splits, the one splits module of every dataset.
 
-Two shapes: a single patient-disjoint train/val/test split by target case counts, saved as a CSV
-(`patient_id,case_id,split`) and read back on every later run (the report datasets), and
-repeated stratified folds in a versioned, hash-checked manifest (GOLDMARK). Both are
-leakage-checked: a patient in two parts is an error naming the patient.
+Three shapes: a split the user gives (a `split` column, or a split file: CSV `case_id,split` or
+the REG/PathBench JSON layout), used exactly as written and only checked (`check_user_split`:
+every part non-empty, no patient in two parts); a single seeded patient-disjoint train/val/test
+split that pathkit draws only when none is given (`draw_split`: stratified by label where the
+labels allow, else by case counts), saved as a CSV (`patient_id,case_id,split`) in the workspace
+and read back on every later run; and repeated stratified folds in a versioned, hash-checked
+manifest (GOLDMARK). All are leakage-checked: a patient in two parts is an error naming the patient.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import logging
@@ -414,21 +418,6 @@ def load_or_create_splits(
         return manifest
 
 
-__all__ = [
-    "SPLIT_PARTS",
-    "SplitManifest",
-    "SplitParams",
-    "SplitRecord",
-    "as_records",
-    "carve_validation",
-    "check_leakage",
-    "cohort_hash",
-    "from_assignments",
-    "load_or_create_splits",
-    "load_splits",
-    "make_splits",
-    "patient_strata",
-]
 
 
 # --------------------------------------------------------------------------- single split by case counts
@@ -467,14 +456,54 @@ def patient_disjoint_split(case_patients: Mapping[str, str], fractions: tuple[fl
     return {p: sorted(ids) for p, ids in parts.items()}
 
 
-def check_disjoint(parts: Mapping[str, list[str]], case_patients: Mapping[str, str], where: str) -> None:
-    """Raise when a patient has cases in two parts."""
-    seen: dict[str, str] = {}
+# Names users give the three parts (a `split` column, a split file) -> pathkit's part names.
+PART_ALIASES = {"train": "train", "training": "train", "val": "val", "valid": "val", "validation": "val",
+                "dev": "val", "test": "test", "testing": "test"}
+
+
+def split_part(value: Any, where: str) -> str:
+    """"train", "val" or "test" for a user's part name (`validation` -> `val`); an error naming
+    `where` and the accepted names otherwise."""
+    part = PART_ALIASES.get(str(value).strip().lower())
+    if part is None:
+        raise PathkitError(f"{where}: unknown split {value!r} (expected train, val or test; also accepted: "
+                           f"{', '.join(sorted(set(PART_ALIASES) - set(SPLIT_PARTS)))})")
+    return part
+
+
+def check_disjoint(parts: Mapping[str, Sequence[str]], case_patients: Mapping[str, str], where: str) -> None:
+    """Raise when a patient has cases in two parts, listing every such patient (the first 20)."""
+    parts_of: dict[str, set[str]] = defaultdict(set)
     for part, ids in parts.items():
         for case_id in ids:
-            patient = case_patients.get(case_id, case_id)
-            if seen.setdefault(patient, part) != part:
-                raise PathkitError(f"{where}: patient {patient!r} is in both {seen[patient]!r} and {part!r}")
+            parts_of[case_patients.get(case_id, case_id)].add(part)
+    leaked = {p: sorted(s, key=lambda x: SPLIT_PARTS.index(x) if x in SPLIT_PARTS else 9)
+              for p, s in parts_of.items() if len(s) > 1}
+    if leaked:
+        shown = ", ".join(f"{p!r} ({' and '.join(s)})" for p, s in sorted(leaked.items())[:20])
+        more = f" and {len(leaked) - 20} more" if len(leaked) > 20 else ""
+        raise PathkitError(f"{where}: {len(leaked)} patient(s) in two parts (patient leakage; a split is never "
+                           f"fixed silently): {shown}{more}. Put each patient's cases in one part.")
+
+
+def check_user_split(parts: Mapping[str, Sequence[str]], case_patients: Mapping[str, str], where: str) -> None:
+    """A split the user gave, checked and never changed: each case once, every part non-empty,
+    no patient in two parts."""
+    seen: dict[str, str] = {}
+    twice = []
+    for part, ids in parts.items():
+        for case_id in ids:
+            if case_id in seen:
+                twice.append(f"{case_id} ({seen[case_id]} and {part})")
+            seen.setdefault(case_id, part)
+    if twice:
+        raise PathkitError(f"{where}: case(s) in more than one part: {', '.join(twice[:20])}")
+    empty = [p for p in SPLIT_PARTS if not parts.get(p)]
+    if empty:
+        counts = ", ".join(f"{p} {len(parts.get(p, ()))}" for p in SPLIT_PARTS)
+        raise PathkitError(f"{where}: the {', '.join(empty)} part(s) are empty ({counts} cases); every part "
+                           "needs at least one case")
+    check_disjoint(parts, case_patients, where)
 
 
 def write_split_file(path: Path, parts: Mapping[str, list[str]], case_patients: Mapping[str, str]) -> None:
@@ -488,27 +517,121 @@ def write_split_file(path: Path, parts: Mapping[str, list[str]], case_patients: 
 
 
 def read_split_file(path: Path) -> dict[str, list[str]]:
+    """The case ids per part of a split file: a CSV with columns `case_id,split` (a `patient_id`
+    column is allowed and ignored), or JSON in the REG/PathBench layout `{"train": [...], "val":
+    [...], "test": [...]}` whose items are ids or objects with an "id". Ids are returned as
+    written; part names may be aliases (`validation`)."""
+    path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise PathkitError(f"split file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PathkitError(f"split file {path} cannot be read: {exc}") from exc
-    rows = list(csv.DictReader(io.StringIO(text)))
-    if not rows or not {"case_id", "split"} <= set(rows[0]):
-        raise PathkitError(f"split file {path}: expected CSV columns patient_id,case_id,split")
     parts: dict[str, list[str]] = {p: [] for p in SPLIT_PARTS}
+    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PathkitError(f"split file {path}: invalid JSON ({exc.msg}, line {exc.lineno})") from None
+        if not isinstance(data, dict) or not data or not all(isinstance(v, list) for v in data.values()):
+            raise PathkitError(f"split file {path}: expected JSON {{\"train\": [...], \"val\": [...], \"test\": "
+                               "[...]}} of case ids (or of {\"id\": ...} records)")
+        for name, items in data.items():
+            part = split_part(name, f"split file {path}")
+            for i, item in enumerate(items):
+                rid = item.get("id", item.get("case_id")) if isinstance(item, dict) else item
+                if not isinstance(rid, str | int) or not str(rid).strip():
+                    raise PathkitError(f"split file {path}: {name}[{i}] has no id ({str(item)[:60]!r})")
+                parts[part].append(str(rid).strip())
+        return parts
+    rows = list(csv.DictReader(io.StringIO(text)))
+    columns = {c.strip().lower(): c for c in (rows[0] if rows else {})}
+    id_col = columns.get("case_id") or columns.get("id")
+    split_col = columns.get("split")
+    if not rows or id_col is None or split_col is None:
+        raise PathkitError(f"split file {path}: expected CSV columns case_id,split (found "
+                           f"{', '.join(columns) or 'no rows'}) or the JSON layout {{\"train\": [...], ...}}")
     for i, row in enumerate(rows, start=2):
-        part = row["split"].strip()
-        if part not in parts:
-            raise PathkitError(f"split file {path}, line {i}: unknown split {part!r} "
-                               f"(expected {', '.join(SPLIT_PARTS)})")
-        parts[part].append(row["case_id"].strip())
+        parts[split_part(row[split_col], f"split file {path}, line {i}")].append(str(row[id_col]).strip())
     return parts
 
 
-def load_or_draw_split(path: Path | None, case_patients: Mapping[str, str], *,
-                          fractions: tuple[float, float], seed: int) -> dict[str, list[str]]:
-    """The saved split at `path` when it exists (checked against the cohort), else a new seeded
-    split, saved to `path` (when given and writable)."""
+def match_split_ids(parts: Mapping[str, Sequence[str]], case_ids: Sequence[str], where: str, *,
+                    normalise: Any = None, excluded: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+    """A split file's ids mapped onto the dataset's case ids, exactly: a listed id may differ
+    from its case id only by `normalise` (e.g. a `.tiff` suffix); a case the file does not list,
+    or a listed id that is no case, is an error naming them. Ids of cases the dataset left out
+    (`excluded`, e.g. missing slides with --skip-missing) are dropped."""
+    known = set(case_ids)
+    excluded = excluded or {}
+    out: dict[str, list[str]] = {p: [] for p in SPLIT_PARTS}
+    unknown = []
+    for part, ids in parts.items():
+        for rid in ids:
+            case_id = rid if rid in known or normalise is None else normalise(rid)
+            if case_id in known:
+                out[part].append(case_id)
+            elif case_id not in excluded and rid not in excluded:
+                unknown.append(rid)
+    listed = {c for ids in out.values() for c in ids}
+    unlisted = [c for c in case_ids if c not in listed]
+    problems = []
+    if unknown:
+        problems.append(f"{len(unknown)} listed id(s) are no case of the dataset: {', '.join(unknown[:10])}")
+    if unlisted:
+        problems.append(f"{len(unlisted)} case(s) are in no part: {', '.join(unlisted[:10])}")
+    if problems:
+        raise PathkitError(f"{where}: {'; '.join(problems)}. A given split is used exactly as written: list every "
+                           "case once.")
+    return out
+
+
+def stratified_patient_split(case_patients: Mapping[str, str], case_labels: Mapping[str, Any],
+                             fractions: tuple[float, float], seed: int) -> dict[str, list[str]] | None:
+    """A patient-disjoint split stratified by label (`make_splits`, one draw: every part holds
+    every class), or None when some class has fewer than three patients (no stratified draw)."""
+    records = [SplitRecord(c, case_patients[c], str(case_labels[c])) for c in sorted(case_patients)]
+    n_val, n_test = fractions
+    params = SplitParams(n_splits=1, test_fraction=n_test, val_fraction=n_val / (1.0 - n_test), seed=seed)
+    try:
+        manifest = make_splits(records, params, name="split")
+    except PathkitError:
+        return None
+    return {p: sorted(ids) for p, ids in manifest.fold(1).items()}
+
+
+@dataclass(frozen=True)
+class DrawnSplit:
+    """A split pathkit drew because none was given: the parts and how they were drawn."""
+
+    parts: dict[str, list[str]]
+    seed: int
+    fractions: tuple[float, float]
+    stratified: bool
+    file: Path | None = None
+
+    def describe(self) -> str:
+        train = 1.0 - sum(self.fractions)
+        shares = "/".join(f"{round(100 * f)}" for f in (train, *self.fractions))
+        how = "stratified by label, " if self.stratified else ""
+        return f"drawn by pathkit (no split given): seeded ({self.seed}), patient-disjoint, {how}{shares}"
+
+
+def draw_split(case_patients: Mapping[str, str], *, fractions: tuple[float, float], seed: int,
+               case_labels: Mapping[str, Any] | None = None) -> DrawnSplit:
+    """A seeded patient-disjoint train/val/test split: stratified by label when labels are given
+    and every class has three patients or more, else by case counts (`patient_disjoint_split`)."""
+    parts = stratified_patient_split(case_patients, case_labels, fractions, seed) if case_labels else None
+    if parts is not None:
+        return DrawnSplit(parts, seed, fractions, stratified=True)
+    return DrawnSplit(patient_disjoint_split(case_patients, fractions, seed), seed, fractions, stratified=False)
+
+
+def load_or_draw_split(path: Path | None, case_patients: Mapping[str, str], *, fractions: tuple[float, float],
+                       seed: int, case_labels: Mapping[str, Any] | None = None) -> DrawnSplit:
+    """The split drawn earlier and saved at `path` (in the workspace) when it exists and still
+    fits the cohort, else a new `draw_split`, saved to `path` (when given and writable)."""
     if path is not None and path.exists():
         parts = read_split_file(path)
         listed = {c for ids in parts.values() for c in ids}
@@ -523,13 +646,46 @@ def load_or_draw_split(path: Path | None, case_patients: Mapping[str, str], *,
             raise PathkitError(f"split file {path} does not match the dataset: {'; '.join(detail)}. "
                                "Delete it to draw a new split, or restore the cases it was made from.")
         check_disjoint(parts, case_patients, f"split file {path}")
-        return parts
-    parts = patient_disjoint_split(case_patients, fractions, seed)
+        stratified = bool(case_labels) and stratified_patient_split(
+            case_patients, case_labels, fractions, seed) == {p: sorted(v) for p, v in parts.items()}
+        return DrawnSplit(parts, seed, fractions, stratified, path)
+    drawn = draw_split(case_patients, fractions=fractions, seed=seed, case_labels=case_labels)
     if path is not None:
         try:
-            write_split_file(path, parts, case_patients)
-            counts = "/".join(str(len(parts[p])) for p in SPLIT_PARTS)
+            write_split_file(path, drawn.parts, case_patients)
+            counts = "/".join(str(len(drawn.parts[p])) for p in SPLIT_PARTS)
             _log.info("saved the %s split (seed %d) to %s", counts, seed, path)
+            drawn = dataclasses.replace(drawn, file=path)
         except OSError as exc:
             _log.warning("could not save the split to %s (%s); it is recomputed from the seed each time", path, exc)
-    return parts
+    return drawn
+
+
+__all__ = [
+    "PART_ALIASES",
+    "SPLIT_PARTS",
+    "DrawnSplit",
+    "SplitManifest",
+    "SplitParams",
+    "SplitRecord",
+    "as_records",
+    "carve_validation",
+    "check_disjoint",
+    "check_leakage",
+    "check_user_split",
+    "cohort_hash",
+    "draw_split",
+    "from_assignments",
+    "load_or_create_splits",
+    "load_or_draw_split",
+    "load_splits",
+    "make_splits",
+    "match_split_ids",
+    "patient_disjoint_split",
+    "patient_strata",
+    "read_split_file",
+    "split_part",
+    "stratified_patient_split",
+    "target_counts",
+    "write_split_file",
+]

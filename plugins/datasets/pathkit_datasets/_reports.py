@@ -1,22 +1,24 @@
-"""Shared machinery of the report datasets (reg2025, histai, tcga-pathtext, demo-reports).
+"""Shared machinery of the report datasets (reg2025, histai, tcga-pathtext, demo-reports, slides-reports).
 
-`ReportDataset` loads its release once (lazily), keeps the usable cases, the split and the
-cases it left out with the reason (`excluded_cases()`: empty or non-UTF-8 reports, ids outside
-the published split, cases without a slide), and validates the folder with errors that say what
-layout was expected. References are the dataset's cleaned report text (`report_cleaning`, shared
-with the tokenizer through `pathkit_core.report_text`); the raw text stays in `Case.meta`.
+`ReportDataset` loads its release once (lazily, `_cohort.CohortDataset`), keeps the usable cases,
+the split and how it was made, and the cases it left out with the reason (`excluded_cases()`:
+empty or non-UTF-8 reports, ids outside the published split, cases without a slide), and
+validates the folder with errors that say what layout was expected. References are the
+dataset's cleaned report text (`report_cleaning`, shared with the tokenizer through
+`pathkit_core.report_text`); the raw text stays in `Case.meta`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import TASK_REPORT, Case, Dataset, PathkitError
+from pathkit_core.contracts import TASK_REPORT, Case, PathkitError
 from pathkit_core.report_text import clean_report, invalid_text_reason
+from pathkit_datasets._cohort import CohortDataset, drawn_split, file_split
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +66,9 @@ def strip_slide_suffix(name: str) -> str:
     return name
 
 
-class ReportDataset(Dataset):
-    """Base of the report datasets: options, lazy loading, splits, exclusions, validation."""
+class ReportDataset(CohortDataset):
+    """Base of the report datasets: report cleaning, selection by BLEU-4, the cohort machinery
+    (lazy loading, splits, exclusions, validation) of `_cohort.CohortDataset`."""
 
     task: ClassVar[str] = TASK_REPORT
     default_metrics: ClassVar[tuple[str, ...]] = ("nlg", "crqs")
@@ -75,75 +78,25 @@ class ReportDataset(Dataset):
     # read by the report tokenizer (pathkit_generators._text.tokenizer.report_settings)
     report_cleaning: ClassVar[str] = "none"
     max_report_tokens: ClassVar[int] = 320
-    option_defaults: ClassVar[dict[str, Any]] = {}
-    layout_help: ClassVar[str] = ""
 
-    def __init__(self, root: str | Path | None = None, **options: Any) -> None:
-        unknown = sorted(set(options) - set(self.option_defaults) - {"view"})
-        if unknown:
-            raise PathkitError(f"dataset {self.name!r} has no option(s) {', '.join(unknown)}; "
-                               f"known: {', '.join(sorted(self.option_defaults)) or 'none'}")
-        super().__init__(root, **{**self.option_defaults, **options})
-        self._cases: dict[str, Case] | None = None
-        self._splits: dict[str, list[str]] = {}
-        self._excluded: dict[str, str] = {}
-        self.split_source = ""
+    def cleaning(self) -> str:
+        """The report cleaning applied to targets: the dataset's (an option may choose another)."""
+        return str(self.options.get("report_cleaning") or self.report_cleaning)
 
-    # ------------------------------------------------------------------ subclass hooks
-
-    def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
-        """(usable cases by id, split ids, excluded case id -> reason); subclasses implement it."""
-        raise NotImplementedError
-
-    # ------------------------------------------------------------------ contract
-
-    def _ensure(self) -> dict[str, Case]:
-        if self._cases is None:
-            if self.root is None:
-                raise PathkitError(f"dataset {self.name!r} needs --dataset-root (the folder of the release)"
-                                   + (f"; expected layout: {self.layout_help}" if self.layout_help else ""))
-            if not Path(self.root).is_dir():
-                raise PathkitError(f"dataset {self.name!r}: {self.root} is not a folder"
-                                   + (f"; expected layout: {self.layout_help}" if self.layout_help else ""))
-            cases, splits, excluded = self.load()
-            self._cases, self._splits, self._excluded = cases, splits, excluded
-            if excluded:
-                reasons: dict[str, int] = {}
-                for why in excluded.values():
-                    key = why.split(":")[0]
-                    reasons[key] = reasons.get(key, 0) + 1
-                log.warning("%s: %d case(s) left out (%s)", self.name, len(excluded),
-                            "; ".join(f"{n} {why}" for why, n in sorted(reasons.items())))
-        return self._cases
-
-    def splits(self) -> dict[str, list[str]]:
-        self._ensure()
-        return {k: list(v) for k, v in self._splits.items()}
-
-    def cases(self, split: str) -> Iterator[Case]:
-        cases = self._ensure()
-        if split not in self._splits:
-            raise PathkitError(f"dataset {self.name!r} has no split {split!r} (has: {', '.join(self._splits)})")
-        for case_id in self._splits[split]:
-            yield cases[case_id]
-
-    def excluded_cases(self) -> dict[str, str]:
-        self._ensure()
-        return dict(self._excluded)
-
-    def validate(self) -> None:
-        cases = self._ensure()
-        if not cases:
-            listing = "; ".join(f"{k}: {v}" for k, v in list(self._excluded.items())[:5])
-            raise PathkitError(f"dataset {self.name!r} at {self.root}: no usable case"
-                               + (f" ({len(self._excluded)} left out, e.g. {listing})" if listing else "")
-                               + (f"; expected layout: {self.layout_help}" if self.layout_help else ""))
-        empty = [p for p in ("train", "val", "test") if not self._splits.get(p)]
-        if empty:
-            raise PathkitError(f"dataset {self.name!r} at {self.root}: the {', '.join(empty)} split(s) are "
-                               f"empty ({', '.join(f'{k} {len(v)}' for k, v in self._splits.items())} cases)")
-
-    # ------------------------------------------------------------------ helpers
+    def report_split(self, cases: Mapping[str, Case], excluded: Mapping[str, str], fractions: tuple[float, float],
+                     file_name: str) -> dict[str, list[str]]:
+        """The user's split (option `splits_file`) when given, else one drawn in `fractions` with
+        option `split_seed` and kept in the workspace as `file_name` ("{seed}" is filled in)."""
+        patients = {c: case.patient_id for c, case in cases.items()}
+        given = self.option_path("splits_file")
+        if given is not None:
+            parts, self._split_facts = file_split(given, patients, normalise_id=strip_slide_suffix, excluded=excluded)
+        else:
+            seed = int(self.options.get("split_seed") or 0)
+            parts, self._split_facts = drawn_split(self.name, patients, seed=seed, fractions=fractions,
+                                                   workdir=self.options.get("workdir"),
+                                                   file_name=file_name.format(seed=seed))
+        return parts
 
     def report_case(self, case_id: str, patient_id: str, raw: Any, *, slides: tuple[Path, ...] = (),
                     features: tuple[Path, ...] = (), meta: Mapping[str, Any] | None = None,
@@ -152,19 +105,8 @@ class ReportDataset(Dataset):
         problem = invalid_text_reason(raw)
         if problem:
             return None, problem
-        target = clean_report(raw, self.report_cleaning)
+        target = clean_report(raw, self.cleaning())
         if not target.strip():
             return None, "report is empty after cleaning"
         return Case(case_id=case_id, patient_id=patient_id, target=target, slides=slides, features=features,
                     meta={"raw_report": raw, **dict(meta or {})}), None
-
-    def option_path(self, key: str) -> Path | None:
-        value = self.options.get(key)
-        if value in (None, ""):
-            return None
-        path = Path(value)
-        return path if path.is_absolute() else Path(self.root) / path
-
-    def splits_file(self, default_name: str) -> Path:
-        """Where a drawn split is saved: option `splits_file`, else `<root>/pathkit-splits/<name>`."""
-        return self.option_path("splits_file") or Path(self.root) / "pathkit-splits" / default_name

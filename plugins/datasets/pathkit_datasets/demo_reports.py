@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Case, PathkitError
+from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import atomic_write_json
+from pathkit_datasets._cohort import part_counts
 from pathkit_datasets._reports import ReportDataset, find_file, read_json, strip_slide_suffix
 
 log = logging.getLogger(__name__)
@@ -117,8 +118,13 @@ class DemoReports(ReportDataset):
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "reg2025"}}
     report_cleaning: ClassVar[str] = "none"
     max_report_tokens: ClassVar[int] = 64
-    option_defaults: ClassVar[dict[str, Any]] = {"slides_per_class": 10, "workers": 2}
-    layout_help: ClassVar[str] = "<root>/reports.json, <root>/splits.json, <root>/slides/<id>.tiff (built by make_demo)"
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("slides_per_class", "int", 10, "slides built per report class (at least 3)"),
+        DatasetOption("workers", "int", 2, "processes that build the slides"),
+        DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own, "
+                      f"{MPP})"),
+    )
+    layout: ClassVar[str] = "<root>/reports.json, <root>/splits.json, <root>/slides/<id>.tiff (built by make_demo)"
     # `pathkit run` with no arguments (this dataset answers the `default_demo` hook): a one-layer
     # WSI-Caption that learns the demo in about a minute on two CPU cores; the benchmark protocol
     # (PathBench) is the generator's and trainer's defaults, not this (docs/report-generation.md,
@@ -143,16 +149,21 @@ class DemoReports(ReportDataset):
         splits = read_json(root / "splits.json", "demo-reports split file")
         cases: dict[str, Case] = {}
         excluded: dict[str, str] = {}
+        mpp = self.mpp_option()
         for record in records:
             case_id = strip_slide_suffix(record["id"])
             slide = find_file(root / "slides", case_id, (".tiff",))
-            case, problem = self.report_case(case_id, case_id, record["report"], slides=(slide,) if slide else ())
+            case, problem = self.report_case(case_id, case_id, record["report"], slides=(slide,) if slide else (),
+                                             meta={"mpp": mpp} if mpp else None)
             if case is None:
                 excluded[case_id] = problem or "unusable report"
             else:
                 cases[case_id] = case
-        self.split_source = "demo: stratified by report class, 60/20/20"
-        return cases, {p: [c for c in splits.get(p, []) if c in cases] for p in ("train", "val", "test")}, excluded
+        parts = {p: [c for c in splits.get(p, []) if c in cases] for p in ("train", "val", "test")}
+        self._split_facts = {"source": "given", "description": "the demo's own split (splits.json): stratified by "
+                             "report class, 60/20/20", "file": str(root / "splits.json"),
+                             **part_counts(parts, {c: c for c in cases})}
+        return cases, parts, excluded
 
 
 @hookimpl

@@ -7,6 +7,7 @@ with their QC JSON, or pathkit's feature store); see docs/goldmark.md for every 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections import Counter, defaultdict
@@ -16,7 +17,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_SLIDE_CLASSIFICATION, Case, Dataset, PathkitError
+from pathkit_core.contracts import TASK_SLIDE_CLASSIFICATION, Case, Dataset, DatasetOption, PathkitError
+from pathkit_datasets._cohort import find_column, plausible_mpp, read_table, splits_folder
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
 
 MANIFEST_NAMES = ("manifest.csv", "manifest.parquet", "slides.csv", "slides.parquet")
@@ -50,31 +52,38 @@ TCGA_PATIENT = re.compile(r"^(TCGA-[A-Z0-9]{2}-[A-Z0-9]{4})", re.IGNORECASE)
 CLASS_NAMES = ("negative", "positive")
 DEGENERATE_VARIANCE = 1e-6  # GOLDMARK: mean per-dimension variance <= 1e-6 marks a degenerate extraction
 
-OPTION_DEFAULTS: dict[str, Any] = {
-    "view": None,
-    "task": None,
-    "fold": 1,
-    "train_cohort": None,
-    "test_cohort": None,
-    "manifest": None,
-    "labels": None,
-    "features_dir": None,
-    "tile_manifest_dir": None,
-    "splits_dir": None,
-    "splits_version": 1,
-    "split_manifest": None,
-    "n_splits": 5,
-    "test_fraction": 0.3,
-    "val_fraction": 0.2,
-    "split_seed": 0,
-    "diagnostic_only": True,
-    "dedupe": True,
-    "min_tissue_mm2": 25.0,
-    "compute_missing_qc": True,
-    "allow_unmatched_labels": False,
-    "encoder": None,
-    "workdir": None,
-}
+OPTIONS: tuple[DatasetOption, ...] = (
+    DatasetOption("task", "str", None, "the GOLDMARK task, e.g. COAD-MSI (or the view: --dataset goldmark:COAD-MSI)"),
+    DatasetOption("view", "str", None, "the task, from --dataset goldmark:TASK"),
+    DatasetOption("fold", "int", 1, "which of the patient-level splits (1..n_splits)"),
+    DatasetOption("train_cohort", "str", None, "cohort trained on (default: TCGA when present, else the first)"),
+    DatasetOption("test_cohort", "str", None, "cohort tested on (default: the training cohort); another cohort is "
+                  "tested whole, with frozen weights"),
+    DatasetOption("manifest", "path", None, "the slide manifest (default: manifest.csv|parquet, slides.csv|parquet)"),
+    DatasetOption("labels", "path", None, "a long label table patient_id,task|gene,label "
+                  "(default: labels.csv|parquet)"),
+    DatasetOption("features_dir", "path", None, "folder of feature files; may contain {encoder} (default: "
+                  "<root>/features[/<encoder>])"),
+    DatasetOption("tile_manifest_dir", "path", None, "folder of tile manifests and QC thumbnails "
+                  "(default: <root>/tiles)"),
+    DatasetOption("splits_dir", "path", None, "where the split manifests are kept "
+                  "(default: <workdir>/splits/goldmark)"),
+    DatasetOption("splits_version", "int", 1, "split manifest version; a new version draws fresh splits"),
+    DatasetOption("split_manifest", "path", None, "GOLDMARK's split CSV (split_<k>_set columns) to import instead of "
+                  "drawing"),
+    DatasetOption("n_splits", "int", 5, "number of stratified patient-level splits drawn"),
+    DatasetOption("test_fraction", "float", 0.3, "share of patients in each drawn test part"),
+    DatasetOption("val_fraction", "float", 0.2, "share of the remaining patients in each validation part"),
+    DatasetOption("split_seed", "int", 0, "seed of the drawn splits"),
+    DatasetOption("diagnostic_only", "bool", True, "keep diagnostic FFPE slides only (TCGA -DX barcodes, ffpe column)"),
+    DatasetOption("dedupe", "bool", True, "keep one scan per glass slide (highest resolution, then largest file)"),
+    DatasetOption("min_tissue_mm2", "float", 25.0, "leave out slides with less tissue (tissue_mm2 column)"),
+    DatasetOption("compute_missing_qc", "bool", True, "compute QC statistics of feature files that carry none"),
+    DatasetOption("allow_unmatched_labels", "bool", False, "leave out labelled patients without slides instead of "
+                  "stopping"),
+    DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of slides without an mpp column value (over "
+                  "the files' own)"),
+)
 
 
 @dataclass
@@ -92,6 +101,7 @@ class SlideRecord:
     thumbnail: Path | None = None
     excluded: str | None = None
     feature_dim: int | None = None
+    mpp: float | None = None  # the manifest's (or option mpp's) level-0 mpp, over the slide file's
 
 
 @dataclass
@@ -105,8 +115,7 @@ class FeatureCheck:
 
 
 def _column(columns: list[str], key: str) -> str | None:
-    lowered = {c.lower(): c for c in columns}
-    return next((lowered[a] for a in ALIASES[key] if a in lowered), None)
+    return find_column(columns, key, ALIASES)
 
 
 def parse_label(value: Any, where: str) -> int | None:
@@ -122,19 +131,9 @@ def parse_label(value: Any, where: str) -> int | None:
 
 
 def _read_table(path: Path) -> list[dict[str, str]]:
-    import polars as pl
-
-    if not path.exists():
-        raise PathkitError(f"{path}: no such file")
-    try:
-        if path.suffix == ".parquet":
-            frame = pl.read_parquet(path)
-            frame = frame.with_columns([pl.col(c).cast(pl.Utf8) for c in frame.columns])
-        else:
-            frame = pl.read_csv(path, infer_schema_length=0)
-    except Exception as exc:  # noqa: BLE001 - polars raises several exception types for bad files
-        raise PathkitError(f"{path}: cannot read the table ({exc})") from None
-    return [{k: ("" if v is None else str(v)) for k, v in row.items()} for row in frame.iter_rows(named=True)]
+    """Rows of a CSV/Parquet/JSON table as text cells ("" for empty), every column in every row."""
+    table = read_table(path, "table")
+    return [{c: "" if row.get(c) is None else str(row[c]) for c in table.columns} for row in table.rows]
 
 
 def _float(value: str) -> float | None:
@@ -180,12 +179,15 @@ class GoldmarkDataset(Dataset):
     # Run facts the pipeline passes in: features per encoder, splits and QC caches in the workspace.
     run_options: ClassVar[tuple[str, ...]] = ("encoder", "workdir")
 
+    option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
+    layout: ClassVar[str] = (
+        "<root>/manifest.csv (slide_id, patient_id, cohort, slide_path or feature_path, a column per task or gene "
+        "such as COAD-MSI, optional mpp, tumor_code, tissue_mm2, ffpe, slide_barcode), optional <root>/labels.csv "
+        "(patient_id, task, label), features <root>/features/; see docs/goldmark.md"
+    )
+
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
-        unknown = sorted(set(options) - set(OPTION_DEFAULTS))
-        if unknown:
-            raise PathkitError(f"goldmark: unknown option(s) {', '.join(unknown)}; known: "
-                               f"{', '.join(sorted(OPTION_DEFAULTS))}")
-        super().__init__(root, **{**OPTION_DEFAULTS, **options})
+        super().__init__(root, **options)
         if self.root is not None:
             self.root = self.root.expanduser().resolve()
         self._prepared: dict[str, Any] | None = None
@@ -198,7 +200,6 @@ class GoldmarkDataset(Dataset):
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
         out["tasks"] = [t.as_dict() for t in TASKS]
-        out["options"] = dict(OPTION_DEFAULTS)
         return out
 
     @property
@@ -232,6 +233,7 @@ class GoldmarkDataset(Dataset):
         for slide_id in state["parts"][split]:
             s = by_id[slide_id]
             meta = {"cohort": s.cohort, "slide_ids": (s.slide_id,), "task": self.task_key,
+                    **({"mpp": s.mpp} if s.mpp is not None and s.feature is None else {}),
                     "tile_manifests": (str(s.tile_manifest) if s.tile_manifest else None,),
                     "thumbnails": (str(s.thumbnail) if s.thumbnail else None,)}
             yield Case(case_id=s.slide_id, patient_id=s.patient_id,
@@ -260,6 +262,25 @@ class GoldmarkDataset(Dataset):
                 "test_cohort": state["test_cohort"], "parts": parts, "excluded_by_reason": dict(reasons),
                 "labelled_patients_without_slides": list(self._unmatched_labels),
                 "split_manifest": str(state["split_manifest"].path), "split_hash": state["split_manifest"].content_hash}
+
+    def split_facts(self) -> dict[str, Any]:
+        """The fold's split: GOLDMARK's imported manifest (given) or the protocol's stratified
+        patient-level splits pathkit drew (kept in the workspace), with the counts per part."""
+        state = self._prepare()
+        manifest, fold = state["split_manifest"], state["fold"]
+        by_id = state["slides"]
+        if self.options.get("split_manifest"):
+            source, text = "given", f"given: GOLDMARK split manifest {self.options['split_manifest']}"
+        else:
+            params = manifest.meta.get("params", {})
+            source = "drawn"
+            text = (f"drawn by pathkit (GOLDMARK protocol): {params.get('n_splits')} stratified patient-level "
+                    f"splits, seed {params.get('seed')}")
+        counts = {p: len(ids) for p, ids in state["parts"].items()}
+        patients = {p: len({by_id[i].patient_id for i in ids}) for p, ids in state["parts"].items()}
+        return {"source": source, "description": f"{text}; fold {fold}", "fold": fold,
+                "file": str(manifest.path) if manifest.path else None, "split_hash": manifest.content_hash,
+                "counts": counts, "patients": patients}
 
     def make_demo(self, path: str | Path) -> Path:
         """A synthetic two-cohort miniature (TCGA-style and MSKCC-style) with a planted signal;
@@ -523,15 +544,15 @@ class GoldmarkDataset(Dataset):
 
     # ------------------------------------------------------------------ splits
 
-    def _splits_dir(self) -> Path:
+    def _splits_dir(self) -> Path | None:
+        """Where split manifests are kept: option splits_dir, else the workspace; never the
+        dataset folder (None outside a run: the seeded draw is repeated, not written)."""
         if self.options.get("splits_dir"):
             return Path(self.options["splits_dir"])
-        if self.options.get("workdir"):
-            return Path(self.options["workdir"]) / "splits" / "goldmark"
-        return Path(self.root) / "splits"
+        return splits_folder("goldmark", self.options.get("workdir"))
 
     def _splits(self, records: list[SlideRecord], cohort: str) -> Any:
-        from pathkit_core.splits import SplitParams, as_records, load_or_create_splits
+        from pathkit_core.splits import SplitParams, as_records, load_or_create_splits, make_splits
 
         params = SplitParams(n_splits=int(self.options["n_splits"]), test_fraction=float(self.options["test_fraction"]),
                              val_fraction=float(self.options["val_fraction"]), seed=int(self.options["split_seed"]))
@@ -541,13 +562,16 @@ class GoldmarkDataset(Dataset):
         split_records = as_records((s.slide_id, s.patient_id, s.label) for s in records)
         version = int(self.options["splits_version"])
         safe_cohort = re.sub(r"[^A-Za-z0-9_.-]+", "_", cohort)
-        path = self._splits_dir() / f"{self.task_key}.{safe_cohort}.v{version}.splits.csv"
+        folder = self._splits_dir()
+        path = folder / f"{self.task_key}.{safe_cohort}.v{version}.splits.csv" if folder else None
         if self.options.get("split_manifest"):
             return self._imported_splits(split_records, path, version)
-        return load_or_create_splits(path, split_records, params, name=f"goldmark:{self.task_key}:{cohort}",
-                                     version=version)
+        name = f"goldmark:{self.task_key}:{cohort}"
+        if path is None:
+            return make_splits(split_records, params, name=name, version=version)
+        return load_or_create_splits(path, split_records, params, name=name, version=version)
 
-    def _imported_splits(self, records: list[Any], path: Path, version: int) -> Any:
+    def _imported_splits(self, records: list[Any], path: Path | None, version: int) -> Any:
         """GOLDMARK's versioned split CSV (split_<k>_set columns of train/test per slide), with a
         stratified validation part carved from each training part (never from test)."""
         from pathkit_core.splits import carve_validation, from_assignments, load_splits, patient_strata
@@ -564,8 +588,9 @@ class GoldmarkDataset(Dataset):
                             key=lambda c: int(c.split("_")[1]))
         if sid_col is None or not split_cols:
             raise PathkitError(f"{source}: expected slide_id and split_<k>_set columns (GOLDMARK split manifest)")
-        with FileLock(path.with_name(path.name + ".lock"), timeout=600):
-            if path.exists():
+        lock = FileLock(path.with_name(path.name + ".lock"), timeout=600) if path else contextlib.nullcontext()
+        with lock:
+            if path is not None and path.exists():
                 manifest = load_splits(path)
                 if manifest.meta.get("params", {}).get("source") == str(source):
                     return manifest
@@ -595,7 +620,8 @@ class GoldmarkDataset(Dataset):
                 assignments[fold] = parts
             manifest = from_assignments(records, assignments, name=f"goldmark:{self.task_key}", version=version,
                                         source=str(source))
-            manifest.save(path)
+            if path is not None:
+                manifest.save(path)
             return manifest
 
     # ------------------------------------------------------------------ features and QC
@@ -623,6 +649,9 @@ class GoldmarkDataset(Dataset):
         columns = list(slides[0].row)
         feat_col, slide_col = _column(columns, "feature_path"), _column(columns, "slide_path")
         tiles_col, thumb_col = _column(columns, "tile_manifest"), _column(columns, "thumbnail")
+        mpp_col = _column(columns, "mpp")
+        default_mpp = None if self.options.get("mpp") is None else plausible_mpp(
+            self.options["mpp"], "dataset 'goldmark'", "--dataset-option mpp=MICRONS")
         features_dir = self._features_dir()
         given_tiles = self.options.get("tile_manifest_dir")
         tile_dir = Path(self.root) / (given_tiles or "tiles")
@@ -648,6 +677,9 @@ class GoldmarkDataset(Dataset):
             if s.feature is None and features_dir is not None:
                 s.feature = self._find_feature(features_dir, s.slide_id)
             s.slide_path = local(s.row[slide_col], None) if slide_col else None
+            given = _float(s.row[mpp_col]) if mpp_col else None
+            s.mpp = plausible_mpp(given, f"{self._manifest_path()}: slide {s.slide_id}", "fix its mpp column") \
+                if given is not None else default_mpp
             s.tile_manifest = local(s.row[tiles_col], tile_dir) if tiles_col else None
             s.thumbnail = local(s.row[thumb_col], tile_dir) if thumb_col else None
             for suffix in (".parquet", ".csv"):

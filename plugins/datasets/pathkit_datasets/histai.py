@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Case, PathkitError
-from pathkit_core.splits import load_or_draw_split
+from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._cohort import option
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     SLIDE_SUFFIXES,
@@ -93,18 +93,20 @@ class HistAI(ReportDataset):
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "histai"}}
     report_cleaning: ClassVar[str] = "pathbench"
     max_report_tokens: ClassVar[int] = 800
-    run_options: ClassVar[tuple[str, ...]] = ("workdir",)
-    option_defaults: ClassVar[dict[str, Any]] = {
-        "metadata": None,
-        "slides_dir": None,
-        "features_dir": None,
-        "report_fields": ",".join(DEFAULT_REPORT_FIELDS),
-        "stains": "all",
-        "split_seed": 0,
-        "splits_file": None,
-        "workdir": None,
-    }
-    layout_help: ClassVar[str] = (
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("metadata", "path", None, "the HISTAI-metadata JSON (default: metadata.json, ... or the only "
+                      "*.json in the root)"),
+        DatasetOption("slides_dir", "path", None, "folder holding <subset>/case_<n>/ (default: the root)"),
+        DatasetOption("features_dir", "path", None, "folder of precomputed <subset>_case_<n>.safetensors features "
+                      "(default: <root>/features)"),
+        DatasetOption("report_fields", "str", ",".join(DEFAULT_REPORT_FIELDS),
+                      "metadata fields joined into the report, in order"),
+        DatasetOption("stains", "str", "all", "slide stains to keep (comma-separated name parts, e.g. HE), or all"),
+        DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)"),
+        option("splits_file"),
+        DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)"),
+    )
+    layout: ClassVar[str] = (
         "<root>/metadata.json (HISTAI-metadata: records with case_mapping \"histai/<subset>/case_<n>\" "
         "and report fields), slides <root>/<subset>/case_<n>/*.tiff, optional features "
         "<root>/features/<subset>_case_<n>.safetensors"
@@ -123,7 +125,7 @@ class HistAI(ReportDataset):
             return found[0]
         raise PathkitError(f"histai: {'no' if not found else 'more than one'} metadata JSON in {root}"
                            f"{' (' + ', '.join(p.name for p in found) + ')' if found else ''}; "
-                           f"choose one with option metadata=FILE; expected layout: {self.layout_help}")
+                           f"choose one with option metadata=FILE; expected layout: {self.layout}")
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.metadata_file()
@@ -140,6 +142,7 @@ class HistAI(ReportDataset):
         slides_dir = self.option_path("slides_dir") or root
         features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
         workdir = self.options.get("workdir")
+        mpp = self.mpp_option()
         links = Path(workdir) / "datasets" / "histai" / "slide-links" if workdir else None
         cases: dict[str, Case] = {}
         excluded: dict[str, str] = {}
@@ -165,7 +168,8 @@ class HistAI(ReportDataset):
             case, problem = self.report_case(case_id, patient, assemble_report(record, fields), slides=slides,
                                              features=(feature,) if feature else (),
                                              meta={"case_mapping": record.get("case_mapping"),
-                                                   "specialization": record.get("specialization")})
+                                                   "specialization": record.get("specialization"),
+                                                   **({"mpp": mpp} if mpp else {})})
             if case is None:
                 excluded[case_id] = f"{problem} (fields {', '.join(fields)})"
             else:
@@ -173,12 +177,8 @@ class HistAI(ReportDataset):
         if cases and not any(c.slides or c.features for c in cases.values()):
             raise PathkitError(f"histai at {root}: no case folder with slides (<subset>/case_<n>/*.tiff) or "
                                f"feature file was found for the {len(cases)} cases; expected layout: "
-                               f"{self.layout_help}")
-        seed = int(self.options.get("split_seed") or 0)
-        self.split_source = f"seeded patient-disjoint split in PathReportEval proportions, seed {seed}"
-        splits = load_or_draw_split(self.splits_file(f"histai-seed{seed}.csv"),
-                                       {c: case.patient_id for c, case in cases.items()},
-                                       fractions=FRACTIONS, seed=seed)
+                               f"{self.layout}")
+        splits = self.report_split(cases, excluded, FRACTIONS, "histai-seed{seed}.csv")
         return cases, splits, excluded
 
     @staticmethod

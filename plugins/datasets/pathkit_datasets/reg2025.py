@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Case, PathkitError
-from pathkit_core.splits import load_or_draw_split
+from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_core.splits import SPLIT_PARTS
+from pathkit_datasets._cohort import column_split, drawn_split, file_split, option, part_counts
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     ReportDataset,
@@ -44,6 +45,7 @@ SPLIT_RESOURCE = "reg2025_pathreporteval_split.json"
 REPORT_FILE_NAMES = ("train.json", "reports.json", "reg2025.json", "reg_reports_splits.json")
 RANDOM_FRACTIONS = (0.1, 0.1)
 _SLIDE_NUMBER = re.compile(r"_\d+$")
+_REG_ID = re.compile(r"^[A-Za-z]+_\d+_\d+_\d+$")  # PIT_01_00002_01: centre, batch, case, slide number
 
 
 def published_split() -> dict[str, list[str]]:
@@ -53,8 +55,9 @@ def published_split() -> dict[str, list[str]]:
 
 
 def patient_of(case_id: str) -> str:
-    """REG ids are <centre>_<case>_<slide number>: `PIT_01_09851_02` belongs to `PIT_01_09851`."""
-    return _SLIDE_NUMBER.sub("", case_id)
+    """REG ids are <centre>_<case>_<slide number>: `PIT_01_09851_02` belongs to `PIT_01_09851`.
+    Any other id (`case_001`) is its own patient: the rule is REG's, not a guess about names."""
+    return _SLIDE_NUMBER.sub("", case_id) if _REG_ID.match(case_id) else case_id
 
 
 class REG2025(ReportDataset):
@@ -68,18 +71,25 @@ class REG2025(ReportDataset):
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "reg2025"}}
     report_cleaning: ClassVar[str] = "none"
     max_report_tokens: ClassVar[int] = 320
-    option_defaults: ClassVar[dict[str, Any]] = {
-        "reports": None,
-        "slides_dir": None,
-        "features_dir": None,
-        "split": "auto",
-        "split_seed": 0,
-        "splits_file": None,
-        "mpp": None,
-    }
-    layout_help: ClassVar[str] = (
-        "<root>/train.json (a JSON list of {\"id\": \"PIT_01_00002_01.tiff\", \"report\": ...}), slides "
-        "<root>/<id>.tiff, or features <root>/features/<id>.safetensors|.h5|.pt"
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("reports", "path", None, "the report JSON (default: train.json, reports.json, ... or the only "
+                      "*.json in the root)"),
+        DatasetOption("slides_dir", "path", None, "folder of the <id>.tiff slides (default: the root)"),
+        DatasetOption("features_dir", "path", None, "folder of precomputed <id>.safetensors|.h5|.pt features "
+                      "(default: <root>/features)"),
+        DatasetOption("split", "auto|pathreporteval|random", "auto",
+                      "auto: your split (splits_file, or a train/val/test layout of the report file) when given, "
+                      "else PathReportEval's over the cases present, else a drawn one; pathreporteval: always the "
+                      "published split; random: a drawn seeded patient-disjoint 80/10/10 split"),
+        DatasetOption("split_seed", "int", 0, "seed of a drawn split"),
+        option("splits_file"),
+        DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (the released TIFFs carry "
+                      "a 72-dpi placeholder; the scans are about 0.25)"),
+    )
+    layout: ClassVar[str] = (
+        "<root>/train.json (a JSON list of {\"id\": \"PIT_01_00002_01.tiff\", \"report\": ...}; a \"patient_id\" "
+        "key wins over the REG id rule), slides <root>/<id>.tiff, or features "
+        "<root>/features/<id>.safetensors|.h5|.pt"
     )
 
     def reports_file(self) -> Path:
@@ -94,24 +104,26 @@ class REG2025(ReportDataset):
         if len(found) == 1:
             return found[0]
         if not found:
-            raise PathkitError(f"reg2025: no report JSON in {root}; expected layout: {self.layout_help}")
+            raise PathkitError(f"reg2025: no report JSON in {root}; expected layout: {self.layout}")
         raise PathkitError(f"reg2025: several JSON files in {root} ({', '.join(p.name for p in found)}); "
                            "choose one with the dataset option reports=FILE")
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.reports_file()
         data = read_json(path, "reg2025 report file")
-        if isinstance(data, dict) and all(isinstance(data.get(p), list) for p in ("train", "val", "test")):
-            records = [r for p in ("train", "val", "test") for r in data[p]]
+        layout: dict[str, str] = {}  # case id -> part, when the file is the {"train", "val", "test"} layout
+        if isinstance(data, dict) and all(isinstance(data.get(p), list) for p in SPLIT_PARTS):
+            records = [r for p in SPLIT_PARTS for r in data[p]]
+            parts_of = [p for p in SPLIT_PARTS for _ in data[p]]
         elif isinstance(data, list):
-            records = data
+            records, parts_of = data, []
         else:
             raise PathkitError(f"reg2025 report file {path}: expected a JSON list of {{\"id\", \"report\"}} "
                                f"records, found a {type(data).__name__}")
         root = Path(self.root)
         slides_dir = self.option_path("slides_dir") or root
         features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
-        mpp = self.options.get("mpp")
+        mpp = self.mpp_option()
         cases: dict[str, Case] = {}
         excluded: dict[str, str] = {}
         for i, record in enumerate(records):
@@ -123,49 +135,69 @@ class REG2025(ReportDataset):
                 raise PathkitError(f"reg2025 report file {path}: id {case_id!r} appears twice")
             slide = find_file(slides_dir, case_id, (".tiff", ".tif", ".svs"))
             feature = find_file(features_dir, case_id, FEATURE_SUFFIXES)
+            patient = str(record.get("patient_id") or "").strip() or patient_of(case_id)
             case, problem = self.report_case(
-                case_id, patient_of(case_id), record["report"],
+                case_id, patient, record["report"],
                 slides=(slide,) if slide and not feature else (), features=(feature,) if feature else (),
-                meta={"mpp": float(mpp)} if mpp else None,
+                meta={"mpp": mpp} if mpp else None,
             )
             if case is None:
                 excluded[case_id] = f"{problem} (in {path.name})"
             else:
                 cases[case_id] = case
+                if parts_of:
+                    layout[case_id] = parts_of[i]
         if cases and not any(c.slides or c.features for c in cases.values()):
             raise PathkitError(f"reg2025 at {root}: none of the {len(cases)} ids in {path.name} has a slide "
-                               f"({slides_dir}/<id>.tiff) or a feature file; expected layout: {self.layout_help}")
-        splits = self._split(cases, excluded)
+                               f"({slides_dir}/<id>.tiff) or a feature file; expected layout: {self.layout}")
+        splits = self._split(cases, excluded, path, layout)
         return cases, splits, excluded
 
-    def _split(self, cases: dict[str, Case], excluded: dict[str, str]) -> dict[str, list[str]]:
-        mode = str(self.options.get("split") or "auto")
-        if mode not in ("auto", "pathreporteval", "random"):
-            raise PathkitError(f"reg2025: option split={mode!r}; choose auto, pathreporteval or random")
+    def _split(self, cases: dict[str, Case], excluded: dict[str, str], reports: Path,
+               layout: dict[str, str]) -> dict[str, list[str]]:
+        """The user's split when given (splits_file, or the report file's train/val/test layout),
+        else the published one, else a drawn one (option split)."""
+        mode = str(self.options["split"])
+        patients = {c: case.patient_id for c, case in cases.items()}
+        given = self.option_path("splits_file")
+        if given is not None and mode != "auto":
+            raise PathkitError(f"reg2025: splits_file {given} is your split, used as written; it goes with split=auto, "
+                               f"not split={mode}")
+        if mode == "auto" and given is not None:
+            if layout:
+                raise PathkitError(f"reg2025: both {reports.name} (its train/val/test keys) and splits_file {given} "
+                                   "give a split; keep one")
+            parts, self._split_facts = file_split(given, patients, normalise_id=strip_slide_suffix, excluded=excluded)
+            return parts
+        if mode == "auto" and layout:
+            parts, self._split_facts = column_split(reports, {c: (p, p) for c, p in layout.items()}, patients,
+                                                    source="the train/val/test keys")
+            return parts
         if mode != "random":
             published = published_split()
             listed = {c for ids in published.values() for c in ids}
             parts = {p: [c for c in ids if c in cases] for p, ids in published.items()}
             outside = sorted(set(cases) - listed)
             absent = len(listed) - sum(len(v) for v in parts.values())
-            usable = all(parts.values())
-            if mode == "pathreporteval" or usable:
+            if mode == "pathreporteval" or all(parts.values()):
                 for case_id in outside:
                     excluded[case_id] = "not in the PathReportEval split"
                     cases.pop(case_id)
                 if absent:
                     log.info("reg2025: %d of the %d PathReportEval cases are not in %s", absent, len(listed),
                              self.root)
-                self.split_source = "PathReportEval (PathBench reports/reg_reports_splits.json)"
+                self._split_facts = {"source": "published", "description": "published: PathReportEval (PathBench "
+                                     "reports/reg_reports_splits.json) over the cases present",
+                                     **part_counts(parts, patients)}
                 return parts
             log.warning("reg2025: the published split leaves the %s part(s) empty on the %d cases present; "
-                        "using a seeded patient-disjoint 80/10/10 split instead",
+                        "drawing a seeded patient-disjoint 80/10/10 split instead",
                         ", ".join(p for p, v in parts.items() if not v), len(cases))
-        seed = int(self.options.get("split_seed") or 0)
-        self.split_source = f"random patient-disjoint 80/10/10, seed {seed}"
-        return load_or_draw_split(self.splits_file(f"reg2025-random-seed{seed}.csv"),
-                                     {c: case.patient_id for c, case in cases.items()},
-                                     fractions=RANDOM_FRACTIONS, seed=seed)
+        seed = int(self.options["split_seed"])
+        parts, self._split_facts = drawn_split(self.name, patients, seed=seed, fractions=RANDOM_FRACTIONS,
+                                               workdir=self.options.get("workdir"),
+                                               file_name=f"reg2025-random-seed{seed}.csv")
+        return parts
 
 
 @hookimpl

@@ -17,7 +17,8 @@ itself a slide barcode, that slide is used.
 
 Reports are cleaned like PathBench's TCGA text (lower-cased, punctuation stripped; at most 600
 tokens). The split is drawn once with option split_seed (0) in PathReportEval's proportions
-(7074/884/885 of 8843) and saved to <root>/pathkit-splits/tcga-pathtext-seed<seed>.csv.
+(7074/884/885 of 8843) and kept in the workspace (<workdir>/splits/tcga-pathtext/); option
+splits_file=FILE gives your own split instead, used exactly as written.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Case, PathkitError
-from pathkit_core.splits import load_or_draw_split
+from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._cohort import option
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     SLIDE_SUFFIXES,
@@ -69,14 +70,18 @@ class TCGAPathText(ReportDataset):
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "tcga-pathtext"}}
     report_cleaning: ClassVar[str] = "pathbench"
     max_report_tokens: ClassVar[int] = 600
-    option_defaults: ClassVar[dict[str, Any]] = {
-        "annotations": None,
-        "slides_dir": None,
-        "features_dir": None,
-        "split_seed": 0,
-        "splits_file": None,
-    }
-    layout_help: ClassVar[str] = (
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("annotations", "path", None, "the PathText JSON (default: PathText.json, ... or the only "
+                      "*.json in the root)"),
+        DatasetOption("slides_dir", "path", None, "folder searched (recursively) for the GDC slides (default: the "
+                      "root)"),
+        DatasetOption("features_dir", "path", None, "folder of precomputed features named by slide or patient "
+                      "(default: <root>/features)"),
+        DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)"),
+        option("splits_file"),
+        DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)"),
+    )
+    layout: ClassVar[str] = (
         "<root>/PathText.json (a JSON list of {\"id\": \"TCGA-XX-XXXX\", \"caption\": ...}), GDC slides "
         "TCGA-XX-XXXX-01Z-00-DX1.<uuid>.svs anywhere below the root, optional features <root>/features/"
     )
@@ -94,7 +99,7 @@ class TCGAPathText(ReportDataset):
             return found[0]
         raise PathkitError(f"tcga-pathtext: {'no' if not found else 'more than one'} annotation JSON in {root}"
                            f"{' (' + ', '.join(p.name for p in found) + ')' if found else ''}; "
-                           f"choose one with option annotations=FILE; expected layout: {self.layout_help}")
+                           f"choose one with option annotations=FILE; expected layout: {self.layout}")
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.annotations_file()
@@ -105,6 +110,7 @@ class TCGAPathText(ReportDataset):
         root = Path(self.root)
         slides_dir = self.option_path("slides_dir") or root
         features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
+        mpp = self.mpp_option()
         by_patient: dict[str, list[Path]] = {}
         for slide in sorted(slides_dir.rglob("TCGA-*")):
             if slide.is_file() and slide.suffix.lower() in SLIDE_SUFFIXES and (m := PATIENT.match(slide.name)):
@@ -135,7 +141,8 @@ class TCGAPathText(ReportDataset):
             feature = feature or find_file(features_dir, patient, FEATURE_SUFFIXES)
             case, problem = self.report_case(
                 patient, patient, record["caption"], slides=(slide,) if slide and not feature else (),
-                features=(feature,) if feature else (), meta={"slide": slide.name if slide else None},
+                features=(feature,) if feature else (),
+                meta={"slide": slide.name if slide else None, **({"mpp": mpp} if mpp else {})},
             )
             if case is None:
                 excluded[patient] = problem or "unusable report"
@@ -144,12 +151,8 @@ class TCGAPathText(ReportDataset):
         if cases and not any(c.slides or c.features for c in cases.values()):
             raise PathkitError(f"tcga-pathtext at {root}: no TCGA slide (TCGA-XX-XXXX-...-DX1.<uuid>.svs) or "
                                f"feature file was found for the {len(cases)} patients; expected layout: "
-                               f"{self.layout_help}")
-        seed = int(self.options.get("split_seed") or 0)
-        self.split_source = f"seeded patient-disjoint split in PathReportEval proportions, seed {seed}"
-        splits = load_or_draw_split(self.splits_file(f"tcga-pathtext-seed{seed}.csv"),
-                                       {c: case.patient_id for c, case in cases.items()},
-                                       fractions=FRACTIONS, seed=seed)
+                               f"{self.layout}")
+        splits = self.report_split(cases, excluded, FRACTIONS, "tcga-pathtext-seed{seed}.csv")
         return cases, splits, excluded
 
 

@@ -73,7 +73,7 @@ def test_reg2025_reads_the_release_with_the_published_split(tmp_path):
     assert excluded["PIT_99_00001_01"] == "not in the PathReportEval split"
     assert excluded[PUBLISHED["train"][3]].startswith("report is empty")
     assert "not valid UTF-8" in excluded[PUBLISHED["train"][4]]
-    assert ds.split_source.startswith("PathReportEval")
+    assert ds.split_facts()["source"] == "published" and "PathReportEval" in ds.split_facts()["description"]
     assert "mpp" not in case.meta
     assert next(REG2025(root, mpp=0.5).cases("val")).meta["mpp"] == 0.5  # REG TIFFs lack a real resolution
 
@@ -90,13 +90,21 @@ def test_reg2025_prefers_precomputed_features(tmp_path):
 def test_reg2025_falls_back_to_a_seeded_split_on_a_subset(tmp_path, caplog):
     chosen = PUBLISHED["train"][:20]
     root = reg_folder(tmp_path / "reg", [(c, REPORT_A) for c in chosen])
-    ds = REG2025(root)
+    work = tmp_path / "work"
+    ds = REG2025(root, workdir=str(work))
     ds.validate()
     parts = ds.splits()
     assert sorted(len(v) for v in parts.values()) == [2, 2, 16]
-    assert "using a seeded patient-disjoint 80/10/10 split" in caplog.text
-    saved = root / "pathkit-splits" / "reg2025-random-seed0.csv"
-    assert saved.exists() and REG2025(root).splits() == parts
+    assert "drawing a seeded patient-disjoint 80/10/10 split" in caplog.text
+    assert "drawn by pathkit (no split given)" in caplog.text
+    # drawn splits live in the workspace, never in the user's dataset folder
+    saved = work / "splits" / "reg2025" / "reg2025-random-seed0.csv"
+    assert saved.exists() and REG2025(root, workdir=str(work)).splits() == parts
+    assert not (root / "pathkit-splits").exists() and sorted(p.name for p in root.iterdir()) == sorted(
+        [f"{c}.tiff" for c in chosen] + ["train.json"])
+    facts = ds.split_facts()
+    assert facts["source"] == "drawn" and facts["file"] == str(saved) and facts["counts"]["train"] == 16
+    assert REG2025(root).splits() == parts  # without a workspace the seeded draw is repeated, not written
     with pytest.raises(PathkitError, match="the val, test split"):
         REG2025(root, split="pathreporteval").validate()
     # patients (id without the slide number) never straddle two parts
@@ -150,14 +158,14 @@ def test_patient_disjoint_split_meets_the_paper_counts():
 def test_saved_split_is_reused_and_checked(tmp_path):
     cohort = {f"c{i}": f"p{i}" for i in range(50)}
     path = tmp_path / "split.csv"
-    first = load_or_draw_split(path, cohort, fractions=(0.1, 0.1), seed=0)
+    first = load_or_draw_split(path, cohort, fractions=(0.1, 0.1), seed=0).parts
     rows = list(csv.DictReader(path.open()))
     assert {r["split"] for r in rows} == {"train", "val", "test"} and len(rows) == 50
-    assert load_or_draw_split(path, cohort, fractions=(0.5, 0.1), seed=9) == first  # the file wins
+    assert load_or_draw_split(path, cohort, fractions=(0.5, 0.1), seed=9).parts == first  # the file wins
     with pytest.raises(PathkitError, match="does not match the dataset"):
         load_or_draw_split(path, {**cohort, "new": "pnew"}, fractions=(0.1, 0.1), seed=0)
     path.write_text("patient_id,case_id,split\np1,c1,train\np1,c2,test\n")
-    with pytest.raises(PathkitError, match="patient 'p1' is in both"):
+    with pytest.raises(PathkitError, match=r"1 patient\(s\) in two parts .*'p1' \(train and test\)"):
         load_or_draw_split(path, {"c1": "p1", "c2": "p1"}, fractions=(0.1, 0.1), seed=0)
 
 
@@ -204,7 +212,7 @@ def test_histai_reads_metadata_links_repeated_slide_names_and_saves_its_split(tm
     assert all(s.is_symlink() and s.resolve().name.startswith("slide_") for s in case.slides)
     assert ds.excluded_cases() == {"HISTAI-skin-b2_case_00099": "report is empty (fields micro_protocol, "
                                                                 "conclusion, diagnosis)"}
-    assert (root / "pathkit-splits" / "histai-seed0.csv").exists()
+    assert (work / "splits" / "histai" / "histai-seed0.csv").exists() and not (root / "pathkit-splits").exists()
     he_only = HistAI(root, stains="HE", workdir=str(work))
     assert all(len(c.slides) == 1 for c in he_only.cases("train"))
     write_json(root / "metadata.json", [{"diagnosis": "x"}])
