@@ -188,25 +188,11 @@ class MultipleChoiceVQATask(Task):
         """The per-case checks, then: the rows of one group (an ESG quartet) share their question,
         choices and candidate-set capacities (PathoArgus: only the target's location changes)."""
         super().validate_cases(splits, dataset)
-        first: dict[str, Case] = {}
-        bad: list[str] = []
-        for cases in splits.values():
-            for case in cases:
-                group = case.meta.get("group")
-                if group is None:
-                    continue
-                seen = first.setdefault(str(group), case)
-                for key, value in (("question", case.meta["question"]), ("choices", list(case.meta["choices"])),
-                                   ("candidate-set capacities", _capacities(case))):
-                    other = list(seen.meta["choices"]) if key == "choices" else (
-                        seen.meta["question"] if key == "question" else _capacities(seen))
-                    if value != other:
-                        bad.append(f"group {group!r}: {case.case_id} and {seen.case_id} differ in their {key} "
-                                   f"({value!r} vs {other!r})")
-                        break
+        bad = group_problems([c for cases in splits.values() for c in cases])
         if bad:
+            shown = "; ".join(f"group {g!r}: {a} and {b} differ in their {what}" for g, a, b, what in bad[:5])
             more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
-            raise PathkitError(f"dataset {dataset.name!r}: {'; '.join(bad[:5])}{more}")
+            raise PathkitError(f"dataset {dataset.name!r}: {shown}{more}")
 
     # ------------------------------------------------------------------ predictions
 
@@ -283,6 +269,25 @@ class MultipleChoiceVQATask(Task):
 
         budget = budget_summary(predictions)
         return {"budget": budget, "report_sections": ["budget"]} if budget else {}
+
+
+def group_problems(cases: Sequence[Case]) -> list[tuple[str, str, str, str]]:
+    """(group, case, first case of the group, what differs) for every row of a group (an ESG
+    quartet) whose question, choices or candidate-set capacities differ from the group's first
+    row (PathoArgus: across a quartet only the target's location changes)."""
+    first: dict[str, Case] = {}
+    out = []
+    for case in cases:
+        group = case.meta.get("group")
+        if group is None:
+            continue
+        seen = first.setdefault(str(group), case)
+        for what, key in (("question", lambda c: c.meta["question"]), ("choices", lambda c: list(c.meta["choices"])),
+                          ("candidate-set capacities", _capacities)):
+            if key(case) != key(seen):
+                out.append((str(group), case.case_id, seen.case_id, what))
+                break
+    return out
 
 
 def _capacities(case: Case) -> list[int]:

@@ -44,7 +44,7 @@ def selection_protocol(dataset: Dataset) -> SelectionProtocol:
     """The dataset's selection settings: PROTOCOL_DEFAULTS < `selection_defaults` < its options."""
     values = {**PROTOCOL_DEFAULTS, **dict(getattr(dataset, "selection_defaults", None) or {})}
     options = getattr(dataset, "options", None) or {}
-    values.update({k: options[k] for k in PROTOCOL_DEFAULTS if k in options})
+    values.update({k: options[k] for k in PROTOCOL_DEFAULTS if options.get(k) is not None})
     name = dataset.name if dataset is not None else "?"
     budget, candidates = values["budget"], values["candidates"]
     for key, value in (("budget", budget), ("candidates", candidates)):
@@ -65,8 +65,8 @@ def selection_protocol(dataset: Dataset) -> SelectionProtocol:
 def _audit_names(protocol: SelectionProtocol, dataset: Dataset, cases: Sequence[Case]) -> tuple[str, ...]:
     """The audited selectors: the dataset's `audit_selectors` if it sets them, else every
     registered selector when the cases carry planted evidence, else none."""
-    values = {**dict(getattr(dataset, "selection_defaults", None) or {}), **(getattr(dataset, "options", None) or {})}
-    if values.get("audit_selectors") is not None:
+    given = [getattr(dataset, "selection_defaults", None) or {}, getattr(dataset, "options", None) or {}]
+    if any(g.get("audit_selectors") is not None for g in given):
         return protocol.audit
     if not any(c.meta.get("evidence") for c in cases):
         return ()

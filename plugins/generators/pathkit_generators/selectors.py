@@ -47,6 +47,8 @@ class RelevanceSelector(Selector):
     """What `flat-topk` and `pathoargus` share: a question relevance (text tower or learned)."""
 
     default_options: ClassVar[dict[str, Any]] = {}
+    # "auto" learns a projection unless a text tower fits; an instance with relevance="text-tower" needs no fit
+    needs_fit: ClassVar[bool] = True
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

@@ -203,25 +203,37 @@ def _train(pools: Sequence[EvidencePool], answers: Sequence[Any], settings: Mapp
     weight = torch.nn.Parameter(torch.randn(dim, all_rows.shape[1], generator=generator) / all_rows.shape[1] ** 0.5)
     optimiser = torch.optim.Adam([weight], lr=float(settings["relevance_lr"]))
     tau = float(settings["relevance_temperature"])
-    prepared = []
-    for x, q, choices, answer in examples:
+    # all questions padded into one batch: rows (Q, R, D) with their mask, choices (Q, C, E) with theirs
+    n_rows = max(len(x) for x, *_ in examples)
+    n_choices = max(len(c) for _, _, c, _ in examples)
+    rows = torch.zeros(len(examples), n_rows, all_rows.shape[1])
+    row_mask = torch.zeros(len(examples), n_rows, dtype=torch.bool)
+    questions = torch.zeros(len(examples), dim)
+    choice_emb = torch.zeros(len(examples), n_choices, dim)
+    choice_mask = torch.zeros(len(examples), n_choices, dtype=torch.bool)
+    for k, (x, q, choices, _) in enumerate(examples):
+        rows[k, : len(x)] = torch.from_numpy((x - mean) / std)
+        row_mask[k, : len(x)] = True
         emb = embedder.embed([q, *choices])
-        prepared.append((torch.from_numpy((x - mean) / std), emb[0], emb[1:], answer))
-    order = np.arange(len(prepared))
-    batch = 16
+        questions[k] = emb[0]
+        choice_emb[k, : len(choices)] = emb[1:]
+        choice_mask[k, : len(choices)] = True
+    targets = torch.tensor([a for *_, a in examples])
+    order = np.arange(len(examples))
+    batch = 32
     for _ in range(int(settings["relevance_epochs"])):
         rng.shuffle(order)
         for start in range(0, len(order), batch):
+            pick = torch.from_numpy(order[start:start + batch].copy())
+            projected = torch.nn.functional.normalize(rows[pick] @ weight.T, dim=-1)  # (B, R, E)
+            relevance = torch.einsum("bre,be->br", projected, questions[pick]) / tau
+            attention = torch.softmax(relevance.masked_fill(~row_mask[pick], float("-inf")), dim=1)
+            pooled = torch.nn.functional.normalize(torch.einsum("br,bre->be", attention, projected), dim=-1)
+            logits = torch.einsum("bce,be->bc", choice_emb[pick], pooled) / tau
+            loss = torch.nn.functional.cross_entropy(logits.masked_fill(~choice_mask[pick], float("-inf")),
+                                                     targets[pick])
             optimiser.zero_grad()
-            loss = torch.zeros(())
-            for i in order[start:start + batch]:
-                x, e_q, e_c, answer = prepared[i]
-                projected = torch.nn.functional.normalize(x @ weight.T, dim=-1)
-                attention = torch.softmax(projected @ e_q / tau, dim=0)
-                pooled = torch.nn.functional.normalize(attention @ projected, dim=0)
-                logits = (e_c @ pooled) / tau
-                loss = loss + torch.nn.functional.cross_entropy(logits[None], torch.tensor([answer]))
-            (loss / batch).backward()
+            loss.backward()
             optimiser.step()
     facts = {"question_embedding": "hashed-ngram", "projection_dim": dim, "train_questions": len(examples),
              "feature_dim": int(all_rows.shape[1]), "seed": seed}
