@@ -246,6 +246,7 @@ class EvidenceItems:
         slide = torch.as_tensor(pool.slide)[rows]
         starts = _file_starts(pool)
         record = {"selector": protocol.selector, "budget": protocol.budget, "candidates": protocol.candidates,
+                  "relevance": selection.facts.get("relevance"),
                   "n_available": pool.n, "n_selected": int(rows.numel()), "n_scored": int(selection.n_scored),
                   "per_set": list(selection.per_set), "per_slide": list(selection.per_slide),
                   "tile_file": slide.tolist(), "tile_index": (rows - torch.as_tensor(starts)[slide]).tolist()}
@@ -389,7 +390,8 @@ def budget_summary(predictions: Mapping[str, Any]) -> dict[str, Any]:
     available = np.asarray([r["n_available"] for r in records], dtype=np.int64)
     selected = np.asarray([r["n_selected"] for r in records], dtype=np.int64)
     out: dict[str, Any] = {
-        "selector": records[0].get("selector"), "budget_K": records[0].get("budget"),
+        "selector": records[0].get("selector"), "relevance": records[0].get("relevance"),
+        "budget_K": records[0].get("budget"),
         "candidates_M": records[0].get("candidates"), "questions": len(records),
         "available_total": int(available.sum()), "selected_total": int(selected.sum()),
         "retention": float(selected.sum() / max(int(available.sum()), 1)),
