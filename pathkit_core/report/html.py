@@ -64,6 +64,12 @@ def write_run_report(run_dir: str | Path) -> Path:
             rows.append([metric, key, value, (baseline.get(metric) or {}).get(key, "")])
     parts.append("<h2>Scores on the test split</h2>")
     parts.append(_table(["metric", "score", "model", "most-frequent baseline"], rows))
+    for section in metrics.get("report_sections") or ():
+        # task facts the task asks to show (VQA: the budget, available and selected features)
+        values = metrics.get(section)
+        if isinstance(values, dict) and values:
+            parts.append(f"<h2>{html.escape(section.replace('_', ' ').capitalize())}</h2>")
+            parts.append(_table(["fact", "value"], [[k, v] for k, v in values.items()]))
     if "distinct_prediction_fraction" in metrics:
         parts.append(f"<p>Distinct predictions: {metrics['distinct_prediction_fraction']:.3f} of cases.</p>")
     if metrics.get("skipped_cases"):

@@ -12,8 +12,8 @@ evidence); a dataset class may declare its own defaults as `selection_defaults`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,8 @@ def selection_protocol(dataset: Dataset) -> SelectionProtocol:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise PathkitError(f"dataset {name!r}: option {key}={value!r} must be a positive number of features")
     if candidates < budget:
-        raise PathkitError(f"dataset {name!r}: candidates (M = {candidates}) must be at least the budget (K = {budget})")
+        raise PathkitError(f"dataset {name!r}: candidates (M = {candidates}) must be at least the budget "
+                           f"(K = {budget})")
     sel_options = values["selector_options"] or {}
     if not isinstance(sel_options, Mapping):
         raise PathkitError(f"dataset {name!r}: selector_options must be a JSON object, got {sel_options!r}")
@@ -171,7 +172,8 @@ def load_pool(entry: QuestionEntry) -> tuple[EvidencePool, list[dict[str, Any]],
         f = torch.as_tensor(loaded.features)
         feats.append(f)
         c = loaded.coords
-        coords.append(torch.as_tensor(c).to(torch.int64) if c is not None else torch.zeros(len(f), 2, dtype=torch.int64))
+        coords.append(torch.as_tensor(c).to(torch.int64) if c is not None
+                      else torch.zeros(len(f), 2, dtype=torch.int64))
         slide.append(torch.full((len(f),), ordinal, dtype=torch.int64))
         meta = {k: loaded.meta[k] for k in GEOMETRY_KEYS if loaded.meta.get(k)}
         geometry.append(meta)

@@ -7,7 +7,7 @@ so tiny-vit's 128 um tiles are 128 px):
 - a "GR" slide (about 60 tissue tiles) mostly covered by the lesion;
 - a small biopsy (about 16 tiles) of normal tissue with a lesion focus of about four tiles: the
   only place the lesion shows in the case's other slides;
-- two large resections (about 150 tiles each) of normal tissue.
+- two large resections (about 300 tiles each) of normal tissue.
 
 Questions, in the PathoArgus capabilities this miniature mimics:
 - GR (one slide): "What is the predominant lesion in this slide?" over the GR slide;
@@ -21,10 +21,11 @@ Questions, in the PathoArgus capabilities this miniature mimics:
 
 Answer positions are balanced per split and capability (GR and CSI by rotation; an ESG quartet
 uses each position once). The planted evidence is written with each row (`evidence`): the
-lesion's box (80% of the lesion focus's bounding box) on the slide that shows it, or for an ESG
-absence row every candidate set. The protocol of the miniature (protocol.json): K = 12 of the
-N = 60-500 features of a question, M = 48 candidates, so that, as on PathoArgus-Bench (K = 512,
-median N 27k), about 2% of the features reach the reader.
+lesion's box (80% of the lesion focus's bounding box) on the slide that shows it, a selected tile
+showing it when a quarter of the tile lies in the box, or for an ESG absence row every candidate
+set. The protocol of the miniature (protocol.json): K = 16 of the N = 60-950 features of a
+question, M = 96 candidates, so that, as on PathoArgus-Bench (K = 512, median N 27k), about 2% of
+the features reach the reader.
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ from typing import Any
 from pathkit_core.contracts import PathkitError
 from pathkit_core.workspace import atomic_write_json, atomic_write_text
 
-DEMO_VERSION = 2
+DEMO_VERSION = 3
 MPP = 1.0
 TILE_PX = 128
-PROTOCOL = {"budget": 12, "candidates": 48}
+PROTOCOL = {"budget": 16, "candidates": 96}
 # (name, normal-tissue colour)
 SITES: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("breast", (232, 160, 205)), ("lung", (214, 138, 160)), ("kidney", (226, 150, 140)))
@@ -62,10 +63,12 @@ CSI_QUESTION = "Which lesion is present in this case?"
 ESG_QUESTION = "Which candidate set contains {lesion}?"
 
 # slide kind -> (side in px, tissue radius as a fraction of the side)
-SLIDE_KINDS = {"gr": (1408, 0.40), "bx": (768, 0.38), "r1": (1920, 0.46), "r2": (1920, 0.46)}
+SLIDE_KINDS = {"gr": (1408, 0.40), "bx": (768, 0.38), "r1": (2700, 0.463), "r2": (2700, 0.463)}
 GR_LESION_RADIUS = 0.32
 FOCUS_RADIUS_PX = 180.0
 EVIDENCE_SHRINK = 0.8
+# a selected tile shows the lesion when a quarter of it lies in the evidence box
+MIN_OVERLAP = 0.25
 
 
 def parse_counts(text: Any) -> tuple[int, int, int]:
@@ -155,13 +158,14 @@ def plan_questions(cases_by_split: dict[str, list[dict[str, Any]]], rng: random.
             rows.append({"id": f"{case['case']}-GR", "patient_id": case["case"], "split": split,
                          "capability": "GR", "question": GR_QUESTION, "choices": choices, "answer": answer,
                          "candidate_sets": [[case["slides"]["gr"]]],
-                         "evidence": {"regions": [{"slide": 0, "box": case["gr_box"]}]}})
+                         "evidence": {"regions": [{"slide": 0, "box": case["gr_box"]}], "min_overlap": MIN_OVERLAP}})
             order = rng.sample(["bx", "r1", "r2"], 3)
             choices, answer = _rotating_answer(names, lesion, k + 1, rng)
             rows.append({"id": f"{case['case']}-CSI", "patient_id": case["case"], "split": split,
                          "capability": "CSI", "question": CSI_QUESTION, "choices": choices, "answer": answer,
                          "candidate_sets": [[case["slides"][s] for s in order]],
-                         "evidence": {"regions": [{"slide": order.index("bx"), "box": case["focus_box"]}]}})
+                         "evidence": {"regions": [{"slide": order.index("bx"), "box": case["focus_box"]}],
+                                      "min_overlap": MIN_OVERLAP}})
             donors = _donors(case, cases, rng)
             esg_choices = list(ESG_CHOICES)
             rng.shuffle(esg_choices)
@@ -175,7 +179,7 @@ def plan_questions(cases_by_split: dict[str, list[dict[str, Any]]], rng: random.
                     members.insert(where, case)
                     right = ESG_CHOICES[where]
                     slide = 2 * where + pair_order[case["case"]].index(0)
-                    evidence = {"regions": [{"slide": slide, "box": case["focus_box"]}]}
+                    evidence = {"regions": [{"slide": slide, "box": case["focus_box"]}], "min_overlap": MIN_OVERLAP}
                 rows.append({"id": f"{case['case']}-ESG-{condition}", "patient_id": case["case"], "split": split,
                              "capability": "ESG", "group": f"{case['case']}-ESG", "condition": condition,
                              "question": ESG_QUESTION.format(lesion=lesion), "choices": esg_choices,

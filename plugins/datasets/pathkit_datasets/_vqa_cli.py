@@ -36,8 +36,8 @@ def register(app: typer.Typer) -> None:
     @vqa.command("audit")
     @user_errors
     def audit_cmd(
-        dataset: str = typer.Option(..., "--dataset", "-d", help="A multiple-choice VQA dataset (pathoargus, wsi-vqa)."),
-        dataset_root: Path | None = typer.Option(None, "--dataset-root", help="Folder of the dataset (none: its demo)."),
+        dataset: str = typer.Option(..., "--dataset", "-d", help="A VQA dataset (pathoargus, wsi-vqa)."),
+        dataset_root: Path | None = typer.Option(None, "--dataset-root", help="Dataset folder (none: its demo)."),
         dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="Dataset option KEY=VALUE."),
         workdir: Path = typer.Option(Path("pathkit-work"), "--workdir", "-w", help="Workspace (for a demo)."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),

@@ -2,19 +2,12 @@
 
 The release's file format and field names are not public; this dataset reads a documented
 question table (docs/pathoargus.md, "The pathoargus layout") and maps other names onto it with
-option `field_map`. One row per question:
-
-| field | meaning |
-|---|---|
-| id | question id (the case id; unique) |
-| patient_id | the target case's patient (splits are patient-disjoint) |
-| split | train, val, test (or bench); else option splits_file, else a drawn patient-disjoint split |
-| question, choices | the question and its choices (a JSON list; two or more, distinct) |
-| answer | the right choice: 0-based index or letter |
-| capability | GR, MA, FGR, RR, CSI, ESG (optional) |
-| group, condition | ESG quartet id and evidence state (set1, set2, set3, absent); metric-only |
-| candidate_sets | a JSON list of sets, each a list of slide or feature files (relative to the table's folder or option slides_dir); a flat list is one set |
-| evidence | planted evidence (synthetic data): {"regions": [{"slide": ordinal, "box": [x0, y0, x1, y1]}], "sets": [...]} |
+option `field_map`. One row per question: id (unique), patient_id (the target case's patient),
+split (train, val, test or bench; else option splits_file, else a drawn patient-disjoint split),
+question, choices (a JSON list), answer (0-based index or letter), capability (GR, MA, FGR, RR,
+CSI, ESG), group and condition (ESG quartet id and evidence state; metric-only), candidate_sets
+(a JSON list of sets, each a list of slide or feature files relative to the table's folder or
+option slides_dir) and evidence (planted evidence of synthetic data; metric-only).
 
 The answer-position audit per split and capability is in the split facts (metrics.json) and
 printed by `pathkit vqa audit --dataset pathoargus`. With no root, `pathkit run` builds the
@@ -93,7 +86,7 @@ class PathoArgus(CohortDataset):
         DatasetOption("slides_dir", "path", None, "folder the candidate_sets paths are relative to (default: the "
                       "table's folder)"),
         option("splits_file"), option("split_seed"), option("val_fraction"), option("test_fraction"),
-        DatasetOption("demo_cases", "str", "48,10,16", "synthetic miniature: cases in train,val,test (6 questions "
+        DatasetOption("demo_cases", "str", "40,8,16", "synthetic miniature: cases in train,val,test (6 questions "
                       "each: GR, CSI and an ESG quartet)"),
         DatasetOption("workers", "int", 2, "synthetic miniature: processes writing its slides"),
         *SELECTION_OPTIONS,
@@ -102,17 +95,12 @@ class PathoArgus(CohortDataset):
                              "split, question, choices, answer, capability, group, condition, candidate_sets, "
                              "evidence), slide or feature files named in candidate_sets; optional protocol.json "
                              "{\"budget\": K, \"candidates\": M}")
-    # The miniature's demo: the attention reader on tiny-vit features under its K = 12, M = 48.
-    demo_run: ClassVar[dict[str, Any] | None] = {
-        "encoder": "tiny-vit",
-        "generator": "attention-reader",
-        "train": {"max_epochs": 60, "lr": 2e-3, "batch_size": 16, "eval_batch_size": 64,
-                  "early_stop_patience": 15, "plateau_patience": 6},
-    }
+    # The miniature's demo: the attention reader on tiny-vit features under its K = 16, M = 96.
+    demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "attention-reader"}
 
     @property
     def selection_defaults(self) -> dict[str, Any]:
-        """The K and M a release states in protocol.json (the miniature's: 12 and 48)."""
+        """The K and M a release states in protocol.json (the miniature's: 16 and 96)."""
         path = Path(self.root) / "protocol.json" if self.root is not None else None
         if path is None or not path.is_file():
             return {}
@@ -127,7 +115,7 @@ class PathoArgus(CohortDataset):
     def make_demo(self, path: str | Path) -> Path:
         from pathkit_datasets._pathoargus_synthetic import DEMO_VERSION, build_demo, parse_counts
 
-        counts = parse_counts(self.options.get("demo_cases") or "48,10,16")
+        counts = parse_counts(self.options.get("demo_cases") or "40,8,16")
         folder = Path(path) / f"v{DEMO_VERSION}-{'-'.join(map(str, counts))}"
         return build_demo(folder, counts, workers=int(self.options.get("workers") or 1))
 

@@ -165,13 +165,7 @@ class PathoArgusSelector(RelevanceSelector):
         """At most M candidate rows with every set and slide represented, spread over regions."""
         import numpy as np
 
-        from pathkit_generators._selection.allocation import (
-            evenly_spaced,
-            grid_side,
-            group_rows,
-            region_ids,
-            water_fill,
-        )
+        from pathkit_generators._selection.allocation import evenly_spaced, grid_side, region_ids, spread_over_groups
 
         sets, rows = self._slides_by_set(pool)
         quotas = self._routed(candidates, [[rows[j] for j in slides] for slides in sets])
@@ -185,9 +179,7 @@ class PathoArgusSelector(RelevanceSelector):
                 elif self.options["candidate_choice"] == "linspace":
                     picked.append(evenly_spaced(mine, share))
                 else:
-                    regions = group_rows(region_ids(coords[mine], grid_side(share)))
-                    split = water_fill(share, [len(r) for r in regions])
-                    picked.extend(evenly_spaced(mine[r], k) for r, k in zip(regions, split, strict=True) if k)
+                    picked.append(spread_over_groups(mine, region_ids(coords[mine], grid_side(share)), share))
         return np.sort(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
 
     def select(self, pool: EvidencePool, *, budget: int, candidates: int) -> Selection:

@@ -78,7 +78,8 @@ def test_parquet_and_field_map(tmp_path):
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"choices": ["adenocarcinoma"]}, r"questions.jsonl, line 3 \(question q3\): meta\['choices'\] must list at least two"),
+    ({"choices": ["adenocarcinoma"]},
+     r"questions.jsonl, line 3 \(question q3\): meta\['choices'\] must list at least two"),
     ({"choices": ["a", "b", "A"]}, r"line 3 \(question q3\): duplicate choices"),
     ({"answer": 4}, r"line 3 \(question q3\): answer 4 is out of range for 4 choices"),
     ({"answer": "E"}, r"line 3 \(question q3\): answer 'E' is not a 0-based choice index"),
@@ -178,8 +179,9 @@ def test_synthetic_questions_and_planted_evidence():
 
 
 def test_every_synthetic_lesion_survives_the_tissue_mask(tmp_path):
-    from pathkit_core.wsi.tiling import TilingParams, tile_slides
     from pathkit_datasets import _pathoargus_synthetic as syn
+
+    from pathkit_core.wsi.tiling import TilingParams, tile_slides
 
     paths = []
     for lesion in range(len(syn.LESIONS)):

@@ -189,7 +189,7 @@ def test_learned_relevance_learns_where_the_evidence_is(tmp_path):
     test_pools, _, hot = _lesion_pools(30, seed=1)
     hits = [len(hot[i] & set(selector.select(p, budget=5, candidates=40).indices.tolist())) for i, p in
             enumerate(test_pools)]
-    assert np.mean(hits) >= 2.0  # chance: 5 * 5 / 40 = 0.6 of the 5 evidence rows
+    assert np.mean(hits) >= 3.5  # chance: 5 * 5 / 40 = 0.6 of the 5 evidence rows
     # the second fit on the same data is read back from the cache
     cached = list(tmp_path.glob("learned-relevance-*.safetensors"))
     assert len(cached) == 1

@@ -42,13 +42,36 @@ def proportional_split(total: int, capacities: Sequence[int]) -> list[int]:
 
 
 def evenly_spaced(rows: np.ndarray, k: int) -> np.ndarray:
-    """`k` of `rows` at even spacing, first and last included (np.linspace, floored, as
-    SlideChat caps a slide's features); all of them when k >= len(rows)."""
+    """`k` of `rows` at even spacing, first and last included: np.linspace(0, n - 1, k) floored,
+    as SlideChat caps a slide's features (here in exact integer arithmetic); all of them when
+    k >= len(rows)."""
     if k >= len(rows):
         return rows
     if k <= 0:
         return rows[:0]
-    return rows[np.linspace(0, len(rows) - 1, k, dtype=np.int64)]
+    if k == 1:
+        return rows[:1]
+    return rows[(np.arange(k) * (len(rows) - 1)) // (k - 1)]
+
+
+def spread_over_groups(rows: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
+    """`k` of `rows` split as evenly as possible over their groups (`water_fill` over the group
+    sizes), each group's share evenly spaced over its rows in their order; vectorised, so a slide
+    cut into thousands of regions costs one pass."""
+    if k >= len(rows):
+        return rows
+    if k <= 0:
+        return rows[:0]
+    order = np.argsort(groups, kind="stable")
+    _, counts = np.unique(groups[order], return_counts=True)
+    quotas = np.asarray(water_fill(k, counts.tolist()), dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    owner = np.repeat(np.arange(len(counts)), quotas)
+    rank = np.arange(len(owner)) - np.repeat(np.cumsum(quotas) - quotas, quotas)  # 0.. within each group
+    q, c = quotas[owner], counts[owner]
+    # np.linspace(0, c - 1, q, dtype=int) of each group, as `evenly_spaced`
+    offsets = np.where(q > 1, (rank * (c - 1)) // np.maximum(q - 1, 1), 0)
+    return rows[order[starts[owner] + offsets]]
 
 
 def region_ids(coords: np.ndarray, side: int) -> np.ndarray:
@@ -56,10 +79,10 @@ def region_ids(coords: np.ndarray, side: int) -> np.ndarray:
     (row-major cell number). Rows without spatial spread all share cell 0."""
     if len(coords) == 0 or side <= 1:
         return np.zeros(len(coords), dtype=np.int64)
-    xy = np.asarray(coords, dtype=np.float64)
+    xy = np.asarray(coords, dtype=np.int64)
     low = xy.min(axis=0)
-    span = np.maximum(xy.max(axis=0) - low, 1e-9)
-    cell = np.minimum((xy - low) / span * side, side - 1).astype(np.int64)
+    span = xy.max(axis=0) - low + 1  # integer cells: x - low in [0, span) maps to [0, side)
+    cell = (xy - low) * side // span
     return cell[:, 1] * side + cell[:, 0]
 
 

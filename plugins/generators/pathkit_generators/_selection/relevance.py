@@ -2,16 +2,20 @@
 
 PathoArgus does not publish how it scores relevance (docs/pathoargus.md). Two scorers:
 
-- `text-tower`: the CONCH v1 text tower (`_conch_text`, local weights only) embeds the question
-  text (the question and its choices, one string); patches are scored by cosine with it, which
-  needs patch features in CONCH's image-text space (CONCH v1 projected features, 512-d).
+- `text-tower`: the CONCH v1 text tower (`_conch_text`, local weights only) embeds one hypothesis
+  per choice (the question followed by the choice); a patch's relevance is its best cosine over
+  them, which needs patch features in CONCH's image-text space (CONCH v1 projected, 512-d).
 - `learned` ("learned-projection"): the question text is embedded offline by the hashed n-gram
-  embedder (`_knowledge_bank.HashedNgramEmbedder`, IDF fitted on the train questions) and patch
-  features (standardised with train statistics) are projected into that space by a linear map
-  W trained on the train split: relevance r_i = cos(W x_i, e(question)); the relevance-weighted
-  mean of the projected patches must point at the right choice's text embedding (cross-entropy
-  over the choices). Questions over several candidate sets (ESG: "set 2" has no visual
-  meaning) are left out of that training. The map is cached by the content of its train data.
+  embedder (`_knowledge_bank.HashedNgramEmbedder`, IDF fitted on the train questions) and a
+  linear map W, trained on the train split, projects it into the feature space. Each choice
+  makes one hypothesis text (the question followed by that choice); a patch's relevance is its
+  best cosine over them, r_i = max_c cos(x_i, W e(question + choice c)), x_i standardised by
+  train statistics. Projecting the text rather than the patches makes scoring M candidates one
+  (M x D) by (D x C) product. The training objective: the relevance-weighted mean of a
+  question's patches must point at the projection of the right hypothesis (cross-entropy over
+  the choices). Questions over
+  several candidate sets (ESG: "set 2" has no visual meaning) are left out of that training.
+  The map is cached by the content of its train data.
 
 "auto" uses the text tower when its files are on this machine and the features match its width,
 otherwise the learned projection; the choice is recorded with every selection.
@@ -30,13 +34,22 @@ from pathkit_core.contracts import EvidencePool, PathkitError
 
 log = logging.getLogger(__name__)
 
-LEARNED_VERSION = 1
-_FORMAT = "pathkit-learned-relevance/1"
+LEARNED_VERSION = 3
+_FORMAT = "pathkit-learned-relevance/2"
 
 
-def question_text(pool: EvidencePool) -> str:
-    """What a question embedding embeds: the question and its choices (never the answer)."""
-    return f"{pool.question} {' ; '.join(pool.choices)}".strip()
+def hypotheses(pool: EvidencePool) -> list[str]:
+    """What the question embeddings embed: the question with each of its choices in turn (never
+    the answer); a patch's relevance is its best cosine over them, as CONCH scores a patch against
+    one prompt per class in zero-shot classification."""
+    return [f"{pool.question} {choice}".strip() for choice in pool.choices] or [pool.question]
+
+
+def _best_cosine(feats: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Per row, the highest cosine with any of the (C, D) queries."""
+    rows = feats / np.maximum(np.linalg.norm(feats, axis=1, keepdims=True), 1e-12)
+    unit = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
+    return (rows @ unit.T).max(axis=1)
 
 
 class TextTowerRelevance:
@@ -58,10 +71,10 @@ class TextTowerRelevance:
                 f"relevance 'text-tower' scores patches in CONCH's {self.embedder.dim}-d image-text space; case "
                 f"{pool.case_id!r} has {feats.shape[1]}-d features (use relevance='learned', or CONCH v1 "
                 "projected features)")
-        text = question_text(pool)
-        if text not in self._cache:
-            self._cache[text] = self.embedder.embed([text])[0].numpy().astype(np.float32)
-        return _cosine(feats, self._cache[text])
+        key = "\n".join(hypotheses(pool))
+        if key not in self._cache:
+            self._cache[key] = self.embedder.embed(hypotheses(pool)).numpy().astype(np.float32)
+        return _best_cosine(feats, self._cache[key])
 
 
 class LearnedRelevance:
@@ -73,7 +86,7 @@ class LearnedRelevance:
                  facts: Mapping[str, Any]) -> None:
         from pathkit_generators._knowledge_bank import HashedNgramEmbedder
 
-        self.weight = np.asarray(weight, dtype=np.float32)  # (E, D)
+        self.weight = np.asarray(weight, dtype=np.float32)  # (E, D): text embedding -> feature space
         self.mean = np.asarray(mean, dtype=np.float32)
         self.std = np.asarray(std, dtype=np.float32)
         self.embedder = HashedNgramEmbedder(self.weight.shape[0])
@@ -84,19 +97,19 @@ class LearnedRelevance:
     def facts(self) -> dict[str, Any]:
         return {"relevance": self.name, **self._facts}
 
-    def embed_question(self, text: str) -> np.ndarray:
-        if text not in self._cache:
-            self._cache[text] = self.embedder.embed([text])[0].numpy().astype(np.float32)
-        return self._cache[text]
+    def queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The texts' embeddings projected into the (standardised) feature space, (C, D)."""
+        key = "\n".join(texts)
+        if key not in self._cache:
+            self._cache[key] = self.embedder.embed(list(texts)).numpy().astype(np.float32) @ self.weight
+        return self._cache[key]
 
-    def project(self, feats: np.ndarray) -> np.ndarray:
+    def score(self, pool: EvidencePool, rows: np.ndarray) -> np.ndarray:
+        feats = pool.rows(rows)
         if feats.shape[1] != self.weight.shape[1]:
             raise PathkitError(f"the learned relevance was trained on {self.weight.shape[1]}-d features, "
                                f"not {feats.shape[1]}-d")
-        return ((feats - self.mean) / self.std) @ self.weight.T
-
-    def score(self, pool: EvidencePool, rows: np.ndarray) -> np.ndarray:
-        return _cosine(self.project(pool.rows(rows)), self.embed_question(question_text(pool)))
+        return _best_cosine((feats - self.mean) / self.std, self.queries(hypotheses(pool)))
 
     # ------------------------------------------------------------------ files
 
@@ -132,11 +145,6 @@ class LearnedRelevance:
         except (OSError, SafetensorError, KeyError, json.JSONDecodeError) as exc:
             raise PathkitError(f"learned relevance {path} is unreadable: {exc}") from exc
         return cls(arrays["weight"], arrays["mean"], arrays["std"], arrays["idf"].tolist(), facts)
-
-
-def _cosine(feats: np.ndarray, query: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(feats, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
-    return (feats @ query) / np.maximum(norms, 1e-12)
 
 
 def text_tower(options: Mapping[str, Any], *, required: bool) -> TextTowerRelevance | None:
@@ -182,19 +190,19 @@ def _train(pools: Sequence[EvidencePool], answers: Sequence[Any], settings: Mapp
     from pathkit_generators._knowledge_bank import HashedNgramEmbedder
 
     rng = np.random.default_rng(seed)
-    examples: list[tuple[np.ndarray, str, tuple[str, ...], int]] = []
+    examples: list[tuple[np.ndarray, list[str], int]] = []
     for pool, answer in zip(pools, answers, strict=True):
         if answer is None or pool.n_sets != 1 or pool.n == 0:
             continue
         rows = np.sort(rng.choice(pool.n, size=min(pool.n, int(settings["relevance_rows"])), replace=False))
-        examples.append((pool.rows(rows), question_text(pool), tuple(pool.choices), int(answer)))
+        examples.append((pool.rows(rows), hypotheses(pool), int(answer)))
     if not examples:
         raise PathkitError("the learned relevance trains on train questions over one candidate set, and the train "
                            "split has none (with features); give it some, or use relevance='text-tower' or the "
                            "'uniform' selector")
     dim = int(settings["projection_dim"])
     embedder = HashedNgramEmbedder(dim)
-    texts = sorted({t for _, q, choices, _ in examples for t in (q, *choices)})
+    texts = sorted({t for _, texts_of, _ in examples for t in texts_of})
     embedder.fit(texts)
     all_rows = np.concatenate([x for x, *_ in examples])
     mean = all_rows.mean(axis=0)
@@ -203,21 +211,18 @@ def _train(pools: Sequence[EvidencePool], answers: Sequence[Any], settings: Mapp
     weight = torch.nn.Parameter(torch.randn(dim, all_rows.shape[1], generator=generator) / all_rows.shape[1] ** 0.5)
     optimiser = torch.optim.Adam([weight], lr=float(settings["relevance_lr"]))
     tau = float(settings["relevance_temperature"])
-    # all questions padded into one batch: rows (Q, R, D) with their mask, choices (Q, C, E) with theirs
+    # all questions padded into one batch: rows (Q, R, D) with their mask, hypotheses (Q, C, E) with theirs
     n_rows = max(len(x) for x, *_ in examples)
-    n_choices = max(len(c) for _, _, c, _ in examples)
+    n_choices = max(len(t) for _, t, _ in examples)
     rows = torch.zeros(len(examples), n_rows, all_rows.shape[1])
     row_mask = torch.zeros(len(examples), n_rows, dtype=torch.bool)
-    questions = torch.zeros(len(examples), dim)
-    choice_emb = torch.zeros(len(examples), n_choices, dim)
+    texts_emb = torch.zeros(len(examples), n_choices, dim)
     choice_mask = torch.zeros(len(examples), n_choices, dtype=torch.bool)
-    for k, (x, q, choices, _) in enumerate(examples):
+    for k, (x, texts_of, _) in enumerate(examples):
         rows[k, : len(x)] = torch.from_numpy((x - mean) / std)
         row_mask[k, : len(x)] = True
-        emb = embedder.embed([q, *choices])
-        questions[k] = emb[0]
-        choice_emb[k, : len(choices)] = emb[1:]
-        choice_mask[k, : len(choices)] = True
+        texts_emb[k, : len(texts_of)] = embedder.embed(texts_of)
+        choice_mask[k, : len(texts_of)] = True
     targets = torch.tensor([a for *_, a in examples])
     order = np.arange(len(examples))
     batch = 32
@@ -225,13 +230,15 @@ def _train(pools: Sequence[EvidencePool], answers: Sequence[Any], settings: Mapp
         rng.shuffle(order)
         for start in range(0, len(order), batch):
             pick = torch.from_numpy(order[start:start + batch].copy())
-            projected = torch.nn.functional.normalize(rows[pick] @ weight.T, dim=-1)  # (B, R, E)
-            relevance = torch.einsum("bre,be->br", projected, questions[pick]) / tau
+            patches = torch.nn.functional.normalize(rows[pick], dim=-1)  # (B, R, D)
+            queries = torch.nn.functional.normalize(texts_emb[pick] @ weight, dim=-1)  # (B, C, D)
+            valid = choice_mask[pick]
+            cosines = torch.einsum("brd,bcd->brc", patches, queries).masked_fill(~valid[:, None, :], -2.0)
+            relevance = cosines.max(dim=-1).values / tau  # (B, R): the best hypothesis per patch
             attention = torch.softmax(relevance.masked_fill(~row_mask[pick], float("-inf")), dim=1)
-            pooled = torch.nn.functional.normalize(torch.einsum("br,bre->be", attention, projected), dim=-1)
-            logits = torch.einsum("bce,be->bc", choice_emb[pick], pooled) / tau
-            loss = torch.nn.functional.cross_entropy(logits.masked_fill(~choice_mask[pick], float("-inf")),
-                                                     targets[pick])
+            pooled = torch.nn.functional.normalize(torch.einsum("br,brd->bd", attention, patches), dim=-1)
+            logits = torch.einsum("bcd,bd->bc", queries, pooled) / tau
+            loss = torch.nn.functional.cross_entropy(logits.masked_fill(~valid, float("-inf")), targets[pick])
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
