@@ -33,12 +33,12 @@ from __future__ import annotations
 import json
 import math
 import random
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
 from pathkit_core.workspace import atomic_write_json, atomic_write_text
+from pathkit_datasets._demo_build import already_built, write_slides
 
 DEMO_VERSION = 3
 MPP = 1.0
@@ -193,12 +193,8 @@ def build_demo(folder: Path, counts: tuple[int, int, int], *, workers: int = 2, 
     """Write the slides, questions.jsonl, protocol.json and (last) demo.json into `folder`."""
     marker = folder / "demo.json"
     facts = {"version": DEMO_VERSION, "cases": list(counts), "seed": seed}
-    if marker.exists():
-        try:
-            if json.loads(marker.read_text()) == facts:
-                return folder
-        except (OSError, json.JSONDecodeError):
-            pass
+    if already_built(marker, facts):
+        return folder
     rng = random.Random(seed)
     cases_by_split: dict[str, list[dict[str, Any]]] = {}
     serial = 0
@@ -214,12 +210,7 @@ def build_demo(folder: Path, counts: tuple[int, int, int], *, workers: int = 2, 
     jobs = [{"path": str(folder / case["slides"][kind]), "kind": kind, "site": case["site"],
              "lesion": case["lesion"], "focus": case["focus"], "seed": case["seed"] + i}
             for cases in cases_by_split.values() for case in cases for i, kind in enumerate(SLIDE_KINDS)]
-    if workers > 1 and len(jobs) > 8:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(_slide_job, jobs, chunksize=4))
-    else:
-        for job in jobs:
-            _slide_job(job)
+    write_slides(_slide_job, jobs, workers)
     atomic_write_text(folder / "questions.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     atomic_write_json(folder / "protocol.json", PROTOCOL)
     atomic_write_json(marker, facts)

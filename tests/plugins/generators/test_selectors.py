@@ -9,16 +9,7 @@ import pytest
 
 from pathkit_core.contracts import EvidencePool, PathkitError
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    import torch
-
-    # tiny models: more threads than free cores only adds contention
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class Oracle:

@@ -10,16 +10,10 @@ import torch
 
 from tests.plugins.generators.test_vqa_readers import save_tiny_lm
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 LESIONS = ("adenocarcinoma", "lymphoma", "melanoma", "sarcoma")
 DIM = 8
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _root(tmp_path, *, missing: str | None = None):

@@ -10,6 +10,8 @@ import torch
 
 from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, GeneratorSpec, PathkitError
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 LESIONS = ("adenocarcinoma", "lymphoma", "melanoma", "sarcoma", "mucinous tumour", "squamous carcinoma")
 SETS = ("Set 1", "Set 2", "Set 3", "None of the sets")
 DIM = 8
@@ -68,15 +70,6 @@ def test_fixed_readers():
     generator, _ = _build("majority-position")
     with pytest.raises(PathkitError, match="no train answers"):
         generator.build(GeneratorSpec(task=TASK_MULTIPLE_CHOICE_VQA, feature_dim=DIM, train_targets=[]))
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # tiny models: more threads than free cores only adds contention
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("name", ["text-only", "attention-reader"])
