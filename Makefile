@@ -11,17 +11,25 @@ INSTALL_INPUTS := pyproject.toml constraints.txt requirements-dev.txt $(addsuffi
 .PHONY: install run test test-all bench lint clean
 
 $(STAMP): $(INSTALL_INPUTS)
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -c constraints.txt torch==2.14.1 torchvision==0.29.1
-	$(PIP) install -q -c constraints.txt -r requirements-dev.txt -e . $(addprefix -e ,$(PLUGINS))
-	# the example third-party plugin goes in as a regular (non-editable) package, as a user would install it
-	$(PIP) install -q -c constraints.txt --no-deps --force-reinstall $(EXAMPLE)
-	touch $(STAMP)
+	@echo "pathkit install 1/5: virtual environment $(VENV) ($(PYTHON) -m venv; kept when it exists)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "pathkit install 2/5: pip, upgraded inside $(VENV)"
+	@$(PIP) install -q --upgrade pip
+	@echo "pathkit install 3/5: torch + torchvision, the pinned pair of constraints.txt (the largest step: minutes on a fresh machine)"
+	@$(PIP) install -q -c constraints.txt torch==2.14.1 torchvision==0.29.1
+	@echo "pathkit install 4/5: pathkit and its plugin distributions ($(notdir $(PLUGINS))), editable, with the test tools"
+	@# setuptools prints an "Editable installation" notice per editable package (information only)
+	@PYTHONWARNINGS="ignore:Editable installation" $(PIP) install -q -c constraints.txt -r requirements-dev.txt -e . $(addprefix -e ,$(PLUGINS))
+	@# the example third-party plugin goes in as a regular (non-editable) package, as a user would install it
+	@echo "pathkit install 5/5: the example third-party plugin ($(EXAMPLE)), as a user would install one"
+	@$(PIP) install -q -c constraints.txt --no-deps --force-reinstall $(EXAMPLE)
+	@touch $(STAMP)
+	@echo "pathkit installed in $(VENV): try $(BIN)/pathkit --help"
 
 install: $(STAMP)
 
 run: install
+	@echo "pathkit demo: a synthetic report-generation miniature, tiled, extracted, trained and scored (a few minutes on a laptop)"
 	$(BIN)/pathkit run
 
 test: install

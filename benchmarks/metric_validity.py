@@ -1,26 +1,39 @@
-"""Metric validity: how well each report metric separates clinically correct from clinically wrong predictions.
+"""Metric validity: how well each report metric separates clinically concordant from clinically different reports.
 
 From the real REG 2025 reports (`$PATHKIT_REALDATA/reports/reg2025_pathbench_splits.json`,
-default `../shared/data`), every distinct report of the chosen split is turned into graded
-prediction/reference pairs:
+default `../shared/data`), every distinct report is turned into graded prediction/reference pairs:
 
-- clinically correct: the report itself (identical) and a rule-written paraphrase that keeps
-  every clinical fact (synonyms, abbreviations, word order, equivalent notations);
-- clinically wrong: one field omitted (grade, differentiation, dysplasia, Nottingham component,
-  grade group, tumour volume, in-situ component, muscle-proper note), or one field changed
-  (grade, Gleason pattern, diagnosis, in situ <-> invasive).
+- concordant (a pathologist would sign out the same report): the report itself; a rewording
+  that keeps every clinical fact (synonyms, abbreviations, word order, equivalent notations);
+  its numbered list in another order; the report on one line; other words for the procedure
+  (colonoscopy/colonoscopic, ultrasound-/sono-guided, vacuum-assisted/Mammotome); short forms
+  (NST, DCIS, ADH, NSCLC, ...); "No evidence of malignancy." added to a benign report; another
+  wording of a tumour's origin;
+- clinically different: one field omitted or changed (grade, also in a report written on one
+  line; Gleason pattern; diagnosis; in situ <-> invasive), a list item dropped or replaced by
+  another lesion, the diagnosis dropped, the origin of a metastasis changed, a benign report
+  made malignant.
 
-For each metric the script prints the AUROC of "correct" against "wrong" (all pairs, and the
-paraphrases alone against each kind of error, which is the informative comparison, since an
-identical pair is trivially perfect for every metric), like the paper's Table 3 contrast of
-METEOR and CRQS. CRQS uses the REG schema and a vocabulary learned from the train split.
+**Held-out protocol.** The distinct reports are split in two halves by a hash of their skeleton
+(the text lower-cased with numbers, Roman numerals and grade words masked, so reports that
+differ only in a grade or a percentage fall in the same half): sha256(skeleton), first byte
+even = development half, odd = held-out half. CRQS's rules were developed on the development
+half only; the figures in docs/metrics.md are measured on the held-out half (`--half heldout`,
+the default). CRQS is scored with the vocabulary learned from the train split (the protocol), and
+with the built-in vocabulary only (what a user without train reports gets).
 
-    .venv/bin/python benchmarks/metric_validity.py [--split test] [--no-meteor] [--resamples 200]
+For each metric the script prints the AUROC of concordant rewrites (identical pairs left out,
+being trivially perfect for every metric) against clinically different pairs, overall and per
+kind of error, and the mean score of each kind of concordant rewrite.
+
+    .venv/bin/python benchmarks/metric_validity.py [--half heldout|dev|all] [--split all] [--no-meteor]
+                                                   [--resamples 200] [--show 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -157,15 +170,6 @@ IN_SITU_CHANGES: list[Rewrite] = [
                        "Invasive squamous cell carcinoma")),
 ]
 
-CATEGORIES: dict[str, list[Rewrite]] = {
-    "omitted": OMISSIONS,
-    "grade": GRADE_CHANGES,
-    "gleason": GLEASON_CHANGES,
-    "diagnosis": DIAGNOSIS_CHANGES,
-    "in situ/invasive": IN_SITU_CHANGES,
-}
-
-
 def paraphrase(report: str) -> str | None:
     text, changed = report, False
     for _, rule in PARAPHRASES:
@@ -175,21 +179,196 @@ def paraphrase(report: str) -> str | None:
     return text if changed else None
 
 
+# ----------------------------------------------------------------------------- more concordant rewrites
+# Each is its own kind of pair, so that each can be read on its own.
+_ITEM_RE = re.compile(r"(?m)^( *)(\d)\. ")
+
+
+def _list_items(report: str) -> tuple[str, list[str], str] | None:
+    """(head, top-level numbered items, tail note) of a REG list report, or None."""
+    body, _, note = report.partition("\n\nNote)")
+    marks = list(_ITEM_RE.finditer(body))
+    if len(marks) < 2 or [int(m.group(2)) for m in marks] != list(range(1, len(marks) + 1)):
+        return None
+    indent = {m.group(1) for m in marks}
+    if len(indent) != 1:
+        return None
+    head = body[:marks[0].start()]
+    items = [body[m.end():(marks[i + 1].start() if i + 1 < len(marks) else len(body))].rstrip("\n ")
+             for i, m in enumerate(marks)]
+    return head, items, ("\n\nNote)" + note) if note else ""
+
+
+def _join_items(head: str, items: list[str], tail: str) -> str:
+    return head + "\n".join(f"  {i}. {item}" for i, item in enumerate(items, start=1)) + tail
+
+
+def reorder_list(report: str) -> str | None:
+    parts = _list_items(report)
+    if parts is None:
+        return None
+    head, items, tail = parts
+    return _join_items(head, items[1:] + items[:1], tail)
+
+
+def one_line(report: str) -> str | None:
+    flat = " ".join(report.split())
+    return flat if flat != " ".join(report.split(" ")) and flat != report else None
+
+
+PROCEDURE_WORDS: list[Rewrite] = [
+    ("colonoscopy", _sub(r"\bcolonoscopic\b", "colonoscopy")),
+    ("endoscopy", _sub(r"\bendoscopic biopsy\b", "endoscopy biopsy")),
+    ("colposcopy", _sub(r"\bcolposcopic biopsy\b", "colposcopy biopsy")),
+    ("ultrasound", _sub(r"\bsono-guided\b", "ultrasound-guided")),
+    ("core needle", _sub(r"\bcore-needle biopsy\b", "core needle biopsy")),
+    ("vacuum-assisted", _sub(r"\bmammotome biopsy\b", "vacuum-assisted biopsy")),
+]
+SHORT_FORMS: list[Rewrite] = [
+    ("nst", _sub(r"Invasive carcinoma of no special type", "Invasive carcinoma, NST")),
+    ("dcis", _sub(r"Ductal carcinoma in situ", "DCIS")),
+    ("lcis", _sub(r"Lobular carcinoma in situ", "LCIS")),
+    ("adh", _sub(r"Atypical ductal hyperplasia", "ADH")),
+    ("fea", _sub(r"Flat epithelial atypia", "FEA")),
+    ("udh", _sub(r"[Uu]sual ductal hyperplasia", "UDH")),
+    ("nsclc", _sub(r"Non-small cell carcinoma", "NSCLC")),
+    ("gist", _sub(r"Gastrointestinal stromal tumor", "GIST")),
+    ("net", _sub(r"Neuroendocrine tumor", "NET")),
+    ("scc", _sub(r"(?<=;\n  )Squamous cell carcinoma", "SCC")),
+    ("malt", _sub(r"Extranodal marginal zone B cell lymphoma of MALT type", "MALT lymphoma")),
+]
+_NOT_BENIGN = re.compile(r"carcinoma|lymphoma|melanoma|sarcoma|malignan|tumor|neoplasm|adenoma|dysplasia|atypi|"
+                         r"in situ|intraepithelial|\bCIN\b|HSIL|LSIL|metasta|polyp", re.IGNORECASE)
+
+
+def benign_negative(report: str) -> str | None:
+    """A benign report with "No evidence of malignancy." added (decided from its words)."""
+    body = report.split(";", 1)[-1]
+    if _NOT_BENIGN.search(body) or "No evidence" in body or not body.strip():
+        return None
+    return report.rstrip() + "\n  No evidence of malignancy."
+
+
+ORIGIN_WORDING: list[Rewrite] = [
+    ("of origin", _sub(r", from (\w+) primary", r", of \1 origin")),
+    ("most likely", _sub(r", favor (\w+) primary", r", most likely of \1 origin")),
+]
+CONCORDANT: dict[str, list[Rewrite] | Callable[[str], str | None]] = {
+    "paraphrase": paraphrase,  # all PARAPHRASES that apply, together
+    "reordered list": reorder_list,
+    "one line": one_line,
+    "procedure words": PROCEDURE_WORDS,
+    "short forms": SHORT_FORMS,
+    "benign + negative": benign_negative,
+    "origin wording": ORIGIN_WORDING,
+}
+
+# ----------------------------------------------------------------------------- more errors
+
+
+def _grade_one_line(text: str) -> str | None:
+    for _, rule in GRADE_CHANGES:
+        new = rule(text)
+        if new is not None:
+            return one_line(new)
+    return None
+
+
+def drop_item(report: str) -> str | None:
+    parts = _list_items(report)
+    if parts is None:
+        return None
+    head, items, tail = parts
+    return _join_items(head, items[:-1], tail) if len(items) > 2 else head + "  " + items[0] + tail
+
+
+_OTHER_LESION = {"Atypical ductal hyperplasia": "Flat epithelial atypia"}
+
+
+def replace_item(report: str) -> str | None:
+    parts = _list_items(report)
+    if parts is None:
+        return None
+    head, items, tail = parts
+    last = items[-1].split("\n")[0].strip()
+    other = _OTHER_LESION.get(last, "Atypical ductal hyperplasia" if report.startswith(("Breast", "Nipple"))
+                              else "Chronic granulomatous inflammation")
+    if other.lower() in report.lower():
+        other = "Lobular carcinoma in situ"
+    return _join_items(head, items[:-1] + [other], tail)
+
+
+def drop_diagnosis(report: str) -> str | None:
+    head = report.split(";", 1)[0]
+    return head + ";" if ";" in report else None
+
+
+_ORIGIN_SWAP = {"breast": "colon", "colon": "breast", "colorectal": "lung", "lung": "colorectal"}
+ORIGIN_CHANGES: list[Rewrite] = [
+    ("origin", _sub(r"\b(from|favor) (breast|colon|colorectal|lung) primary",
+                    lambda m: f"{m.group(1)} {_ORIGIN_SWAP[m.group(2)]} primary")),
+]
+
+
+def benign_to_malignant(report: str) -> str | None:
+    head, sep, body = report.partition(";")
+    if not sep or _NOT_BENIGN.search(body) or not body.strip():
+        return None
+    organ = head.split(",")[0].strip().lower()
+    malignant = {"breast": "Invasive carcinoma of no special type, grade II", "lung": "Adenocarcinoma",
+                 "stomach": "Adenocarcinoma, moderately differentiated"}.get(organ, "Adenocarcinoma")
+    return f"{head};\n  {malignant}"
+
+
+ERRORS: dict[str, list[Rewrite] | Callable[[str], str | None]] = {
+    "omitted": OMISSIONS,
+    "grade": GRADE_CHANGES,
+    "grade, one line": _grade_one_line,
+    "gleason": GLEASON_CHANGES,
+    "diagnosis": DIAGNOSIS_CHANGES,
+    "in situ/invasive": IN_SITU_CHANGES,
+    "list item dropped": drop_item,
+    "list item replaced": replace_item,
+    "diagnosis dropped": drop_diagnosis,
+    "origin": ORIGIN_CHANGES,
+    "benign -> malignant": benign_to_malignant,
+}
+
+
+def _options(family: list[Rewrite] | Callable[[str], str | None], report: str) -> list[str]:
+    rules = family if isinstance(family, list) else [("", family)]
+    return [out for _, rule in rules if (out := rule(report)) is not None and out != report]
+
+
 def build_pairs(reports: list[str], seed: int) -> list[dict[str, str]]:
-    """(prediction, reference, kind, label) rows; one error of each category per report at most."""
+    """(prediction, reference, kind, correct) rows; one rewrite of each kind per report at most."""
     rng = random.Random(seed)
     rows = []
     for reference in reports:
         rows.append({"prediction": reference, "reference": reference, "kind": "identical", "correct": True})
-        para = paraphrase(reference)
-        if para is not None:
-            rows.append({"prediction": para, "reference": reference, "kind": "paraphrase", "correct": True})
-        for category, rules in CATEGORIES.items():
-            options = [out for _, rule in rules if (out := rule(reference)) is not None]
-            if options:
-                rows.append({"prediction": rng.choice(options), "reference": reference, "kind": category,
-                             "correct": False})
+        for table, correct in ((CONCORDANT, True), (ERRORS, False)):
+            for kind, family in table.items():
+                options = _options(family, reference)
+                if options:
+                    rows.append({"prediction": rng.choice(options), "reference": reference, "kind": kind,
+                                 "correct": correct})
     return rows
+
+
+# ----------------------------------------------------------------------------- held-out halves
+
+
+def skeleton(report: str) -> str:
+    """The report with numbers, Roman numerals and grade words masked: reports that differ only
+    in a value share a skeleton, hence a half."""
+    text = re.sub(r"\d+", "#", report.lower())
+    text = re.sub(r"\b(?:iv|iii|ii|i)\b", "#", text)
+    text = re.sub(r"\b(?:high|low|intermediate|well|moderately|poorly)\b", "~", text)
+    return " ".join(text.split())
+
+
+def half_of(report: str) -> str:
+    return "heldout" if hashlib.sha256(skeleton(report).encode("utf-8")).digest()[0] % 2 else "dev"
 
 
 def auroc(positive: list[float], negative: list[float]) -> float:
@@ -224,15 +403,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_data = os.environ.get("PATHKIT_REALDATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--data", default=default_data)
-    parser.add_argument("--split", default="test", choices=("train", "val", "test", "all"))
+    parser.add_argument("--split", default="all", choices=("train", "val", "test", "all"))
+    parser.add_argument("--half", default="heldout", choices=("heldout", "dev", "all"))
     parser.add_argument("--no-meteor", action="store_true", help="leave METEOR out (no Java needed)")
+    parser.add_argument("--no-nlg", action="store_true", help="CRQS only")
     parser.add_argument("--resamples", type=int, default=200, help="bootstrap resamples for AUROC intervals (0: none)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=0, help="print this many example pairs per kind")
     args = parser.parse_args(argv)
 
     from pathkit_metrics.crqs import CRQSMetric
-    from pathkit_metrics.nlg import NLGMetric
 
     path = Path(args.data) / "reports" / "reg2025_pathbench_splits.json"
     if not path.is_file():
@@ -242,14 +422,14 @@ def main(argv: list[str] | None = None) -> int:
     train = [row["report"] for row in splits["train"]]
     chosen = [row["report"] for name in (("train", "val", "test") if args.split == "all" else (args.split,))
               for row in splits[name]]
-    reports = sorted(set(chosen))
+    reports = sorted({r for r in chosen if args.half == "all" or half_of(r) == args.half})
     rows = build_pairs(reports, args.seed)
     predictions = [r["prediction"] for r in rows]
     references = [r["reference"] for r in rows]
     kinds = [r["kind"] for r in rows]
     correct = [r["correct"] for r in rows]
     counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
-    print(f"{len(reports)} distinct {args.split} reports -> {len(rows)} pairs: "
+    print(f"{len(reports)} distinct reports ({args.split} split, {args.half} half) -> {len(rows)} pairs: "
           + ", ".join(f"{k} {n}" for k, n in counts.items()))
     if args.show:
         for kind in counts:
@@ -258,40 +438,54 @@ def main(argv: list[str] | None = None) -> int:
 
     scores: dict[str, list[float]] = {}
     started = time.perf_counter()
-    crqs = CRQSMetric().compute(predictions, references,
-                                context={"dataset": "reg2025", "train_reports": train, "bootstrap_resamples": 0})
-    scores["CRQS"] = [float("nan") if v is None else v for v in crqs.per_case.get_column("CRQS").to_list()]
+    for label, context in (("CRQS", {"train_reports": train}), ("CRQS (built-in vocabulary)", {})):
+        crqs = CRQSMetric().compute(predictions, references,
+                                    context={"dataset": "reg2025", "bootstrap_resamples": 0, **context})
+        scores[label] = [float("nan") if v is None else v for v in crqs.per_case.get_column("CRQS").to_list()]
     crqs_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    nlg = NLGMetric().compute(predictions, references, context={"options": {"meteor": not args.no_meteor}})
-    for name in ("BLEU-1", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr"):
-        if name in nlg.per_case.columns:
-            scores[name] = nlg.per_case.get_column(name).to_list()
-    nlg_seconds = time.perf_counter() - started
+    nlg_seconds = 0.0
+    if not args.no_nlg:
+        from pathkit_metrics.nlg import NLGMetric
 
-    error_kinds = [k for k in counts if k not in ("identical", "paraphrase")]
-    header = ["metric", "AUROC all", "95% CI", "AUROC para-vs-wrong", *[f"vs {k}" for k in error_kinds],
-              "mean correct", "mean para", "mean wrong"]
+        started = time.perf_counter()
+        nlg = NLGMetric().compute(predictions, references, context={"options": {"meteor": not args.no_meteor}})
+        for name in ("BLEU-1", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr"):
+            if name in nlg.per_case.columns:
+                scores[name] = nlg.per_case.get_column(name).to_list()
+        nlg_seconds = time.perf_counter() - started
+
+    concordant_kinds = [k for k in counts if k != "identical" and k in CONCORDANT]
+    error_kinds = [k for k in counts if k in ERRORS]
+    header = ["metric", "AUROC concordant vs different", "95% CI", *[f"vs {k}" for k in error_kinds]]
     print()
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     for name, values in scores.items():
-        pos = [v for v, c in zip(values, correct, strict=True) if c]
+        pos = [v for v, k in zip(values, kinds, strict=True) if k in concordant_kinds]
         neg = [v for v, c in zip(values, correct, strict=True) if not c]
-        para = [v for v, k in zip(values, kinds, strict=True) if k == "paraphrase"]
         cells = [name, f"{auroc(pos, neg):.3f}"]
         if args.resamples:
             low, high = auroc_ci(pos, neg, args.resamples, args.seed)
             cells.append(f"{low:.3f}-{high:.3f}")
         else:
             cells.append("")
-        cells.append(f"{auroc(para, neg):.3f}")
         for kind in error_kinds:
             wrong = [v for v, k in zip(values, kinds, strict=True) if k == kind]
-            cells.append(f"{auroc(para, wrong):.3f}")
-        cells += [f"{sum(pos) / len(pos):.3f}", f"{sum(para) / max(len(para), 1):.3f}", f"{sum(neg) / len(neg):.3f}"]
+            cells.append(f"{auroc(pos, wrong):.3f}")
         print(" | ".join(cells))
-    print(f"\nCRQS scored {len(rows)} pairs in {crqs_seconds:.2f} s; nlg in {nlg_seconds:.2f} s")
+    header = ["metric", *[f"mean {k}" for k in concordant_kinds], "mean different"]
+    print()
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for name, values in scores.items():
+        cells = [name]
+        for kind in concordant_kinds:
+            chosen_values = [v for v, k in zip(values, kinds, strict=True) if k == kind]
+            cells.append(f"{sum(chosen_values) / len(chosen_values):.3f}")
+        neg = [v for v, c in zip(values, correct, strict=True) if not c]
+        cells.append(f"{sum(neg) / len(neg):.3f}")
+        print(" | ".join(cells))
+    print(f"\nCRQS scored {len(rows)} pairs twice in {crqs_seconds:.2f} s; nlg in {nlg_seconds:.2f} s")
 
     print("\nThe paper's Table 3 examples (published METEOR / CRQS in brackets):")
     for (reference, prediction, dataset), published in zip(TABLE3, ((0.4264, -0.0714), (0.0114, 0.9143)),
@@ -299,7 +493,9 @@ def main(argv: list[str] | None = None) -> int:
         crqs_value = CRQSMetric().compute([prediction], [reference], context={
             "dataset": dataset, "bootstrap_resamples": 0}).summary["CRQS"]
         meteor = "n/a"
-        if not args.no_meteor:
+        if not (args.no_meteor or args.no_nlg):
+            from pathkit_metrics.nlg import NLGMetric
+
             value = NLGMetric().compute([prediction], [reference]).summary["METEOR"]
             meteor = f"{value:.4f}"
         print(f"  [{dataset}] METEOR {meteor} ({published[0]})  CRQS {crqs_value:.4f} ({published[1]})")

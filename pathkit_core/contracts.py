@@ -135,7 +135,8 @@ class Case:
     (no path separators, no `..`); several slides of one case (a patient's slides, a VQA case's
     candidate sets) are concatenated in order, and `meta` carries everything else the task's
     model may need (question, choices, candidate sets, mpp, tile geometry): it reaches
-    `TaskModel.collate` unchanged.
+    `TaskModel.collate` unchanged. `meta["mpp"]`, when set, is the slides' level-0 mpp over what
+    their files say: one number for every slide, or a tuple with one value (or None) per slide.
     """
 
     case_id: str
@@ -287,6 +288,13 @@ class Dataset(Component):
         index of a class is its position here). Empty for tasks without classes."""
         return ()
 
+    @property
+    def train_overrides(self) -> dict[str, Any]:
+        """Training options (TrainConfig fields) this dataset's protocol fixes, applied over the
+        generator's defaults and under the run's own (GOLDMARK's paper-70-30 split: no model
+        selection, as it has no validation part)."""
+        return {}
+
     def splits(self) -> dict[str, list[str]]:
         """Named, patient-disjoint case-id lists, e.g. {"train": [...], "val": [...], "test": [...]}."""
         raise NotImplementedError
@@ -299,6 +307,12 @@ class Dataset(Component):
 
     def excluded_cases(self) -> dict[str, str]:
         """Cases left out by filters or QC, with the reason; counted in the results, never dropped silently."""
+        return {}
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready facts about the opened data, written to metrics.json ("dataset") and provenance:
+        input checksums, counts, the split protocol. Its "warnings" (a list of sentences) are also
+        printed by `pathkit run` and shown at the top of the report (e.g. a leaky split)."""
         return {}
 
     def make_demo(self, path: str | Path) -> Path:
@@ -426,10 +440,13 @@ class Generator(Component):
 
 @dataclass
 class MetricResult:
-    """`summary`: named floats; `per_case`: one row per case with the evidence behind each score."""
+    """`summary`: named floats; `per_case`: one row per case with the evidence behind each score;
+    `details`: JSON-ready structures that are not one number (a confusion matrix, curve points),
+    written to metrics.json under "details" and drawn in the report."""
 
     summary: dict[str, float]
     per_case: pl.DataFrame | None = None
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class Metric(Component):
@@ -442,6 +459,9 @@ class Metric(Component):
     headline_scores: ClassVar[tuple[str, ...]] = ()
     # Summary keys where lower is better (error rates, calibration error), against `higher_is_better`.
     lower_is_better: ClassVar[tuple[str, ...]] = ()
+    # (lowest, highest) value of bounded summary keys, so that scores on different scales can be
+    # read apart (CRQS in [-0.857, 1] beside CFC in [0, 1]); shown by `pathkit info`.
+    score_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
     # Hugging Face `evaluate` feature types of predictions/references; None: plain values (see
     # pathkit_core.evaluation.hf_evaluate).
     evaluate_features: ClassVar[Any] = None
@@ -463,7 +483,8 @@ class Metric(Component):
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
         out.update(tasks=list(cls.tasks), higher_is_better=cls.higher_is_better,
-                   headline_scores=list(cls.headline_scores), lower_is_better=list(cls.lower_is_better))
+                   headline_scores=list(cls.headline_scores), lower_is_better=list(cls.lower_is_better),
+                   score_ranges={k: list(v) for k, v in cls.score_ranges.items()})
         return out
 
     @classmethod

@@ -4,12 +4,16 @@ Two styles, after PathBench's tokenizer (REFERENCES "Report generation"; docs/re
 
 - ``"none"``: the text is kept exactly as released (REG 2025: short, semi-structured reports
   whose line breaks and indentation carry structure).
-- ``"pathbench"``: the cleaning PathBench applies to TCGA and HistAI reports: invalid characters
-  dropped, sizes replaced by ``x units``, list numbering removed, whitespace collapsed,
-  lower-cased, split into sentences at ". ", punctuation stripped from each sentence, and the
-  sentences re-joined as ``"s1 . s2 ."``. Unlike PathBench, a number followed by a period is
-  removed only where it is a list marker (text or line start, or after ".", ":" or ";"), so
-  "grade 2." keeps its grade, and decimals ("3.5 cm") are read as sizes, not as markers.
+- ``"pathbench"``: the cleaning PathBench applies to TCGA and HistAI reports, as its current
+  tokenizer does it (``clean_report_brca_v2`` of surykntsingh/PathBench at the revision that added
+  HistGen and BiGen, 65863bb, unchanged since): characters that cannot be UTF-8 encoded dropped,
+  list numbering removed, whitespace collapsed, lower-cased, split into sentences at ". ",
+  ``# , ? ; * ! ^ & _ : [ ] { }`` and quotes and backslashes stripped from each sentence, and the
+  sentences re-joined as ``"s1 . s2 ."``. Sizes stay as written and ``+ ( ) -`` stay (an older
+  revision replaced sizes by "x units" and stripped those four; the current one does neither).
+  Unlike PathBench, a number followed by a period is removed only where it is a list marker
+  (text or line start, or after ".", ":" or ";"), so "grade 2." keeps its grade and "3.5 cm"
+  its size (PathBench's ``\\b([1-9]|1[0-4])\\.`` turns them into "grade" and " 5 cm").
 
 Both are idempotent (cleaning cleaned text changes nothing), so a dataset can clean its
 references and a tokenizer can clean again without drift.
@@ -23,17 +27,10 @@ from pathkit_core.contracts import PathkitError
 
 CLEANING_STYLES: tuple[str, ...] = ("none", "pathbench")
 
-_UNIT = r"(?:cm|mm|µm|um)"
-_NUM = r"\d+(?:[.,]\d+)?"
-_BY = r"\s*(?:x|×|by)\s*"
-# Sizes are replaced longest form first, so "2 x 3 x 4 cm" becomes one "x units", not three.
-_SIZE_3D = re.compile(rf"\b(?:{_NUM}{_BY}){{2,}}{_NUM}\s*{_UNIT}\b", re.IGNORECASE)
-_SIZE_2D = re.compile(rf"\b{_NUM}{_BY}{_NUM}\s*{_UNIT}\b", re.IGNORECASE)
-_SIZE_1D = re.compile(rf"\b{_NUM}\s*{_UNIT}\b", re.IGNORECASE)
 # "1." to "14." used as list markers: at the start of the text or of a line, or right after
 # ".", ":" or ";". Elsewhere ("grade 2.") the number is content; a digit after the period is a decimal.
 _LIST_MARKER = re.compile(r"(?:^|(?<=\n)|(?<=[.:;]))[ \t]*(?:[1-9]|1[0-4])\.(?!\d)\s*")
-_SENTENCE_NOISE = re.compile(r"[#,?;*!^&_+():\-\[\]{}\"'\\]")
+_SENTENCE_NOISE = re.compile(r"[#,?;*!^&_:\[\]{}\"'\\]")
 _SPACES = re.compile(r"\s+")
 
 
@@ -54,9 +51,6 @@ def invalid_text_reason(text: object) -> str | None:
 
 def _clean_pathbench(text: str) -> str:
     text = text.encode("utf-8", "ignore").decode("utf-8")
-    text = _SIZE_3D.sub("x units", text)
-    text = _SIZE_2D.sub("x units", text)
-    text = _SIZE_1D.sub("x units", text)
     text = _LIST_MARKER.sub(" ", text)
     text = _SPACES.sub(" ", text)
     text = _SPACES.sub(" ", text).strip().lower() + " "

@@ -34,6 +34,18 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
+def _umask() -> int:
+    """The process's file-creation mask, read without changing it where the OS allows
+    (/proc on Linux); elsewhere set and restored at once."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `target`; on success it is fsynced and renamed over
@@ -47,6 +59,9 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        # mkstemp creates the file 0600; the result is an ordinary output file, so it gets the
+        # mode any file the user creates gets (0644 under the usual umask 022)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
         _fsync_dir(target.parent)
     except BaseException:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from pathkit_core.contracts import PathkitError
@@ -45,7 +46,8 @@ def print_table(
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*("" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v)) for v in row))
+        # cells are text, not rich markup: "[ids]" or "[0.1, 0.2]" must print as written
+        table.add_row(*("" if v is None else (f"{v:.4f}" if isinstance(v, float) else escape(str(v))) for v in row))
     (target or console).print(table)
 
 

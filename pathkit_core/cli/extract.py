@@ -24,7 +24,7 @@ def _tile_first(
     state: Any,
 ) -> list[Path]:
     """Tile the slides with the encoder's tile spec (sharded by rank); the manifests of all."""
-    from pathkit_core.wsi.slide import find_slides, slide_id_for
+    from pathkit_core.wsi.slide import MPP_FIX_EXTRACT, find_slides, slide_id_for
     from pathkit_core.wsi.tiling import TilingParams, manifest_path_for, tile_slides
 
     spec = encoder_cls.tile_spec
@@ -34,7 +34,7 @@ def _tile_first(
     mine = [p for i, p in enumerate(paths) if i % world == rank]
     overrides = {str(p): mpp for p in paths} if mpp is not None else None
     results = tile_slides(mine, tiles_dir, params, workers=max(1, workers), mpp_overrides=overrides,
-                          progress=progress and rank == 0) if mine else []
+                          progress=progress and rank == 0, mpp_fix=MPP_FIX_EXTRACT) if mine else []
     _barrier(state)
     for r in results:
         if r.status == "failed":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 import typer
+from rich.markup import escape
 
 from pathkit_core.cli.common import console, print_json, print_table, user_errors
 from pathkit_core.contracts import COMPONENT_KINDS, PathkitError
@@ -113,8 +114,24 @@ def register(app: typer.Typer) -> None:
             print_json(infos)
             return
         for info in infos:
-            rows = [(k, v) for k, v in info.items() if k != "plugin"]
+            shown_apart = ("plugin", "options", "layout") if info["kind"] == "dataset" else ("plugin",)
+            rows = [(k, v) for k, v in info.items() if k not in shown_apart]
             if info["plugin"]:
                 rows.append(("plugin", f"{info['plugin']['name']} ({info['plugin']['distribution']} "
                                        f"{info['plugin']['version']})"))
             print_table(f"{info['kind']} {info['name']}", ["field", "value"], rows, target=console)
+            if info["kind"] == "dataset":
+                _print_dataset_usage(info)
+
+
+def _print_dataset_usage(info: dict) -> None:
+    """A dataset's expected layout and its options (`--dataset-option NAME=VALUE`)."""
+    if info.get("layout"):
+        console.print(f"[bold]expected layout[/]: {escape(info['layout'])}", highlight=False)
+    options = info.get("options") or []
+    if not options:
+        console.print("this dataset declares no options")
+        return
+    rows = [(o["name"], o["type"], "" if o["default"] is None else str(o["default"]), o["help"]) for o in options]
+    print_table(f"options of {info['name']} (--dataset-option NAME=VALUE)", ["option", "type", "default", "meaning"],
+                rows, target=console)

@@ -32,7 +32,8 @@ def register(app: typer.Typer) -> None:
         weights: Path | None = typer.Option(None, "--weights", help="Encoder checkpoint file."),
         seed: int | None = typer.Option(None, "--seed"),
         max_epochs: int | None = typer.Option(None, "--max-epochs", help="Override the training epochs."),
-        skip_missing: bool = typer.Option(False, "--skip-missing", help="Leave out cases without features (recorded)."),
+        skip_missing: bool = typer.Option(
+            False, "--skip-missing", help="Leave out cases whose slides are missing or give no features (recorded)."),
         cpu: bool = typer.Option(False, "--cpu", help="Train on the CPU even when a GPU is present."),
         dataset_option: list[str] = typer.Option(
             [], "--dataset-option", "-o", help="Dataset option KEY=VALUE (repeatable), e.g. split=random."),

@@ -8,6 +8,7 @@ import typer
 
 from pathkit_core.cli.common import (
     console,
+    err_console,
     parse_key_values,
     print_json,
     print_table,
@@ -30,7 +31,11 @@ def register(app: typer.Typer) -> None:
         option: list[str] = typer.Option([], "--option", help="Metric option KEY=VALUE (repeatable)."),
     ) -> None:
         """Score predictions against references."""
-        from pathkit_core.evaluation.records import join_by_id, read_records
+        from pathkit_core.evaluation.records import (
+            join_by_id,
+            match_extensions,
+            read_records,
+        )
         from pathkit_core.evaluation.runner import score, write_results
 
         whole = _whole_records(split_names(metric))
@@ -44,10 +49,13 @@ def register(app: typer.Typer) -> None:
                 f"{predictions}: carries no references (not a PathBench {{id: {{pred, target}}}} file); "
                 "pass --references FILE"
             )
-        ids = join_by_id(pred_file.values, refs, pred_name=str(predictions),
-                         ref_name=str(references or predictions))
+        values, renamed = match_extensions(pred_file.values, refs)
+        if renamed:
+            err_console.print(f"matched {len(renamed)} prediction id(s) to reference ids that differ only by a slide "
+                              f"file extension (e.g. {renamed[0][0]!r} -> {renamed[0][1]!r})", highlight=False)
+        ids = join_by_id(values, refs, pred_name=str(predictions), ref_name=str(references or predictions))
         options = parse_key_values(option, "--option")
-        result = score(split_names(metric), pred_file.values, refs, ids=ids, dataset=dataset,
+        result = score(split_names(metric), values, refs, ids=ids, dataset=dataset,
                        context={"options": options} if options else None)
         if out is not None:
             write_results(result, out, extra={"predictions": str(predictions), "references": str(references),

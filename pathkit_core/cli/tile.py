@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         Slides whose manifest exists with the same parameters are skipped; a failing slide is
         recorded in OUT/tiling_status.json and the batch goes on. Exit status 1 if any slide failed.
         """
-        from pathkit_core.wsi.slide import find_slides, read_mpp_csv, slide_id_for
+        from pathkit_core.wsi.slide import MPP_FIX_TILE, find_slides, read_mpp_csv, slide_id_for
         from pathkit_core.wsi.tiling import TilingFailed, TilingParams, tile_slides
 
         if tile_px is not None and tile_um is not None:
@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
             results = tile_slides(
                 slides, out, params, workers=workers, mpp_overrides=overrides, strict=strict,
                 progress=not quiet and not as_json, overwrite=overwrite, write_csv=write_csv,
-                recursive=recursive,
+                recursive=recursive, mpp_fix=MPP_FIX_TILE,
             )
         except TilingFailed as exc:
             results = exc.results

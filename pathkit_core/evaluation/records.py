@@ -42,6 +42,9 @@ def _record_value(path: Path, where: str, record: Any, whole: bool = False) -> t
         raise PathkitError(
             f"{path}: {where} (id {rid!r}): no value key; expected one of {', '.join(VALUE_KEYS)}"
         )
+    if key in ("label", "prediction", "pred") and "probabilities" in record:
+        # a classification record: its class and its class probabilities travel together
+        return str(rid), {"label": record[key], "probabilities": record["probabilities"]}
     return str(rid), record[key]
 
 
@@ -111,6 +114,44 @@ def _is_jsonl(text: str) -> bool:
     except json.JSONDecodeError:
         return True
     return False
+
+
+def without_slide_extension(record_id: str) -> str:
+    """`PIT_01_00002_01.tiff` -> `PIT_01_00002_01`: a slide file extension dropped (only a known
+    one, so ids with dots such as TCGA UUIDs keep theirs)."""
+    from pathkit_core.wsi.slide import SLIDE_EXTENSIONS
+
+    lower = record_id.lower()
+    for ext in (".ome.tiff", ".ome.tif", *SLIDE_EXTENSIONS):
+        if lower.endswith(ext) and len(record_id) > len(ext):
+            return record_id[: -len(ext)]
+    return record_id
+
+
+def match_extensions(predictions: Mapping[str, Any], references: Mapping[str, Any],
+                     ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Predictions keyed by the references' ids where the two differ only by a slide file
+    extension (`X.tiff` against `X`, either way round), and the (prediction id, reference id)
+    pairs matched so; unchanged (no pairs) when the ids already agree or when dropping
+    extensions would not pair them one to one."""
+    if set(predictions) == set(references):
+        return dict(predictions), []
+    by_key: dict[str, str] = {}
+    for rid in references:
+        key = without_slide_extension(rid)
+        if key in by_key:
+            return dict(predictions), []  # two references would collapse into one id
+        by_key[key] = rid
+    out: dict[str, Any] = {}
+    renamed: list[tuple[str, str]] = []
+    for pid, value in predictions.items():
+        target = pid if pid in references else by_key.get(without_slide_extension(pid))
+        if target is None or target in out:
+            return dict(predictions), []
+        out[target] = value
+        if target != pid:
+            renamed.append((pid, target))
+    return out, renamed
 
 
 def join_by_id(

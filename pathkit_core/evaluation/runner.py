@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,11 @@ class ScoreResult:
     summary: dict[str, dict[str, float]]
     per_case: Any = None  # polars.DataFrame
     results: dict[str, MetricResult] = field(default_factory=dict)
+
+    @property
+    def details(self) -> dict[str, dict[str, Any]]:
+        """Each metric's non-scalar results (`MetricResult.details`), for those that have any."""
+        return {name: dict(r.details) for name, r in self.results.items() if getattr(r, "details", None)}
 
     def flat_summary(self) -> dict[str, float]:
         """`{"BLEU-4": ..., "CRQS": ...}`; a key two metrics share is prefixed with the metric."""
@@ -76,8 +81,10 @@ def score(
     ids: Sequence[str] | None = None,
     dataset: str | None = None,
     context: Mapping[str, Any] | None = None,
+    on_metric: Callable[[str], None] | None = None,
 ) -> ScoreResult:
-    """Run each metric on the predictions/references aligned by `ids` (reference order by default)."""
+    """Run each metric on the predictions/references aligned by `ids` (reference order by default);
+    `on_metric(name)` is called before each metric (progress display)."""
     import polars as pl
 
     ctx = metric_context(dataset, context)
@@ -89,6 +96,8 @@ def score(
     results: dict[str, MetricResult] = {}
     per_case = pl.DataFrame({"id": ids})
     for metric in metrics:
+        if on_metric is not None:
+            on_metric(metric.name)
         result = metric.compute(preds, refs, ids=ids, context=context_for(metric, ctx))
         if not isinstance(result, MetricResult):
             raise PathkitError(f"metric {metric.name!r} returned {type(result).__name__}, not MetricResult")
@@ -114,6 +123,8 @@ def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[st
     """`metrics.json` (summary per metric) and `per_case.parquet`, both written atomically."""
     out_dir = Path(out_dir)
     payload = {"metrics": result.summary, **dict(extra or {})}
+    if result.details:
+        payload["details"] = result.details
     atomic_write_json(out_dir / "metrics.json", payload)
     if result.per_case is not None:
         atomic_write_with(out_dir / "per_case.parquet", lambda tmp: result.per_case.write_parquet(tmp))

@@ -75,6 +75,25 @@ def read_image(ref: str | Path) -> Any:
         raise PathkitError(f"{ref}: cannot be read as an image ({type(exc).__name__}: {exc})") from None
 
 
+def probe_image(data: bytes) -> tuple[tuple[int, int] | None, str | None]:
+    """((width, height), None) when `data` holds a readable image, else (None, why): what a dataset
+    checks before an image may reach an encoder (header and, for PNG, every chunk's checksum),
+    without decoding the pixels."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    if not data:
+        return None, "empty file (0 bytes)"
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            size = img.size
+            img.verify()
+    except (OSError, SyntaxError, ValueError, UnidentifiedImageError) as exc:
+        return None, f"not a readable image ({type(exc).__name__}: {exc})"
+    return (int(size[0]), int(size[1])), None
+
+
 @dataclass(frozen=True)
 class Preprocessing:
     """How a whole image becomes the encoder's input."""
@@ -276,9 +295,11 @@ class _ModelRunner:
 
         n_workers = default_workers(self.dev) if workers is None else workers
         loader = DataLoader(_Images(refs, prep), batch_size=batch_size, num_workers=n_workers,
-                            collate_fn=_collate, pin_memory=self.dev.type == "cuda")
-        mean = torch.tensor(prep.mean).view(1, 3, 1, 1)
-        std = torch.tensor(prep.std).view(1, 3, 1, 1)
+                            collate_fn=_collate)
+        # uint8 pixels travel to the device (a quarter of float32's bytes) and are normalised there
+        scale = (1.0 / (255.0 * torch.tensor(prep.std))).view(1, 3, 1, 1).to(self.dev)
+        shift = (torch.tensor(prep.mean) / torch.tensor(prep.std)).view(1, 3, 1, 1).to(self.dev)
+        pin = self.dev.type == "cuda"
         outputs, kept, failed = [], [], {}
         with torch.inference_mode():
             for batch in loader:
@@ -288,9 +309,10 @@ class _ModelRunner:
                 if not good:
                     continue
                 pixels = torch.from_numpy(np.stack([arr for _, arr in good]))
-                x = (pixels.permute(0, 3, 1, 2).float() / 255.0 - mean) / std
+                pixels = (pixels.pin_memory() if pin else pixels).to(self.dev, non_blocking=True)
+                x = (pixels.permute(0, 3, 1, 2).float() * scale - shift).contiguous()
                 with _autocast(self.dev, self.precision):
-                    out = self.model(x.to(self.dev, non_blocking=True))
+                    out = self.model(x)
                 if out.ndim != 2 or out.shape[0] != len(good):
                     raise PathkitError(f"encoder {self.enc.name!r} returned shape {tuple(out.shape)} for "
                                        f"{len(good)} images")

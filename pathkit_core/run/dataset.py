@@ -15,12 +15,21 @@ SPLITS = ("train", "val", "test")
 
 @dataclass
 class DatasetStage:
-    """The opened dataset, its cases per split, the split's hash and the cases it left out."""
+    """The opened dataset, its cases per split, the split's hash, the cases it left out and how
+    the split was made (`Dataset.split_facts()`: the user's, the benchmark's, or drawn)."""
 
     dataset: Dataset
     cases: dict[str, list[Case]]
     split_hash: str
     excluded: dict[str, str] = field(default_factory=dict)
+    split: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)  # Dataset.summary(): checksums, protocol, warnings
+
+    def split_line(self) -> str:
+        """One log line: where the split comes from and its sizes."""
+        counts = "/".join(str(len(self.cases[p])) for p in SPLITS)
+        how = self.split.get("description") or "the dataset's splits()"
+        return f"split: {how} (train/val/test {counts} cases)"
 
     @property
     def ids(self) -> dict[str, list[str]]:
@@ -29,12 +38,13 @@ class DatasetStage:
 
 def dataset_options(spec: RunSpec, dataset_cls: type[Dataset], workdir: Path) -> dict[str, Any]:
     """The options a dataset is opened with: the run's, plus the `:view` of `name:view` as
-    option "view", plus the run facts the dataset asks for in `run_options` ("encoder", "workdir")."""
+    option "view", plus the run facts the dataset asks for in `run_options` ("encoder", "workdir",
+    "skip_missing": `--skip-missing`, so a dataset can leave out rows whose files are missing)."""
     options = dict(spec.dataset_options)
     view = spec.dataset.partition(":")[2]
     if view:
         options.setdefault("view", view)
-    facts = {"encoder": spec.encoder, "workdir": str(workdir)}
+    facts = {"encoder": spec.encoder, "workdir": str(workdir), "skip_missing": spec.skip_missing}
     for name in dataset_cls.run_options:
         if name in facts:
             options.setdefault(name, facts[name])
@@ -71,4 +81,5 @@ def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir
     task.validate_cases(cases, dataset)
     ids = {name: [c.case_id for c in split] for name, split in cases.items()}
     # Cases the dataset left out (filters, QC gating) are counted in the results, never dropped silently.
-    return DatasetStage(dataset, cases, content_hash(ids), dict(dataset.excluded_cases()))
+    return DatasetStage(dataset, cases, content_hash(ids), dict(dataset.excluded_cases()),
+                        dict(dataset.split_facts() or {}), dict(dataset.summary()))

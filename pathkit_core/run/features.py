@@ -37,8 +37,31 @@ def store_folders(workdir: Path, tile_key: str, tiling: Mapping[str, Any]) -> tu
     return workdir / "tiles" / f"{tile_key}-{suffix}", workdir / f"features-{suffix}"
 
 
+def slide_mpps(case: Case) -> dict[str, float]:
+    """The level-0 mpp a dataset states for the case's slides (`Case.meta["mpp"]`: one value for
+    every slide, or one per slide in `slides` order, None where the file's own is used), by path.
+    It overrides what the file says (e.g. REG TIFFs, whose resolution tag is a 72-dpi placeholder)."""
+    given = case.meta.get("mpp")
+    if given is None:
+        return {}
+    values = list(given) if isinstance(given, list | tuple) else [given] * len(case.slides)
+    if len(values) != len(case.slides):
+        raise PathkitError(f"case {case.case_id}: meta mpp gives {len(values)} values for {len(case.slides)} slides")
+    return {str(s): float(m) for s, m in zip(case.slides, values, strict=True) if m is not None}
+
+
+def mpp_fix(dataset: Any) -> str:
+    """How the user of `pathkit run` gives a slide's mpp: the dataset's mpp option, when it has one."""
+    option = next((o for o in getattr(dataset, "option_table", ()) if o.name == "mpp"), None)
+    if option is None and getattr(dataset, "option_table", ()):
+        return (f"a dataset that states its slides' mpp (dataset {dataset.name!r} has no mpp option; "
+                f"`pathkit info {dataset.name}`)")
+    meaning = f" ({option.help})" if option is not None and option.help else ""
+    return f"--dataset-option mpp=MPP{meaning}"
+
+
 def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case],
-                  tiling: Mapping[str, Any], log: Callable[[str], None] = print,
+                  tiling: Mapping[str, Any], log: Callable[[str], None] = print, fix: str | None = None,
                   ) -> tuple[dict[str, Path], dict[str, str]]:
     """Tile and extract every slide the cases need; (usable feature file by slide id, failures)."""
     from pathkit_core.features.extract import extract_features
@@ -53,12 +76,10 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
         params = TilingParams(target_mpp=tile_spec.mpp, tile_px=tile_spec.tile_px, **dict(tiling))
     except TypeError as exc:
         raise PathkitError(f"tiling options {dict(tiling)}: {exc}") from None
-    # a dataset may state its slides' mpp (Case.meta["mpp"], e.g. REG TIFFs whose resolution
-    # tag is a 72-dpi placeholder); it overrides what the file says
-    mpp_overrides = {str(s): float(c.meta["mpp"]) for c in cases if c.meta.get("mpp") for s in c.slides}
+    mpp_overrides = {path: mpp for c in cases for path, mpp in slide_mpps(c).items()}
     tile_dir, feature_dir = store_folders(workdir, tile_spec.key(), tiling)
-    tiled = tile_slides(slides, tile_dir, params,
-                        workers=max(spec.extract_workers, 1), mpp_overrides=mpp_overrides or None)
+    tiled = tile_slides(slides, tile_dir, params, workers=max(spec.extract_workers, 1),
+                        mpp_overrides=mpp_overrides or None, mpp_fix=fix)
     failed: dict[str, str] = {}
     for r in tiled:
         if r.status == "failed":
@@ -130,14 +151,15 @@ def qc_problem(path: Path, workdir: Path) -> str | None:
 
 
 def case_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case], tiling: Mapping[str, Any],
-                dataset_name: str, log: Callable[[str], None] = print) -> tuple[dict[str, Any], dict[str, str]]:
+                dataset_name: str, log: Callable[[str], None] = print, fix: str | None = None,
+                ) -> tuple[dict[str, Any], dict[str, str]]:
     """(usable input by case id, reason by case id for those without one)."""
     from pathkit_core.wsi.slide import slide_id_for
 
     found: dict[str, Any] = {}
     missing: dict[str, str] = {}
     with_slides = [c for c in cases if c.input_kind not in (INPUT_FEATURES, INPUT_IMAGES)]
-    usable, failed = _slide_inputs(spec, encoder_cls, workdir, with_slides, tiling, log)
+    usable, failed = _slide_inputs(spec, encoder_cls, workdir, with_slides, tiling, log, fix)
     images, image_failed = _image_inputs(spec, encoder_cls, workdir,
                                          [c for c in cases if c.input_kind == INPUT_IMAGES], dataset_name)
     for case in cases:
@@ -174,11 +196,14 @@ def case_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[
 
 
 def feature_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping[str, Sequence[Case]],
-                  tiling: Mapping[str, Any], dataset_name: str, log: Callable[[str], None] = print) -> FeatureStage:
-    """Inputs for every split; cases without one stop the run unless `skip_missing`."""
+                  tiling: Mapping[str, Any], dataset_name: str, log: Callable[[str], None] = print,
+                  dataset: Any = None) -> FeatureStage:
+    """Inputs for every split; cases without one stop the run unless `skip_missing`. A slide
+    without a usable mpp is reported with the fix that fits `pathkit run` on `dataset`."""
     stage = FeatureStage()
+    fix = mpp_fix(dataset) if dataset is not None else None
     for split_name, split in cases.items():
-        found, missing = case_inputs(spec, encoder_cls, workdir, split, tiling, dataset_name, log)
+        found, missing = case_inputs(spec, encoder_cls, workdir, split, tiling, dataset_name, log, fix)
         stage.inputs.update(found)
         if missing and not spec.skip_missing:
             listing = "; ".join(f"{cid} ({why})" for cid, why in list(missing.items())[:20])

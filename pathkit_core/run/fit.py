@@ -36,7 +36,8 @@ def plan_fit(ctx: Any, dataset: Dataset, train_items: Sequence[dict[str, Any]], 
     gspec = GeneratorSpec(task=ctx.task.name, feature_dim=feature_dim, hparams=generator.hparams(spec.hparams),
                           train_targets=list(train_targets), dataset=spec.dataset,
                           class_names=tuple(dataset.class_names()))
-    train_cfg = TrainConfig.from_mapping({**generator.default_train, **spec.train, "seed": spec.seed, "cpu": spec.cpu})
+    train_cfg = TrainConfig.from_mapping({**generator.default_train, **dataset.train_overrides, **spec.train,
+                                          "seed": spec.seed, "cpu": spec.cpu})
     checkpoint_dir: Path | None = ctx.run_dir / "checkpoints"
     facts: dict[str, Any] = {}
     if spec.frozen_from is not None:
@@ -99,9 +100,11 @@ def fit_stage(ctx: Any, plan: FitPlan, fit_key: str, dataset: Dataset, train_ite
         result = fit(model, train_items, val_items, plan.train_cfg, plan.checkpoint_dir, selection=selection,
                      checkpoint_config={"generator": spec.generator, "spec": spec_json(plan.gspec, model)})
         ctx.mark("fit", fit_key, {"best_epoch": result.best_epoch, "best_score": result.best_score,
-                                  "epochs_run": result.epochs_run, "selection": plan.selection or "val_loss"})
+                                  "epochs_run": result.epochs_run, "selection": plan.selection or "val_loss",
+                                  **({"best_step": result.best_step} if result.best_step is not None else {})})
         done = ctx.marker("fit")
-    ctx.log(f"best epoch {done.get('best_epoch')} ({plan.selection or 'val_loss'} "
+    at = f"step {done['best_step']}" if done.get("best_step") is not None else f"epoch {done.get('best_epoch')}"
+    ctx.log(f"best {at} ({plan.selection or 'val_loss'} "
             f"{done.get('best_score', float('nan')):.4f})")
     return done
 

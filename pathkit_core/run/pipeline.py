@@ -81,12 +81,15 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
         ds = dataset_stage(spec, ctx.dataset_cls, ctx.task, ctx.workdir, needs_fit=needs_fit)
         ctx.mark("dataset", ds.split_hash, {"n_cases": {k: len(v) for k, v in ds.ids.items()},
                                             "root": str(ds.dataset.root), "n_excluded": len(ds.excluded)})
+        log(ds.split_line())
         if ds.excluded:
             log(f"the dataset excluded {len(ds.excluded)} case(s) (filters and QC; reasons in metrics.json)")
+        for warning in ds.summary.get("warnings", []):
+            log(f"WARNING: {warning}")
 
         tiling = ctx.task.tiling(ds.dataset, spec.tiling)
         facts = ctx.facts(tiling)
-        feats = feature_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, spec.dataset, log)
+        feats = feature_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, spec.dataset, log, ds.dataset)
         if feats.skipped:
             log(f"skipping {len(feats.skipped)} case(s) without usable features (recorded in results)")
         items = {name: ctx.task.items(cases, feats.inputs, ds.dataset, facts, targets=name != "test")
@@ -107,12 +110,14 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
 
         fit_stage(ctx, plan, keys.fit, ds.dataset, items["train"], items["val"], ds.cases["val"])
         evaluated = predict_stage(ctx, plan, keys.predict, names, items["test"], ds.cases["test"], ds.dataset, facts)
-        extra = {"run": spec.identity(), "skipped_cases": feats.skipped,
-                 **({"excluded_cases": ds.excluded, "n_excluded_cases": len(ds.excluded)} if ds.excluded else {})}
+        extra = {"run": spec.identity(), "skipped_cases": feats.skipped, **({"split": ds.split} if ds.split else {}),
+                 **({"excluded_cases": ds.excluded, "n_excluded_cases": len(ds.excluded)} if ds.excluded else {}),
+                 **({"dataset": ds.summary} if ds.summary else {})}
         scores = score_stage(ctx, metrics, evaluated, ds.cases["test"], train_targets, ds.dataset, facts, extra)
         ctx.mark("score", keys.score, {})
         report_stage(ctx, spec, {"dataset_root": str(ds.dataset.root), "split_hash": ds.split_hash,
-                                 "feature_files": len(feats.inputs), "stage_keys": vars(keys)},
+                                 "feature_files": len(feats.inputs), "stage_keys": vars(keys),
+                                 **({"dataset": ds.summary} if ds.summary else {})},
                      time.perf_counter() - started)
         return RunResult(ctx.run_dir, scores["summary"], scores["baselines"], feats.skipped, ctx.resumed,
                          scores["checkpoints"], ds.excluded)

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pathkit_core.contracts import Case, Dataset, RunFacts
+from pathkit_core.progress import ProgressBar
 from pathkit_core.run.predict import Evaluated
 from pathkit_core.workspace import atomic_write_with
 
@@ -24,25 +25,36 @@ def score_stage(ctx: Any, metrics: Sequence[str], evaluated: Mapping[str, Evalua
     references = {c.case_id: task.reference(c, dataset) for c in cases}
     context = task.metric_context(dataset, facts)
 
-    def run(preds: Mapping[str, Any]) -> Any:
-        return score(list(metrics), preds, references, ids=ids, dataset=ctx.spec.dataset, context=context)
+    runs = len(evaluated) + len(task.baselines)
+    progress = bool(ctx.spec.train.get("progress", True))
+    with ProgressBar("score", runs * len(metrics), "metric runs", enabled=progress) as bar:
 
-    scored = run(predictions)
-    checkpoints: dict[str, Any] = {}
-    for name, entry in evaluated.items():
-        if name == "best":
-            continue
-        other = run(entry.predictions)
-        checkpoints[name] = {"epoch": entry.epoch, "metrics": other.summary}
-        if other.per_case is not None:
-            atomic_write_with(ctx.run_dir / f"per_case_{name}.parquet", other.per_case.write_parquet)
-    if checkpoints:
-        checkpoints = {"best": {"epoch": evaluated["best"].epoch, "metrics": scored.summary}, **checkpoints}
-    baselines: dict[str, Any] = {}
-    for name in task.baselines:
-        made = task.baseline_predictions(name, train_targets, cases, dataset)
-        if made:
-            baselines[name] = run(made).summary
+        def run(preds: Mapping[str, Any], what: str) -> Any:
+            def step(metric: str) -> None:
+                bar.describe(f"score {what}: {metric}")
+                bar.advance(0)
+
+            result = score(list(metrics), preds, references, ids=ids, dataset=ctx.spec.dataset, context=context,
+                           on_metric=step)
+            bar.advance(len(metrics))
+            return result
+
+        scored = run(predictions, "model")
+        checkpoints: dict[str, Any] = {}
+        for name, entry in evaluated.items():
+            if name == "best":
+                continue
+            other = run(entry.predictions, f"{name} checkpoint")
+            checkpoints[name] = {"epoch": entry.epoch, "metrics": other.summary}
+            if other.per_case is not None:
+                atomic_write_with(ctx.run_dir / f"per_case_{name}.parquet", other.per_case.write_parquet)
+        if checkpoints:
+            checkpoints = {"best": {"epoch": evaluated["best"].epoch, "metrics": scored.summary}, **checkpoints}
+        baselines: dict[str, Any] = {}
+        for name in task.baselines:
+            made = task.baseline_predictions(name, train_targets, cases, dataset)
+            if made:
+                baselines[name] = run(made, f"baseline {name}").summary
     payload: dict[str, Any] = {**extra, "n_test_cases": len(ids), "baselines": baselines,
                                **task.run_summary(predictions, references)}
     if checkpoints:

@@ -127,6 +127,26 @@ class ImageItems:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def feature_matrix(self) -> Any:
+        """Every item's vector as one (N, D) tensor in item order, each shard read once (what
+        heads that index the whole training set, kNN or prototypes, need at once)."""
+        import torch
+
+        from pathkit_core.features.images import load_shard
+
+        if not self.rows:
+            return torch.empty(0, 0, dtype=getattr(torch, self.dtype))
+        by_shard: dict[Any, list[int]] = {}
+        for position, (_, row, _, _) in enumerate(self.rows):
+            by_shard.setdefault(row.path, []).append(position)
+        first = torch.as_tensor(self.rows[0][1].vector())
+        out = torch.empty(len(self.rows), first.numel(), dtype=getattr(torch, self.dtype))
+        for positions in by_shard.values():
+            shard = load_shard(self.rows[positions[0]][1].path)["features"]
+            index = torch.as_tensor([self.rows[p][1].index for p in positions])
+            out[torch.as_tensor(positions)] = shard[index].to(out.dtype)
+        return out
+
     def __getitem__(self, index: int) -> dict[str, Any]:
         import torch
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pathkit_core.contracts import PathkitError, TaskModel
 from pathkit_core.distributed import close_process_group_at_exit
+from pathkit_core.progress import ProgressBar, training_estimate
 from pathkit_core.workspace import atomic_write_json, atomic_write_text, atomic_write_with
 
 # A selection function scores validation predictions: (predictions, references) -> float.
@@ -33,9 +34,30 @@ class TrainConfig:
     grad_clip: float | None = None
     plateau_factor: float = 0.5
     plateau_patience: int = 7
-    plateau_on: str = "val_loss"  # "val_loss" (PathBench) or "selection" (GOLDMARK: validation AUROC)
+    # "val_loss" (PathBench), "selection" (GOLDMARK: validation AUROC) or "none" (a constant
+    # learning rate: eva's linear probe)
+    plateau_on: str = "val_loss"
     early_stop_patience: int | None = 20
     selection_mode: str = "max"  # direction of the selection score
+    # Train for this many optimizer steps instead of `max_epochs` passes (eva's linear probe:
+    # 12,500). Training then runs in periods of `val_every_steps` steps (None: one pass over
+    # the training cases, eva's check per epoch), each ending in a validation check; in that
+    # mode an "epoch" of the history, the early-stopping patience and the plateau scheduler
+    # count periods, and the history and checkpoints also record the step.
+    max_steps: int | None = None
+    val_every_steps: int | None = None
+    # Epochs at which the model is validated (validation loss and selection score), and so the
+    # only ones that can become "best", step the plateau scheduler or count towards early
+    # stopping; the last epoch is always one. None: every epoch (PathBench). GOLDMARK validates
+    # at 2, 5, 10, 20, 50, 80 and 120 (its public EXTRA_VAL_EPOCHS; docs/goldmark.md).
+    validation_epochs: tuple[int, ...] | None = None
+    # False: no model selection; "best" is the last epoch, and training needs no validation
+    # cases (without them the plateau scheduler is never stepped). GOLDMARK's paper-comparable
+    # setting trains on 70 % and reports the epoch-120 model.
+    model_selection: bool = True
+    # Shuffle the training cases every epoch (seeded by seed + epoch). PathBench's data modules
+    # never shuffle; GOLDMARK's do (docs/training.md, "Shuffling").
+    shuffle: bool = True
     mixed_precision: str = "no"  # "no", "bf16", "fp16"
     seed: int = 0
     cpu: bool = False
@@ -52,6 +74,39 @@ class TrainConfig:
             raise PathkitError(f"unknown training option(s) {unknown}; known: {sorted(known)}")
         return cls(**values)
 
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "val_every_steps"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise PathkitError(f"{name} must be a positive number of steps (or None), got {value!r}")
+        if self.plateau_on not in ("val_loss", "selection", "none"):
+            raise PathkitError(f"plateau_on must be 'val_loss', 'selection' or 'none', got {self.plateau_on!r}")
+        epochs = self.validation_epochs
+        if epochs is not None:
+            if isinstance(epochs, str | bytes) or not all(
+                    isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in epochs):
+                raise PathkitError(f"validation_epochs must be epoch numbers >= 1 (or None), got {epochs!r}")
+            self.validation_epochs = tuple(sorted(set(epochs)))
+
+    def validates_at(self, epoch: int) -> bool:
+        """Whether `epoch` is a validation epoch (`validation_epochs`, always the last one). Training
+        by steps validates at the end of every period."""
+        if self.max_steps is not None:
+            return True
+        return self.validation_epochs is None or epoch in self.validation_epochs or epoch >= self.max_epochs
+
+    def period_steps(self, n_train: int) -> int:
+        """Optimizer steps between two validation checks: one pass over `n_train` cases, or
+        `val_every_steps` when training by steps."""
+        per_pass = max(1, math.ceil(n_train / max(self.batch_size, 1)))
+        return per_pass if self.max_steps is None or self.val_every_steps is None else self.val_every_steps
+
+    def periods(self, n_train: int) -> int:
+        """How many training periods (epochs, or validation periods when training by steps)."""
+        if self.max_steps is None:
+            return self.max_epochs
+        return math.ceil(self.max_steps / self.period_steps(n_train))
+
 
 @dataclass
 class FitResult:
@@ -62,6 +117,7 @@ class FitResult:
     best_checkpoint: Path | None = None
     last_checkpoint: Path | None = None
     stopped_early: bool = False
+    best_step: int | None = None  # training by steps: the optimizer step of the best checkpoint
 
 
 def seed_everything(seed: int) -> None:
@@ -194,9 +250,43 @@ def _loader(items: Sequence[dict[str, Any]], model: Any, batch_size: int, shuffl
     )
 
 
+def _step_batches(n: int, cfg: TrainConfig, period: int) -> list[list[int]]:
+    """The index batches of training period `period` (1-based) when training by steps.
+
+    Steps run through consecutive passes over the cases, each pass in its own seeded order
+    (seed + pass + 1), so that a period's batches follow from its number alone: a resumed run
+    draws exactly the batches the uninterrupted one would have."""
+    import torch
+
+    length, per_pass = cfg.period_steps(n), max(1, math.ceil(n / cfg.batch_size))
+    first, last = (period - 1) * length, min(period * length, int(cfg.max_steps or 0))
+    orders: dict[int, list[int]] = {}
+    batches = []
+    for step in range(first, last):
+        epoch, position = divmod(step, per_pass)
+        if epoch not in orders:
+            generator = torch.Generator().manual_seed(cfg.seed + epoch + 1)
+            orders[epoch] = torch.randperm(n, generator=generator).tolist() if cfg.shuffle else list(range(n))
+        batches.append(orders[epoch][position * cfg.batch_size:(position + 1) * cfg.batch_size])
+    return batches
+
+
+def _period_loader(items: Sequence[dict[str, Any]], model: Any, cfg: TrainConfig, period: int, accelerator: Any):
+    """The training batches of one period: a shuffled pass (by epochs) or its steps (by steps)."""
+    import torch
+
+    if cfg.max_steps is None:
+        loader = _loader(items, model, cfg.batch_size, cfg.shuffle, cfg.seed + period, cfg.num_workers)
+    else:
+        loader = torch.utils.data.DataLoader(items, batch_sampler=_step_batches(len(items), cfg, period),
+                                             collate_fn=model.collate, num_workers=cfg.num_workers)
+    return accelerator.prepare_data_loader(loader) if accelerator.num_processes > 1 else loader
+
+
 def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]], batch_size: int,
-                   ) -> dict[str, Any]:
-    """Predictions for `items`, sharded over processes and gathered on every process."""
+                   bar: Any = None) -> dict[str, Any]:
+    """Predictions for `items`, sharded over processes and gathered on every process; `bar`
+    (a pathkit_core.progress.ProgressBar) counts this process's cases."""
     import torch
     from accelerate.utils import gather_object
 
@@ -214,6 +304,8 @@ def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]]
                     f"{type(model).__name__}.predict returned {len(preds)} predictions for {len(chunk)} cases"
                 )
             out.extend((item["case_id"], pred) for item, pred in zip(chunk, preds, strict=True))
+            if bar is not None:
+                bar.advance(len(chunk) * accelerator.num_processes)
     if accelerator.num_processes > 1:
         out = gather_object(out)
     return dict(out)
@@ -282,6 +374,10 @@ def fit(
     """Train `model`, selecting the best epoch on `val_items` with `selection` (validation loss
     when None), with ReduceLROnPlateau, early stopping and per-epoch `last` checkpoints.
 
+    Validation runs at `cfg.validation_epochs` only (every epoch by default); the history of an
+    epoch without validation has no `val_loss`/`selection`. With `cfg.model_selection` False,
+    `val_items` may be empty and "best" is the last epoch.
+
     With `resume`, an existing `last` checkpoint in `out_dir` is continued from exactly.
     """
     import torch
@@ -290,19 +386,23 @@ def fit(
     out_dir.mkdir(parents=True, exist_ok=True)
     if len(train_items) == 0:
         raise PathkitError("no training cases: the train split is empty after filtering")
-    if len(val_items) == 0:
-        raise PathkitError("no validation cases: model selection needs a validation split")
+    if len(val_items) == 0 and cfg.model_selection:
+        raise PathkitError("no validation cases: model selection needs a validation split "
+                           "(or train without selection: model_selection=False, best = last epoch)")
     seed_everything(cfg.seed)
     accelerator = accelerator or make_accelerator(cfg)
     module: Any = model
     optimizer = torch.optim.AdamW(module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     maximize = selection is not None and cfg.selection_mode == "max"
     plateau_mode = "min" if cfg.plateau_on == "val_loss" else ("max" if maximize else "min")
-    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+    scheduler = None if cfg.plateau_on == "none" else torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimizer, mode=plateau_mode, factor=cfg.plateau_factor, patience=cfg.plateau_patience
     )
+    n_periods = cfg.periods(len(train_items))
     state = {"epoch": 0, "best_epoch": 0, "best_score": -math.inf if maximize else math.inf,
              "bad_epochs": 0, "history": []}
+    if cfg.max_steps is not None:
+        state.update(step=0, best_step=0)
     last = out_dir / "last.safetensors"
     if resume and last.exists():
         meta = load_checkpoint(last, module, optimizer=optimizer, scheduler=scheduler)
@@ -315,13 +415,15 @@ def fit(
     config["train"] = asdict(cfg)
 
     def better(score: float) -> bool:
+        if not cfg.model_selection:
+            return True  # the last epoch is the model
         return score > state["best_score"] if maximize else score < state["best_score"]
 
     stopped_early = False
     progress = _progress(accelerator, cfg)
     with progress:
-        task = progress.add_task("training", total=cfg.max_epochs, completed=state["epoch"])
-        while state["epoch"] < cfg.max_epochs:
+        task = progress.add_task("training", total=n_periods, completed=state["epoch"])
+        while state["epoch"] < n_periods:
             # checked before an epoch, so that resuming a run that already stopped early (its
             # stage markers lost, say) trains nothing more
             if cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience:
@@ -329,10 +431,8 @@ def fit(
                 break
             epoch = state["epoch"] + 1
             stepper.train()
-            loader = _loader(train_items, module, cfg.batch_size, True, cfg.seed + epoch, cfg.num_workers)
-            shard = accelerator.prepare_data_loader(loader) if accelerator.num_processes > 1 else loader
             t0, losses = time.perf_counter(), []
-            for batch in shard:
+            for batch in _period_loader(train_items, module, cfg, epoch, accelerator):
                 batch = _to_device(batch, accelerator.device)
                 with accelerator.autocast():
                     loss = stepper(batch)
@@ -343,23 +443,34 @@ def fit(
                 optimizer.zero_grad(set_to_none=True)
                 losses.append(float(loss.detach().float()))
             inner = accelerator.unwrap_model(stepper).inner
-            val_loss = _val_loss(accelerator, inner, val_items, cfg.batch_size)
-            if selection is not None:
-                preds = _predict_items(accelerator, inner, val_items, cfg.eval_batch_size or cfg.batch_size)
-                score = float(selection(preds, references))
-            else:
-                score = val_loss
-            scheduler.step(val_loss if cfg.plateau_on == "val_loss" else score)
-            record = {"epoch": epoch, "train_loss": sum(losses) / max(len(losses), 1),
-                      "val_loss": val_loss, "selection": score, "lr": optimizer.param_groups[0]["lr"],
-                      "seconds": time.perf_counter() - t0}
+            record = {"epoch": epoch, "train_loss": sum(losses) / max(len(losses), 1)}
+            validated = cfg.validates_at(epoch) and len(val_items) > 0
+            score = math.nan
+            if validated:
+                val_loss = _val_loss(accelerator, inner, val_items, cfg.batch_size)
+                if selection is not None:
+                    preds = _predict_items(accelerator, inner, val_items, cfg.eval_batch_size or cfg.batch_size)
+                    score = float(selection(preds, references))
+                else:
+                    score = val_loss
+                # the plateau scheduler counts validations, not epochs (GOLDMARK steps it only at
+                # its validation epochs)
+                if scheduler is not None:
+                    scheduler.step(val_loss if cfg.plateau_on == "val_loss" else score)
+                record.update(val_loss=val_loss, selection=score)
+            record.update(lr=optimizer.param_groups[0]["lr"], seconds=time.perf_counter() - t0)
+            if cfg.max_steps is not None:
+                state["step"] = min(epoch * cfg.period_steps(len(train_items)), cfg.max_steps)
+                record["step"] = state["step"]
             state["history"].append(record)
             state["epoch"] = epoch
-            if better(score):
+            if (validated or not cfg.model_selection) and better(score):
                 state.update(best_epoch=epoch, best_score=score, bad_epochs=0)
+                if cfg.max_steps is not None:
+                    state["best_step"] = state["step"]
                 if accelerator.is_main_process:
                     save_checkpoint(out_dir, "best", inner, config=config, trainer_state=state)
-            else:
+            elif validated:
                 state["bad_epochs"] += 1
             if accelerator.is_main_process:
                 save_checkpoint(out_dir, "last", inner, config=config, optimizer=optimizer,
@@ -368,8 +479,10 @@ def fit(
             accelerator.wait_for_everyone()
             if on_epoch is not None:
                 on_epoch(record)
-            progress.update(task, completed=epoch,
-                            description=f"epoch {epoch} loss {record['train_loss']:.3f} sel {score:.4f}")
+            if epoch == 1 and cfg.progress and cfg.max_epochs > 1:
+                accelerator.print(training_estimate(record["seconds"], cfg.max_epochs - 1, cfg.early_stop_patience))
+            shown = f" sel {score:.4f}" if validated else ""
+            progress.update(task, completed=epoch, description=f"epoch {epoch} loss {record['train_loss']:.3f}{shown}")
     return FitResult(
         best_epoch=int(state["best_epoch"]),
         best_score=float(state["best_score"]),
@@ -378,6 +491,7 @@ def fit(
         best_checkpoint=out_dir / "best.safetensors",
         last_checkpoint=last,
         stopped_early=stopped_early,
+        best_step=state.get("best_step"),
     )
 
 
@@ -392,9 +506,11 @@ def predict(
 ) -> dict[str, Any]:
     """Predictions keyed by case id (gathered across processes); with `out_path`, also written
     there as JSON lines `{"id", "prediction"}` in the order of `items` (by the main process)."""
-    accelerator = accelerator or make_accelerator(cfg or TrainConfig())
+    cfg = cfg or TrainConfig()
+    accelerator = accelerator or make_accelerator(cfg)
     model = model.to(accelerator.device)
-    preds = _predict_items(accelerator, model, items, batch_size)
+    with ProgressBar("predict", len(items), "cases", enabled=cfg.progress and accelerator.is_main_process) as bar:
+        preds = _predict_items(accelerator, model, items, batch_size, bar)
     if out_path is not None and accelerator.is_main_process:
         write_predictions(out_path, preds, [item["case_id"] for item in items])
     return preds
@@ -424,13 +540,14 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
 
 
 def _progress(accelerator: Any, cfg: TrainConfig):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total} epochs"),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         disable=not (cfg.progress and accelerator.is_main_process),
         transient=False,
     )

@@ -33,6 +33,23 @@ SLIDE_EXTENSIONS: tuple[str, ...] = (
 )
 
 
+# Errors about a slide's resolution, and how to fix them. The generic fix names every command;
+# a command that knows what the user ran replaces it with its own (`with_mpp_fix`).
+MPP_CODES = frozenset({"no-mpp", "implausible-mpp", "anisotropic-mpp"})
+MPP_FIXES = (
+    "`pathkit tile` --slide-mpp MPP (one slide) or --mpp-csv FILE (columns slide,mpp), `pathkit extract` "
+    "--slide-mpp MPP, `pathkit run` --dataset-option mpp=MPP (or the dataset's mpp column)"
+)
+MPP_FIX_TILE = "--slide-mpp MPP (one slide) or --mpp-csv FILE (columns slide,mpp)"
+MPP_FIX_EXTRACT = "--slide-mpp MPP (every slide given)"
+
+
+def with_mpp_fix(message: str, fix: str | None) -> str:
+    """An mpp error `message` with the generic fix replaced by `fix`, the option that fits the
+    command the user ran (unchanged when `fix` is None or the message names no fix)."""
+    return message.replace(MPP_FIXES, fix) if fix else message
+
+
 class SlideError(PathkitError):
     """A slide that cannot be used, with a stable `code` recorded in tiling status files.
 
@@ -145,11 +162,7 @@ def resolve_mpp(
     or TIFF resolution tags); vendor keys OpenSlide did not convert; TIFF resolution tags.
     Objective power alone is not used: 20x means 0.5 um/px on one scanner and 0.46 on another.
     """
-    hint = (
-        "; supply it: `pathkit tile` --slide-mpp MPP (one slide) or --mpp-csv FILE (columns slide,mpp), "
-        "`pathkit extract` --slide-mpp MPP, `pathkit run` the dataset's mpp option (reg2025: "
-        "--dataset-option mpp=MPP)"
-    )
+    hint = f"; supply it with {MPP_FIXES}"
     if override is not None:
         value = _as_float(override)
         if value is None or not (MPP_MIN <= value <= MPP_MAX):
@@ -191,7 +204,7 @@ def resolve_mpp(
         raise SlideError(
             "anisotropic-mpp", path,
             f"non-square pixels (mpp-x {mpp_x:.4g}, mpp-y {mpp_y:.4g} from {source}); square tiles "
-            f"at one physical size need square pixels{hint} to force one value",
+            f"at one physical size need square pixels; force one value with {MPP_FIXES}",
         )
     return MppResolution(mpp_x, mpp_y, source)
 

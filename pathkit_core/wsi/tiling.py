@@ -617,13 +617,16 @@ def tile_slides(
     overwrite: bool = False,
     write_csv: bool = False,
     recursive: bool = False,
+    mpp_fix: str | None = None,
 ) -> list[TileResult]:
     """Tile many slides (files or folders); failures are recorded and the batch goes on.
 
-    `mpp_overrides` maps slide id, file name or path to a user-supplied mpp. Results come back
-    in input order; `<out_dir>/tiling_status.json` records every slide's last outcome.
+    `mpp_overrides` maps slide id, file name or path to a user-supplied mpp. `mpp_fix` is how
+    the command that tiles lets the user give a slide's mpp (slide.MPP_FIX_TILE, a dataset
+    option): a missing or implausible mpp's reason names it. Results come back in input order;
+    `<out_dir>/tiling_status.json` records every slide's last outcome.
     """
-    from pathkit_core.wsi.slide import check_unique_ids, find_slides, lookup_mpp
+    from pathkit_core.wsi.slide import MPP_CODES, check_unique_ids, find_slides, lookup_mpp, with_mpp_fix
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -656,6 +659,8 @@ def tile_slides(
 
     def record(i: int, result: TileResult) -> None:
         nonlocal last_flush
+        if result.code in MPP_CODES:
+            result.reason = with_mpp_fix(result.reason, mpp_fix)
         results[i] = result
         pending_status.append(result)
         # Rewriting the status file after every slide is quadratic for big cohorts; manifests

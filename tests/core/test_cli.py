@@ -231,3 +231,45 @@ def test_score_options_reach_the_metric(cli, fresh_registry, files):
     assert seen == {"meteor": False, "vocabulary": "v.json", "n": 3}
     bad = cli("score", "-m", "spy", "-p", pred, "-r", ref, "--option", "novalue")
     assert bad.exit_code == 2 and "KEY=VALUE" in bad.stderr
+
+
+def test_score_matches_ids_that_differ_only_by_a_slide_extension_and_says_so(cli, inline, files, tmp_path):
+    _, ref = files
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": f"{p['id']}.tiff", "report": p["report"]} for p in PREDS]))
+    result = cli("score", "-m", "word-count", "-p", pred, "-r", ref, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {"word-count": {"words": 2.5}}
+    assert "matched 2 prediction id(s) to reference ids that differ only by a slide file extension (e.g. 'a.tiff' " \
+           "-> 'a')" in " ".join(result.stderr.split())
+    # the other way round too; a real difference is still an error
+    assert cli("score", "-m", "word-count", "-p", files[0], "-r", pred, "--json").exit_code == 0
+    pred.write_text(json.dumps([{"id": "a.tiff", "report": "x"}, {"id": "c.tiff", "report": "y"}]))
+    refused = cli("score", "-m", "word-count", "-p", pred, "-r", ref)
+    assert refused.exit_code == 2 and "missing from" in refused.stderr
+
+
+def test_extension_matching_never_merges_or_guesses():
+    from pathkit_core.evaluation.records import match_extensions, without_slide_extension
+
+    assert without_slide_extension("TCGA-A2-A0CM-01Z-00-DX1.8A7F") == "TCGA-A2-A0CM-01Z-00-DX1.8A7F"
+    assert without_slide_extension("x.ome.tiff") == "x" and without_slide_extension("CMU-1.SVS") == "CMU-1"
+    assert match_extensions({"a": 1}, {"a": 2}) == ({"a": 1}, [])
+    # two references that would collapse into one id: left alone (the join then names the mismatch)
+    assert match_extensions({"a.tiff": 1}, {"a": 2, "a.svs": 3}) == ({"a.tiff": 1}, [])
+    assert match_extensions({"a.tiff": 1, "a.svs": 2}, {"a": 3}) == ({"a.tiff": 1, "a.svs": 2}, [])
+
+
+def test_info_lists_a_datasets_options_and_layout(cli):
+    result = cli("info", "slides-csv")
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    assert "expected layout: <root>/cohort.csv" in text
+    for name in ("splits_file", "split_seed", "case", "skip_missing", "classes", "mpp"):
+        assert f"│ {name} " in result.stdout, name
+    assert 'JSON {"train": [ids]' in text  # cells are text, not rich markup
+    info = json.loads(cli("info", "reg2025", "--json").stdout)[0]
+    options = {o["name"]: o for o in info["options"]}
+    assert options["split"] == {"name": "split", "type": "auto|pathreporteval|random", "default": "auto",
+                                "help": options["split"]["help"]} and options["mpp"]["type"] == "float"
+    assert info["layout"].startswith("<root>/train.json")

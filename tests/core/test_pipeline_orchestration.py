@@ -52,6 +52,10 @@ class ToyCohort(Dataset):
         if self.root is None or not self.root.is_dir():
             raise PathkitError(f"toy-cohort: {self.root} is not a folder")
 
+    def split_facts(self):
+        return {"source": "drawn", "description": "drawn by pathkit (no split given): seeded (0)",
+                "counts": {"train": 18, "val": 6, "test": 6}}
+
 
 class NoEncoder(Encoder):
     name = "precomputed"
@@ -155,6 +159,13 @@ def test_run_orchestration_and_resume(fresh_registry, cli, toy_root, tmp_path):
         assert (run_dir / name).exists(), name
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["metrics"]["toy-accuracy"]["accuracy"] == 1.0
+    # how the split was made reaches the log, metrics.json and the report
+    assert "split: drawn by pathkit (no split given): seeded (0) (train/val/test 18/6/6" in " ".join(
+        result.stdout.split())
+    assert metrics["split"]["source"] == "drawn"
+    report = (run_dir / "report.html").read_text()
+    assert "drawn by pathkit" in report and "It was drawn by pathkit because none was given" in report
+    assert "baseline: majority-class" in report
     assert metrics["baselines"]["majority-class"]["toy-accuracy"]["accuracy"] == 0.5
     prov = json.loads((run_dir / "provenance.json").read_text())
     assert prov["config"]["generator"] == "mean-pool" and prov["seeds"] == {"seed": 0}

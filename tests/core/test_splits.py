@@ -169,3 +169,57 @@ def test_carve_validation_is_stratified_and_never_empties_training():
     assert carve_validation(train, 0.2, [0, 1]) == val
     with pytest.raises(PathkitError, match="validation needs one"):
         carve_validation({"a": "1", "b": "0", "c": "0"}, 0.2, 0)
+
+
+# --------------------------------------------------------------------------- single splits: given or drawn
+
+
+def test_a_split_file_is_read_as_csv_or_the_reg_json_layout(tmp_path):
+    from pathkit_core.splits import read_split_file
+
+    csv_file = tmp_path / "s.csv"
+    csv_file.write_text("patient_id,case_id,split\np1,a,train\np2,b,Validation\np3,c,test\n")
+    assert read_split_file(csv_file) == {"train": ["a"], "val": ["b"], "test": ["c"]}
+    reg = tmp_path / "s.json"
+    reg.write_text(json.dumps({"train": [{"id": "a.tiff", "report": "x"}], "val": ["b"], "test": [{"id": "c"}]}))
+    assert read_split_file(reg) == {"train": ["a.tiff"], "val": ["b"], "test": ["c"]}
+    for content, message in (("id,part\na,train\n", "expected CSV columns case_id,split"),
+                             ("case_id,split\na,holdout\n", "line 2: unknown split 'holdout'"),
+                             ('{"train": 3}', "expected JSON"), ('{"train": [', "invalid JSON")):
+        bad = tmp_path / ("bad.json" if content.startswith("{") else "bad.csv")
+        bad.write_text(content)
+        with pytest.raises(PathkitError, match=message):
+            read_split_file(bad)
+
+
+def test_a_users_split_is_checked_never_fixed():
+    from pathkit_core.splits import check_user_split, match_split_ids
+
+    patients = {"a": "p1", "b": "p1", "c": "p2", "d": "p3", "e": "p3"}
+    check_user_split({"train": ["a", "b"], "val": ["c"], "test": ["d", "e"]}, patients, "mine")
+    with pytest.raises(PathkitError, match=r"mine: 2 patient\(s\) in two parts .*'p1' \(train and test\), "
+                                           r"'p3' \(val and test\)"):
+        check_user_split({"train": ["a"], "val": ["c", "d"], "test": ["b", "e"]}, patients, "mine")
+    with pytest.raises(PathkitError, match=r"the val part\(s\) are empty \(train 2, val 0, test 3 cases\)"):
+        check_user_split({"train": ["a", "b"], "val": [], "test": ["c", "d", "e"]}, patients, "mine")
+    with pytest.raises(PathkitError, match=r"case\(s\) in more than one part: a \(train and test\)"):
+        check_user_split({"train": ["a", "b"], "val": ["c"], "test": ["a", "d", "e"]}, patients, "mine")
+    parts = match_split_ids({"train": ["a.tiff", "b"], "val": ["c"], "test": ["d", "e", "gone"]}, list(patients),
+                            "f", normalise=lambda i: i.removesuffix(".tiff"), excluded={"gone": "no slide"})
+    assert parts == {"train": ["a", "b"], "val": ["c"], "test": ["d", "e"]}
+
+
+def test_a_drawn_split_is_stratified_where_labels_allow_and_seeded():
+    from pathkit_core.splits import draw_split
+
+    patients = {f"c{i}": f"p{i // 2}" for i in range(40)}
+    labels = {c: "pos" if int(p[1:]) % 4 == 0 else "neg" for c, p in patients.items()}
+    drawn = draw_split(patients, fractions=(0.15, 0.15), seed=1, case_labels=labels)
+    assert drawn.stratified and drawn.describe().startswith("drawn by pathkit (no split given): seeded (1), "
+                                                            "patient-disjoint, stratified by label, 70/15/15")
+    assert all({labels[c] for c in ids} == {"pos", "neg"} for ids in drawn.parts.values())
+    assert draw_split(patients, fractions=(0.15, 0.15), seed=1, case_labels=labels).parts == drawn.parts
+    # a class with too few patients to stratify: a plain patient-disjoint split, said as such
+    few = {c: ("rare" if c == "c0" else "common") for c in patients}
+    plain = draw_split(patients, fractions=(0.15, 0.15), seed=1, case_labels=few)
+    assert not plain.stratified and "stratified" not in plain.describe()

@@ -108,3 +108,15 @@ def test_provenance_records_versions_seeds_config_inputs():
     assert prov["seeds"] == {"seed": 3} and prov["config"] == {"lr": 1e-4}
     assert prov["inputs"] == {"split": "abc"} and prov["plugins"] == {"pathkit-metrics": "0.1.0"}
     assert "git_commit" in prov
+
+
+def test_atomic_writes_follow_the_umask(tmp_path):
+    previous = os.umask(0o027)
+    try:
+        atomic_write_text(tmp_path / "a.txt", "x")
+        assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o640
+        os.umask(0o022)
+        atomic_write_json(tmp_path / "b.json", {})
+        assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(previous)

@@ -28,7 +28,10 @@ their cases with the same rules, so a researcher learns them once:
   `splits_file=FILE`: CSV `case_id,split` or the JSON REG layout), used exactly and only
   checked (pathkit_core.splits.check_user_split); otherwise drawn once (seeded, patient-disjoint,
   stratified by label where labels allow) and saved in the workspace
-  (`<workdir>/splits/<dataset>/`), never in the user's folder. `split_facts()` says which.
+  (`<workdir>/splits/<dataset>/`), never in the user's folder. Its parts, for datasets with
+  their own split rules: `file_split` (a split file), `column_split` (per-row values),
+  `drawn_split` (a draw, said in the log); each returns (parts, split facts), the facts being
+  what `Dataset.split_facts()` returns (`part_counts` adds cases and patients per part).
 - **Datasets** (`CohortDataset`): the lazy load / splits / cases / exclusions / validation
   machinery of every table-driven dataset (the report datasets' base too); a subclass
   implements `load()`. `COHORT_OPTIONS` are the options the generic datasets share.

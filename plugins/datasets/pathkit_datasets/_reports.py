@@ -66,6 +66,29 @@ def strip_slide_suffix(name: str) -> str:
     return name
 
 
+def assemble_report(record: dict[str, Any], fields: tuple[str, ...]) -> str:
+    """The report text of a record from several fields (HistAI's rule): each non-empty field is
+    stripped and whitespace-collapsed, ended with a period when it has no closing punctuation, a
+    field repeating an earlier one (case-insensitively) is dropped, the parts joined by spaces."""
+    parts: list[str] = []
+    seen: set[str] = set()
+    for name in fields:
+        value = record.get(name)
+        if value is None:
+            continue
+        text = " ".join(str(value).split())
+        if not text:
+            continue
+        if text[-1] not in ".!?":
+            text += "."
+        key = text.lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        parts.append(text)
+    return " ".join(parts)
+
+
 class ReportDataset(CohortDataset):
     """Base of the report datasets: report cleaning, selection by BLEU-4, the cohort machinery
     (lazy loading, splits, exclusions, validation) of `_cohort.CohortDataset`."""

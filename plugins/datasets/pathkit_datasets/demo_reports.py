@@ -1,11 +1,15 @@
 """`demo-reports`: a synthetic REG-style miniature that `pathkit run` builds and runs with no arguments.
 
-Sixty small pyramidal slides (ten per report class by default) whose tissue encodes the report:
-the stain colour encodes the organ (stomach, breast, uterine cervix) and the nuclei encode the
-diagnosis and grade (sparse small nuclei: adenoma with low-grade dysplasia, grade II carcinoma,
-LSIL; dense large nuclei: poorly differentiated carcinoma, grade III carcinoma, HSIL). Each
-class's report is a real REG 2025 report string. The split is stratified by class
-(60/20/20 per class: 36/12/12 slides), so every class is seen in training.
+Sixty small pyramidal slides (ten per report class by default) whose tissue encodes the report
+in part: the stain colour encodes the organ (stomach, breast, uterine cervix) and, on two slides
+of three, the nuclei encode the diagnosis and grade (sparse small nuclei: adenoma with low-grade
+dysplasia, grade II carcinoma, LSIL; dense large nuclei: poorly differentiated carcinoma, grade
+III carcinoma, HSIL). On every third slide (`grade_visible` false in reports.json) the nuclei are
+the same intermediate ones for both grades, so no model can tell the grade there: the demo is
+imperfect on purpose, and a model lands between the most-frequent report and a perfect score.
+Each class's report is a real REG 2025 report string. The split is stratified by class
+(60/20/20 per class: 36/12/12 slides), so every class is seen in training, and a third of
+each part hides its grade.
 
 It is NOT pathology: it lets the whole pipeline (tiling, extraction, training, decoding,
 scoring) run in minutes on a laptop and shows that a model can beat the most-frequent report.
@@ -29,11 +33,12 @@ from pathkit_datasets._reports import ReportDataset, find_file, read_json, strip
 
 log = logging.getLogger(__name__)
 
-DEMO_VERSION = 1
+DEMO_VERSION = 2  # 2: the grade is hidden on a third of the slides
 SLIDE_PX = 1024  # 512 um at 0.5 mpp: about a dozen 128 um tissue tiles per slide
 MPP = 0.5
 STOMACH, BREAST, CERVIX = (214, 118, 146), (228, 152, 204), (168, 118, 206)
 SPARSE, DENSE = (0.45, 2.5), (1.6, 4.5)  # (nuclei per 100 um^2, nucleus radius in um)
+HIDDEN = (1.0, 3.5)  # between the two: the nuclei of a slide whose grade is not visible
 
 # (REG 2025 report, organ colour, nuclei texture) per class
 DEMO_CLASSES: tuple[tuple[str, tuple[int, int, int], tuple[float, float]], ...] = (
@@ -53,6 +58,12 @@ def split_counts(per_class: int) -> tuple[int, int, int]:
     n_val = max(1, round(0.2 * per_class))
     n_test = max(1, round(0.2 * per_class))
     return per_class - n_val - n_test, n_val, n_test
+
+
+def grade_visible(class_index: int, slide_index: int) -> bool:
+    """Whether slide `slide_index` of class `class_index` shows its grade: two slides in three,
+    staggered by class so that every split part (and every class) hides a third."""
+    return (slide_index + class_index) % 3 != 2
 
 
 def _slide_job(job: dict[str, Any]) -> str:
@@ -88,9 +99,10 @@ def build_demo(folder: Path, per_class: int = 10, workers: int = 2) -> Path:
             case_id = f"DEMO_{c + 1:02d}_{k + 1:03d}"
             part = "train" if k < n_train else "val" if k < n_train + n_val else "test"
             splits[part].append(case_id)
-            records.append({"id": f"{case_id}.tiff", "report": report})
+            visible = grade_visible(c, k)
+            records.append({"id": f"{case_id}.tiff", "report": report, "grade_visible": visible})
             jobs.append({"path": str(slides_dir / f"{case_id}.tiff"), "seed": 1000 * c + k, "colour": colour,
-                         "texture": texture})
+                         "texture": texture if visible else HIDDEN})
     write_slides(_slide_job, jobs, workers)
     atomic_write_json(folder / "reports.json", records)
     atomic_write_json(folder / "splits.json", splits)
@@ -143,15 +155,17 @@ class DemoReports(ReportDataset):
         for record in records:
             case_id = strip_slide_suffix(record["id"])
             slide = find_file(root / "slides", case_id, (".tiff",))
+            meta = {"grade_visible": record.get("grade_visible", True), **({"mpp": mpp} if mpp else {})}
             case, problem = self.report_case(case_id, case_id, record["report"], slides=(slide,) if slide else (),
-                                             meta={"mpp": mpp} if mpp else None)
+                                             meta=meta)
             if case is None:
                 excluded[case_id] = problem or "unusable report"
             else:
                 cases[case_id] = case
         parts = {p: [c for c in splits.get(p, []) if c in cases] for p in ("train", "val", "test")}
         self._split_facts = {"source": "given", "description": "the demo's own split (splits.json): stratified by "
-                             "report class, 60/20/20", "file": str(root / "splits.json"),
+                             "report class, 60/20/20, the grade hidden on a third of each part",
+                             "file": str(root / "splits.json"),
                              **part_counts(parts, {c: c for c in cases})}
         return cases, parts, excluded
 

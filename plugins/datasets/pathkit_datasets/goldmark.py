@@ -51,6 +51,12 @@ TCGA_PATIENT = re.compile(r"^(TCGA-[A-Z0-9]{2}-[A-Z0-9]{4})", re.IGNORECASE)
 # (the positive class whose probability AUROC ranks), 0 its absence.
 CLASS_NAMES = ("negative", "positive")
 DEGENERATE_VARIANCE = 1e-6  # GOLDMARK: mean per-dimension variance <= 1e-6 marks a degenerate extraction
+# How a fold's training patients are used (docs/goldmark.md, "Split protocols"):
+# - "train-val-test": train / validation / test = 56 / 14 / 30 % of the patients; the best epoch
+#   is chosen on validation (pathkit's default: the test part never chooses the model);
+# - "paper-70-30": train on the whole 70 % (validation merged into training), no model selection:
+#   the epoch-120 model, the setting comparable with the paper's 70/30 figures. Same test part.
+SPLIT_PROTOCOLS = ("train-val-test", "paper-70-30")
 
 OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("task", "str", None, "the GOLDMARK task, e.g. COAD-MSI (or the view: --dataset goldmark:COAD-MSI)"),
@@ -74,6 +80,9 @@ OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("n_splits", "int", 5, "number of stratified patient-level splits drawn"),
     DatasetOption("test_fraction", "float", 0.3, "share of patients in each drawn test part"),
     DatasetOption("val_fraction", "float", 0.2, "share of the remaining patients in each validation part"),
+    DatasetOption("split_protocol", "|".join(SPLIT_PROTOCOLS), "train-val-test",
+                  "train-val-test: select the best epoch on validation (56/14/30 %); paper-70-30: train on the "
+                  "whole 70 %, no selection, the last epoch (docs/goldmark.md, \"Split protocols\")"),
     DatasetOption("split_seed", "int", 0, "seed of the drawn splits"),
     DatasetOption("diagnostic_only", "bool", True, "keep diagnostic FFPE slides only (TCGA -DX barcodes, ffpe column)"),
     DatasetOption("dedupe", "bool", True, "keep one scan per glass slide (highest resolution, then largest file)"),
@@ -157,7 +166,9 @@ class GoldmarkDataset(Dataset):
     """GOLDMARK slide-level biomarker prediction (paper: 33 tasks, Table 1; 5 patient-level splits).
 
     Options (`dataset_options`, or the `:TASK` view): `task`/`view` (e.g. "COAD-MSI"), `fold`
-    (1-5), `train_cohort`/`test_cohort` (test on another cohort = every eligible slide of it,
+    (1-5), `split_protocol` ("train-val-test", default: 56/14/30 with the best epoch chosen on
+    validation; "paper-70-30": train on 70 %, no selection, the epoch-120 model),
+    `train_cohort`/`test_cohort` (test on another cohort = every eligible slide of it,
     frozen weights), `features_dir` (may contain "{encoder}"), `splits_dir`, `splits_version`,
     `split_manifest` (import GOLDMARK's split CSV), `n_splits`, `test_fraction`, `val_fraction`,
     `split_seed`, `diagnostic_only`, `dedupe`, `min_tissue_mm2`, `compute_missing_qc`,
@@ -215,6 +226,20 @@ class GoldmarkDataset(Dataset):
                 + ", ".join(TASKS_BY_KEY)
             )
         return normalise_task_key(str(name))
+
+    @property
+    def split_protocol(self) -> str:
+        protocol = str(self.options.get("split_protocol") or "train-val-test")
+        if protocol not in SPLIT_PROTOCOLS:
+            raise PathkitError(f"goldmark: split_protocol {protocol!r} is not one of {', '.join(SPLIT_PROTOCOLS)}")
+        return protocol
+
+    @property
+    def train_overrides(self) -> dict[str, Any]:
+        """Training options this dataset view fixes (`TrainConfig` fields): none for
+        "train-val-test"; no model selection (best = the last epoch) for "paper-70-30", whose
+        validation part is empty."""
+        return {"model_selection": False} if self.split_protocol == "paper-70-30" else {}
 
     def validate(self) -> None:
         self._prepare()
@@ -325,13 +350,20 @@ class GoldmarkDataset(Dataset):
         fold = int(self.options["fold"])
         fold_parts = split_manifest.fold(fold)
         ok = {s.slide_id for s in used if s.excluded is None}
+        protocol = self.split_protocol
         parts = {part: [i for i in fold_parts[part] if i in ok] for part in ("train", "val")}
+        if protocol == "paper-70-30":
+            # the same test part; validation patients train too (in cohort order)
+            order = {r.slide_id: n for n, r in enumerate(split_records)}
+            parts = {"train": sorted(parts["train"] + parts["val"], key=order.__getitem__), "val": []}
         if test_cohort == train_cohort:
             parts["test"] = [i for i in fold_parts["test"] if i in ok]
         else:
             parts["test"] = [s.slide_id for s in used if s.cohort == test_cohort and s.excluded is None]
         by_id = {s.slide_id: s for s in used}
         for part, ids in parts.items():
+            if part == "val" and protocol == "paper-70-30":
+                continue  # no validation part by design
             labels = {by_id[i].label for i in ids}
             if labels != {0, 1}:
                 lost = Counter(excluded[i].split(":")[0] for i in fold_parts.get(part, []) if i in excluded)

@@ -14,12 +14,13 @@ Report text: the fields named by option report_fields (default
 "micro_protocol,conclusion,diagnosis") in that order; each non-empty field is stripped, ended
 with a period when it has no closing punctuation, a field repeating an earlier one
 (case-insensitively) is dropped, and the parts are joined with single spaces. The result is then
-cleaned like PathBench's HistAI text (lower-cased, punctuation stripped; at most 800 tokens).
+cleaned like PathBench's HistAI text (lower-cased, punctuation stripped; at most 600 tokens, as PathBench).
 
 Case id: "<subset>_case_<n>"; patient id: the record's "patient_id" when present, else the case
-(HISTAI publishes no patient key). The split is drawn once with option split_seed (0) in
-PathReportEval's proportions (9980/1248/1248 of 12,476) and saved to
-<root>/pathkit-splits/histai-seed<seed>.csv (option splits_file=FILE).
+(HISTAI publishes no patient key). Option splits_file=FILE gives your split (CSV case_id,split
+or JSON {"train": [...], ...}), used exactly as written; otherwise the split is drawn once with
+option split_seed (0) in PathReportEval's proportions (9980/1248/1248 of 12,476) and kept in the
+workspace (<workdir>/splits/histai/histai-seed<seed>.csv), never in the dataset folder.
 
 Every HISTAI case names its slides slide_<stain>_<n>.tiff, so slide file names repeat across
 cases; pathkit names slides by file name, so when the run gives a workspace the slides are
@@ -40,6 +41,7 @@ from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     SLIDE_SUFFIXES,
     ReportDataset,
+    assemble_report,
     find_file,
     read_json,
 )
@@ -49,27 +51,6 @@ log = logging.getLogger(__name__)
 DEFAULT_REPORT_FIELDS = ("micro_protocol", "conclusion", "diagnosis")
 FRACTIONS = (1248 / 12476, 1248 / 12476)  # PathReportEval Table 1: 9980 / 1248 / 1248
 METADATA_NAMES = ("metadata.json", "HISTAI-metadata.json", "histai_metadata.json")
-
-
-def assemble_report(record: dict[str, Any], fields: tuple[str, ...]) -> str:
-    """The report text of one metadata record (see the module docstring for the rule)."""
-    parts: list[str] = []
-    seen: set[str] = set()
-    for name in fields:
-        value = record.get(name)
-        if value is None:
-            continue
-        text = " ".join(str(value).split())
-        if not text:
-            continue
-        if text[-1] not in ".!?":
-            text += "."
-        key = text.lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        parts.append(text)
-    return " ".join(parts)
 
 
 def parse_case_mapping(value: Any) -> tuple[str, str] | None:
@@ -92,7 +73,7 @@ class HistAI(ReportDataset):
                 "Computational Pathology; PathReportEval (protocol)")
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "histai"}}
     report_cleaning: ClassVar[str] = "pathbench"
-    max_report_tokens: ClassVar[int] = 800
+    max_report_tokens: ClassVar[int] = 600  # PathBench max_seq_length for HistAI (its configs and paper)
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("metadata", "path", None, "the HISTAI-metadata JSON (default: metadata.json, ... or the only "
                       "*.json in the root)"),

@@ -9,10 +9,14 @@ Layout of the release (docs/report-generation.md, "Datasets"):
     <root>/features/PIT_01_00002_01.safetensors   optional precomputed features (.h5 and .pt too;
                                option features_dir=DIR)
 
-The split is PathReportEval's (ids shipped with this plugin, derived from PathBench's
-`reports/reg_reports_splits.json`). Option split: "auto" (default: the published split over the
-cases present; a seeded patient-disjoint 80/10/10 split, with a warning, when a part would be
-empty, as on a small subset), "pathreporteval" (always the published one), "random".
+Option split: "auto" (default) uses your split when you give one, exactly as written (option
+splits_file=FILE, or the train/val/test keys of a PathBench-layout report file), else
+PathReportEval's (ids shipped with this plugin, derived from PathBench's
+`reports/reg_reports_splits.json`) over the cases present, else (a part would be empty, as on a
+small subset) a seeded patient-disjoint 80/10/10 split, said in the log and kept in the workspace;
+"pathreporteval" always the published one; "random" always a drawn one. Patient id: a record's
+"patient_id" when given, else REG's rule for REG-shaped ids only (PIT_01_09851_02 belongs to
+PIT_01_09851; any other id, e.g. case_001, is its own patient).
 Reports are kept exactly as released (no cleaning); at most 320 tokens (PathBench).
 The released TIFFs carry a 72-dpi placeholder resolution tag, which tiling refuses as
 implausible: give the scan resolution with option mpp=MICRONS (e.g. --dataset-option mpp=0.5).

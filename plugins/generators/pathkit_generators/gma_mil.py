@@ -16,7 +16,10 @@ from pathkit_core.contracts import (
 
 # GOLDMARK protocol (REFERENCES "GOLDMARK", public configs/train_task_v2_pub.sh and trainer):
 # 120 epochs, AdamW lr 1e-4 / weight decay 1e-4, one bag per step, gradient-norm clip 5,
-# ReduceLROnPlateau(mode="max", factor 0.5, patience 2) on validation AUROC, no early stop.
+# ReduceLROnPlateau(mode="max", factor 0.5, patience 2) on validation AUROC, no early stop;
+# validation (and so the plateau step and the best-epoch candidates) only at epochs 2, 5, 10,
+# 20, 50, 80 and 120 (EXTRA_VAL_EPOCHS with VAL_INTERVAL=999).
+GOLDMARK_VALIDATION_EPOCHS: tuple[int, ...] = (2, 5, 10, 20, 50, 80, 120)
 GOLDMARK_TRAIN: dict[str, Any] = {
     "max_epochs": 120,
     "lr": 1e-4,
@@ -28,6 +31,7 @@ GOLDMARK_TRAIN: dict[str, Any] = {
     "plateau_patience": 2,
     "early_stop_patience": None,
     "selection_mode": "max",
+    "validation_epochs": GOLDMARK_VALIDATION_EPOCHS,
 }
 
 

@@ -1,9 +1,12 @@
 """`scout`: SCOUT (Singh et al., 2026), the concept-conditioned multimodal report generator plugin.
 
 The model (`_scout_net.ScoutModel`) is built lazily so that `pathkit --help` stays fast. Defaults
-follow PathBench's SCOUT configuration (d_model 768, FFN 768, 4 heads, 3 layers, dropout 0.4,
-adapter dropout 0.4, tile dropout 0.5; FiLM hidden 1024, dropout 0.2, alpha 0.4) and REFERENCES
-(gate entropy weight 0.07; beam 6 in groups of 3). Slide and concept inputs come from providers
+follow one PathBench revision entirely: `scout_config.yaml` of surykntsingh/PathBench main at
+a110a98 (last changed in a199389), with the values its code reads from it: d_model 768, FFN 768,
+4 heads, 3 layers, dropout 0.2 in the transformer and the adapters (`dropout_mlp`), tile dropout
+0.4 (`drop_prob_lm`), gate entropy weight 0.07 (`g_lambda`), beam 6 in groups of 3 with
+temperature 0.7 from the second step, every tile of the slide (its SCOUT loader cuts none);
+FiLM hidden 1024, dropout 0.2, alpha 0.4 (the code's defaults). Slide and concept inputs come from providers
 chosen by name (`slide_provider`, `concept_provider`; `_scout_providers`); the offline defaults
 compute them from the tile features. See docs/report-generation.md ("SCOUT").
 """
@@ -36,9 +39,9 @@ class Scout(ReportGenerator):
         "d_ff": 768,
         "num_heads": 4,
         "num_layers": 3,
-        "dropout": 0.4,
-        "adapter_dropout": 0.4,
-        "drop_prob_lm": 0.5,
+        "dropout": 0.2,
+        "adapter_dropout": 0.2,
+        "drop_prob_lm": 0.4,
         "film_hidden": 1024,
         "film_dropout": 0.2,
         "film_alpha": 0.4,
@@ -48,6 +51,9 @@ class Scout(ReportGenerator):
         "num_concepts": 66,  # prototypes (PathBench's GECKO concept count)
         "concept_file": None,  # safetensors with `concepts` (C x D) for concept_provider="file"
     }
+    # PathBench's SCOUT data module reads every tile (its other models keep the first 10,000);
+    # the pipeline's bag cut (RunSpec.max_tiles="auto") defers to this.
+    default_max_tiles = None
 
     def hparams(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The hyperparameters, with the provider names checked before any work is done."""

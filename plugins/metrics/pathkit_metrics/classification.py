@@ -1,4 +1,6 @@
-"""Slide-classification metrics: AUROC with a bootstrap CI, AP, balanced accuracy, F1, ECE, Brier, curves."""
+"""Classification metrics: AUROC with a bootstrap CI, AP, balanced accuracy, F1, ECE, Brier, curves;
+for K classes also macro precision/recall/F1 (the HepatoBench seed recipe), per-class scores, the
+confusion matrix and bootstrap CIs of the macro scores."""
 
 from __future__ import annotations
 
@@ -257,6 +259,122 @@ def binary_curves(scores: Sequence[float], labels: Sequence[int], n_bins: int = 
     }
 
 
+# --------------------------------------------------------------------------- K-class counts
+
+
+def confusion_matrix(labels: Sequence[int] | np.ndarray, predicted: Sequence[int] | np.ndarray,
+                     n_classes: int) -> np.ndarray:
+    """(K, K) counts: row = reference class, column = predicted class."""
+    import numpy as np
+
+    y = np.asarray(labels, dtype=np.int64)
+    p = np.asarray(predicted, dtype=np.int64)
+    return np.bincount(y * n_classes + p, minlength=n_classes * n_classes).reshape(n_classes, n_classes)
+
+
+def per_class_scores(confusion: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-class precision, recall and F1 of confusion matrices (..., K, K), as the HepatoBench seed's
+    scoring recipe: a class never predicted has precision 0, a class never present recall 0, and
+    F1 is 0 when precision + recall is 0 (no NaN, no warning)."""
+    import numpy as np
+
+    c = np.asarray(confusion, dtype=np.float64)
+    tp = np.diagonal(c, axis1=-2, axis2=-1)
+    predicted = c.sum(axis=-2)
+    present = c.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(predicted > 0, tp / np.where(predicted > 0, predicted, 1.0), 0.0)
+        recall = np.where(present > 0, tp / np.where(present > 0, present, 1.0), 0.0)
+        both = precision + recall
+        f1 = np.where(both > 0, 2 * precision * recall / np.where(both > 0, both, 1.0), 0.0)
+    return {"precision": precision, "recall": recall, "F1": f1, "support": present}
+
+
+def macro_scores(confusion: np.ndarray) -> dict[str, np.ndarray]:
+    """Accuracy, balanced accuracy and macro precision/recall/F1 of confusion matrices (..., K, K).
+
+    Macro scores average over all K declared classes (the seed recipe loops over the seven class
+    names, so a class absent from both references and predictions counts as 0); balanced accuracy
+    is the mean recall over the classes present in the references (scikit-learn's definition)."""
+    import numpy as np
+
+    c = np.asarray(confusion, dtype=np.float64)
+    scores = per_class_scores(c)
+    total = c.sum(axis=(-2, -1))
+    present = scores["support"] > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        balanced = (scores["recall"] * present).sum(axis=-1) / present.sum(axis=-1)
+        accuracy = np.diagonal(c, axis1=-2, axis2=-1).sum(axis=-1) / total
+    return {"accuracy": accuracy, "balanced_accuracy": balanced,
+            "macro_precision": scores["precision"].mean(axis=-1), "macro_recall": scores["recall"].mean(axis=-1),
+            "macro_F1": scores["F1"].mean(axis=-1)}
+
+
+MACRO_KEYS = ("accuracy", "balanced_accuracy", "macro_precision", "macro_recall", "macro_F1")
+
+
+def _macro_cis(labels: np.ndarray, predicted: np.ndarray, n_classes: int, n_resamples: int, level: float,
+               seed: int) -> dict[str, tuple[float, float]]:
+    """Percentile bootstrap intervals of the macro scores (cases resampled with replacement; every
+    score sees the same resamples)."""
+    import numpy as np
+
+    from pathkit_core.evaluation.bootstrap import bootstrap_statistic_ci
+
+    cell = labels.astype(np.int64) * n_classes + predicted.astype(np.int64)
+    kk = n_classes * n_classes
+
+    def statistic(key: str):
+        def on_block(block: np.ndarray) -> np.ndarray:
+            rows = block.shape[0]
+            flat = (np.arange(rows)[:, None] * kk + cell[block]).reshape(-1)
+            confusions = np.bincount(flat, minlength=rows * kk).reshape(rows, n_classes, n_classes)
+            return macro_scores(confusions)[key]
+        return on_block
+
+    return {key: bootstrap_statistic_ci(statistic(key), int(labels.size), n_resamples, seed, level, vectorized=True)
+            for key in MACRO_KEYS}
+
+
+def _class_list(references: Sequence[Any], predictions: Sequence[Any], context: Mapping[str, Any],
+                options: Mapping[str, Any]) -> list[str] | None:
+    """The ordered class names: the task's (`context["class_names"]`), the `classes` option, or,
+    for references given as names, the sorted names seen (then probabilities cannot be placed)."""
+    given = context.get("class_names") or options.get("classes")
+    if given:
+        return [str(c) for c in given]
+    if not any(isinstance(r, str) and not r.strip().lstrip("-").isdigit() for r in references):
+        return None
+    names = {r for r in references if isinstance(r, str)}
+    for pred in predictions:
+        label = pred.get("class", pred.get("label")) if isinstance(pred, Mapping) else pred
+        if not isinstance(label, str):
+            return None  # numbers against names: the references are then reported as not indices
+        if isinstance(pred, Mapping) and any(k in pred for k in PROBABILITY_KEYS):
+            raise PathkitError(
+                "classification: predictions carry probabilities but no class order is known; pass "
+                "--dataset NAME or --option classes='[\"A\", \"B\", ...]'"
+            )
+        names.add(label)
+    return sorted(names)
+
+
+def _indexed_prediction(pred: Any, classes: Sequence[str] | None, row: int) -> Any:
+    """A prediction with a class name (a string, or a dict's "label"/"class") turned into its index."""
+    def index_of(name: str) -> int:
+        if classes is None or name not in classes:
+            raise PathkitError(f"classification: prediction {row}: class {name!r} is not one of {list(classes or [])}")
+        return list(classes).index(name)
+
+    if isinstance(pred, str):
+        return index_of(pred)
+    if isinstance(pred, Mapping):
+        label = pred.get("label", pred.get("class"))
+        if isinstance(label, str):
+            return {**pred, "label": index_of(label)}
+    return pred
+
+
 # --------------------------------------------------------------------------- the metric
 
 
@@ -281,18 +399,24 @@ class ClassificationMetric(Metric):
     """Discrimination and calibration for slide-level (or patch-level) classification.
 
     Predictions: per case a positive-class probability (binary), a list of class
-    probabilities, a dict with "probabilities", or a hard class index. References: class
-    indices. Binary tasks are scored on the probability of class 1 (the biomarker-positive
-    class); tasks with more classes use macro one-vs-rest AUROC/AP, top-label ECE and the
-    multi-class Brier score. Options (context["options"]): `n_bins` (10), `n_resamples`
-    (1000, 0 = no CI), `ci_level` (0.95), `seed` (0); `selection=True` skips the CI.
+    probabilities, a dict with "probabilities" (and/or "label"), a hard class index or a class
+    name. References: class indices or class names. The class order comes from
+    `context["class_names"]` (a run's task), the `classes` option (a dataset's metric options),
+    or the sorted names seen. Binary tasks are scored on the probability of class 1 (the
+    biomarker-positive class); tasks with more classes use macro one-vs-rest AUROC/AP (AUPR),
+    top-label ECE, the multi-class Brier score, and macro precision/recall/F1 over all K
+    classes as the HepatoBench seed's recipe, each class's precision/recall/F1 and bootstrap
+    CIs of the macro scores. The confusion matrix of both is in `details`. Options
+    (context["options"]): `n_bins` (10), `n_resamples` (1000, 0 = no CI), `ci_level` (0.95),
+    `seed` (0), `classes`, `n_classes`; `selection=True` skips the CIs.
     """
 
     name: ClassVar[str] = "classification"
-    description: ClassVar[str] = "AUROC (+ bootstrap CI), AP, balanced accuracy, F1, ECE, Brier, ROC/PR/reliability"
+    description: ClassVar[str] = ("AUROC (+ bootstrap CI), AP, balanced accuracy, F1, ECE, Brier, ROC/PR/reliability; "
+                                  "K classes: macro/per-class precision, recall, F1, confusion matrix")
     tasks: ClassVar[tuple[str, ...]] = (TASK_SLIDE_CLASSIFICATION, TASK_PATCH_CLASSIFICATION)
     higher_is_better: ClassVar[bool] = True
-    headline_scores: ClassVar[tuple[str, ...]] = ("AUROC",)
+    headline_scores: ClassVar[tuple[str, ...]] = ("AUROC", "macro_F1")
     lower_is_better: ClassVar[tuple[str, ...]] = ("ECE", "Brier")
     evaluate_features: ClassVar[Any] = _EvaluateFeatures()
 
@@ -322,13 +446,21 @@ class ClassificationMetric(Metric):
             raise PathkitError("classification: no cases to score")
         if n_bins < 1:
             raise PathkitError(f"classification: n_bins must be at least 1, got {n_bins}")
-        classes = options.get("classes")
+        classes = _class_list(references, predictions, context or {}, options)
+        predictions = [_indexed_prediction(p, classes, i) for i, p in enumerate(predictions)]
         labels = np.array([_label_index(r, classes, f"case {i}") for i, r in enumerate(references)])
         if (labels < 0).any():
             raise PathkitError(f"classification: negative class index {int(labels.min())} in the references")
-        n_classes = int(options.get("n_classes") or max(2, int(labels.max()) + 1, _width(predictions)))
+        n_classes = int(options.get("n_classes") or (len(classes) if classes else 0)
+                        or max(2, int(labels.max()) + 1, _width(predictions)))
+        if int(labels.max()) >= n_classes:
+            raise PathkitError(f"classification: reference class {int(labels.max())} outside 0..{n_classes - 1}")
         probs = probability_matrix(predictions, n_classes)
         predicted = probs.argmax(axis=1)
+        names = list(classes) if classes and len(classes) == n_classes else [str(k) for k in range(n_classes)]
+        confusion = confusion_matrix(labels, predicted, n_classes)
+        details: dict[str, Any] = {"classes": names, "confusion_matrix": confusion.tolist(),
+                                   "confusion_axes": ["reference", "prediction"]}
         summary: dict[str, float] = {"n_cases": float(labels.size)}
         per_case: dict[str, Any] = {"target": labels.tolist(), "predicted": predicted.tolist(),
                                     "correct": (predicted == labels).tolist()}
@@ -342,7 +474,30 @@ class ClassificationMetric(Metric):
         else:
             self._multiclass(summary, per_case, probs, labels, predicted, n_classes, n_bins, n_resamples,
                              level, seed)
-        return MetricResult(summary, pl.DataFrame(per_case))
+            self._per_class(summary, details, confusion, labels, predicted, names, n_resamples, level, seed)
+            per_case["target_class"] = [names[k] for k in labels]
+            per_case["predicted_class"] = [names[k] for k in predicted]
+        return MetricResult(summary, pl.DataFrame(per_case), details)
+
+    @staticmethod
+    def _per_class(summary: dict[str, float], details: dict[str, Any], confusion: np.ndarray, labels: np.ndarray,
+                   predicted: np.ndarray, names: Sequence[str], n_resamples: int, level: float, seed: int) -> None:
+        """Macro precision/recall/F1 over the K declared classes, each class's scores, CIs."""
+        macro = macro_scores(confusion)
+        for key in MACRO_KEYS[2:]:
+            summary[key] = float(macro[key])
+        summary["F1"] = summary["macro_F1"]
+        if n_resamples > 0:
+            for key, (low, high) in _macro_cis(labels, predicted, len(names), n_resamples, level, seed).items():
+                summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
+        scores = per_class_scores(confusion)
+        rows = []
+        for k, name in enumerate(names):
+            row = {"class": name, "support": int(scores["support"][k]), "predicted": int(confusion[:, k].sum())}
+            for key in ("precision", "recall", "F1"):
+                summary[f"{key}_{name}"] = row[key] = float(scores[key][k])
+            rows.append(row)
+        details["per_class"] = rows
 
     @staticmethod
     def _binary(summary: dict[str, float], per_case: dict[str, Any], p: np.ndarray, y: np.ndarray,
@@ -388,13 +543,7 @@ class ClassificationMetric(Metric):
         summary["AUROC_ci_low"], summary["AUROC_ci_high"] = low, high
         summary["AP"] = (float(np.mean([average_precision(probs[:, k], y == k) for k in present]))
                          if present else math.nan)
-        f1s = []
-        for k in range(n_classes):
-            tp = int(((predicted == k) & (y == k)).sum())
-            denom = int((predicted == k).sum() + (y == k).sum())
-            if (y == k).any() or (predicted == k).any():
-                f1s.append(2 * tp / denom if denom else 0.0)
-        summary["F1"] = float(np.mean(f1s))
+        summary["AUPR"] = summary["AP"]  # macro one-vs-rest area under the PR curve (step interpolation)
         confidence = probs.max(axis=1)
         summary["ECE"] = expected_calibration_error(confidence, predicted == y, n_bins)
         onehot = np.eye(n_classes)[y]

@@ -20,8 +20,10 @@ class CRQSMetric(Metric):
     Context (top level or under "options"): `clinical_schema` (a ClinicalSchema, a schema dict
     or a name), `dataset` (reg2025 / histai / tcga-pathtext, also "reg", "tcga"),
     `vocabulary` (a saved vocabulary JSON path or a Vocabulary), `train_reports` (report
-    texts to learn the vocabulary from), `vocabulary_min_count` (2), `bootstrap_resamples`
-    (1000; 0 for no intervals), `seed` (0), `confidence_level` (0.95).
+    texts to learn the vocabulary from, or a reports file: a splits JSON, whose `train_split`
+    part is read, default "train", or a records file), `vocabulary_min_count` (2),
+    `bootstrap_resamples` (1000; 0 for no intervals), `seed` (0), `confidence_level` (0.95),
+    `variants` (false; true adds CRQS_raw, CRQS_eq6, CRQS_eq6_raw to the summary).
     """
 
     name: ClassVar[str] = "crqs"
@@ -34,6 +36,11 @@ class CRQSMetric(Metric):
     headline_scores: ClassVar[tuple[str, ...]] = ("CRQS",)
     # hallucination rate and clinical discordance are penalties (PathReportEval section 3.4)
     lower_is_better: ClassVar[tuple[str, ...]] = ("HR", "CDS")
+    # CRQS = CRQS_raw / 0.7; Eq. 6 as printed adds 0.2 and 0.4 (docs/metrics.md, "Formula")
+    score_ranges: ClassVar[dict[str, tuple[float, float]]] = {
+        "CRQS": (-6 / 7, 1.0), "CFC": (0.0, 1.0), "KIR": (0.0, 1.0), "HR": (0.0, 1.0), "CDS": (0.0, 1.0),
+        "CRQS_raw": (-0.6, 0.7), "CRQS_eq6": (0.0, 1.3 / 0.7), "CRQS_eq6_raw": (0.0, 1.3),
+    }
     citation: ClassVar[str] = CITATION
 
     def compute(

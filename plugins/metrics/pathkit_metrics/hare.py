@@ -27,6 +27,7 @@ PathkitError saying where it looked; there is no substitute model.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -72,8 +73,12 @@ OPTIONS = (
     "batch_size",
     "entity_threshold",
     "relation_threshold",
+    "relation_entities",
     "max_relation_pairs",
 )
+# Which entities relations are sought between: "thresholded" (the paper's recipe: entities above
+# `entity_threshold`) or "all" (the public code's evaluate(): every entity the NER model returns).
+RELATION_ENTITIES = ("thresholded", "all")
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_MAX_RELATION_PAIRS = 50_000
 
@@ -525,15 +530,21 @@ class HAREMetric(Metric):
         max_pairs = int(
             option_number(options, "max_relation_pairs", DEFAULT_MAX_RELATION_PAIRS, self.name, integer=True, minimum=1)
         )
+        relation_entities = str(options.get("relation_entities") or "thresholded")
+        if relation_entities not in RELATION_ENTITIES:
+            raise PathkitError(f"{self.name}: relation_entities must be one of {', '.join(RELATION_ENTITIES)}, "
+                               f"got {relation_entities!r}")
         models = load_hare_models(options)
 
         references_text = [refs[0] for refs in pairs.references]
         # REG has 7,405 reports but 801 distinct texts: analyse each distinct text once
         distinct = list(dict.fromkeys([*pairs.predictions, *references_text]))
         with models.lock:
-            entities = models.extract_entities(distinct, entity_threshold, batch_size)
+            found = models.extract_entities(distinct, -math.inf if relation_entities == "all" else entity_threshold,
+                                            batch_size)
+            entities = [[e for e in ents if e.score > entity_threshold] for ents in found]
             relations, out_of_reach = models.extract_relations(
-                distinct, entities, relation_threshold, batch_size, max_pairs
+                distinct, found if relation_entities == "all" else entities, relation_threshold, batch_size, max_pairs
             )
             words = list(dict.fromkeys(e.word for ents in entities for e in ents))
             vectors = models.embed(words, batch_size) if words else np.zeros((0, 0))

@@ -162,6 +162,72 @@ def test_predict_writes_predictions_jsonl_in_item_order(tmp_path):
     assert all(r["prediction"] == preds[r["id"]] for r in lines)
 
 
+GOLDMARK_VALIDATION_EPOCHS = (2, 5, 10, 20, 50, 80, 120)
+
+
+def test_goldmark_schedule_validates_and_steps_the_plateau_only_at_its_epochs(tmp_path, monkeypatch):
+    steps = []
+    original = torch.optim.lr_scheduler.ReduceLROnPlateau.step
+    monkeypatch.setattr(torch.optim.lr_scheduler.ReduceLROnPlateau, "step",
+                        lambda self, metric, *a, **k: (steps.append(metric), original(self, metric, *a, **k))[1])
+    calls = []
+
+    def flat_auroc(preds, refs):  # validation AUROC that never improves after the first validation
+        calls.append(len(preds))
+        return 0.7
+
+    cfg = config(max_epochs=120, lr=1e-4, plateau_on="selection", plateau_patience=2, selection_mode="max",
+                 validation_epochs=GOLDMARK_VALIDATION_EPOCHS)
+    result = fit(new_model(), TRAIN, VAL, cfg, tmp_path, selection=flat_auroc)
+    assert len(steps) == 7 and len(calls) == 7  # not 120
+    validated = [r["epoch"] for r in result.history if "selection" in r]
+    assert validated == list(GOLDMARK_VALIDATION_EPOCHS)
+    assert result.best_epoch == 2 and result.epochs_run == 120
+    # patience 2 counts validations: the rate halves at the 4th (epoch 20) and the 7th (epoch 120),
+    # where stepping every epoch would halve it every third epoch from epoch 5 on
+    lr = {r["epoch"]: r["lr"] for r in result.history}
+    assert lr[19] == pytest.approx(1e-4) and lr[20] == pytest.approx(5e-5) and lr[119] == pytest.approx(5e-5)
+    assert lr[120] == pytest.approx(2.5e-5)
+
+
+def test_validation_epochs_are_checked(tmp_path):
+    assert TrainConfig.from_mapping({"validation_epochs": [10, 2, 2]}).validation_epochs == (2, 10)
+    for bad in ("2,5", [0, 2], [2.5]):
+        with pytest.raises(PathkitError, match="validation_epochs"):
+            TrainConfig(validation_epochs=bad)
+    # the last epoch is always validated, so "best" and early stopping see it
+    result = fit(new_model(), TRAIN, VAL, config(max_epochs=3, validation_epochs=(1,)), tmp_path)
+    assert [r["epoch"] for r in result.history if "val_loss" in r] == [1, 3]
+
+
+def test_without_model_selection_best_is_the_last_epoch_and_needs_no_validation(tmp_path):
+    model = new_model()
+    result = fit(model, TRAIN, [], config(max_epochs=3, model_selection=False), tmp_path)
+    assert (result.best_epoch, result.epochs_run) == (3, 3)
+    assert all("val_loss" not in r for r in result.history)
+    assert [r["lr"] for r in result.history] == pytest.approx([1e-2] * 3)  # nothing steps the plateau
+    best, last = TinyRegressor(), TinyRegressor()
+    load_checkpoint(result.best_checkpoint, best)
+    load_checkpoint(result.last_checkpoint, last)
+    for key, value in last.state_dict().items():
+        torch.testing.assert_close(best.state_dict()[key], value, rtol=0, atol=0)
+    # with validation cases it still reports them, but keeps the last epoch
+    scores = iter([0.9, 0.1, 0.2])
+    result = fit(new_model(), TRAIN, VAL, config(max_epochs=3, model_selection=False), tmp_path / "with-val",
+                 selection=lambda preds, refs: next(scores))
+    assert result.best_epoch == 3 and [r["selection"] for r in result.history] == [0.9, 0.1, 0.2]
+
+
+def test_training_order_is_shuffled_unless_turned_off(tmp_path):
+    for shuffle in (True, False):
+        model = new_model()
+        fit(model, TRAIN, VAL, config(max_epochs=2, batch_size=1, shuffle=shuffle), tmp_path / str(shuffle))
+        first, second = model.trained_on[:16], model.trained_on[16:32]
+        assert sorted(first) == sorted(second) == sorted(it["case_id"] for it in TRAIN)
+        assert (first == second) is (not shuffle)
+        assert (first == [it["case_id"] for it in TRAIN]) is (not shuffle)
+
+
 def test_fit_needs_train_and_validation_cases(tmp_path):
     with pytest.raises(PathkitError, match="no training cases"):
         fit(new_model(), [], VAL, config(), tmp_path)

@@ -139,6 +139,23 @@ def test_splits_are_shared_by_encoders_while_qc_is_per_encoder(cohort_root, tmp_
             "test"] == [i for i in a.split_manifest().fold(fold)["test"] if i not in gone]
 
 
+def test_paper_split_protocol_trains_on_seventy_percent_without_selection(cohort_root, tmp_path):
+    validated = open_ds(cohort_root, tmp_path)
+    paper = open_ds(cohort_root, tmp_path, split_protocol="paper-70-30")
+    assert validated.train_overrides == {} and paper.train_overrides == {"model_selection": False}
+    v, p = validated.splits(), paper.splits()
+    assert p["test"] == v["test"]  # one test part for both protocols: their tables compare
+    assert p["val"] == [] and sorted(p["train"]) == sorted(v["train"] + v["val"])
+    cohort_order = [r["case_id"] for r in validated.split_manifest().rows if int(r["fold"]) == 1]
+    assert p["train"] == [i for i in cohort_order if i in set(p["train"])]
+    patients = {s: c.patient_id for s, c in ((c.case_id, c) for part in ("train", "test") for c in paper.cases(part))}
+    n_train = len({patients[i] for i in p["train"]})
+    n_test = len({patients[i] for i in p["test"]})
+    assert 0.62 < n_train / (n_train + n_test) < 0.78  # 70/30 of the patients, as the paper
+    with pytest.raises(PathkitError, match="option split_protocol='best-of-test': choose one of train-val-test"):
+        open_ds(cohort_root, tmp_path, split_protocol="best-of-test").splits()
+
+
 def test_long_label_table_and_unmatched_patients(root, tmp_path):
     lines = (root / "manifest.csv").read_text().splitlines()
     header = lines[0].split(",")

@@ -204,7 +204,7 @@ def test_histai_reads_metadata_links_repeated_slide_names_and_saves_its_split(tm
     patients = {p: {c.patient_id for c in ds.cases(p)} for p in parts}
     assert not (patients["train"] & patients["val"]) and not (patients["train"] & patients["test"])
     case = next(ds.cases("train"))
-    assert case.target == ("intradermal melanocytic nevus of the skin x units . intradermal melanocytic nevus . "
+    assert case.target == ("intradermal melanocytic nevus of the skin 3 x 2 mm . intradermal melanocytic nevus . "
                            "benign skin neoplasms .")
     assert case.meta["raw_report"].startswith("Intradermal melanocytic nevus of the skin, 3 x 2 mm.")
     names = {s.name for c in (x for p in parts for x in ds.cases(p)) for s in c.slides}
@@ -241,7 +241,7 @@ def test_tcga_picks_one_diagnostic_slide_per_patient(tmp_path):
     assert len(cases) == 10 and ds.excluded_cases()["TCGA-ZZ-FROZ"].startswith("no diagnostic (DX) slide")
     assert cases["TCGA-A2-A001"].slides == (root / "BRCA" / "TCGA-A2-A001-01Z-00-DX1.AAAA.svs",)
     assert cases["TCGA-A2-A003"].features == (root / "features" / "TCGA-A2-A003-01Z-00-DX1.AAAA.safetensors",)
-    assert cases["TCGA-A2-A001"].target == "invasive ductal carcinoma grade 2 . tumor size x units . margins negative ."
+    assert cases["TCGA-A2-A001"].target == "invasive ductal carcinoma grade 2 . tumor size 2.5 cm . margins negative ."
     assert choose_diagnostic_slide([Path("TCGA-A2-A001-11A-01-TS1.x.svs")]) is None
     assert choose_diagnostic_slide([Path("TCGA-A2-A001-06Z-00-DX1.b.svs"), Path("TCGA-A2-A001-01Z-00-DX1.c.svs")]) \
         == Path("TCGA-A2-A001-01Z-00-DX1.c.svs")

@@ -63,6 +63,7 @@ def test_protocol_defaults_are_goldmarks():
     assert (cfg["max_epochs"], cfg["lr"], cfg["weight_decay"], cfg["batch_size"], cfg["grad_clip"]) == (
         120, 1e-4, 1e-4, 1, 5.0)
     assert cfg["plateau_on"] == "selection" and cfg["early_stop_patience"] is None
+    assert cfg["validation_epochs"] == (2, 5, 10, 20, 50, 80, 120)  # public EXTRA_VAL_EPOCHS
     assert GatedAttentionMIL.default_max_tiles is None and GatedAttentionMIL.default_hparams["max_tiles"] is None
     from pathkit_core.training.trainer import TrainConfig
 

@@ -135,6 +135,30 @@ def test_diverse_groups_choose_different_first_tokens():
         run_beam([0], beam_size=1, max_len=3)[0].tokens
 
 
+def test_temperature_from_the_second_step_leaves_the_first_token_as_it_is():
+    # PathBench rescales log-probabilities by the temperature after each step, never the first one
+    def scores(max_len, **options):
+        cfg = BeamSearchConfig(beam_size=3, max_len=max_len, **options)
+        toy = ToyModel([0], cfg.beam_size)
+        # the end token is forbidden, so every hypothesis runs `max_len` steps
+        done = beam_search_all(toy.step, toy.reorder, 1, bos=BOS, eos=EOS, unk=UNK, forbidden=(PAD, BOS, EOS),
+                               config=cfg)[0]
+        return {tuple(h.tokens): h.logprob for h in done}
+
+    for max_len, same in ((1, True), (4, False)):  # one step: only the first token is chosen
+        plain = scores(max_len)
+        later = scores(max_len, temperature=0.5, temperature_from_step=1)
+        assert (later == plain) is same
+        assert scores(max_len, temperature=0.5) != plain
+    assert scores(4, temperature=0.5, temperature_from_step=10) == scores(4)  # never reached
+    from pathkit_generators._text.generator import COMMON_HPARAMS
+
+    # every report generator decodes as PathBench's configs do: temperature 0.7 from the second step
+    assert (COMMON_HPARAMS["temperature"], COMMON_HPARAMS["temperature_from_step"]) == (0.7, 1)
+    with pytest.raises(ValueError, match="temperature"):
+        BeamSearchConfig(temperature=0.0)
+
+
 def test_length_penalty_values():
     assert length_penalty("", 4, -2.0) == -2.0
     assert length_penalty("avg_1", 4, -2.0) == pytest.approx(-0.5)

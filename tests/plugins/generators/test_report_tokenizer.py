@@ -83,10 +83,11 @@ def test_state_round_trip_and_bad_state():
 
 def test_pathbench_cleaning_lowercases_strips_and_is_idempotent():
     raw = ('1. Breast, left, core biopsy:\n  Invasive ductal carcinoma, grade 2 (3.5 x 2 cm).\n'
-           '2. Ki-67 3.5% positive. Margins "clear".')
+           '2. Ki-67 3.5% positive. Margins "clear". Gleason 3+4=7.')
     cleaned = clean_report(raw, "pathbench")
-    assert cleaned == ("breast left core biopsy invasive ductal carcinoma grade 2 x units . "
-                       "ki67 3.5% positive . margins clear .")
+    # PathBench's current cleaner: sizes kept, "+ ( ) -" kept; list markers but not "grade 2" removed
+    assert cleaned == ("breast left core biopsy invasive ductal carcinoma grade 2 (3.5 x 2 cm) . "
+                       "ki-67 3.5% positive . margins clear . gleason 3+4=7 .")
     assert clean_report(cleaned, "pathbench") == cleaned
     assert clean_report(raw, "none") == raw
     tok = ReportTokenizer.build([raw], cleaning="pathbench")
@@ -105,7 +106,7 @@ def test_invalid_report_reasons():
 def test_report_settings_per_dataset():
     assert report_settings("reg2025") == ("none", 320)
     assert report_settings("tcga-pathtext") == ("pathbench", 600)
-    assert report_settings("histai") == ("pathbench", 800)
+    assert report_settings("histai") == ("pathbench", 600)
     assert report_settings(None) == ("none", 320)
 
 

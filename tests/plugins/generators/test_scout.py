@@ -197,6 +197,17 @@ def test_batched_diverse_beam_prediction_equals_one_case_at_a_time():
     assert together == [model.predict(model.collate([c]))[0] for c in cases]
 
 
+def test_defaults_are_one_pathbench_revision():
+    # scout_config.yaml of PathBench main a110a98, as its code reads it (docs/report-generation.md)
+    hp = Scout.default_hparams
+    assert (hp["d_model"], hp["d_ff"], hp["num_heads"], hp["num_layers"]) == (768, 768, 4, 3)
+    assert (hp["dropout"], hp["adapter_dropout"], hp["drop_prob_lm"]) == (0.2, 0.2, 0.4)
+    assert (hp["beam_size"], hp["group_size"], hp["temperature"], hp["temperature_from_step"]) == (6, 3, 0.7, 1)
+    assert hp["gate_entropy_weight"] == 0.07 and (hp["film_hidden"], hp["film_dropout"], hp["film_alpha"]) == (
+        1024, 0.2, 0.4)
+    assert Scout.default_max_tiles is None  # its SCOUT loader reads every tile
+
+
 def test_registered_as_a_plugin():
     from pathkit_core.plugins import get_component
 

@@ -29,7 +29,8 @@ def test_reg_breast_report(extract):
                      "(Tubule formation: 3, Nuclear grade: 2, Mitoses: 1)\n  2. Ductal carcinoma in situ")
     assert fields["organ_site"] == "breast"
     assert fields["specimen_type"] == "core needle biopsy"
-    assert fields["diagnosis"] == "invasive carcinoma of no special type"
+    # every finding of the list, sorted; the principal one gives the histologic type
+    assert fields["diagnosis"] == "ductal carcinoma in situ; invasive carcinoma of no special type"
     assert fields["histologic_type"] == "carcinoma of no special type"
     assert fields["tumor_grade"] == "2"
     assert (fields["tubule_score"], fields["nuclear_grade"], fields["mitotic_score"]) == ("3", "2", "1")
@@ -190,7 +191,9 @@ def test_gastrointestinal_fields(extract):
 def test_principal_diagnosis_is_the_worst_lesion(extract):
     fields = extract("A. Lymph nodes: one lymph node with metastatic urothelial carcinoma (1/1).\n"
                      "B. Bladder: invasive urothelial carcinoma.\nC. Ureter: no tumor.")
-    assert fields["diagnosis"] == "invasive urothelial carcinoma"
+    # the negative statement about the ureter is not a finding next to the carcinomas
+    assert fields["diagnosis"] == "invasive urothelial carcinoma; urothelial carcinoma"
+    assert fields["histologic_type"] == "urothelial carcinoma"
     assert fields["primary_vs_metastatic"] == "primary"
     assert extract("Lung, biopsy; Metastatic adenocarcinoma, from colon primary")["primary_vs_metastatic"] == (
         "metastatic")
@@ -217,7 +220,11 @@ def test_vocabulary_learning_save_and_load(tmp_path):
     assert vocabulary.sha256 != BUILTIN_VOCABULARY.sha256
     extractor = ClinicalExtractor(vocabulary)
     assert extractor.extract("Lung, biopsy; Sclerosing pneumocytoma").fields["diagnosis"] == "sclerosing pneumocytoma"
-    assert "diagnosis" not in ClinicalExtractor().extract("Lung, biopsy; Sclerosing pneumocytoma").fields
+    # without the learned term the diagnosis is the report's own phrase, listed as unread
+    builtin = ClinicalExtractor().extract("Lung, biopsy; Sclerosing pneumocytoma")
+    assert builtin.fields["diagnosis"] == "sclerosing pneumocytoma"
+    assert builtin.unread == ("sclerosing pneumocytoma",)
+    assert extractor.extract("Lung, biopsy; Sclerosing pneumocytoma").unread == ()
 
     path = vocabulary.save(tmp_path / "vocab.json")
     again = Vocabulary.load(path)

@@ -200,7 +200,11 @@ def test_bad_options_are_clear_errors(tmp_path):
     with pytest.raises(PathkitError, match="vocabulary file not found"):
         CRQSMetric().compute(["a"], ["a"], context={"vocabulary": str(tmp_path / "none.json")})
     with pytest.raises(PathkitError, match="train_reports"):
-        CRQSMetric().compute(["a"], ["a"], context={"train_reports": "one string"})
+        CRQSMetric().compute(["a"], ["a"], context={"train_reports": {"train": ["a"]}})
+    with pytest.raises(PathkitError, match="none.txt: no such file"):  # a string is a reports file
+        CRQSMetric().compute(["a"], ["a"], context={"train_reports": str(tmp_path / "none.txt")})
+    with pytest.raises(PathkitError, match="variants must be true or false"):
+        CRQSMetric().compute(["a"], ["a"], context={"variants": "yes"})
     with pytest.raises(PathkitError, match="bootstrap_resamples"):
         CRQSMetric().compute(["a"], ["a"], context={"bootstrap_resamples": -1})
 

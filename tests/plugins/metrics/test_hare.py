@@ -291,6 +291,22 @@ def test_relation_threshold_applies(hare_dir_no_relations):
     assert row["F1-entity"] == pytest.approx(1.0)
 
 
+def test_relations_over_all_entities_as_the_public_code(hare_dir):
+    report = "carcinoma with necrosis"
+    # no entity passes a threshold of 1: the paper's recipe finds no relation either ...
+    strict = HAREMetric().compute([report], [report], context=_opts(hare_dir, entity_threshold=1.0))
+    row = strict.per_case.row(0, named=True)
+    assert row["entities_prediction"] == [] and row["relations_prediction"] == []
+    # ... while the public evaluate() pairs every entity the NER model returns
+    public = HAREMetric().compute([report], [report], context=_opts(hare_dir, entity_threshold=1.0,
+                                                                    relation_entities="all"))
+    row = public.per_case.row(0, named=True)
+    assert row["entities_prediction"] == [] and len(row["relations_prediction"]) == 2
+    assert row["F1-relation"] == pytest.approx(1.0) and row["F1-entity"] == 0.0
+    with pytest.raises(PathkitError, match="relation_entities must be one of thresholded, all"):
+        HAREMetric().compute([report], [report], context=_opts(hare_dir, relation_entities="some"))
+
+
 def test_relation_scoring_is_batched_and_marks_by_position(hare_dir, monkeypatch):
     models = load_hare_models(_opts(hare_dir)["options"])
     calls: list[int] = []

@@ -46,12 +46,18 @@ class BeamSearchConfig:
     max_len: int = 320
     pick: str = "first-group"
     temperature: float = 1.0
+    # the first step the temperature applies at: 0 every step; 1 as PathBench's beam search,
+    # which rescales the model's log-probabilities after each step, not the first one
+    temperature_from_step: int = 0
 
     def __post_init__(self) -> None:
         if self.beam_size < 1 or self.group_size < 1 or self.beam_size % self.group_size:
             raise ValueError(f"beam_size {self.beam_size} must be a positive multiple of group_size {self.group_size}")
         if self.max_len < 1:
             raise ValueError("max_len must be at least 1")
+        if not self.temperature > 0 or self.temperature_from_step < 0:
+            raise ValueError(f"temperature must be > 0 and temperature_from_step >= 0, got {self.temperature}, "
+                             f"{self.temperature_from_step}")
         if self.pick not in ("first-group", "best"):
             raise ValueError(f"pick must be 'first-group' or 'best', not {self.pick!r}")
         length_penalty(self.length_penalty, 1, 0.0)  # validates the spec
@@ -119,7 +125,7 @@ def beam_search_all(step: StepFn, reorder: ReorderFn | None, batch_size: int, *,
     for t in range(cfg.max_len):
         logp = step(tokens, t).float()
         vocab = logp.size(-1)
-        if cfg.temperature != 1.0:
+        if cfg.temperature != 1.0 and t >= cfg.temperature_from_step:
             logp = torch.log_softmax(logp / cfg.temperature, dim=-1)
         raw = logp.view(batch_size, g_count, width, vocab)
         logp = raw.clone()

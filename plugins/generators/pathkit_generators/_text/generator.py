@@ -29,9 +29,12 @@ COMMON_HPARAMS: dict[str, Any] = {
     "block_previous": True,
     "suppress_unk": True,
     "length_penalty": "",
-    "temperature": 1.0,
+    # PathBench's configs pass temperature 0.7, which its beam search applies to the model's
+    # log-probabilities after every step but the first (docs/report-generation.md)
+    "temperature": 0.7,
+    "temperature_from_step": 1,
     "pick": "first-group",
-    "max_tokens": None,  # None: the dataset's (REG 320, TCGA 600, HistAI 800)
+    "max_tokens": None,  # None: the dataset's (REG 320, TCGA 600, HistAI 600)
     "cleaning": None,  # None: the dataset's ("none" for REG, "pathbench" for TCGA/HistAI)
     "min_count": 1,  # PathBench's vocabulary threshold
 }
@@ -64,7 +67,7 @@ class ReportGenerator(Generator):
                 diversity_lambda=float(hp["diversity_lambda"]), block_previous=bool(hp["block_previous"]),
                 suppress_unk=bool(hp["suppress_unk"]), length_penalty=str(hp["length_penalty"] or ""),
                 max_len=tokenizer.max_tokens - 1, pick=str(hp["pick"]),
-                temperature=float(hp["temperature"]),
+                temperature=float(hp["temperature"]), temperature_from_step=int(hp["temperature_from_step"]),
             )
         except ValueError as exc:
             raise PathkitError(f"generator {self.name!r}: {exc}") from exc

@@ -41,7 +41,7 @@ DEFAULT_MAX_TOKENS = 320
 KNOWN_REPORT_SETTINGS: dict[str, tuple[str, int]] = {
     "reg2025": ("none", 320),
     "tcga-pathtext": ("pathbench", 600),
-    "histai": ("pathbench", 800),
+    "histai": ("pathbench", 600),
 }
 
 

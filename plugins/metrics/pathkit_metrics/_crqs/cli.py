@@ -2,39 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from pathkit_core.cli.common import console, print_json, user_errors
 from pathkit_core.contracts import PathkitError
-
-
-def _train_reports(path: Path, split: str) -> list[str]:
-    """Report texts from a splits file (`{"train": [{"id", "report"}], ...}`) or any records file."""
-    from pathkit_core.evaluation.records import read_records
-
-    try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PathkitError(f"{path}: no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        data = None  # JSONL or not JSON: let the records reader explain
-    if isinstance(data, dict) and isinstance(data.get(split), list):
-        rows = data[split]
-        texts = [row.get("report") if isinstance(row, dict) else row for row in rows]
-    elif isinstance(data, dict) and any(isinstance(v, list) for v in data.values()) and split not in data:
-        raise PathkitError(f"{path}: no split {split!r} (splits: {', '.join(sorted(data))})")
-    else:
-        texts = list(read_records(path).values.values())
-    bad = [i for i, text in enumerate(texts) if not isinstance(text, str)]
-    if bad:
-        raise PathkitError(f"{path}: record {bad[0]} has no report text")
-    if not texts:
-        raise PathkitError(f"{path}: no reports")
-    return texts
 
 
 def register(app: typer.Typer) -> None:
@@ -86,9 +59,9 @@ def register(app: typer.Typer) -> None:
         min_count: int = typer.Option(2, "--min-count", help="Reports a phrase must occur in."),
     ) -> None:
         """Learn a diagnosis vocabulary from train reports and save it with its sha256."""
-        from pathkit_metrics._crqs.vocabulary import BUILTIN_VOCABULARY, build_vocabulary
+        from pathkit_metrics._crqs.vocabulary import BUILTIN_VOCABULARY, build_vocabulary, read_report_texts
 
-        texts = _train_reports(reports, split)
+        texts = read_report_texts(reports, split)
         learned = build_vocabulary(texts, min_count=min_count)
         learned.save(out)
         console.print(

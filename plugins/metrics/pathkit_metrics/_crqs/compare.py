@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
+from pathkit_metrics._crqs.extract import FINDING_SEPARATOR
 from pathkit_metrics._crqs.normalise import ORDINAL_SCALES
 
 # Weights of the formula the paper's numbers use (REFERENCES "CRQS"; PathBench config):
@@ -19,11 +20,12 @@ RULE_TEXT = "text"  # diagnosis-like phrases: equal, or (non-strict) one's words
 RULE_ORDINAL = "ordinal"  # graded scales: equal rank (within a rank tolerance, non-strict numeric only)
 RULE_NUMERIC = "numeric"  # measured numbers: within a tolerance, same unit
 RULE_GLEASON = "gleason"  # Gleason score: same sum and, where both give them, same patterns
+RULE_FINDINGS = "findings"  # a set of findings, order-free: F1 of the findings two reports share
 
 FIELD_RULES: dict[str, str] = {
     "organ_site": RULE_TEXT,
     "specimen_type": RULE_TEXT,
-    "diagnosis": RULE_TEXT,
+    "diagnosis": RULE_FINDINGS,
     "histologic_type": RULE_TEXT,
     "in_situ_component": RULE_TEXT,
     "gleason_score": RULE_GLEASON,
@@ -98,10 +100,36 @@ def _gleason_equivalent(reference: str, prediction: str, strict: bool) -> bool:
     return True
 
 
+def findings_agreement(reference: str, prediction: str, strict: bool) -> float:
+    """F1 of two finding sets (`FINDING_SEPARATOR`-joined): 2 x shared / (reference + predicted)
+    findings, each prediction finding paired with at most one reference finding it is
+    equivalent to (equal; for a non-strict field, word containment as the text rule)."""
+    ref = reference.split(FINDING_SEPARATOR)
+    pred = prediction.split(FINDING_SEPARATOR)
+    unpaired = list(pred)
+    shared = 0
+    for finding in ref:
+        match = next((p for p in unpaired if _text_equivalent(finding, p, strict)), None)
+        if match is not None:
+            unpaired.remove(match)
+            shared += 1
+    return 2.0 * shared / (len(ref) + len(pred))
+
+
+def values_agreement(field: str, reference: str, prediction: str, schema: ClinicalSchema) -> float:
+    """How far one field's values agree, in [0, 1]: 1 equivalent, 0 discordant; fractions only
+    for a set of findings (`findings_agreement`)."""
+    if field_rule(field) == RULE_FINDINGS:
+        return findings_agreement(reference, prediction, schema.is_strict(field))
+    return 1.0 if values_equivalent(field, reference, prediction, schema) else 0.0
+
+
 def values_equivalent(field: str, reference: str, prediction: str, schema: ClinicalSchema) -> bool:
     """Clinical equivalence of one field's values under the schema's strict/numeric lists."""
     strict = schema.is_strict(field)
     rule = field_rule(field)
+    if rule == RULE_FINDINGS:
+        return findings_agreement(reference, prediction, strict) == 1.0
     if rule == RULE_TEXT:
         return _text_equivalent(reference, prediction, strict)
     if rule == RULE_GLEASON:
@@ -120,10 +148,13 @@ def values_equivalent(field: str, reference: str, prediction: str, schema: Clini
 class CaseComparison:
     """One report pair: the field lists behind each CRQS component and the scores.
 
-    `matched`: in both, equivalent; `discordant`: in both, not equivalent; `missed`: in the
-    reference only; `hallucinated`: in the prediction only. CFC and CRQS are None when the
-    reference has no field (nothing to recover); KIR is None when it has no key field, and
-    CRQS then uses CFC in KIR's place (see docs/metrics.md).
+    `matched`: in both, equivalent; `discordant`: in both, not (fully) equivalent; `missed`: in
+    the reference only; `hallucinated`: in the prediction only. A field of findings can agree in
+    part (`partial`: field -> agreement in (0, 1)); it counts that fraction as matched and the
+    rest as discordant, so CFC, KIR and CDS are sums of agreements (for every other field 0 or
+    1, the paper's counts). CFC and CRQS are None when the reference has no field (nothing to
+    recover); KIR is None when it has no key field, and CRQS then uses CFC in KIR's place (see
+    docs/metrics.md).
     """
 
     matched: tuple[str, ...]
@@ -141,6 +172,7 @@ class CaseComparison:
     crqs: float | None
     crqs_eq6_raw: float | None
     crqs_eq6: float | None
+    partial: Mapping[str, float] = field(default_factory=dict)
 
 
 def compare_fields(
@@ -150,17 +182,24 @@ def compare_fields(
     missed: list[str] = []
     hallucinated: list[str] = []
     discordant: list[str] = []
-    key_total = key_matched = 0
+    partial: dict[str, float] = {}
+    agreed = agreed_key = disagreed = 0.0
+    key_total = 0
     for name in schema.fields:
         ref_value = reference.get(name)
         pred_value = prediction.get(name)
         if ref_value is not None and pred_value is not None:
-            if values_equivalent(name, ref_value, pred_value, schema):
+            agreement = values_agreement(name, ref_value, pred_value, schema)
+            agreed += agreement
+            disagreed += 1.0 - agreement
+            if schema.is_key(name):
+                agreed_key += agreement
+            if agreement == 1.0:
                 matched.append(name)
-                if schema.is_key(name):
-                    key_matched += 1
             else:
                 discordant.append(name)
+                if agreement > 0.0:
+                    partial[name] = agreement
         elif ref_value is not None:
             missed.append(name)
         elif pred_value is not None:
@@ -171,9 +210,9 @@ def compare_fields(
     n_prediction = len(matched) + len(discordant) + len(hallucinated)
     n_common = len(matched) + len(discordant)
     hr = len(hallucinated) / n_prediction if n_prediction else 0.0
-    cds = len(discordant) / n_common if n_common else 0.0
-    cfc = len(matched) / n_reference if n_reference else None
-    kir = key_matched / key_total if key_total else None
+    cds = disagreed / n_common if n_common else 0.0
+    cfc = agreed / n_reference if n_reference else None
+    kir = agreed_key / key_total if key_total else None
     if cfc is None:
         raw = norm = eq6_raw = eq6 = None
     else:
@@ -198,6 +237,7 @@ def compare_fields(
         crqs=norm,
         crqs_eq6_raw=eq6_raw,
         crqs_eq6=eq6,
+        partial=partial,
     )
 
 
@@ -205,6 +245,8 @@ __all__ = [
     "CaseComparison",
     "compare_fields",
     "values_equivalent",
+    "values_agreement",
+    "findings_agreement",
     "field_rule",
     "FIELD_RULES",
     "CRQS_MAX_RAW",

@@ -12,6 +12,7 @@ from pathkit_metrics._crqs.normalise import (
     DIFFERENTIATION_RANK,
     NUCLEAR_GRADE_WORDS,
     ORDINAL_SCALES,
+    STRUCTURED_ITEM_RE,
     format_number,
     prepare_text,
     roman_or_int,
@@ -24,6 +25,8 @@ from pathkit_metrics._crqs.vocabulary import (
     NEGATIVE_FOR_MALIGNANCY,
     Term,
     Vocabulary,
+    canonical_phrase,
+    diagnosis_phrases,
 )
 
 AFFIRMED, NEGATED, UNCERTAIN = 0, 1, 2
@@ -42,8 +45,11 @@ EXTRACTED_FIELDS: tuple[str, ...] = (
     "hemorrhage", "papillary_features", "cystic_change", "tumor_extent", "tumor_volume", "tumor_size",
     "margin_status", "muscle_proper_status", "atrophy", "intestinal_metaplasia", "metaplasia_type",
     "hpylori_status", "gastritis_type", "olga_stage", "olgim_stage", "polyp_type", "serrated_lesion",
-    "adenoma_type",
+    "adenoma_type", "tumor_origin", "laterality",
 )
+
+# Findings of the `diagnosis` field are joined with this (sorted, so the value is order-free).
+FINDING_SEPARATOR = "; "
 
 # ----------------------------------------------------------------------------- negation / uncertainty
 
@@ -97,13 +103,15 @@ def polarity(text: str, start: int, end: int) -> int:
 
 @dataclass(frozen=True)
 class Extraction:
-    """Fields asserted by a report (canonical values) and findings stated only with doubt."""
+    """Fields asserted by a report (canonical values), findings stated only with doubt, and the
+    diagnosis phrases no vocabulary term read (kept as written in `diagnosis`, listed in `unread`)."""
 
     fields: Mapping[str, str]
     uncertain: Mapping[str, str] = field(default_factory=dict)
+    unread: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"fields": dict(self.fields), "uncertain": dict(self.uncertain)}
+        return {"fields": dict(self.fields), "uncertain": dict(self.uncertain), "unread": list(self.unread)}
 
 
 EMPTY_EXTRACTION = Extraction({}, {})
@@ -122,6 +130,9 @@ _DX_END_RE = re.compile(
     r"source of specimen|specimen\(s\) received)\b"
 )
 _DX_SECTION_MIN, _DX_SECTION_MAX = 20, 6000
+# Below this many characters a report is read whole (REG-like); longer ones from their
+# final-diagnosis section when there is one.
+_SHORT_REPORT_CHARS = 400
 
 _ORGANS: dict[str, str] = {
     "uterine cervix": "cervix", "cervix": "cervix", "cervical": "cervix", "endocervix": "cervix",
@@ -142,7 +153,7 @@ _SPECIMENS: dict[str, str] = {
     "core needle biopsy": "core needle biopsy", "core biopsy": "core needle biopsy",
     "sono guided core biopsy": "core needle biopsy", "sono guided core needle biopsy": "core needle biopsy",
     "ultrasound guided core biopsy": "core needle biopsy", "sono guided biopsy": "core needle biopsy",
-    "mammotome biopsy": "vacuum assisted biopsy", "vacuum assisted biopsy": "vacuum assisted biopsy",
+    "vacuum assisted biopsy": "vacuum assisted biopsy", "vacuum assisted core biopsy": "vacuum assisted biopsy",
     "loop electrosurgical excision procedure": "loop electrosurgical excision procedure",
     "leep": "loop electrosurgical excision procedure", "cone biopsy": "conization", "conization": "conization",
     "transurethral resection": "transurethral resection", "turbt": "transurethral resection",
@@ -160,6 +171,49 @@ _SPECIMENS: dict[str, str] = {
     "resection": "resection", "excision": "excision", "biopsy": "biopsy",
 }
 _SPECIMEN_RE = re.compile(r"\b(" + "|".join(sorted(_SPECIMENS, key=len, reverse=True)) + r")\b")
+# Ways of naming one procedure: the noun and the adjective of an endoscopy, the guidance by
+# ultrasound, the vacuum-assisted devices (Mammotome, EnCor) and needle-core word order.
+_SPECIMEN_WORDS: dict[str, str] = {
+    "colonoscopy": "colonoscopic", "endoscopy": "endoscopic", "colposcopy": "colposcopic",
+    "sigmoidoscopy": "sigmoidoscopic", "gastroscopy": "endoscopic", "gastroscopic": "endoscopic",
+    "bronchoscopy": "bronchoscopic", "cystoscopy": "cystoscopic",
+    "ultrasound guided": "sono guided", "ultrasonography guided": "sono guided",
+    "ultrasonographic guided": "sono guided", "sonographically guided": "sono guided",
+    "sonography guided": "sono guided", "us guided": "sono guided", "sonoguided": "sono guided",
+    "needle core": "core needle", "encor": "vacuum assisted", "mammotome": "vacuum assisted",
+    "vacuum assisted breast": "vacuum assisted",
+}
+_SPECIMEN_WORD_RE = re.compile(r"\b(" + "|".join(sorted(_SPECIMEN_WORDS, key=len, reverse=True)) + r")\b")
+_LATERALITY_RE = re.compile(r"\b(left|right|bilateral)\b")
+
+# Where a tumour comes from ("metastatic carcinoma, from breast primary", "favor colorectal
+# primary"): the organ word -> one site name, so "colon" and "colorectal" agree.
+_ORIGIN_SITES: dict[str, str] = {
+    "breast": "breast", "mammary": "breast",
+    "colon": "colorectum", "colonic": "colorectum", "colorectal": "colorectum", "colorectum": "colorectum",
+    "rectum": "colorectum", "rectal": "colorectum", "large bowel": "colorectum",
+    "large intestine": "colorectum", "lung": "lung", "pulmonary": "lung", "stomach": "stomach",
+    "gastric": "stomach", "esophagus": "esophagus", "esophageal": "esophagus",
+    "upper gastrointestinal": "upper gastrointestinal tract", "upper gi": "upper gastrointestinal tract",
+    "gastrointestinal": "gastrointestinal tract", "small intestine": "small intestine",
+    "small bowel": "small intestine", "appendix": "appendix", "appendiceal": "appendix",
+    "pancreas": "pancreas", "pancreatic": "pancreas", "pancreatobiliary": "pancreatobiliary tract",
+    "biliary": "pancreatobiliary tract", "gallbladder": "gallbladder", "liver": "liver", "hepatic": "liver",
+    "kidney": "kidney", "renal": "kidney", "bladder": "urinary tract", "urinary tract": "urinary tract",
+    "prostate": "prostate", "prostatic": "prostate", "ovary": "ovary", "ovarian": "ovary",
+    "mullerian": "mullerian", "endometrium": "endometrium", "endometrial": "endometrium",
+    "uterine": "uterus", "uterus": "uterus", "cervix": "cervix", "cervical": "cervix",
+    "thyroid": "thyroid", "skin": "skin", "cutaneous": "skin", "head and neck": "head and neck",
+}
+_ORIGIN_WORDS = "|".join(sorted(_ORIGIN_SITES, key=len, reverse=True))
+_ORIGIN_AFTER_RE = re.compile(
+    r"^ *[,(]? *(?:(?:metastatic|metastasis|metastases) )?"
+    r"(?:from (?:an? |the )?(?:primary (?:in |of )?(?:the )?)?(" + _ORIGIN_WORDS + r")\b"
+    r"|(?:favor(?:s|ed|ing)?|consistent with|compatible with|suggestive of|suggesting|(?:most )?likely(?: of)?|"
+    r"probably(?: of)?|of) (?:an? |the )?(" + _ORIGIN_WORDS + r") (?:primary|origin)\b"
+    r"|(" + _ORIGIN_WORDS + r") (?:primary|origin)\b)"
+)
+_ORIGIN_BEFORE_RE = re.compile(r"\bmetasta(?:tic|sis of|ses of) (" + _ORIGIN_WORDS + r") $")
 
 _ROMAN_OR_DIGIT = r"(iv|iii|ii|i|[1-4])"
 _GRADE_NUMBER_RE = re.compile(
@@ -171,6 +225,7 @@ _GRADE_TIER_RE = re.compile(
     r"\b(high|low|intermediate) grade\b(?! (?:glandular |squamous |cervical |prostatic |biliary )?"
     r"(?:dysplasia|intraepithelial|squamous intraepithelial|pin\b|adenoma))"
 )
+_TIER_RANK = {"low": 1, "intermediate": 2, "high": 3}
 _FUHRMAN_RE = re.compile(r"\b(?:fuhrman|isup|who/isup)(?: nuclear| nucleolar)? grade *:? *" + _ROMAN_OR_DIGIT + r"\b")
 _DIFFERENTIATION_RE = re.compile(
     r"\b(?:(well|moderately|moderate|poorly|poor)(?: to | and |/| )(?:(moderately|moderate|poorly|poor) )?)?"
@@ -403,7 +458,10 @@ class _Gate:
         self.keywords = keywords
 
     def _open(self, text: str) -> bool:
-        return any(keyword in text for keyword in self.keywords)
+        for keyword in self.keywords:  # a plain loop: any() over a generator costs more than the test
+            if keyword in text:
+                return True
+        return False
 
     def finditer(self, text: str) -> Any:
         return self.pattern.finditer(text) if self._open(text) else iter(())
@@ -499,6 +557,45 @@ def _presence(text: str, pattern: Any, skip: Callable[[re.Match[str]], bool] | N
     return None, uncertain
 
 
+# Statements that a field rule reads, so an unread one is not a finding (see `_unread_findings`).
+_FIELD_STATEMENT_RE = re.compile(
+    r"\b(?:muscularis|muscle proper|detrusor|specimen|margins?|lymph nodes?|grade|differentiat\w*|gleason|"
+    r"mitos[ie]s|tubule|volume|necros[ie]s|calcif\w*|invasion|invad\w*|extension|size|measur\w*|stage)\b"
+)
+_ORGAN_OR_PROCEDURE_RE = re.compile(
+    r"(?:(?:left|right) )?(?:" + "|".join(sorted(_ORGANS, key=len, reverse=True)) + r")(?: (?:"
+    + "|".join(sorted(_SPECIMENS, key=len, reverse=True)) + r"))?"
+)
+_STATEMENT_END_RE = re.compile(r"[\n;]|\.(?!\d)")
+
+
+def _statements(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line, ";"-clause and sentence of `text` (a decimal point is no end)."""
+    spans, start = [], 0
+    for match in _STATEMENT_END_RE.finditer(text):
+        if text[start:match.start()].strip():
+            spans.append((start, match.start()))
+        start = match.end()
+    if text[start:].strip():
+        spans.append((start, len(text)))
+    return spans
+
+
+def _in_structured_item(text: str, start: int, end: int) -> bool:
+    """Whether a mention sits in a finding's sub-item line (`STRUCTURED_ITEM_RE`) or is used as a
+    key ("necrosis: present"): a value of the field rules, not a finding of its own."""
+    line_start = text.rfind("\n", 0, start) + 1
+    if STRUCTURED_ITEM_RE.match(text, line_start) is not None:
+        return True
+    return text[end:end + 3].lstrip(" ").startswith(":")
+
+
+def _specimen_words(text: str) -> str:
+    """Procedure words in one spelling (`_SPECIMEN_WORDS`): "colonoscopy biopsy" reads as
+    "colonoscopic biopsy", "ultrasound-guided" as "sono-guided"."""
+    return _SPECIMEN_WORD_RE.sub(lambda m: _SPECIMEN_WORDS[m.group(1)], text)
+
+
 def _first_affirmed(text: str, pattern: Any) -> re.Match[str] | None:
     for match in pattern.finditer(text):
         if polarity(text, match.start(), match.end()) == AFFIRMED:
@@ -512,6 +609,24 @@ class _Candidate:
     end: int
     term: Term
     metastatic: bool
+    origin: str | None = None
+    unread: bool = False  # not a vocabulary term: the report's own phrase (see `_unread_findings`)
+
+    @property
+    def finding(self) -> str:
+        """The finding as the `diagnosis` field compares it: the term and, for a malignancy,
+        where it comes from."""
+        return f"{self.term.canonical}, origin {self.origin}" if self.origin else self.term.canonical
+
+    def principal_key(self) -> tuple[Any, ...]:
+        """Smaller is more principal, whatever the order the findings were written in: the worst
+        category, a primary before a metastasis, invasive before in situ, a neoplasm before a
+        change, a recognised term before an unread phrase, a finding before a negative statement;
+        then the name."""
+        term = self.term
+        return (-CATEGORY_RANK[term.category], self.metastatic, bool(_IN_SITU_RE.search(term.canonical)),
+                term.histologic_type is None, self.unread, term.canonical == NEGATIVE_FOR_MALIGNANCY,
+                term.canonical)
 
 
 class ClinicalExtractor:
@@ -563,11 +678,17 @@ class ClinicalExtractor:
             organ = self._first_word(_ORGAN_RE, scope) or self._first_word(_ORGAN_RE, body)
             if organ:
                 facts["organ_site"] = _ORGANS[organ]
-            specimen = self._first_word(_SPECIMEN_RE, scope) or self._first_word(_SPECIMEN_RE, body)
+            specimen = (self._first_word(_SPECIMEN_RE, _specimen_words(scope))
+                        or self._first_word(_SPECIMEN_RE, _specimen_words(body)))
             if specimen:
                 facts["specimen_type"] = _SPECIMENS[specimen]
+        side = _LATERALITY_RE.search(header.group(1)) if header else None
+        side = side or _first_affirmed(scope, _LATERALITY_RE)
+        if side is not None:
+            facts["laterality"] = side.group(1)
 
-        self._diagnosis(scope, body, facts, doubts)
+        unread: list[str] = []
+        self._diagnosis(scope, body, facts, doubts, unread)
         self._behaviour(scope, facts)
         self._grades(scope, facts)
         self._invasion(scope, facts)
@@ -576,7 +697,7 @@ class ClinicalExtractor:
         self._morphology(scope, facts, doubts)
         self._measurements(scope, facts)
         self._gastrointestinal(scope, facts, doubts)
-        return Extraction(facts, doubts)
+        return Extraction(facts, doubts, tuple(unread))
 
     @staticmethod
     def _first_word(pattern: Any, text: str) -> str | None:
@@ -590,7 +711,7 @@ class ClinicalExtractor:
 
     @staticmethod
     def _specimen(phrase: str) -> str | None:
-        flat = " ".join(re.sub(r"[^a-z0-9 ]+", " ", phrase).split())
+        flat = _specimen_words(" ".join(re.sub(r"[^a-z0-9 ]+", " ", phrase).split()))
         if flat in _SPECIMENS:
             return _SPECIMENS[flat]
         return flat or None
@@ -598,7 +719,7 @@ class ClinicalExtractor:
     @staticmethod
     def _diagnosis_section(body: str) -> str:
         """For long free-text reports (TCGA), the final-diagnosis section; otherwise all of it."""
-        if len(body) < 400:
+        if len(body) < _SHORT_REPORT_CHARS:
             return body
         start = _DX_HEADER_RE.search(body)
         if start is None:
@@ -610,39 +731,109 @@ class ClinicalExtractor:
 
     # ------------------------------------------------------------------ diagnosis hierarchy
 
-    def _candidates(self, scope: str, doubts: dict[str, str]) -> list[_Candidate]:
+    def _candidates(self, scope: str, doubts: dict[str, str], mentions: list[tuple[int, int]] | None = None
+                    ) -> list[_Candidate]:
+        """The affirmed vocabulary findings of `scope`; `mentions` collects the span of every
+        term, affirmed or not."""
         found: list[_Candidate] = []
         for match in self._pattern.finditer(scope):
             term = self.vocabulary.lookup(match.group(0))
             if term is None:
                 continue
+            if _in_structured_item(scope, match.start(), match.end()):
+                continue
+            if mentions is not None:
+                mentions.append(match.span())
             if term.canonical != NEGATIVE_FOR_MALIGNANCY:
                 state = polarity(scope, match.start(), match.end())
                 if state == UNCERTAIN:
                     doubts.setdefault("diagnosis", term.canonical)
                 if state != AFFIRMED:
                     continue
-            before = scope[max(0, match.start() - 25):match.start()]
-            metastatic = term.canonical.startswith("metastatic") or bool(
-                _METASTATIC_BEFORE_RE.search(before) or _METASTATIC_AFTER_RE.match(scope[match.end():match.end() + 40])
-            )
-            found.append(_Candidate(match.start(), match.end(), term, metastatic))
+            found.append(self._candidate(scope, match.start(), match.end(), term))
         return found
 
-    def _diagnosis(self, scope: str, body: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
-        candidates = self._candidates(scope, doubts)
+    @staticmethod
+    def _candidate(scope: str, start: int, end: int, term: Term, unread: bool = False) -> _Candidate:
+        before = scope[max(0, start - 40):start]
+        after = scope[end:end + 80]
+        metastatic = term.canonical.startswith("metastatic") or bool(
+            _METASTATIC_BEFORE_RE.search(before) or _METASTATIC_AFTER_RE.match(after[:40])
+        )
+        origin = None
+        if term.category == MALIGNANT:
+            match = _ORIGIN_AFTER_RE.match(after)
+            if match is not None:
+                origin = _ORIGIN_SITES[next(g for g in match.groups() if g)]
+            else:
+                match = _ORIGIN_BEFORE_RE.search(before)
+                if match is not None:
+                    origin = _ORIGIN_SITES[match.group(1)]
+        return _Candidate(start, end, term, metastatic, origin, unread)
+
+    def _unread_findings(self, scope: str, candidates: list[_Candidate], mentions: list[tuple[int, int]]
+                         ) -> list[_Candidate]:
+        """Diagnosis statements that no vocabulary term reads, kept as the report's own phrase: a
+        finding the extractor cannot name must still be found in the prediction. A statement is
+        a line, or a sentence or ";"-clause of one; statements a field rule reads (grades,
+        notes on the specimen, margins, ...) are not findings. In a short (REG-like) report every
+        unread statement counts; in a long one only the first, and only when no term was read at
+        all (a long report's unread sentences are mostly not diagnoses)."""
+        short = len(scope) < _SHORT_REPORT_CHARS
+        if candidates and not short:
+            return []
+        found: list[_Candidate] = []
+        # A negative statement ("No evidence of malignancy.") is a statement of its own, even
+        # when a line wrap has joined it to the finding before it: it is cut out of the text.
+        negative = [(a, b) for a, b in mentions
+                    if self.vocabulary.lookup(scope[a:b]).canonical == NEGATIVE_FOR_MALIGNANCY]
+        unread_text = scope
+        for start, end in negative:
+            unread_text = unread_text[:start] + "\n" * (end - start) + unread_text[end:]
+        read = [m for m, _ in mentions if unread_text[m] != "\n"]
+        for start, end in _statements(unread_text):
+            if any(start <= m < end for m in read):
+                continue  # read by the vocabulary (affirmed, negated or in doubt)
+            statement = unread_text[start:end]
+            if STRUCTURED_ITEM_RE.match(statement) or _FIELD_STATEMENT_RE.search(statement):
+                continue  # read by a field rule
+            phrase = next((p for p in diagnosis_phrases(statement) if not _NEG_PRE_RE.match(p)), None)
+            if phrase is None or _UNCERTAIN_PRE_RE.search(phrase) or _UNCERTAIN_POST_RE.search(phrase) \
+                    or _ORGAN_OR_PROCEDURE_RE.fullmatch(phrase):
+                continue
+            where = scope.find(phrase, start)
+            where = start if where < 0 else where
+            if polarity(scope, where, where + len(phrase)) != AFFIRMED:
+                continue
+            found.append(self._candidate(scope, where, where + len(phrase), canonical_phrase(phrase), unread=True))
+            if not short:
+                break
+        return found
+
+    def _diagnosis(self, scope: str, body: str, facts: dict[str, str], doubts: dict[str, str],
+                   unread: list[str]) -> None:
+        mentions: list[tuple[int, int]] = []
+        candidates = self._candidates(scope, doubts, mentions)
         if not candidates and scope is not body:
-            scope = body
-            candidates = self._candidates(body, doubts)
+            scope, mentions = body, []
+            candidates = self._candidates(body, doubts, mentions)
+        if "organ_site" in facts or "specimen_type" in facts:  # a report, not any text
+            extra = self._unread_findings(scope, candidates, mentions)
+            unread.extend(c.term.canonical for c in extra)
+            candidates += extra
         if not candidates:
             return
         doubts.pop("diagnosis", None)
-        # The worst lesion drives management: malignant > premalignant > benign; among equals a
-        # primary lesion before a metastasis, then the first one written.
-        principal = max(candidates, key=lambda c: (CATEGORY_RANK[c.term.category], not c.metastatic, -c.start))
+        # A negative statement ("no evidence of malignancy") next to a finding says nothing more
+        # than the finding: a benign diagnosis implies it, a malignancy elsewhere is not denied by it.
+        if any(c.term.canonical != NEGATIVE_FOR_MALIGNANCY for c in candidates):
+            candidates = [c for c in candidates if c.term.canonical != NEGATIVE_FOR_MALIGNANCY]
+        principal = min(candidates, key=_Candidate.principal_key)
         term = principal.term
-        facts["diagnosis"] = term.canonical
+        facts["diagnosis"] = FINDING_SEPARATOR.join(sorted({c.finding for c in candidates}))
         facts["benign_vs_malignant"] = term.category
+        if principal.origin:
+            facts["tumor_origin"] = principal.origin
         histologic = term.histologic_type
         favor = _FAVOR_RE.match(scope, principal.end)
         if favor is not None:
@@ -705,6 +896,7 @@ class ClinicalExtractor:
         one is negated; HSIL and LSIL are both squamous intraepithelial lesions here, their grade
         is the dysplasia grade."""
         negated = False
+        kinds: list[tuple[int, str]] = []
         for match in _IN_SITU_RE.finditer(scope):
             state = polarity(scope, match.start(), match.end())
             if state == NEGATED:
@@ -712,10 +904,11 @@ class ClinicalExtractor:
             if state != AFFIRMED:
                 continue
             mention = match.group(0).strip()
-            for pattern, kind in _IN_SITU_KINDS:
-                if pattern.search(mention):
-                    return kind
-            return mention
+            rank, kind = next(((i, k) for i, (pattern, k) in enumerate(_IN_SITU_KINDS) if pattern.search(mention)),
+                              (len(_IN_SITU_KINDS), mention))
+            kinds.append((rank, kind))
+        if kinds:  # the first of `_IN_SITU_KINDS` the report asserts, whatever the order of its findings
+            return min(kinds)[1]
         return ABSENT if negated else None
 
     @staticmethod
@@ -760,6 +953,9 @@ class ClinicalExtractor:
 
     @staticmethod
     def _tumor_grade(scope: str) -> str | None:
+        """The worst affirmed tumour grade, so that the order of a report's findings does not
+        matter: a number (grade II, WHO grade 2) before a tier (high grade) before G1-4."""
+        numbers = []
         for match in _GRADE_NUMBER_RE.finditer(scope):
             qualifier = (match.group(1) or "").strip()
             if qualifier in ("nuclear", "nucleolar", "gleason"):
@@ -768,14 +964,16 @@ class ClinicalExtractor:
                 continue
             value = roman_or_int(match.group(2))
             if value is not None:
-                return str(value)
-        match = _first_affirmed(scope, _GRADE_TIER_RE)
-        if match is not None:
-            return match.group(1)
-        match = _first_affirmed(scope, _GRADE_G_RE)
-        if match is not None:
-            return match.group(1)
-        return None
+                numbers.append(value)
+        if numbers:
+            return str(max(numbers))
+        tiers = [m.group(1) for m in _GRADE_TIER_RE.finditer(scope)
+                 if polarity(scope, m.start(), m.end()) == AFFIRMED]
+        if tiers:
+            return max(tiers, key=_TIER_RANK.__getitem__)
+        levels = [int(m.group(1)) for m in _GRADE_G_RE.finditer(scope)
+                  if polarity(scope, m.start(), m.end()) == AFFIRMED]
+        return str(max(levels)) if levels else None
 
     @staticmethod
     def _differentiation(scope: str) -> str | None:
@@ -809,13 +1007,16 @@ class ClinicalExtractor:
 
     @staticmethod
     def _nuclear_grade(scope: str) -> str | None:
-        match = _first_affirmed(scope, _NUCLEAR_GRADE_RE)
-        if match is not None:
+        values = []
+        for match in _NUCLEAR_GRADE_RE.finditer(scope):  # the worst, whatever the order of findings
+            if polarity(scope, match.start(), match.end()) != AFFIRMED:
+                continue
             token = match.group(1) or match.group(2)
-            if token in NUCLEAR_GRADE_WORDS:
-                return NUCLEAR_GRADE_WORDS[token]
-            value = roman_or_int(token)
-            return str(value) if value is not None else None
+            value = int(NUCLEAR_GRADE_WORDS[token]) if token in NUCLEAR_GRADE_WORDS else roman_or_int(token)
+            if value is not None:
+                values.append(value)
+        if values:
+            return str(max(values))
         match = _first_affirmed(scope, _FUHRMAN_RE)
         if match is not None:
             value = roman_or_int(match.group(1))

@@ -79,6 +79,9 @@ _SPELLING: dict[str, str] = {
     "favours": "favors",
     "interstinal": "intestinal",
     "nterstinal": "intestinal",
+    "colmnar": "columnar",
+    "olonoscopic": "colonoscopic",
+    "oherewise": "otherwise",
     "intestinalmetaplasia": "intestinal metaplasia",
     "colour": "color",
     "haematolymphoid": "hematolymphoid",
@@ -99,12 +102,24 @@ _SPACES_RE = re.compile(r"  +")
 # A blank line, or a line break before a list marker (1. / 2) / A. / - / *), ends a clause;
 # any other line break is a wrap inside a sentence.
 _PARAGRAPH_RE = re.compile(r"\n\s*\n\s*|\n\s*(?=(?:\d{1,2}\s*[.)]|[a-z][.)]\s|[-*\u2022]))")
+# "Note)" / "Note:" opens a remark of its own (REG: "Note) The specimen includes muscle proper.")
+_NOTE_RE = re.compile(r"\s*\bnote *[):] *")
 _WRAP_RE = re.compile(r"[ \t\f\v]*\n[ \t\f\v]*")
 _BREAK = "\x1e"  # clause-break sentinel while wraps are joined
 _AROUND_BREAK_RE = re.compile(r" ?\n ?")
 _CONTROL_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 _QUOTES_RE = re.compile(r"[\u2018\u2019\u201b\u0060\u00b4]")
 _DASHES_RE = re.compile(r"[\u2010\u2011\u2012\u2013\u2014\u2015\u2212_-]+")
+
+
+# A line that is a sub-item of a finding ("- Type: Cribriform, Micropapillary", "- Necrosis:
+# Present" in REG; synoptic "Histologic grade: 2"): a known key, then ":". Its words are values
+# of the field rules, not findings. Matched on prepared text (the bullet dash is a space there).
+STRUCTURED_ITEM_RE = re.compile(
+    r"(?m)^ *(?:(?:architectural |histologic )?(?:type|subtype|pattern)|architecture|(?:nuclear |histologic )?grade|"
+    r"necrosis|mitos[ie]s|mitotic (?:count|score|rate)|tubule formation|tumor volume|tumor size|size|"
+    r"margins?|calcifications?|microcalcifications?) *:.*$"
+)
 
 
 def trie_pattern(words: Iterable[str]) -> str:
@@ -151,11 +166,65 @@ def _cin(match: re.Match[str]) -> str:
     return f"cin {grade_n} {lesion} grade squamous intraepithelial lesion"
 
 
+# A list marker ("1." / "2)") inside a line: a number followed by "." or ")" and a word.
+_INLINE_MARKER_RE = re.compile(r"(?:(?<=^)|(?<=[\s;:,]))(\d{1,2})[.)](?= +[a-z(])")
+# Where a list can start: the start of the text or of a line, or after ";" / ":" (REG headers).
+_LIST_START_RE = re.compile(r"(?:^|[\n;:]|\bwith) *$")
+# "Invasive carcinoma, NST", "invasive ductal carcinoma (no special type)", "... NST type": the
+# WHO name written the short ways (NST is already expanded to "no special type" here).
+_NST_RE = re.compile(
+    r"\b(?:invasive|infiltrating) (?:ductal |breast |mammary )?carcinoma *[,(]? *(?:of )?(?:the )?"
+    r"(?:breast |mammary )?(?:of )?no special type(?: type)? *\)?"
+)
+_COMMA_NOS_RE = re.compile(r" *, *(?=nos\b)")
+
+
+def _list_markers(text: str) -> list[int]:
+    """Positions of the inline markers of numbered lists ("1. ... 2. ... 3."), so that a list
+    written on one line reads like one written line by line. A list starts with a "1" where a list
+    can start and continues with 2, 3, ... in order; a number that no list continues ("grade 2."
+    in a report without "1.") is content. When "k." is directly followed by another "k." (the end
+    of "grade 2." before item "2."), the second is the marker."""
+    candidates = [(m.start(), int(m.group(1)), m.end()) for m in _INLINE_MARKER_RE.finditer(text)]
+    chosen: list[int] = []
+    chain: list[int] = []
+    expected = 0
+    for index, (start, number, end) in enumerate(candidates):
+        following = candidates[index + 1] if index + 1 < len(candidates) else None
+        if following is not None and following[1] == number and not text[end:following[0]].strip():
+            continue
+        if number == 1 and _LIST_START_RE.search(text, 0, start) is not None:
+            if len(chain) >= 2:
+                chosen.extend(chain)
+            chain, expected = [start], 2
+        elif chain and number == expected:
+            chain.append(start)
+            expected += 1
+    if len(chain) >= 2:
+        chosen.extend(chain)
+    return chosen
+
+
+def _break_inline_lists(text: str) -> str:
+    positions = [p for p in _list_markers(text) if p > 0 and text[p - 1] != "\n"]
+    if not positions:
+        return text
+    parts, last = [], 0
+    for position in positions:
+        parts.append(text[last:position].rstrip(" "))
+        parts.append("\n")
+        last = position
+    parts.append(text[last:])
+    return "".join(parts)
+
+
 def prepare_text(text: str) -> str:
     """Lower-case, abbreviation-expanded, whitespace-normalised report text.
 
-    A newline in the result always marks a clause break (paragraph or list item); dashes
-    and underscores become spaces so "high-grade" and "high grade" read the same.
+    A newline in the result always marks a clause break (paragraph or list item, also the items
+    of a numbered list written on one line); dashes and underscores become spaces so
+    "high-grade" and "high grade" read the same; the short forms of "invasive carcinoma of no
+    special type" ("invasive carcinoma, NST") read as the WHO name.
     """
     if len(text) > MAX_REPORT_CHARS:
         text = text[:MAX_REPORT_CHARS]
@@ -166,6 +235,8 @@ def prepare_text(text: str) -> str:
     text = _UPPER_RE.sub(_expand_upper, text)
     text = text.lower()
     text = _PARAGRAPH_RE.sub(_BREAK, text)
+    if "note" in text:
+        text = _NOTE_RE.sub(lambda m: _BREAK + m.group(0).strip() + " " if m.start() else m.group(0), text)
     text = _WRAP_RE.sub(" ", text).replace(_BREAK, "\n")
     text = _DASHES_RE.sub(" ", text)
     text = _WORD_REWRITE_RE.sub(_rewrite_word, text)
@@ -174,6 +245,12 @@ def prepare_text(text: str) -> str:
     if "cin" in text:
         text = _CIN_RE.sub(_cin, text)
     text = _SPACES_RE.sub(" ", text)
+    if "no special type" in text:
+        text = _NST_RE.sub("invasive carcinoma of no special type", text)
+    if "nos" in text:
+        text = _COMMA_NOS_RE.sub(" ", text)
+    if ". " in text or ") " in text:
+        text = _break_inline_lists(text)
     text = _AROUND_BREAK_RE.sub("\n", text)
     return text.strip()
 
@@ -236,6 +313,7 @@ __all__ = [
     "MAX_REPORT_CHARS",
     "prepare_text",
     "trie_pattern",
+    "STRUCTURED_ITEM_RE",
     "normalise_phrase",
     "roman_or_int",
     "format_number",

@@ -14,10 +14,22 @@ from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 from pathkit_metrics._crqs.compare import CaseComparison, compare_fields
 from pathkit_metrics._crqs.extract import ClinicalExtractor, Extraction
 from pathkit_metrics._crqs.schemas import resolve_schema
-from pathkit_metrics._crqs.vocabulary import BUILTIN_VOCABULARY, Vocabulary, build_vocabulary
+from pathkit_metrics._crqs.vocabulary import BUILTIN_VOCABULARY, Vocabulary, build_vocabulary, read_report_texts
 
 SCORE_COLUMNS = ("CRQS", "CRQS_raw", "CFC", "KIR", "HR", "CDS", "CRQS_eq6", "CRQS_eq6_raw")
+# The summary leads with CRQS and its four components; the other scales of the same score
+# (raw, and the paper's Eq. 6 as printed) only with option `variants` (docs/metrics.md).
+SUMMARY_COLUMNS = ("CRQS", "CFC", "KIR", "HR", "CDS")
+VARIANT_COLUMNS = ("CRQS_raw", "CRQS_eq6", "CRQS_eq6_raw")
 DEFAULT_RESAMPLES = 1000
+
+# Statements the extractor reads that a schema may not judge (margins and laterality are not
+# REG fields): where the two reports differ on one, the per-case `outside_schema` column says so.
+OUTSIDE_SCHEMA_FIELDS = (
+    "laterality", "margin_status", "lymph_node_involvement", "lymphovascular_invasion", "perineural_invasion",
+    "extraprostatic_extension", "capsular_invasion", "organ_specific_invasion", "tumor_size", "tumor_extent",
+    "multifocality", "bilateral_involvement", "hpylori_status",
+)
 
 _lock = threading.Lock()
 _extractors: dict[str, ClinicalExtractor] = {}
@@ -68,8 +80,12 @@ def resolve_vocabulary(context: Mapping[str, Any]) -> Vocabulary:
         raise PathkitError(f"CRQS: 'vocabulary' must be a Vocabulary or a JSON path, got {type(given).__name__}")
     reports = _option(context, "train_reports")
     if reports is not None:
-        if isinstance(reports, str | bytes | Mapping) or not isinstance(reports, Iterable):
-            raise PathkitError("CRQS: 'train_reports' must be a list of report texts")
+        if isinstance(reports, str | Path):
+            # a file (`pathkit score --option train_reports=splits.json`): a splits file's
+            # `train_split` part (default "train"), or any records file
+            reports = read_report_texts(reports, str(_option(context, "train_split", "train")))
+        if isinstance(reports, bytes | Mapping) or not isinstance(reports, Iterable):
+            raise PathkitError("CRQS: 'train_reports' must be a list of report texts or a reports file")
         reports = list(reports)
         min_count = _option(context, "vocabulary_min_count", 2)
         digest = hashlib.sha256()
@@ -148,13 +164,15 @@ def score_reports(
     vocabulary = resolve_vocabulary(context)
     extractor = extractor_for(vocabulary)
 
-    fields_cache: dict[str, tuple[dict[str, str], str]] = {}
+    fields_cache: dict[str, tuple[dict[str, str], str, Extraction]] = {}
+    outside = [name for name in OUTSIDE_SCHEMA_FIELDS if name not in schema.fields]
 
-    def fields_of(text: str) -> tuple[dict[str, str], str]:
+    def fields_of(text: str) -> tuple[dict[str, str], str, Extraction]:
         hit = fields_cache.get(text)
         if hit is None:
-            fields = _restricted(extractor.extract(text), schema)
-            hit = (fields, json.dumps(fields, sort_keys=True))
+            extraction = extractor.extract(text)
+            fields = _restricted(extraction, schema)
+            hit = (fields, json.dumps(fields, sort_keys=True), extraction)
             fields_cache[text] = hit
         return hit
 
@@ -162,16 +180,17 @@ def score_reports(
     # outputs), so each distinct (reference, prediction) pair is compared once and its row is
     # gathered for every case that has it.
     pair_row: dict[tuple[str, str], int] = {}
-    rows: list[tuple[CaseComparison, str, str]] = []
+    rows: list[tuple[CaseComparison, str, str, Extraction, Extraction, list[str]]] = []
     case_rows: list[int] = []
     for prediction, reference in zip(predictions, references, strict=True):
         key = (reference, prediction)
         row = pair_row.get(key)
         if row is None:
-            ref_fields, ref_json = fields_of(reference)
-            pred_fields, pred_json = fields_of(prediction)
+            ref_fields, ref_json, ref_extraction = fields_of(reference)
+            pred_fields, pred_json, pred_extraction = fields_of(prediction)
             row = len(rows)
-            rows.append((compare_fields(ref_fields, pred_fields, schema), ref_json, pred_json))
+            rows.append((compare_fields(ref_fields, pred_fields, schema), ref_json, pred_json, ref_extraction,
+                         pred_extraction, _outside_schema(ref_extraction, pred_extraction, outside)))
             pair_row[key] = row
         case_rows.append(row)
 
@@ -191,10 +210,15 @@ def score_reports(
             "n_reference_key_fields": pl.Series([c.n_reference_key for c in comparisons], dtype=pl.Int64),
             "reference_fields": pl.Series([r[1] for r in rows], dtype=pl.Utf8),
             "prediction_fields": pl.Series([r[2] for r in rows], dtype=pl.Utf8),
-            "matched": pl.Series([list(c.matched) for c in comparisons], dtype=pl.List(pl.Utf8)),
-            "missed": pl.Series([list(c.missed) for c in comparisons], dtype=pl.List(pl.Utf8)),
-            "hallucinated": pl.Series([list(c.hallucinated) for c in comparisons], dtype=pl.List(pl.Utf8)),
-            "discordant": pl.Series([list(c.discordant) for c in comparisons], dtype=pl.List(pl.Utf8)),
+            "matched": _list_column([c.matched for c in comparisons]),
+            "missed": _list_column([c.missed for c in comparisons]),
+            "hallucinated": _list_column([c.hallucinated for c in comparisons]),
+            "discordant": _list_column([c.discordant for c in comparisons]),
+            "partial": pl.Series([json.dumps({k: round(v, 6) for k, v in c.partial.items()}) for c in comparisons],
+                                 dtype=pl.Utf8),
+            "reference_unread": _list_column([r[3].unread for r in rows]),
+            "prediction_unread": _list_column([r[4].unread for r in rows]),
+            "outside_schema": _list_column([r[5] for r in rows]),
         }
     )
     n = len(case_ids)
@@ -208,7 +232,32 @@ def score_reports(
     summary["n_cases"] = float(n)
     summary["n_scored"] = float(n - per_case.get_column("CRQS").null_count())
     summary["distinct_prediction_fraction"] = float(len(set(predictions)) / n)
+    summary["n_outside_schema"] = float(sum(bool(rows[r][5]) for r in case_rows))
     return MetricResult(summary=summary, per_case=per_case)
+
+
+_SEP = "\x1f"  # never in prepared report text (control characters become spaces)
+
+
+def _list_column(lists: Sequence[Sequence[str]]) -> Any:
+    """A polars List(Utf8) Series from Python lists of strings, built by splitting joined strings
+    in polars (constructing it element by element costs ten times more)."""
+    import polars as pl
+
+    joined = pl.Series([_SEP.join(items) for items in lists], dtype=pl.Utf8)
+    empty = pl.lit([], dtype=pl.List(pl.Utf8))
+    return pl.select(pl.when(joined == "").then(empty).otherwise(joined.str.split(_SEP))).to_series()
+
+
+def _outside_schema(reference: Extraction, prediction: Extraction, names: Sequence[str]) -> list[str]:
+    """`field: reference value | predicted value` for each statement outside the schema on which
+    the two reports differ ("-" where one says nothing): CRQS does not score these."""
+    out = []
+    for name in names:
+        ref, pred = reference.fields.get(name), prediction.fields.get(name)
+        if ref != pred:
+            out.append(f"{name}: {ref or '-'} | {pred or '-'}")
+    return out
 
 
 def summarise(per_case: Any, context: Mapping[str, Any]) -> dict[str, float]:
@@ -222,8 +271,11 @@ def summarise(per_case: Any, context: Mapping[str, Any]) -> dict[str, float]:
     resamples = _option(context, "bootstrap_resamples", DEFAULT_RESAMPLES)
     seed = _option(context, "seed", 0)
     level = _option(context, "confidence_level", 0.95)
+    variants = _option(context, "variants", False)
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
         raise PathkitError(f"CRQS: bootstrap_resamples must be an integer >= 0, got {resamples!r}")
+    if not isinstance(variants, bool):
+        raise PathkitError(f"CRQS: variants must be true or false, got {variants!r}")
     summary: dict[str, float] = {}
     scored = per_case.filter(pl.col("CRQS").is_not_null())
     # Every component but KIR is defined on exactly the scored cases, so they share one set of
@@ -241,12 +293,12 @@ def summarise(per_case: Any, context: Mapping[str, Any]) -> dict[str, float]:
             summary[f"{name}_ci_low"], summary[f"{name}_ci_high"] = intervals[row]
         summary["KIR_ci_low"], summary["KIR_ci_high"] = bootstrap_ci(kir, n_resamples=resamples, seed=seed,
                                                                       level=level)
-    return {name: summary[name] for name in _summary_order(resamples)}
+    return {name: summary[name] for name in _summary_order(resamples, variants)}
 
 
-def _summary_order(resamples: int) -> list[str]:
+def _summary_order(resamples: int, variants: bool) -> list[str]:
     keys = []
-    for name in SCORE_COLUMNS:
+    for name in SUMMARY_COLUMNS + (VARIANT_COLUMNS if variants else ()):
         keys.append(name)
         if resamples:
             keys.extend((f"{name}_ci_low", f"{name}_ci_high"))
@@ -276,4 +328,5 @@ def _shared_bootstrap(matrix: Any, resamples: int, seed: int, level: float) -> l
     return intervals
 
 
-__all__ = ["score_reports", "summarise", "resolve_vocabulary", "extractor_for", "SCORE_COLUMNS"]
+__all__ = ["score_reports", "summarise", "resolve_vocabulary", "extractor_for", "SCORE_COLUMNS",
+           "SUMMARY_COLUMNS", "VARIANT_COLUMNS", "OUTSIDE_SCHEMA_FIELDS"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_metrics._crqs.normalise import normalise_phrase, prepare_text, trie_pattern
+from pathkit_metrics._crqs.normalise import STRUCTURED_ITEM_RE, normalise_phrase, prepare_text, trie_pattern
 
 VOCABULARY_FORMAT = "pathkit-crqs-vocabulary"
 VOCABULARY_VERSION = 1
@@ -53,6 +53,25 @@ _CURATED: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
     ("sclerosing adenosis", _B, False, ()),
     ("columnar cell lesion", _B, False, ("columnar cell change",)),
     ("microcalcification", _B, False, ()),
+    # benign breast changes reported as findings of their own (WHO breast tumours, 5th ed.,
+    # "benign epithelial proliferations" and "fibroepithelial/stromal" chapters)
+    ("pseudoangiomatous stromal hyperplasia", _B, False, ("pash",)),
+    ("apocrine metaplasia", _B, False, ("apocrine change", "apocrine metaplastic change")),
+    ("apocrine adenosis", _B, False, ()),
+    ("duct ectasia", _B, False, ("ductal ectasia", "mammary duct ectasia")),
+    ("fibroadenomatoid change", _B, False, ("fibroadenomatoid changes", "fibroadenomatous change",
+                                            "fibroadenomatoid hyperplasia", "fibroadenomatoid nodule")),
+    ("columnar cell hyperplasia", _B, False, ()),
+    ("adenosis", _B, False, ("blunt duct adenosis",)),
+    ("radial scar", _B, False, ("complex sclerosing lesion",)),
+    ("fat necrosis", _B, False, ()),
+    ("stromal fibrosis", _B, False, ("fibrosis of stroma",)),
+    ("mucocele like lesion", _B, False, ()),
+    ("fibroepithelial lesion", _B, True, ("fibroepithelial tumor", "fibroepithelial neoplasm")),
+    ("foreign body reaction", _B, False, ("foreign body type reaction", "foreign body giant cell reaction",
+                                          "foreign body granuloma", "foreign body type granulomatous reaction")),
+    ("granulomatous mastitis", _B, False, ()),
+    ("gynecomastia", _B, False, ()),
     # cervix
     ("high grade squamous intraepithelial lesion", _P, True, (
         "cin 2", "cin 3", "high grade cervical intraepithelial neoplasia", "severe squamous dysplasia",
@@ -97,6 +116,10 @@ _CURATED: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
     ("chronic nonspecific inflammation", _B, False, ("chronic non specific inflammation",
                                                      "chronic inflammation", "nonspecific chronic inflammation")),
     ("intestinal metaplasia", _B, False, ()),
+    ("erosion", _B, False, ("mucosal erosion", "erosions")),
+    ("ulcer", _B, False, ("ulceration",)),
+    ("lymphoid aggregates", _B, False, ("lymphoid aggregate", "lymphoid follicles")),
+    ("foveolar epithelial hyperplasia", _B, False, ("foveolar hyperplasia",)),
     ("extranodal marginal zone b cell lymphoma of mucosa associated lymphoid tissue", _M, True, (
         "extranodal marginal zone b cell lymphoma of malt type", "malt lymphoma",
         "extranodal marginal zone lymphoma of mucosa associated lymphoid tissue",
@@ -408,7 +431,9 @@ _STRUCTURED_CHUNK_RE = re.compile(
     r"pattern|score|nos|hpv|associated|independent|focus|foci|margin|margins|cores?|fragments?|"
     r"spp|morphologically|note|component)\b.*"
     # "gastric type", "malt type": a subtype qualifier on its own, unlike "... of no special type"
-    r"|(?!.*\bno special type$).*\btype)$"
+    r"|(?!.*\bno special type$).*\btype"
+    # a morphology word that a field rule reads ("... with necrosis"), not a diagnosis of its own
+    r"|(?:focal |extensive |comedo |geographic )?(?:necrosis|hemorrhage|calcification|microcalcification))$"
 )
 _WORD_RE = re.compile(r"[a-z]{2,}")
 
@@ -421,7 +446,14 @@ def candidate_phrases(report: str) -> list[str]:
     header = re.match(r"^[^;\n]{1,120};", text)
     if header and "," in header.group(0):
         text = text[header.end():]
+    return diagnosis_phrases(text)
+
+
+def diagnosis_phrases(text: str) -> list[str]:
+    """The diagnosis phrases of already prepared diagnosis text (`candidate_phrases` without
+    the preparation and the header)."""
     text = _PARENTHETICAL_RE.sub(" ", text)
+    text = STRUCTURED_ITEM_RE.sub("", text)
     text = _KEY_VALUE_RE.sub(" ", text)
     phrases = []
     for chunk in _CHUNK_SPLIT_RE.split(text):
@@ -435,6 +467,32 @@ def candidate_phrases(report: str) -> list[str]:
             continue
         phrases.append(phrase)
     return phrases
+
+
+def read_report_texts(path: str | Path, split: str = "train") -> list[str]:
+    """Report texts from a splits file (`{"train": [{"id", "report"}], ...}`, PathBench/REG
+    format: the texts of `split`) or from any records file `pathkit score` reads."""
+    from pathkit_core.evaluation.records import read_records
+
+    path = Path(path)
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PathkitError(f"{path}: no such file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        data = None  # JSONL or not JSON: let the records reader explain
+    if isinstance(data, dict) and isinstance(data.get(split), list):
+        texts = [row.get("report") if isinstance(row, dict) else row for row in data[split]]
+    elif isinstance(data, dict) and any(isinstance(v, list) for v in data.values()) and split not in data:
+        raise PathkitError(f"{path}: no split {split!r} (splits: {', '.join(sorted(data))})")
+    else:
+        texts = list(read_records(path).values.values())
+    bad = [i for i, text in enumerate(texts) if not isinstance(text, str)]
+    if bad:
+        raise PathkitError(f"{path}: record {bad[0]} has no report text")
+    if not texts:
+        raise PathkitError(f"{path}: no reports")
+    return texts
 
 
 def build_vocabulary(reports: Sequence[str], *, min_count: int = 2) -> Vocabulary:
@@ -468,7 +526,9 @@ __all__ = [
     "NEGATIVE_FOR_MALIGNANCY",
     "CATEGORY_RANK",
     "build_vocabulary",
+    "read_report_texts",
     "candidate_phrases",
+    "diagnosis_phrases",
     "canonical_phrase",
     "categorise",
     "histologic_type_of",
