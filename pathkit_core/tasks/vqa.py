@@ -137,6 +137,9 @@ def evidence_problem(evidence: Any, n_inputs: int, n_sets: int) -> str | None:
     for s in evidence.get("sets") or ():
         if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < n_sets:
             return f"evidence set {s!r} is not a candidate set 0..{n_sets - 1}"
+    overlap = evidence.get("min_overlap", 0.5)
+    if isinstance(overlap, bool) or not isinstance(overlap, int | float) or not 0 < overlap <= 1:
+        return f"evidence min_overlap {overlap!r} must be a fraction of a tile in (0, 1]"
     return None
 
 

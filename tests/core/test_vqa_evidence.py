@@ -41,6 +41,7 @@ def test_candidate_sets_and_evidence_checks():
                       ({"evidence": {"regions": [{"slide": 0, "box": [5, 0, 1, 1]}]}}, "x1 > x0"),
                       ({"evidence": {"sets": [1]}}, "not a candidate set 0..0"),
                       ({"evidence": {}}, "must be"),
+                      ({"evidence": {"sets": [0], "min_overlap": 0}}, "min_overlap 0 must be"),
                       ({"target": 4}, "not a choice index 0..3")):
         assert why in task.check_target(_case(files=files, **meta), None)
 
