@@ -24,8 +24,9 @@ uses each position once). The planted evidence is written with each row (`eviden
 lesion's box (80% of the lesion focus's bounding box) on the slide that shows it, a selected tile
 showing it when a quarter of the tile lies in the box, or for an ESG absence row every candidate
 set. The protocol of the miniature (protocol.json): K = 16 of the N = 60-950 features of a
-question, M = 96 candidates, so that, as on PathoArgus-Bench (K = 512, median N 27k), about 2% of
-the features reach the reader.
+question and M = 48 candidates, so that, as on PathoArgus-Bench (K = 512, median N 27k, up to
+388,637 for M = 10,000), a few percent of the features reach the reader and the candidate limit
+cuts deep into the large cases.
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ from pathkit_core.contracts import PathkitError
 from pathkit_core.workspace import atomic_write_json, atomic_write_text
 from pathkit_datasets._demo_build import already_built, write_slides
 
-DEMO_VERSION = 3
+DEMO_VERSION = 4
 MPP = 1.0
 TILE_PX = 128
-PROTOCOL = {"budget": 16, "candidates": 96}
+PROTOCOL = {"budget": 16, "candidates": 48}
 # (name, normal-tissue colour)
 SITES: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("breast", (232, 160, 205)), ("lung", (214, 138, 160)), ("kidney", (226, 150, 140)))

@@ -95,12 +95,12 @@ class PathoArgus(CohortDataset):
                              "split, question, choices, answer, capability, group, condition, candidate_sets, "
                              "evidence), slide or feature files named in candidate_sets; optional protocol.json "
                              "{\"budget\": K, \"candidates\": M}")
-    # The miniature's demo: the attention reader on tiny-vit features under its K = 16, M = 96.
+    # The miniature's demo: the attention reader on tiny-vit features under its K = 16, M = 48.
     demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "attention-reader"}
 
     @property
     def selection_defaults(self) -> dict[str, Any]:
-        """The K and M a release states in protocol.json (the miniature's: 16 and 96)."""
+        """The K and M a release states in protocol.json (the miniature's: 16 and 48)."""
         path = Path(self.root) / "protocol.json" if self.root is not None else None
         if path is None or not path.is_file():
             return {}

@@ -63,7 +63,8 @@ def spread_over_groups(rows: np.ndarray, groups: np.ndarray, k: int) -> np.ndarr
     if k <= 0:
         return rows[:0]
     order = np.argsort(groups, kind="stable")
-    _, counts = np.unique(groups[order], return_counts=True)
+    cuts = np.flatnonzero(np.diff(groups[order])) + 1  # group boundaries in the sorted order
+    counts = np.diff(np.concatenate([[0], cuts, [len(rows)]]))
     quotas = np.asarray(water_fill(k, counts.tolist()), dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     owner = np.repeat(np.arange(len(counts)), quotas)
