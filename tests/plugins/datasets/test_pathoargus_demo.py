@@ -1,4 +1,4 @@
-"""The synthetic PathoArgus miniature end to end (slow: it builds 256 slides and extracts ~45,000 tiles):
+"""The synthetic PathoArgus miniature end to end (slow: it builds 256 slides and extracts 42,432 tiles):
 `pathoargus` routing keeps the planted evidence of CSI and ESG questions accessible where `flat-topk`
 loses it, and the attention reader on its selections beats the same reader on flat-topk selections,
 the text-only control and the majority position."""
