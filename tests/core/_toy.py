@@ -42,6 +42,10 @@ class ComponentPlugin:
     def register_metrics(self, register):
         self._each(register, "metric")
 
+    @hookimpl
+    def register_selectors(self, register):
+        self._each(register, "selector")
+
 
 def write_toy_features(root: Path, n_cases: int, n_tiles: int, dim: int, prefix: str) -> Path:
     """`<prefix><i:02d>.safetensors` feature files whose class is the sign of feature 0."""

@@ -18,6 +18,8 @@ from pathkit_core.contracts import (
     Metric,
     MetricResult,
     PathkitError,
+    Selection,
+    Selector,
     Task,
     TileSpec,
 )
@@ -368,6 +370,7 @@ def test_vqa_meta_reaches_the_reader_but_the_answer_does_not(fresh_registry, toy
         name = "questions"
         task = TASK_MULTIPLE_CHOICE_VQA
         default_metrics = ("vqa-acc",)
+        selection_defaults = {"selector": "first-rows", "budget": 4, "candidates": 4}
 
         def cases(self, split):
             for case in super().cases(split):
@@ -402,13 +405,24 @@ def test_vqa_meta_reaches_the_reader_but_the_answer_does_not(fresh_registry, toy
             hits = [p["answer"] == r["answer"] for p, r in zip(predictions, references, strict=True)]
             return MetricResult({"accuracy": sum(hits) / len(hits)})
 
-    fresh_registry({"toy": toy_plugin(), "vqa": ComponentPlugin(Questions, Reader, Accuracy)})
+    class FirstRows(Selector):
+        # a third-party selector: the first K rows of the case (the default "pathoargus" is a plugin's)
+        name = "first-rows"
+
+        def select(self, pool, *, budget, candidates):
+            return Selection.of(range(min(budget, pool.n)), pool)
+
+    fresh_registry({"toy": toy_plugin(), "vqa": ComponentPlugin(Questions, Reader, FirstRows, Accuracy)})
     result = run_pipeline(RunSpec(dataset="questions", encoder="precomputed", generator="sign-reader",
                                   dataset_root=toy_root, workdir=tmp_path / "ws", cpu=True), log=lambda _: None)
     assert result.summary["vqa-acc"]["accuracy"] == 1.0
     test_items = [i for i in Reader.items if i["case_id"] >= "c12"]
     assert test_items and all(i["meta"]["question"] == "Is feature 0 positive?" for i in test_items)
     assert all("answer" not in i["meta"] and i["target"] is None for i in test_items)
+    # the budget: K = 4 of the N = 6 rows of each case, recorded with each prediction
+    assert all(len(i["features"]) == 4 and i["tile_set"].tolist() == [0] * 4 for i in test_items)
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    assert metrics["budget"]["available_total"] == 4 * N_TILES and metrics["budget"]["selected_total"] == 16
     assert set(result.baselines) == {"majority-position"}
 
 
