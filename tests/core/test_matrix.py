@@ -7,7 +7,7 @@ import polars as pl
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TileSpec
 
-from .test_pipeline_orchestration import MeanPool, NoEncoder, ToyPlugin, toy_root  # noqa: F401
+from .test_pipeline_orchestration import MeanPool, NoEncoder, toy_plugin, toy_root  # noqa: F401
 
 
 class OtherEncoder(NoEncoder):
@@ -31,7 +31,7 @@ class MatrixPlugin:
 
 
 def test_matrix_runs_every_cell_resumes_and_writes_views(fresh_registry, cli, toy_root, tmp_path):  # noqa: F811
-    fresh_registry({"toy": ToyPlugin(), "matrix": MatrixPlugin()})
+    fresh_registry({"toy": toy_plugin(), "matrix": MatrixPlugin()})
     workdir = tmp_path / "ws"
     common = ["run", "-d", "toy-cohort", "--dataset-root", toy_root, "--workdir", workdir, "--cpu"]
     # a first, interrupted campaign finished only one cell
