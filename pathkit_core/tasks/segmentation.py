@@ -46,7 +46,7 @@ from pathkit_core.wsi.masks import MASK_SUFFIXES
 DEFAULT_TILING: dict[str, Any] = {"overlap": 0.5, "pad_edges": True, "min_tissue_fraction": 0.1}
 # How windows become a mask, per slide (`Case.meta["stitch"]` overrides each).
 STITCH_DEFAULTS: dict[str, Any] = {"blend": "average", "subdivide": 1, "threshold": None,
-                                   "cell_tissue_fraction": 0.5}
+                                   "cell_tissue_fraction": 0.5, "tissue_weighting": True}
 # Windows read from the feature file and predicted at once (memory: this many feature rows).
 CHUNK_ROWS = 4096
 
@@ -260,13 +260,15 @@ def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta:
                                  window0=geo["window0"], slide_mpp=geo["mpp"], subdivide=int(settings["subdivide"]))
     stitched: ProbabilityMap | None = None
     start = 0
+    tissue_fraction = _window_tissue(geo) if settings["tissue_weighting"] else None
     for features, coords in iter_feature_rows(feature_files[0], rows=CHUNK_ROWS):
         raw = predict(model, _window_items(features, coords, start), batch_size=batch_size, accelerator=accelerator,
                       cfg=cfg)
         probs = np.stack([_probabilities(raw[str(start + i)]) for i in range(len(features))])
         if stitched is None:
             stitched = ProbabilityMap(grid, probs.shape[1], settings["blend"])
-        stitched.add(coords.numpy(), probs)
+        weight = None if tissue_fraction is None else tissue_fraction[start:start + len(features)]
+        stitched.add(coords.numpy(), probs, weight)
         start += len(features)
     if stitched is None:
         raise PathkitError(f"segmentation case {case_id}: its feature file has no windows")
@@ -285,6 +287,16 @@ def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta:
             "grid": grid.as_dict(), "blend": settings["blend"], "n_classes": int(probabilities.shape[-1]),
             "slide": {"path": geo["slide_path"], "width0": geo["width0"], "height0": geo["height0"],
                       "mpp": geo["mpp"]}}
+
+
+def _window_tissue(geo: Mapping[str, Any]) -> Any:
+    """Each window's tissue fraction (its tile-manifest row; feature rows follow the manifest), so
+    that windows mostly over glass at the tissue border weigh less in the cells they share."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    column = pq.read_table(geo["manifest"], columns=["tissue_fraction"]).column(0)
+    return np.maximum(column.to_numpy().astype(np.float32), 1e-3)
 
 
 def _tissue(geo: Mapping[str, Any]) -> tuple[Any, Any, tuple[float, float]]:

@@ -1,8 +1,10 @@
 """Tissue composition in regions of a slide: area (mm2) and fraction of each class, from a class map.
 
 A cell counts wholly for its argmax class (what the class map shows a pathologist); regions are
-boolean cell masks (the tumour, the non-tumour tissue, all tissue). Fractions are shares of the
-region's classified area; tissue that no window covered is reported apart as unclassified.
+boolean cell masks: the tumour region (the tumour mask with the holes it encloses filled, so the
+necrosis, fibrosis and inflammation inside a nodule count as the nodule's, as a pathologist's
+outline would), the non-tumour tissue and all tissue. Fractions are shares of the region's
+classified area; tissue that no window covered is counted in the region's area only.
 """
 
 from __future__ import annotations
@@ -34,12 +36,19 @@ def composition(labels: np.ndarray, region: np.ndarray, class_names: Sequence[st
             "classes": classes}
 
 
+def tumour_region(mask: np.ndarray) -> np.ndarray:
+    """The region a tumour mask outlines: the mask with every hole it encloses filled."""
+    import numpy as np
+    from scipy import ndimage as ndi
+
+    return ndi.binary_fill_holes(np.asarray(mask, dtype=bool))
+
+
 def slide_composition(labels: np.ndarray, tumour: np.ndarray, tissue: np.ndarray, class_names: Sequence[str],
                       cell_area_mm2: float) -> dict[str, dict[str, Any]]:
-    """Composition within the tumour region, the non-tumour tissue and all tissue."""
-    import numpy as np
-
-    tumour = np.asarray(tumour, dtype=bool) & tissue
+    """Composition within the tumour region (`tumour_region` of the mask), the non-tumour tissue
+    and all tissue."""
+    tumour = tumour_region(tumour) & tissue
     regions = {"tumour": tumour, "non_tumour_tissue": tissue & ~tumour, "tissue": tissue}
     return {name: composition(labels, mask, class_names, cell_area_mm2) for name, mask in regions.items()}
 

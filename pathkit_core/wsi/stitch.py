@@ -121,8 +121,9 @@ class ProbabilityMap:
         self.weight = np.zeros((grid.height, grid.width), dtype=np.float32)
         self.n_windows = 0
 
-    def add(self, coords: np.ndarray, probabilities: np.ndarray) -> None:
-        """Add windows at level-0 `coords` (N, 2) with class `probabilities` (N, K)."""
+    def add(self, coords: np.ndarray, probabilities: np.ndarray, window_weight: np.ndarray | None = None) -> None:
+        """Add windows at level-0 `coords` (N, 2) with class `probabilities` (N, K), each weighed
+        by `window_weight` (N,) besides the blending weights (e.g. its tissue fraction)."""
         import numpy as np
 
         probs = np.asarray(probabilities, dtype=np.float32)
@@ -131,14 +132,18 @@ class ProbabilityMap:
         cols, rows = self.grid.window_cells(coords)
         if len(cols) != len(probs):
             raise PathkitError(f"stitching got {len(cols)} window positions for {len(probs)} probability rows")
+        own = np.ones(len(probs), dtype=np.float32) if window_weight is None else \
+            np.asarray(window_weight, dtype=np.float32).reshape(-1)
+        if len(own) != len(probs):
+            raise PathkitError(f"stitching got {len(own)} window weights for {len(probs)} windows")
         h, w = self.weight.shape
         for dy in range(self.grid.span):
             for dx in range(self.grid.span):
                 rr, cc = rows + dy, cols + dx
                 ok = (rr >= 0) & (rr < h) & (cc >= 0) & (cc < w)
-                wt = self.weights[dy, dx]
+                wt = self.weights[dy, dx] * own[ok]
                 # window positions are distinct, so for one offset no two windows share a cell
-                self.total[rr[ok], cc[ok]] += probs[ok] * wt
+                self.total[rr[ok], cc[ok]] += probs[ok] * wt[:, None]
                 self.weight[rr[ok], cc[ok]] += wt
         self.n_windows += len(probs)
 

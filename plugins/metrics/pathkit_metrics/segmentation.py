@@ -128,9 +128,11 @@ class SegmentationMetric(Metric):
                    "predicted_mm2": (tp + fp) * px_mm2 if px_mm2 else None,
                    "reference_mm2": (tp + fn) * px_mm2 if px_mm2 else None, "notes": "; ".join(pair.notes)}
             if pair.labels is not None and pair.class_names:
+                from pathkit_core.wsi.quantify import tumour_region
+
                 scope = pair.region if pair.region is not None else True
-                in_pred = _composition(pair.labels, pair.prediction & scope, pair.class_names)
-                in_true = _composition(pair.labels, pair.reference & scope, pair.class_names)
+                in_pred = _composition(pair.labels, tumour_region(pair.prediction) & scope, pair.class_names)
+                in_true = _composition(pair.labels, tumour_region(pair.reference) & scope, pair.class_names)
                 for name in pair.class_names:
                     row[f"{name}_in_predicted"] = in_pred[name]
                     row[f"{name}_in_true"] = in_true[name]
