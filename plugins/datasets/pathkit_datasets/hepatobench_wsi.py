@@ -252,7 +252,7 @@ DEMO_MASK_DOWNSAMPLE = 16
 
 def make_liver_demo(root: Path, *, test_seeds: tuple[int, ...] = DEMO_TEST_SEEDS,
                     train_seeds: tuple[int, ...] = DEMO_TRAIN_SEEDS, size: tuple[int, int] = (6144, 4608),
-                    patches_per_class: int = DEMO_PATCHES_PER_CLASS) -> Path:
+                    patches_per_class: int = DEMO_PATCHES_PER_CLASS, patch_um: float = DEMO_PATCH_UM) -> Path:
     """Write the demo: test slides, their ground truth in both forms, the true class areas, and the
     patch set (docstring of `HepatoBenchWSI.make_demo`)."""
     import numpy as np
@@ -293,10 +293,10 @@ def make_liver_demo(root: Path, *, test_seeds: tuple[int, ...] = DEMO_TEST_SEEDS
         render = layout.renderer()
         rng = np.random.default_rng(seed)
         for k, name in enumerate(CLASSES):
-            for x0, y0 in pure_patch_origins(layout, k, DEMO_PATCH_UM, patches_per_class, rng):
+            for x0, y0 in pure_patch_origins(layout, k, patch_um, patches_per_class, rng):
                 counts[name] += 1
                 file = f"{name}_{counts[name]}.png"
-                pixels = patch_at(layout, render, x0, y0, DEMO_PATCH_UM, DEMO_PATCH_PX)
+                pixels = patch_at(layout, render, x0, y0, patch_um, DEMO_PATCH_PX)
                 out = root / "patches" / folders[name] / file
                 out.parent.mkdir(parents=True, exist_ok=True)
                 with atomic_path(out) as tmp:
