@@ -196,9 +196,17 @@ class SegmentationTask(Task):
                 "tiling": dict(facts.tiling), "predictions_root": str(facts.run_dir)}
 
     def run_summary(self, predictions: Mapping[str, Any], references: Mapping[str, Any]) -> dict[str, Any]:
-        tables = sorted({str(Path(p["quantification"]).parent) for p in predictions.values()
-                         if isinstance(p, Mapping) and p.get("quantification")})
-        return {"segmentation_outputs": tables} if tables else {}
+        """Where the outputs are, and the tissue composition of each slide for the report."""
+        entries = {cid: p for cid, p in predictions.items() if isinstance(p, Mapping) and p.get("composition")}
+        if not entries:
+            return {}
+        classes = list(next(iter(entries.values()))["class_names"])
+        rows = [[cid, f"{p['tissue_mm2']:.3f}", f"{p['foreground_mm2']:.3f}",
+                 *(f"{p['composition']['tissue'].get(c, 0.0):.3f}" for c in classes)] for cid, p in entries.items()]
+        table = {"title": "Tissue composition per slide (share of the tissue's area)",
+                 "columns": ["slide", "tissue mm2", "tumour mask mm2", *classes], "rows": rows}
+        outputs = sorted({str(Path(p["quantification"]).parent) for p in entries.values()})
+        return {"segmentation_outputs": outputs, "tables": [table]}
 
 
 # --------------------------------------------------------------------------- one slide

@@ -233,8 +233,10 @@ class HepatoBenchWSI(CohortDataset):
     # ------------------------------------------------------------------ demo
 
     def make_demo(self, path: str | Path) -> Path:
-        """Synthetic liver slides with known tumour polygons (GeoJSON and mask images) and a patch
-        set cut from four other slides (seven HepatoBench-named folders of 150 px PNGs)."""
+        """Synthetic liver slides with known tumour polygons (`annotations/<id>.geojson`, QuPath's
+        format, and `masks/<id>.png` at downsample 16; the table uses each form for every other
+        slide), their true class areas (`truth/<id>.json`) and a patch set cut from eight other
+        slides (seven HepatoBench-named folders of 150 px PNGs and patch_slides.csv)."""
         root = Path(path)
         if (root / "slides.csv").exists() and (root / "patches" / "patch_slides.csv").exists():
             return root
@@ -269,7 +271,7 @@ def make_liver_demo(root: Path, *, test_seeds: tuple[int, ...] = DEMO_TEST_SEEDS
     )
     from pathkit_datasets.hepatobench import CLASS_FOLDERS
 
-    for sub in ("slides", "masks", "truth", "patches"):
+    for sub in ("slides", "masks", "annotations", "truth", "patches"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     rows = [("slide_path", "mask", "patient_id", "mask_downsample")]
     for i, seed in enumerate(test_seeds):
@@ -277,13 +279,13 @@ def make_liver_demo(root: Path, *, test_seeds: tuple[int, ...] = DEMO_TEST_SEEDS
         layout = liver_layout(seed, *size)
         write_liver_slide(root / "slides" / f"{sid}.tiff", layout, seed=seed)
         tumour = layout.tumour()
-        write_geojson(root / "masks" / f"{sid}.geojson", geojson_features(tumour, "Tumor"))
+        write_geojson(root / "annotations" / f"{sid}.geojson", geojson_features(tumour, "Tumor"))
         frame = MaskFrame.over(layout.width, layout.height, DEMO_MASK_DOWNSAMPLE)
         write_png(root / "masks" / f"{sid}.png", rasterise(tumour, frame))
         atomic_write_json(root / "truth" / f"{sid}.json", {"slide_id": sid, "mpp": layout.mpp,
                                                            "areas_mm2": layout.areas_mm2()})
         # alternate the two ground-truth forms, so the demo reads both
-        mask = f"masks/{sid}.geojson" if i % 2 == 0 else f"masks/{sid}.png"
+        mask = f"annotations/{sid}.geojson" if i % 2 == 0 else f"masks/{sid}.png"
         rows.append((f"slides/{sid}.tiff", mask, f"P-{seed}", "" if i % 2 == 0 else str(DEMO_MASK_DOWNSAMPLE)))
     table = [("patch", "slide_id", "patient_id")]
     folders = {name: folder for folder, name in CLASS_FOLDERS.items()}
