@@ -90,6 +90,9 @@ def register(app: typer.Typer) -> None:
         ),
         mpp: float | None = typer.Option(None, "--slide-mpp", help="Level-0 mpp for slides whose metadata lacks it."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Re-extract slides already extracted."),
+        compile_model: bool = typer.Option(
+            False, "--compile", help="Run the model through torch.compile (falls back to eager if that fails)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ) -> None:
@@ -125,6 +128,7 @@ def register(app: typer.Typer) -> None:
                 enc, items, out, weights_path=weights, batch_size=batch_size, workers=workers,
                 device=device, dtype=dtype, feature_dtype=feature_dtype, progress=not quiet,
                 accelerator=state, allow_download=True if download else None, overwrite=overwrite,
+                compile=compile_model,
             )
         for w in caught:
             err_console.print(f"[yellow]warning:[/] {w.message}", highlight=False)

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import Encoder, PathkitError
 from pathkit_core.distributed import close_process_group_at_exit
+from pathkit_core.features.inference import EncoderRunner, Preprocess, compute_dtype
+from pathkit_core.features.inference import autocast as _autocast  # noqa: F401 - importable here as before
 from pathkit_core.workspace import FileLock, LockTimeout, content_hash
 
 if TYPE_CHECKING:
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
 
 DEFAULT_BATCH_SIZE = 64
 _STATUS_FLUSH_SECONDS = 5.0
-_PRECISIONS = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16",
-               "bf16": "bfloat16", "bfloat16": "bfloat16"}
 
 
 @dataclass
@@ -142,17 +142,6 @@ def default_workers(device: torch.device) -> int:
     return max(1, min(8, (os.cpu_count() or 2) - 1))
 
 
-def compute_dtype(encoder: Encoder, device: torch.device, dtype: str | None) -> str:
-    """The autocast dtype: the encoder's precision on GPU, float32 on CPU, unless `dtype` says."""
-    if dtype not in (None, "auto"):
-        if dtype not in _PRECISIONS:
-            raise PathkitError(f"unknown dtype {dtype!r}; use auto, fp32, fp16 or bf16")
-        return _PRECISIONS[dtype]
-    if device.type == "cpu":
-        return "float32"
-    return _PRECISIONS.get(encoder.precision, "float32")
-
-
 # --------------------------------------------------------------------------- weights identity
 
 
@@ -197,17 +186,19 @@ class _SlideTiles:
     """Map-style dataset over the tiles of several manifests, fetched a batch at a time.
 
     `__getitems__` reads a batch of one slide through the calling process's own reader and
-    applies the encoder's preprocessing; a read error comes back as data (the slide is
-    marked failed and the run goes on) instead of killing the loader.
+    applies the host half of the preprocessing (`Preprocess.host`: resampling and the
+    encoder's transform, unless both run on the GPU, when the regions leave as read, uint8);
+    a read error comes back as data (the slide is marked failed and the run goes on) instead
+    of killing the loader.
     """
 
-    def __init__(self, manifests: Sequence[Manifest], encoder: Encoder) -> None:
+    def __init__(self, manifests: Sequence[Manifest], preprocess: Preprocess) -> None:
         from pathkit_core.wsi.reader import TileReader
 
         # Readers are built here, in the main process: workers then only index numpy arrays
         # (polars is not fork-safe) and open their own slide handle on first read.
         self.readers = [TileReader(m) for m in manifests]
-        self.encoder = encoder
+        self.preprocess = preprocess
         self.offsets = [0]
         for r in self.readers:
             self.offsets.append(self.offsets[-1] + len(r))
@@ -224,20 +215,22 @@ class _SlideTiles:
         return self.readers[slide]
 
     def __getitems__(self, indices: list[int]) -> dict[str, Any]:
-        import numpy as np
         import torch
 
         slide = bisect.bisect_right(self.offsets, indices[0]) - 1
         rows = [i - self.offsets[slide] for i in indices]
+        reader = self.readers[slide]
         try:
             reader = self._reader_for(slide)
-            tiles = np.stack([reader[r] for r in rows])
-            pixels = self.encoder.transform(tiles)
+            tiles = reader.read_batch(rows, resample=not self.preprocess.on_device)
+            pixels = self.preprocess.host(tiles, reader.tile_px)
         except Exception as exc:  # noqa: BLE001 - any tile failure fails the slide, not the run
             self.readers[slide].close()
             self._open_slide = -1
-            return {"slide": slide, "rows": rows, "pixels": None, "error": f"{type(exc).__name__}: {exc}"}
-        return {"slide": slide, "rows": torch.as_tensor(rows), "pixels": pixels, "error": ""}
+            return {"slide": slide, "rows": rows, "pixels": None, "tile_px": reader.tile_px,
+                    "error": f"{type(exc).__name__}: {exc}"}
+        return {"slide": slide, "rows": torch.as_tensor(rows), "pixels": pixels, "tile_px": reader.tile_px,
+                "error": ""}
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         return self.__getitems__([index])
@@ -311,13 +304,15 @@ def extract_features(
     allow_download: bool | None = None,
     overwrite: bool = False,
     verify_slides: bool = True,
+    compile: bool = False,  # noqa: A002 - torch's name
 ) -> list[ExtractResult]:
     """Extract features for every manifest into `<out_dir>/<encoder>/<slide_id>.safetensors`.
 
     Resumable: a slide whose file was made from the same manifest, weights and feature dtype
     is skipped. Failures (unreadable tiles, slide changed since tiling, NaN/Inf, degenerate
     features, row-count mismatch) are recorded with their reason and the run goes on.
-    Returns the results of this process's shard.
+    Returns the results of this process's shard. `compile=True` runs the model through
+    `torch.compile`, falling back to the eager model with a warning if that fails.
     """
     import torch
 
@@ -384,7 +379,8 @@ def extract_features(
             }
             _run(jobs, enc, model, dev, precision, feature_dtype, batch_size, workers,
                  out_dir, context, pending, results, progress=progress and rank == 0,
-                 extraction_key=lambda job: _extraction_key(job, weights_id, arch, feature_dtype))
+                 extraction_key=lambda job: _extraction_key(job, weights_id, arch, feature_dtype),
+                 compile=compile)
     finally:
         for job in jobs:
             if job.lock is not None:
@@ -427,10 +423,21 @@ def _warn_tile_spec(enc: Encoder, manifests: Sequence[Manifest], rank: int) -> N
 
 
 def _extraction_key(job: _SlideJob, weights_id: str, arch: str, feature_dtype: str) -> str:
-    return content_hash(
-        {"manifest": job.manifest_sha256, "weights": weights_id, "architecture": arch, "dtype": feature_dtype},
-        length=32,
-    )
+    parts = {"manifest": job.manifest_sha256, "weights": weights_id, "architecture": arch, "dtype": feature_dtype}
+    resampling = tile_resampling(job.manifest)
+    if resampling:  # features of resampled tiles depend on the filter; exact-resolution ones do not
+        parts["resampling"] = resampling
+    return content_hash(parts, length=32)
+
+
+def tile_resampling(manifest: Manifest) -> str:
+    """The reader's resampling filter when any tile of the manifest is resampled, else ''."""
+    from pathkit_core.wsi.resample import RESAMPLING
+
+    tiles = manifest.tiles
+    if tiles.height == 0 or (tiles["read_px"] == tiles["tile_px"]).all():
+        return ""
+    return RESAMPLING
 
 
 def _prepare(
@@ -560,6 +567,7 @@ def _finish(
         manifest_sha256=job.manifest_sha256,
         encoder_tile_px=str(enc.tile_spec.tile_px),
         encoder_mpp=repr(float(enc.tile_spec.mpp)),
+        tile_resampling=tile_resampling(m),
         extraction_key=key,
         qc=qc.as_dict(),
         status=qc.status,
@@ -586,16 +594,6 @@ def _finish(
         _fail(job, qc.reason, enc, out_dir, pending, results, qc=qc.as_dict())
 
 
-def _autocast(device: torch.device, precision: str) -> Any:
-    import contextlib
-
-    import torch
-
-    if precision == "float32":
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=getattr(torch, precision))
-
-
 def _run(
     jobs: list[_SlideJob],
     enc: Encoder,
@@ -612,13 +610,15 @@ def _run(
     *,
     progress: bool,
     extraction_key: Any,
+    compile: bool = False,  # noqa: A002 - torch's name
 ) -> None:
     import torch
     from torch.utils.data import DataLoader
 
     from pathkit_core.features import store
 
-    dataset = _SlideTiles([j.manifest for j in jobs], enc)
+    runner = EncoderRunner(enc, model, dev, precision=precision, compile=compile)
+    dataset = _SlideTiles([j.manifest for j in jobs], runner.preprocess)
     extra: dict[str, Any] = {"prefetch_factor": 4, "persistent_workers": False} if workers > 0 else {}
     loader = DataLoader(
         dataset,
@@ -633,8 +633,13 @@ def _run(
     expected_dim = int(getattr(enc, "feature_dim", enc.embed_dim) or 0)
     total = sum(j.n_tiles for j in jobs)
     last_flush = time.monotonic()
-    with _progress_bar(progress, total, enc.name) as bar, torch.inference_mode():
-        for batch in loader:
+
+    def pixels(batch: dict[str, Any]) -> Any:
+        # Nothing to encode for a failed read, or for the rest of a slide that already failed.
+        return None if batch["error"] or jobs[batch["slide"]].failed else batch["pixels"]
+
+    with _progress_bar(progress, total, enc.name) as bar:
+        for batch, out in runner.stream(loader, pixels=pixels, tile_px=lambda b: b["tile_px"]):
             job = jobs[batch["slide"]]
             n = len(batch["rows"])
             bar.advance(n)
@@ -645,8 +650,6 @@ def _run(
             if batch["error"]:
                 _fail(job, f"reading tiles failed: {batch['error']}", enc, out_dir, pending, results)
                 continue
-            with _autocast(dev, precision):
-                out = model(batch["pixels"].to(dev, non_blocking=True))
             if out.ndim != 2 or out.shape[0] != n or (expected_dim and out.shape[1] != expected_dim):
                 raise PathkitError(
                     f"encoder {enc.name!r} returned shape {tuple(out.shape)} for a batch of {n} tiles; "
@@ -656,7 +659,7 @@ def _run(
                 job.buffer = torch.empty(job.n_tiles, out.shape[1], dtype=out_type)
             # Rounding to the storage dtype here keeps one slide's buffer small; NaN and
             # overflow survive the cast, so QC still sees them.
-            job.buffer[batch["rows"]] = out.float().to(job.buffer.dtype).cpu()
+            job.buffer[batch["rows"]] = out.to(job.buffer.dtype)
             job.filled += n
             if job.filled == job.n_tiles:
                 _finish(job, enc, out_dir, feature_dtype, context, extraction_key(job), pending, results)

@@ -274,16 +274,18 @@ def _collect(result: ImageEncoding, path: Path, shard: dict[str, Any], weights_i
 
 
 class _ModelRunner:
-    """The encoder loaded once, run over batches of decoded images."""
+    """The encoder loaded once and run over batches of decoded images by the shared
+    `EncoderRunner` (inference mode, autocast, the next batch prepared while the model runs)."""
 
     def __init__(self, enc: Encoder, weights: Path | None, weights_id: str, device: str | None, dtype: str | None,
                  allow_download: bool | None) -> None:
-        from pathkit_core.features.extract import _load_model, _pick_device, compute_dtype
+        from pathkit_core.features.extract import _load_model, _pick_device
+        from pathkit_core.features.inference import EncoderRunner, compute_dtype
 
         self.enc = enc
         self.dev = _pick_device(device, None)
-        self.precision = compute_dtype(enc, self.dev, dtype)
-        self.model = _load_model(enc, self.dev, weights, allow_download)
+        model = _load_model(enc, self.dev, weights, allow_download)
+        self.runner = EncoderRunner(enc, model, self.dev, precision=compute_dtype(enc, self.dev, dtype))
 
     def encode(self, refs: list[str], prep: Preprocessing, batch_size: int, workers: int | None,
                bar: Any) -> tuple[Any, list[int], dict[int, str]]:
@@ -291,33 +293,31 @@ class _ModelRunner:
         import torch
         from torch.utils.data import DataLoader
 
-        from pathkit_core.features.extract import _autocast, default_workers
+        from pathkit_core.features.extract import default_workers
 
         n_workers = default_workers(self.dev) if workers is None else workers
         loader = DataLoader(_Images(refs, prep), batch_size=batch_size, num_workers=n_workers,
                             collate_fn=_collate)
-        # uint8 pixels travel to the device (a quarter of float32's bytes) and are normalised there
-        scale = (1.0 / (255.0 * torch.tensor(prep.std))).view(1, 3, 1, 1).to(self.dev)
-        shift = (torch.tensor(prep.mean) / torch.tensor(prep.std)).view(1, 3, 1, 1).to(self.dev)
-        pin = self.dev.type == "cuda"
+        # the whole image, resized without a crop, normalised with the encoder's mean and std:
+        # a float batch, which the runner hands to the model as it is
+        scale = (1.0 / (255.0 * torch.tensor(prep.std))).view(1, 3, 1, 1)
+        shift = (torch.tensor(prep.mean) / torch.tensor(prep.std)).view(1, 3, 1, 1)
+
+        def pixels(batch: list[tuple[int, Any, str]]) -> Any:
+            good = [arr for _, arr, _ in batch if arr is not None]
+            if not good:
+                return None
+            x = torch.from_numpy(np.stack(good)).permute(0, 3, 1, 2).float()
+            return (x * scale - shift).contiguous()
+
         outputs, kept, failed = [], [], {}
-        with torch.inference_mode():
-            for batch in loader:
-                good = [(i, arr) for i, arr, _ in batch if arr is not None]
-                failed.update({i: why for i, arr, why in batch if arr is None})
-                bar.advance(len(batch))
-                if not good:
-                    continue
-                pixels = torch.from_numpy(np.stack([arr for _, arr in good]))
-                pixels = (pixels.pin_memory() if pin else pixels).to(self.dev, non_blocking=True)
-                x = (pixels.permute(0, 3, 1, 2).float() * scale - shift).contiguous()
-                with _autocast(self.dev, self.precision):
-                    out = self.model(x)
-                if out.ndim != 2 or out.shape[0] != len(good):
-                    raise PathkitError(f"encoder {self.enc.name!r} returned shape {tuple(out.shape)} for "
-                                       f"{len(good)} images")
-                outputs.append(out.float().to(torch.float16).cpu())
-                kept.extend(i for i, _ in good)
+        for batch, features in self.runner.stream(loader, pixels=pixels):
+            failed.update({i: why for i, arr, why in batch if arr is None})
+            bar.advance(len(batch))
+            if features is None:
+                continue
+            outputs.append(features.to(torch.float16))
+            kept.extend(i for i, arr, _ in batch if arr is not None)
         dim = int(outputs[0].shape[1]) if outputs else int(self.enc.embed_dim)
         feats = torch.cat(outputs) if outputs else torch.empty(0, dim, dtype=torch.float16)
         return feats, kept, failed

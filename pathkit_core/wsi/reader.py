@@ -4,27 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
 from pathkit_core.workspace import sha256_file
 from pathkit_core.wsi.manifest import Manifest, read_manifest
+from pathkit_core.wsi.resample import resize_tiles
 from pathkit_core.wsi.tiff_direct import DirectTiffLevels, direct_enabled
 
 if TYPE_CHECKING:
     import numpy as np
 
-
-
-def _resize(tile: np.ndarray, size: int) -> np.ndarray:
-    import numpy as np
-    from PIL import Image
-
-    # Antialiased downsampling (Lanczos) and smooth upsampling from the read level to the
-    # target resolution; OpenSlide's own read is nearest-level only.
-    return np.asarray(Image.fromarray(tile).resize((size, size), Image.Resampling.LANCZOS))
 
 
 class _TileReaderBase:
@@ -54,6 +46,7 @@ class _TileReaderBase:
         self._handle: Any = None
         self._pid: int | None = None
         self._scratch: Any = None  # reused uint32 read buffer
+        self._raw: Any = None  # reused regions of read_batch before resampling
         if not self.slide_path.exists():
             raise PathkitError(
                 f"{self.slide_path}: slide of manifest {self.manifest.path} not found (pass "
@@ -90,15 +83,58 @@ class _TileReaderBase:
         out_px = int(self._tile_px[i])
         same = read_px == out_px and out is not None and out.flags.c_contiguous
         tile = self._region(i, int(self._level[i]), read_px, out if same else None)
-        if read_px == out_px:
-            if out is not None and tile is not out:
-                out[...] = tile
-                return out
-            return tile
-        resized = _resize(tile, out_px)
+        if read_px != out_px:
+            tile = resize_tiles(tile, out_px)
+        if out is not None and tile is not out:
+            out[...] = tile
+            return out
+        return tile
+
+    def read_batch(
+        self, rows: Sequence[int] | np.ndarray, out: np.ndarray | None = None, *, resample: bool = True
+    ) -> np.ndarray:
+        """Tiles `rows` as one uint8 (B, tile_px, tile_px, 3) array, resampled as one batch.
+
+        `resample=False` returns the regions as read, (B, read_px, read_px, 3), for a caller that
+        resamples them elsewhere (on the GPU: `pathkit_core.wsi.resample.resize_tiles`); rows
+        of different read sizes are then resampled here all the same. `out` receives the tiles.
+        """
+        import numpy as np
+
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        n = len(self)
+        if rows.size and (rows.min() < -n or rows.max() >= n):
+            raise IndexError(f"tile rows out of range for {n} tiles")
+        rows = rows % n if n else rows
+        read_sizes = np.unique(self._read_px[rows])
+        tile_sizes = np.unique(self._tile_px[rows])
+        if len(read_sizes) > 1 or len(tile_sizes) > 1:  # not from pathkit's tiler: one tile at a time
+            tiles = np.stack([self.read(int(i)) for i in rows])
+            return self._into(tiles, out)
+        read_px = int(read_sizes[0]) if rows.size else self.tile_px
+        tile_px = int(tile_sizes[0]) if rows.size else self.tile_px
+        if read_px == tile_px or not resample:
+            direct_out = out is not None and out.flags.c_contiguous and out.shape[1] == read_px
+            raw = out if direct_out else np.empty((rows.size, read_px, read_px, 3), dtype=np.uint8)
+            self._read_regions(rows, read_px, raw)
+            return raw if direct_out else self._into(raw, out)
+        if self._raw is None or self._raw.shape[0] < rows.size or self._raw.shape[1] != read_px:
+            self._raw = np.empty((rows.size, read_px, read_px, 3), dtype=np.uint8)
+        raw = self._raw[: rows.size]
+        self._read_regions(rows, read_px, raw)
+        return self._into(resize_tiles(raw, tile_px), out)
+
+    def _read_regions(self, rows: np.ndarray, read_px: int, out: np.ndarray) -> None:
+        for j, i in enumerate(rows):
+            tile = self._region(int(i), int(self._level[i]), read_px, out[j])
+            if tile is not out[j]:
+                out[j] = tile
+
+    @staticmethod
+    def _into(tiles: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         if out is None:
-            return resized
-        out[...] = resized
+            return tiles
+        out[...] = tiles
         return out
 
     def _region(self, i: int, level: int, px: int, out: np.ndarray | None) -> np.ndarray:
@@ -170,6 +206,7 @@ class _TileReaderBase:
         state["_decoder"] = None
         state["_pid"] = None
         state["_scratch"] = None
+        state["_raw"] = None
         return state
 
 
@@ -229,8 +266,7 @@ def _batch_worker(
             free.acquire()
             slot = worker * slots + j % slots
             start, stop = k * batch_size, min(n, (k + 1) * batch_size)
-            for i in range(start, stop):
-                reader.read(i, out=buf[slot, i - start])
+            reader.read_batch(range(start, stop), out=buf[slot, : stop - start])
             ready.put((k, slot, stop - start, None))
     except BaseException as exc:  # noqa: BLE001 - reported to the consumer, which raises it
         ready.put((k, -1, 0, str(exc) or type(exc).__name__))
@@ -274,8 +310,7 @@ def iter_tile_batches(
         for start in range(0, n, batch_size):
             stop = min(n, start + batch_size)
             out = reuse if reuse is not None else np.empty((batch_size, tile_px, tile_px, 3), np.uint8)
-            for i in range(start, stop):
-                reader.read(i, out=out[i - start])
+            reader.read_batch(range(start, stop), out=out[: stop - start])
             yield np.arange(start, stop), out[: stop - start]
         reader.close()
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -88,8 +89,9 @@ class ConchVisionTower(nn.Module):
     """CONCH v1.5 vision encoder: ViT-L/16 trunk + attentional pooler (1 query) + LayerNorm.
 
     The trunk holds a 14 x 14 (224 px) position grid; 448 px inputs (28 x 28 patches) use
-    the grid resampled per forward pass (`interpolate_grid_pos_embed`). The embedding is the
-    pooled, LayerNorm-ed contrastive token before the text-alignment projection (768-d).
+    the grid resampled (`interpolate_grid_pos_embed`): per forward pass when gradients may
+    flow, once per grid size and weights version under `torch.inference_mode`. The embedding
+    is the pooled, LayerNorm-ed contrastive token before the text-alignment projection (768-d).
     """
 
     def __init__(self, trunk: nn.Module, pooler_dim: int = 768, pooler_heads: int = 8) -> None:
@@ -98,6 +100,19 @@ class ConchVisionTower(nn.Module):
         context_dim = int(trunk.embed_dim)
         self.attn_pool_contrast = AttentionalPooler(pooler_dim, context_dim, n_head=pooler_heads, n_queries=1)
         self.ln_contrast = nn.LayerNorm(pooler_dim)
+        self._grid_cache: tuple[tuple[Any, ...], torch.Tensor] | None = None
+
+    def position_embedding(self, grid_h: int, grid_w: int) -> torch.Tensor:
+        """Class + patch position embeddings for a (grid_h, grid_w) patch grid."""
+        pos = self.trunk.pos_embed
+        if not torch.is_inference_mode_enabled():
+            return interpolate_grid_pos_embed(pos, grid_h, grid_w)
+        # Keyed by the parameter's storage and version: loading weights or moving the module
+        # changes them, so a stale grid is never used.
+        key = (grid_h, grid_w, pos.data_ptr(), pos._version, pos.device, pos.dtype)
+        if self._grid_cache is None or self._grid_cache[0] != key:
+            self._grid_cache = (key, interpolate_grid_pos_embed(pos, grid_h, grid_w))
+        return self._grid_cache[1]
 
     def tokens(self, x: torch.Tensor) -> torch.Tensor:
         trunk = self.trunk
@@ -109,7 +124,7 @@ class ConchVisionTower(nn.Module):
             batch, _, dim = patches.shape
             grid_h = x.shape[-2] // trunk.patch_embed.patch_size[0]
             grid_w = x.shape[-1] // trunk.patch_embed.patch_size[1]
-        pos = interpolate_grid_pos_embed(trunk.pos_embed, grid_h, grid_w)
+        pos = self.position_embedding(grid_h, grid_w)
         tokens = torch.cat([trunk.cls_token.expand(batch, -1, -1), patches], dim=1) + pos
         tokens = trunk.norm_pre(trunk.patch_drop(trunk.pos_drop(tokens)))
         return trunk.norm(trunk.blocks(tokens))

@@ -65,6 +65,9 @@ class ViTTileEncoder(Encoder):
     crop_px: ClassVar[int | None] = None  # centre crop after resizing, if any
     interpolation: ClassVar[str] = "bilinear"
     random_init_seed: ClassVar[int] = 0  # used only when an encoder ships no checkpoint
+    # `transform` is plain torch on the batch's device: on a GPU the extraction runner sends
+    # uint8 tiles there and resamples and normalises them on the device.
+    transform_on_device: ClassVar[bool] = True
 
     def __init__(self, arch_overrides: Mapping[str, Any] | None = None) -> None:
         self.arch_overrides: dict[str, Any] = dict(arch_overrides or {})
@@ -83,7 +86,22 @@ class ViTTileEncoder(Encoder):
         return {k: resolve_reference(v) for k, v in cls.arch_kwargs.items()}
 
     def architecture(self) -> dict[str, Any]:
-        return {**self.base_architecture(), **self.arch_overrides}
+        return self.sized_for_input({**self.base_architecture(), **self.arch_overrides})
+
+    def sized_for_input(self, arch: dict[str, Any]) -> dict[str, Any]:
+        """`arch` with timm's `dynamic_img_size` on only where the model input is not the size
+        its position grid was built for (CONCH v1.5: 448 px on a 224 px grid).
+
+        The public loaders build most of these encoders with `dynamic_img_size=True`; at the
+        native input size that changes no number (tested per encoder) but costs a layout change
+        and a position-embedding check per forward pass, so pathkit builds the fixed-size model.
+        An explicit `dynamic_img_size` (an override) is kept.
+        """
+        if "dynamic_img_size" not in arch:
+            img_size = arch.get("img_size", 224)
+            native = tuple(img_size) if isinstance(img_size, (tuple, list)) else (img_size, img_size)
+            arch = {**arch, "dynamic_img_size": native != (self.input_px, self.input_px)}
+        return arch
 
     def architecture_label(self) -> str:
         label = f"{self.name} ({self.timm_name})"
@@ -227,8 +245,8 @@ class ViTTileEncoder(Encoder):
         if self.crop_px is not None and tuple(batch.shape[-2:]) != (self.crop_px, self.crop_px):
             batch = TF.center_crop(batch, [self.crop_px, self.crop_px])
         out = batch.to(torch.float32).div_(255.0)
-        mean = torch.tensor(self.mean, dtype=torch.float32).view(1, 3, 1, 1)
-        std = torch.tensor(self.std, dtype=torch.float32).view(1, 3, 1, 1)
+        mean = torch.tensor(self.mean, dtype=torch.float32, device=out.device).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, dtype=torch.float32, device=out.device).view(1, 3, 1, 1)
         return out.sub_(mean).div_(std).contiguous()
 
     @property

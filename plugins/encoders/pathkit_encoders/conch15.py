@@ -62,7 +62,6 @@ class Conch15Encoder(ViTTileEncoder):
         qkv_bias=True,
         init_values=1.0,
         num_classes=0,
-        dynamic_img_size=True,
     )
 
     def _split_overrides(self) -> tuple[dict[str, Any], dict[str, int]]:
@@ -70,7 +69,7 @@ class Conch15Encoder(ViTTileEncoder):
         pooler = dict(self.pooler_defaults)
         for key, value in self.arch_overrides.items():
             (pooler if key in pooler else trunk)[key] = value
-        return trunk, pooler
+        return self.sized_for_input(trunk), pooler
 
     def architecture(self) -> dict[str, Any]:
         trunk, pooler = self._split_overrides()

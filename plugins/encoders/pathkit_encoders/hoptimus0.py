@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import PretrainedWeights
@@ -23,8 +23,6 @@ class HOptimus0Encoder(HOptimus1Encoder):
         citation="Saillard, C. et al. H-optimus-0 (2024). https://github.com/bioptimus/releases",
         gated=False,
     )
-    # The public loaders build H-optimus-0 with a fixed input size (dynamic_img_size=False).
-    arch_kwargs: ClassVar[dict[str, Any]] = {**HOptimus1Encoder.arch_kwargs, "dynamic_img_size": False}
 
 
 @hookimpl

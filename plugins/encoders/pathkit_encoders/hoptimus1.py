@@ -41,7 +41,6 @@ class HOptimus1Encoder(ViTTileEncoder):
         init_values=1e-5,
         global_pool="token",
         num_classes=0,
-        dynamic_img_size=True,
     )
 
 

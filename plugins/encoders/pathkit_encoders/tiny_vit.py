@@ -45,7 +45,6 @@ class TinyViTEncoder(ViTTileEncoder):
         num_heads=2,
         mlp_ratio=2.0,
         num_classes=0,
-        dynamic_img_size=True,
     )
 
 

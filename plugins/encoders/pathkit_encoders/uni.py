@@ -41,7 +41,6 @@ class UniEncoder(ViTTileEncoder):
         patch_size=16,
         init_values=1e-5,
         num_classes=0,
-        dynamic_img_size=True,
     )
 
 

@@ -49,7 +49,6 @@ class Uni2hEncoder(ViTTileEncoder):
         mlp_layer="@timm.layers.SwiGLUPacked",
         act_layer="@torch.nn.SiLU",
         reg_tokens=8,
-        dynamic_img_size=True,
     )
 
 

@@ -46,7 +46,6 @@ class Virchow2Encoder(ViTTileEncoder):
         num_classes=0,
         mlp_layer="@timm.layers.SwiGLUPacked",
         act_layer="@torch.nn.SiLU",
-        dynamic_img_size=True,
     )
 
 

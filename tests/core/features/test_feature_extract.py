@@ -15,13 +15,7 @@ from pathkit_core.workspace import sha256_file
 from pathkit_core.wsi.manifest import read_manifest
 from tests.core.features.conftest import NaNOnDarkEncoder, PixelStatsEncoder
 
-
-@pytest.fixture(autouse=True)
-def _threads():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _by_id(results):
@@ -103,14 +97,14 @@ def test_a_slide_changed_since_tiling_is_failed(tmp_path):
 def test_unreadable_tiles_fail_only_their_slide(tiled_slides, tmp_path, monkeypatch):
     from pathkit_core.wsi import reader
 
-    original = reader._TileReaderBase.read
+    original = reader._TileReaderBase._region
 
-    def flaky(self, i):
+    def flaky(self, i, *args):
         if self.manifest.slide_id == "dark-02" and i == 3:
             raise PathkitError("tile 3 cannot be decoded")
-        return original(self, i)
+        return original(self, i, *args)
 
-    monkeypatch.setattr(reader._TileReaderBase, "read", flaky)
+    monkeypatch.setattr(reader._TileReaderBase, "_region", flaky)
     results = _by_id(extract_features(PixelStatsEncoder(), tiled_slides["tiles"], tmp_path, batch_size=2,
                                       workers=0, progress=False))
     assert results["pink-01"].status == "ok"
@@ -193,3 +187,38 @@ def test_cpu_bf16_autocast_when_asked(tiled_slides, tmp_path):
     results = extract_features(PixelStatsEncoder(), tiled_slides["tiles"], tmp_path, workers=0,
                                dtype="bf16", progress=False)
     assert all(store.read_features(r.path).meta["compute_dtype"] == "bfloat16" for r in results)
+
+
+@pytest.mark.realdata
+def test_cmu1_features_are_those_of_the_batch_resampled_tiles_and_near_the_lanczos_ones(realdata, tmp_path):
+    """CMU-1-Small-Region (0.499 um/px: every 257-px read resampled to 256) through tiny-vit:
+    the stored features are the model's on the batch-resampled tiles, and within the stated
+    tolerance (docs/wsi.md section 5) of the features of the former per-tile Lanczos tiles."""
+    import warnings
+
+    from PIL import Image
+
+    from pathkit_core.plugins import get_component
+    from pathkit_core.wsi.reader import TileReader
+    from pathkit_core.wsi.resample import RESAMPLING
+    from pathkit_core.wsi.tiling import TilingParams, tile_slide
+
+    result = tile_slide(realdata / "slides" / "CMU-1-Small-Region.svs", tmp_path / "tiles",
+                        TilingParams(target_mpp=0.5, tile_px=256, min_tissue_area_mm2=0.0))
+    enc = get_component("encoder", "tiny-vit")()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # another tile spec than tiny-vit's: allowed
+        [r] = extract_features(enc, tmp_path / "tiles", tmp_path / "f", batch_size=8, workers=0,
+                               feature_dtype="float32", progress=False)
+    ff = store.read_features(r.path)
+    assert r.status == "ok" and ff.meta["tile_resampling"] == RESAMPLING
+    regions = TileReader(read_manifest(result.manifest_path)).read_batch(range(r.n_tiles), resample=False)
+    model = enc.load()
+    lanczos = np.stack([np.asarray(Image.fromarray(t).resize((256, 256), Image.Resampling.LANCZOS)) for t in regions])
+    with torch.inference_mode():
+        ours = model(enc.transform(TileReader(read_manifest(result.manifest_path)).read_batch(range(r.n_tiles))))
+        former = model(enc.transform(lanczos))
+    torch.testing.assert_close(ff.features, ours, rtol=0, atol=1e-6)
+    rel = (ff.features - former).norm(dim=1) / former.norm(dim=1)
+    assert float(rel.max()) <= 0.005
+    assert float(torch.nn.functional.cosine_similarity(ff.features, former).min()) >= 0.9999

@@ -52,9 +52,19 @@ def test_resampling_from_the_exact_mpp(synthetic_slides, tmp_path):
     m = read_manifest(tile_slide(synthetic_slides["tissue"], tmp_path, params, mpp=0.45).manifest_path)
     assert (m.tiles["read_px"] == 71).all() and (m.tiles["level"] == 0).all()
     row = m.tiles.row(5, named=True)
-    raw = openslide.OpenSlide(str(m.slide_path)).read_region((row["x"], row["y"]), 0, (71, 71))
-    expected = np.asarray(raw.convert("RGB").resize((64, 64), Image.Resampling.LANCZOS))
-    assert np.array_equal(TileReader(m)[5], expected)
+    raw = openslide.OpenSlide(str(m.slide_path)).read_region((row["x"], row["y"]), 0, (71, 71)).convert("RGB")
+    pillow = np.asarray(raw.resize((64, 64), Image.Resampling.BICUBIC)).astype(int)
+    reader = TileReader(m)
+    tile = reader[5]
+    assert tile.shape == (64, 64, 3)
+    # Pillow's antialiased bicubic to two grey levels of fixed-point rounding (docs/wsi.md).
+    assert np.abs(tile.astype(int) - pillow).max() <= 2
+    # One tile or a batch: the same pixels; and the regions as read when the caller resamples.
+    batch = reader.read_batch([4, 5, 6])
+    assert np.array_equal(batch[1], tile)
+    assert np.array_equal(batch, np.stack([reader[i] for i in (4, 5, 6)]))
+    regions = reader.read_batch([5], resample=False)
+    assert regions.shape == (1, 71, 71, 3) and np.array_equal(regions[0], np.asarray(raw))
 
 
 def test_workers_open_their_own_handles_and_match_in_process(tiled):
@@ -118,14 +128,14 @@ def test_batches_from_the_shared_memory_ring_are_the_reader_tiles_in_order(tiled
 def test_a_worker_error_reaches_the_consumer(tiled, monkeypatch):
     from pathkit_core.wsi import reader
 
-    original = reader._TileReaderBase.read
+    original = reader._TileReaderBase._region
 
-    def broken(self, i, out=None):
+    def broken(self, i, *args):
         if i == 9:
             raise PathkitError("tile 9 cannot be decoded")
-        return original(self, i, out)
+        return original(self, i, *args)
 
-    monkeypatch.setattr(reader._TileReaderBase, "read", broken)  # forked workers inherit it
+    monkeypatch.setattr(reader._TileReaderBase, "_region", broken)  # forked workers inherit it
     with pytest.raises(PathkitError, match="tile 9 cannot be decoded"):
         for _ in reader.iter_tile_batches(tiled, batch_size=4, workers=2):
             pass

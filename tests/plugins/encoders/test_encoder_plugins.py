@@ -110,6 +110,58 @@ def test_tiny_checkpoint_round_trip_through_the_real_loading_path(name, tmp_path
     assert not any(p.requires_grad for p in loaded.parameters())
 
 
+ALL_ENCODERS = sorted([*PUBLISHED, "tiny-vit", "tiny-vit-wide"])
+
+
+def _small(name, **extra):
+    """A small configuration of `name`'s architecture (tiny-vit is small already)."""
+    if name.startswith("tiny-vit"):
+        return _encoder(name, **extra)
+    return _encoder(name, **(TINY_CONCH if name == "conch15" else TINY), **extra)
+
+
+@pytest.mark.parametrize("name", ALL_ENCODERS)
+def test_fixed_size_build_gives_the_features_of_the_dynamic_size_build(name):
+    """Built for the native input size, every encoder returns what the public loaders'
+    `dynamic_img_size=True` build returns there; only CONCH v1.5, whose 448 px input runs on a
+    224 px position grid, keeps the dynamic patch embedding."""
+    fixed, dynamic = _small(name), _small(name, dynamic_img_size=True)
+    assert fixed.architecture()["dynamic_img_size"] is (name == "conch15")
+    with seeded(4):
+        want_model = dynamic.wrap(dynamic.build_backbone("cpu")).eval()
+    got_model = fixed.wrap(fixed.build_backbone("cpu")).eval()
+    got_model.load_state_dict(want_model.state_dict())
+    x = torch.randn(3, 3, fixed.input_px, fixed.input_px, generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        want, got = want_model(x), got_model(x)
+    assert got.shape == (3, fixed.feature_dim)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    if name != "conch15":  # a fixed-size model refuses another input size instead of resampling
+        with pytest.raises(AssertionError, match="doesn't match model"), torch.inference_mode():
+            got_model(torch.zeros(1, 3, fixed.input_px + 16, fixed.input_px + 16))
+
+
+def test_conch_reuses_its_resampled_position_grid_only_while_the_weights_are_unchanged():
+    with seeded(0):
+        tower = _tiny("conch15").build_backbone("cpu").eval()
+    x = torch.randn(2, 3, 448, 448, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        fresh = tower(x)  # no cache outside inference mode
+    assert tower._grid_cache is None
+    with torch.inference_mode():
+        first, second = tower(x), tower(x)
+        cached = tower._grid_cache[1]
+        assert tower.position_embedding(28, 28) is cached
+    torch.testing.assert_close(first, fresh, rtol=0, atol=0)
+    torch.testing.assert_close(second, fresh, rtol=0, atol=0)
+    with torch.no_grad():
+        tower.trunk.pos_embed.mul_(2.0)  # new weights: the grid is resampled again
+    with torch.inference_mode():
+        changed = tower(x)
+        assert tower.position_embedding(28, 28) is not cached
+    assert not torch.allclose(changed, fresh)
+
+
 def test_pickle_checkpoint_loads_like_safetensors(tmp_path):
     from safetensors.torch import load_file
 
