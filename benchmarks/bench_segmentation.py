@@ -31,9 +31,9 @@ HERE = Path(__file__).resolve()
 def knn_head(dim: int, n_classes: int = 7, per_class: int = 40, seed: int = 0):
     """A kNN head (the `knn` generator) over random class-centred training features."""
     import torch
+    from pathkit_generators.knn import KNearestNeighbours
 
     from pathkit_core.contracts import GeneratorSpec
-    from pathkit_generators.knn import KNearestNeighbours
 
     g = torch.Generator().manual_seed(seed)
     centres = torch.randn(n_classes, dim, generator=g)
@@ -70,10 +70,11 @@ def segment(model, feature_file: Path, run_dir: Path, tile_spec, tiling, class_n
 
 
 def overhead(pairs: int, cache: Path) -> None:
-    from pathkit_core.features.extract import extract_features
-    from pathkit_core.wsi.tiling import TilingParams, tile_slides
     from pathkit_datasets._liver_synthetic import liver_layout, write_liver_slide
     from pathkit_encoders.tiny_vit import TinyViTEncoder
+
+    from pathkit_core.features.extract import extract_features
+    from pathkit_core.wsi.tiling import TilingParams, tile_slides
 
     slide = cache / "liver-201.tiff"
     if not slide.exists():
@@ -186,8 +187,9 @@ def memory(sizes: list[int], cache: Path) -> None:
         row = json.loads(out.stdout.strip().splitlines()[-1])
         map_mb = row["cells"][0] * row["cells"][1] * 8 * 4 / 2**20
         print(f"  {size:>7,} px: {row['windows']:>7,} windows, map {row['cells'][0]} x {row['cells'][1]} cells "
-              f"({map_mb:.1f} MB), peak RSS {row['peak_rss_mb']:.0f} MB ({row['peak_rss_mb'] - row['after_imports_mb']:.0f}"
-              f" MB above the process before it), {row['seconds']:.1f} s")
+              f"({map_mb:.1f} MB), peak RSS {row['peak_rss_mb']:.0f} MB "
+              f"({row['peak_rss_mb'] - row['after_imports_mb']:.0f} MB above the process before it), "
+              f"{row['seconds']:.1f} s")
 
 
 def main() -> None:

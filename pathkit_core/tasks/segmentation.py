@@ -171,8 +171,8 @@ class SegmentationTask(Task):
     def write_predictions(self, path: Path, predictions: Mapping[str, Any], ids: Sequence[str],
                           facts: RunFacts) -> Path:
         from pathkit_core.training.trainer import write_predictions
-        from pathkit_core.wsi.quantify import composition_table
         from pathkit_core.workspace import atomic_write_with
+        from pathkit_core.wsi.quantify import composition_table
 
         folder = output_folder(path)
         index, rows = {}, []
@@ -257,8 +257,8 @@ def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta:
 
     from pathkit_core.features.store import iter_feature_rows
     from pathkit_core.training.trainer import predict
-    from pathkit_core.wsi.stitch import ProbabilityMap, StitchGrid, tissue_cells
     from pathkit_core.workspace import atomic_write_with
+    from pathkit_core.wsi.stitch import ProbabilityMap, StitchGrid, tissue_cells
 
     if len(feature_files) != 1:
         raise PathkitError(f"segmentation case {case_id}: one slide per case, got {len(feature_files)} feature files")
@@ -324,12 +324,12 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
     """Write one slide's outputs from its staged map: (its index entry, its composition rows)."""
     import numpy as np
 
+    from pathkit_core.workspace import atomic_write_with
     from pathkit_core.wsi.mask_tiff import write_mask_tiff
     from pathkit_core.wsi.masks import MaskFrame, geojson_features, vectorise, write_geojson
     from pathkit_core.wsi.overlay import class_colours, draw_overlay, write_overlay
     from pathkit_core.wsi.quantify import composition_rows, slide_composition
     from pathkit_core.wsi.stitch import class_map, foreground_mask
-    from pathkit_core.workspace import atomic_write_with
 
     entry = {k: v for k, v in prediction.items() if k != "staged"}
     staged = prediction.get("staged")
@@ -381,7 +381,8 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
                  quantification=str((folder / "quantification.parquet").relative_to(run_dir))
                  if folder.is_relative_to(run_dir) else str(folder / "quantification.parquet"),
                  foreground_mm2=found["tumour"]["area_mm2"], tissue_mm2=found["tissue"]["area_mm2"],
-                 composition={r: {c: round(v["fraction"], 6) for c, v in f["classes"].items()} for r, f in found.items()})
+                 composition={r: {c: round(v["fraction"], 6) for c, v in f["classes"].items()}
+                              for r, f in found.items()})
     return entry, composition_rows(case_id, found)
 
 

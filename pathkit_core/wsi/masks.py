@@ -142,7 +142,8 @@ def frame_on_slide(raster: RasterMask, slide_size: tuple[int, int], slide_mpp: f
     if downsample is None:
         stated = mask_mpp if mask_mpp is not None else raster.mpp
         if stated is not None and slide_mpp:
-            downsample, source = stated / slide_mpp, ("given mask mpp" if mask_mpp is not None else "its resolution tags")
+            source = "given mask mpp" if mask_mpp is not None else "its resolution tags"
+            downsample = stated / slide_mpp
     if downsample is None:
         dx, dy, source = W0 / w, H0 / h, "the two sizes"
         if abs(dx - dy) > max(dx, dy) / min(w, h) + 1e-9 and abs(dx / dy - 1) > 0.01:

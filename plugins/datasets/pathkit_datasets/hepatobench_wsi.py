@@ -154,7 +154,7 @@ class HepatoBenchWSI(CohortDataset):
         out = []
         for slide in find_slides([slides_dir]):
             sid = slide_id_for(slide)
-            masks = [root / "masks" / f"{sid}{ext}" for ext in MASK_SUFFIXES if (root / "masks" / f"{sid}{ext}").exists()]
+            masks = [p for ext in MASK_SUFFIXES if (p := root / "masks" / f"{sid}{ext}").exists()]
             if len(masks) != 1:
                 raise PathkitError(f"dataset {self.name!r}: slide {slide.name} needs exactly one mask "
                                    f"masks/{sid}.<{'|'.join(e.lstrip('.') for e in MASK_SUFFIXES)}>; found "

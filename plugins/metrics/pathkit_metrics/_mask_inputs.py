@@ -118,7 +118,8 @@ def run_pair(prediction: Mapping[str, Any], reference: Mapping[str, Any], option
         truth = _region_on(frame, ref.geometry, None)
     else:
         ref_frame = frame_on_slide(ref, size0, slide_mpp, downsample=_number(reference, "mask_downsample"),
-                                   mask_mpp=_number(reference, "mask_mpp"), slide_name=f"slide {reference.get('slide')}")
+                                   mask_mpp=_number(reference, "mask_mpp"),
+                                   slide_name=f"slide {reference.get('slide')}")
         truth = _region_on(frame, _foreground(ref, reference.get("foreground_value")), ref_frame)
     if pred_cells is None:
         return MaskPair(np.zeros(frame.shape, dtype=bool), truth, frame, None, None, [], notes + ["empty prediction"])
@@ -184,3 +185,16 @@ def file_pair(prediction: str | Path, reference: str | Path, options: Mapping[st
     else:
         pred, truth = base_mask, other(ref_path)
     return MaskPair(pred, truth, frame, notes=notes)
+
+
+def array_pair(prediction: Any, reference: Any, options: Mapping[str, Any]) -> MaskPair:
+    """Two masks given as arrays (nested lists: the Hugging Face `evaluate` interface) of one shape;
+    non-zero (or `foreground_value`) is foreground."""
+    import numpy as np
+
+    pred, ref = np.asarray(prediction), np.asarray(reference)
+    if pred.shape != ref.shape or pred.ndim != 2:
+        raise PathkitError(f"mask arrays must be 2-D and of one shape; got {pred.shape} and {ref.shape}")
+    value = options.get("foreground_value")
+    fg = (lambda a: a == value) if value is not None else (lambda a: a != 0)
+    return MaskPair(fg(pred), fg(ref), MaskFrame(pred.shape[1], pred.shape[0]))

@@ -16,6 +16,9 @@ Options (`--option KEY=VALUE`, or a dataset's metric options):
   GeoJSON in the raster's pixel frame).
 - `mask_classes`: GeoJSON classifications that form the foreground (default: every area feature);
   `foreground_value`: the raster value of the foreground (default: any non-zero value).
+
+Predictions and references may also be 2-D arrays of one shape (nested lists: the Hugging Face
+`evaluate` interface). docs/segmentation.md, "Scoring".
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ class SegmentationMetric(Metric):
                 context: Mapping[str, Any] | None = None) -> MetricResult:
         import polars as pl
 
-        from pathkit_metrics._mask_inputs import file_pair, run_pair
+        from pathkit_metrics._mask_inputs import array_pair, file_pair, run_pair
 
         context = dict(context or {})
         options = dict(context.get("options") or {})
@@ -109,6 +112,8 @@ class SegmentationMetric(Metric):
                     if not isinstance(ref, Mapping):
                         raise PathkitError(f"a run prediction needs a ground-truth record, got {str(ref)[:60]!r}")
                     pair = run_pair(pred, ref, options, root, region)
+                elif not isinstance(pred, str | Path):
+                    pair = array_pair(pred, ref, options)
                 else:
                     pair = file_pair(pred, ref["mask"] if isinstance(ref, Mapping) else ref, options)
             except PathkitError as exc:
@@ -147,8 +152,8 @@ class SegmentationMetric(Metric):
                                    "resolution_um_per_px": sorted(resolutions, key=str)}
         if composition_rows:
             names = [c.removesuffix("_in_true") for c in frame.columns if c.endswith("_in_true")]
-            details["tables"] = [{"title": "Tissue composition: fraction of each class inside the predicted / the "
-                                           "true tumour region", "columns": ["slide", *names], "rows": composition_rows}]
+            title = "Tissue composition: fraction of each class inside the predicted / the true tumour region"
+            details["tables"] = [{"title": title, "columns": ["slide", *names], "rows": composition_rows}]
         return MetricResult(summary, frame, details)
 
     @staticmethod

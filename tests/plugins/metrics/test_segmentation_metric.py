@@ -62,7 +62,7 @@ def test_pathkit_score_gives_numpys_dice_and_iou_under_each_rule(cli, hand_made)
         out = cli("score", "--metric", "segmentation", "-p", pred, "-r", ref, "--option", f"empty={rule}", "--json")
         assert out.exit_code == 0, out.output
         results[rule] = json.loads(out.stdout)["segmentation"]
-    for rule, s in results.items():
+    for s in results.values():
         assert s["Dice_pooled"] == dice and s["IoU_pooled"] == iou  # the empty slide adds no pixel
         assert s["n_cases"] == 2 and s["n_empty_reference"] == 1 and s["n_empty_both"] == 1
     assert results["seed"]["Dice"] == dice / 2 and results["seed"]["IoU"] == iou / 2  # s2 scores 0
@@ -110,10 +110,23 @@ def test_masks_at_other_resolutions_meet_on_the_reference_grid(tmp_path):
 def test_options_are_checked_and_missing_slides_listed(cli, hand_made, tmp_path):
     pred, ref, _, _ = hand_made
     with pytest.raises(PathkitError, match="empty='zero'"):
-        SegmentationMetric().compute([str(pred / "s1.png")], [str(ref / "s1.png")], context={"options": {"empty": "zero"}})
+        SegmentationMetric().compute([str(pred / "s1.png")], [str(ref / "s1.png")],
+                                     context={"options": {"empty": "zero"}})
     with pytest.raises(PathkitError, match="region=tissue needs a run's tissue masks"):
         SegmentationMetric().compute([str(pred / "s1.png")], [str(ref / "s1.png")],
                                      context={"options": {"region": "tissue"}})
     (pred / "s2.png").unlink()
     out = cli("score", "-m", "segmentation", "-p", pred, "-r", ref)
     assert out.exit_code != 0 and "missing from" in out.output and "s2" in out.output
+
+
+def test_arrays_through_the_evaluate_interface(hand_made):
+    from pathkit_core.evaluation.hf_evaluate import as_evaluate_module
+
+    _, _, a, b = hand_made
+    dice, iou = numpy_scores(a, b)
+    module = as_evaluate_module("segmentation")
+    out = module.compute(predictions=[a.astype(float).tolist()], references=[b.astype(float).tolist()])
+    assert out["Dice"] == pytest.approx(dice, abs=1e-12) and out["IoU"] == pytest.approx(iou, abs=1e-12)
+    with pytest.raises(PathkitError, match="one shape"):
+        SegmentationMetric().compute([a[:5]], [b])
