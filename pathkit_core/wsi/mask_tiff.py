@@ -45,31 +45,47 @@ def level_sizes(width0: int, height0: int) -> list[tuple[int, int, int]]:
     return out
 
 
+def _block_sums(flags: np.ndarray, r0: np.ndarray, r1: np.ndarray, c0: np.ndarray, c1: np.ndarray) -> np.ndarray:
+    """Sum of `flags` over each block [r0, r1) x [c0, c1) (broadcast arrays), by a summed-area table."""
+    import numpy as np
+
+    sat = np.zeros((flags.shape[0] + 1, flags.shape[1] + 1), dtype=np.int64)
+    if flags.size:
+        np.cumsum(np.cumsum(flags, axis=0, dtype=np.int64), axis=1, out=sat[1:, 1:])
+    r0, r1 = np.clip(r0, 0, flags.shape[0]), np.clip(r1, 0, flags.shape[0])
+    c0, c1 = np.clip(c0, 0, flags.shape[1]), np.clip(c1, 0, flags.shape[1])
+    return sat[r1, c1] - sat[r0, c1] - sat[r1, c0] + sat[r0, c0]
+
+
 def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample: int) -> Iterator[bytes]:
-    """Deflate-compressed tiles of one level, each pixel the cell under its centre."""
+    """Deflate-compressed tiles of one level, each pixel the cell under its centre. Which tiles lie
+    on one value is found for the whole level at once (summed-area tables of where neighbouring
+    cells differ), so those, most of a slide, cost a cache lookup."""
     import numpy as np
 
     rows_n, cols_n = cells.shape
+    n_ty, n_tx = math.ceil(height / TILE), math.ceil(width / TILE)
+    row_of = np.minimum(((np.arange(n_ty * TILE) + 0.5) * downsample / cell0).astype(np.int64), rows_n - 1)
+    col_of = np.minimum(((np.arange(n_tx * TILE) + 0.5) * downsample / cell0).astype(np.int64), cols_n - 1)
+    r0, r1 = row_of[::TILE][:, None], row_of[TILE - 1::TILE][:, None]
+    c0, c1 = col_of[::TILE][None, :], col_of[TILE - 1::TILE][None, :]
+    across = _block_sums(cells[:, 1:] != cells[:, :-1], r0, r1 + 1, c0, c1)
+    down = _block_sums(cells[1:, :] != cells[:-1, :], r0, r1, c0, c1 + 1)
+    whole = ((np.arange(n_ty) + 1) * TILE <= height)[:, None] & ((np.arange(n_tx) + 1) * TILE <= width)[None, :]
+    uniform = (across == 0) & (down == 0) & whole
     cache: dict[int, bytes] = {}
-    for ty in range(0, height, TILE):
-        ys = (ty + np.arange(TILE) + 0.5) * downsample
-        rows = np.minimum((ys / cell0).astype(np.int64), rows_n - 1)
-        inside_y = (ty + np.arange(TILE)) < height
-        for tx in range(0, width, TILE):
-            xs = (tx + np.arange(TILE) + 0.5) * downsample
-            cols = np.minimum((xs / cell0).astype(np.int64), cols_n - 1)
-            inside_x = (tx + np.arange(TILE)) < width
-            block = cells[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
-            full = bool(inside_x.all() and inside_y.all())
-            if full and block.size and block.min() == block.max():
-                value = int(block.flat[0])
+    for ty in range(n_ty):
+        rows = row_of[ty * TILE:(ty + 1) * TILE]
+        for tx in range(n_tx):
+            if uniform[ty, tx]:
+                value = int(cells[rows[0], col_of[tx * TILE]])
                 if value not in cache:
                     cache[value] = zlib.compress(np.full((TILE, TILE), value, dtype=np.uint8).tobytes(), 6)
                 yield cache[value]
                 continue
-            tile = cells[rows[:, None], cols[None, :]].astype(np.uint8)
-            tile[~inside_y, :] = 0  # beyond the image edge: padding, not tissue
-            tile[:, ~inside_x] = 0
+            tile = cells[rows[:, None], col_of[None, tx * TILE:(tx + 1) * TILE]].astype(np.uint8)
+            tile[max(0, height - ty * TILE):, :] = 0  # beyond the image edge: padding, not tissue
+            tile[:, max(0, width - tx * TILE):] = 0
             yield zlib.compress(np.ascontiguousarray(tile).tobytes(), 6)
 
 
