@@ -20,6 +20,7 @@ tissue and all tissue). docs/segmentation.md.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
@@ -156,6 +157,10 @@ class SegmentationTask(Task):
         return None
 
     def output(self, prediction: Any, case: Case, dataset: Dataset) -> Any:
+        if case.input_kind != INPUT_SLIDES:  # a validation patch: a patch classifier's prediction
+            from pathkit_core.tasks.classification import PatchClassificationTask
+
+            return PatchClassificationTask().output(prediction, case, dataset)
         classes = list(dataset.class_names())
         foreground = case.target["foreground"]
         settings = stitch_settings(case.meta)
@@ -185,10 +190,15 @@ class SegmentationTask(Task):
             atomic_write_with(folder / "quantification.parquet", table.write_parquet)
             atomic_write_with(folder / "quantification.csv", table.write_csv)
         written = write_predictions(path, index, ids)
+        staging = set()
         for cid in ids:  # staged maps are removed once everything they became is written
             staged = predictions[cid].get("staged")
             if staged:
                 Path(staged).unlink(missing_ok=True)
+                staging.add(Path(staged).parent)
+        for folder_left in staging:
+            with contextlib.suppress(OSError):
+                folder_left.rmdir()
         return written
 
     def metric_context(self, dataset: Dataset, facts: RunFacts) -> dict[str, Any]:
