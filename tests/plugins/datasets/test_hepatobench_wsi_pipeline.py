@@ -43,8 +43,8 @@ def check_outputs(run_dir, slide_ids, size):
 
 def test_a_small_cohort_runs_the_whole_chain(cli, tmp_path):
     root = make_liver_demo(tmp_path / "data", test_seeds=(101,), train_seeds=(1, 2, 3, 4, 5, 6, 7, 8),
-                           size=(1536, 1152), patches_per_class=3, patch_um=24.0)
-    output, run_dir, metrics = run(cli, root, tmp_path / "work", "--dataset-option", "window_um=24")
+                           size=(1536, 1152), patches_per_class=3, patch_um=32.0)
+    output, run_dir, metrics = run(cli, root, tmp_path / "work", "--dataset-option", "window_um=64")
     scores = metrics["metrics"]["segmentation"]
     for key in ("Dice", "IoU", "precision", "recall", "F1", "Dice_pooled", "n_empty_reference", "composition_MAE"):
         assert key in scores, key
@@ -52,7 +52,7 @@ def test_a_small_cohort_runs_the_whole_chain(cli, tmp_path):
     assert metrics["details"]["segmentation"]["region"] == "tissue"
     check_outputs(run_dir, ["LIVER-101"], (1536, 1152))
     prediction = json.loads((run_dir / "predictions.jsonl").read_text().splitlines()[0])["prediction"]
-    assert prediction["grid"]["cell_px0"] == 24.0 and prediction["grid"]["span"] == 2  # 50 % overlap
+    assert prediction["grid"]["cell_px0"] == 64.0 and prediction["grid"]["span"] == 2  # 50 % overlap
     assert "Tissue composition" in (run_dir / "report.html").read_text()
     # the written masks scored from the files alone, against the PNG ground truth (its finer grid)
     rescored = cli("score", "-m", "segmentation", "-p", run_dir / "segmentation" / "masks", "-r", root / "masks",
@@ -60,7 +60,7 @@ def test_a_small_cohort_runs_the_whole_chain(cli, tmp_path):
     assert rescored.exit_code == 0, rescored.output
     assert 0.0 <= json.loads(rescored.stdout)["segmentation"]["Dice"] <= 1.0
     # a rerun reuses every stage
-    again, _, _ = run(cli, root, tmp_path / "work", "--dataset-option", "window_um=24")
+    again, _, _ = run(cli, root, tmp_path / "work", "--dataset-option", "window_um=64")
     assert "finished; reusing its results" in again
 
 
