@@ -70,7 +70,7 @@ def _region_on(frame: MaskFrame, geometry_or_raster: Any, source: MaskFrame | No
     return resample(geometry_or_raster, source, frame).astype(bool)
 
 
-def _read_reference(path: Path, options: Mapping[str, Any], classes: list[str] | None) -> Any:
+def _read_mask_file(path: Path, classes: list[str] | None) -> Any:
     from pathkit_core.wsi.masks import read_geojson, read_raster
 
     if _is_geojson(path):
@@ -91,8 +91,9 @@ def run_pair(prediction: Mapping[str, Any], reference: Mapping[str, Any], option
 
     ref_path = Path(reference["mask"])
     classes = _classes(reference.get("mask_classes") or options.get("mask_classes"))
-    ref = _read_reference(ref_path, options, classes)
-    notes = list(getattr(ref, "repaired", []) and [f"repaired: {'; '.join(ref.repaired)}"])
+    ref = _read_mask_file(ref_path, classes)
+    repaired = getattr(ref, "repaired", None)
+    notes = [f"repaired: {'; '.join(repaired)}"] if repaired else []
     if prediction.get("map"):
         path = Path(prediction["map"])
         path = path if path.is_absolute() or root is None else root / path
@@ -147,7 +148,7 @@ def file_pair(prediction: str | Path, reference: str | Path, options: Mapping[st
         if _number(options, "downsample") is None:
             raise PathkitError(f"segmentation: {pred_path.name} and {ref_path.name} are both GeoJSON; give "
                                "--option downsample=D (GeoJSON units per evaluation pixel) to rasterise them")
-        shapes = [_read_reference(p, options, classes) for p in (pred_path, ref_path)]
+        shapes = [_read_mask_file(p, classes) for p in (pred_path, ref_path)]
         maxx = max((s.geometry.bounds[2] for s in shapes if not s.geometry.is_empty), default=downsample)
         maxy = max((s.geometry.bounds[3] for s in shapes if not s.geometry.is_empty), default=downsample)
         frame = MaskFrame.over(maxx, maxy, downsample)
@@ -168,7 +169,7 @@ def file_pair(prediction: str | Path, reference: str | Path, options: Mapping[st
 
     def other(path: Path) -> Any:
         if _is_geojson(path):
-            shape = _read_reference(path, options, classes)
+            shape = _read_mask_file(path, classes)
             if shape.repaired:
                 notes.append(f"{path.name} repaired: {'; '.join(shape.repaired)}")
             check_within(shape, base_frame, f"mask {base_path.name}")

@@ -55,7 +55,7 @@ def test_a_slide_that_gave_patches_is_refused_with_the_list(small_demo, tmp_path
     # a training slide (it gave patches) listed as a test slide, with its mask
     absolute = [[str(small_demo / r[0]), str(small_demo / r[1]), *r[2:]] for r in table]
     write_rows(leaky, [header, *absolute, [str(small_demo / "slides" / "LIVER-3.tiff"),
-                                           str(small_demo / "masks" / "LIVER-101.geojson"), "P-3", ""]])
+                                           str(small_demo / "annotations" / "LIVER-101.geojson"), "P-3", ""]])
     (small_demo / "slides" / "LIVER-3.tiff").write_bytes((small_demo / "slides" / "LIVER-101.tiff").read_bytes())
     with pytest.raises(PathkitError, match=r"1 test slide\(s\) gave patches .*LIVER-3 \(\d+ patches\)"):
         HepatoBenchWSI(small_demo, table=str(leaky), workdir=tmp_path).splits()
@@ -69,7 +69,7 @@ def test_the_folder_layout_and_its_errors(small_demo, tmp_path):
     (root / "slides").mkdir(parents=True)
     (root / "masks").mkdir()
     (root / "slides" / "A.tiff").write_bytes((small_demo / "slides" / "LIVER-101.tiff").read_bytes())
-    (root / "masks" / "A.geojson").write_bytes((small_demo / "masks" / "LIVER-101.geojson").read_bytes())
+    (root / "masks" / "A.geojson").write_bytes((small_demo / "annotations" / "LIVER-101.geojson").read_bytes())
     ds = HepatoBenchWSI(root, patches=str(small_demo / "patches"), workdir=tmp_path)
     assert ds.splits()["test"] == ["A"]
     (root / "masks" / "A.png").write_bytes((small_demo / "masks" / "LIVER-101.png").read_bytes())
