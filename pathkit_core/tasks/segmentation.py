@@ -133,6 +133,7 @@ class SegmentationTask(Task):
                 batch_size: int, cfg: Any) -> dict[str, Any]:
         """Each test slide's windows streamed through the model into its probability map (staged in
         the run folder until `write_predictions` renders the outputs)."""
+        from pathkit_core.progress import ProgressBar
         from pathkit_core.training.trainer import make_accelerator
 
         specs = getattr(items, "specs", None)
@@ -141,8 +142,6 @@ class SegmentationTask(Task):
         accelerator = make_accelerator(cfg)
         quiet = dataclasses.replace(cfg, progress=False)
         staging = facts.run_dir / f".segmentation-staging-{os.getpid()}"
-        from pathkit_core.progress import ProgressBar
-
         out: dict[str, Any] = {}
         with ProgressBar("segment", len(specs), "slides", enabled=cfg.progress) as bar:
             for spec in specs:
