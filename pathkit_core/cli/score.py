@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -16,6 +17,20 @@ from pathkit_core.cli.common import (
     user_errors,
 )
 from pathkit_core.contracts import PathkitError
+
+
+def _warn_flagged(per_case: Any) -> None:
+    from pathkit_core.evaluation.runner import INPUT_FLAGS
+
+    if per_case is None or INPUT_FLAGS not in per_case.columns:
+        return
+    flagged = per_case.filter(per_case[INPUT_FLAGS] != "")
+    if flagged.height:
+        first = flagged.row(0, named=True)
+        err_console.print(
+            f"[yellow]warning:[/] {flagged.height} case(s) have damaged text ({INPUT_FLAGS} in the per-case "
+            f"table), e.g. {first['id']}: {first[INPUT_FLAGS]}", highlight=False, soft_wrap=True,
+        )
 
 
 def register(app: typer.Typer) -> None:
@@ -39,10 +54,14 @@ def register(app: typer.Typer) -> None:
             read_records,
         )
         from pathkit_core.evaluation.runner import score, write_results
+        from pathkit_core.workspace import check_writable_dir
 
-        pred_file = read_records(predictions)
+        if out is not None:
+            check_writable_dir(out, "--out")  # before scoring, so no score is lost at the end
+        whole = _whole_records(split_names(metric))
+        pred_file = read_records(predictions, whole=whole)
         if references is not None:
-            refs = read_records(references).values
+            refs = read_records(references, whole=whole).values
         elif pred_file.references is not None:
             refs = pred_file.references
         else:
@@ -61,6 +80,7 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             write_results(result, out, extra={"predictions": str(predictions), "references": str(references),
                                               "dataset": dataset, "n_cases": len(ids)})
+        _warn_flagged(result.per_case)
         if as_json:
             print_json(result.summary)
             return
@@ -68,3 +88,17 @@ def register(app: typer.Typer) -> None:
         print_table(f"scores over {len(ids)} cases", ["metric", "score", "value"], rows)
         if out is not None:
             console.print(f"results written to {out}")
+
+
+def _whole_records(names: list[str]) -> bool:
+    """Whether the metrics read whole records (`Metric.whole_records`); one call cannot mix both."""
+    from pathkit_core.plugins import get_plugin_manager
+
+    registry = get_plugin_manager()
+    wants = {name: bool(getattr(registry.get("metric", name), "whole_records", False)) for name in names}
+    if len(set(wants.values())) > 1:
+        whole = ", ".join(n for n, w in wants.items() if w)
+        plain = ", ".join(n for n, w in wants.items() if not w)
+        raise PathkitError(f"metric(s) {whole} read whole records and {plain} read one value per record: "
+                           "score them in separate calls")
+    return any(wants.values())

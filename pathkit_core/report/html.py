@@ -124,6 +124,12 @@ def write_run_report(run_dir: str | Path) -> Path:
         where = f" Kept in <code>{html.escape(str(split['file']))}</code>." if split.get("file") else ""
         parts.append(f"<h2>Split</h2><p>{html.escape(str(split.get('description', '')))}"
                      f"{' (' + html.escape(sizes) + ' cases)' if sizes else ''}.{drawn}{where}</p>")
+    for section in metrics.get("report_sections") or ():
+        # task facts the task asks to show (VQA: the budget, available and selected features)
+        values = metrics.get(section)
+        if isinstance(values, dict) and values:
+            parts.append(f"<h2>{html.escape(section.replace('_', ' ').capitalize())}</h2>")
+            parts.append(_table(["fact", "value"], [[k, v] for k, v in values.items()]))
     if "distinct_prediction_fraction" in metrics:
         parts.append(f"<p>Distinct predictions: {metrics['distinct_prediction_fraction']:.3f} of cases.</p>")
     parts.extend(_details_section(metrics.get("details") or {}))
