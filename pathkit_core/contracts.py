@@ -531,6 +531,14 @@ class Task(Component):
     prediction_format: ClassVar[str] = "any JSON value"
     # Names of the baselines `baseline_predictions` can make, scored beside every model.
     baselines: ClassVar[tuple[str, ...]] = ()
+    # Other task types whose generators also solve this one (segmentation: any patch-classification
+    # head, applied window by window), besides generators that name this task in their `tasks`.
+    generator_tasks: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def solved_by(cls, generator: type[Generator]) -> bool:
+        """Whether `generator` can serve this task: it names the task, or one of `generator_tasks`."""
+        return cls.name in generator.tasks or bool(set(cls.generator_tasks) & set(generator.tasks))
 
     # ------------------------------------------------------------------ targets
 
@@ -646,7 +654,8 @@ class Task(Component):
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
         out.update(inputs=list(cls.inputs), target_format=cls.target_format,
-                   prediction_format=cls.prediction_format, baselines=list(cls.baselines))
+                   prediction_format=cls.prediction_format, baselines=list(cls.baselines),
+                   generator_tasks=list(cls.generator_tasks))
         return out
 
 

@@ -38,8 +38,10 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def score_cmd(
         metric: list[str] = typer.Option(..., "--metric", "-m", help="Metric name(s), comma-separated."),
-        predictions: Path = typer.Option(..., "--predictions", "-p", help="REG JSON list, JSONL or PathBench JSON."),
-        references: Path | None = typer.Option(None, "--references", "-r", help="References (not for PathBench)."),
+        predictions: Path = typer.Option(..., "--predictions", "-p", help="REG JSON list, JSONL, PathBench JSON, "
+                                         "or a folder of per-case files (masks: s1.png, ...)."),
+        references: Path | None = typer.Option(None, "--references", "-r",
+                                               help="References file or folder (not for PathBench)."),
         dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset (selects e.g. the CRQS schema)."),
         out: Path | None = typer.Option(None, "--out", "-o", help="Write metrics.json and per_case.parquet here."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),

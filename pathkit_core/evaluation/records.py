@@ -91,12 +91,40 @@ class _KeyCounter:
         return sorted({k for keys in objects for k in keys})
 
 
+def file_id(name: str) -> str:
+    """A per-case file's id: its name without its extension (`s1.png`, `s1.ome.tiff` -> `s1`)."""
+    lower = name.lower()
+    for double in (".ome.tiff", ".ome.tif"):
+        if lower.endswith(double) and len(name) > len(double):
+            return name[: -len(double)]
+    return name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+
+
+def read_folder(path: Path) -> RecordFile:
+    """A folder of one file per case (mask images, GeoJSON, ...): each file's path keyed by its id
+    (`file_id`); hidden files and sub-folders are ignored, two files of one id are an error."""
+    values: dict[str, Any] = {}
+    for child in sorted(path.iterdir()):
+        if child.name.startswith(".") or not child.is_file():
+            continue
+        rid = file_id(child.name)
+        if rid in values:
+            raise PathkitError(f"{path}: two files for id {rid!r} ({Path(values[rid]).name}, {child.name}); keep one")
+        values[rid] = str(child)
+    if not values:
+        raise PathkitError(f"{path}: the folder holds no files")
+    return RecordFile(path, values, format="folder")
+
+
 def read_records(path: str | Path, *, whole: bool = False) -> RecordFile:
-    """Parse a predictions or references file; errors name the file and the line or key.
+    """Parse a predictions or references file, or read a folder of per-case files (`read_folder`);
+    errors name the file and the line or key.
 
     With `whole`, a list or JSON-lines record's value is the record itself without its id (for
     metrics that read several fields of a record, `Metric.whole_records`)."""
     path = Path(path)
+    if path.is_dir():
+        return read_folder(path)
     problem = regular_file_problem(path)
     if problem is not None:
         code, message = problem

@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -273,6 +273,48 @@ def read_features(path: str | Path, *, verify: bool = True) -> FeatureFile:
                 f"{actual[:12]}...): the file was edited or damaged; re-extract it"
             )
     return FeatureFile(path=path, features=feats, coords=coords, meta=meta)
+
+
+def iter_feature_rows(path: str | Path, rows: int = 4096) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """A pathkit feature file in chunks of `rows` (features, coords), so that memory holds one
+    chunk, not the slide; its checksum is verified as the chunks go by and a mismatch raises after
+    the last one (a caller keeps nothing it built from the rows until the iteration ends)."""
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(path)
+    if path.suffix.lower() != FEATURE_SUFFIX:
+        loaded = load_feature_file(path)
+        coords = loaded.coords
+        if coords is None:
+            raise PathkitError(f"feature file {path} carries no level-0 coordinates")
+        for start in range(0, loaded.n_tiles, rows):
+            yield loaded.features[start:start + rows], coords[start:start + rows]
+        return
+    meta = read_feature_meta(path)
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            feats = fh.get_slice("features")
+            coords = fh.get_tensor("coords")  # 8 bytes a window: small beside the features
+            n, dim = feats.get_shape()
+            if tuple(coords.shape) != (n, 2) or str(n) != meta.get("n_tiles") or str(dim) != meta.get("embed_dim"):
+                raise PathkitError(f"feature file {path}: inconsistent shapes features {feats.get_shape()}, coords "
+                                   f"{tuple(coords.shape)}, metadata {meta.get('n_tiles')} x {meta.get('embed_dim')}")
+            digest = hashlib.sha256()
+            digest.update(json.dumps({k: v for k, v in meta.items() if k != _CHECKSUM_KEY}, sort_keys=True,
+                                     separators=(",", ":")).encode("utf-8"))
+            for start in range(0, max(n, 1), rows):
+                chunk = feats[start:start + rows]
+                if start == 0:
+                    digest.update(f"|features|{chunk.dtype}|{(n, dim)}|".encode())
+                digest.update(_tensor_bytes(chunk))
+                if len(chunk):
+                    yield chunk, coords[start:start + rows]
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        raise PathkitError(f"feature file {path} is unreadable (truncated or corrupt): {exc}") from None
+    digest.update(f"|coords|{coords.dtype}|{tuple(coords.shape)}|".encode())
+    digest.update(_tensor_bytes(coords))
+    if digest.hexdigest() != meta.get(_CHECKSUM_KEY):
+        raise PathkitError(f"feature file {path} fails its checksum: the file was edited or damaged; re-extract it")
 
 
 # --------------------------------------------------------------------------- status record

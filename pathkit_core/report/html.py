@@ -75,9 +75,20 @@ def _confusion_svg(classes: list[str], matrix: list[list[int]], cell: int = 34) 
     return "".join(parts)
 
 
+def _tables(tables: list[dict[str, Any]]) -> list[str]:
+    """Tables a metric (`details[...]["tables"]`) or a task (`metrics.json` "tables") hands the
+    report: each {"title", "columns", "rows"}."""
+    parts = []
+    for table in tables or []:
+        parts.append(f"<h2>{html.escape(str(table.get('title', '')))}</h2>")
+        parts.append(_table([str(c) for c in table.get("columns", [])], list(table.get("rows", []))[:200]))
+    return parts
+
+
 def _details_section(details: dict[str, Any]) -> list[str]:
     parts = []
     for metric, found in details.items():
+        parts.extend(_tables(found.get("tables") or []))
         if found.get("confusion_matrix"):
             parts.append(f"<h2>Confusion matrix ({html.escape(metric)})</h2>")
             parts.append(f"<figure>{_confusion_svg(found['classes'], found['confusion_matrix'])}</figure>")
@@ -122,6 +133,7 @@ def write_run_report(run_dir: str | Path) -> Path:
     if "distinct_prediction_fraction" in metrics:
         parts.append(f"<p>Distinct predictions: {metrics['distinct_prediction_fraction']:.3f} of cases.</p>")
     parts.extend(_details_section(metrics.get("details") or {}))
+    parts.extend(_tables(metrics.get("tables") or []))
     for title, key in (("Cases the dataset excluded", "excluded_cases"), ("Cases left out", "skipped_cases")):
         if metrics.get(key):
             parts.append(f"<h2>{title}</h2>")

@@ -27,10 +27,11 @@ class RunContext:
         self.encoder_cls: type[Encoder] = self.registry.get("encoder", spec.encoder)  # type: ignore[assignment]
         self.generator_cls: type[Generator] = self.registry.get("generator", spec.generator)  # type: ignore[assignment]
         self.task: Task = self.registry.get("task", self.dataset_cls.task)()  # type: ignore[assignment]
-        if self.task.name not in self.generator_cls.tasks:
+        if not self.task.solved_by(self.generator_cls):
+            also = f" (nor {', '.join(self.task.generator_tasks)})" if self.task.generator_tasks else ""
             raise PathkitError(
                 f"generator {spec.generator!r} solves {', '.join(self.generator_cls.tasks) or 'no task'}, "
-                f"not the {self.task.name!r} task of dataset {spec.dataset!r}"
+                f"not the {self.task.name!r} task of dataset {spec.dataset!r}{also}"
             )
         # hyperparameters are checked before any work: unknown names, unregistered components
         self.generator_cls().hparams(spec.hparams)

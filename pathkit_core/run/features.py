@@ -74,7 +74,9 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
         return {}, {}
     tile_spec = encoder_cls.tile_spec
     try:
-        params = TilingParams(target_mpp=tile_spec.mpp, tile_px=tile_spec.tile_px, **dict(tiling))
+        # a field of view in micrometres (`tile_um`) replaces the encoder's tile size in pixels
+        base = {"target_mpp": tile_spec.mpp, "tile_px": None if tiling.get("tile_um") else tile_spec.tile_px}
+        params = TilingParams(**{**base, **dict(tiling)})
     except TypeError as exc:
         raise PathkitError(f"tiling options {dict(tiling)}: {exc}") from None
     mpp_overrides = {path: mpp for c in cases for path, mpp in slide_mpps(c).items()}

@@ -1,17 +1,28 @@
-"""Task `segmentation`: a slide in, a per-slide mask out, stitched from tile-level class probabilities.
+"""Task `segmentation`: a slide in, a per-slide mask out, stitched from sliding-window class probabilities.
 
 Training cases are labelled patches (images or feature files, target a class name) that fit any
-`patch-classification` head; test cases are slides whose target names their ground-truth mask:
-`{"mask": path to a mask image or GeoJSON, "foreground": class name}`. The slides are tiled with
-the overlap the dataset or run asks for (`tiling_options`), the head gives class probabilities per
-tile, and the tiles are stitched onto a grid of stride-sized cells, each cell the mean of the tiles
-that cover it (TIAToolbox's sum / count; docs/segmentation.md). Predictions are written as
-`<predictions>_masks/<case>.npy` (cells x classes probabilities, float16) and `<case>.png` (the
-foreground mask), indexed by the JSON lines.
+`patch-classification` head, which therefore also solves this task (`generator_tasks`). Test cases
+are slides whose target names their ground truth (`{"mask": path to a mask image or GeoJSON,
+"foreground": class name}`). The slides are tiled at the encoder's tile spec with 50 % overlap by
+default and windows over the slide edges; the head gives class probabilities per window; windows
+stream into a per-slide probability map (pathkit_core.wsi.stitch), and the foreground mask is the
+foreground class's argmax (or its probability above a threshold) inside the tissue.
+
+Outputs per slide, under `<run>/segmentation/` (`segmentation_<checkpoint>/` for other
+checkpoints): `maps/<id>.npz` (probabilities, coverage, tissue, labels, mask on the cell grid),
+`masks/<id>.tif` (the mask on the cell grid, with resolution tags: what `pathkit score` reads),
+`tumour_masks/<id>.tiff` and `class_maps/<id>.tiff` (pyramidal TIFFs at the slide's own geometry,
+for OpenSlide and QuPath), `geojson/<id>.geojson` (the foreground region as QuPath annotations in
+level-0 pixels), `overlays/<id>.png` (the class map over the thumbnail) and
+`quantification.parquet` / `.csv` (area and fraction of each class in the tumour, the non-tumour
+tissue and all tissue). docs/segmentation.md.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,6 +31,7 @@ from pathkit_core.contracts import (
     INPUT_FEATURES,
     INPUT_IMAGES,
     INPUT_SLIDES,
+    TASK_PATCH_CLASSIFICATION,
     TASK_SEGMENTATION,
     Case,
     Dataset,
@@ -27,51 +39,52 @@ from pathkit_core.contracts import (
     RunFacts,
     Task,
 )
+from pathkit_core.wsi.masks import MASK_SUFFIXES
 
-MASK_SUFFIXES = (".png", ".tif", ".tiff", ".geojson", ".json")
+# Tiling of segmentation slides unless the dataset or run says otherwise: 50 % overlap (the issue;
+# MONAI's default is 25 %), windows over the slide edges, and windows kept wherever a tenth of
+# them is tissue (the mask is cut to the tissue afterwards, so tissue borders get windows).
+DEFAULT_TILING: dict[str, Any] = {"overlap": 0.5, "pad_edges": True, "min_tissue_fraction": 0.1}
+# How windows become a mask, per slide (`Case.meta["stitch"]` overrides each).
+STITCH_DEFAULTS: dict[str, Any] = {"blend": "average", "subdivide": 1, "threshold": None,
+                                   "cell_tissue_fraction": 0.5, "tissue_weighting": True}
+# Windows read from the feature file and predicted at once (memory: this many feature rows).
+CHUNK_ROWS = 4096
 
 
-def stitch(coords: Any, probabilities: Any, *, tile_px0: float, stride_px0: float) -> tuple[Any, Any]:
-    """Average tile probabilities onto a grid of `stride_px0`-sized cells (level-0 pixels).
+def output_folder(predictions_path: Path) -> Path:
+    """`predictions.jsonl` -> `segmentation/`; `predictions_last.jsonl` -> `segmentation_last/`."""
+    suffix = predictions_path.stem.removeprefix("predictions")
+    return predictions_path.with_name(f"segmentation{suffix}")
 
-    A tile at level-0 (x, y) of side `tile_px0` covers the cells whose square lies inside it;
-    each cell is the mean over the tiles covering it. Returns (cells (H, W, K) float32,
-    covered (H, W) bool); cells no tile covers (background, slide borders) are zero and False.
-    """
-    import numpy as np
 
-    coords = np.asarray(coords, dtype=np.float64)
-    probs = np.asarray(probabilities, dtype=np.float32)
-    span = max(1, round(tile_px0 / stride_px0))
-    cell = np.floor(coords / stride_px0 + 1e-6).astype(np.int64)
-    width, height = int(cell[:, 0].max()) + span, int(cell[:, 1].max()) + span
-    total = np.zeros((height, width, probs.shape[1]), dtype=np.float32)
-    count = np.zeros((height, width), dtype=np.float32)
-    for dy in range(span):
-        for dx in range(span):
-            ys, xs = cell[:, 1] + dy, cell[:, 0] + dx
-            np.add.at(total, (ys, xs), probs)
-            np.add.at(count, (ys, xs), 1.0)
-    covered = count > 0
-    total[covered] /= count[covered][:, None]
-    return total, covered
+def stitch_settings(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The case's stitching settings over the defaults; unknown names are an error."""
+    given = dict(meta.get("stitch") or {})
+    unknown = sorted(set(given) - set(STITCH_DEFAULTS))
+    if unknown:
+        raise PathkitError(f"unknown stitching setting(s) {', '.join(unknown)}; known: {', '.join(STITCH_DEFAULTS)}")
+    return {**STITCH_DEFAULTS, **{k: v for k, v in given.items() if v is not None or k == "threshold"}}
 
 
 class SegmentationTask(Task):
-    """Whole-slide segmentation by stitched tile classification (HepatoBench tumour masks)."""
+    """Whole-slide segmentation by stitched window classification (HepatoBench tumour masks)."""
 
     name: ClassVar[str] = TASK_SEGMENTATION
-    description: ClassVar[str] = "a mask per slide, stitched from tile-level class probabilities (HepatoBench tumour)"
+    description: ClassVar[str] = "a mask per slide, stitched from sliding-window class probabilities (HepatoBench)"
     inputs: ClassVar[tuple[str, ...]] = (INPUT_SLIDES, INPUT_IMAGES, INPUT_FEATURES)
     target_format: ClassVar[str] = (
-        'patches: a class name from class_names(); slides: {"mask": path to a mask image or GeoJSON, '
-        '"foreground": class name}'
+        'patches: a class name from class_names(); slides: {"mask": path to a mask image (PNG/TIFF/NPY) or GeoJSON, '
+        '"foreground": class name, optional "mask_downsample", "mask_mpp", "mask_classes"}'
     )
     prediction_format: ClassVar[str] = (
-        'per slide {"probabilities": (H, W, K) cell x class array, "covered": (H, W) bool, '
-        '"cell_px0": cell side in level-0 px, "foreground": class index}; written as mask files'
+        'per slide {"map": stitched map file, "grid": cell grid, "slide": geometry}; written as mask files '
+        "(docs/segmentation.md)"
     )
     baselines: ClassVar[tuple[str, ...]] = ("all-background",)
+    generator_tasks: ClassVar[tuple[str, ...]] = (TASK_PATCH_CLASSIFICATION,)
+
+    # ------------------------------------------------------------------ targets
 
     def check_target(self, case: Case, dataset: Dataset) -> str | None:
         classes = tuple(dataset.class_names())
@@ -84,6 +97,12 @@ class SegmentationTask(Task):
                 return f"mask {mask} is not an existing {'/'.join(MASK_SUFFIXES)} file"
             if target.get("foreground") not in classes:
                 return f"foreground class {target.get('foreground')!r} is not one of {list(classes)}"
+            if len(case.slides) != 1:
+                return f"a segmentation case is one slide, not {len(case.slides)}"
+            try:
+                stitch_settings(case.meta)
+            except PathkitError as exc:
+                return str(exc)
             return None
         if case.target not in classes:
             return f"patch target {case.target!r} is not one of the class names {list(classes)}"
@@ -96,73 +115,110 @@ class SegmentationTask(Task):
 
     def reference(self, case: Case, dataset: Dataset) -> Any:
         if case.input_kind == INPUT_SLIDES:
-            return {k: str(v) if isinstance(v, Path) else v for k, v in dict(case.target).items()}
+            out = {k: str(v) if isinstance(v, Path) else v for k, v in dict(case.target).items()}
+            out["slide"] = str(case.slides[0])
+            if case.meta.get("mpp") is not None:
+                out["slide_mpp"] = float(case.meta["mpp"])
+            return out
         return self.model_target(case, dataset)
+
+    # ------------------------------------------------------------------ inputs
+
+    def tiling(self, dataset: Dataset, run_tiling: Mapping[str, Any]) -> dict[str, Any]:
+        return {**DEFAULT_TILING, **dict(dataset.tiling_options), **dict(run_tiling)}
+
+    # ------------------------------------------------------------------ prediction
 
     def predict(self, model: Any, items: Sequence[dict[str, Any]], facts: RunFacts, *,
                 batch_size: int, cfg: Any) -> dict[str, Any]:
-        import numpy as np
+        """Each test slide's windows streamed through the model into its probability map (staged in
+        the run folder until `write_predictions` renders the outputs)."""
+        from pathkit_core.progress import ProgressBar
+        from pathkit_core.training.trainer import make_accelerator
 
-        from pathkit_core.training.trainer import predict
-
-        tiles, owners = [], []
-        for item in items:
-            for i in range(len(item["features"])):
-                tiles.append({"case_id": f"{item['case_id']}#{i}", "features": item["features"][i:i + 1],
-                              "coords": item["coords"][i:i + 1], "target": None, "meta": {}})
-                owners.append(item["case_id"])
-        raw = predict(model, tiles, batch_size=max(batch_size, 64), cfg=cfg)
+        specs = getattr(items, "specs", None)
+        if specs is None:
+            raise PathkitError("segmentation: the test cases must be slides (feature bags), not whole images")
+        accelerator = make_accelerator(cfg)
+        quiet = dataclasses.replace(cfg, progress=False)
+        staging = facts.run_dir / f".segmentation-staging-{os.getpid()}"
         out: dict[str, Any] = {}
-        for item in items:
-            cid = item["case_id"]
-            rows = [raw[f"{cid}#{i}"] for i in range(len(item["features"]))]
-            probs = np.stack([_probabilities(r) for r in rows])
-            geometry = (item.get("geometry") or [{}])[0]
-            tile_px0 = float(geometry.get("tile_px_level0") or facts.tile_spec.tile_px)
-            stride = float(facts.tiling.get("stride_px") or
-                           round(facts.tile_spec.tile_px * (1 - float(facts.tiling.get("overlap", 0.0)))))
-            stride_px0 = tile_px0 * stride / facts.tile_spec.tile_px
-            cells, covered = stitch(item["coords"].numpy(), probs, tile_px0=tile_px0, stride_px0=stride_px0)
-            out[cid] = {"probabilities": cells, "covered": covered, "cell_px0": stride_px0}
+        with ProgressBar("segment", len(specs), "slides", enabled=cfg.progress) as bar:
+            for spec in specs:
+                out[spec.case_id] = predict_slide(model, spec.case_id, spec.feature_files, spec.meta, staging,
+                                                  accelerator=accelerator, batch_size=max(batch_size, 256), cfg=quiet)
+                bar.advance(1)
         return out
 
+    def check_prediction(self, prediction: Any, case: Case, dataset: Dataset) -> str | None:
+        if not isinstance(prediction, Mapping) or "map" not in prediction:
+            return f"expected a stitched map record, got {str(prediction)[:80]!r}"
+        return None
+
     def output(self, prediction: Any, case: Case, dataset: Dataset) -> Any:
-        classes = tuple(dataset.class_names())
-        return {**prediction, "foreground": classes.index(case.target["foreground"])}
+        if case.input_kind != INPUT_SLIDES:  # a validation patch: a patch classifier's prediction
+            from pathkit_core.tasks.classification import PatchClassificationTask
 
-    def write_predictions(self, path: Path, predictions: Mapping[str, Any], ids: Sequence[str],
-                          facts: RunFacts) -> Path:
-        import numpy as np
-        from PIL import Image
-
-        from pathkit_core.training.trainer import write_predictions
-        from pathkit_core.workspace import atomic_write_with
-
-        folder = path.with_name(f"{path.stem}_masks")
-        index = {}
-        for cid in ids:
-            pred = predictions[cid]
-            entry = {k: v for k, v in pred.items() if k not in ("probabilities", "covered")}
-            if pred.get("probabilities") is not None:
-                cells = np.asarray(pred["probabilities"], dtype=np.float16)
-                fg = int(pred["foreground"])
-                mask = ((cells.argmax(-1) == fg) & np.asarray(pred["covered"])).astype(np.uint8) * 255
-                atomic_write_with(folder / f"{cid}.npy", lambda tmp, a=cells: _save_npy(tmp, a))
-                atomic_write_with(folder / f"{cid}.png", lambda tmp, m=mask: Image.fromarray(m).save(tmp, format="PNG"))
-                entry.update(probabilities=f"{folder.name}/{cid}.npy", mask=f"{folder.name}/{cid}.png",
-                             shape=list(mask.shape))
-            else:
-                entry["mask"] = None  # all background
-            index[cid] = entry
-        return write_predictions(path, index, ids)
+            return PatchClassificationTask().output(prediction, case, dataset)
+        classes = list(dataset.class_names())
+        foreground = case.target["foreground"]
+        settings = stitch_settings(case.meta)
+        return {**prediction, "foreground": classes.index(foreground), "foreground_class": foreground,
+                "class_names": classes, "threshold": settings["threshold"]}
 
     def baseline_predictions(self, name: str, train_targets: Sequence[Any], test_cases: Sequence[Case],
                              dataset: Dataset) -> dict[str, Any] | None:
-        return {case.case_id: {"probabilities": None, "mask": None} for case in test_cases}
+        return {case.case_id: {"map": None, "empty": True} for case in test_cases}
+
+    # ------------------------------------------------------------------ outputs
+
+    def write_predictions(self, path: Path, predictions: Mapping[str, Any], ids: Sequence[str],
+                          facts: RunFacts) -> Path:
+        from pathkit_core.training.trainer import write_predictions
+        from pathkit_core.workspace import atomic_write_with
+        from pathkit_core.wsi.quantify import composition_table
+
+        folder = output_folder(path)
+        index, rows = {}, []
+        for cid in ids:
+            entry, slide_rows = render_slide(cid, predictions[cid], folder, facts.run_dir)
+            index[cid] = entry
+            rows.extend(slide_rows)
+        if rows:
+            table = composition_table(rows)
+            atomic_write_with(folder / "quantification.parquet", table.write_parquet)
+            atomic_write_with(folder / "quantification.csv", table.write_csv)
+        written = write_predictions(path, index, ids)
+        staging = set()
+        for cid in ids:  # staged maps are removed once everything they became is written
+            staged = predictions[cid].get("staged")
+            if staged:
+                Path(staged).unlink(missing_ok=True)
+                staging.add(Path(staged).parent)
+        for folder_left in staging:
+            with contextlib.suppress(OSError):
+                folder_left.rmdir()
+        return written
 
     def metric_context(self, dataset: Dataset, facts: RunFacts) -> dict[str, Any]:
         return {"class_names": list(dataset.class_names()), "tile_spec": facts.tile_spec,
                 "tiling": dict(facts.tiling), "predictions_root": str(facts.run_dir)}
+
+    def run_summary(self, predictions: Mapping[str, Any], references: Mapping[str, Any]) -> dict[str, Any]:
+        """Where the outputs are, and the tissue composition of each slide for the report."""
+        entries = {cid: p for cid, p in predictions.items() if isinstance(p, Mapping) and p.get("composition")}
+        if not entries:
+            return {}
+        classes = list(next(iter(entries.values()))["class_names"])
+        rows = [[cid, f"{p['tissue_mm2']:.3f}", f"{p['foreground_mm2']:.3f}",
+                 *(f"{p['composition']['tissue'].get(c, 0.0):.3f}" for c in classes)] for cid, p in entries.items()]
+        table = {"title": "Tissue composition per slide (share of the tissue's area)",
+                 "columns": ["slide", "tissue mm2", "tumour mask mm2", *classes], "rows": rows}
+        outputs = sorted({str(Path(p["quantification"]).parent) for p in entries.values()})
+        return {"segmentation_outputs": outputs, "tables": [table]}
+
+
+# --------------------------------------------------------------------------- one slide
 
 
 def _probabilities(prediction: Any) -> Any:
@@ -170,11 +226,185 @@ def _probabilities(prediction: Any) -> Any:
 
     if isinstance(prediction, Mapping) and prediction.get("probabilities") is not None:
         return np.asarray(prediction["probabilities"], dtype=np.float32)
-    raise PathkitError(f"segmentation: the tile classifier gave {prediction!r}, not class probabilities")
+    raise PathkitError(f"segmentation: the window classifier gave {str(prediction)[:80]!r}, not class probabilities")
 
 
-def _save_npy(path: Path, array: Any) -> None:
+def slide_geometry(feature_file: Path) -> dict[str, Any]:
+    """What stitching needs from a slide's feature file and its tile manifest: level-0 size, mpp,
+    window and stride sizes, the tiling parameters and the slide path."""
+    from pathkit_core.features.store import read_feature_meta
+    from pathkit_core.wsi.manifest import read_manifest_meta
+
+    meta = read_feature_meta(feature_file)
+    manifest_path = meta.get("manifest_path")
+    if not manifest_path:
+        raise PathkitError(f"{feature_file}: segmentation needs features extracted by pathkit from a tile manifest "
+                           "(the window positions and slide size come from it)")
+    manifest = read_manifest_meta(manifest_path)
+    return {"slide_id": meta.get("slide_id") or manifest.get("slide_id"), "slide_path": manifest["slide_path"],
+            "width0": int(manifest["width"]), "height0": int(manifest["height"]), "mpp": float(manifest["mpp"]),
+            "mpp_override": manifest.get("mpp_override"), "tile_px": int(manifest["tile_px"]),
+            "stride_px": int(manifest["stride_px"]), "window0": float(manifest["size0"]),
+            "params": manifest["params"], "manifest": str(manifest_path)}
+
+
+def _window_items(features: Any, coords: Any, start: int) -> list[dict[str, Any]]:
+    import torch
+
+    feats = features.float()
+    coords = coords.to(torch.int64)
+    return [{"case_id": str(start + i), "features": feats[i:i + 1], "coords": coords[i:i + 1], "target": None,
+             "meta": {}, "tile_index": torch.tensor([start + i]), "tile_file": torch.zeros(1, dtype=torch.int64),
+             "geometry": []} for i in range(len(feats))]
+
+
+def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta: Mapping[str, Any], staging: Path,
+                  *, accelerator: Any, batch_size: int, cfg: Any) -> dict[str, Any]:
+    """Stream one slide's windows through `model`, stitch them and stage the map (npz): the raw
+    prediction record, which names the staged file."""
     import numpy as np
 
-    with open(path, "wb") as fh:
-        np.save(fh, array)
+    from pathkit_core.features.store import iter_feature_rows
+    from pathkit_core.training.trainer import predict
+    from pathkit_core.workspace import atomic_write_with
+    from pathkit_core.wsi.stitch import ProbabilityMap, StitchGrid, tissue_cells
+
+    if len(feature_files) != 1:
+        raise PathkitError(f"segmentation case {case_id}: one slide per case, got {len(feature_files)} feature files")
+    settings = stitch_settings(meta)
+    geo = slide_geometry(Path(feature_files[0]))
+    grid = StitchGrid.for_tiling((geo["width0"], geo["height0"]), tile_px=geo["tile_px"], stride_px=geo["stride_px"],
+                                 window0=geo["window0"], slide_mpp=geo["mpp"], subdivide=int(settings["subdivide"]))
+    stitched: ProbabilityMap | None = None
+    start = 0
+    tissue_fraction = _window_tissue(geo) if settings["tissue_weighting"] else None
+    for features, coords in iter_feature_rows(feature_files[0], rows=CHUNK_ROWS):
+        raw = predict(model, _window_items(features, coords, start), batch_size=batch_size, accelerator=accelerator,
+                      cfg=cfg)
+        probs = np.stack([_probabilities(raw[str(start + i)]) for i in range(len(features))])
+        if stitched is None:
+            stitched = ProbabilityMap(grid, probs.shape[1], settings["blend"])
+        weight = None if tissue_fraction is None else tissue_fraction[start:start + len(features)]
+        stitched.add(coords.numpy(), probs, weight)
+        start += len(features)
+    if stitched is None:
+        raise PathkitError(f"segmentation case {case_id}: its feature file has no windows")
+    probabilities, covered = stitched.finish()
+    thumb, tissue_mask, mds = _tissue(geo)
+    tissue = tissue_cells(tissue_mask, mds, grid, float(settings["cell_tissue_fraction"]))
+    staged = staging / f"{case_id}.npz"
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, probabilities=probabilities.astype(np.float16), covered=covered, tissue=tissue,
+                     thumbnail=thumb.rgb, thumb_downsample=np.array([thumb.downsample_x, thumb.downsample_y]))
+
+    atomic_write_with(staged, write)
+    return {"staged": str(staged), "map": None, "slide_id": geo["slide_id"], "n_windows": stitched.n_windows,
+            "grid": grid.as_dict(), "blend": settings["blend"], "n_classes": int(probabilities.shape[-1]),
+            "slide": {"path": geo["slide_path"], "width0": geo["width0"], "height0": geo["height0"],
+                      "mpp": geo["mpp"]}}
+
+
+def _window_tissue(geo: Mapping[str, Any]) -> Any:
+    """Each window's tissue fraction (its tile-manifest row; feature rows follow the manifest), so
+    that windows mostly over glass at the tissue border weigh less in the cells they share."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    column = pq.read_table(geo["manifest"], columns=["tissue_fraction"]).column(0)
+    return np.maximum(column.to_numpy().astype(np.float32), 1e-3)
+
+
+def _tissue(geo: Mapping[str, Any]) -> tuple[Any, Any, tuple[float, float]]:
+    """The tiling's thumbnail and tissue mask of the slide, made again with the same parameters."""
+    from pathkit_core.wsi.segmentation import segment_slide
+    from pathkit_core.wsi.slide import open_slide
+    from pathkit_core.wsi.tiling import TilingParams
+
+    override = geo.get("mpp_override")
+    with open_slide(geo["slide_path"], mpp=override) as slide:
+        thumb, mask, mds_x, mds_y = segment_slide(slide, TilingParams.from_dict(geo["params"]))
+    return thumb, mask.tissue, (mds_x, mds_y)
+
+
+def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_dir: Path,
+                 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Write one slide's outputs from its staged map: (its index entry, its composition rows)."""
+    import numpy as np
+
+    from pathkit_core.workspace import atomic_write_with
+    from pathkit_core.wsi.mask_tiff import write_mask_tiff
+    from pathkit_core.wsi.masks import MaskFrame, geojson_features, vectorise, write_geojson
+    from pathkit_core.wsi.overlay import class_colours, draw_overlay, write_overlay
+    from pathkit_core.wsi.quantify import composition_rows, slide_composition
+    from pathkit_core.wsi.stitch import class_map, foreground_mask
+
+    entry = {k: v for k, v in prediction.items() if k != "staged"}
+    staged = prediction.get("staged")
+    if not staged:
+        return {**entry, "map": None}, []  # a baseline: no map, all background
+    with np.load(staged) as data:
+        probabilities = data["probabilities"].astype(np.float32)
+        covered, tissue, thumbnail = data["covered"], data["tissue"], data["thumbnail"]
+        thumb_ds = data["thumb_downsample"]
+    grid, slide = prediction["grid"], prediction["slide"]
+    classes = list(prediction["class_names"])
+    fg_index = int(prediction["foreground"])
+    foreground = foreground_mask(probabilities, covered, tissue, fg_index, prediction.get("threshold"))
+    labels = class_map(probabilities, covered, tissue)
+    cell_frame = MaskFrame(int(grid["width"]), int(grid["height"]), float(grid["cell_px0"]), float(grid["cell_px0"]),
+                           grid.get("mpp"))
+    size0 = (int(slide["width0"]), int(slide["height0"]))
+    paths = {kind: folder / kind / f"{case_id}{ext}" for kind, ext in (
+        ("maps", ".npz"), ("masks", ".tif"), ("tumour_masks", ".tiff"), ("class_maps", ".tiff"),
+        ("geojson", ".geojson"), ("overlays", ".png"))}
+
+    def write_map(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, probabilities=probabilities.astype(np.float16), covered=covered, tissue=tissue,
+                                labels=labels, mask=foreground, cell_px0=np.float64(cell_frame.dx),
+                                slide_size=np.array(size0), slide_mpp=np.float64(slide["mpp"]))
+
+    atomic_write_with(paths["maps"], write_map)
+    _write_grid_tiff(paths["masks"], foreground, cell_frame)
+    fg_name = classes[fg_index]
+    description = f"pathkit {fg_name} mask of {case_id}; cell {cell_frame.dx:.4g} level-0 px"
+    write_mask_tiff(paths["tumour_masks"], np.where(foreground, 255, 0), cell0=cell_frame.dx, slide_size=size0,
+                    slide_mpp=slide["mpp"], description=description)
+    write_mask_tiff(paths["class_maps"], labels, cell0=cell_frame.dx, slide_size=size0, slide_mpp=slide["mpp"],
+                    colours=class_colours(len(classes)),
+                    description=f"pathkit class map of {case_id}: value 0 none, " +
+                    ", ".join(f"{i + 1} {c}" for i, c in enumerate(classes)))
+    region = vectorise(foreground, cell_frame)
+    write_geojson(paths["geojson"], geojson_features(region, "Tumor" if fg_name == "TUM" else fg_name,
+                                                     properties={"source": "pathkit", "slide_id": case_id}))
+    th, tw = thumbnail.shape[:2]
+    thumb_frame = MaskFrame(tw, th, float(thumb_ds[0]), float(thumb_ds[1]))
+    write_overlay(paths["overlays"], draw_overlay(thumbnail, thumb_frame, labels, foreground, cell_frame,
+                                                  class_colours(len(classes))))
+    cell_area = (cell_frame.mpp * 1e-3) ** 2 if cell_frame.mpp else 0.0
+    found = slide_composition(labels, foreground, tissue, classes, cell_area)
+    rel = {k: str(p.relative_to(run_dir)) if p.is_relative_to(run_dir) else str(p) for k, p in paths.items()}
+    entry.update(map=rel["maps"], mask=rel["masks"], outputs=rel,
+                 quantification=str((folder / "quantification.parquet").relative_to(run_dir))
+                 if folder.is_relative_to(run_dir) else str(folder / "quantification.parquet"),
+                 foreground_mm2=found["tumour"]["area_mm2"], tissue_mm2=found["tissue"]["area_mm2"],
+                 composition={r: {c: round(v["fraction"], 6) for c, v in f["classes"].items()}
+                              for r, f in found.items()})
+    return entry, composition_rows(case_id, found)
+
+
+def _write_grid_tiff(path: Path, mask: Any, frame: Any) -> None:
+    """The mask on its cell grid (0 / 255, one page) with resolution tags, for `pathkit score`."""
+    import numpy as np
+    import tifffile
+
+    from pathkit_core.workspace import atomic_path
+
+    values = np.where(mask, 255, 0).astype(np.uint8)
+    kwargs: dict[str, Any] = {"photometric": "minisblack", "compression": "deflate", "metadata": None}
+    if frame.mpp:
+        kwargs.update(resolution=(1e4 / frame.mpp, 1e4 / frame.mpp), resolutionunit="CENTIMETER")
+    with atomic_path(path) as tmp:
+        tifffile.imwrite(tmp, values, **kwargs)

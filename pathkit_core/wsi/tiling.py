@@ -81,6 +81,9 @@ class TilingParams:
     close_radius_um: float = 16.0
     min_hole_area_mm2: float = 0.1
     min_region_area_mm2: float = 0.01
+    # Windows also over the right and bottom edges, read past the slide as glass (stitched
+    # segmentation covers the whole slide; MONAI and TIAToolbox pad the image the same way).
+    pad_edges: bool = False
 
     def __post_init__(self) -> None:
         if self.tile_um is not None:
@@ -132,6 +135,8 @@ class TilingParams:
     def as_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["pen_colours"] = list(self.pen_colours)
+        if not self.pad_edges:
+            del out["pad_edges"]  # added later: manifests made before it keep their hash
         return out
 
     def params_hash(self) -> str:
@@ -258,8 +263,11 @@ def plan_grid(
     tissue: np.ndarray,
     mask_downsample: tuple[float, float],
     min_tissue_fraction: float,
+    *,
+    pad_edges: bool = False,
 ) -> pl.DataFrame:
-    """Regular grid over the slide (tiles fully inside it), kept where tissue >= the minimum.
+    """Regular grid over the slide (tiles fully inside it, or with `pad_edges` until the grid
+    covers the right and bottom edges too), kept where tissue >= the minimum.
 
     Positions are round(i * stride0) in level-0 pixels, so rounding never accumulates into a drift
     of the physical grid.
@@ -271,8 +279,12 @@ def plan_grid(
 
     width, height = dimensions
     size0, stride0 = geometry.size0, geometry.stride0
-    n_cols = int(math.floor((width - size0) / stride0 + 1e-9)) + 1 if width >= size0 else 0
-    n_rows = int(math.floor((height - size0) / stride0 + 1e-9)) + 1 if height >= size0 else 0
+    if pad_edges:
+        n_cols = int(math.ceil(max(width - size0, 0.0) / stride0 - 1e-9)) + 1 if width > 0 else 0
+        n_rows = int(math.ceil(max(height - size0, 0.0) / stride0 - 1e-9)) + 1 if height > 0 else 0
+    else:
+        n_cols = int(math.floor((width - size0) / stride0 + 1e-9)) + 1 if width >= size0 else 0
+        n_rows = int(math.floor((height - size0) / stride0 + 1e-9)) + 1 if height >= size0 else 0
     if n_cols <= 0 or n_rows <= 0:
         return empty_tiles().drop("slide_id")
     cols = np.arange(n_cols)
@@ -440,7 +452,8 @@ def _tile_unlocked(
         geometry = choose_geometry(slide.mpp, slide.level_downsamples, params, path=path)
         thumb, mask, mds_x, mds_y = segment_slide(slide, params)
         tiles = plan_grid(
-            slide.dimensions, geometry, mask.tissue, (mds_x, mds_y), params.min_tissue_fraction
+            slide.dimensions, geometry, mask.tissue, (mds_x, mds_y), params.min_tissue_fraction,
+            pad_edges=params.pad_edges,
         )
         meta = _slide_meta(slide, params, geometry, st)
     sha = sha256_file(path)

@@ -345,22 +345,41 @@ def test_vqa_answer_forms_and_majority_position():
     assert out["q"]["answer"] == 2 and out["t"]["answer"] is None
 
 
-def test_segmentation_stitching_averages_overlapping_tiles():
-    import numpy as np
+def test_segmentation_targets_outputs_and_the_heads_that_solve_it(tmp_path, installed_registry):
+    from pathlib import Path
 
-    from pathkit_core.tasks.segmentation import stitch
+    from pathkit_core.tasks.segmentation import SegmentationTask, output_folder, stitch_settings
 
-    # two 2x2-cell tiles overlapping by one column of cells (stride = half a tile)
-    coords = np.array([[0, 0], [10, 0]])
-    probs = np.array([[1.0, 0.0], [0.0, 1.0]])
-    cells, covered = stitch(coords, probs, tile_px0=20, stride_px0=10)
-    assert cells.shape == (2, 3, 2) and covered.all()
-    assert cells[0, 0].tolist() == [1.0, 0.0] and cells[0, 2].tolist() == [0.0, 1.0]
-    assert cells[1, 1].tolist() == [0.5, 0.5]  # the overlap is the mean of the two tiles
-    with pytest.raises(PathkitError, match="not class probabilities"):
-        from pathkit_core.tasks.segmentation import _probabilities
+    class Liver(Dataset):
+        name = "liver"
 
-        _probabilities(3)
+        def class_names(self):
+            return ("TUM", "NOR")
+
+    task, ds = SegmentationTask(), Liver()
+    mask = tmp_path / "s.geojson"
+    mask.write_text("{}")
+    slide = Case("s", "p", target={"mask": str(mask), "foreground": "TUM"}, slides=(Path("s.tiff"),),
+                 meta={"stitch": {"blend": "gaussian"}})
+    assert task.check_target(slide, ds) is None and task.model_target(slide, ds) is None
+    assert task.reference(slide, ds) == {"mask": str(mask), "foreground": "TUM", "slide": "s.tiff"}
+    assert "not an existing" in task.check_target(Case("t", "p", target={"mask": "nope.png", "foreground": "TUM"},
+                                                       slides=(Path("t.tiff"),)), ds)
+    assert "not one of" in task.check_target(Case("t", "p", target={"mask": str(mask), "foreground": "STE"},
+                                                   slides=(Path("t.tiff"),)), ds)
+    assert "unknown stitching" in task.check_target(Case("t", "p", target={"mask": str(mask), "foreground": "TUM"},
+                                                         slides=(Path("t.tiff"),), meta={"stitch": {"mode": 1}}), ds)
+    patch = Case("x", "p", target="NOR", images=("x.png",))
+    assert task.check_target(patch, ds) is None and task.model_target(patch, ds) == 1
+    out = task.output({"map": "m.npz"}, slide, ds)
+    assert out["foreground"] == 0 and out["class_names"] == ["TUM", "NOR"] and out["threshold"] is None
+    assert stitch_settings(slide.meta)["blend"] == "gaussian" and stitch_settings({})["subdivide"] == 1
+    assert output_folder(Path("r/predictions.jsonl")) == Path("r/segmentation")
+    assert output_folder(Path("r/predictions_last.jsonl")) == Path("r/segmentation_last")
+    assert task.tiling(ds, {"overlap": 0.25}) == {"overlap": 0.25, "pad_edges": True, "min_tissue_fraction": 0.1}
+    # any patch-classification head solves segmentation; a report generator does not
+    knn, caption = installed_registry.get("generator", "knn"), installed_registry.get("generator", "wsi-caption")
+    assert SegmentationTask.solved_by(knn) and not SegmentationTask.solved_by(caption)
 
 
 def test_vqa_meta_reaches_the_reader_but_the_answer_does_not(fresh_registry, toy_root, tmp_path):

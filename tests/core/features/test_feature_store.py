@@ -63,6 +63,23 @@ def test_edited_tensor_bytes_fail_the_checksum(tmp_path):
     assert store.read_features(path, verify=False).features.shape == (16, 4)
 
 
+def test_rows_stream_in_chunks_and_a_damaged_file_fails_at_the_end(tmp_path):
+    feats, coords = _features(n=50, d=6)
+    path = store.write_features(tmp_path / "c.safetensors", feats, coords, {"slide_id": "c"}, dtype="float16")
+    chunks = list(store.iter_feature_rows(path, rows=16))
+    assert [len(f) for f, _ in chunks] == [16, 16, 16, 2]
+    assert torch.equal(torch.cat([f for f, _ in chunks]), feats.half())
+    assert torch.equal(torch.cat([c for _, c in chunks]), coords.int())
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    seen = []
+    with pytest.raises(PathkitError, match="c.safetensors fails its checksum"):
+        for f, _ in store.iter_feature_rows(path, rows=16):
+            seen.append(len(f))
+    assert seen == [16, 16, 16, 2]  # every chunk came, the verdict after the last
+
+
 def test_edited_metadata_fails_the_checksum(tmp_path):
     feats, coords = _features(n=4, d=4)
     path = store.write_features(tmp_path / "m.safetensors", feats, coords, {"slide_id": "m", "status": "failed"})

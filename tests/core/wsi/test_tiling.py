@@ -109,6 +109,21 @@ def test_grid_positions_do_not_drift_and_keep_the_threshold():
     assert (tiles["tissue_fraction"] >= 0.5).all()
 
 
+def test_padded_edges_cover_the_whole_slide_and_old_hashes_stay():
+    g = choose_geometry(0.5, [1.0], TilingParams(target_mpp=0.5, tile_px=256, overlap=0.5))
+    tissue = np.ones((100, 100), bool)
+    inside = plan_grid((1000, 700), g, tissue, (10.0, 7.0), 0.1)
+    padded = plan_grid((1000, 700), g, tissue, (10.0, 7.0), 0.1, pad_edges=True)
+    # inside: windows end by 896 <= 1000; padded: the last starts at 768 and reaches 1024 >= 1000
+    assert inside["x"].max() + 256 <= 1000 and padded["x"].max() == 768
+    assert padded["y"].max() + 256 >= 700 > inside["y"].max() + 256
+    edge = padded.filter(padded["x"] == 768)
+    assert (edge["tissue_fraction"] < 1.0).all()  # past the edge is no tissue
+    assert "pad_edges" not in TilingParams().as_dict()
+    assert TilingParams(pad_edges=True).params_hash() != TilingParams().params_hash()
+    assert TilingParams.from_dict(TilingParams(pad_edges=True).as_dict()).pad_edges
+
+
 # --------------------------------------------------------------------------- one slide
 
 

@@ -1,0 +1,122 @@
+"""Pyramidal TIFF masks at the slide's own geometry, which OpenSlide and QuPath open in place.
+
+Level 0 has the slide's level-0 size and mpp (resolution tags, centimetre unit); each further
+level halves it, down to one tile. Every level is a tiled page in the main IFD chain and the
+reduced ones carry subfiletype=1: OpenSlide opens such a file as `generic-tiff` and ignores
+`subifds` pyramids (REFERENCES, tooling facts). Pixels come from a cell map by their centres, tile
+by tile, so a 100,000 px slide is written in constant memory; tiles of one value (most of them)
+are compressed once. Deflate: masks must stay exact (JPEG would blur the labels).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import atomic_path
+
+if TYPE_CHECKING:
+    import numpy as np
+
+TILE = 256
+
+
+def palette(colours: Sequence[tuple[int, int, int]]) -> np.ndarray:
+    """A TIFF colour map (3, 256) uint16: value 0 white (no tissue), value i the colour i - 1."""
+    import numpy as np
+
+    cmap = np.zeros((3, 256), dtype=np.uint16)
+    cmap[:, 0] = 65535
+    for i, rgb in enumerate(colours[:255], start=1):
+        cmap[:, i] = [c * 257 for c in rgb]
+    return cmap
+
+
+def level_sizes(width0: int, height0: int) -> list[tuple[int, int, int]]:
+    """(width, height, downsample) of each pyramid level: halving until one tile holds it."""
+    out, d = [(width0, height0, 1)], 1
+    while max(out[-1][0], out[-1][1]) > TILE:
+        d *= 2
+        out.append((max(1, math.ceil(width0 / d)), max(1, math.ceil(height0 / d)), d))
+    return out
+
+
+def _block_sums(flags: np.ndarray, r0: np.ndarray, r1: np.ndarray, c0: np.ndarray, c1: np.ndarray) -> np.ndarray:
+    """Sum of `flags` over each block [r0, r1) x [c0, c1) (broadcast arrays), by a summed-area table."""
+    import numpy as np
+
+    sat = np.zeros((flags.shape[0] + 1, flags.shape[1] + 1), dtype=np.int64)
+    if flags.size:
+        np.cumsum(np.cumsum(flags, axis=0, dtype=np.int64), axis=1, out=sat[1:, 1:])
+    r0, r1 = np.clip(r0, 0, flags.shape[0]), np.clip(r1, 0, flags.shape[0])
+    c0, c1 = np.clip(c0, 0, flags.shape[1]), np.clip(c1, 0, flags.shape[1])
+    return sat[r1, c1] - sat[r0, c1] - sat[r1, c0] + sat[r0, c0]
+
+
+def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample: int) -> Iterator[bytes]:
+    """Deflate-compressed tiles of one level, each pixel the cell under its centre. Which tiles lie
+    on one value is found for the whole level at once (summed-area tables of where neighbouring
+    cells differ), so those, most of a slide, cost a cache lookup."""
+    import numpy as np
+
+    rows_n, cols_n = cells.shape
+    n_ty, n_tx = math.ceil(height / TILE), math.ceil(width / TILE)
+    row_of = np.minimum(((np.arange(n_ty * TILE) + 0.5) * downsample / cell0).astype(np.int64), rows_n - 1)
+    col_of = np.minimum(((np.arange(n_tx * TILE) + 0.5) * downsample / cell0).astype(np.int64), cols_n - 1)
+    r0, r1 = row_of[::TILE][:, None], row_of[TILE - 1::TILE][:, None]
+    c0, c1 = col_of[::TILE][None, :], col_of[TILE - 1::TILE][None, :]
+    across = _block_sums(cells[:, 1:] != cells[:, :-1], r0, r1 + 1, c0, c1)
+    down = _block_sums(cells[1:, :] != cells[:-1, :], r0, r1, c0, c1 + 1)
+    whole = ((np.arange(n_ty) + 1) * TILE <= height)[:, None] & ((np.arange(n_tx) + 1) * TILE <= width)[None, :]
+    uniform = (across == 0) & (down == 0) & whole
+    cache: dict[int, bytes] = {}
+    for ty in range(n_ty):
+        rows = row_of[ty * TILE:(ty + 1) * TILE]
+        for tx in range(n_tx):
+            if uniform[ty, tx]:
+                value = int(cells[rows[0], col_of[tx * TILE]])
+                if value not in cache:
+                    cache[value] = zlib.compress(np.full((TILE, TILE), value, dtype=np.uint8).tobytes(), 6)
+                yield cache[value]
+                continue
+            tile = cells[rows[:, None], col_of[None, tx * TILE:(tx + 1) * TILE]].astype(np.uint8)
+            tile[max(0, height - ty * TILE):, :] = 0  # beyond the image edge: padding, not tissue
+            tile[:, max(0, width - tx * TILE):] = 0
+            yield zlib.compress(np.ascontiguousarray(tile).tobytes(), 6)
+
+
+def write_mask_tiff(path: str | Path, cells: np.ndarray, *, cell0: float, slide_size: tuple[int, int],
+                    slide_mpp: float | None, colours: Sequence[tuple[int, int, int]] | None = None,
+                    description: str = "") -> Path:
+    """Write the uint8 cell map `cells` (H, W; each cell `cell0` level-0 px) as a pyramidal TIFF
+    of the slide's level-0 size, atomically. With `colours`, a palette image (value i drawn in
+    colour i - 1, 0 white); otherwise greyscale (a binary mask: 0 and 255)."""
+    import numpy as np
+    import tifffile
+
+    cells = np.ascontiguousarray(cells, dtype=np.uint8)
+    if cells.ndim != 2 or cell0 <= 0:
+        raise PathkitError(f"{path}: a mask TIFF needs a 2-D cell map and a positive cell size")
+    width0, height0 = int(slide_size[0]), int(slide_size[1])
+    target = Path(path)
+    with atomic_path(target) as tmp, tifffile.TiffWriter(tmp, bigtiff=width0 * height0 > 2**31) as tw:
+        for level, (w, h, d) in enumerate(level_sizes(width0, height0)):
+            kwargs: dict[str, Any] = dict(
+                shape=(h, w), dtype=np.uint8, tile=(TILE, TILE), compression="deflate",
+                subfiletype=1 if level else 0, metadata=None,
+                photometric="palette" if colours is not None else "minisblack",
+            )
+            if colours is not None:
+                kwargs["colormap"] = palette(colours)
+            if level == 0 and description:
+                kwargs["description"] = description
+            if slide_mpp:
+                # pixels per centimetre of this level (its downsample measured from sizes, as OpenSlide does)
+                kwargs.update(resolution=(1e4 / (slide_mpp * width0 / w), 1e4 / (slide_mpp * height0 / h)),
+                              resolutionunit="CENTIMETER")
+            tw.write(_tiles(cells, cell0, w, h, d), **kwargs)
+    return target

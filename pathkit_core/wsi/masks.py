@@ -1,0 +1,365 @@
+"""Region masks on a slide: raster frames, mask images and GeoJSON read and written, rasterised and
+vectorised by QuPath's pixel convention (docs/segmentation.md, "Formats").
+
+A raster is tied to the slide by its `MaskFrame`: pixel (col, row) covers level-0
+[col * dx, (col + 1) * dx) x [row * dy, (row + 1) * dy). A polygon covers the pixels whose centres lie
+inside it (QuPath, Java AWT's rule: a centre exactly on an edge is inside when the polygon's interior
+lies to its right or below), so a polygon drawn from a mask rasterises back to that mask exactly.
+Geometry is shapely's; rasterisation and vectorisation are rasterio.features' (GDAL), never a
+hand-written fill.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pathkit_core.contracts import PathkitError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+RASTER_SUFFIXES = (".png", ".tif", ".tiff", ".npy", ".jpg", ".jpeg", ".bmp")
+GEOJSON_SUFFIXES = (".geojson", ".json")
+MASK_SUFFIXES = RASTER_SUFFIXES + GEOJSON_SUFFIXES
+# Sub-pixel shift that turns the strict centre rule into AWT's top-left rule for centres on an edge.
+_TIE_SHIFT = 1e-6
+# Resolutions that tools write when they know none (72 / 96 dpi placeholders): read as "no mpp".
+_PLACEHOLDER_DPI = (72.0, 96.0)
+
+
+@dataclass(frozen=True)
+class MaskFrame:
+    """A raster grid on the slide: `width` x `height` pixels, each `dx` x `dy` level-0 pixels, with
+    `mpp` micrometres per raster pixel when the slide's resolution is known."""
+
+    width: int
+    height: int
+    dx: float = 1.0
+    dy: float = 1.0
+    mpp: float | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.height, self.width)
+
+    @property
+    def pixel_area_mm2(self) -> float | None:
+        return None if self.mpp is None else (self.mpp * 1e-3) ** 2 * (self.dy / self.dx)
+
+    @classmethod
+    def over(cls, width0: float, height0: float, downsample: float, slide_mpp: float | None = None) -> MaskFrame:
+        """The grid of `downsample`-sized pixels covering a `width0` x `height0` level-0 extent."""
+        return cls(max(1, math.ceil(width0 / downsample - 1e-9)), max(1, math.ceil(height0 / downsample - 1e-9)),
+                   float(downsample), float(downsample), None if slide_mpp is None else slide_mpp * downsample)
+
+    def describe(self) -> str:
+        res = f", {self.mpp:.4g} um/px" if self.mpp else ""
+        return f"{self.width} x {self.height} px (downsample {self.dx:.4g}{res})"
+
+
+# --------------------------------------------------------------------------- rasters
+
+
+@dataclass
+class RasterMask:
+    """A mask image as read: its values (H, W), the mpp its tags state (None: not stated) and where."""
+
+    values: np.ndarray
+    path: Path | None = None
+    mpp: float | None = None
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return int(self.values.shape[1]), int(self.values.shape[0])
+
+
+def _tiff_mpp(page: Any) -> float | None:
+    tags = page.tags
+    if "XResolution" not in tags:
+        return None
+    num, den = tags["XResolution"].value
+    unit = int(tags["ResolutionUnit"].value) if "ResolutionUnit" in tags else 2
+    per_unit = num / den if den else 0.0
+    if per_unit <= 0 or unit == 1 or (unit == 2 and per_unit in _PLACEHOLDER_DPI):
+        return None
+    return (1e4 if unit == 3 else 25400.0) / per_unit
+
+
+def read_raster(path: str | Path) -> RasterMask:
+    """A mask image (PNG, TIFF with its largest page, NPY, ...) as a 2-D array; RGB(A) images give
+    the largest of their colour channels (any colour is foreground). Errors name the file."""
+    import numpy as np
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise PathkitError(f"mask {path} does not exist")
+    mpp = None
+    try:
+        if suffix == ".npy":
+            values = np.load(path, allow_pickle=False)
+        elif suffix in (".tif", ".tiff"):
+            import tifffile
+
+            with tifffile.TiffFile(path) as tif:
+                page = max(tif.pages, key=lambda p: int(p.shape[0]) * int(p.shape[1]) if len(p.shape) >= 2 else 0)
+                values = page.asarray()
+                mpp = _tiff_mpp(page)
+        else:
+            from PIL import Image
+
+            with Image.open(path) as image:
+                image.load()
+                values = np.asarray(image.convert("RGB") if image.mode in ("P", "CMYK", "YCbCr", "LA")
+                                    else image)
+    except PathkitError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - PIL, tifffile and numpy raise many kinds
+        raise PathkitError(f"mask {path} cannot be read as an image ({type(exc).__name__}: {exc})") from None
+    values = np.asarray(values)
+    if values.ndim == 3 and values.shape[-1] in (3, 4):
+        values = values[..., :3].max(axis=-1)
+    if values.ndim != 2 or values.size == 0:
+        raise PathkitError(f"mask {path} has shape {values.shape}; expected a 2-D image (one value per pixel)")
+    return RasterMask(values, path, mpp)
+
+
+def frame_on_slide(raster: RasterMask, slide_size: tuple[int, int], slide_mpp: float | None, *,
+                   downsample: float | None = None, mask_mpp: float | None = None,
+                   slide_name: str = "the slide") -> MaskFrame:
+    """How `raster` lies on a slide of level-0 `slide_size`: by the downsample given, else the mask
+    mpp given or read from its tags, else from the two sizes. A mask that does not cover the slide
+    at that scale (to within one of its pixels) is an error naming both and their sizes."""
+    w, h = raster.size
+    W0, H0 = slide_size  # noqa: N806 - level-0 sizes
+    where = f"mask {raster.path}" if raster.path else "the mask"
+    source = "given downsample"
+    if downsample is None:
+        stated = mask_mpp if mask_mpp is not None else raster.mpp
+        if stated is not None and slide_mpp:
+            source = "given mask mpp" if mask_mpp is not None else "its resolution tags"
+            downsample = stated / slide_mpp
+    if downsample is None:
+        dx, dy, source = W0 / w, H0 / h, "the two sizes"
+        if abs(dx - dy) > max(dx, dy) / min(w, h) + 1e-9 and abs(dx / dy - 1) > 0.01:
+            raise PathkitError(
+                f"{where} ({w} x {h} px) cannot be matched to {slide_name} ({W0} x {H0} px): the sizes imply "
+                f"downsamples {dx:.4g} across and {dy:.4g} down; give the mask's downsample or mpp")
+        downsample = (dx + dy) / 2
+    d = float(downsample)
+    if d <= 0 or not math.isfinite(d):
+        raise PathkitError(f"{where}: downsample {downsample!r} must be a positive number")
+    if abs(w * d - W0) > d + 1e-6 or abs(h * d - H0) > d + 1e-6:
+        raise PathkitError(
+            f"{where} ({w} x {h} px at downsample {d:.4g}, from {source}) cannot be matched to {slide_name} "
+            f"({W0} x {H0} px): at that scale it covers {w * d:.0f} x {h * d:.0f} level-0 px; give the right "
+            "downsample or mpp")
+    return MaskFrame(w, h, d, d, None if slide_mpp is None else slide_mpp * d)
+
+
+def resample(values: np.ndarray, source: MaskFrame, target: MaskFrame) -> np.ndarray:
+    """`values` on `source` read onto `target` by pixel centres: each target pixel takes the source
+    pixel its centre falls in (nothing outside the source: zero). Exact when the frames agree."""
+    import numpy as np
+
+    if (source.width, source.height, source.dx, source.dy) == (target.width, target.height, target.dx, target.dy):
+        return values
+    cols = np.floor((np.arange(target.width) + 0.5) * target.dx / source.dx).astype(np.int64)
+    rows = np.floor((np.arange(target.height) + 0.5) * target.dy / source.dy).astype(np.int64)
+    out = np.zeros(target.shape, dtype=values.dtype)
+    ok_c, ok_r = (cols >= 0) & (cols < source.width), (rows >= 0) & (rows < source.height)
+    out[np.ix_(ok_r, ok_c)] = values[np.ix_(rows[ok_r], cols[ok_c])]
+    return out
+
+
+def write_png(path: str | Path, mask: np.ndarray) -> Path:
+    """A binary mask as an 8-bit PNG (0 / 255), written atomically."""
+    import numpy as np
+    from PIL import Image
+
+    from pathkit_core.workspace import atomic_write_with
+
+    image = Image.fromarray(np.where(np.asarray(mask, dtype=bool), 255, 0).astype(np.uint8))
+    return atomic_write_with(path, lambda tmp: image.save(tmp, format="PNG"))
+
+
+# --------------------------------------------------------------------------- geometry
+
+
+def _affine(frame: MaskFrame) -> Any:
+    from affine import Affine
+
+    return Affine(frame.dx, 0.0, 0.0, 0.0, frame.dy, 0.0)
+
+
+def rasterise(geometry: Any, frame: MaskFrame) -> np.ndarray:
+    """The pixels of `frame` whose centres lie inside `geometry` (level-0 coordinates), as bool (H, W)."""
+    import numpy as np
+    import shapely
+    from rasterio.features import rasterize
+
+    if geometry is None or geometry.is_empty:
+        return np.zeros(frame.shape, dtype=bool)
+    shifted = shapely.affinity.translate(geometry, -_TIE_SHIFT * frame.dx, -_TIE_SHIFT * frame.dy)
+    burned = rasterize([(shifted, 1)], out_shape=frame.shape, transform=_affine(frame), all_touched=False,
+                       fill=0, dtype=np.uint8)
+    return burned.astype(bool)
+
+
+def vectorise(mask: np.ndarray, frame: MaskFrame) -> Any:
+    """The foreground of `mask` as a shapely MultiPolygon in level-0 coordinates, along pixel edges
+    (4-connected regions, holes kept, collinear vertices dropped): it rasterises back to `mask`."""
+    import numpy as np
+    import shapely
+    from rasterio.features import shapes
+    from shapely.geometry import shape
+
+    mask = np.ascontiguousarray(mask, dtype=np.uint8)
+    polygons = [shape(g).simplify(0) for g, _ in shapes(mask, mask=mask.astype(bool), connectivity=4,
+                                                          transform=_affine(frame))]
+    return shapely.MultiPolygon([p for p in polygons if not p.is_empty])
+
+
+QUPATH_COLOURS: dict[str, tuple[int, int, int]] = {"Tumor": (200, 0, 0), "Tumour": (200, 0, 0)}
+
+
+def geojson_features(geometry: Any, name: str, colour: tuple[int, int, int] | None = None,
+                     properties: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """QuPath annotation features (one per polygon) of `geometry`, level-0 pixel coordinates."""
+    from shapely.geometry import mapping
+
+    colour = colour or QUPATH_COLOURS.get(name, (200, 0, 0))
+    parts = list(getattr(geometry, "geoms", [geometry])) if geometry is not None and not geometry.is_empty else []
+    return [{"type": "Feature", "geometry": mapping(part),
+             "properties": {"objectType": "annotation", "classification": {"name": name, "color": list(colour)},
+                            "isLocked": False, **dict(properties or {})}} for part in parts]
+
+
+def write_geojson(path: str | Path, features: Sequence[Mapping[str, Any]]) -> Path:
+    """A GeoJSON FeatureCollection (QuPath imports it: File > Import objects), written atomically."""
+    from pathkit_core.workspace import atomic_write_text
+
+    return atomic_write_text(path, json.dumps({"type": "FeatureCollection", "features": list(features)}))
+
+
+AREAL = ("Polygon", "MultiPolygon")
+
+
+@dataclass
+class GeoJsonRegions:
+    """The area features of a GeoJSON file: their union (shapely, level-0 or mask-pixel units), the
+    features repaired (index and why) and the features left out (not areal, other class)."""
+
+    geometry: Any
+    repaired: list[str]
+    skipped: list[str]
+    path: Path | None = None
+
+
+def _features_of(data: Any, path: Path) -> list[Any]:
+    if isinstance(data, list):  # QuPath before 0.3 exported a bare list of features
+        return data
+    if isinstance(data, Mapping):
+        kind = data.get("type")
+        if kind == "FeatureCollection":
+            return list(data.get("features") or [])
+        if kind == "Feature":
+            return [data]
+        if kind in ("Polygon", "MultiPolygon", "GeometryCollection", "Point", "LineString", "MultiPoint",
+                    "MultiLineString"):
+            return [{"type": "Feature", "geometry": data, "properties": {}}]
+    raise PathkitError(f"GeoJSON {path}: expected a FeatureCollection, a Feature, a geometry or a list of "
+                       f"features; found {type(data).__name__} {str(data)[:60]!r}")
+
+
+def _class_name(feature: Mapping[str, Any]) -> str | None:
+    props = feature.get("properties")
+    if not isinstance(props, Mapping):
+        return None
+    cls = props.get("classification")
+    if isinstance(cls, Mapping):
+        return cls.get("name")
+    found = cls or props.get("class") or props.get("name")
+    return str(found) if found else None
+
+
+def read_geojson(path: str | Path, *, classes: Iterable[str] | None = None) -> GeoJsonRegions:
+    """The union of the area features (Polygon, MultiPolygon; holes kept) of a GeoJSON file, QuPath's
+    export included; with `classes`, only features of those classifications. Invalid polygons
+    (self-intersections, wrong ring orientation) are repaired by shapely and listed; a feature that
+    cannot be read is an error naming it."""
+    import shapely
+    from shapely.geometry import shape
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PathkitError(f"GeoJSON {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PathkitError(f"GeoJSON {path} is not readable JSON: {exc}") from None
+    wanted = None if classes is None else {str(c).lower() for c in classes}
+    parts, repaired, skipped = [], [], []
+    for index, feature in enumerate(_features_of(data, path)):
+        label = f"feature {index}"
+        if not isinstance(feature, Mapping) or not isinstance(feature.get("geometry"), Mapping):
+            raise PathkitError(f"GeoJSON {path}: {label} has no geometry object")
+        name = _class_name(feature)
+        label += f" ({name})" if name else ""
+        kind = feature["geometry"].get("type")
+        if kind not in AREAL and kind != "GeometryCollection":
+            skipped.append(f"{label}: a {kind}, not an area")
+            continue
+        if wanted is not None and (name or "").lower() not in wanted:
+            skipped.append(f"{label}: class {name!r} is not one of {sorted(wanted)}")
+            continue
+        try:
+            geom = shape(feature["geometry"])
+        except Exception as exc:  # noqa: BLE001 - shapely raises several kinds for bad coordinates
+            raise PathkitError(f"GeoJSON {path}: {label} has unreadable coordinates ({exc})") from None
+        if not geom.is_valid:
+            reason = shapely.is_valid_reason(geom)
+            geom = shapely.make_valid(geom)
+            repaired.append(f"{label}: {reason}")
+        geom = _areal(geom)
+        if geom.is_empty:
+            skipped.append(f"{label}: no area left")
+            continue
+        parts.append(geom)
+    union = shapely.union_all(parts) if parts else shapely.MultiPolygon()
+    return GeoJsonRegions(_areal(union), repaired, skipped, path)
+
+
+def _areal(geom: Any) -> Any:
+    """The polygonal part of a geometry (make_valid can add lines or points)."""
+    import shapely
+
+    if geom.geom_type in AREAL:
+        return geom
+    polys = [g for g in getattr(geom, "geoms", []) if g.geom_type in AREAL]
+    return shapely.union_all(polys) if polys else shapely.MultiPolygon()
+
+
+def check_within(regions: GeoJsonRegions, frame: MaskFrame, what: str) -> None:
+    """An error when the regions lie (mostly) outside `frame`: the coordinates are in another frame
+    (x and y swapped, another downsample)."""
+    geom = regions.geometry
+    if geom.is_empty:
+        return
+    minx, miny, maxx, maxy = geom.bounds
+    w0, h0 = frame.width * frame.dx, frame.height * frame.dy
+    slack = 0.02 * max(w0, h0)
+    if minx < -slack or miny < -slack or maxx > w0 + slack or maxy > h0 + slack:
+        raise PathkitError(
+            f"GeoJSON {regions.path}: its polygons span x {minx:.0f}..{maxx:.0f}, y {miny:.0f}..{maxy:.0f}, outside "
+            f"{what} ({w0:.0f} x {h0:.0f} in the same units); are the coordinates level-0 pixels of this slide "
+            "(or give a downsample)?")
+
+
+def with_mpp(frame: MaskFrame, slide_mpp: float | None) -> MaskFrame:
+    return replace(frame, mpp=None if slide_mpp is None else slide_mpp * frame.dx)
