@@ -170,9 +170,9 @@ def bar_chart(labels: Sequence[str], series: Mapping[str, Sequence[float | None]
             ax.set_ylim(*ylim)
         ax.grid(axis="y", alpha=0.3)
     if len(series) > 1:
-        ax.legend(fontsize="small", loc="best")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if title:
-        ax.set_title(title)
+        ax.set_title(title, fontsize="medium")
     return fig
 
 

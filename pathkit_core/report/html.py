@@ -113,6 +113,25 @@ def _compact(value: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def tables_section(run: RunFolder) -> Section | None:
+    """Tables a task (metrics.json "tables") or a metric (`details[...]["tables"]`) hands the report:
+    each {"title", "columns", "rows"}, shown as given."""
+    found = list(run.metrics.get("tables") or [])
+    for values in (run.metrics.get("details") or {}).values():
+        if isinstance(values, dict):
+            found.extend(values.get("tables") or [])
+    parts = []
+    for i, given in enumerate(found):
+        if not isinstance(given, dict):
+            continue
+        parts.append(f"<h3>{esc(given.get('title', ''))}</h3>")
+        parts.append(table([str(c) for c in given.get("columns", [])], list(given.get("rows", []))[:500],
+                           table_id=f"given-table-{i}", sortable=True))
+    if not parts:
+        return None
+    return Section("Tables", "".join(parts), key="tables", order=ORDER_TASK + 80)
+
+
 # --------------------------------------------------------------------------- training
 
 
@@ -283,7 +302,7 @@ def task_sections(run: RunFolder) -> list[Section]:
 
 def run_sections(run: RunFolder) -> list[Section]:
     sections: list[Section | None] = [headline_section(run), split_section(run), *task_sections(run),
-                                      training_section(run), qc_section(run)]
+                                      tables_section(run), training_section(run), qc_section(run)]
     dataset = {k: v for k, v in (run.metrics.get("dataset") or {}).items() if k != "warnings"}
     if dataset:
         sections.append(Section("Dataset", details("Facts the dataset reported", pre_json(dataset)), key="dataset",

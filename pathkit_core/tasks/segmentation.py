@@ -164,6 +164,12 @@ class SegmentationTask(Task):
         return {"class_names": list(dataset.class_names()), "tile_spec": facts.tile_spec,
                 "tiling": dict(facts.tiling), "predictions_root": str(facts.run_dir)}
 
+    def report_sections(self, run: Any) -> list[Any]:
+        """Per-slide Dice/IoU, predicted against reference masks over the thumbnail, tissue composition."""
+        from pathkit_core.report.segmentation import segmentation_sections
+
+        return segmentation_sections(run)
+
 
 def _probabilities(prediction: Any) -> Any:
     import numpy as np

@@ -103,3 +103,10 @@ class MultipleChoiceVQATask(Task):
             answer = position if position < len(case.meta["choices"]) else None
             out[case.case_id] = self.output({"answer": answer}, case, dataset)
         return out
+
+    def report_sections(self, run: Any) -> list[Any]:
+        """Accuracy per capability with intervals, QExact, evidence accessibility per selector, the
+        evidence budget, every question with its answers."""
+        from pathkit_core.report.vqa import vqa_sections
+
+        return vqa_sections(run)
