@@ -229,7 +229,7 @@ def qc_section(run: RunFolder) -> Section | None:
     if qc is not None and qc.height:
         import polars as pl
 
-        used = qc.filter(pl.col("status") != "skipped")
+        used = qc.filter(pl.col("status").fill_null("") != "skipped")
         per_split = used.group_by("split", maintain_order=True).agg(pl.col("case_id").n_unique().alias("cases"),
                                                                     pl.len().alias("inputs"),
                                                                     pl.col("n_tiles").sum().alias("tiles"))
@@ -300,9 +300,18 @@ def task_sections(run: RunFolder) -> list[Section]:
     return sections
 
 
+def _guarded(build: Any, run: RunFolder, title: str, order: int) -> Section | None:
+    try:
+        return build(run)
+    except Exception as exc:  # noqa: BLE001 - one section's failure must not cost the whole report
+        return _failed_section(title, exc, order)
+
+
 def run_sections(run: RunFolder) -> list[Section]:
-    sections: list[Section | None] = [headline_section(run), split_section(run), *task_sections(run),
-                                      tables_section(run), training_section(run), qc_section(run)]
+    sections: list[Section | None] = [headline_section(run), _guarded(split_section, run, "Split", ORDER_SPLIT),
+                                      *task_sections(run), _guarded(tables_section, run, "Tables", ORDER_TASK + 80),
+                                      _guarded(training_section, run, "Training", ORDER_TRAINING),
+                                      _guarded(qc_section, run, "Quality control", ORDER_QC)]
     dataset = {k: v for k, v in (run.metrics.get("dataset") or {}).items() if k != "warnings"}
     if dataset:
         sections.append(Section("Dataset", details("Facts the dataset reported", pre_json(dataset)), key="dataset",

@@ -115,7 +115,14 @@ class RunFolder:
             return None
         import polars as pl
 
-        return pl.read_csv(path, infer_schema_length=None)
+        from pathkit_core.run.features import QC_COLUMNS, QC_NUMBERS
+
+        # typed as written: a column that is empty for every input (no QC recorded) is still a number,
+        # and a column an older pathkit did not write is there, empty
+        frame = pl.read_csv(path, infer_schema_length=0)
+        types = {c: (pl.Int64 if c == "n_tiles" else pl.Float64 if c in QC_NUMBERS else pl.Utf8) for c in QC_COLUMNS}
+        return frame.with_columns([pl.col(c).cast(t, strict=False) if c in frame.columns else pl.lit(None, t).alias(c)
+                                   for c, t in types.items()])
 
     # ------------------------------------------------------------------ facts
 

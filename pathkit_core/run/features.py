@@ -218,6 +218,7 @@ def feature_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping
 
 QC_COLUMNS = ("case_id", "split", "input", "slide_id", "n_tiles", "status", "reason", "flags", "mean_variance",
               "l2_norm_mean", "zero_vector_fraction", "near_duplicate_fraction", "file")
+QC_NUMBERS = ("mean_variance", "l2_norm_mean", "zero_vector_fraction", "near_duplicate_fraction")
 
 
 def _file_qc(path: Path) -> dict[str, Any]:
@@ -263,8 +264,7 @@ def write_features_qc(path: Path, cases: Mapping[str, Sequence[Case]], stage: Fe
             else:
                 rows.append({**base, "input": "image", "n_tiles": 1, "status": "ok"})
     table = pl.DataFrame([{c: r.get(c) for c in QC_COLUMNS} for r in rows],
-                         schema={c: (pl.Float64 if c in ("mean_variance", "l2_norm_mean", "zero_vector_fraction",
-                                                         "near_duplicate_fraction") else
-                                     pl.Int64 if c == "n_tiles" else pl.Utf8) for c in QC_COLUMNS},
+                         schema={c: (pl.Float64 if c in QC_NUMBERS else pl.Int64 if c == "n_tiles" else pl.Utf8)
+                                 for c in QC_COLUMNS},
                          strict=False)
     return atomic_write_with(path, table.write_csv)

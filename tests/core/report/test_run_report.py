@@ -234,3 +234,13 @@ def test_score_prints_the_metric_its_ci_and_direction(cli, tmp_path):
     assert "lower" in next(line for line in lines if " ECE " in line)
     # headline scores first
     assert lines.index(auroc) < lines.index(next(line for line in lines if " ECE " in line))
+
+
+def test_qc_of_files_without_recorded_statistics(tmp_path):
+    # feature files of a dataset's own release (.pt, .h5) carry no QC metadata: every number is empty
+    run = report_run(tmp_path / "release")
+    pl.DataFrame({"case_id": ["R00", "R01"], "split": ["test", "test"], "input": ["features"] * 2,
+                  "slide_id": ["R00", "R01"], "status": [None, None], "file": ["R00.pt", "R01.pt"]}).write_csv(
+        run / "features_qc.csv")
+    html = write_run_report(run).read_text()
+    assert 'id="section-qc"' in html and "could not be drawn" not in html
