@@ -9,13 +9,16 @@ class ProgressBar:
     """A rich progress bar on stderr counting `unit`s, with the time left (or nothing when disabled).
 
     Used as a context manager: `with ProgressBar("predict", 120, "cases") as bar: bar.advance(8)`;
-    `describe(text)` changes the label (e.g. which metric is being computed).
+    `describe(text)` changes the label (e.g. which metric is being computed). `rate=True` adds a
+    units-per-second column (extraction's tiles/s); `status(text)` shows a line of counts beside
+    the bar (tiling's ok / skipped / failed).
     """
 
-    def __init__(self, label: str, total: int, unit: str, *, enabled: bool = True) -> None:
+    def __init__(self, label: str, total: int, unit: str, *, enabled: bool = True, rate: bool = False) -> None:
         self.label = label
         self.total = total
         self.unit = unit
+        self.rate = rate
         self.enabled = enabled and total > 0
         self._progress: Any = None
         self._task: Any = None
@@ -26,19 +29,28 @@ class ProgressBar:
                 BarColumn,
                 MofNCompleteColumn,
                 Progress,
+                ProgressColumn,
                 TextColumn,
                 TimeElapsedColumn,
                 TimeRemainingColumn,
             )
+            from rich.text import Text
 
             from pathkit_core.cli.common import err_console
 
-            self._progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(self.unit),
-                TimeElapsedColumn(), TimeRemainingColumn(), console=err_console,
-            )
+            unit = self.unit
+
+            class Rate(ProgressColumn):
+                def render(self, task: Any) -> Text:
+                    speed = task.finished_speed or task.speed
+                    return Text(f"{speed:,.0f} {unit}/s" if speed else f"- {unit}/s")
+
+            columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       Rate() if self.rate else TextColumn(self.unit), TextColumn("{task.fields[status]}"),
+                       TimeElapsedColumn(), TimeRemainingColumn()]
+            self._progress = Progress(*columns, console=err_console)
             self._progress.__enter__()
-            self._task = self._progress.add_task(self.label, total=self.total)
+            self._task = self._progress.add_task(self.label, total=self.total, status="")
         return self
 
     def advance(self, n: int = 1) -> None:
@@ -48,6 +60,10 @@ class ProgressBar:
     def describe(self, text: str) -> None:
         if self._progress is not None:
             self._progress.update(self._task, description=text)
+
+    def status(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, status=text)
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

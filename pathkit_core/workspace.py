@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import glob
 import hashlib
 import json
 import os
 import platform
+import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -20,6 +25,132 @@ from pathkit_core.contracts import PathkitError
 
 DEFAULT_WORKDIR = Path("pathkit-work")
 _HASH_CHUNK = 1 << 20
+
+
+# --------------------------------------------------------------------------- storage errors
+
+
+class StorageError(PathkitError):
+    """A write the filesystem refused (full, over quota, read-only, permission denied)."""
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+# Libraries that write through their own I/O (polars, safetensors) report the OS error only
+# in their message: "No space left on device (os error 28)".
+_FULL_TEXT = ("no space left on device", "os error 28", "disk quota exceeded", "os error 122")
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def free_space(path: str | Path) -> str:
+    """Free space on the filesystem holding `path` (or its nearest existing parent), as text."""
+    where = Path(path)
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        return f"{_human_bytes(shutil.disk_usage(where).free)} free"
+    except OSError:
+        return "free space unknown"
+
+
+def storage_error(exc: BaseException, path: str | Path, *, permission: bool = True) -> StorageError | None:
+    """A one-line StorageError naming `path` when `exc` is the filesystem refusing a write
+    (`permission`: also a permission error, when `exc` can only come from creating `path`)."""
+    code = getattr(exc, "errno", None)
+    text = str(exc).lower()
+    if code in _FULL or any(t in text for t in _FULL_TEXT):
+        return StorageError(
+            f"{path}: no space left on the device ({free_space(path)}); free some space or write "
+            "elsewhere, then rerun to resume"
+        )
+    if code == errno.EROFS:
+        return StorageError(f"{path}: the filesystem is read-only; write elsewhere")
+    if permission and code in (errno.EACCES, errno.EPERM):
+        return StorageError(f"{path}: permission denied for writing; write elsewhere or fix the permissions")
+    return None
+
+
+def check_writable_dir(path: str | Path, what: str) -> Path:
+    """Check before any work that `path` is (or can become) a folder this process can write in.
+
+    Nothing is created: the nearest existing ancestor must be a folder where a file can be made.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise PathkitError(f"{what} {path} is an existing file, not a folder; give a folder")
+    probe = path
+    while not probe.exists():
+        if probe == probe.parent:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise PathkitError(f"{what} {path}: {probe} is a file, so the folder cannot be made")
+    try:
+        fd, name = tempfile.mkstemp(prefix=".pathkit-write-check.", dir=probe)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        err = storage_error(exc, probe)
+        raise (err or PathkitError(f"{what} {path}: cannot write in {probe}: {exc.strerror or exc}")) from None
+    return path
+
+
+def regular_file_problem(path: str | Path) -> tuple[str, str] | None:
+    """(code, message) when `path` is not a readable regular file, else None.
+
+    Codes: not-found, symlink-loop, directory, not-a-file (named pipe, socket, device),
+    unreadable. Opening a named pipe blocks until a writer appears, so this looks first.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "not-found", "does not exist"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink-loop", "is a symbolic link loop (it resolves to itself)"
+        return "unreadable", f"cannot be read: {exc.strerror or exc}"
+    if stat.S_ISDIR(st.st_mode):
+        return "directory", "is a directory, not a file"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a named pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device")
+        return "not-a-file", f"is not a regular file ({kind})"
+    return None
+
+
+def plain_name(name: str, where: str) -> str:
+    """`name` when it can be one file or folder name (the rule of `contracts.case_id_problem`);
+    an id like `../../escape` or `a/b` would reach outside the folder it is looked up in, so it
+    is an error naming `where` it came from."""
+    from pathkit_core.contracts import case_id_problem
+
+    problem = case_id_problem(name)
+    if problem:
+        raise PathkitError(f"{where}: {problem}")
+    return name
+
+
+def path_inside(root: str | Path, value: str | Path, what: str) -> Path:
+    """`value` resolved against `root`, refused when a relative `value` climbs out of it.
+
+    An absolute `value` is the user's own choice and is taken as given; a relative one (from a
+    manifest or an id) must stay inside `root`. The check is on the path as written: a
+    symbolic link inside `root` that points elsewhere is the user's own layout.
+    """
+    path = Path(value)
+    if path.is_absolute():
+        return path
+    base = Path(os.path.normpath(Path(root).absolute()))
+    joined = Path(os.path.normpath(base / path))
+    if joined != base and base not in joined.parents:
+        raise PathkitError(f"{what} {str(value)!r} points outside {root}; give an absolute path if that is meant")
+    return Path(root) / path
 
 
 # --------------------------------------------------------------------------- atomic writes
@@ -51,8 +182,11 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `target`; on success it is fsynced and renamed over
     `target`, on any exception it is removed and `target` is left as it was."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise (storage_error(exc, target) or exc) from exc
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -64,9 +198,13 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
         _fsync_dir(target.parent)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        # In the block, a permission error may be the writer reading some other file.
+        err = storage_error(exc, target, permission=False) if isinstance(exc, Exception) else None
+        if err is not None and not isinstance(exc, StorageError):
+            raise err from exc
         raise
 
 
@@ -79,6 +217,20 @@ def atomic_open(target: str | Path, mode: str = "w", encoding: str | None = "utf
     ) as fh:
         yield fh
         fh.flush()
+
+
+def remove_stale_temporaries(target: str | Path) -> None:
+    """Remove what writers of `target` killed mid-write left (`.<name>.*.tmp` beside it).
+
+    Call only while holding the lock that guards `target`: a live writer's temporary is
+    indistinguishable from a dead one's.
+    """
+    target = Path(target)
+    if not target.parent.is_dir():
+        return
+    for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def atomic_write_bytes(target: str | Path, data: bytes) -> Path:
@@ -139,6 +291,8 @@ class LockTimeout(PathkitError):
 
 
 def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -148,11 +302,99 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-class FileLock:
-    """An exclusive lock file holding the owner's pid, host and time.
+_BOOT_ID: list[str] = []
 
-    A lock whose owner is a dead process on this host, or that is older than
-    `stale_after` seconds (owners on other hosts cannot be probed), is broken.
+
+def _boot_id() -> str:
+    if not _BOOT_ID:
+        try:
+            _BOOT_ID.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+        except OSError:
+            _BOOT_ID.append("")
+    return _BOOT_ID[0]
+
+
+def process_start(pid: int) -> str | None:
+    """When process `pid` started, as an opaque token (None when it cannot be told).
+
+    A pid alone does not name a process: after its owner dies the kernel hands the number to
+    another one. Linux: the boot id and the start time in clock ticks (`/proc/<pid>/stat`
+    field 22), exact; elsewhere psutil's creation time.
+    """
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+        # The command name (field 2) may hold spaces and parentheses: split after its last ")".
+        ticks = raw[raw.rindex(b")") + 2 :].split()[19].decode()
+        return f"{_boot_id()}:{ticks}"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import psutil
+
+        return f"created:{psutil.Process(pid).create_time():.3f}"
+    except Exception:  # noqa: BLE001 - psutil missing, or no such process
+        return None
+
+
+def lock_owner_text(info: Mapping[str, Any] | None) -> str:
+    """`pid 123 on node7 since 2025-01-02 03:04:05` for a lock's recorded owner."""
+    if not info:
+        return "an unknown process"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(info.get("time", 0) or 0)))
+    return f"pid {info.get('pid')} on {info.get('host')} since {since}"
+
+
+# A held lock's file is touched every HEARTBEAT_SECONDS; one untouched for HEARTBEAT_GRACE
+# seconds has lost its owner, whichever host it was on (a node that crashed, a job killed
+# and requeued elsewhere). The grace covers NFS attribute caching (up to a minute) and
+# clock differences between nodes.
+HEARTBEAT_SECONDS = 30.0
+HEARTBEAT_GRACE = 600.0
+
+
+class _Heartbeat:
+    """One daemon thread per process that keeps the files of the locks it holds fresh."""
+
+    def __init__(self) -> None:
+        self.paths: set[Path] = set()
+        self.guard = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.pid = 0
+
+    def add(self, path: Path) -> None:
+        with self.guard:
+            self.paths.add(path)
+            if self.thread is None or not self.thread.is_alive() or self.pid != os.getpid():
+                # (a forked child inherits the set but not the thread)
+                self.pid = os.getpid()
+                self.thread = threading.Thread(target=self._run, name="pathkit-lock-heartbeat", daemon=True)
+                self.thread.start()
+
+    def discard(self, path: Path) -> None:
+        with self.guard:
+            self.paths.discard(path)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(HEARTBEAT_SECONDS)
+            with self.guard:
+                paths = list(self.paths)
+            for path in paths:
+                with contextlib.suppress(OSError):
+                    os.utime(path)
+
+
+_HEARTBEAT = _Heartbeat()
+
+
+class FileLock:
+    """An exclusive lock file holding the owner's pid, process start time, host and time.
+
+    While held, the file is touched every `HEARTBEAT_SECONDS`. It is broken as stale when its
+    owner is gone: on this host, a dead pid or a pid now held by a process that started at
+    another time (the pid was reused); on any host, a file not touched for `HEARTBEAT_GRACE`
+    seconds. Locks written without a heartbeat (older pathkit) from other hosts are broken
+    once older than `stale_after` seconds.
     """
 
     def __init__(
@@ -175,53 +417,109 @@ class FileLock:
         except (FileNotFoundError, json.JSONDecodeError, OSError):
             return None
 
+    def state(self) -> dict[str, Any] | None:
+        """None when nobody holds the lock; else the owner record with `stale` (True when
+        the next acquirer would break it) and `owner` (a readable description)."""
+        if not self.path.exists():
+            return None
+        info = self.owner()
+        return {**(info or {}), "stale": self._is_stale(info), "owner": lock_owner_text(info)}
+
     def _is_stale(self, info: dict[str, Any] | None) -> bool:
         if info is None:
             # Half-written lock: stale if old enough that its writer has surely finished.
             with contextlib.suppress(FileNotFoundError):
                 return time.time() - self.path.stat().st_mtime > 5.0
             return False
-        if time.time() - float(info.get("time", 0)) > self.stale_after:
-            return True
         if info.get("host") == socket.gethostname():
-            return not _pid_alive(int(info.get("pid", -1)))
-        return False
+            pid = int(info.get("pid", -1))
+            if not _pid_alive(pid):
+                return True
+            recorded = info.get("start")
+            current = process_start(pid) if recorded else None
+            if current is not None:
+                return current != recorded  # the owner itself is alive, or its pid was reused
+        if info.get("heartbeat"):
+            try:
+                return time.time() - self.path.stat().st_mtime > HEARTBEAT_GRACE
+            except FileNotFoundError:
+                return False
+        return time.time() - float(info.get("time", 0)) > self.stale_after
+
+    def _write_owner(self, fd: int) -> None:
+        pid = os.getpid()
+        payload = json.dumps({"pid": pid, "start": process_start(pid), "host": socket.gethostname(),
+                              "time": time.time(), "heartbeat": HEARTBEAT_SECONDS})
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            # An empty lock file would block others until it looks stale: leave none.
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            raise (storage_error(exc, self.path) or exc) from exc
 
     def acquire(self) -> FileLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise (storage_error(exc, self.path) or exc) from exc
         deadline = time.monotonic() + self.timeout
-        payload = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "time": time.time()})
         while True:
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 info = self.owner()
                 if self._is_stale(info):
-                    # Rename first so two breakers cannot both delete a fresh lock.
-                    grave = self.path.with_name(f"{self.path.name}.stale.{os.getpid()}")
-                    with contextlib.suppress(FileNotFoundError):
-                        os.replace(self.path, grave)
-                        grave.unlink()
+                    self._break(info)
                     continue
                 if time.monotonic() >= deadline:
-                    who = (
-                        f"pid {info.get('pid')} on {info.get('host')} since "
-                        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info.get('time', 0)))}"
-                        if info
-                        else "an unknown process"
-                    )
-                    raise LockTimeout(f"{self.path} is locked by {who}") from None
+                    raise LockTimeout(f"{self.path} is locked by {lock_owner_text(info)}") from None
                 time.sleep(self.poll)
                 continue
-            with os.fdopen(fd, "w") as fh:
-                fh.write(payload)
-                fh.flush()
-                os.fsync(fh.fileno())
+            except OSError as exc:
+                raise (storage_error(exc, self.path) or exc) from exc
+            self._write_owner(fd)
             self.held = True
+            _HEARTBEAT.add(self.path)
             return self
+
+    def _break(self, judged: dict[str, Any] | None) -> None:
+        """Remove the lock judged stale from its content `judged`, unless another process broke
+        it meanwhile and took a fresh one (then that one is put back)."""
+        grave = self.path.with_name(f"{self.path.name}.stale.{os.getpid()}")
+        try:
+            os.replace(self.path, grave)
+        except FileNotFoundError:
+            return
+        try:
+            taken = json.loads(grave.read_text())
+        except (OSError, json.JSONDecodeError):
+            taken = None
+        if taken != judged:
+            with contextlib.suppress(OSError):
+                os.link(grave, self.path)  # fails if yet another lock is already there
+        with contextlib.suppress(FileNotFoundError):
+            grave.unlink()
+
+    def clear_stale(self) -> bool:
+        """Remove the lock file if its owner is gone (what `acquire` would break); True if removed.
+
+        For a process that finds its work already done and so never takes the lock.
+        """
+        if not self.path.exists():
+            return False
+        info = self.owner()
+        if not self._is_stale(info):
+            return False
+        self._break(info)
+        return not self.path.exists()
 
     def release(self) -> None:
         if self.held:
+            _HEARTBEAT.discard(self.path)
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
             self.held = False

@@ -22,14 +22,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def user_errors(func: F) -> F:
-    """Turn a PathkitError into a one-line message and exit status 2 (no traceback)."""
+    """Turn a PathkitError into a one-line message and exit status 2 (no traceback); so too a
+    write the filesystem refused (full, read-only) wherever it happened."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from pathkit_core.workspace import storage_error
+
         try:
             return func(*args, **kwargs)
         except PathkitError as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except OSError as exc:
+            err = storage_error(exc, exc.filename or "a file being written", permission=False)
+            if err is None:
+                raise
+            err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]

@@ -21,26 +21,26 @@ def _barrier(state: Any) -> None:
 
 def _tile_first(
     slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: float | None, workers: int, progress: bool,
-    state: Any,
-) -> list[Path]:
-    """Tile the slides with the encoder's tile spec (sharded by rank); the manifests of all."""
+    state: Any, shard: Any,
+) -> tuple[list[Path], list[str]]:
+    """Tile this shard's slides with the encoder's tile spec: the manifests of all slides that
+    have one (this shard's and other shards' so far) and the ids of all slides given."""
     from pathkit_core.wsi.slide import MPP_FIX_EXTRACT, find_slides, slide_id_for
     from pathkit_core.wsi.tiling import TilingParams, manifest_path_for, tile_slides
 
     spec = encoder_cls.tile_spec
     params = TilingParams(target_mpp=spec.mpp, tile_px=spec.tile_px)
     paths = sorted(find_slides(slides), key=lambda p: slide_id_for(p))
-    rank, world = (state.process_index, state.num_processes) if state is not None else (0, 1)
-    mine = [p for i, p in enumerate(paths) if i % world == rank]
     overrides = {str(p): mpp for p in paths} if mpp is not None else None
-    results = tile_slides(mine, tiles_dir, params, workers=max(1, workers), mpp_overrides=overrides,
-                          progress=progress and rank == 0, mpp_fix=MPP_FIX_EXTRACT) if mine else []
+    results = tile_slides(paths, tiles_dir, params, workers=max(1, workers), mpp_overrides=overrides,
+                          progress=progress and shard.rank == 0, shard=shard, mpp_fix=MPP_FIX_EXTRACT)
     _barrier(state)
     for r in results:
         if r.status == "failed":
             err_console.print(f"[yellow]tiling failed[/] {r.slide_id}: {r.reason}", highlight=False)
-    manifests = [manifest_path_for(tiles_dir, slide_id_for(p)) for p in paths]
-    return [m for m in manifests if m.is_file()]
+    ids = [slide_id_for(p) for p in paths]
+    manifests = [manifest_path_for(tiles_dir, sid) for sid in ids]
+    return [m for m in manifests if m.is_file()], ids
 
 
 def _summary_rows(out: Path, encoder: str, slide_ids: list[str]) -> list[tuple[str, str, Any, str]]:
@@ -93,14 +93,18 @@ def register(app: typer.Typer) -> None:
         compile_model: bool = typer.Option(
             False, "--compile", help="Run the model through torch.compile (falls back to eager if that fails)."
         ),
+        shard_option: str | None = typer.Option(
+            None, "--shard", help="Take shard i of N (i/N) [a Slurm array task's own; 1/1: every slide]."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ) -> None:
         """Extract tile features per slide into a checksummed safetensors store, resumably.
 
-        Under `accelerate launch` (or torchrun) slides are sharded across processes. Failed
-        slides are recorded with the reason in OUT/<encoder>/extraction_status.json and the
-        run goes on; exit status 1 if any slide failed.
+        Slides are sharded by a hash of their id: `--shard i/N` (or a Slurm array task) takes
+        one shard; under `accelerate launch` (or torchrun) the processes split it. Shards share
+        one OUT. Failed slides are recorded with the reason in OUT/<encoder>/extraction_status.json
+        and the run goes on; exit status 1 if any slide of this shard failed.
         """
         from pathkit_core.features.extract import (
             distributed_state,
@@ -108,31 +112,43 @@ def register(app: typer.Typer) -> None:
             manifest_paths,
             resolve_encoder,
         )
+        from pathkit_core.shard import current_shard, shard_summary
         from pathkit_core.wsi.manifest import read_manifest_meta
 
         if bool(slides) == (manifests is not None):
             raise PathkitError("give either SLIDE arguments or --manifests DIR (one of the two)")
         enc = resolve_encoder(encoder)
+        shard = current_shard(shard_option)  # a usage error before any model is loaded
         state = distributed_state(device)
-        rank = state.process_index if state is not None else 0
+        if state is not None:
+            shard = shard.outer().within(int(state.process_index), int(state.num_processes))
+        rank = shard.rank
         if slides:
             tdir = tiles_dir or out / "tiles" / enc.tile_spec.key()
-            items = _tile_first(list(slides), tdir, type(enc), mpp, workers or 1, not quiet, state)
+            items, every = _tile_first(list(slides), tdir, type(enc), mpp, workers or 1, not quiet, state, shard)
             if not items:
                 raise PathkitError("no slide could be tiled; see the messages above")
         else:
             items = manifest_paths(manifests)  # type: ignore[arg-type]
+            every = sorted(str(read_manifest_meta(p)["slide_id"]) for p in items)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
             results = extract_features(
                 enc, items, out, weights_path=weights, batch_size=batch_size, workers=workers,
                 device=device, dtype=dtype, feature_dtype=feature_dtype, progress=not quiet,
                 accelerator=state, allow_download=True if download else None, overwrite=overwrite,
-                compile=compile_model,
+                compile=compile_model, shard=shard,
             )
         for w in caught:
             err_console.print(f"[yellow]warning:[/] {w.message}", highlight=False)
-        slide_ids = sorted(str(read_manifest_meta(p)["slide_id"]) for p in items)
+        # The summary covers this shard (all ranks of the launch); other shards report their own.
+        ours = shard.outer().select(every)
+        note = shard_summary(shard.outer(), len(ours), len(every))
+        # Slides that could not be tiled were reported above; the table is about features.
+        with_manifest = {str(read_manifest_meta(p)["slide_id"]) for p in items}
+        slide_ids = [sid for sid in ours if sid in with_manifest]
+        if note and rank == 0:
+            err_console.print(note, highlight=False)
         rows = _summary_rows(out, enc.name, slide_ids)
         # Slides another live process holds are neither done nor failed.
         locked = {r.slide_id: r.reason for r in results if r.status == "locked"}

@@ -34,6 +34,9 @@ def register(app: typer.Typer) -> None:
         skip_missing: bool = typer.Option(
             False, "--skip-missing", help="Leave out cases whose slides are missing or give no features (recorded)."),
         cpu: bool = typer.Option(False, "--cpu", help="Train on the CPU even when a GPU is present."),
+        shard: str | None = typer.Option(
+            None, "--shard", help="Tile and extract only shard i of N (i/N) of the slides, then stop; "
+                                  "a Slurm array task takes its own. A last run without it trains and scores."),
         dataset_option: list[str] = typer.Option(
             [], "--dataset-option", "-o", help="Dataset option KEY=VALUE (repeatable), e.g. split=random."),
     ) -> None:
@@ -57,6 +60,8 @@ def register(app: typer.Typer) -> None:
             values["skip_missing"] = True
         if cpu:
             values["cpu"] = True
+        if shard is not None:
+            values["shard"] = shard
         if metric:
             values["metrics"] = split_names(metric)
         if max_epochs is not None:
@@ -76,6 +81,8 @@ def register(app: typer.Typer) -> None:
             spec = RunSpec.from_mapping({**values, "encoder": enc, "generator": gen})
             console.rule(f"{spec.dataset} / {enc} / {gen}")
             result = run_pipeline(spec, log=console.print)
+            if not result.summary:  # a shard's feature stage: nothing scored yet
+                continue
             results.append((enc, gen, result))
             hidden = print_scores(f"test scores: {spec.dataset} / {enc} / {gen}", result.summary, result.baselines,
                                   headline_only=True)
@@ -83,7 +90,7 @@ def register(app: typer.Typer) -> None:
                 console.print(f"{hidden} more score(s) in {result.run_dir / 'metrics.json'}; figures and per-case "
                               f"evidence in {result.run_dir / 'report.html'}", highlight=False)
             console.print(f"run folder: {result.run_dir}")
-        if len(cells) > 1:
+        if len(results) > 1:
             from pathkit_core.evaluation.leaderboard import write_leaderboard
 
             write_leaderboard(results, Path(values.get("workdir", "pathkit-work")), values["dataset"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -16,6 +17,20 @@ from pathkit_core.cli.common import (
     user_errors,
 )
 from pathkit_core.contracts import PathkitError
+
+
+def _warn_flagged(per_case: Any) -> None:
+    from pathkit_core.evaluation.runner import INPUT_FLAGS
+
+    if per_case is None or INPUT_FLAGS not in per_case.columns:
+        return
+    flagged = per_case.filter(per_case[INPUT_FLAGS] != "")
+    if flagged.height:
+        first = flagged.row(0, named=True)
+        err_console.print(
+            f"[yellow]warning:[/] {flagged.height} case(s) have damaged text ({INPUT_FLAGS} in the per-case "
+            f"table), e.g. {first['id']}: {first[INPUT_FLAGS]}", highlight=False, soft_wrap=True,
+        )
 
 
 def register(app: typer.Typer) -> None:
@@ -37,7 +52,10 @@ def register(app: typer.Typer) -> None:
             read_records,
         )
         from pathkit_core.evaluation.runner import score, write_results
+        from pathkit_core.workspace import check_writable_dir
 
+        if out is not None:
+            check_writable_dir(out, "--out")  # before scoring, so no score is lost at the end
         pred_file = read_records(predictions)
         if references is not None:
             refs = read_records(references).values
@@ -59,6 +77,7 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             write_results(result, out, extra={"predictions": str(predictions), "references": str(references),
                                               "dataset": dataset, "n_cases": len(ids)})
+        _warn_flagged(result.per_case)
         if as_json:
             print_json(result.summary)
             return

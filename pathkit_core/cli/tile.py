@@ -51,6 +51,12 @@ def register(app: typer.Typer) -> None:
         ),
         write_csv: bool = typer.Option(False, "--csv", help="Also write <slide_id>.csv tile tables."),
         recursive: bool = typer.Option(False, "--recursive", "-r", help="Search folders recursively."),
+        shard_option: str | None = typer.Option(
+            None, "--shard", help="Take shard i of N (i/N) [a Slurm array task's own; 1/1: every slide]."
+        ),
+        list_only: bool = typer.Option(
+            False, "--list", help="Print the paths of the slides this process would tile (its shard) and exit."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ) -> None:
@@ -58,9 +64,18 @@ def register(app: typer.Typer) -> None:
 
         Slides whose manifest exists with the same parameters are skipped; a failing slide is
         recorded in OUT/tiling_status.json and the batch goes on. Exit status 1 if any slide failed.
+        `--shard i/N` (or a Slurm array task, or the ranks of torchrun) tiles one shard of the
+        slides, chosen by a hash of the slide id; shards share one OUT.
         """
+        from pathkit_core.shard import current_shard, shard_summary
         from pathkit_core.wsi.slide import MPP_FIX_TILE, find_slides, read_mpp_csv, slide_id_for
         from pathkit_core.wsi.tiling import TilingFailed, TilingParams, tile_slides
+
+        shard = current_shard(shard_option)
+        if list_only:  # e.g. to stage this shard's slides on node-local disk (docs/scale.md)
+            for path in shard.select(find_slides(slides, recursive=recursive), key=slide_id_for):
+                typer.echo(str(path))
+            return
 
         if tile_px is not None and tile_um is not None:
             raise PathkitError("give --tile-px or --tile-um, not both")
@@ -93,12 +108,15 @@ def register(app: typer.Typer) -> None:
             results = tile_slides(
                 slides, out, params, workers=workers, mpp_overrides=overrides, strict=strict,
                 progress=not quiet and not as_json, overwrite=overwrite, write_csv=write_csv,
-                recursive=recursive, mpp_fix=MPP_FIX_TILE,
+                recursive=recursive, shard=shard, mpp_fix=MPP_FIX_TILE,
             )
         except TilingFailed as exc:
             results = exc.results
             err_console.print(f"[bold red]stopped (--strict):[/] {exc}", highlight=False, soft_wrap=True)
         failed = [r for r in results if r.status == "failed"]
+        if not shard.whole:
+            total = len(find_slides(slides, recursive=recursive))
+            err_console.print(shard_summary(shard, len(results), total), highlight=False)
         if as_json:
             print_json([r.as_dict() for r in results])
         else:

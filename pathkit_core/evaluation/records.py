@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import regular_file_problem
 
 # Keys that may hold a record's value, in order of preference.
 VALUE_KEYS = ("report", "prediction", "pred", "answer", "label", "target", "text", "caption")
@@ -46,46 +48,94 @@ def _record_value(path: Path, where: str, record: Any) -> tuple[str, Any]:
     return str(rid), record[key]
 
 
-def _add(path: Path, values: dict[str, Any], rid: str, value: Any, where: str) -> None:
-    if rid in values:
-        raise PathkitError(f"{path}: {where}: duplicate id {rid!r}")
-    values[rid] = value
+class _Repeats:
+    """Ids seen more than once while reading one file, with where each was seen."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.where: dict[str, list[str]] = {}
+
+    def add(self, values: dict[str, Any], rid: str, value: Any, where: str) -> None:
+        self.where.setdefault(rid, []).append(where)
+        values.setdefault(rid, value)
+
+    def check(self, what: str = "id") -> None:
+        repeated = {rid: places for rid, places in self.where.items() if len(places) > 1}
+        if repeated:
+            shown = [f"{rid!r} ({', '.join(places)})" for rid, places in repeated.items()]
+            raise PathkitError(
+                f"{self.path}: {len(repeated)} {what}(s) appear more than once, so it is unclear which "
+                f"value to score: {_show(shown)}"
+            )
+
+
+class _KeyCounter:
+    """`object_pairs_hook` that notes the repeated keys of every JSON object, which
+    `json.loads` alone would silently resolve to the last value."""
+
+    def __init__(self) -> None:
+        self.repeated: list[list[str]] = []  # per object, in the order objects close
+        self.last_pairs: list[tuple[str, Any]] = []
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        counts = Counter(k for k, _ in pairs)
+        self.repeated.append([k for k, n in counts.items() if n > 1])
+        self.last_pairs = pairs
+        return dict(pairs)
+
+    def inner(self, top_is_object: bool) -> list[str]:
+        """Keys repeated inside records (objects close innermost first: the last is the top)."""
+        objects = self.repeated[:-1] if top_is_object else self.repeated
+        return sorted({k for keys in objects for k in keys})
 
 
 def read_records(path: str | Path) -> RecordFile:
     """Parse a predictions or references file; errors name the file and the line or key."""
     path = Path(path)
-    if not path.exists():
-        raise PathkitError(f"{path}: no such file")
+    problem = regular_file_problem(path)
+    if problem is not None:
+        code, message = problem
+        raise PathkitError(f"{path}: no such file" if code == "not-found" else f"{path} {message}; give a JSON file")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise PathkitError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    except OSError as exc:
+        raise PathkitError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
     if not text.strip():
         raise PathkitError(f"{path}: file is empty")
     values: dict[str, Any] = {}
+    repeats = _Repeats(path)
+    keys = _KeyCounter()
     stripped = text.lstrip()
     if path.suffix == ".jsonl" or (stripped[0] == "{" and "\n{" in text.strip() and _is_jsonl(text)):
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(line, object_pairs_hook=keys)
             except json.JSONDecodeError as exc:
                 raise PathkitError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from exc
             rid, value = _record_value(path, f"line {lineno}", record)
-            _add(path, values, rid, value, f"line {lineno}")
+            repeats.add(values, rid, value, f"line {lineno}")
+        _check_inner(path, keys.inner(top_is_object=False))
+        repeats.check()
         return RecordFile(path, values, format="jsonl")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=keys)
     except json.JSONDecodeError as exc:
         raise PathkitError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})") from exc
+    _check_inner(path, keys.inner(isinstance(data, Mapping)))
     if isinstance(data, list):
         for index, record in enumerate(data):
             rid, value = _record_value(path, f"item {index}", record)
-            _add(path, values, rid, value, f"item {index}")
+            repeats.add(values, rid, value, f"item {index}")
+        repeats.check()
         return RecordFile(path, values, format="json-list")
     if isinstance(data, Mapping):
+        for index, (key, _) in enumerate(keys.last_pairs):
+            repeats.where.setdefault(str(key), []).append(f"entry {index + 1}")
+        repeats.check()
         if data and all(isinstance(v, Mapping) and "pred" in v for v in data.values()):
             refs: dict[str, Any] = {}
             for rid, entry in data.items():
@@ -101,6 +151,13 @@ def read_records(path: str | Path) -> RecordFile:
             )
         return RecordFile(path, {str(k): v for k, v in data.items()}, format="json-mapping")
     raise PathkitError(f"{path}: expected a JSON list of {{\"id\", \"report\"}} records, got {type(data).__name__}")
+
+
+def _check_inner(path: Path, repeated: list[str]) -> None:
+    if repeated:
+        raise PathkitError(
+            f"{path}: a record repeats the key(s) {_show(repeated)}, so it is unclear which value to score"
+        )
 
 
 def _is_jsonl(text: str) -> bool:

@@ -73,6 +73,23 @@ def resolve_metrics(names: Sequence[str], task: str | None = None) -> list[Metri
     return metrics
 
 
+INPUT_FLAGS = "input_flags"
+
+
+def input_flags(predictions: Sequence[Any], references: Sequence[Any]) -> list[str]:
+    """Per case, what is wrong with its texts though they can be scored ("" when nothing):
+    "prediction: lone surrogate U+D800 at character 15"."""
+    from pathkit_core.report_text import text_flags
+
+    out = []
+    for pred, ref in zip(predictions, references, strict=True):
+        refs = ref if isinstance(ref, list | tuple) else [ref]
+        notes = [f"prediction: {f}" for f in text_flags(pred)]
+        notes += [f"reference: {f}" for r in refs for f in text_flags(r)]
+        out.append("; ".join(notes))
+    return out
+
+
 def score(
     metric_names: Sequence[str],
     predictions: Mapping[str, Any],
@@ -95,6 +112,9 @@ def score(
     summary: dict[str, dict[str, float]] = {}
     results: dict[str, MetricResult] = {}
     per_case = pl.DataFrame({"id": ids})
+    flags = input_flags(preds, refs)
+    if any(flags):
+        per_case = per_case.with_columns(pl.Series(INPUT_FLAGS, flags, dtype=pl.Utf8))
     for metric in metrics:
         if on_metric is not None:
             on_metric(metric.name)

@@ -4,9 +4,10 @@ One DataLoader streams every slide of this process's shard: workers read tiles t
 own slide handles and apply the encoder's preprocessing, batches never span two slides, and
 the main process runs the encoder (autocast in the encoder's precision on GPU, float32 on CPU
 unless asked), fills a preallocated (N, D) buffer per slide, runs QC and writes the slide's
-safetensors file atomically as soon as its last batch is done. Under `accelerate launch`
-(or torchrun) slides are sharded by rank; each slide is computed identically whatever the
-number of processes, so the store is the same as from one process.
+safetensors file atomically as soon as its last batch is done. Slides are sharded by a hash
+of their id (`pathkit_core.shard`: `--shard i/N`, a Slurm array, and under `accelerate launch`
+or torchrun the rank); each slide is computed identically whatever the number of processes,
+so the store is the same as from one process.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathkit_core.contracts import Encoder, PathkitError
 from pathkit_core.distributed import close_process_group_at_exit
 from pathkit_core.features.inference import EncoderRunner, Preprocess, compute_dtype
 from pathkit_core.features.inference import autocast as _autocast  # noqa: F401 - importable here as before
+from pathkit_core.shard import Shard
 from pathkit_core.workspace import FileLock, LockTimeout, content_hash
 
 if TYPE_CHECKING:
@@ -305,14 +307,17 @@ def extract_features(
     overwrite: bool = False,
     verify_slides: bool = True,
     compile: bool = False,  # noqa: A002 - torch's name
+    shard: Shard | None = None,
 ) -> list[ExtractResult]:
     """Extract features for every manifest into `<out_dir>/<encoder>/<slide_id>.safetensors`.
 
-    Resumable: a slide whose file was made from the same manifest, weights and feature dtype
-    is skipped. Failures (unreadable tiles, slide changed since tiling, NaN/Inf, degenerate
-    features, row-count mismatch) are recorded with their reason and the run goes on.
-    Returns the results of this process's shard. `compile=True` runs the model through
-    `torch.compile`, falling back to the eager model with a warning if that fails.
+    Resumable: a slide whose file was made from the same manifest, weights and feature dtype,
+    and that passes its checksum and QC again, is skipped. Failures (unreadable tiles, slide
+    changed since tiling, NaN/Inf, degenerate features, row-count mismatch) are recorded with
+    their reason and the run goes on. `shard` (`pathkit_core.shard.current_shard`) picks this
+    process's slides; a multi-process launch splits it further by rank. Returns the results
+    of this process's slides. `compile=True` runs the model through `torch.compile`, falling
+    back to the eager model with a warning if that fails.
     """
     import torch
 
@@ -332,7 +337,6 @@ def extract_features(
     precision = compute_dtype(enc, dev, dtype)
     out_dir = Path(out_dir)
 
-    # Every process reads the same sorted list, so shards are disjoint and cover it all.
     loaded = sorted((_load_manifest(m) for m in manifest_paths(manifests)), key=lambda m: m.slide_id)
     seen: dict[str, Any] = {}
     for m in loaded:
@@ -341,17 +345,22 @@ def extract_features(
                 f"slide id {m.slide_id!r} appears in two manifests ({seen[m.slide_id]} and {m.path})"
             )
         seen[m.slide_id] = m.path
-    shard = [m for i, m in enumerate(loaded) if i % world == rank]
+    # Shards are by slide id, so processes that listed the slides differently still agree.
+    mine = (shard or Shard()).within(rank, world).select(loaded, key=lambda m: m.slide_id)
+    # Every process plans the whole list: slides of a shard not started yet show as pending.
+    store.record_planned(out_dir, enc.name, {m.slide_id: {"manifest": str(m.path or "")} for m in loaded})
 
-    _warn_tile_spec(enc, shard, rank)
+    _warn_tile_spec(enc, mine, rank)
     resolved_weights, weights_id = _weights_identity(enc, weights_path, allow_download)
     arch = getattr(enc, "architecture_label", lambda: enc.name)()
     results: list[ExtractResult] = []
     pending: dict[str, dict[str, Any]] = {}
     previous = store.read_status(out_dir, enc.name)
+    status_lock = FileLock(store.status_lock_path(out_dir, enc.name))
+    status_lock.clear_stale()  # a process killed while recording statuses
     jobs: list[_SlideJob] = []
     try:
-        for m in shard:
+        for m in mine:
             job = _prepare(m, enc, out_dir, weights_id, arch, feature_dtype, overwrite, previous, results)
             if job is None:
                 continue
@@ -364,6 +373,10 @@ def extract_features(
                 _fail(job, "the tile manifest has no tiles (no tissue found)", enc, out_dir, pending, results)
                 continue
             jobs.append(job)
+        # A process killed before flushing its records leaves finished files without one.
+        for r in results:
+            if r.status == "skipped" and previous.get(r.slide_id, {}).get("status") != "ok":
+                pending[r.slide_id] = store.status_record("ok", n_tiles=r.n_tiles, recorded="on resume")
         if jobs:
             model = _load_model(enc, dev, resolved_weights, allow_download)
             context = {
@@ -453,27 +466,69 @@ def _prepare(
 ) -> _SlideJob | None:
     """A job for the slide, or None when it is up to date (skipped) or locked by another process."""
     from pathkit_core.features import store
+    from pathkit_core.workspace import remove_stale_temporaries
 
     sid = manifest.slide_id
     target = store.feature_path(out_dir, enc.name, sid)
     job = _SlideJob(manifest=manifest, slide_id=sid, target=target, manifest_sha256=_manifest_sha256(manifest))
     key = _extraction_key(job, weights_id, arch, feature_dtype)
-    if not overwrite and target.is_file() and previous.get(sid, {}).get("status") != "failed":
-        try:
-            meta = store.read_feature_meta(target)
-        except PathkitError:
-            meta = {}
-        if meta.get("extraction_key") == key and meta.get("status") == "ok":
-            results.append(ExtractResult(sid, "skipped", "already extracted", int(meta.get("n_tiles", 0)), target))
-            return None
+
+    def skipped(meta: dict[str, str]) -> None:
+        results.append(ExtractResult(sid, "skipped", "already extracted", int(meta.get("n_tiles", 0)), target))
+
     lock = FileLock(target.with_name(f".{target.name}.lock"), timeout=0.0)
+    if not overwrite:
+        meta = _reusable(target, key, manifest.n_tiles, previous.get(sid))
+        if meta is not None:
+            lock.clear_stale()  # left by a process killed after writing the file
+            skipped(meta)
+            return None
     try:
         lock.acquire()
     except LockTimeout as exc:
         results.append(ExtractResult(sid, "locked", str(exc), manifest.n_tiles, None))
         return None
+    # Another process may have finished the slide between the look above and the lock.
+    if not overwrite and target.is_file():
+        meta = _reusable(target, key, manifest.n_tiles, store.read_status(out_dir, enc.name).get(sid))
+        if meta is not None:
+            lock.release()
+            skipped(meta)
+            return None
+    # Temporaries of a writer killed mid-write; only the lock holder writes them.
+    remove_stale_temporaries(target)
+    remove_stale_temporaries(target.parent / "failed" / target.name)
     job.lock = lock
     return job
+
+
+def _reusable(target: Path, key: str, n_tiles: int, record: dict[str, Any] | None) -> dict[str, str] | None:
+    """The metadata of `target` when it can be kept as this slide's features, else None.
+
+    Kept only when made with the same extraction key, not marked failed, and verified again
+    now: its checksum (a flipped byte) and its QC recomputed from the tensors (NaN/Inf,
+    degenerate, wrong row count) - a valid checksum proves only that nobody changed the file
+    since it was written, not that what was written is usable.
+    """
+    import warnings
+
+    from pathkit_core.features import store
+    from pathkit_core.features.qc import stored_features_problem
+
+    if not target.is_file() or (record or {}).get("status") == "failed":
+        return None
+    try:
+        meta = store.read_feature_meta(target)
+    except PathkitError as exc:
+        warnings.warn(f"{exc}; re-extracting it", UserWarning, stacklevel=2)
+        return None
+    if meta.get("extraction_key") != key or meta.get("status") != "ok":
+        return None
+    problem = stored_features_problem(target, expected_tiles=n_tiles)
+    if problem:
+        warnings.warn(f"{target}: {problem}; re-extracting it", UserWarning, stacklevel=2)
+        return None
+    return meta
 
 
 def _slide_problem(manifest: Manifest) -> str:
@@ -669,48 +724,8 @@ def _run(
                 last_flush = time.monotonic()
 
 
-class _progress_bar:  # noqa: N801 - used like a function
-    """A rich progress bar in tiles with a tiles/s column (or nothing when disabled)."""
+def _progress_bar(enabled: bool, total: int, label: str) -> Any:
+    """Extraction's progress bar: tiles, with a tiles/s column (or nothing when disabled)."""
+    from pathkit_core.progress import ProgressBar
 
-    def __init__(self, enabled: bool, total: int, label: str) -> None:
-        self.enabled = enabled
-        self.total = total
-        self.label = label
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> _progress_bar:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                ProgressColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-            from rich.text import Text
-
-            class _Rate(ProgressColumn):
-                def render(self, task: Any) -> Text:
-                    speed = task.finished_speed or task.speed
-                    return Text(f"{speed:,.0f} tiles/s" if speed else "- tiles/s")
-
-            from pathkit_core.cli.common import err_console
-
-            self._progress = Progress(
-                TextColumn(f"extract [bold]{self.label}[/]"), BarColumn(), MofNCompleteColumn(),
-                _Rate(), TimeElapsedColumn(), TimeRemainingColumn(), console=err_console,
-            )
-            self._progress.__enter__()
-            self._task = self._progress.add_task("tiles", total=self.total)
-        return self
-
-    def advance(self, n: int) -> None:
-        if self._progress is not None:
-            self._progress.advance(self._task, n)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
+    return ProgressBar(f"extract [bold]{label}[/]", total, "tiles", enabled=enabled, rate=True)

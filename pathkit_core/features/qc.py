@@ -194,6 +194,20 @@ def _encoder_folders(folder: Path, encoder: str | None) -> list[tuple[str, Path]
     return [(p.name, p) for p in sorted(folder.iterdir()) if p.is_dir() and is_store(p)]
 
 
+def stored_features_problem(path: Path, *, expected_tiles: int | None = None) -> str:
+    """Why a stored feature file cannot be reused ('' when it can): it fails to read or its
+    checksum, or QC recomputed from its tensors fails (NaN/Inf, degenerate, row count)."""
+    from pathkit_core.contracts import PathkitError
+    from pathkit_core.features.store import read_features
+
+    try:
+        ff = read_features(path, verify=True)
+    except PathkitError as exc:
+        return str(exc).removeprefix(f"feature file {path} ")
+    failures = compute_qc(ff.features, expected_tiles=expected_tiles).failures
+    return f"fails QC ({'; '.join(failures)})" if failures else ""
+
+
 def audit_file(path: Path, status_record: dict[str, Any] | None = None) -> dict[str, Any]:
     """Full check of one feature file: checksum, shapes, manifest row count, recomputed QC."""
     from pathkit_core.contracts import PathkitError

@@ -39,7 +39,8 @@ _CHECKSUM_KEY = "content_sha256"
 
 def check_slide_id(slide_id: str) -> str:
     """Slide ids become file names: no separators, no leading dot."""
-    if not isinstance(slide_id, str) or not _SLIDE_ID.match(slide_id) or slide_id.endswith(FEATURE_SUFFIX):
+    # fullmatch: `$` alone would let a trailing newline through
+    if not isinstance(slide_id, str) or not _SLIDE_ID.fullmatch(slide_id) or slide_id.endswith(FEATURE_SUFFIX):
         raise PathkitError(
             f"slide id {slide_id!r} cannot be used as a file name "
             "(letters, digits, '.', '_', '-', '+', spaces; no path separators)"
@@ -58,6 +59,10 @@ def feature_path(out_dir: str | Path, encoder: str, slide_id: str) -> Path:
 
 def status_path(out_dir: str | Path, encoder: str) -> Path:
     return encoder_dir(out_dir, encoder) / STATUS_FILE
+
+
+def status_lock_path(out_dir: str | Path, encoder: str) -> Path:
+    return encoder_dir(out_dir, encoder) / f"{STATUS_FILE}.lock"
 
 
 # --------------------------------------------------------------------------- checksums
@@ -220,7 +225,8 @@ def read_feature_meta(path: str | Path) -> dict[str, str]:
     if not path.is_file():
         raise PathkitError(f"feature file {path} does not exist")
     try:
-        with safe_open(str(path), framework="pt") as fh:
+        # numpy, not torch: reading a header must not cost a torch import (`pathkit status`)
+        with safe_open(str(path), framework="numpy") as fh:
             meta = dict(fh.metadata() or {})
     except (SafetensorError, OSError, ValueError) as exc:
         raise PathkitError(f"feature file {path} is unreadable (truncated or not safetensors): {exc}") from None
@@ -272,11 +278,9 @@ def read_features(path: str | Path, *, verify: bool = True) -> FeatureFile:
 # --------------------------------------------------------------------------- status record
 
 
-def read_status(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]:
-    """Per-slide extraction records ({} when none was written yet)."""
-    path = status_path(out_dir, encoder)
+def _read_status_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        return {}
+        return {"slides": {}, "planned": {}}
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -284,7 +288,33 @@ def read_status(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]:
     slides = data.get("slides") if isinstance(data, dict) else None
     if not isinstance(slides, dict):
         raise PathkitError(f"extraction status {path} is not a {STATUS_FORMAT} record")
-    return slides
+    if not isinstance(data.get("planned"), dict):
+        data["planned"] = {}
+    return data
+
+
+def read_status(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]:
+    """Per-slide extraction records ({} when none was written yet)."""
+    return _read_status_file(status_path(out_dir, encoder))["slides"]
+
+
+def read_planned(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]:
+    """The slides some `extract` process was asked for (slide id -> {"manifest": path}), so
+    that slides no process has reached yet show as pending (`pathkit status`)."""
+    return _read_status_file(status_path(out_dir, encoder))["planned"]
+
+
+def record_planned(out_dir: str | Path, encoder: str, planned: Mapping[str, Mapping[str, Any]]) -> None:
+    """Add slides to the planned set (every shard adds the whole list it was given)."""
+    if not planned:
+        return
+    for sid in planned:
+        check_slide_id(sid)
+    current = read_planned(out_dir, encoder)
+    if all(current.get(sid) == dict(rec) for sid, rec in planned.items()):
+        return  # already there: no rewrite (shards of one cohort all plan the same list)
+    _update_status_file(out_dir, encoder, lambda data: data["planned"].update(
+        {sid: dict(rec) for sid, rec in planned.items()}))
 
 
 def status_record(status: str, reason: str = "", **facts: Any) -> dict[str, Any]:
@@ -297,18 +327,25 @@ def status_record(status: str, reason: str = "", **facts: Any) -> dict[str, Any]
 def record_statuses(out_dir: str | Path, encoder: str, records: Mapping[str, Mapping[str, Any]]) -> None:
     """Merge several slides' records into the status file, under a file lock so that several
     processes sharing the folder never lose each other's records."""
-    from pathkit_core.workspace import FileLock, atomic_write_json
-
     if not records:
         return
     for sid in records:
         check_slide_id(sid)
+    _update_status_file(out_dir, encoder, lambda data: data["slides"].update(
+        {sid: dict(rec) for sid, rec in records.items()}))
+
+
+def _update_status_file(out_dir: str | Path, encoder: str, change: Any) -> None:
+    """Read, `change(data)` and rewrite the status file under its lock (other keys kept)."""
+    from pathkit_core.workspace import FileLock, atomic_write_json, remove_stale_temporaries
+
     path = status_path(out_dir, encoder)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(path.with_name(path.name + ".lock"), timeout=300.0):
-        slides = read_status(out_dir, encoder)
-        slides.update({sid: dict(rec) for sid, rec in records.items()})
-        atomic_write_json(path, {"format": STATUS_FORMAT, "encoder": encoder, "slides": slides})
+    with FileLock(status_lock_path(out_dir, encoder), timeout=300.0):
+        remove_stale_temporaries(path)
+        data = _read_status_file(path)
+        change(data)
+        atomic_write_json(path, {**data, "format": STATUS_FORMAT, "encoder": encoder})
 
 
 def record_status(

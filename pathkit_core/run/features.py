@@ -62,8 +62,9 @@ def mpp_fix(dataset: Any) -> str:
 
 def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case],
                   tiling: Mapping[str, Any], log: Callable[[str], None] = print, fix: str | None = None,
-                  ) -> tuple[dict[str, Path], dict[str, str]]:
-    """Tile and extract every slide the cases need; (usable feature file by slide id, failures)."""
+                  shard: Any = None) -> tuple[dict[str, Path], dict[str, str]]:
+    """Tile and extract every slide the cases need (this `shard`'s only, when given); (usable
+    feature file by slide id, failures)."""
     from pathkit_core.features.extract import extract_features
     from pathkit_core.features.store import failed_slides, usable_feature_files
     from pathkit_core.wsi.tiling import TilingParams, tile_slides
@@ -79,7 +80,7 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     mpp_overrides = {path: mpp for c in cases for path, mpp in slide_mpps(c).items()}
     tile_dir, feature_dir = store_folders(workdir, tile_spec.key(), tiling)
     tiled = tile_slides(slides, tile_dir, params, workers=max(spec.extract_workers, 1),
-                        mpp_overrides=mpp_overrides or None, mpp_fix=fix)
+                        mpp_overrides=mpp_overrides or None, mpp_fix=fix, shard=shard)
     failed: dict[str, str] = {}
     for r in tiled:
         if r.status == "failed":
@@ -91,7 +92,7 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     while manifests:
         results = extract_features(encoder, manifests, feature_dir, weights_path=spec.weights,
                                    batch_size=spec.extract_batch_size, workers=spec.extract_workers,
-                                   device=spec.device)
+                                   device=spec.device, shard=shard)
         # Slides another live process is extracting (another run on this workspace, a shard):
         # wait for it rather than report them missing; a dead owner's lock is broken on retry.
         locked = {r.slide_id for r in results if r.status == "locked"}
@@ -214,6 +215,23 @@ def feature_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping
             )
         stage.skipped.update({cid: f"{split_name}: {why}" for cid, why in missing.items()})
     return stage
+
+
+def shard_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping[str, Sequence[Case]],
+                tiling: Mapping[str, Any], shard: Any, log: Callable[[str], None] = print,
+                dataset: Any = None) -> tuple[int, dict[str, str]]:
+    """A cluster's feature stage: tile and extract this shard's slides of every split, nothing
+    else. Returns (slides of this shard, failures by slide id)."""
+    from pathkit_core.shard import shard_summary
+    from pathkit_core.wsi.slide import slide_id_for
+
+    every = [c for split in cases.values() for c in split if c.input_kind not in (INPUT_FEATURES, INPUT_IMAGES)]
+    slides = {slide_id_for(s) for c in every for s in c.slides}
+    mine = {s for s in slides if shard.outer().owns(s)}
+    log(shard_summary(shard.outer(), len(mine), len(slides)))
+    usable, failed = _slide_inputs(spec, encoder_cls, workdir, every, tiling, log,
+                                   mpp_fix(dataset) if dataset is not None else None, shard)
+    return len(mine), {s: why for s, why in failed.items() if s in mine}
 
 
 QC_COLUMNS = ("case_id", "split", "input", "slide_id", "n_tiles", "status", "reason", "flags", "mean_variance",

@@ -12,7 +12,7 @@ from typing import Any
 from pathkit_core.contracts import PathkitError
 from pathkit_core.run.context import RunContext
 from pathkit_core.run.dataset import DatasetStage, dataset_stage
-from pathkit_core.run.features import FeatureStage, feature_stage, write_features_qc
+from pathkit_core.run.features import FeatureStage, feature_stage, shard_stage, write_features_qc
 from pathkit_core.run.fit import FitPlan, fit_stage, plan_fit
 from pathkit_core.run.identity import code_identity, features_identity, weights_identity
 from pathkit_core.run.predict import checkpoint_names, predict_stage
@@ -70,9 +70,26 @@ def finished_result(ctx: RunContext) -> RunResult:
                      ctx.resumed, saved.get("checkpoints", {}), saved.get("excluded_cases", {}))
 
 
+def sharded_features(ctx: RunContext, shard: Any) -> RunResult:
+    """`pathkit run --shard i/N` (or a Slurm array task): this shard's tiling and extraction only.
+    Shards share the workspace's stores; a last run without a shard finds every slide done."""
+    spec = ctx.spec
+    ds = dataset_stage(spec, ctx.dataset_cls, ctx.task, ctx.workdir, needs_fit=ctx.generator_cls.needs_fit)
+    mine, failed = shard_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, ctx.task.tiling(ds.dataset, spec.tiling),
+                               shard, ctx.log, ds.dataset)
+    ctx.log(f"{shard.outer().label()}: features of {mine - len(failed)} of {mine} slide(s) ready"
+            + (f", {len(failed)} failed" if failed else "") + "; run without --shard to train and score")
+    return RunResult(ctx.run_dir, {}, skipped_cases={s: f"failed: {why}" for s, why in failed.items()})
+
+
 def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunResult:
     """Run (or resume) one dataset x encoder x generator cell and return its scores."""
+    from pathkit_core.shard import current_shard
+
     ctx = RunContext(spec, log)
+    shard = current_shard(spec.shard)
+    if shard.count > 1:
+        return sharded_features(ctx, shard)
     with FileLock(ctx.run_dir / "run.lock", timeout=0):
         started = time.perf_counter()
         log(f"run folder: {ctx.run_dir}")

@@ -47,6 +47,9 @@ class RunSpec:
     # Evaluate the checkpoints of this earlier run folder instead of training (frozen-weight external test).
     frozen_from: Path | None = None
     export_attention: bool = True
+    # "i/N": tile and extract only shard i of N of the slides, then stop (a cluster's feature
+    # stage; also read from a Slurm array task); a final run without a shard trains and scores.
+    shard: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """The fields that change results (not paths or worker counts). The weights file is not

@@ -53,8 +53,9 @@ def with_mpp_fix(message: str, fix: str | None) -> str:
 class SlideError(PathkitError):
     """A slide that cannot be used, with a stable `code` recorded in tiling status files.
 
-    Codes: not-found, not-a-slide, unopenable, unreadable, no-mpp, implausible-mpp,
-    anisotropic-mpp, duplicate-slide-id, stale-manifest.
+    Codes: not-found, symlink-loop, not-a-file, not-a-slide, unopenable, unreadable, no-mpp,
+    implausible-mpp, anisotropic-mpp, duplicate-slide-id, stale-manifest; tiling adds
+    cannot-write (the output filesystem refused a write: full, read-only).
     """
 
     def __init__(self, code: str, path: str | Path | None, message: str) -> None:
@@ -400,15 +401,28 @@ def _read_rgb_pil(
     return np.ascontiguousarray(rgb.astype(np.uint8))
 
 
+def check_slide_file(path: str | Path) -> Path:
+    """`path` if it can be opened as a slide file; else a SlideError saying why (a missing
+    file, a symbolic link loop, a named pipe that would block the reader, a folder)."""
+    from pathkit_core.workspace import regular_file_problem
+
+    p = Path(path)
+    problem = regular_file_problem(p)
+    if problem is None:
+        return p
+    code, message = problem
+    if code == "directory":
+        if p.suffix.lower() == ".dcm":  # a DICOM slide is a folder of instances
+            return p
+        raise SlideError("not-a-slide", p, "is a directory, not a slide file")
+    raise SlideError({"unreadable": "unopenable"}.get(code, code), p, message)
+
+
 def open_slide(path: str | Path, mpp: float | None = None, *, mpp_source: str = "user") -> Slide:
     """Open a slide with OpenSlide and resolve its mpp (see `resolve_mpp`); SlideError otherwise."""
     import openslide
 
-    p = Path(path)
-    if not p.exists():
-        raise SlideError("not-found", p, "does not exist")
-    if p.is_dir() and p.suffix.lower() not in (".dcm",):
-        raise SlideError("not-a-slide", p, "is a directory, not a slide file")
+    p = check_slide_file(path)
     try:
         fmt = openslide.OpenSlide.detect_format(str(p))
     except openslide.OpenSlideError as exc:

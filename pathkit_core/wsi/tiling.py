@@ -15,8 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.workspace import FileLock, atomic_write_json, content_hash, sha256_file
-from pathkit_core.wsi.slide import SlideError, slide_id_for
+from pathkit_core.shard import Shard
+from pathkit_core.workspace import (
+    FileLock,
+    StorageError,
+    atomic_write_json,
+    content_hash,
+    remove_stale_temporaries,
+    sha256_file,
+)
+from pathkit_core.wsi.slide import SlideError, check_slide_file, slide_id_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +36,7 @@ if TYPE_CHECKING:
 # manifests are not silently resumed.
 TILING_VERSION = 1
 STATUS_FILE = "tiling_status.json"
+CANNOT_WRITE = "cannot-write"
 # A level up to this much coarser than the target is still read (and resampled up by at most
 # this much) instead of a level with 4x the pixels: 40x slides at 0.2527 um/px have their 2x
 # level at 0.5054, 1% coarser than a 0.5 target.
@@ -358,10 +367,9 @@ def _resumable(
 def _clean_stale_temporaries(out_dir: Path, slide_id: str) -> None:
     # A killed run leaves the temporaries of atomic writes behind; only the lock holder may
     # remove them, so this runs under the slide's lock.
-    for pattern in (f".{slide_id}.parquet.*.tmp", f".{slide_id}.qc.png.*.tmp", f".{slide_id}.csv.*.tmp"):
-        for tmp in out_dir.glob(pattern):
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+    for target in (manifest_path_for(out_dir, slide_id), qc_path_for(out_dir, slide_id),
+                   out_dir / f"{slide_id}.csv"):
+        remove_stale_temporaries(target)
 
 
 def tile_slide(
@@ -386,8 +394,7 @@ def tile_slide(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest_file = manifest_path_for(out, slide_id)
-    if not path.exists():
-        raise SlideError("not-found", path, "does not exist")
+    check_slide_file(path)  # before the lock: a named pipe would block the reader
     phash = params.params_hash()
     with FileLock(out / f".{slide_id}.lock", timeout=lock_timeout):
         _clean_stale_temporaries(out, slide_id)
@@ -556,6 +563,8 @@ def _tile_job(job: dict[str, Any]) -> dict[str, Any]:
             )
     except SlideError as exc:
         result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code=exc.code)
+    except StorageError as exc:
+        result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code=CANNOT_WRITE)
     except PathkitError as exc:
         result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code="error")
     except Exception as exc:  # noqa: BLE001 - one broken slide must not stop the batch
@@ -588,9 +597,22 @@ def failed_slides(out_dir: str | Path) -> dict[str, str]:
     return {k: v.get("reason", "") for k, v in read_tiling_status(out_dir).items() if v.get("status") == "failed"}
 
 
-def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: str) -> None:
+def read_planned_tiling(out_dir: str | Path) -> dict[str, str]:
+    """Slides some `tile` process was asked for (slide id -> slide path), for `pathkit status`."""
+    p = Path(out_dir) / STATUS_FILE
+    if not p.is_file():
+        return {}
+    try:
+        return dict(json.loads(p.read_text()).get("planned", {}))
+    except (json.JSONDecodeError, OSError, AttributeError) as exc:
+        raise PathkitError(f"{p}: unreadable tiling status ({exc})") from None
+
+
+def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: str,
+                   planned: Mapping[str, str] | None = None) -> None:
     with FileLock(out_dir / ".tiling_status.lock", timeout=60.0):
         p = out_dir / STATUS_FILE
+        remove_stale_temporaries(p)
         data: dict[str, Any] = {}
         if p.is_file():
             with contextlib.suppress(json.JSONDecodeError, OSError):
@@ -602,7 +624,8 @@ def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: st
             record["params_hash"] = params_hash
             record["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             slides[r.slide_id] = record
-        atomic_write_json(p, {"format": "pathkit.tiling_status", "slides": slides})
+        plan = {**dict(data.get("planned", {})), **dict(planned or {})}
+        atomic_write_json(p, {"format": "pathkit.tiling_status", "slides": slides, "planned": plan})
 
 
 def tile_slides(
@@ -618,21 +641,28 @@ def tile_slides(
     write_csv: bool = False,
     recursive: bool = False,
     mpp_fix: str | None = None,
+    shard: Shard | None = None,
 ) -> list[TileResult]:
     """Tile many slides (files or folders); failures are recorded and the batch goes on.
 
     `mpp_overrides` maps slide id, file name or path to a user-supplied mpp. `mpp_fix` is how
     the command that tiles lets the user give a slide's mpp (slide.MPP_FIX_TILE, a dataset
-    option): a missing or implausible mpp's reason names it. Results come back in input order;
-    `<out_dir>/tiling_status.json` records every slide's last outcome.
+    option): a missing or implausible mpp's reason names it. `shard`
+    (`pathkit_core.shard.current_shard`) keeps this process's slides. Results come back in
+    input order; `<out_dir>/tiling_status.json` records every slide's last outcome and the
+    slides every shard was given (pending until some shard tiles them).
     """
     from pathkit_core.wsi.slide import MPP_CODES, check_unique_ids, find_slides, lookup_mpp, with_mpp_fix
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = find_slides(slides, recursive=recursive)
+    found = find_slides(slides, recursive=recursive)
     phash = params.params_hash()
-    duplicates = check_unique_ids(paths)
+    duplicates = check_unique_ids(found)
+    planned = {slide_id_for(p): str(p) for p in found}
+    if shard is not None and not shard.whole:
+        _update_status(out, [], phash, planned)
+    paths = found if shard is None else shard.select(found, key=slide_id_for)
     results: dict[int, TileResult] = {}
     jobs: list[tuple[int, dict[str, Any]]] = []
     for i, p in enumerate(paths):
@@ -652,7 +682,7 @@ def tile_slides(
         }))
     for r in results.values():
         if strict:
-            _update_status(out, [r], phash)
+            _update_status(out, [r], phash, planned)
             raise TilingFailed(r.reason, list(results.values()))
     pending_status: list[TileResult] = list(results.values())
     last_flush = time.monotonic()
@@ -662,11 +692,17 @@ def tile_slides(
         if result.code in MPP_CODES:
             result.reason = with_mpp_fix(result.reason, mpp_fix)
         results[i] = result
+        if result.code == CANNOT_WRITE:
+            # Every later slide would fail the same way: stop, keeping what is complete.
+            with contextlib.suppress(StorageError):
+                _update_status(out, pending_status, phash)
+            pending_status.clear()
+            raise StorageError(f"{result.reason} (tiling stopped at {result.slide_id})")
         pending_status.append(result)
         # Rewriting the status file after every slide is quadratic for big cohorts; manifests
         # are the resume truth, so flushing every couple of seconds loses nothing.
         if result.status == "failed" or time.monotonic() - last_flush > 2.0:
-            _update_status(out, pending_status, phash)
+            _update_status(out, pending_status, phash, planned)
             pending_status.clear()
             last_flush = time.monotonic()
         if strict and result.status == "failed":
@@ -687,7 +723,7 @@ def tile_slides(
                 _run_pool(jobs, workers, bar, record)
     finally:
         if pending_status:
-            _update_status(out, pending_status, phash)
+            _update_status(out, pending_status, phash, planned)
     return [results[k] for k in sorted(results)]
 
 
@@ -724,35 +760,16 @@ def _run_pool(jobs: list[tuple[int, dict[str, Any]]], workers: int, bar: _Progre
 
 
 class _Progress:
-    """A rich progress bar over slides (on stderr), or nothing when disabled."""
+    """Tiling's progress bar over slides, with the counts of each outcome beside it."""
 
     def __init__(self, total: int, *, enabled: bool) -> None:
-        self.total = total
-        self.enabled = enabled
-        self._progress: Any = None
-        self._task: Any = None
+        from pathkit_core.progress import ProgressBar
+
+        self.bar = ProgressBar("[bold]tiling", total, "slides", enabled=enabled)
         self.counts = {"ok": 0, "skipped": 0, "failed": 0, "empty": 0}
 
     def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            from pathkit_core.cli.common import err_console
-
-            self._progress = Progress(
-                TextColumn("[bold]tiling"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                console=err_console, transient=False,
-            )
-            self._progress.__enter__()
-            self._task = self._progress.add_task("tiling", total=self.total, status="")
+        self.bar.__enter__()
         return self
 
     def _status(self, current: str = "") -> str:
@@ -761,14 +778,12 @@ class _Progress:
         return f"{text}  {current}" if current else text
 
     def start(self, name: str) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, status=self._status(name))
+        self.bar.status(self._status(name))
 
     def advance(self, result: TileResult) -> None:
         self.counts[result.status] = self.counts.get(result.status, 0) + 1
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1, status=self._status())
+        self.bar.advance(1)
+        self.bar.status(self._status())
 
     def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
+        self.bar.__exit__(*exc)

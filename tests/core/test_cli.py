@@ -119,7 +119,7 @@ def test_missing_and_extra_ids_are_listed(cli, inline, files, tmp_path):
         ('[{"id": "a", "text2": "x"}]', "no value key"),
         ('{"a": {"pred": "x"}}', "no \"target\""),
         ("", "empty"),
-        ('[{"id": "a", "report": "x"}, {"id": "a", "report": "y"}]', "duplicate id 'a'"),
+        ('[{"id": "a", "report": "x"}, {"id": "a", "report": "y"}]', "'a' (item 0, item 1)"),
     ],
 )
 def test_malformed_predictions_name_file_and_place(cli, inline, files, tmp_path, content, message):

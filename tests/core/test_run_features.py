@@ -60,3 +60,41 @@ def test_a_run_waits_for_slides_another_process_is_extracting(tmp_path, monkeypa
     assert set(usable) == {"w0", "w1"} and not failed
     assert any("waiting for 1 slide(s) another process is extracting" in m for m in messages)
     assert waits == [features.LOCK_POLL_SECONDS]
+
+
+def test_sharded_runs_extract_their_own_slides_and_a_last_run_scores(fresh_registry, cli, tmp_path, monkeypatch):
+    """Two `pathkit run --shard i/2` share the stores; the run without a shard finds every slide done."""
+    from pathkit_core.features.store import usable_feature_files
+    from pathkit_core.shard import parse_shard
+    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from tests.core.test_run_identity import N_SLIDES, Plugin
+
+    for i in range(N_SLIDES):
+        colour = (120, 60, 140) if i % 2 else (230, 170, 210)
+        write_synthetic_slide(tmp_path / "slides" / f"s{i}.tiff", width=512, height=512, mpp=1.0, seed=i,
+                              tissue=[Blob(0.5, 0.5, 0.45, 0.45, colour=colour)])
+    fresh_registry({"id": Plugin(), "tiny": "pathkit_encoders.tiny_vit"})
+    work = tmp_path / "ws"
+    args = ("run", "-d", "id-slides", "-e", "tiny-vit", "-g", "id-head", "--dataset-root", tmp_path / "slides",
+            "--workdir", work, "--cpu")
+    first = cli(*args, "--shard", "1/2")
+    assert first.exit_code == 0, first.stderr
+    mine = {f"s{i}" for i in range(N_SLIDES) if parse_shard("1/2").owns(f"s{i}")}
+    assert set(usable_feature_files(work / "features", "tiny-vit")) == mine
+    out = " ".join(first.stdout.split())
+    assert "run without --shard to train and score" in out and "test scores" not in out
+    # a Slurm array task takes its shard from the environment
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "1")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", "2")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_MIN", "0")
+    second = cli(*args)
+    assert second.exit_code == 0, second.stderr
+    files = usable_feature_files(work / "features", "tiny-vit")
+    assert len(files) == N_SLIDES
+    written = {sid: path.stat().st_mtime_ns for sid, path in files.items()}
+    monkeypatch.delenv("SLURM_ARRAY_TASK_ID")
+    last = cli(*args)
+    assert last.exit_code == 0 and "test scores" in last.stdout
+    # the last run extracted nothing again
+    assert {sid: p.stat().st_mtime_ns for sid, p in usable_feature_files(work / "features", "tiny-vit").items()} \
+        == written

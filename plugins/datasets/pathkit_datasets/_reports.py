@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from pathkit_core.contracts import TASK_REPORT, Case, PathkitError
 from pathkit_core.report_text import clean_report, invalid_text_reason
+from pathkit_core.workspace import plain_name
 from pathkit_datasets._cohort import CohortDataset, drawn_split, file_split
 
 log = logging.getLogger(__name__)
@@ -48,9 +49,11 @@ def read_json(path: Path, what: str) -> Any:
 
 
 def find_file(folder: Path | None, stem: str, suffixes: tuple[str, ...]) -> Path | None:
-    """`folder/stem<suffix>` for the first suffix that exists."""
+    """`folder/stem<suffix>` for the first suffix that exists; `stem` must be a plain name
+    (an id like `../../escape` would look outside `folder`)."""
     if folder is None:
         return None
+    plain_name(stem, f"looking up its file in {folder}")
     for suffix in suffixes:
         candidate = folder / f"{stem}{suffix}"
         if candidate.is_file():

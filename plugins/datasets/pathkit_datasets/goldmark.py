@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_SLIDE_CLASSIFICATION, Case, Dataset, DatasetOption, PathkitError
+from pathkit_core.workspace import path_inside, plain_name
 from pathkit_datasets._cohort import find_column, plausible_mpp, read_table, splits_folder
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
 
@@ -408,6 +409,7 @@ class GoldmarkDataset(Dataset):
             sid = row[sid_col].strip()
             if not sid:
                 raise PathkitError(f"{path}: line {lineno}: empty slide id")
+            plain_name(sid, f"{path}: line {lineno}: slide id")  # it names feature and tile files
             if sid in seen:
                 raise PathkitError(f"{path}: line {lineno}: slide id {sid!r} appears twice")
             seen.add(sid)
@@ -688,32 +690,34 @@ class GoldmarkDataset(Dataset):
         given_tiles = self.options.get("tile_manifest_dir")
         tile_dir = Path(self.root) / (given_tiles or "tiles")
 
-        def local(value: str, base: Path | None) -> Path | None:
+        def local(value: str, base: Path | None, what: str) -> Path | None:
+            # A relative path from the manifest stays inside its folder; an absolute one is the user's.
             if not value.strip():
                 return None
             path = Path(value.strip())
             if path.is_absolute():
                 return path
             for folder in (base, Path(self.root)):
-                if folder is not None and (folder / path).exists():
+                if folder is not None and path_inside(folder, path, what).exists():
                     return folder / path
-            return Path(self.root) / path
+            return path_inside(self.root, path, what)
 
         for s in slides:
             if s.excluded is not None:
                 continue
-            s.feature = local(s.row[feat_col], features_dir) if feat_col else None
+            what = f"goldmark manifest: slide {s.slide_id!r}:"
+            s.feature = local(s.row[feat_col], features_dir, f"{what} {feat_col}") if feat_col else None
             if s.feature is not None and not s.feature.exists():
                 failed = self._failed_variant(s.feature.parent, s.slide_id)
                 s.feature = failed or s.feature
             if s.feature is None and features_dir is not None:
                 s.feature = self._find_feature(features_dir, s.slide_id)
-            s.slide_path = local(s.row[slide_col], None) if slide_col else None
+            s.slide_path = local(s.row[slide_col], None, f"{what} {slide_col}") if slide_col else None
             given = _float(s.row[mpp_col]) if mpp_col else None
             s.mpp = plausible_mpp(given, f"{self._manifest_path()}: slide {s.slide_id}", "fix its mpp column") \
                 if given is not None else default_mpp
-            s.tile_manifest = local(s.row[tiles_col], tile_dir) if tiles_col else None
-            s.thumbnail = local(s.row[thumb_col], tile_dir) if thumb_col else None
+            s.tile_manifest = local(s.row[tiles_col], tile_dir, f"{what} {tiles_col}") if tiles_col else None
+            s.thumbnail = local(s.row[thumb_col], tile_dir, f"{what} {thumb_col}") if thumb_col else None
             for suffix in (".parquet", ".csv"):
                 if s.tile_manifest is None and (tile_dir / f"{s.slide_id}{suffix}").exists():
                     s.tile_manifest = tile_dir / f"{s.slide_id}{suffix}"

@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_core.workspace import plain_name
 from pathkit_datasets._cohort import option
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
@@ -133,7 +134,8 @@ class HistAI(ReportDataset):
                 raise PathkitError(f"histai metadata {path}: record {i} has no case_mapping like "
                                    f"\"histai/HISTAI-skin-b2/case_13384\" ({str(record)[:80]!r})")
             subset, case_folder = mapping
-            case_id = f"{subset}_{case_folder}"
+            where = f"histai metadata {path}: record {i} case_mapping part"
+            case_id = f"{plain_name(subset, where)}_{plain_name(case_folder, where)}"
             if case_id in cases or case_id in excluded:
                 raise PathkitError(f"histai metadata {path}: case {subset}/{case_folder} appears twice")
             feature = find_file(features_dir, case_id, FEATURE_SUFFIXES)

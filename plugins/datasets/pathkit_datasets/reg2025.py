@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.splits import SPLIT_PARTS
+from pathkit_core.workspace import plain_name
 from pathkit_datasets._cohort import column_split, drawn_split, file_split, option, part_counts
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
@@ -134,7 +135,8 @@ class REG2025(ReportDataset):
             if not isinstance(record, dict) or "id" not in record or "report" not in record:
                 raise PathkitError(f"reg2025 report file {path}: record {i} is not an object with \"id\" and "
                                    f"\"report\" ({str(record)[:80]!r})")
-            case_id = strip_slide_suffix(str(record["id"]).strip())
+            case_id = plain_name(strip_slide_suffix(str(record["id"]).strip()),
+                                 f"reg2025 report file {path}: record {i} id")
             if case_id in cases or case_id in excluded:
                 raise PathkitError(f"reg2025 report file {path}: id {case_id!r} appears twice")
             slide = find_file(slides_dir, case_id, (".tiff", ".tif", ".svs"))

@@ -1,0 +1,170 @@
+"""What is done, failed, pending and locked in a workspace, a tile store or a feature store.
+
+Read-only and cheap: it reads status records, file headers and lock files, never the tensors
+(`pathkit qc` verifies checksums). The slides a store should hold are those any process was
+asked for (the `planned` list every `tile`/`extract` shard records), those with a status
+record, and those with a file. A slide is
+
+- done: its manifest / feature file exists and its last record is not a failure;
+- failed: its last record (or the file's own metadata) says so, with the reason;
+- locked: a live process holds its lock (who, where, since when); a lock whose owner is gone
+  is reported as stale and the slide counts as pending (the next process breaks the lock);
+- pending: everything else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import FileLock
+
+
+@dataclass
+class StoreStatus:
+    """One stage's store: `stage` "tile" (name: the tile spec folder) or "extract" (name: the encoder)."""
+
+    stage: str
+    name: str
+    path: str
+    done: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)
+    locked: dict[str, str] = field(default_factory=dict)
+    stale_locks: dict[str, str] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        return {"done": len(self.done), "failed": len(self.failed), "pending": len(self.pending),
+                "locked": len(self.locked)}
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["done"] = len(self.done)  # ids of done slides would drown the rest
+        out["counts"] = self.counts()
+        return out
+
+
+@dataclass
+class RunStatus:
+    """One `pathkit run` cell: its finished stages and who holds it."""
+
+    path: str
+    stages: list[str]
+    locked: str = ""
+
+
+def _classify(store: StoreStatus, universe: Iterable[str], done: set[str], failed: dict[str, str],
+              lock_for: Any) -> StoreStatus:
+    for sid in sorted(set(universe)):
+        state = FileLock(lock_for(sid)).state()
+        if state is not None and not state["stale"]:
+            store.locked[sid] = state["owner"]
+            continue
+        if state is not None:
+            store.stale_locks[sid] = state["owner"]
+        if sid in failed:
+            store.failed[sid] = failed[sid]
+        elif sid in done:
+            store.done.append(sid)
+        else:
+            store.pending.append(sid)
+    return store
+
+
+def tile_store_status(folder: Path) -> StoreStatus:
+    from pathkit_core.wsi.tiling import read_planned_tiling, read_tiling_status
+
+    records = read_tiling_status(folder)
+    manifests = {p.stem for p in folder.glob("*.parquet")}
+    failed = {sid: str(r.get("reason") or "failed") for sid, r in records.items()
+              if r.get("status") == "failed"}
+    # A manifest written after an earlier failure is the newer truth; the record lags by a flush.
+    failed = {sid: why for sid, why in failed.items() if sid not in manifests}
+    universe = set(read_planned_tiling(folder)) | set(records) | manifests
+    store = StoreStatus("tile", folder.name, str(folder))
+    return _classify(store, universe, manifests, failed, lambda sid: folder / f".{sid}.lock")
+
+
+def feature_store_status(encoder_dir: Path) -> StoreStatus:
+    from pathkit_core.features.store import FEATURE_SUFFIX, failed_slides, read_planned, read_status
+
+    out_dir, encoder = encoder_dir.parent, encoder_dir.name
+    files = {p.name[: -len(FEATURE_SUFFIX)] for p in encoder_dir.glob(f"*{FEATURE_SUFFIX}")}
+    failed = failed_slides(out_dir, encoder)  # status records, unreadable or failed-QC files
+    universe = set(read_planned(out_dir, encoder)) | set(read_status(out_dir, encoder)) | files
+    store = StoreStatus("extract", encoder, str(encoder_dir))
+    return _classify(store, universe, files - set(failed), failed,
+                     lambda sid: encoder_dir / f".{sid}{FEATURE_SUFFIX}.lock")
+
+
+def _is_tile_store(folder: Path) -> bool:
+    from pathkit_core.wsi.tiling import STATUS_FILE
+
+    return (folder / STATUS_FILE).is_file() or any(folder.glob("*.parquet"))
+
+
+def _is_feature_store(folder: Path) -> bool:
+    from pathkit_core.features.store import FEATURE_SUFFIX, STATUS_FILE
+
+    return (folder / STATUS_FILE).is_file() or any(folder.glob(f"*{FEATURE_SUFFIX}"))
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) if folder.is_dir() else []
+
+
+def run_statuses(runs_dir: Path) -> list[RunStatus]:
+    out = []
+    for marker in sorted(runs_dir.rglob("stages.json")):
+        try:
+            stages = json.loads(marker.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            out.append(RunStatus(str(marker.parent), [], f"unreadable stage record ({exc})"))
+            continue
+        state = FileLock(marker.parent / "run.lock").state()
+        holder = state["owner"] if state is not None and not state["stale"] else ""
+        out.append(RunStatus(str(marker.parent.relative_to(runs_dir)), sorted(stages) if isinstance(
+            stages, dict) else [], holder))
+    return out
+
+
+def collect(path: str | Path) -> dict[str, Any]:
+    """Every store under `path` (a workspace, an `extract --out` folder, a tile store or a
+    feature store of one encoder) and every run cell: {"stores": [...], "runs": [...]}."""
+    root = Path(path)
+    if not root.is_dir():
+        raise PathkitError(f"{root} is not a folder (give a workspace, a tile store or a feature store)")
+    stores: list[StoreStatus] = []
+    if _is_tile_store(root):
+        stores.append(tile_store_status(root))
+    elif _is_feature_store(root):
+        stores.append(feature_store_status(root))
+    else:
+        # a workspace (tiles/<spec>, features/<encoder>, runs/) or `pathkit extract --out`
+        # (<out>/<encoder>, <out>/tiles/<spec>)
+        for spec in _subfolders(root / "tiles"):
+            if _is_tile_store(spec):
+                stores.append(tile_store_status(spec))
+        # `features-<hash>`: the feature store of a run whose tiling options differ from the
+        # encoder's own (pathkit_core.run.features.store_folders)
+        bases = [*sorted(p for p in root.glob("features*") if p.is_dir()), root]
+        for base in bases:
+            for enc in _subfolders(base):
+                if enc.parent == root and (enc.name in ("tiles", "runs") or enc.name.startswith("features")):
+                    continue
+                if _is_feature_store(enc):
+                    found = feature_store_status(enc)
+                    if base.name.startswith("features-"):
+                        found.name = f"{enc.name} ({base.name})"
+                    stores.append(found)
+    runs = run_statuses(root / "runs") if (root / "runs").is_dir() else []
+    if not stores and not runs:
+        raise PathkitError(
+            f"{root}: no tile store, feature store or run found (expected tiling_status.json, "
+            "<encoder>/extraction_status.json, tiles/, features/ or runs/)"
+        )
+    return {"path": str(root), "stores": stores, "runs": runs}
