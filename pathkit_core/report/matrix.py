@@ -141,7 +141,7 @@ def view_section(board: Leaderboards, by: str, other: str, order: int) -> Sectio
             rows.append(cells)
         parts.append(f"<h3>{esc(dataset)}</h3>")
         parts.append(table([by, "cells", *(board.header(c) for c in cols)], rows, table_id=f"view-{by}-{dataset}",
-                           sortable=True))
+                           sortable=True, classes="views"))
         parts.append(_view_figure(board, view, by, other, cols, dataset))
     note = (f"<p class=note>Each score: the mean over the {other}s of the {by}'s cells ± their standard deviation; "
             "in brackets the mean of the cells' own 95% CI bounds (an indication of each cell's uncertainty, not "
@@ -154,7 +154,7 @@ def _view_figure(board: Leaderboards, view: Any, by: str, other: str, cols: list
     import numpy as np
 
     names = view[by].to_list()
-    fig, axes = new_figure(max(5.5, 0.9 * len(cols) * max(1, len(names)) * 0.45 + 3), 3.8)
+    fig, axes = new_figure(min(10.0, max(5.5, 0.32 * len(cols) * max(1, len(names)) + 3.0)), 3.8)
     ax = axes[0][0]
     pos = np.arange(len(cols))
     step = 0.8 / max(len(names), 1)
@@ -180,7 +180,7 @@ def heatmap_section(board: Leaderboards) -> Section:
         frame = board.frame.filter(board.frame["dataset"] == dataset)
         encoders = sorted(frame["encoder"].unique().to_list())
         generators = sorted(frame["generator"].unique().to_list())
-        ncols = min(len(cols), 3 if len(generators) > 3 else 4)
+        ncols = min(len(cols), 2 if len(generators) > 3 else 3)
         nrows = math.ceil(len(cols) / ncols)
         side_w = max(2.6, 0.75 * len(generators) + 1.6)
         side_h = max(1.9, 0.45 * len(encoders) + 1.5)
@@ -189,7 +189,9 @@ def heatmap_section(board: Leaderboards) -> Section:
             ax = axes[k // ncols][k % ncols]
             values = [[_cell(frame, e, g, col) for g in generators] for e in encoders]
             lower = board.direction(col) == "lower"
-            heatmap(values, encoders, generators, xlabel="generator", ylabel="encoder" if k % ncols == 0 else "",
+            last_row = k + ncols >= len(cols)
+            heatmap(values, encoders, generators, xlabel="generator" if last_row else "",
+                    ylabel="encoder" if k % ncols == 0 else "",
                     title=board.header(col), fmt="{:.3f}", ax=ax, fig=fig, cmap="Blues_r" if lower else "Blues")
         for k in range(len(cols), nrows * ncols):
             axes[k // ncols][k % ncols].set_visible(False)
