@@ -143,8 +143,8 @@ td,th{border:1px solid var(--line);padding:.28em .55em;text-align:left;vertical-
 th{background:var(--head);position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.sortable th{cursor:pointer}table.sortable th:hover{background:#e4e8ee}
-table.cases td{max-width:28em}table.cases td.text{min-width:16em;font-size:.9em}
-table.cases td.html{min-width:15em}
+table.cases td{max-width:28em}table.cases td.text{min-width:14em;font-size:.9em}
+table.cases td.html{min-width:13em;max-width:18em}
 caption{caption-side:bottom;text-align:left;color:var(--muted);font-size:.88em;padding-top:.3em}
 .headline td:first-child{font-weight:600}
 table.views td,table.cells td{white-space:nowrap}

@@ -11,7 +11,7 @@ from pathkit_core.report.figures import new_figure
 from pathkit_core.report.page import Section, esc, table, tags
 
 # Per-case score columns shown, in this order, when the per-case table has them (nlg, crqs, hare).
-CASE_SCORES = ("BLEU-4", "METEOR", "ROUGE-L", "CRQS", "CFC", "HR", "HARE")
+CASE_SCORES = ("BLEU-4", "METEOR", "ROUGE-L", "CRQS", "HARE")
 EVIDENCE = ("matched", "missed", "hallucinated", "discordant")
 MAX_ROWS = 2000
 
@@ -65,7 +65,7 @@ def case_table(run: Any) -> Section | None:
               " CRQS fields: in both reports and agreeing; only in the reference; only in the prediction; in "
               "both but disagreeing." if evidence else "")
     intro = (f"<p>Per case: the reference report, the generated one, each case's scores (sentence-level "
-             f"BLEU-4, METEOR, ROUGE-L; CRQS and its parts) and the CRQS evidence. Click a column to sort; "
+             f"BLEU-4, METEOR, ROUGE-L; CRQS) and the CRQS evidence. Click a column to sort; "
              f"filter by text or by a score range. <a href=\"{esc(run.figures.href(csv))}\">All cases (CSV)</a>."
              f"</p><p class=note>{legend}</p>")
     return Section("Report generation: every test case", intro + body, key="cases", order=100, notes=notes)
