@@ -93,7 +93,7 @@ class FigureWriter:
                 f'width="{width}" height="{height}" alt="{esc(alt or caption)}">'
                 f"<figcaption>{esc(caption)} ({' · '.join(files)})</figcaption></figure>")
 
-    def image(self, name: str, image: Any, caption: str, *, max_side: int = 480, min_side: int = 160) -> str:
+    def image(self, name: str, image: Any, caption: str, *, max_side: int = 480, min_side: int = 240) -> str:
         """An existing picture (a heatmap PNG, a patch) embedded, shrunk to `max_side` pixels (a
         small one, such as a heatmap on a blank canvas, enlarged pixel by pixel to `min_side`)."""
         from PIL import Image
@@ -102,7 +102,7 @@ class FigureWriter:
         img = img.convert("RGB")
         img.thumbnail((max_side, max_side))
         if max(img.size) < min_side:
-            factor = max(1, min_side // max(img.size))
+            factor = math.ceil(min_side / max(img.size))
             img = img.resize((img.width * factor, img.height * factor), Image.Resampling.NEAREST)
         buf = io.BytesIO()
         img.save(buf, format="PNG", optimize=True)

@@ -151,7 +151,8 @@ def training_section(run: RunFolder) -> Section | None:
     panels = [("loss", [("training loss", "train_loss"), ("validation loss", "val_loss")],
                "loss (training objective)")]
     if selection != "val_loss" and any(_finite(h.get("selection")) for h in history):
-        panels.append(("selection", [(f"validation {selection}", "selection")], f"validation {selection} (score)"))
+        short = selection.rpartition(":")[2]
+        panels.append(("selection", [(f"validation {selection}", "selection")], f"validation {short}"))
     lrs = {h.get("lr") for h in history if h.get("lr") is not None}
     if len(lrs) > 1:
         panels.append(("lr", [("learning rate", "lr")], "learning rate"))
