@@ -150,6 +150,10 @@ def masks_section(run: Any) -> Section | None:
         figures.append(run.figures.figure(f"masks_{cid}", fig, f"{cid}: predicted (orange) and reference (green) "
                                           "masks" + (" over the slide's QC thumbnail" if thumb is not None else ""),
                                           data))
+        overlay = ((pred.get("outputs") or {}).get("overlays") if isinstance(pred, dict) else None)
+        if overlay and (run.path / overlay).is_file():  # the task's own class map over the thumbnail
+            figures.append(run.figures.image(f"overlay_{cid}", run.path / overlay,
+                                             f"{cid}: predicted class map over the slide", max_side=520))
     if not figures:
         return None
     return Section("Predicted and reference masks", "<p>The slides with the lowest and highest Dice.</p>" +

@@ -244,3 +244,22 @@ def test_qc_of_files_without_recorded_statistics(tmp_path):
         run / "features_qc.csv")
     html = write_run_report(run).read_text()
     assert 'id="section-qc"' in html and "could not be drawn" not in html
+
+
+def test_a_report_failure_is_logged_and_the_run_keeps_its_results(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import pathkit_core.report.html as report_html
+    from pathkit_core.run.report import report_stage
+    from pathkit_core.run.spec import RunSpec
+
+    def broken(run_dir):
+        raise KeyError("metrics")
+
+    monkeypatch.setattr(report_html, "write_run_report", broken)
+    logged = []
+    ctx = SimpleNamespace(run_dir=tmp_path, resumed=[], log=logged.append,
+                          registry=SimpleNamespace(distributions=lambda: {}))
+    report_stage(ctx, RunSpec(dataset="d", encoder="e", generator="g"), {}, 1.0)
+    assert (tmp_path / "provenance.json").exists()
+    assert "report.html could not be written (KeyError" in logged[0] and f"pathkit report {tmp_path}" in logged[0]
