@@ -51,6 +51,12 @@ def register_segmenters(register: Register) -> None:
 
 
 @hookspec
+def register_selectors(register: Register) -> None:
+    """Call `register(SelectorClass)` for each evidence selector (a `Selector`: at most K of a case's
+    patch features for one question) the plugin provides."""
+
+
+@hookspec
 def doctor_checks() -> list[tuple[str, str, str]]:
     """Checks `pathkit doctor` runs for this plugin: (name, status, detail) rows, status one of
     "ok", "missing", "error" (e.g. the METEOR metric checks for a Java runtime)."""

@@ -32,6 +32,7 @@ BUILTIN_PLUGINS = (("pathkit.tasks", "pathkit_core.tasks"), ("pathkit.segmenters
 _HOOK_FOR_KIND = {
     "task": "register_tasks",
     "segmenter": "register_segmenters",
+    "selector": "register_selectors",
     "encoder": "register_encoders",
     "generator": "register_generators",
     "dataset": "register_datasets",

@@ -47,6 +47,7 @@ def _list_kind(kind: str, as_json: bool) -> None:
         "dataset": ("task", "demo"),
         "metric": ("tasks",),
         "segmenter": (),
+        "selector": ("needs_fit",),
     }[kind]
     rows = [
         (i["name"], *(", ".join(i[c]) if isinstance(i[c], list) else i[c] for c in extra),
@@ -70,7 +71,7 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def list_cmd(
         what: str = typer.Argument(
-            "plugins", help="plugins, tasks, encoders, generators, datasets, metrics or segmenters"
+            "plugins", help="plugins, tasks, encoders, generators, datasets, metrics, segmenters or selectors"
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ) -> None:

@@ -56,9 +56,10 @@ def register(app: typer.Typer) -> None:
 
         if out is not None:
             check_writable_dir(out, "--out")  # before scoring, so no score is lost at the end
-        pred_file = read_records(predictions)
+        whole = _whole_records(split_names(metric))
+        pred_file = read_records(predictions, whole=whole)
         if references is not None:
-            refs = read_records(references).values
+            refs = read_records(references, whole=whole).values
         elif pred_file.references is not None:
             refs = pred_file.references
         else:
@@ -84,3 +85,17 @@ def register(app: typer.Typer) -> None:
         print_scores(f"scores over {len(ids)} cases", result.summary)
         if out is not None:
             console.print(f"results written to {out}")
+
+
+def _whole_records(names: list[str]) -> bool:
+    """Whether the metrics read whole records (`Metric.whole_records`); one call cannot mix both."""
+    from pathkit_core.plugins import get_plugin_manager
+
+    registry = get_plugin_manager()
+    wants = {name: bool(getattr(registry.get("metric", name), "whole_records", False)) for name in names}
+    if len(set(wants.values())) > 1:
+        whole = ", ".join(n for n, w in wants.items() if w)
+        plain = ", ".join(n for n, w in wants.items() if not w)
+        raise PathkitError(f"metric(s) {whole} read whole records and {plain} read one value per record: "
+                           "score them in separate calls")
+    return any(wants.values())

@@ -27,7 +27,7 @@ class RecordFile:
     format: str = ""
 
 
-def _record_value(path: Path, where: str, record: Any) -> tuple[str, Any]:
+def _record_value(path: Path, where: str, record: Any, whole: bool = False) -> tuple[str, Any]:
     if not isinstance(record, Mapping):
         raise PathkitError(
             f"{path}: {where}: expected an object with \"id\" and \"report\", got {type(record).__name__}"
@@ -37,6 +37,8 @@ def _record_value(path: Path, where: str, record: Any) -> tuple[str, Any]:
         raise PathkitError(f"{path}: {where}: record has no \"id\" key (keys: {sorted(record)})")
     if not isinstance(rid, str | int):
         raise PathkitError(f"{path}: {where}: \"id\" must be a string, got {type(rid).__name__}")
+    if whole:  # the metric reads every field of the record (VQA: answer, capability, group)
+        return str(rid), {k: v for k, v in record.items() if k not in ID_KEYS}
     key = next((k for k in VALUE_KEYS if k in record), None)
     if key is None:
         raise PathkitError(
@@ -89,8 +91,11 @@ class _KeyCounter:
         return sorted({k for keys in objects for k in keys})
 
 
-def read_records(path: str | Path) -> RecordFile:
-    """Parse a predictions or references file; errors name the file and the line or key."""
+def read_records(path: str | Path, *, whole: bool = False) -> RecordFile:
+    """Parse a predictions or references file; errors name the file and the line or key.
+
+    With `whole`, a list or JSON-lines record's value is the record itself without its id (for
+    metrics that read several fields of a record, `Metric.whole_records`)."""
     path = Path(path)
     problem = regular_file_problem(path)
     if problem is not None:
@@ -116,7 +121,7 @@ def read_records(path: str | Path) -> RecordFile:
                 record = json.loads(line, object_pairs_hook=keys)
             except json.JSONDecodeError as exc:
                 raise PathkitError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from exc
-            rid, value = _record_value(path, f"line {lineno}", record)
+            rid, value = _record_value(path, f"line {lineno}", record, whole)
             repeats.add(values, rid, value, f"line {lineno}")
         _check_inner(path, keys.inner(top_is_object=False))
         repeats.check()
@@ -128,7 +133,7 @@ def read_records(path: str | Path) -> RecordFile:
     _check_inner(path, keys.inner(isinstance(data, Mapping)))
     if isinstance(data, list):
         for index, record in enumerate(data):
-            rid, value = _record_value(path, f"item {index}", record)
+            rid, value = _record_value(path, f"item {index}", record, whole)
             repeats.add(values, rid, value, f"item {index}")
         repeats.check()
         return RecordFile(path, values, format="json-list")

@@ -113,10 +113,16 @@ def _compact(value: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def tables_section(run: RunFolder) -> Section | None:
+def tables_section(run: RunFolder, drawn: frozenset[str] | set[str] = frozenset()) -> Section | None:
     """Tables a task (metrics.json "tables") or a metric (`details[...]["tables"]`) hands the report:
-    each {"title", "columns", "rows"}, shown as given."""
+    each {"title", "columns", "rows"}, shown as given; and the task facts metrics.json names under
+    "report_sections" (a mapping each, e.g. VQA's "budget"), unless a task section drew it (`drawn`)."""
     found = list(run.metrics.get("tables") or [])
+    for name in run.metrics.get("report_sections") or ():
+        values = run.metrics.get(name)
+        if isinstance(values, dict) and values and name not in drawn:
+            found.append({"title": name.replace("_", " ").capitalize(), "columns": ["fact", "value"],
+                          "rows": [[k, v] for k, v in values.items()]})
     for values in (run.metrics.get("details") or {}).values():
         if isinstance(values, dict):
             found.extend(values.get("tables") or [])
@@ -309,8 +315,11 @@ def _guarded(build: Any, run: RunFolder, title: str, order: int) -> Section | No
 
 
 def run_sections(run: RunFolder) -> list[Section]:
+    own = task_sections(run)
+    drawn = {s.key for s in own}
     sections: list[Section | None] = [headline_section(run), _guarded(split_section, run, "Split", ORDER_SPLIT),
-                                      *task_sections(run), _guarded(tables_section, run, "Tables", ORDER_TASK + 80),
+                                      *own, _guarded(lambda r: tables_section(r, drawn), run, "Tables",
+                                                     ORDER_TASK + 80),
                                       _guarded(training_section, run, "Training", ORDER_TRAINING),
                                       _guarded(qc_section, run, "Quality control", ORDER_QC)]
     dataset = {k: v for k, v in (run.metrics.get("dataset") or {}).items() if k != "warnings"}

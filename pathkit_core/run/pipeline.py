@@ -54,7 +54,8 @@ def stage_keys(ctx: RunContext, ds: DatasetStage, feats: FeatureStage, plan: Fit
     features = content_hash({"split": ds.split_hash, "encoder": ctx.spec.encoder,
                              "inputs": features_identity(inputs_of("train", "val", "test"))})
     fit = content_hash({"split": ds.split_hash, "skipped": sorted(feats.skipped), "id": ctx.spec.identity(),
-                        "code": code_identity(ctx.registry, ctx.components([])), "inputs": features_identity(fitting),
+                        "code": code_identity(ctx.registry, [*ctx.components([]), *ctx.task.components(ds.dataset)]),
+                        "inputs": features_identity(fitting),
                         "weights": weights_identity(feats.inputs), **plan.key_facts})
     predict = content_hash({"fit": fit, "test": features_identity(inputs_of("test"))})
     score = content_hash({"predict": predict, "metrics": metrics,

@@ -1,21 +1,81 @@
 """Task `multiple-choice-vqa`: a question, its choices and a case's slides in, one choice out.
 
-A case's `meta` holds "question" and "choices" (two or more distinct strings) and may hold
-"capability", "group" (e.g. an ESG quartet id), "condition" and "candidate_sets"; its target is
-the 0-based index of the right choice. The answer never reaches a model: items carry the model
-target only in training, and readers get the question and choices from `meta`.
+A case (PathoArgus-Bench, WSI-VQA closed questions) is one question. Its `meta` holds
+"question" and "choices" (two or more distinct strings), optionally "capability" (GR, CSI, ...),
+"candidate_sets" (one or more lists of slide names: the case's slides or feature files, in
+order, are those sets concatenated; one set of all of them when absent), and, for metrics only,
+"group" (an ESG quartet id), "condition" (which evidence state the row is) and "evidence" (where
+planted evidence lies, synthetic data only: `{"regions": [{"slide": ordinal, "box": [x0, y0, x1,
+y1]}], "sets": [set, ...]}`). Its target is the 0-based index of the right choice.
+
+The reader never sees the answer: test items carry no target, and the task hands readers the
+case meta without the metric-only keys (`READER_HIDDEN`: group and condition give an ESG answer
+away). Before the reader, an evidence selector (`pathkit list selectors`) keeps at most K of
+the case's N patch features, scoring at most M candidates; the dataset names it and the budget
+(options `selector`, `budget`, `candidates`; see `pathkit_core.tasks.vqa_evidence`), and each
+prediction records what was kept (`evidence`), summarised as the paper's table 4 in metrics.json.
 """
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import INPUT_FEATURES, INPUT_SLIDES, TASK_MULTIPLE_CHOICE_VQA, Case, Dataset, Task
+from pathkit_core.contracts import (
+    INPUT_FEATURES,
+    INPUT_SLIDES,
+    TASK_MULTIPLE_CHOICE_VQA,
+    Case,
+    Dataset,
+    PathkitError,
+    RunFacts,
+    Task,
+)
 from pathkit_core.tasks._common import most_frequent
 
 LETTERS = string.ascii_uppercase
+# Case meta that metrics get and readers never see (an ESG row's condition is its answer).
+READER_HIDDEN = ("group", "condition", "evidence")
+
+_SPACES = re.compile(r"\s+")
+# A strict answer: the letter alone, maybe bracketed, maybe after "Answer:" / "The answer is",
+# maybe followed by "." / ")" / ":" and the text of that very choice; nothing else parses.
+_ANSWER = re.compile(
+    r"^\s*(?:(?:the\s+)?(?:correct\s+)?answer(?:\s+is)?\s*[:\-]?\s*)?"
+    r"[(\[]?(?P<letter>[A-Z])[)\]]?(?:\s*[.:)]\s*(?P<rest>.*?))?\s*[.]?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def normalise_text(text: str) -> str:
+    """White space collapsed and case folded: the second match WSI-VQA answers get."""
+    return _SPACES.sub(" ", str(text)).strip().casefold()
+
+
+def parse_answer(text: Any, choices: Sequence[str] | int) -> int | None:
+    """The choice index a free-text answer names, by the strict rule above, else None.
+
+    `choices` is the choice texts (trailing text after the letter must then be that choice's
+    text) or just their number. Lower-case lone letters are refused ("a" is also a word)."""
+    if not isinstance(text, str):
+        return None
+    n = choices if isinstance(choices, int) else len(choices)
+    match = _ANSWER.match(text)
+    if match is None:
+        return None
+    letter = match.group("letter")
+    if not letter.isupper():
+        return None
+    index = LETTERS.index(letter)
+    if index >= n:
+        return None
+    rest = match.group("rest")
+    if rest:
+        if isinstance(choices, int) or normalise_text(rest).rstrip(".") != normalise_text(choices[index]).rstrip("."):
+            return None
+    return index
 
 
 def choice_problem(meta: Any) -> str | None:
@@ -29,26 +89,84 @@ def choice_problem(meta: Any) -> str | None:
         return f"meta['choices'] must list at least two choices, got {choices!r}"
     if not all(isinstance(c, str) and c.strip() for c in choices):
         return "every choice must be a non-empty string"
-    if len({c.strip().lower() for c in choices}) != len(choices):
+    if len({normalise_text(c) for c in choices}) != len(choices):
         return f"duplicate choices {list(choices)}"
+    if len(choices) > len(LETTERS):
+        return f"{len(choices)} choices; at most {len(LETTERS)} can be lettered"
     return None
+
+
+def candidate_set_problem(meta: Mapping[str, Any], n_inputs: int) -> str | None:
+    """Why meta['candidate_sets'] does not describe the case's `n_inputs` slides (None when fine)."""
+    sets = meta.get("candidate_sets")
+    if sets is None:
+        return None
+    if not isinstance(sets, list | tuple) or not sets:
+        return f"meta['candidate_sets'] must list one or more candidate sets, got {sets!r}"
+    for k, members in enumerate(sets):
+        if not isinstance(members, list | tuple) or not members:
+            return f"candidate set {k + 1} names no slide"
+    total = sum(len(members) for members in sets)
+    if total != n_inputs:
+        return f"the candidate sets name {total} slide(s) but the case has {n_inputs} slide or feature file(s)"
+    return None
+
+
+def slide_sets(case: Case) -> tuple[int, ...]:
+    """The candidate set (0, 1, ...) of each of the case's slides or feature files, in order."""
+    n = len(case.features or case.slides)
+    sets = case.meta.get("candidate_sets")
+    if not sets:
+        return (0,) * n
+    return tuple(k for k, members in enumerate(sets) for _ in members)
+
+
+def evidence_problem(evidence: Any, n_inputs: int, n_sets: int) -> str | None:
+    """Why meta['evidence'] (planted evidence: regions and/or sets) is malformed."""
+    if evidence is None:
+        return None
+    if not isinstance(evidence, Mapping) or not (evidence.get("regions") or evidence.get("sets")):
+        return f'meta[\'evidence\'] must be {{"regions": [...], "sets": [...]}}, got {evidence!r}'
+    for region in evidence.get("regions") or ():
+        slide, box = (region.get("slide"), region.get("box")) if isinstance(region, Mapping) else (None, None)
+        if isinstance(slide, bool) or not isinstance(slide, int) or not 0 <= slide < n_inputs:
+            return f"evidence region {region!r}: 'slide' must be a slide ordinal 0..{n_inputs - 1}"
+        if not isinstance(box, list | tuple) or len(box) != 4 or not all(isinstance(v, int | float) for v in box) \
+                or box[2] <= box[0] or box[3] <= box[1]:
+            return f"evidence region {region!r}: 'box' must be [x0, y0, x1, y1] level-0 pixels with x1 > x0, y1 > y0"
+    for s in evidence.get("sets") or ():
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < n_sets:
+            return f"evidence set {s!r} is not a candidate set 0..{n_sets - 1}"
+    overlap = evidence.get("min_overlap", 0.5)
+    if isinstance(overlap, bool) or not isinstance(overlap, int | float) or not 0 < overlap <= 1:
+        return f"evidence min_overlap {overlap!r} must be a fraction of a tile in (0, 1]"
+    return None
+
+
+def reader_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The case meta a reader gets: everything but the metric-only keys."""
+    return {k: v for k, v in meta.items() if k not in READER_HIDDEN}
 
 
 class MultipleChoiceVQATask(Task):
     """Budgeted multiple-choice VQA over whole cases (PathoArgus, WSI-VQA closed questions)."""
 
     name: ClassVar[str] = TASK_MULTIPLE_CHOICE_VQA
-    description: ClassVar[str] = "multiple-choice question answering over a case's slides (PathoArgus, WSI-VQA)"
+    description: ClassVar[str] = ("multiple-choice question answering over a case's slides under an evidence "
+                                  "budget (PathoArgus, WSI-VQA)")
     inputs: ClassVar[tuple[str, ...]] = (INPUT_SLIDES, INPUT_FEATURES)
     target_format: ClassVar[str] = (
         'the 0-based index of the right choice; meta holds "question" and "choices" (>= 2 distinct), '
-        'optionally "capability", "group", "condition", "candidate_sets"'
+        'optionally "capability", "candidate_sets" (lists of slide names, the case\'s slides in order), '
+        'and for metrics only "group", "condition", "evidence"'
     )
     prediction_format: ClassVar[str] = (
         'a dict {"answer": choice index or letter "A".., or null for no answer} (other keys kept), '
-        'or the index or letter itself; written as {"answer", "letter", ...}'
+        'or the index or letter itself; written as {"answer", "letter", "evidence", ...}'
     )
     baselines: ClassVar[tuple[str, ...]] = ("majority-position",)
+
+    # ------------------------------------------------------------------ targets
 
     def check_target(self, case: Case, dataset: Dataset) -> str | None:
         problem = choice_problem(case.meta)
@@ -57,12 +175,29 @@ class MultipleChoiceVQATask(Task):
         n = len(case.meta["choices"])
         if isinstance(case.target, bool) or not isinstance(case.target, int) or not 0 <= case.target < n:
             return f"answer {case.target!r} is not a choice index 0..{n - 1}"
-        return None
+        n_inputs = len(case.features or case.slides)
+        problem = candidate_set_problem(case.meta, n_inputs)
+        if problem:
+            return problem
+        sets = slide_sets(case)
+        return evidence_problem(case.meta.get("evidence"), n_inputs, max(sets) + 1 if sets else 1)
 
     def reference(self, case: Case, dataset: Dataset) -> Any:
         meta = case.meta
         return {"answer": case.target, "n_choices": len(meta["choices"]),
                 **{k: meta[k] for k in ("capability", "group", "condition") if meta.get(k) is not None}}
+
+    def validate_cases(self, splits: Mapping[str, Sequence[Case]], dataset: Dataset) -> None:
+        """The per-case checks, then: the rows of one group (an ESG quartet) share their question,
+        choices and candidate-set capacities (PathoArgus: only the target's location changes)."""
+        super().validate_cases(splits, dataset)
+        bad = group_problems([c for cases in splits.values() for c in cases])
+        if bad:
+            shown = "; ".join(f"group {g!r}: {a} and {b} differ in their {what}" for g, a, b, what in bad[:5])
+            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+            raise PathkitError(f"dataset {dataset.name!r}: {shown}{more}")
+
+    # ------------------------------------------------------------------ predictions
 
     @staticmethod
     def _answer(prediction: Any, n: int) -> tuple[int | None, dict[str, Any]]:
@@ -104,9 +239,69 @@ class MultipleChoiceVQATask(Task):
             out[case.case_id] = self.output({"answer": answer}, case, dataset)
         return out
 
+    # ------------------------------------------------------------------ evidence selection
+
+    def items(self, cases: Sequence[Case], inputs: Mapping[str, Any], dataset: Dataset,
+              facts: RunFacts, *, targets: bool = True) -> Sequence[dict[str, Any]]:
+        """Each question's K selected features (`vqa_evidence.EvidenceItems`), never its answer on
+        the test split; the selector is fitted on the first split given with targets (train)."""
+        from pathkit_core.tasks.vqa_evidence import evidence_items
+
+        return evidence_items(cases, inputs, dataset, facts, targets=targets)
+
+    def predict(self, model: Any, items: Sequence[dict[str, Any]], facts: RunFacts, *,
+                batch_size: int, cfg: Any) -> dict[str, Any]:
+        """The reader's answers, each with the evidence record of its question's selection."""
+        from pathkit_core.tasks.vqa_evidence import attach_evidence
+
+        return attach_evidence(super().predict(model, items, facts, batch_size=batch_size, cfg=cfg), items)
+
+    def components(self, dataset: Dataset) -> list[tuple[str, str]]:
+        from pathkit_core.tasks.vqa_evidence import selection_protocol
+
+        protocol = selection_protocol(dataset)
+        return [("selector", name) for name in dict.fromkeys((protocol.selector, *protocol.audit))]
+
+    def metric_context(self, dataset: Dataset, facts: RunFacts) -> dict[str, Any]:
+        from pathkit_core.tasks.vqa_evidence import selection_protocol
+
+        return {"selection": selection_protocol(dataset).as_dict()}
+
+    def run_summary(self, predictions: Mapping[str, Any], references: Mapping[str, Any]) -> dict[str, Any]:
+        from pathkit_core.tasks.vqa_evidence import budget_summary
+
+        budget = budget_summary(predictions)
+        return {"budget": budget, "report_sections": ["budget"]} if budget else {}
+
+
+    # ------------------------------------------------------------------ report
+
     def report_sections(self, run: Any) -> list[Any]:
         """Accuracy per capability with intervals, QExact, evidence accessibility per selector, the
         evidence budget, every question with its answers."""
         from pathkit_core.report.vqa import vqa_sections
 
         return vqa_sections(run)
+
+def group_problems(cases: Sequence[Case]) -> list[tuple[str, str, str, str]]:
+    """(group, case, first case of the group, what differs) for every row of a group (an ESG
+    quartet) whose question, choices or candidate-set capacities differ from the group's first
+    row (PathoArgus: across a quartet only the target's location changes)."""
+    first: dict[str, Case] = {}
+    out = []
+    for case in cases:
+        group = case.meta.get("group")
+        if group is None:
+            continue
+        seen = first.setdefault(str(group), case)
+        for what, key in (("question", lambda c: c.meta["question"]), ("choices", lambda c: list(c.meta["choices"])),
+                          ("candidate-set capacities", _capacities)):
+            if key(case) != key(seen):
+                out.append((str(group), case.case_id, seen.case_id, what))
+                break
+    return out
+
+
+def _capacities(case: Case) -> list[int]:
+    sets = case.meta.get("candidate_sets")
+    return [len(s) for s in sets] if sets else [len(case.features or case.slides)]

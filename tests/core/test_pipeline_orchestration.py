@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import json
 
-import polars as pl
 import pytest
 
-from pathkit_core import hookimpl
 from pathkit_core.contracts import (
     TASK_SLIDE_CLASSIFICATION,
     Case,
     Dataset,
     Encoder,
     Generator,
-    Metric,
-    MetricResult,
     TileSpec,
 )
+from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
 
 N_TILES, DIM = 12, 8
 
@@ -98,53 +95,19 @@ class MeanPool(Generator):
         return Model()
 
 
-class ToyAccuracy(Metric):
-    name = "toy-accuracy"
-    tasks = (TASK_SLIDE_CLASSIFICATION,)
-
-    def compute(self, predictions, references, *, ids=None, context=None):
-        # predictions in the task's output form ({"label", "class"}), references class indices
-        hits = [float(p["label"] == r) for p, r in zip(predictions, references, strict=True)]
-        return MetricResult({"accuracy": sum(hits) / len(hits)}, pl.DataFrame({"id": ids, "hit": hits}))
-
-
-class ToyPlugin:
-    @hookimpl
-    def register_datasets(self, register):
-        register(ToyCohort)
-
-    @hookimpl
-    def register_encoders(self, register):
-        register(NoEncoder)
-
-    @hookimpl
-    def register_generators(self, register):
-        register(MeanPool)
-
-    @hookimpl
-    def register_metrics(self, register):
-        register(ToyAccuracy)
+def toy_plugin():
+    return ComponentPlugin(ToyCohort, NoEncoder, MeanPool, ToyAccuracy)
 
 
 @pytest.fixture
 def toy_root(tmp_path):
-    import torch
-
-    from pathkit_core.features.store import write_features
-
     root = tmp_path / "toy"
     root.mkdir()
-    g = torch.Generator().manual_seed(0)
-    for i in range(30):
-        feats = torch.randn(N_TILES, DIM, generator=g)
-        feats[:, 0] = (1.0 if i % 2 else -1.0) + 0.1 * feats[:, 0]
-        coords = torch.arange(N_TILES * 2, dtype=torch.int32).reshape(N_TILES, 2)
-        write_features(root / f"case{i:02d}.safetensors", feats, coords, {"slide_id": f"case{i:02d}"})
-    return root
+    return write_toy_features(root, 30, N_TILES, DIM, "case")
 
 
 def test_run_orchestration_and_resume(fresh_registry, cli, toy_root, tmp_path):
-    fresh_registry({"toy": ToyPlugin()})
+    fresh_registry({"toy": toy_plugin()})
     workdir = tmp_path / "ws"
     args = ("run", "--dataset", "toy-cohort", "--encoder", "precomputed", "--generator", "mean-pool",
             "--dataset-root", toy_root, "--workdir", workdir, "--cpu")
@@ -189,7 +152,7 @@ def test_run_orchestration_and_resume(fresh_registry, cli, toy_root, tmp_path):
 
 
 def test_missing_features_are_listed_or_skipped(fresh_registry, cli, toy_root, tmp_path):
-    fresh_registry({"toy": ToyPlugin()})
+    fresh_registry({"toy": toy_plugin()})
     (toy_root / "case25.safetensors").unlink()
     args = ["run", "-d", "toy-cohort", "-e", "precomputed", "-g", "mean-pool", "--dataset-root", toy_root,
             "--workdir", tmp_path / "ws", "--cpu"]
@@ -206,18 +169,13 @@ def test_generator_task_mismatch_is_explained(fresh_registry, cli, tmp_path):
         name = "report-only"
         tasks = ("report",)
 
-    class P:
-        @hookimpl
-        def register_generators(self, register):
-            register(ReportOnly)
-
-    fresh_registry({"toy": ToyPlugin(), "p": P()})
+    fresh_registry({"toy": toy_plugin(), "p": ComponentPlugin(ReportOnly)})
     result = cli("run", "-d", "toy-cohort", "-e", "precomputed", "-g", "report-only", "--workdir", tmp_path)
     assert result.exit_code == 2 and "not the 'slide-classification' task" in result.stderr
 
 
 def test_config_file_and_bad_config(fresh_registry, cli, toy_root, tmp_path):
-    fresh_registry({"toy": ToyPlugin()})
+    fresh_registry({"toy": toy_plugin()})
     cfg = tmp_path / "run.toml"
     cfg.write_text(f'dataset = "toy-cohort"\nencoder = "precomputed"\ngenerator = "mean-pool"\n'
                    f'dataset_root = "{toy_root}"\nworkdir = "{tmp_path / "ws"}"\ncpu = true\n'

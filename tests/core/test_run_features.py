@@ -67,13 +67,13 @@ def test_sharded_runs_extract_their_own_slides_and_a_last_run_scores(fresh_regis
     from pathkit_core.features.store import usable_feature_files
     from pathkit_core.shard import parse_shard
     from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
-    from tests.core.test_run_identity import N_SLIDES, Plugin
+    from tests.core.test_run_identity import N_SLIDES, identity_plugin
 
     for i in range(N_SLIDES):
         colour = (120, 60, 140) if i % 2 else (230, 170, 210)
         write_synthetic_slide(tmp_path / "slides" / f"s{i}.tiff", width=512, height=512, mpp=1.0, seed=i,
                               tissue=[Blob(0.5, 0.5, 0.45, 0.45, colour=colour)])
-    fresh_registry({"id": Plugin(), "tiny": "pathkit_encoders.tiny_vit"})
+    fresh_registry({"id": identity_plugin(), "tiny": "pathkit_encoders.tiny_vit"})
     work = tmp_path / "ws"
     args = ("run", "-d", "id-slides", "-e", "tiny-vit", "-g", "id-head", "--dataset-root", tmp_path / "slides",
             "--workdir", work, "--cpu")

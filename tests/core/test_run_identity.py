@@ -10,8 +10,8 @@ import sys
 import polars as pl
 import pytest
 
-from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_SLIDE_CLASSIFICATION, Case, Dataset, Generator, Metric, MetricResult
+from tests.core._toy import ComponentPlugin
 
 N_SLIDES = 8
 
@@ -94,25 +94,8 @@ def _weighted_encoder():
     return Weighted
 
 
-class Plugin:
-    def __init__(self):
-        self.encoder = _weighted_encoder()
-
-    @hookimpl
-    def register_datasets(self, register):
-        register(Slides)
-
-    @hookimpl
-    def register_encoders(self, register):
-        register(self.encoder)
-
-    @hookimpl
-    def register_generators(self, register):
-        register(Head)
-
-    @hookimpl
-    def register_metrics(self, register):
-        register(Accuracy)
+def identity_plugin():
+    return ComponentPlugin(Slides, _weighted_encoder(), Head, Accuracy)
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +137,7 @@ def _run(cli, slides, workdir, *extra):
 
 def test_changed_weights_behind_the_same_path_retrain_and_rescore(fresh_registry, cli, slides, checkpoints,
                                                                   tmp_path, monkeypatch):
-    fresh_registry({"id": Plugin()})
+    fresh_registry({"id": identity_plugin()})
     weights = tmp_path / "weights" / "model.safetensors"
     weights.parent.mkdir()
     shutil.copy(checkpoints[0], weights)
@@ -199,7 +182,7 @@ def test_changed_weights_behind_the_same_path_retrain_and_rescore(fresh_registry
 
 
 def test_a_plugin_version_change_retrains(fresh_registry, cli, slides, checkpoints, tmp_path):
-    registry = fresh_registry({"id": Plugin()})
+    registry = fresh_registry({"id": identity_plugin()})
     work = tmp_path / "ws"
     Head.built = 0
     _run(cli, slides, work, "--weights", checkpoints[0])
@@ -243,7 +226,7 @@ def test_a_config_naming_a_module_is_refused_without_importing_it(cli, installed
 
 def test_a_corrupt_stage_file_is_reported_and_training_resumes_from_checkpoints(fresh_registry, cli, slides,
                                                                                 checkpoints, tmp_path):
-    fresh_registry({"id": Plugin()})
+    fresh_registry({"id": identity_plugin()})
     work = tmp_path / "ws"
     _run(cli, slides, work, "--weights", checkpoints[0])
     run_dir = next((work / "runs" / "id-slides" / "weighted-tiny" / "id-head").iterdir())

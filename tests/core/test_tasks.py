@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import polars as pl
 import pytest
 
 from pathkit_core import hookimpl
@@ -19,9 +18,12 @@ from pathkit_core.contracts import (
     Metric,
     MetricResult,
     PathkitError,
+    Selection,
+    Selector,
     Task,
     TileSpec,
 )
+from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
 
 BUILTIN = {"report", "slide-classification", "patch-classification", "segmentation", "multiple-choice-vqa"}
 N_TILES, DIM = 6, 4
@@ -141,47 +143,15 @@ class Nearest(Generator):
     default_hparams = {"bad": False}
 
 
-class ToyAccuracy(Metric):
-    name = "toy-accuracy"
-    tasks = (TASK_SLIDE_CLASSIFICATION,)
-
-    def compute(self, predictions, references, *, ids=None, context=None):
-        hits = [float(p["label"] == r) for p, r in zip(predictions, references, strict=True)]
-        ToyAccuracy.context = dict(context or {})
-        return MetricResult({"accuracy": sum(hits) / len(hits)}, pl.DataFrame({"id": ids, "hit": hits}))
-
-
-class ToyPlugin:
-    @hookimpl
-    def register_datasets(self, register):
-        register(Toy)
-
-    @hookimpl
-    def register_encoders(self, register):
-        register(Precomputed)
-
-    @hookimpl
-    def register_generators(self, register):
-        register(Nearest)
-
-    @hookimpl
-    def register_metrics(self, register):
-        register(ToyAccuracy)
+def toy_plugin():
+    return ComponentPlugin(Toy, Precomputed, Nearest, ToyAccuracy)
 
 
 @pytest.fixture
 def toy_root(tmp_path):
-    import torch
-
-    from pathkit_core.features.store import write_features
-
     root = tmp_path / "toy"
-    g = torch.Generator().manual_seed(0)
-    for i in range(16):
-        feats = torch.randn(N_TILES, DIM, generator=g)
-        feats[:, 0] = (1.0 if i % 2 else -1.0) + 0.1 * feats[:, 0]
-        write_features(root / f"c{i:02d}.safetensors", feats, torch.zeros(N_TILES, 2), {"slide_id": f"c{i:02d}"})
-    return root
+    root.mkdir()
+    return write_toy_features(root, 16, N_TILES, DIM, "c")
 
 
 def _run(cli, toy_root, tmp_path, *extra):
@@ -190,7 +160,7 @@ def _run(cli, toy_root, tmp_path, *extra):
 
 
 def test_a_generator_without_fit_goes_straight_to_prediction(fresh_registry, cli, toy_root, tmp_path):
-    fresh_registry({"toy": ToyPlugin()})
+    fresh_registry({"toy": toy_plugin()})
     Nearest.seen.clear()
     result = _run(cli, toy_root, tmp_path)
     assert result.exit_code == 0, result.stderr
@@ -215,7 +185,7 @@ def test_a_generator_without_fit_goes_straight_to_prediction(fresh_registry, cli
 
 
 def test_a_test_only_dataset_is_enough_for_a_generator_without_fit(fresh_registry, cli, toy_root, tmp_path):
-    fresh_registry({"toy": ToyPlugin()})
+    fresh_registry({"toy": toy_plugin()})
     result = _run(cli, toy_root, tmp_path, "-o", "test_only=true")
     assert result.exit_code == 0, result.stderr
     metrics = json.loads(next((tmp_path / "ws" / "runs").rglob("metrics.json")).read_text())
@@ -223,7 +193,7 @@ def test_a_test_only_dataset_is_enough_for_a_generator_without_fit(fresh_registr
 
 
 def test_targets_of_the_wrong_form_are_refused_before_any_work(fresh_registry, cli, toy_root, tmp_path):
-    fresh_registry({"toy": ToyPlugin()})
+    fresh_registry({"toy": toy_plugin()})
     result = _run(cli, toy_root, tmp_path, "-o", "bad_target=true")
     assert result.exit_code == 2
     message = result.stderr.replace("\n", "")
@@ -235,7 +205,7 @@ def test_targets_of_the_wrong_form_are_refused_before_any_work(fresh_registry, c
 
 
 def test_predictions_that_do_not_fit_the_task_are_an_error(fresh_registry, cli, toy_root, tmp_path):
-    fresh_registry({"toy": ToyPlugin()})
+    fresh_registry({"toy": toy_plugin()})
     result = _run(cli, toy_root, tmp_path, "--config", _config(tmp_path, "[hparams]\nbad = true\n"))
     assert result.exit_code == 2
     message = result.stderr.replace("\n", "")
@@ -308,27 +278,9 @@ class AbsError(Metric):
         return MetricResult({"error": sum(errors) / len(errors)})
 
 
-class CountPlugin:
-    @hookimpl
-    def register_tasks(self, register):
-        register(Counting)
-
-    @hookimpl
-    def register_datasets(self, register):
-        register(CountCohort)
-
-    @hookimpl
-    def register_generators(self, register):
-        register(Counter)
-
-    @hookimpl
-    def register_metrics(self, register):
-        register(AbsError)
-
-
 def test_a_third_party_task_runs_with_no_change_to_the_core(fresh_registry, cli, toy_root, tmp_path):
     # the task plugin is registered after the plugins that use it: tasks are collected first
-    registry = fresh_registry({"toy": ToyPlugin(), "count": CountPlugin()})
+    registry = fresh_registry({"toy": toy_plugin(), "count": ComponentPlugin(Counting, CountCohort, Counter, AbsError)})
     assert "tile-count" in registry.names("task") and registry.records["count"].status == "ok"
     result = cli("run", "-d", "count-cohort", "-e", "precomputed", "-g", "counter", "--dataset-root", toy_root,
                  "--workdir", tmp_path / "ws", "--cpu")
@@ -418,6 +370,7 @@ def test_vqa_meta_reaches_the_reader_but_the_answer_does_not(fresh_registry, toy
         name = "questions"
         task = TASK_MULTIPLE_CHOICE_VQA
         default_metrics = ("vqa-acc",)
+        selection_defaults = {"selector": "first-rows", "budget": 4, "candidates": 4}
 
         def cases(self, split):
             for case in super().cases(split):
@@ -452,26 +405,24 @@ def test_vqa_meta_reaches_the_reader_but_the_answer_does_not(fresh_registry, toy
             hits = [p["answer"] == r["answer"] for p, r in zip(predictions, references, strict=True)]
             return MetricResult({"accuracy": sum(hits) / len(hits)})
 
-    class P:
-        @hookimpl
-        def register_datasets(self, register):
-            register(Questions)
+    class FirstRows(Selector):
+        # a third-party selector: the first K rows of the case (the default "pathoargus" is a plugin's)
+        name = "first-rows"
 
-        @hookimpl
-        def register_generators(self, register):
-            register(Reader)
+        def select(self, pool, *, budget, candidates):
+            return Selection.of(range(min(budget, pool.n)), pool)
 
-        @hookimpl
-        def register_metrics(self, register):
-            register(Accuracy)
-
-    fresh_registry({"toy": ToyPlugin(), "vqa": P()})
+    fresh_registry({"toy": toy_plugin(), "vqa": ComponentPlugin(Questions, Reader, FirstRows, Accuracy)})
     result = run_pipeline(RunSpec(dataset="questions", encoder="precomputed", generator="sign-reader",
                                   dataset_root=toy_root, workdir=tmp_path / "ws", cpu=True), log=lambda _: None)
     assert result.summary["vqa-acc"]["accuracy"] == 1.0
     test_items = [i for i in Reader.items if i["case_id"] >= "c12"]
     assert test_items and all(i["meta"]["question"] == "Is feature 0 positive?" for i in test_items)
     assert all("answer" not in i["meta"] and i["target"] is None for i in test_items)
+    # the budget: K = 4 of the N = 6 rows of each case, recorded with each prediction
+    assert all(len(i["features"]) == 4 and i["tile_set"].tolist() == [0] * 4 for i in test_items)
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    assert metrics["budget"]["available_total"] == 4 * N_TILES and metrics["budget"]["selected_total"] == 16
     assert set(result.baselines) == {"majority-position"}
 
 

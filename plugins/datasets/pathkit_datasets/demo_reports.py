@@ -19,10 +19,8 @@ reused afterwards; its layout is the REG release layout (reports.json + slides/)
 
 from __future__ import annotations
 
-import json
 import logging
 import random
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,6 +28,7 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import atomic_write_json, plain_name
 from pathkit_datasets._cohort import part_counts
+from pathkit_datasets._demo_build import already_built, write_slides
 from pathkit_datasets._reports import ReportDataset, find_file, read_json, strip_slide_suffix
 
 log = logging.getLogger(__name__)
@@ -89,12 +88,8 @@ def build_demo(folder: Path, per_class: int = 10, workers: int = 2) -> Path:
         raise PathkitError(f"demo-reports: slides_per_class must be at least 3 (one per split), got {per_class}")
     marker = folder / "demo.json"
     facts = {"version": DEMO_VERSION, "slides_per_class": per_class, "classes": len(DEMO_CLASSES)}
-    if marker.exists():
-        try:
-            if json.loads(marker.read_text()) == facts:
-                return folder
-        except (OSError, json.JSONDecodeError):
-            pass
+    if already_built(marker, facts):
+        return folder
     slides_dir = folder / "slides"
     slides_dir.mkdir(parents=True, exist_ok=True)
     n_train, n_val, _ = split_counts(per_class)
@@ -108,12 +103,7 @@ def build_demo(folder: Path, per_class: int = 10, workers: int = 2) -> Path:
             records.append({"id": f"{case_id}.tiff", "report": report, "grade_visible": visible})
             jobs.append({"path": str(slides_dir / f"{case_id}.tiff"), "seed": 1000 * c + k, "colour": colour,
                          "texture": texture if visible else HIDDEN})
-    if workers > 1 and len(jobs) > 8:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(_slide_job, jobs, chunksize=4))
-    else:
-        for job in jobs:
-            _slide_job(job)
+    write_slides(_slide_job, jobs, workers)
     atomic_write_json(folder / "reports.json", records)
     atomic_write_json(folder / "splits.json", splits)
     atomic_write_json(marker, facts)
