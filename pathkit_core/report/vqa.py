@@ -92,13 +92,15 @@ def accessibility_section(run: Any) -> Section | None:
         return None
     values = run.summary[metric]
     prefix = "evidence_accessibility"
+    budget = run.metrics.get("budget") if isinstance(run.metrics.get("budget"), dict) else {}
+    own = f"this run ({budget['selector']})" if budget.get("selector") else "this run"
     selectors: dict[str, dict[str, float]] = {}
     for key, value in values.items():
         if not key.startswith(prefix) or key.endswith(("_ci_low", "_ci_high")):
             continue
         rest = key[len(prefix):]
         selector, _, capability = rest.lstrip("@").partition(":")
-        selectors.setdefault(selector or "this run", {})[capability or "Overall"] = value
+        selectors.setdefault(selector or own, {})[capability or "Overall"] = value
     if not selectors:
         return None
     capabilities = ["Overall", *sorted({c for s in selectors.values() for c in s if c != "Overall"})]

@@ -203,38 +203,34 @@ def segmentation_run(run_dir: Path) -> Path:
 
 
 def vqa_run(run_dir: Path) -> Path:
-    """Multiple-choice questions of three capabilities in groups of four, two audited selectors."""
+    """Multiple-choice questions of three capabilities in groups of four, scored by the vqa metric,
+    with the evidence accessibility of the run's selector and two audited ones."""
     caps = ["GR", "MA", "ESG"]
-    test, preds, refs, rows = [], {}, {}, []
+    test, preds, refs = [], {}, {}
     rng = np.random.default_rng(1)
     for i in range(36):
-        cap = caps[i % 3]
+        cap, group = caps[i % 3], f"g{i // 4}"
         meta = {"question": f"Which finding is seen in region {i}?", "choices": ["tumour", "stroma", "necrosis",
                                                                                   "normal"],
-                "capability": cap, "group": f"g{i // 4}"}
+                "capability": cap, "group": group}
         answer = i % 4
         test.append(Case(f"Q{i:02d}", f"P{i // 4}", answer, meta=meta))
         guess = answer if rng.random() < {"GR": 0.8, "MA": 0.5, "ESG": 0.3}[cap] else (answer + 1) % 4
+        reached = {"uniform": bool(rng.random() < 0.4), "pathoargus": bool(rng.random() < 0.8)}
         preds[f"Q{i:02d}"] = {"answer": guess, "letter": "ABCD"[guess],
-                              "evidence": {"n_available": 4000 + 10 * i, "n_selected": 256}}
-        refs[f"Q{i:02d}"] = {"answer": answer, "n_choices": 4, "capability": cap, "group": f"g{i // 4}"}
-        rows.append({"id": f"Q{i:02d}", "answer": guess, "reference": answer, "correct": guess == answer,
-                     "capability": cap, "group": f"g{i // 4}", "parse_failed": False, "accessible": True})
-    per_case = pl.DataFrame(rows)
-    accuracy = {cap: float(per_case.filter(pl.col("capability") == cap)["correct"].mean()) for cap in caps}
-    summary = {"Overall": float(per_case["correct"].mean()), **accuracy, "QExact": 0.25, "n_groups": 9.0,
-               "evidence_accessibility": 0.7}
-    for sel, base in (("uniform", 0.4), ("pathoargus", 0.75)):
-        summary[f"evidence_accessibility@{sel}"] = base
-        for k, cap in enumerate(caps):
-            summary[f"evidence_accessibility@{sel}:{cap}"] = base - 0.1 * k
+                              "evidence": {"n_available": 4000 + 10 * i, "n_selected": 256, "selector": "pathoargus",
+                                           "budget": 256, "candidates": 1024, "accessible": reached["pathoargus"],
+                                           "accessible_by": reached}}
+        refs[f"Q{i:02d}"] = {"answer": answer, "n_choices": 4, "capability": cap, "group": group}
     _common(run_dir, "multiple-choice-vqa", "pathoargus", {"test": test}, fit=False)
-    budget = {"selector": "pathoargus", "budget_K": 256, "candidates_M": 1024, "questions": 36,
-              "available_total": 150000, "selected_total": 9216, "retention": 9216 / 150000, "available_mean": 4175.0,
-              "available_median": 4175.0, "available_p99": 4345.0, "available_max": 4350, "selected_mean": 256.0,
-              "above_10000_fraction": 0.0}
-    return _write(run_dir, ScoreResult({"vqa": summary}, per_case, {}), "multiple-choice-vqa", "pathoargus", preds,
-                  test, refs, {"majority-position": {"vqa": {"Overall": 0.25, "QExact": 0.0}}}, budget=budget)
+    ids = [c.case_id for c in test]
+    result = score(["vqa"], preds, refs, ids=ids)
+    majority = {i: {"answer": 0, "letter": "A"} for i in ids}
+    from pathkit_core.tasks.vqa_evidence import budget_summary
+
+    return _write(run_dir, result, "multiple-choice-vqa", "pathoargus", preds, test, refs,
+                  {"majority-position": score(["vqa"], majority, refs, ids=ids).summary},
+                  budget=budget_summary(preds), report_sections=["budget"])
 
 
 def matrix(workdir: Path) -> Path:

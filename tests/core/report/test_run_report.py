@@ -131,8 +131,14 @@ def test_segmentation_and_vqa_reports(runs):
     assert ma["questions"][0] == 12 and ma["accuracy"][0] == pytest.approx(
         per_case.filter(pl.col("capability") == "MA")["correct"].mean())
     access = pl.read_csv(runs["multiple-choice-vqa"] / "figures" / "evidence_accessibility.csv")
-    assert set(access["selector"]) == {"this run", "uniform", "pathoargus"}
+    assert set(access["selector"]) == {"this run (pathoargus)", "uniform", "pathoargus"}
+    metrics = json.loads((runs["multiple-choice-vqa"] / "metrics.json").read_text())["metrics"]["vqa"]
+    row = access.filter((pl.col("selector") == "uniform") & (pl.col("capability") == "GR"))
+    assert row["accessibility"][0] == pytest.approx(metrics["evidence_accessibility@uniform:GR"])
+    # the budget is the VQA section's, not shown twice
+    assert vqa.count("retention") == 1
     assert "retention (selected / available)" in vqa and "Which finding is seen in region 3?" in vqa
+    assert 'id="section-tables"' not in vqa
 
 
 def test_a_failing_task_section_is_reported_and_the_rest_is_kept(runs, monkeypatch, tmp_path):
