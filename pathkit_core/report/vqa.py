@@ -73,8 +73,11 @@ def accuracy_section(run: Any) -> Section | None:
     table_rows = [[r["capability"], r["questions"], r["correct"], r["accuracy"],
                    f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["ci_low"] is not None else ""] for r in rows]
     if "QExact" in values:
-        table_rows.append(["QExact (every question of a group right)", int(values.get("n_groups", 0)), "",
-                           values["QExact"], ""])
+        groups = int(values.get("n_groups", 0))
+        right = round(values["QExact"] * groups)
+        ci = wilson(right, groups)
+        table_rows.append(["QExact (every question of a group right)", groups, right, values["QExact"],
+                           f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""])
     body += table(["capability", "questions", "correct", "accuracy", "95% CI"], table_rows, table_id="capabilities")
     return Section("Accuracy per capability", body, key="capabilities", order=100)
 
