@@ -78,7 +78,8 @@ def accuracy_section(run: Any) -> Section | None:
         ci = wilson(right, groups)
         table_rows.append(["QExact (every question of a group right)", groups, right, values["QExact"],
                            f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""])
-    body += table(["capability", "questions", "correct", "accuracy", "95% CI"], table_rows, table_id="capabilities")
+    body += table(["capability", "questions (groups)", "correct", "accuracy", "95% CI"], table_rows,
+                  table_id="capabilities")
     return Section("Accuracy per capability", body, key="capabilities", order=100)
 
 
