@@ -1,4 +1,4 @@
-# pathkit: `make run` (set up + demo), `make test`, `make bench`, `make lint`.
+# pathkit: `make run` (set up + demo), `make test`, `make docs`, `make bench`, `make lint`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,7 +8,7 @@ PLUGINS := plugins/encoders plugins/generators plugins/datasets plugins/metrics
 EXAMPLE := examples/pathkit-example-plugin
 INSTALL_INPUTS := pyproject.toml constraints.txt requirements-dev.txt $(addsuffix /pyproject.toml,$(PLUGINS)) $(EXAMPLE)/pyproject.toml $(wildcard $(EXAMPLE)/pathkit_example_plugin/*.py)
 
-.PHONY: install run test test-all bench lint clean
+.PHONY: install run test test-all docs bench lint clean
 
 $(STAMP): $(INSTALL_INPUTS)
 	@echo "pathkit install 1/5: virtual environment $(VENV) ($(PYTHON) -m venv; kept when it exists)"
@@ -38,6 +38,11 @@ test: install
 test-all: install
 	$(BIN)/python -m pytest -q
 
+# The documentation site (mkdocs.yml) into site/; --strict fails on a broken link or a page left out.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+	@echo "documentation site built: open site/index.html"
+
 bench: install
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
@@ -45,4 +50,4 @@ lint: install
 	$(BIN)/ruff check pathkit_core plugins tests benchmarks examples
 
 clean:
-	rm -rf $(VENV) pathkit-work
+	rm -rf $(VENV) pathkit-work site

@@ -621,6 +621,16 @@ class Task(Component):
         names; their versions key the fit stage like the run's own components."""
         return []
 
+    # ------------------------------------------------------------------ report
+
+    def report_sections(self, run: Any) -> list[Any]:
+        """This task's part of the run report: `pathkit_core.report.Section`s drawn from what the
+        run folder holds (`run`: a `pathkit_core.report.RunFolder`: metrics, per-case table,
+        predictions, test cases and references, `run.figures` to save figures with their data).
+        The core puts the headline scores before them and training, QC and provenance after;
+        [] (the default) leaves the core's generic table of example predictions."""
+        return []
+
     # ------------------------------------------------------------------ validation
 
     def validate_cases(self, splits: Mapping[str, Sequence[Case]], dataset: Dataset) -> None:

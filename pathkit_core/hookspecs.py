@@ -66,3 +66,16 @@ def doctor_checks() -> list[tuple[str, str, str]]:
 def default_demo() -> str | None:
     """The dataset `pathkit run` with no arguments runs (its `demo_run`); the first plugin that
     answers wins."""
+
+
+@hookspec
+def report_sections(run: Any) -> list[Any] | None:
+    """Sections (`pathkit_core.report.Section`) this plugin adds to the report of a run (`run`: a
+    `pathkit_core.report.RunFolder`), beside its task's own (`Task.report_sections`); return
+    None or [] for runs it has nothing to say about (the goldmark plugin adds cross-site results)."""
+
+
+@hookspec
+def matrix_report_sections(board: Any) -> list[Any] | None:
+    """Sections this plugin adds to the report of a leaderboard folder (`board`: a
+    `pathkit_core.report.matrix.Leaderboards`; the goldmark plugin adds encoder rank-sums)."""

@@ -271,6 +271,18 @@ class Registry:
                 rows.append((f"{impl.plugin_name} check", "error", _short_error(exc)))
         return rows
 
+    def report_sections(self, hook_name: str, subject: Any) -> list[tuple[str, list[Any] | BaseException]]:
+        """(plugin, its sections) from each implementation of report hook `hook_name`
+        ("report_sections", "matrix_report_sections"); a plugin that raises gives its exception,
+        so that the report shows the failure and every other section."""
+        out: list[tuple[str, list[Any] | BaseException]] = []
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+            try:
+                out.append((impl.plugin_name, list(impl.function(subject) or [])))
+            except Exception as exc:  # noqa: BLE001 - one broken section must not hide the report
+                out.append((impl.plugin_name, exc))
+        return out
+
     def default_demo(self) -> str:
         """The dataset the `default_demo` hook names (the embedded demo of `pathkit run`)."""
         name = self.pm.hook.default_demo()

@@ -68,21 +68,21 @@ def split_names(values: Sequence[str] | None) -> list[str]:
     return out
 
 
-CI_SUFFIXES = ("_ci_low", "_ci_high")
+def print_scores(title: str, summary: dict[str, dict[str, float]],
+                 baselines: dict[str, dict[str, dict[str, float]]] | None = None, *, headline_only: bool = False,
+                 target: Console | None = None) -> int:
+    """The scores as the run report shows them: one row per score named by the metric (BLEU-4,
+    CRQS, AUROC), its CI as a column, each baseline beside it and the direction; headline scores
+    first. Returns how many scores were left out (`headline_only`)."""
+    from pathkit_core.evaluation.scores import score_rows, table_cells, table_headers
 
-
-def with_intervals(scores: dict[str, float]) -> list[tuple[str, str]]:
-    """Fold `X_ci_low`/`X_ci_high` into X's cell: [("CRQS", "0.7012 [0.6630, 0.7390]"), ...]."""
-    rows = []
-    for key, value in scores.items():
-        if key.endswith(CI_SUFFIXES):
-            continue
-        low, high = scores.get(f"{key}_ci_low"), scores.get(f"{key}_ci_high")
-        text = f"{value:.4f}" if isinstance(value, float) else str(value)
-        if low is not None and high is not None:
-            text += f" [{low:.4f}, {high:.4f}]"
-        rows.append((key, text))
-    return rows
+    rows = score_rows(summary, baselines)
+    shown = [r for r in rows if r.headline] if headline_only else rows
+    names = list(baselines or {})
+    with_ci = any(r.ci is not None for r in shown)
+    print_table(title, table_headers(names, with_ci_column=with_ci),
+                [table_cells(r, names, with_ci_column=with_ci) for r in shown], target=target)
+    return len(rows) - len(shown)
 
 
 def parse_key_values(items: Sequence[str], flag: str) -> dict[str, Any]:

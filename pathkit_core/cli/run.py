@@ -10,10 +10,9 @@ import typer
 from pathkit_core.cli.common import (
     console,
     parse_key_values,
-    print_table,
+    print_scores,
     split_names,
     user_errors,
-    with_intervals,
 )
 from pathkit_core.contracts import PathkitError
 
@@ -85,15 +84,11 @@ def register(app: typer.Typer) -> None:
             if not result.summary:  # a shard's feature stage: nothing scored yet
                 continue
             results.append((enc, gen, result))
-            baseline_names = list(result.baselines)
-            rows = []
-            for metric_name, scores in result.summary.items():
-                baselines = [dict(with_intervals((result.baselines[b] or {}).get(metric_name) or {}))
-                             for b in baseline_names]
-                for key, text in with_intervals(scores):
-                    rows.append((metric_name, key, text, *(b.get(key, "") for b in baselines)))
-            print_table(f"test scores: {spec.dataset} / {enc} / {gen}",
-                        ["metric", "score", "model [95% CI]", *(f"baseline: {b}" for b in baseline_names)], rows)
+            hidden = print_scores(f"test scores: {spec.dataset} / {enc} / {gen}", result.summary, result.baselines,
+                                  headline_only=True)
+            if hidden:
+                console.print(f"{hidden} more score(s) in {result.run_dir / 'metrics.json'}; figures and per-case "
+                              f"evidence in {result.run_dir / 'report.html'}", highlight=False)
             console.print(f"run folder: {result.run_dir}")
         if len(results) > 1:
             from pathkit_core.evaluation.leaderboard import write_leaderboard

@@ -12,7 +12,7 @@ from pathkit_core.cli.common import (
     err_console,
     parse_key_values,
     print_json,
-    print_table,
+    print_scores,
     split_names,
     user_errors,
 )
@@ -84,8 +84,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(result.summary)
             return
-        rows = [(m, k, v) for m, values in result.summary.items() for k, v in values.items()]
-        print_table(f"scores over {len(ids)} cases", ["metric", "score", "value"], rows)
+        print_scores(f"scores over {len(ids)} cases", result.summary)
         if out is not None:
             console.print(f"results written to {out}")
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 ATTENTION_COLUMNS = ("slide_id", "tile_index", "x", "y", "attention", "attention_score", "attention_rank",
                      "attention_percentile")
 # Anchor colours of the heatmap scale, low attention to high (a perceptually ordered blue-to-red ramp).
-_RAMP = ((48, 18, 59), (65, 125, 235), (40, 210, 165), (240, 215, 55), (190, 25, 10))
+HEATMAP_RAMP = ((48, 18, 59), (65, 125, 235), (40, 210, 165), (240, 215, 55), (190, 25, 10))
 # GOLDMARK release prefix of feature files: features_<slide_id>.pt
 _GOLDMARK_PREFIX = "features_"
 
@@ -142,7 +142,7 @@ def write_attention(table: pl.DataFrame, out_dir: str | Path, slide_id: str) -> 
 def _ramp(values: np.ndarray) -> np.ndarray:
     import numpy as np
 
-    anchors = np.asarray(_RAMP, dtype=np.float64)
+    anchors = np.asarray(HEATMAP_RAMP, dtype=np.float64)
     pos = np.clip(values, 0.0, 1.0) * (len(anchors) - 1)
     low = np.floor(pos).astype(int).clip(0, len(anchors) - 2)
     frac = (pos - low)[:, None]

@@ -77,13 +77,18 @@ def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, da
     headline = headline_scores(sorted({m for _, _, result in results for m in result.summary}))
     atomic_write_with(out / "by_generator.csv", by_generator.write_csv)
     atomic_write_with(out / "by_encoder.csv", by_encoder.write_csv)
+    from pathkit_core.report.matrix import Leaderboards, write_matrix_report
+
+    report = write_matrix_report(out)
     if console is not None:
         from pathkit_core.cli.common import print_table
 
+        named = Leaderboards(out)
         for title, view, key in (("per generator, averaged over encoders", by_generator, "generator"),
                                  ("per encoder, averaged over generators", by_encoder, "encoder")):
             cols = headline_columns(view.columns, key, headline)
             rows = [[row[key]] + [_with_ci(row, c) for c in cols] for row in view.iter_rows(named=True)]
-            print_table(title, [key, *cols], rows, target=console)
-        console.print(f"leaderboard written to {out}")
+            print_table(f"{title} (mean [mean of the cells' CI bounds])", [key, *(named.header(c) for c in cols)],
+                        rows, target=console)
+        console.print(f"leaderboard written to {out}; matrix report: {report}", highlight=False)
     return out

@@ -1,153 +1,347 @@
-"""A self-contained HTML report of one run: scores, baseline, training curve, provenance."""
+"""The run report (`<run>/report.html`): headline scores first, then the task's own sections,
+the plugins' sections, training curves, the QC of the features used and provenance, folded.
+
+The page stands alone (inline style, figures as data URIs) and every figure's data is written
+beside it under `<run>/figures/`. Task-specific parts come from the run's task
+(`Task.report_sections`) and from plugins (hook `report_sections`); the core only orders them.
+"""
 
 from __future__ import annotations
 
-import html
 import json
+import math
+import traceback
 from pathlib import Path
 from typing import Any
 
+from pathkit_core.evaluation.scores import ScoreRow, format_ci, score_rows
+from pathkit_core.report.figures import integer_bins, line_chart, new_figure
+from pathkit_core.report.page import Section, details, esc, page, pre_json, table
+from pathkit_core.report.run_folder import RunFolder
 from pathkit_core.workspace import atomic_write_text
 
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}
-th{background:#f3f3f3}code,pre{background:#f7f7f7;padding:.2em}pre{overflow:auto;max-height:30em}
-"""
+ORDER_HEADLINE, ORDER_SPLIT, ORDER_TASK, ORDER_PLUGIN = 0, 10, 100, 200
+ORDER_TRAINING, ORDER_QC, ORDER_DATASET, ORDER_PROVENANCE = 300, 400, 800, 900
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-
-
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>" + "".join(
-            f"<td>{v:.4f}</td>" if isinstance(v, float) else f"<td>{html.escape(str(v))}</td>" for v in row
-        ) + "</tr>"
-        for row in rows
-    )
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _curve_svg(history: list[dict[str, float]], key: str, width: int = 480, height: int = 160) -> str:
-    values = [h[key] for h in history if key in h and h[key] == h[key]]
-    if len(values) < 2:
+def _range_text(row: ScoreRow) -> str:
+    if row.score_range is None:
         return ""
-    lo, hi = min(values), max(values)
-    span = (hi - lo) or 1.0
-    pts = " ".join(
-        f"{i * (width - 20) / (len(values) - 1) + 10:.1f},{height - 10 - (v - lo) * (height - 20) / span:.1f}"
-        for i, v in enumerate(values)
-    )
-    return (f'<figure><svg width="{width}" height="{height}" style="border:1px solid #ddd">'
-            f'<polyline fill="none" stroke="#2a6" stroke-width="2" points="{pts}"/></svg>'
-            f"<figcaption>{html.escape(key)} per epoch ({lo:.4g} to {hi:.4g})</figcaption></figure>")
+    low, high = row.score_range
+    return f"[{low:.3g}, {high:.3g}]"
 
 
-def _confusion_svg(classes: list[str], matrix: list[list[int]], cell: int = 34) -> str:
-    """The confusion matrix as a heatmap: rows are reference classes, columns predictions, each
-    cell shaded by its share of the row (the class's recall on the diagonal) and labelled by count."""
-    n = len(classes)
-    left, top = 60, 60
-    width, height = left + n * cell + 10, top + n * cell + 10
-    parts = [f'<svg width="{width}" height="{height}" font-size="11" font-family="sans-serif">']
-    for j, name in enumerate(classes):
-        x = left + j * cell + cell / 2
-        parts.append(f'<text x="{x:.0f}" y="{top - 6}" text-anchor="middle">{html.escape(str(name))}</text>')
-    for i, row in enumerate(matrix):
-        total = sum(row) or 1
-        y = top + i * cell
-        parts.append(f'<text x="{left - 6}" y="{y + cell / 2 + 4:.0f}" text-anchor="end">'
-                     f'{html.escape(str(classes[i]))}</text>')
-        for j, count in enumerate(row):
-            share = count / total
-            shade = int(255 - 200 * share)
-            parts.append(f'<rect x="{left + j * cell}" y="{y}" width="{cell}" height="{cell}" '
-                         f'fill="rgb({shade},{shade},255)" stroke="#fff"/>')
-            parts.append(f'<text x="{left + j * cell + cell / 2:.0f}" y="{y + cell / 2 + 4:.0f}" '
-                         f'text-anchor="middle" fill="{"#fff" if share > 0.6 else "#222"}">{count}</text>')
-    parts.append(f'<text x="{left}" y="14">prediction (columns) by reference (rows)</text></svg>')
-    return "".join(parts)
+def score_table(rows: list[ScoreRow], baselines: list[str], *, table_id: str, caption: str = "") -> str:
+    """Scores as the report shows them: the score's name, model value, CI, baselines, direction, range."""
+    headers = ["metric", "model", "95% CI", *(f"baseline: {b}" for b in baselines), "better", "range", "scored by"]
+    body = []
+    for r in rows:
+        body.append([r.label, r.value if r.value is not None else "n/a", format_ci(r.ci),
+                     *(_baseline_cell(r, b) for b in baselines), f"{r.arrow} {r.direction}" if r.direction else "",
+                     _range_text(r), r.metric])
+    return table(headers, body, table_id=table_id, classes="headline scores", caption=caption)
 
 
-def _tables(tables: list[dict[str, Any]]) -> list[str]:
-    """Tables a metric (`details[...]["tables"]`) or a task (`metrics.json` "tables") hands the
-    report: each {"title", "columns", "rows"}."""
-    parts = []
-    for table in tables or []:
-        parts.append(f"<h2>{html.escape(str(table.get('title', '')))}</h2>")
-        parts.append(_table([str(c) for c in table.get("columns", [])], list(table.get("rows", []))[:200]))
-    return parts
+def _baseline_cell(row: ScoreRow, name: str) -> Any:
+    value = row.baselines.get(name)
+    ci = row.baseline_cis.get(name)
+    if value is None:
+        return ""
+    return f"{value:.4f} {format_ci(ci)}".strip() if ci else value
 
 
-def _details_section(details: dict[str, Any]) -> list[str]:
-    parts = []
-    for metric, found in details.items():
-        parts.extend(_tables(found.get("tables") or []))
-        if found.get("confusion_matrix"):
-            parts.append(f"<h2>Confusion matrix ({html.escape(metric)})</h2>")
-            parts.append(f"<figure>{_confusion_svg(found['classes'], found['confusion_matrix'])}</figure>")
-        if found.get("per_class"):
-            rows = [[r["class"], r["support"], r["precision"], r["recall"], r["F1"]] for r in found["per_class"]]
-            parts.append(_table(["class", "test cases", "precision", "recall", "F1"], rows))
-    return parts
+def headline_section(run: RunFolder) -> Section:
+    rows = score_rows(run.summary, run.baselines, registry=run.registry)
+    baselines = list(run.baselines)
+    headline = [r for r in rows if r.headline]
+    n = run.metrics.get("n_test_cases")
+    body = score_table(headline, baselines, table_id="headline-scores",
+                       caption="Scores on the test split"
+                               + (f" ({n} cases)" if n is not None else "")
+                               + ". CI: the metric's bootstrap percentile interval (95% unless its options say "
+                                 "otherwise); empty where the metric computes none. Each baseline is scored with "
+                                 "the same metrics on the same cases.")
+    others = [r for r in rows if not r.headline]
+    if others:
+        body += details(f"All {len(rows)} scores", score_table(rows, baselines, table_id="all-scores"))
+    return Section("Headline scores", body, key="scores", order=ORDER_HEADLINE)
 
 
-def write_run_report(run_dir: str | Path) -> Path:
-    """Write `report.html` from the run folder's metrics, history, predictions and provenance."""
-    run_dir = Path(run_dir)
-    metrics = _read_json(run_dir / "metrics.json") or {}
-    provenance = _read_json(run_dir / "provenance.json") or {}
-    history = _read_json(run_dir / "checkpoints" / "history.json") or []
-    parts = [f"<!doctype html><meta charset=utf-8><title>pathkit run</title><style>{_STYLE}</style>",
-             f"<h1>pathkit run</h1><p><code>{html.escape(str(run_dir))}</code></p>"]
-    for warning in (metrics.get("dataset") or {}).get("warnings", []):
-        parts.append(f'<p style="border:2px solid #c00;padding:.6em;color:#900"><b>Warning:</b> '
-                     f"{html.escape(warning)}</p>")
-    baselines = metrics.get("baselines") or {}
+def split_section(run: RunFolder) -> Section | None:
+    split = run.metrics.get("split") or {}
+    if not split:
+        return None
+    counts = split.get("counts") or {}
+    sizes = ", ".join(f"{p} {n}" for p, n in counts.items())
+    drawn = " It was drawn by pathkit because none was given." if split.get("source") == "drawn" else ""
+    where = f" Kept in <code>{esc(split['file'])}</code>." if split.get("file") else ""
+    text = (f"<p>{esc(split.get('description', ''))}{' (' + esc(sizes) + ' cases)' if sizes else ''}."
+            f"{drawn}{where}</p>")
+    return Section("Split", text, key="split", order=ORDER_SPLIT)
+
+
+def predictions_section(run: RunFolder, limit: int = 50) -> Section | None:
+    """The generic part of a task without its own sections: per case its reference and prediction."""
+    if not run.predictions:
+        return None
+    refs = run.references()
+    per_case = run.per_case
+    scores: dict[str, dict[str, Any]] = {}
+    numeric: list[str] = []
+    if per_case is not None and "id" in per_case.columns:
+        numeric = [c for c, t in per_case.schema.items() if c != "id" and t.is_numeric()][:6]
+        scores = {r["id"]: r for r in per_case.select(["id", *numeric]).iter_rows(named=True)}
     rows = []
-    for metric, values in (metrics.get("metrics") or {}).items():
-        for key, value in values.items():
-            rows.append([metric, key, value, *((baselines[b].get(metric) or {}).get(key, "") for b in baselines)])
-    parts.append("<h2>Scores on the test split</h2>")
-    parts.append(_table(["metric", "score", "model", *(f"baseline: {b}" for b in baselines)], rows))
-    split = metrics.get("split") or {}
-    if split:
-        counts = split.get("counts") or {}
-        sizes = ", ".join(f"{p} {n}" for p, n in counts.items())
-        drawn = " It was drawn by pathkit because none was given." if split.get("source") == "drawn" else ""
-        where = f" Kept in <code>{html.escape(str(split['file']))}</code>." if split.get("file") else ""
-        parts.append(f"<h2>Split</h2><p>{html.escape(str(split.get('description', '')))}"
-                     f"{' (' + html.escape(sizes) + ' cases)' if sizes else ''}.{drawn}{where}</p>")
-    for section in metrics.get("report_sections") or ():
-        # task facts the task asks to show (VQA: the budget, available and selected features)
-        values = metrics.get(section)
-        if isinstance(values, dict) and values:
-            parts.append(f"<h2>{html.escape(section.replace('_', ' ').capitalize())}</h2>")
-            parts.append(_table(["fact", "value"], [[k, v] for k, v in values.items()]))
-    if "distinct_prediction_fraction" in metrics:
-        parts.append(f"<p>Distinct predictions: {metrics['distinct_prediction_fraction']:.3f} of cases.</p>")
-    parts.extend(_details_section(metrics.get("details") or {}))
-    parts.extend(_tables(metrics.get("tables") or []))
-    for title, key in (("Cases the dataset excluded", "excluded_cases"), ("Cases left out", "skipped_cases")):
-        if metrics.get(key):
-            parts.append(f"<h2>{title}</h2>")
-            parts.append(_table(["case", "reason"], [[k, v] for k, v in list(metrics[key].items())[:200]]))
-    if metrics.get("dataset"):
-        shown = {k: v for k, v in metrics["dataset"].items() if k != "warnings"}
-        parts.append("<h2>Dataset</h2><pre>" + html.escape(json.dumps(shown, indent=2, default=str)) + "</pre>")
-    if history:
-        parts.append("<h2>Training</h2>")
-        parts.append(_curve_svg(history, "train_loss") + _curve_svg(history, "selection"))
-    preds_path = run_dir / "predictions.jsonl"
-    if preds_path.exists():
-        examples = [json.loads(line) for line in preds_path.read_text().splitlines()[:10]]
-        parts.append("<h2>Example predictions</h2>")
-        parts.append(_table(["id", "prediction"], [[e["id"], e["prediction"]] for e in examples]))
-    parts.append("<h2>Provenance</h2><pre>" + html.escape(json.dumps(provenance, indent=2, default=str)) + "</pre>")
-    return atomic_write_text(run_dir / "report.html", "\n".join(parts))
+    for cid, pred in list(run.predictions.items())[:limit]:
+        row = [cid, _compact(refs.get(cid)), _compact(pred)]
+        row += [scores.get(cid, {}).get(c) for c in numeric]
+        rows.append(row)
+    body = table(["id", "reference", "prediction", *numeric], rows, table_id="cases", sortable=True,
+                 filterable=True, numeric_filters=numeric, classes="cases")
+    more = len(run.predictions) - len(rows)
+    notes = [f"The first {len(rows)} of {len(run.predictions)} test cases; all are in predictions.jsonl."
+             ] if more else []
+    return Section("Test cases", body, key="cases", order=ORDER_TASK, notes=notes)
+
+
+def _compact(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def tables_section(run: RunFolder, drawn: frozenset[str] | set[str] = frozenset()) -> Section | None:
+    """Tables a task (metrics.json "tables") or a metric (`details[...]["tables"]`) hands the report:
+    each {"title", "columns", "rows"}, shown as given; and the task facts metrics.json names under
+    "report_sections" (a mapping each, e.g. VQA's "budget"), unless a task section drew it (`drawn`)."""
+    found = list(run.metrics.get("tables") or [])
+    for name in run.metrics.get("report_sections") or ():
+        values = run.metrics.get(name)
+        if isinstance(values, dict) and values and name not in drawn:
+            found.append({"title": name.replace("_", " ").capitalize(), "columns": ["fact", "value"],
+                          "rows": [[k, v] for k, v in values.items()]})
+    for values in (run.metrics.get("details") or {}).values():
+        if isinstance(values, dict):
+            found.extend(values.get("tables") or [])
+    parts = []
+    for i, given in enumerate(found):
+        if not isinstance(given, dict):
+            continue
+        parts.append(f"<h3>{esc(given.get('title', ''))}</h3>")
+        parts.append(table([str(c) for c in given.get("columns", [])], list(given.get("rows", []))[:500],
+                           table_id=f"given-table-{i}", sortable=True))
+    if not parts:
+        return None
+    return Section("Tables", "".join(parts), key="tables", order=ORDER_TASK + 80)
+
+
+# --------------------------------------------------------------------------- training
+
+
+def training_section(run: RunFolder) -> Section | None:
+    history = run.history
+    if not history:
+        return None
+    by_step = all("step" in h for h in history)
+    x_key, x_label = ("step", "training step") if by_step else ("epoch", "epoch")
+    xs = [h.get(x_key) for h in history]
+    selected = run.selected_epoch
+    fit = run.stages.get("fit") or {}
+    selection = str(fit.get("selection") or "val_loss")
+    chosen_x = fit.get("best_step") if by_step else selected
+    if by_step and chosen_x is None and selected is not None:
+        chosen_x = next((h.get("step") for h in history if h.get("epoch") == selected), None)
+    panels = [("loss", [("training loss", "train_loss"), ("validation loss", "val_loss")],
+               "loss (training objective)")]
+    if selection != "val_loss" and any(_finite(h.get("selection")) for h in history):
+        short = selection.rpartition(":")[2]
+        panels.append(("selection", [(f"validation {selection}", "selection")], f"validation {short}"))
+    lrs = {h.get("lr") for h in history if h.get("lr") is not None}
+    if len(lrs) > 1:
+        panels.append(("lr", [("learning rate", "lr")], "learning rate"))
+    fig, axes = new_figure(4.2 * len(panels) + 0.6, 3.6, ncols=len(panels))
+    data: dict[str, list[Any]] = {x_key: xs}
+    for ax, (_, series, ylabel) in zip(axes[0], panels, strict=True):
+        lines = {}
+        for label, key in series:
+            pts = [(x, h.get(key)) for x, h in zip(xs, history, strict=True) if _finite(h.get(key))]
+            data[key] = [h.get(key) for h in history]
+            if pts:
+                lines[label] = ([p[0] for p in pts], [p[1] for p in pts])
+        if not lines:
+            continue
+        line_chart(lines, xlabel=x_label, ylabel=ylabel, ax=ax)
+        for line in ax.get_lines():
+            line.set_marker("o")
+            line.set_markersize(3)
+        if chosen_x is not None:
+            ax.axvline(chosen_x, color="#C00000", linestyle=":", linewidth=1.4,
+                       label=f"selected {x_label} {chosen_x}")
+            ax.legend(fontsize="small", loc="best")
+        if ylabel == "learning rate":
+            ax.set_yscale("log")
+    caption = (f"Training curves per {x_label}: training and validation loss (the generator's objective, mean "
+               "per batch)"
+               + (f", validation {selection}" if len(panels) > 1 and selection != "val_loss" else "")
+               + (f"; the checkpoint reported is the one selected at {x_label} {chosen_x} "
+                  f"(best validation {selection})" if chosen_x is not None else ""))
+    body = run.figures.figure("training_curves", fig, caption, data)
+    epochs = fit.get("epochs_run") or len(history)
+    seconds = sum(float(h.get("seconds") or 0) for h in history)
+    body += (f"<p class=note>{epochs} {x_label}(s) run in {seconds:.0f} s; selection by {esc(selection)}"
+             f"{' (higher is better)' if selection != 'val_loss' else ' (lower is better)'}.</p>")
+    checkpoints = run.metrics.get("checkpoints") or {}
+    if checkpoints:
+        body += checkpoint_table(run, checkpoints)
+    return Section("Training", body, key="training", order=ORDER_TRAINING)
+
+
+def checkpoint_table(run: RunFolder, checkpoints: dict[str, Any]) -> str:
+    """The headline scores of every evaluated checkpoint (GOLDMARK: best and last)."""
+    names = list(checkpoints)
+    rows_by = {n: score_rows(checkpoints[n].get("metrics") or {}, registry=run.registry, headline_only=True)
+               for n in names}
+    labels = [r.label for r in rows_by[names[0]]]
+    body = []
+    for i, label in enumerate(labels):
+        body.append([label, *(_with_ci(rows_by[n][i]) if i < len(rows_by[n]) else "" for n in names)])
+    headers = ["metric", *(f"{n} (epoch {checkpoints[n].get('epoch')})" for n in names)]
+    return "<h3>Evaluated checkpoints</h3>" + table(headers, body, table_id="checkpoints")
+
+
+def _with_ci(row: ScoreRow) -> str:
+    if row.value is None:
+        return "n/a"
+    return f"{row.value:.4f} {format_ci(row.ci)}".strip()
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# --------------------------------------------------------------------------- QC
+
+
+def qc_section(run: RunFolder) -> Section | None:
+    """The features the run used: how many, their QC as extracted, and every case left out, with why."""
+    qc = run.features_qc
+    excluded = run.metrics.get("excluded_cases") or {}
+    skipped = run.metrics.get("skipped_cases") or {}
+    if qc is None and not excluded and not skipped:
+        return None
+    parts = []
+    if qc is not None and qc.height:
+        import polars as pl
+
+        used = qc.filter(pl.col("status").fill_null("") != "skipped")
+        per_split = used.group_by("split", maintain_order=True).agg(pl.col("case_id").n_unique().alias("cases"),
+                                                                    pl.len().alias("inputs"),
+                                                                    pl.col("n_tiles").sum().alias("tiles"))
+        rows = [[r["split"], r["cases"], r["inputs"], r["tiles"]] for r in per_split.iter_rows(named=True)]
+        parts.append(table(["split", "cases used", "feature files / images", "tiles"], rows, table_id="qc-splits"))
+        flagged = used.filter(pl.col("flags").fill_null("") != "")
+        if flagged.height:
+            parts.append(f"<p>{flagged.height} feature file(s) carry QC flags (kept: flags warn, failures "
+                         "exclude):</p>")
+            parts.append(table(["case", "slide", "flags", "mean variance"],
+                               [[r["case_id"], r["slide_id"], r["flags"], r["mean_variance"]]
+                                for r in flagged.head(200).iter_rows(named=True)], table_id="qc-flags"))
+        if used.height and used["n_tiles"].drop_nulls().len():
+            parts.append(_tiles_figure(run, used))
+        parts.append(details(f"QC of all {qc.height} inputs", table(
+            list(qc.columns), [list(r) for r in qc.head(2000).iter_rows()], table_id="qc-all", sortable=True)))
+    for title, found in (("Cases the dataset excluded (filters and QC)", excluded),
+                         ("Cases left out for lack of usable features", skipped)):
+        if found:
+            parts.append(f"<h3>{esc(title)}: {len(found)}</h3>")
+            parts.append(table(["case", "reason"], [[k, v] for k, v in list(found.items())[:500]],
+                               table_id=f"qc-{'excluded' if found is excluded else 'skipped'}"))
+    if not excluded and not skipped:
+        parts.append("<p>No case was excluded or left out.</p>")
+    return Section("Quality control of the features used", "".join(parts), key="qc", order=ORDER_QC)
+
+
+def _tiles_figure(run: RunFolder, used: Any) -> str:
+    tiles = [int(t) for t in used["n_tiles"].drop_nulls().to_list()]
+    if len(set(tiles)) <= 1:
+        return f"<p class=note>Every input has {tiles[0] if tiles else 0} tile(s).</p>"
+    fig, axes = new_figure(5.6, 3.2)
+    ax = axes[0][0]
+    ax.hist(tiles, bins=integer_bins(tiles), color="#0072B2")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("tiles per feature file")
+    ax.set_ylabel("feature files")
+    ax.grid(alpha=0.3)
+    return run.figures.figure("tiles_per_slide", fig, "Tiles per feature file used by the run",
+                              used.select("case_id", "split", "slide_id", "n_tiles"))
+
+
+# --------------------------------------------------------------------------- assembly
+
+
+def _failed_section(title: str, exc: BaseException, order: int) -> Section:
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return Section(title, f'<p class="warning">This section could not be drawn: {esc(detail)}</p>', order=order,
+                   key=f"failed-{abs(hash(title)) % 10**6}")
+
+
+def task_sections(run: RunFolder) -> list[Section]:
+    task = run.task
+    sections: list[Section] = []
+    if task is not None:
+        try:
+            sections = list(task.report_sections(run) or [])
+        except Exception as exc:  # noqa: BLE001 - the rest of the report is still worth having
+            sections = [_failed_section(f"{task.name} results", exc, ORDER_TASK)]
+    if not sections:
+        generic = predictions_section(run)
+        sections = [generic] if generic else []
+    for plugin, found in run.registry.report_sections("report_sections", run):
+        if isinstance(found, BaseException):
+            sections.append(_failed_section(f"Section of plugin {plugin}", found, ORDER_PLUGIN))
+        else:
+            sections.extend(found)
+    return sections
+
+
+def guarded(build: Any, run: RunFolder, title: str, order: int) -> Section | None:
+    try:
+        return build(run)
+    except Exception as exc:  # noqa: BLE001 - one section's failure must not cost the whole report
+        return _failed_section(title, exc, order)
+
+
+def run_sections(run: RunFolder) -> list[Section]:
+    own = task_sections(run)
+    drawn = {s.key for s in own}
+    sections: list[Section | None] = [headline_section(run), guarded(split_section, run, "Split", ORDER_SPLIT),
+                                      *own, guarded(lambda r: tables_section(r, drawn), run, "Tables",
+                                                     ORDER_TASK + 80),
+                                      guarded(training_section, run, "Training", ORDER_TRAINING),
+                                      guarded(qc_section, run, "Quality control", ORDER_QC)]
+    dataset = {k: v for k, v in (run.metrics.get("dataset") or {}).items() if k != "warnings"}
+    if dataset:
+        sections.append(Section("Dataset", details("Facts the dataset reported", pre_json(dataset)), key="dataset",
+                                order=ORDER_DATASET))
+    sections.append(Section("Provenance", details("Versions, configuration, seeds, inputs and stage keys",
+                                                  pre_json(run.provenance)), key="provenance", order=ORDER_PROVENANCE))
+    return [s for s in sections if s is not None]
+
+
+def write_run_report(run_dir: str | Path, registry: Any = None) -> Path:
+    """Write `report.html` (and `figures/`) of a run folder from what it holds on disk."""
+    run = RunFolder(run_dir, registry)
+    sections = run_sections(run)
+    title = f"{run.dataset} / {run.encoder} / {run.generator}" if run.dataset else "pathkit run"
+    task = f"task {esc(run.task_name)} · " if run.task_name else ""
+    subtitle = f"{task}run folder <code>{esc(run.path)}</code>"
+    warnings = list((run.metrics.get("dataset") or {}).get("warnings") or [])
+    return atomic_write_text(run.path / "report.html", page(f"pathkit run: {title}", subtitle, sections,
+                                                             warnings=warnings))
+
+
+__all__ = ["checkpoint_table", "guarded", "headline_section", "predictions_section", "qc_section", "run_sections",
+           "score_table", "training_section", "write_run_report"]

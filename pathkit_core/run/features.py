@@ -234,3 +234,57 @@ def shard_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping[s
     usable, failed = _slide_inputs(spec, encoder_cls, workdir, every, tiling, log,
                                    mpp_fix(dataset) if dataset is not None else None, shard)
     return len(mine), {s: why for s, why in failed.items() if s in mine}
+
+
+QC_COLUMNS = ("case_id", "split", "input", "slide_id", "n_tiles", "status", "reason", "flags", "mean_variance",
+              "l2_norm_mean", "zero_vector_fraction", "near_duplicate_fraction", "file")
+QC_NUMBERS = ("mean_variance", "l2_norm_mean", "zero_vector_fraction", "near_duplicate_fraction")
+
+
+def _file_qc(path: Path) -> dict[str, Any]:
+    """A feature file's QC as its metadata records it (the header only; a non-pathkit file: none)."""
+    from pathkit_core.features.store import read_feature_meta
+
+    row: dict[str, Any] = {"slide_id": path.stem, "file": str(path)}
+    if path.suffix != ".safetensors":
+        return row
+    try:
+        meta = read_feature_meta(path)
+    except PathkitError as exc:
+        return {**row, "status": "failed", "reason": str(exc)}
+    try:
+        qc = json.loads(meta.get("qc") or "{}")
+    except json.JSONDecodeError:
+        qc = {}
+    tiles = qc.get("n_tiles", meta.get("n_tiles"))
+    return {**row, "slide_id": meta.get("slide_id") or path.stem, "n_tiles": None if tiles is None else int(tiles),
+            "status": meta.get("status", ""), "reason": meta.get("failure_reason", ""),
+            "flags": "; ".join(qc.get("flags") or []), "mean_variance": qc.get("mean_variance"),
+            "l2_norm_mean": qc.get("l2_norm_mean"), "zero_vector_fraction": qc.get("zero_vector_fraction"),
+            "near_duplicate_fraction": qc.get("near_duplicate_fraction")}
+
+
+def write_features_qc(path: Path, cases: Mapping[str, Sequence[Case]], stage: FeatureStage) -> Path:
+    """`features_qc.csv` of a run: one row per feature file used (its QC statistics as extracted)
+    and per case left out (status "skipped" with the reason), for the report's QC section."""
+    import polars as pl
+
+    from pathkit_core.workspace import atomic_write_with
+
+    rows: list[dict[str, Any]] = []
+    for split, split_cases in cases.items():
+        for case in split_cases:
+            base = {"case_id": case.case_id, "split": split}
+            found = stage.inputs.get(case.case_id)
+            if found is None:
+                reason = stage.skipped.get(case.case_id, "no usable input").removeprefix(f"{split}: ")
+                rows.append({**base, "input": case.input_kind, "status": "skipped", "reason": reason})
+            elif isinstance(found, tuple) and all(isinstance(p, Path) for p in found):
+                rows.extend({**base, "input": "features", **_file_qc(p)} for p in found)
+            else:
+                rows.append({**base, "input": "image", "n_tiles": 1, "status": "ok"})
+    table = pl.DataFrame([{c: r.get(c) for c in QC_COLUMNS} for r in rows],
+                         schema={c: (pl.Float64 if c in QC_NUMBERS else pl.Int64 if c == "n_tiles" else pl.Utf8)
+                                 for c in QC_COLUMNS},
+                         strict=False)
+    return atomic_write_with(path, table.write_csv)

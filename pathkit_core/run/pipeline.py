@@ -12,7 +12,7 @@ from typing import Any
 from pathkit_core.contracts import PathkitError
 from pathkit_core.run.context import RunContext
 from pathkit_core.run.dataset import DatasetStage, dataset_stage
-from pathkit_core.run.features import FeatureStage, feature_stage, shard_stage
+from pathkit_core.run.features import FeatureStage, feature_stage, shard_stage, write_features_qc
 from pathkit_core.run.fit import FitPlan, fit_stage, plan_fit
 from pathkit_core.run.identity import code_identity, features_identity, weights_identity
 from pathkit_core.run.predict import checkpoint_names, predict_stage
@@ -109,6 +109,7 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
         feats = feature_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, spec.dataset, log, ds.dataset)
         if feats.skipped:
             log(f"skipping {len(feats.skipped)} case(s) without usable features (recorded in results)")
+        write_features_qc(ctx.run_dir / "features_qc.csv", ds.cases, feats)
         items = {name: ctx.task.items(cases, feats.inputs, ds.dataset, facts, targets=name != "test")
                  for name, cases in ds.cases.items()}
         if len(items["test"]) == 0:
@@ -127,7 +128,8 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
 
         fit_stage(ctx, plan, keys.fit, ds.dataset, items["train"], items["val"], ds.cases["val"])
         evaluated = predict_stage(ctx, plan, keys.predict, names, items["test"], ds.cases["test"], ds.dataset, facts)
-        extra = {"run": spec.identity(), "skipped_cases": feats.skipped, **({"split": ds.split} if ds.split else {}),
+        extra = {"run": spec.identity(), "task": ctx.task.name, "skipped_cases": feats.skipped,
+                 **({"split": ds.split} if ds.split else {}),
                  **({"excluded_cases": ds.excluded, "n_excluded_cases": len(ds.excluded)} if ds.excluded else {}),
                  **({"dataset": ds.summary} if ds.summary else {})}
         scores = score_stage(ctx, metrics, evaluated, ds.cases["test"], train_targets, ds.dataset, facts, extra)

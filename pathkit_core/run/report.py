@@ -36,4 +36,8 @@ def report_stage(ctx: Any, spec: RunSpec, inputs: dict[str, Any], seconds: float
         from pathkit_core.report.html import write_run_report
     except ImportError:  # the report needs nothing beyond the core, but a trimmed install may lack it
         return
-    write_run_report(ctx.run_dir)
+    try:
+        write_run_report(ctx.run_dir)
+    except Exception as exc:  # noqa: BLE001 - the results are written; a report bug must not fail the run
+        ctx.log(f"[yellow]report.html could not be written ({type(exc).__name__}: {exc}); the results are in "
+                f"{ctx.run_dir}; rebuild it with `pathkit report {ctx.run_dir}`[/]")

@@ -3,13 +3,15 @@ baselines, scored with the same metrics and written to metrics.json and per_case
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import Case, Dataset, RunFacts
 from pathkit_core.progress import ProgressBar
 from pathkit_core.run.predict import Evaluated
-from pathkit_core.workspace import atomic_write_with
+from pathkit_core.workspace import atomic_write_text, atomic_write_with
 
 
 def score_stage(ctx: Any, metrics: Sequence[str], evaluated: Mapping[str, Evaluated], test_cases: Sequence[Case],
@@ -23,6 +25,7 @@ def score_stage(ctx: Any, metrics: Sequence[str], evaluated: Mapping[str, Evalua
     cases = [c for c in test_cases if c.case_id in predictions]
     ids = [c.case_id for c in cases]
     references = {c.case_id: task.reference(c, dataset) for c in cases}
+    write_test_cases(ctx.run_dir / "test_cases.jsonl", cases, references)
     context = task.metric_context(dataset, facts)
 
     runs = len(evaluated) + len(task.baselines)
@@ -61,3 +64,34 @@ def score_stage(ctx: Any, metrics: Sequence[str], evaluated: Mapping[str, Evalua
         payload["checkpoints"] = checkpoints
     write_results(scored, ctx.run_dir, extra=payload)
     return {"summary": scored.summary, "baselines": baselines, "checkpoints": checkpoints}
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def write_test_cases(path: Path, cases: Sequence[Case], references: Mapping[str, Any]) -> Path:
+    """`test_cases.jsonl`: per scored test case its id, patient, reference (as metrics got it), inputs
+    (slides, images, feature files) and the small JSON facts of its meta (question, choices,
+    capability), so that a report can show each case's evidence without reopening the dataset."""
+    lines = []
+    for case in cases:
+        row: dict[str, Any] = {"id": case.case_id, "patient_id": case.patient_id,
+                               "reference": references.get(case.case_id)}
+        for name in ("slides", "images", "features"):
+            if getattr(case, name):
+                row[name] = [str(p) for p in getattr(case, name)]
+        meta = {}
+        for key, value in dict(case.meta).items():
+            try:
+                text = json.dumps(value, default=_plain)
+            except (TypeError, ValueError):
+                continue
+            if len(text) <= 4000:
+                meta[key] = json.loads(text)
+        if meta:
+            row["meta"] = meta
+        lines.append(json.dumps(row, default=_plain))
+    return atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))

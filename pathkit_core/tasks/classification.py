@@ -131,6 +131,13 @@ class SlideClassificationTask(ClassificationTask):
     description: ClassVar[str] = "a class per slide or patient from its tile-feature bag (GOLDMARK biomarkers)"
     inputs: ClassVar[tuple[str, ...]] = (INPUT_SLIDES, INPUT_FEATURES)
 
+    def report_sections(self, run: Any) -> list[Any]:
+        """ROC and PR curves, the reliability diagram, the confusion matrix, attention heatmaps of
+        the best and worst test slides, every case's prediction."""
+        from pathkit_core.report.classification import slide_classification_sections
+
+        return slide_classification_sections(run)
+
 
 class PatchClassificationTask(ClassificationTask):
     """A class per patch, each patch encoded as one whole image (HepatoBench tissue classes)."""
@@ -138,3 +145,10 @@ class PatchClassificationTask(ClassificationTask):
     name: ClassVar[str] = TASK_PATCH_CLASSIFICATION
     description: ClassVar[str] = "a class per patch image, each encoded whole (HepatoBench liver tissue)"
     inputs: ClassVar[tuple[str, ...]] = (INPUT_IMAGES, INPUT_FEATURES)
+
+    def report_sections(self, run: Any) -> list[Any]:
+        """The confusion matrix (counts and row-normalised), per-class F1, example patches of the
+        most confused class pairs, every case's prediction."""
+        from pathkit_core.report.classification import patch_classification_sections
+
+        return patch_classification_sections(run)

@@ -36,3 +36,10 @@ class ReportTask(Task):
         # reports can still score well on n-gram metrics (REFERENCES, "Report generation").
         distinct = len({str(p) for p in predictions.values()})
         return {"distinct_prediction_fraction": distinct / max(len(predictions), 1)}
+
+    def report_sections(self, run: Any) -> list[Any]:
+        """Every case's reference and generated report with its scores and CRQS evidence, the
+        distinct-prediction fraction, the per-case score distribution and CRQS per field."""
+        from pathkit_core.report.text_reports import report_sections
+
+        return report_sections(run)

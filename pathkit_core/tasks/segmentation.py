@@ -217,6 +217,12 @@ class SegmentationTask(Task):
         outputs = sorted({str(Path(p["quantification"]).parent) for p in entries.values()})
         return {"segmentation_outputs": outputs, "tables": [table]}
 
+    def report_sections(self, run: Any) -> list[Any]:
+        """Per-slide Dice/IoU, predicted against reference masks over the thumbnail, tissue composition."""
+        from pathkit_core.report.segmentation import segmentation_sections
+
+        return segmentation_sections(run)
+
 
 # --------------------------------------------------------------------------- one slide
 

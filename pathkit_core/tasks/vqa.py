@@ -274,6 +274,15 @@ class MultipleChoiceVQATask(Task):
         return {"budget": budget, "report_sections": ["budget"]} if budget else {}
 
 
+    # ------------------------------------------------------------------ report
+
+    def report_sections(self, run: Any) -> list[Any]:
+        """Accuracy per capability with intervals, QExact, evidence accessibility per selector, the
+        evidence budget, every question with its answers."""
+        from pathkit_core.report.vqa import vqa_sections
+
+        return vqa_sections(run)
+
 def group_problems(cases: Sequence[Case]) -> list[tuple[str, str, str, str]]:
     """(group, case, first case of the group, what differs) for every row of a group (an ESG
     quartet) whose question, choices or candidate-set capacities differ from the group's first

@@ -363,3 +363,39 @@ def check_within(regions: GeoJsonRegions, frame: MaskFrame, what: str) -> None:
 
 def with_mpp(frame: MaskFrame, slide_mpp: float | None) -> MaskFrame:
     return replace(frame, mpp=None if slide_mpp is None else slide_mpp * frame.dx)
+
+
+def _positive(record: Mapping[str, Any], key: str, what: str) -> float | None:
+    value = record.get(key)
+    if value in (None, ""):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise PathkitError(f"{what}: {key}={value!r} is not a number") from None
+    if number <= 0 or not math.isfinite(number):
+        raise PathkitError(f"{what}: {key}={value!r} must be a positive number")
+    return number
+
+
+def reference_mask(reference: Mapping[str, Any], frame: MaskFrame, slide_size: tuple[int, int],
+                   slide_mpp: float | None, *, classes: Iterable[str] | None = None) -> tuple[np.ndarray, list[str]]:
+    """A ground-truth record of the segmentation task (`{"mask": path, "slide": ..., optional
+    "mask_downsample", "mask_mpp", "foreground_value"}`) on `frame` of a slide of level-0
+    `slide_size`: GeoJSON rasterised by pixel centres, a mask image placed on the slide
+    (`frame_on_slide`) and read onto the frame. Returns the bool mask and the repairs made to the
+    GeoJSON (empty for images). The segmentation metric and the run report both read references
+    through this function, so the two always agree."""
+    path = Path(reference["mask"])
+    slide_name = f"slide {reference.get('slide')}"
+    if path.suffix.lower() in GEOJSON_SUFFIXES:
+        regions = read_geojson(path, classes=classes)
+        check_within(regions, MaskFrame(slide_size[0], slide_size[1], 1.0, 1.0, slide_mpp), slide_name)
+        return rasterise(regions.geometry, frame), list(regions.repaired)
+    raster = read_raster(path)
+    what = f"mask {path}"
+    placed = frame_on_slide(raster, slide_size, slide_mpp, downsample=_positive(reference, "mask_downsample", what),
+                            mask_mpp=_positive(reference, "mask_mpp", what), slide_name=slide_name)
+    value = reference.get("foreground_value")
+    foreground = raster.values == int(value) if value is not None else raster.values > 0
+    return resample(foreground, placed, frame).astype(bool), []

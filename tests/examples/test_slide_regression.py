@@ -19,6 +19,10 @@ def test_slide_regression_runs_end_to_end_and_beats_the_train_mean(installed_reg
     predictions = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
     assert len(predictions) == 6 and all(set(p["prediction"]) == {"value"} for p in predictions)
     assert (run_dir / "report.html").exists() and (run_dir / "checkpoints" / "best.safetensors").exists()
+    # the third-party task's own report section, with its figure's data beside it
+    report = (run_dir / "report.html").read_text()
+    assert 'id="section-regression"' in report and "Predicted against reference" in report
+    assert len((run_dir / "figures" / "predicted_vs_reference.csv").read_text().splitlines()) == 7
 
 
 def test_a_bad_purity_value_is_named_before_any_tiling(installed_registry, cli, tmp_path):

@@ -53,6 +53,32 @@ class SlideRegressionTask(Task):
         mean = sum(values) / len(values)
         return {case.case_id: {"value": mean} for case in test_cases}
 
+    def report_sections(self, run: Any) -> list[Any]:
+        """The run report's part of this task: predicted against reference value per test slide.
+
+        `run` is a `pathkit_core.report.RunFolder` (predictions, references, per-case table);
+        `run.figures.figure` embeds a matplotlib figure and writes its data beside the report."""
+        from pathkit_core.report import Section
+        from pathkit_core.report.figures import new_figure
+
+        references = run.references()
+        cases = [cid for cid in run.predictions if _number(references.get(cid)) is not None]
+        points = [(references[cid], run.predictions[cid]["value"]) for cid in cases]
+        if not points:
+            return []
+        fig, axes = new_figure(4.6, 4.4)
+        ax = axes[0][0]
+        ax.scatter([p[0] for p in points], [p[1] for p in points], color="#0072B2")
+        low, high = min(min(p) for p in points), max(max(p) for p in points)
+        ax.plot([low, high], [low, high], color="#999999", linestyle="--", label="prediction = reference")
+        ax.set_xlabel("reference value")
+        ax.set_ylabel("predicted value")
+        ax.legend(fontsize="small")
+        data = {"id": cases, "reference": [p[0] for p in points], "predicted": [p[1] for p in points]}
+        body = run.figures.figure("predicted_vs_reference", fig, "Predicted against reference value per test slide",
+                                  data)
+        return [Section("Predicted against reference", body, key="regression", order=100)]
+
 
 class RegressionMetric(Metric):
     """Mean absolute error, root mean squared error and Pearson's r."""

@@ -889,3 +889,19 @@ def register_commands(app):
     from pathkit_datasets._goldmark_cli import register
 
     register(app)
+
+
+@hookimpl
+def report_sections(run):
+    # a GOLDMARK cell's cross-validation and cross-site results, when `pathkit crossval` ran it
+    from pathkit_datasets._goldmark_report import cross_site_sections
+
+    return cross_site_sections(run)
+
+
+@hookimpl
+def matrix_report_sections(board):
+    # encoder rank-sums across tasks (GOLDMARK Table 2), when `pathkit crossval` wrote them
+    from pathkit_datasets._goldmark_report import rank_sum_sections
+
+    return rank_sum_sections(board)

@@ -87,13 +87,9 @@ def run_pair(prediction: Mapping[str, Any], reference: Mapping[str, Any], option
     stitched cell grid, or `eval_mpp` micrometres per pixel."""
     import numpy as np
 
-    from pathkit_core.wsi.masks import check_within, frame_on_slide, resample
+    from pathkit_core.wsi.masks import reference_mask, resample
 
-    ref_path = Path(reference["mask"])
     classes = _classes(reference.get("mask_classes") or options.get("mask_classes"))
-    ref = _read_mask_file(ref_path, classes)
-    repaired = getattr(ref, "repaired", None)
-    notes = [f"repaired: {'; '.join(repaired)}"] if repaired else []
     if prediction.get("map"):
         path = Path(prediction["map"])
         path = path if path.is_absolute() or root is None else root / path
@@ -113,15 +109,8 @@ def run_pair(prediction: Mapping[str, Any], reference: Mapping[str, Any], option
         pred_cells = tissue = labels = None
     eval_mpp = _number(options, "eval_mpp")
     frame = MaskFrame.over(size0[0], size0[1], eval_mpp / slide_mpp, slide_mpp) if eval_mpp else cells
-    slide_frame = MaskFrame(size0[0], size0[1], 1.0, 1.0, slide_mpp)
-    if _is_geojson(ref_path):
-        check_within(ref, slide_frame, f"slide {reference.get('slide')}")
-        truth = _region_on(frame, ref.geometry, None)
-    else:
-        ref_frame = frame_on_slide(ref, size0, slide_mpp, downsample=_number(reference, "mask_downsample"),
-                                   mask_mpp=_number(reference, "mask_mpp"),
-                                   slide_name=f"slide {reference.get('slide')}")
-        truth = _region_on(frame, _foreground(ref, reference.get("foreground_value")), ref_frame)
+    truth, repaired = reference_mask(reference, frame, size0, slide_mpp, classes=classes)
+    notes = [f"repaired: {'; '.join(repaired)}"] if repaired else []
     if pred_cells is None:
         return MaskPair(np.zeros(frame.shape, dtype=bool), truth, frame, None, None, [], notes + ["empty prediction"])
     pred = resample(pred_cells, cells, frame)

@@ -250,6 +250,29 @@ def expected_calibration_error(
     return float(sum(r["count"] / total * abs(r["mean_predicted"] - r["observed_rate"]) for r in table if r["count"]))
 
 
+def curve_details(by_class: Mapping[str, tuple[Any, Any]], confidence: Any, outcome: Any, n_bins: int,
+                  calibrated: str) -> dict[str, Any]:
+    """`MetricResult.details` the run report draws: ROC and PR points of each class against the
+    rest (binary: the positive class; "roc", "pr": {class: points}), each curve's AUROC/AP, and
+    the reliability table of `confidence` against `outcome` ("reliability", "reliability_of")."""
+    def plain(points: dict[str, list[float]]) -> dict[str, list[float]]:
+        # thresholds start at +inf, which strict JSON cannot hold; the curves do not need them
+        return {k: v for k, v in points.items() if k != "threshold"}
+
+    def finite(value: float) -> float | None:
+        return value if math.isfinite(value) else None
+
+    roc, pr, areas = {}, {}, {}
+    for name, (scores, positive) in by_class.items():
+        roc[name] = plain(roc_points(scores, positive))
+        pr[name] = plain(pr_points(scores, positive))
+        areas[name] = {"AUROC": finite(auroc(scores, positive)), "AP": finite(average_precision(scores, positive)),
+                       "prevalence": float(positive.mean())}
+    bins = [{k: finite(v) if isinstance(v, float) else v for k, v in row.items()}
+            for row in reliability_table(confidence, outcome, n_bins)]
+    return {"roc": roc, "pr": pr, "curve_areas": areas, "reliability": bins, "reliability_of": calibrated}
+
+
 def binary_curves(scores: Sequence[float], labels: Sequence[int], n_bins: int = DEFAULT_BINS) -> dict[str, Any]:
     """Everything a ROC, PR and reliability plot needs, as JSON-ready lists."""
     return {
@@ -471,12 +494,20 @@ class ClassificationMetric(Metric):
         summary["balanced_accuracy"] = float(np.mean(recalls))
         if n_classes == 2:
             self._binary(summary, per_case, probs[:, 1], labels, predicted, n_bins, n_resamples, level, seed)
+            if not options.get("selection"):
+                details.update(curve_details({names[1]: (probs[:, 1], labels == 1)}, probs[:, 1], labels == 1,
+                                             n_bins, f"probability of {names[1]}"))
         else:
             self._multiclass(summary, per_case, probs, labels, predicted, n_classes, n_bins, n_resamples,
                              level, seed)
             self._per_class(summary, details, confusion, labels, predicted, names, n_resamples, level, seed)
             per_case["target_class"] = [names[k] for k in labels]
             per_case["predicted_class"] = [names[k] for k in predicted]
+            if not options.get("selection"):
+                present = {names[k]: (probs[:, k], labels == k) for k in range(n_classes)
+                           if (labels == k).any() and (labels != k).any()}
+                details.update(curve_details(present, probs.max(axis=1), predicted == labels, n_bins,
+                                             "top-label confidence"))
         return MetricResult(summary, pl.DataFrame(per_case), details)
 
     @staticmethod

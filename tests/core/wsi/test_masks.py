@@ -19,6 +19,7 @@ from pathkit_core.wsi.masks import (
     rasterise,
     read_geojson,
     read_raster,
+    reference_mask,
     resample,
     vectorise,
     write_geojson,
@@ -161,3 +162,23 @@ def test_resample_reads_source_pixels_at_target_centres(tmp_path):
     assert np.array_equal(back, fine)
     path = write_png(tmp_path / "m.png", fine)
     assert np.array_equal(read_raster(path).values > 0, fine)
+
+
+def test_a_reference_reads_alike_from_its_png_and_its_geojson(tmp_path):
+    """The metric and the report read a run's ground truth through `reference_mask`: a mask image at
+    downsample 8 and the GeoJSON drawn from it give the same mask on a coarser evaluation grid."""
+    mask = blotchy()
+    png = write_png(tmp_path / "s1.png", mask)
+    fine = MaskFrame(mask.shape[1], mask.shape[0], 8.0, 8.0)
+    geo = write_geojson(tmp_path / "s1.geojson", geojson_features(vectorise(mask, fine), "Tumor"))
+    size0 = (mask.shape[1] * 8, mask.shape[0] * 8)
+    frame = MaskFrame.over(*size0, 16.0, 0.25)
+    from_png, repaired = reference_mask({"mask": str(png), "mask_downsample": 8}, frame, size0, 0.25)
+    from_geo, _ = reference_mask({"mask": str(geo)}, frame, size0, 0.25, classes=["Tumor"])
+    assert repaired == [] and from_png.shape == frame.shape
+    assert np.array_equal(from_png, resample(mask, fine, frame))
+    assert np.array_equal(from_png, from_geo)
+    with pytest.raises(PathkitError, match=r"mask_downsample='x' is not a number"):
+        reference_mask({"mask": str(png), "mask_downsample": "x"}, frame, size0, 0.25)
+    with pytest.raises(PathkitError, match=r"s1.png \(64 x 48 px at downsample 4"):
+        reference_mask({"mask": str(png), "mask_downsample": 4, "slide": "S"}, frame, size0, 0.25)

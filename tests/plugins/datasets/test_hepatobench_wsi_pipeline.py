@@ -53,7 +53,10 @@ def test_a_small_cohort_runs_the_whole_chain(cli, tmp_path):
     check_outputs(run_dir, ["LIVER-101"], (1536, 1152))
     prediction = json.loads((run_dir / "predictions.jsonl").read_text().splitlines()[0])["prediction"]
     assert prediction["grid"]["cell_px0"] == 64.0 and prediction["grid"]["span"] == 2  # 50 % overlap
-    assert "Tissue composition" in (run_dir / "report.html").read_text()
+    report = (run_dir / "report.html").read_text()
+    assert "Tissue composition" in report and "could not be drawn" not in report
+    for figure in ("slide_dice_iou", "masks_LIVER-101", "tissue_composition"):
+        assert (run_dir / "figures" / f"{figure}.png").stat().st_size > 0, figure
     # the written masks scored from the files alone, against the PNG ground truth (its finer grid)
     rescored = cli("score", "-m", "segmentation", "-p", run_dir / "segmentation" / "masks", "-r", root / "masks",
                    "--json")

@@ -79,7 +79,8 @@ def test_selection_under_the_budget_end_to_end(cli, installed_registry, tmp_path
     assert "evidence_accessibility@uniform:CSI" in vqa
     assert budget["relevance"] == "learned-projection"  # the relevance actually used is recorded
     report = (run_dir / "report.html").read_text()
-    assert "<h2>Budget</h2>" in report and "available_total" in report
+    assert 'id="section-budget"' in report and "retention (selected / available)" in report
+    assert 'id="section-capabilities"' in report and 'id="section-accessibility"' in report
     # another selector is another run folder, and its relevance is reused from the workspace cache
     result = _run(cli, root, tmp_path, "majority-position", "-o", "selector=flat-topk")
     assert result.exit_code == 0, result.stdout + result.stderr

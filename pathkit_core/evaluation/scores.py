@@ -1,0 +1,145 @@
+"""Score rows as every table shows them: the score's name, its value and CI, its direction, the baselines.
+
+One place turns a run's `{metric: {key: value}}` summaries into rows, so that the terminal
+(`pathkit run`, `pathkit score`), the run report and the matrix report read alike: the metric's
+headline scores first (`Metric.headline_scores`, in its order), confidence-interval bounds
+(`<key>_ci_low`, `<key>_ci_high`) folded into their score's row, and each score's direction
+(`Metric.direction`) and range (`Metric.score_ranges`) from the metric that made it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+CI_SUFFIXES = ("_ci_low", "_ci_high")
+# The sign shown beside a score: which way is better.
+ARROWS = {"higher": "\u2191", "lower": "\u2193"}
+
+
+@dataclass
+class ScoreRow:
+    """One score of one metric: value, interval, direction and the same score of each baseline."""
+
+    metric: str
+    key: str
+    value: float | None
+    ci: tuple[float, float] | None = None
+    direction: str | None = None  # "higher", "lower" or None (metric not installed)
+    headline: bool = False
+    score_range: tuple[float, float] | None = None
+    baselines: dict[str, float | None] = field(default_factory=dict)
+    baseline_cis: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def better(self) -> str:
+        """"higher is better" / "lower is better" / "" (direction unknown)."""
+        return f"{self.direction} is better" if self.direction else ""
+
+    @property
+    def arrow(self) -> str:
+        return ARROWS.get(self.direction or "", "")
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def interval(values: Mapping[str, Any], key: str) -> tuple[float, float] | None:
+    """(low, high) of `key` when both bounds are finite numbers, else None."""
+    low, high = _finite(values.get(f"{key}_ci_low")), _finite(values.get(f"{key}_ci_high"))
+    return (low, high) if low is not None and high is not None else None
+
+
+def format_value(value: Any, digits: int = 4) -> str:
+    """A score as tables print it: 4 decimals, counts as integers, "n/a" for NaN or missing."""
+    number = _finite(value)
+    if number is None:
+        return "n/a" if value is not None else ""
+    if number.is_integer() and abs(number) >= 10:
+        return f"{int(number)}"
+    return f"{number:.{digits}f}"
+
+
+def format_ci(ci: tuple[float, float] | None, digits: int = 4) -> str:
+    return "" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def metric_classes(names: Any, registry: Any = None) -> dict[str, Any]:
+    """The registered Metric class of each name; names no installed plugin provides are left out."""
+    if registry is None:
+        from pathkit_core.plugins import get_plugin_manager
+
+        registry = get_plugin_manager()
+    out = {}
+    for name in names:
+        try:
+            out[name] = registry.get("metric", name)
+        except Exception:  # noqa: BLE001 - a score of an uninstalled metric is still shown
+            continue
+    return out
+
+
+def _point_keys(values: Mapping[str, Any]) -> list[str]:
+    return [k for k in values if not k.endswith(CI_SUFFIXES)]
+
+
+def score_rows(summary: Mapping[str, Mapping[str, Any]],
+               baselines: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None, *,
+               registry: Any = None, headline_only: bool = False) -> list[ScoreRow]:
+    """Rows of every score in `summary` ({metric: {key: value}}), headline scores first.
+
+    A metric that declares no headline scores has all of its scores (except `n_*` counts) as
+    headline. `baselines` is {baseline: {metric: {key: value}}}. A key two metrics share is
+    labelled `key (metric)`."""
+    baselines = baselines or {}
+    classes = metric_classes(summary, registry)
+    counts: dict[str, int] = {}
+    for values in summary.values():
+        for key in _point_keys(values):
+            counts[key] = counts.get(key, 0) + 1
+    headline_rows: list[ScoreRow] = []
+    other_rows: list[ScoreRow] = []
+    for metric, values in summary.items():
+        cls = classes.get(metric)
+        keys = _point_keys(values)
+        declared = [k for k in (getattr(cls, "headline_scores", ()) or ()) if k in values]
+        headline = declared or [k for k in keys if not k.startswith("n_")]
+        ranges = dict(getattr(cls, "score_ranges", {}) or {})
+        for key in headline + [k for k in keys if k not in headline]:
+            row = ScoreRow(metric=metric, key=key, value=_finite(values.get(key)), ci=interval(values, key),
+                           direction=cls.direction(key) if cls is not None else None, headline=key in headline,
+                           score_range=tuple(ranges[key]) if key in ranges else None,  # type: ignore[arg-type]
+                           label=key if counts.get(key, 0) == 1 else f"{key} ({metric})")
+            for name, scored in baselines.items():
+                theirs = (scored or {}).get(metric) or {}
+                row.baselines[name] = _finite(theirs.get(key))
+                row.baseline_cis[name] = interval(theirs, key)
+            (headline_rows if row.headline else other_rows).append(row)
+    return headline_rows if headline_only else headline_rows + other_rows
+
+
+def table_cells(row: ScoreRow, baseline_names: list[str], *, with_ci_column: bool = True) -> list[str]:
+    """A row as text cells: metric, value, CI, each baseline, direction (the terminal's columns)."""
+    cells = [row.label, format_value(row.value)]
+    if with_ci_column:
+        cells.append(format_ci(row.ci))
+    cells += [format_value(row.baselines.get(b)) for b in baseline_names]
+    cells.append(f"{row.arrow} {row.direction}" if row.direction else "")
+    return cells
+
+
+def table_headers(baseline_names: list[str], *, with_ci_column: bool = True) -> list[str]:
+    return ["metric", "model", *(["CI"] if with_ci_column else []), *(f"baseline: {b}" for b in baseline_names),
+            "better"]
+
+
+__all__ = ["ARROWS", "CI_SUFFIXES", "ScoreRow", "format_ci", "format_value", "interval", "metric_classes",
+           "score_rows", "table_cells", "table_headers"]

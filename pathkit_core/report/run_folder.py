@@ -1,0 +1,223 @@
+"""A finished run folder as a report reads it: every artifact on disk, loaded on first use.
+
+`RunFolder(path)` is what a report section gets (`Task.report_sections(run)` and the
+`report_sections` hook): the run's metrics.json, per-case table, predictions, the test cases and
+their references, the training history, the stage markers, provenance, attention and QC files,
+and a `FigureWriter` whose figures land in `<run>/figures/`. Nothing here reruns any stage.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.report.figures import FigureWriter
+
+FIGURES_FOLDER = "figures"
+TEST_CASES_FILE = "test_cases.jsonl"
+FEATURES_QC_FILE = "features_qc.csv"
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file ([] when it is absent); a bad line is an error naming it."""
+    if not path.exists():
+        return []
+    rows = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise PathkitError(f"{path}: line {lineno} is not JSON ({exc})") from None
+    return rows
+
+
+def is_run_folder(path: Path) -> bool:
+    return (Path(path) / "metrics.json").is_file()
+
+
+class RunFolder:
+    """The artifacts of one run folder (`<workdir>/runs/<dataset>/<encoder>/<generator>/<key>/`)."""
+
+    def __init__(self, path: str | Path, registry: Any = None) -> None:
+        self.path = Path(path)
+        if not is_run_folder(self.path):
+            raise PathkitError(f"{self.path} is not a run folder: it has no metrics.json (run `pathkit run` first)")
+        self._registry = registry
+        self.figures = FigureWriter(self.path / FIGURES_FOLDER, relative_to=self.path)
+
+    # ------------------------------------------------------------------ files
+
+    @cached_property
+    def metrics(self) -> dict[str, Any]:
+        found = read_json(self.path / "metrics.json")
+        if not isinstance(found, dict):
+            raise PathkitError(f"{self.path / 'metrics.json'} is not a readable JSON object")
+        return found
+
+    @cached_property
+    def provenance(self) -> dict[str, Any]:
+        return read_json(self.path / "provenance.json") or {}
+
+    @cached_property
+    def stages(self) -> dict[str, Any]:
+        return read_json(self.path / "stages.json") or {}
+
+    @cached_property
+    def history(self) -> list[dict[str, Any]]:
+        found = read_json(self.path / "checkpoints" / "history.json")
+        return found if isinstance(found, list) else []
+
+    @cached_property
+    def per_case(self) -> Any:
+        """The per-case table (polars DataFrame) of the reported checkpoint, or None."""
+        path = self.path / "per_case.parquet"
+        if not path.exists():
+            return None
+        import polars as pl
+
+        return pl.read_parquet(path)
+
+    @cached_property
+    def predictions(self) -> dict[str, Any]:
+        """The reported checkpoint's test predictions by case id, read the task's way."""
+        path = self.path / "predictions.jsonl"
+        if not path.exists():
+            return {}
+        task = self.task
+        if task is not None:
+            return task.read_predictions(path)
+        return {r["id"]: r.get("prediction") for r in read_jsonl(path)}
+
+    @cached_property
+    def test_cases(self) -> dict[str, dict[str, Any]]:
+        """The scored test cases by id: reference, patient, slides, images, feature files."""
+        return {str(r["id"]): r for r in read_jsonl(self.path / TEST_CASES_FILE) if "id" in r}
+
+    def references(self) -> dict[str, Any]:
+        return {cid: row.get("reference") for cid, row in self.test_cases.items()}
+
+    @cached_property
+    def features_qc(self) -> Any:
+        path = self.path / FEATURES_QC_FILE
+        if not path.exists():
+            return None
+        import polars as pl
+
+        from pathkit_core.run.features import QC_COLUMNS, QC_NUMBERS
+
+        # typed as written: a column that is empty for every input (no QC recorded) is still a number,
+        # and a column an older pathkit did not write is there, empty
+        frame = pl.read_csv(path, infer_schema_length=0)
+        types = {c: (pl.Int64 if c == "n_tiles" else pl.Float64 if c in QC_NUMBERS else pl.Utf8) for c in QC_COLUMNS}
+        return frame.with_columns([pl.col(c).cast(t, strict=False) if c in frame.columns else pl.lit(None, t).alias(c)
+                                   for c, t in types.items()])
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def registry(self) -> Any:
+        if self._registry is None:
+            from pathkit_core.plugins import get_plugin_manager
+
+            self._registry = get_plugin_manager()
+        return self._registry
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self.provenance.get("config") or {})
+
+    @property
+    def dataset(self) -> str:
+        return str(self.metrics.get("run", {}).get("dataset") or self.config.get("dataset") or "")
+
+    @property
+    def encoder(self) -> str:
+        return str(self.metrics.get("run", {}).get("encoder") or self.config.get("encoder") or "")
+
+    @property
+    def generator(self) -> str:
+        return str(self.metrics.get("run", {}).get("generator") or self.config.get("generator") or "")
+
+    @property
+    def workdir(self) -> Path | None:
+        """The workspace the run belongs to (`<workdir>/runs/<dataset>/<encoder>/<generator>/<key>`)."""
+        given = self.config.get("workdir")
+        if given and Path(given).is_dir():
+            return Path(given)
+        parents = self.path.resolve().parents
+        return parents[4] if len(parents) > 4 and parents[3].name == "runs" else None
+
+    @cached_property
+    def task_name(self) -> str:
+        named = self.metrics.get("task")
+        if named:
+            return str(named)
+        try:
+            return str(self.registry.get("dataset", self.dataset).task)
+        except Exception:  # noqa: BLE001 - a run of an uninstalled dataset still gets its generic report
+            return ""
+
+    @cached_property
+    def task(self) -> Any:
+        """The run's Task instance, or None when no installed plugin registers it."""
+        if not self.task_name:
+            return None
+        try:
+            return self.registry.get("task", self.task_name)()
+        except Exception:  # noqa: BLE001
+            return None
+
+    @property
+    def summary(self) -> dict[str, dict[str, float]]:
+        return dict(self.metrics.get("metrics") or {})
+
+    @property
+    def baselines(self) -> dict[str, dict[str, dict[str, float]]]:
+        return dict(self.metrics.get("baselines") or {})
+
+    def details(self, key: str) -> tuple[str, dict[str, Any]] | None:
+        """(metric, its details) of the first metric whose `MetricResult.details` hold `key`."""
+        for metric, found in (self.metrics.get("details") or {}).items():
+            if isinstance(found, dict) and key in found:
+                return metric, found
+        return None
+
+    def score(self, key: str, metric: str | None = None) -> float | None:
+        for name, values in self.summary.items():
+            if (metric is None or name == metric) and key in values:
+                return values[key]
+        return None
+
+    @property
+    def selected_epoch(self) -> int | None:
+        fit = self.stages.get("fit") or {}
+        best = fit.get("best_epoch")
+        if best is None:
+            best = ((self.metrics.get("checkpoints") or {}).get("best") or {}).get("epoch")
+        return int(best) if isinstance(best, int | float) else None
+
+    def attention_index(self, checkpoint: str = "best") -> list[dict[str, str]]:
+        """Rows of `<run>/attention/<checkpoint>/index.csv` (case, slide, table, heatmap, note)."""
+        import csv
+
+        path = self.path / "attention" / checkpoint / "index.csv"
+        if not path.exists():
+            return []
+        with open(path, newline="", encoding="utf-8") as fh:
+            return list(csv.DictReader(fh))
+
+
+__all__ = ["FEATURES_QC_FILE", "FIGURES_FOLDER", "TEST_CASES_FILE", "RunFolder", "is_run_folder", "read_json",
+           "read_jsonl"]

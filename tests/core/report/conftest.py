@@ -1,0 +1,26 @@
+"""Synthetic run folders of every task and a small leaderboard, built once per test session."""
+
+from __future__ import annotations
+
+import pytest
+
+from ._runs import BUILDERS, matrix
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory):
+    """{task name: run folder with report.html} for every built-in task."""
+    from pathkit_core.report.html import write_run_report
+
+    root = tmp_path_factory.mktemp("report-runs")
+    out = {}
+    for name, build in BUILDERS.items():
+        out[name] = build(root / "runs" / name)
+        write_run_report(out[name])
+    return out
+
+
+@pytest.fixture(scope="session")
+def board(tmp_path_factory):
+    """A demo-reports leaderboard of 2 encoders x 2 generators (its matrix report written)."""
+    return matrix(tmp_path_factory.mktemp("report-matrix") / "ws")

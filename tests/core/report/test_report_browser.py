@@ -1,0 +1,103 @@
+"""Every kind of report rendered in a real browser (headless Chromium): no console errors, every
+figure drawn at a visible size, nothing wider than the window, and the per-case tables filter."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from ._browser import FIGURES_JS, OVERFLOW_JS, Browser, filter_rows, find_browser
+
+pytest.importorskip("websocket", reason="websocket-client (requirements-dev.txt) drives the browser")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if find_browser() is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; CI installs it)")
+    b = Browser()
+    yield b
+    b.close()
+
+
+def check_page(browser, path, min_figures: int):
+    page = browser.open(path)
+    figures = page.evaluate(FIGURES_JS)
+    assert len(figures) >= min_figures, figures
+    for fig in figures:
+        assert fig["complete"] and fig["natural"] > 0, f"{fig['name']} did not load"
+        assert fig["width"] >= 60 and fig["height"] >= 40 and fig["visible"], fig
+    assert page.evaluate(OVERFLOW_JS) <= 1, "the page is wider than the window"
+    assert page.evaluate("document.querySelector('h2').textContent") == "Headline scores"
+    return page
+
+
+@pytest.mark.parametrize("task, min_figures", [("report", 3), ("slide-classification", 8),
+                                                ("patch-classification", 4), ("segmentation", 3),
+                                                ("multiple-choice-vqa", 2)])
+def test_run_report_renders_in_chromium(browser, runs, task, min_figures):
+    page = check_page(browser, runs[task] / "report.html", min_figures)
+    assert page.errors == []
+
+
+def test_report_cases_filter_by_score_and_text(browser, runs):
+    run = runs["report"]
+    page = browser.open(run / "report.html")
+    per_case = pl.read_parquet(run / "per_case.parquet")
+    expected = per_case.filter(pl.col("CRQS") >= 0.5).height
+    assert 0 < expected < per_case.height
+    assert filter_rows(page, "cases", "CRQS", low=0.5) == expected
+    assert page.evaluate("document.querySelector('.f-count').textContent") == f"{expected} of {per_case.height} rows"
+    assert filter_rows(page, "cases", "CRQS", low=0.5, high=0.6) == per_case.filter(
+        (pl.col("CRQS") >= 0.5) & (pl.col("CRQS") <= 0.6)).height
+    texts = [line for line in (run / "test_cases.jsonl").read_text().splitlines()]
+    preds = (run / "predictions.jsonl").read_text().splitlines()
+    breast = sum("Breast" in a or "Breast" in b for a, b in zip(texts, preds, strict=True))
+    assert 0 < breast < per_case.height
+    assert filter_rows(page, "cases", "CRQS", text="breast") == breast
+    assert filter_rows(page, "cases", "CRQS") == per_case.height
+    assert page.errors == []
+
+
+def test_classification_cases_sort_and_filter(browser, runs):
+    page = browser.open(runs["slide-classification"] / "report.html")
+    rows = page.evaluate("document.getElementById('cases').tBodies[0].rows.length")
+    assert filter_rows(page, "cases", "p(reference)", high=0.5) < rows
+    filter_rows(page, "cases", "p(reference)")
+    # a click on the p(reference) header sorts ascending
+    values = page.evaluate("""(() => { const t = document.getElementById('cases');
+        t.tHead.rows[0].cells[4].click();
+        return Array.from(t.tBodies[0].rows).map(r => parseFloat(r.cells[4].dataset.v)); })()""")
+    assert values == sorted(values)
+    assert page.errors == []
+
+
+def test_matrix_report_renders_in_chromium(browser, board):
+    page = check_page_matrix(browser, board / "report.html")
+    links = page.evaluate("Array.from(document.querySelectorAll('#cells a')).map(a => a.href)")
+    assert len(links) == 4
+    for href in links:  # every cell's run report opens
+        cell = browser.open(href.removeprefix("file://"))
+        assert cell.evaluate("document.title").startswith("pathkit run")
+    assert page.errors == []
+
+
+def check_page_matrix(browser, path):
+    page = browser.open(path)
+    figures = page.evaluate(FIGURES_JS)
+    assert len(figures) >= 3 and all(f["natural"] > 0 and f["width"] >= 60 for f in figures)
+    assert page.evaluate(OVERFLOW_JS) <= 1
+    return page
+
+
+def test_broken_pages_are_caught(browser, tmp_path):
+    """The checks fail on a page with a script error, a console error and an image that does not load."""
+    bad = tmp_path / "bad.html"
+    bad.write_text("<html><body><h2>Headline scores</h2><figure><img src='missing.png' width=10 height=10>"
+                   "</figure><div style='width:5000px'>wide</div><script>console.error('boom');"
+                   "undefinedFunction();</script></body></html>")
+    page = browser.open(bad)
+    assert any("boom" in e for e in page.errors) and any("undefinedFunction" in e for e in page.errors)
+    figures = page.evaluate(FIGURES_JS)
+    assert figures[0]["natural"] == 0
+    assert page.evaluate(OVERFLOW_JS) > 1
