@@ -365,16 +365,18 @@ def with_mpp(frame: MaskFrame, slide_mpp: float | None) -> MaskFrame:
     return replace(frame, mpp=None if slide_mpp is None else slide_mpp * frame.dx)
 
 
-def _positive(record: Mapping[str, Any], key: str, what: str) -> float | None:
+def positive_number(record: Mapping[str, Any], key: str, prefix: str) -> float | None:
+    """`record[key]` as a positive finite number (None when absent or empty); an error starting
+    with `prefix` (what the record is) otherwise."""
     value = record.get(key)
     if value in (None, ""):
         return None
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise PathkitError(f"{what}: {key}={value!r} is not a number") from None
+        raise PathkitError(f"{prefix}{key}={value!r} is not a number") from None
     if number <= 0 or not math.isfinite(number):
-        raise PathkitError(f"{what}: {key}={value!r} must be a positive number")
+        raise PathkitError(f"{prefix}{key}={value!r} must be positive")
     return number
 
 
@@ -393,9 +395,10 @@ def reference_mask(reference: Mapping[str, Any], frame: MaskFrame, slide_size: t
         check_within(regions, MaskFrame(slide_size[0], slide_size[1], 1.0, 1.0, slide_mpp), slide_name)
         return rasterise(regions.geometry, frame), list(regions.repaired)
     raster = read_raster(path)
-    what = f"mask {path}"
-    placed = frame_on_slide(raster, slide_size, slide_mpp, downsample=_positive(reference, "mask_downsample", what),
-                            mask_mpp=_positive(reference, "mask_mpp", what), slide_name=slide_name)
+    what = f"mask {path}: "
+    placed = frame_on_slide(raster, slide_size, slide_mpp,
+                            downsample=positive_number(reference, "mask_downsample", what),
+                            mask_mpp=positive_number(reference, "mask_mpp", what), slide_name=slide_name)
     value = reference.get("foreground_value")
     foreground = raster.values == int(value) if value is not None else raster.values > 0
     return resample(foreground, placed, frame).astype(bool), []

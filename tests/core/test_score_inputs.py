@@ -67,14 +67,16 @@ def test_a_record_repeating_its_value_key_is_refused(cli, inline, files, tmp_pat
 
 
 @pytest.mark.parametrize("which", ["--predictions", "--references"])
-def test_a_folder_given_as_a_file_is_a_one_line_error(cli, inline, files, tmp_path, which):
+def test_an_empty_folder_given_as_records_is_a_one_line_error(cli, inline, files, tmp_path, which):
+    """A folder is read as one file per case (segmentation masks); an empty one is an error."""
     pred, ref = files
     folder = tmp_path / "a-folder"
     folder.mkdir()
+    (folder / "nested").mkdir()  # sub-folders are not cases
     args = ["-p", folder, "-r", ref] if which == "--predictions" else ["-p", pred, "-r", folder]
     result = _score(cli, *args)
     assert result.exit_code == 2
-    assert f"{folder} is a directory, not a file" in result.stderr
+    assert f"{folder}: the folder holds no files" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 

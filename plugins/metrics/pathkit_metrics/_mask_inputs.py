@@ -44,16 +44,9 @@ def _foreground(raster: RasterMask, value: Any) -> np.ndarray:
 
 
 def _number(options: Mapping[str, Any], key: str) -> float | None:
-    value = options.get(key)
-    if value in (None, ""):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise PathkitError(f"segmentation: option {key}={value!r} is not a number") from None
-    if number <= 0:
-        raise PathkitError(f"segmentation: option {key}={value!r} must be positive")
-    return number
+    from pathkit_core.wsi.masks import positive_number
+
+    return positive_number(options, key, "segmentation: option ")
 
 
 def _classes(value: Any) -> list[str] | None:
