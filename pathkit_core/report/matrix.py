@@ -134,9 +134,10 @@ def view_section(board: Leaderboards, by: str, other: str, order: int) -> Sectio
             for c in cols:
                 mean, sd = row.get(c), row.get(f"{c}_sd")
                 low, high = row.get(f"{c}_ci_low"), row.get(f"{c}_ci_high")
-                text = _fmt(mean) + (f" ± {sd:.4f}" if sd is not None and math.isfinite(sd) else "")
+                # no-break spaces inside "mean ± sd" and "[low, high]": a narrow page wraps between them
+                text = _fmt(mean) + (f"\u00a0±\u00a0{sd:.4f}" if sd is not None and math.isfinite(sd) else "")
                 if low is not None and high is not None:
-                    text += f" [{low:.3f}, {high:.3f}]"
+                    text += f" [{low:.3f},\u00a0{high:.3f}]"
                 cells.append(text)
             rows.append(cells)
         parts.append(f"<h3>{esc(dataset)}</h3>")

@@ -72,7 +72,18 @@ def test_classification_cases_sort_and_filter(browser, runs):
     assert page.errors == []
 
 
-def test_matrix_report_renders_in_chromium(browser, board):
+@pytest.fixture(scope="module")
+def laptop_browser():
+    """A narrower window (1024 px): a laptop screen, where wide tables are the first to be cut."""
+    if find_browser() is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; CI installs it)")
+    b = Browser(width=1024)
+    yield b
+    b.close()
+
+
+def test_matrix_report_renders_in_chromium(browser, laptop_browser, board):
+    check_page_matrix(laptop_browser, board / "report.html")
     page = check_page_matrix(browser, board / "report.html")
     links = page.evaluate("Array.from(document.querySelectorAll('#cells a')).map(a => a.href)")
     assert len(links) == 4
@@ -87,6 +98,10 @@ def check_page_matrix(browser, path):
     figures = page.evaluate(FIGURES_JS)
     assert len(figures) >= 3 and all(f["natural"] > 0 and f["width"] >= 60 for f in figures)
     assert page.evaluate(OVERFLOW_JS) <= 1
+    # the summary views fit their column: none is cut and left to scroll sideways
+    hidden = page.evaluate("""Array.from(document.querySelectorAll('table.views')).map(
+        t => t.parentElement.scrollWidth - t.parentElement.clientWidth)""")
+    assert hidden and max(hidden) <= 1, hidden
     return page
 
 

@@ -201,7 +201,9 @@ def test_matrix_report_shows_both_views_every_cell_and_links(board):
     view = html[html.index('id="section-per-generator"'):html.index('id="section-per-encoder"')]
     by_gen = pl.read_csv(board / "by_generator.csv")
     crqs = by_gen.filter(pl.col("generator") == "gen-x").row(0, named=True)
-    assert f"{crqs['CRQS']:.4f} ± {crqs['CRQS_sd']:.4f} [{crqs['CRQS_ci_low']:.3f}, {crqs['CRQS_ci_high']:.3f}]" in view
+    nb = "\u00a0"  # no-break spaces keep "mean ± sd" and "[low, high]" whole when a cell wraps
+    assert (f"{crqs['CRQS']:.4f}{nb}±{nb}{crqs['CRQS_sd']:.4f} [{crqs['CRQS_ci_low']:.3f},{nb}"
+            f"{crqs['CRQS_ci_high']:.3f}]") in view
     assert "CRQS ↑" in view
     cells = pl.read_csv(board / "figures" / "cells_demo-reports.csv")
     assert cells.height == 4 and "CRQS" in cells.columns
