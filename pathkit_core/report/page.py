@@ -147,7 +147,9 @@ table.cases td{max-width:28em}table.cases td.text{min-width:14em;font-size:.9em}
 table.cases td.html{min-width:13em;max-width:18em}
 caption{caption-side:bottom;text-align:left;color:var(--muted);font-size:.88em;padding-top:.3em}
 .headline td:first-child{font-weight:600}
-table.cells td{white-space:nowrap}table.views{font-size:.84em}table.views td{min-width:6.5em}table.views td:first-child{white-space:nowrap;min-width:0}
+table.cells td{white-space:nowrap}
+table.views{font-size:.84em}table.views td{min-width:6.5em}
+table.views td:first-child{white-space:nowrap;min-width:0}
 figure{margin:.8em 0;display:inline-block;vertical-align:top;max-width:100%}
 figure img{max-width:100%;height:auto;border:1px solid var(--line);background:#fff}
 figcaption{color:var(--muted);font-size:.88em;max-width:44em}
