@@ -18,6 +18,18 @@ def _quiet_threads(monkeypatch):
     yield
 
 
+@pytest.fixture
+def one_torch_thread():
+    """One torch intra-op thread for the test (tiny models on two shared cores: more threads only
+    add contention), restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def realdata() -> Path:
     """The folder of real public files (../shared/data); skips when PATHKIT_REALDATA is unset."""

@@ -12,17 +12,6 @@ from pathkit_core.contracts import Encoder, TileSpec
 TEST_TILE = TileSpec(tile_px=64, mpp=2.0)
 
 
-@pytest.fixture
-def one_torch_thread():
-    """One intra-op thread for the test (the CI machine has two cores), restored afterwards."""
-    import torch
-
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 class PixelStatsEncoder(Encoder):
     """Test encoder: 4 x 4 average-pooled colours through a fixed random linear map (16-d)."""
 

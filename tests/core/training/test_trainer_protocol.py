@@ -27,12 +27,7 @@ from tests.core.training._tiny_task import TinyRegressor, make_items
 HERE = Path(__file__).parent
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def new_model() -> TinyRegressor:

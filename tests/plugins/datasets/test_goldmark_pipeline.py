@@ -6,7 +6,6 @@ import json
 
 import polars as pl
 import pytest
-import torch
 from pathkit_datasets._goldmark_synthetic import SyntheticSpec, write_synthetic_cohort
 
 # Tens of slides, hundreds of tiles, small features: the label lives in 4 tiles of each positive slide.
@@ -18,9 +17,7 @@ FAST = {"max_epochs": 8, "lr": 2e-4, "plateau_patience": 10, "progress": False}
 OPTIONS = {"val_fraction": 0.4}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -45,12 +45,7 @@ def _tiny(name):
     return _encoder(name, **(TINY_CONCH if name == "conch15" else TINY))
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))

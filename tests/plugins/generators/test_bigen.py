@@ -26,12 +26,7 @@ SMALL = {"d_model": 32, "d_ff": 64, "num_heads": 2, "num_layers": 1, "drop_prob_
 HERE = Path(__file__).parent
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def build(targets, *, state=None, feature_dim=FEATURE_DIM, **overrides):

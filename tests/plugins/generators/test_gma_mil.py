@@ -11,10 +11,7 @@ from pathkit_generators.gma_mil import GOLDMARK_TRAIN, CLAMStyleABMIL, GatedAtte
 
 from pathkit_core.contracts import GeneratorSpec, PathkitError
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def build(cls=GatedAttentionMIL, dim=16, targets=(0, 1, 1), **hparams):

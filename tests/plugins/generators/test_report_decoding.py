@@ -20,12 +20,7 @@ PAD, BOS, EOS, UNK = 0, 1, 2, 3
 VOCAB = 7  # specials + three content tokens
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def toy_logprobs(case: int, prefix: list[int], vocab: int = VOCAB) -> torch.Tensor:

@@ -21,12 +21,7 @@ SMALL = {"d_model": 32, "d_ff": 64, "num_heads": 2, "num_layers": 1, "drop_prob_
          "adapter_dropout": 0.1, "film_hidden": 64, "num_concepts": 8, "max_tokens": 48}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def build(targets, *, state=None, **overrides):

@@ -9,7 +9,7 @@ import pytest
 
 from pathkit_core.contracts import EvidencePool, PathkitError
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class Oracle:

@@ -10,7 +10,7 @@ import torch
 
 from tests.plugins.generators.test_vqa_readers import save_tiny_lm
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 LESIONS = ("adenocarcinoma", "lymphoma", "melanoma", "sarcoma")
 DIM = 8

@@ -10,7 +10,7 @@ import torch
 
 from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, GeneratorSpec, PathkitError
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 LESIONS = ("adenocarcinoma", "lymphoma", "melanoma", "sarcoma", "mucinous tumour", "squamous carcinoma")
 SETS = ("Set 1", "Set 2", "Set 3", "None of the sets")
