@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
@@ -151,9 +151,46 @@ def bootstrap_statistic_ci(
     return _percentile_interval(np.concatenate(collected), level)
 
 
+
+def bootstrap_statistics_ci(
+    statistics: Callable[[np.ndarray], Mapping[str, np.ndarray]],
+    n_cases: int,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, tuple[float, float]]:
+    """Percentile bootstrap intervals of several statistics over one set of resamples.
+
+    `statistics(block)` receives a block of resamples, shape (block, n_cases), and returns a
+    mapping of name -> one value per row (e.g. every macro score from one confusion matrix per
+    resample). Each interval equals what `bootstrap_statistic_ci(..., vectorized=True)` gives for
+    that statistic alone (same seed, same resamples); the resamples are drawn and the shared work
+    done once. NaN resamples are left out per statistic.
+    """
+    import numpy as np
+
+    _check_args(n_resamples, level)
+    if isinstance(n_cases, bool) or not isinstance(n_cases, int) or n_cases < 0:
+        raise PathkitError(f"bootstrap: n_cases must be a non-negative integer, got {n_cases!r}")
+    if n_cases == 0:
+        return {}
+    collected: dict[str, list[np.ndarray]] = {}
+    for block in resample_indices(n_cases, n_resamples, seed):
+        for name, values in statistics(block).items():
+            out = np.asarray(values, dtype=np.float64).reshape(-1)
+            if out.shape[0] != block.shape[0]:
+                raise PathkitError(
+                    f"bootstrap: statistic {name!r} must return one value per resample "
+                    f"({block.shape[0]}), got {out.shape[0]}"
+                )
+            collected.setdefault(name, []).append(out)
+    return {name: _percentile_interval(np.concatenate(parts), level) for name, parts in collected.items()}
+
+
 __all__ = [
     "bootstrap_ci",
     "bootstrap_distribution",
     "bootstrap_statistic_ci",
+    "bootstrap_statistics_ci",
     "resample_indices",
 ]

@@ -342,21 +342,20 @@ def _macro_cis(labels: np.ndarray, predicted: np.ndarray, n_classes: int, n_resa
     score sees the same resamples)."""
     import numpy as np
 
-    from pathkit_core.evaluation.bootstrap import bootstrap_statistic_ci
+    from pathkit_core.evaluation.bootstrap import bootstrap_statistics_ci
 
     cell = labels.astype(np.int64) * n_classes + predicted.astype(np.int64)
     kk = n_classes * n_classes
 
-    def statistic(key: str):
-        def on_block(block: np.ndarray) -> np.ndarray:
-            rows = block.shape[0]
-            flat = (np.arange(rows)[:, None] * kk + cell[block]).reshape(-1)
-            confusions = np.bincount(flat, minlength=rows * kk).reshape(rows, n_classes, n_classes)
-            return macro_scores(confusions)[key]
-        return on_block
+    def on_block(block: np.ndarray) -> dict[str, np.ndarray]:
+        rows = block.shape[0]
+        flat = (np.arange(rows)[:, None] * kk + cell[block]).reshape(-1)
+        confusions = np.bincount(flat, minlength=rows * kk).reshape(rows, n_classes, n_classes)
+        scores = macro_scores(confusions)
+        return {key: scores[key] for key in MACRO_KEYS}
 
-    return {key: bootstrap_statistic_ci(statistic(key), int(labels.size), n_resamples, seed, level, vectorized=True)
-            for key in MACRO_KEYS}
+    found = bootstrap_statistics_ci(on_block, int(labels.size), n_resamples, seed, level)
+    return {key: found.get(key, (math.nan, math.nan)) for key in MACRO_KEYS}
 
 
 def _class_list(references: Sequence[Any], predictions: Sequence[Any], context: Mapping[str, Any],

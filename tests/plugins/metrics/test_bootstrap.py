@@ -12,6 +12,7 @@ from pathkit_core.evaluation.bootstrap import (
     bootstrap_ci,
     bootstrap_distribution,
     bootstrap_statistic_ci,
+    bootstrap_statistics_ci,
     resample_indices,
 )
 
@@ -117,3 +118,18 @@ def test_resample_blocks_cover_the_requested_count():
     blocks = list(resample_indices(3_000_000, n_resamples=5, seed=0))
     assert sum(b.shape[0] for b in blocks) == 5 and len(blocks) == 5  # 1 row per block at this size
     assert all(b.shape[1] == 3_000_000 and b.max() < 3_000_000 for b in blocks)
+
+
+def test_several_statistics_on_one_set_of_resamples_match_each_alone():
+    rng = np.random.default_rng(3)
+    hits, totals = rng.integers(0, 5, 40).astype(float), rng.integers(5, 9, 40).astype(float)
+    one = {"ratio": lambda b: hits[b].sum(axis=1) / totals[b].sum(axis=1),
+           "nan_if_small": lambda b: np.where(hits[b].sum(axis=1) > 85, np.nan, hits[b].mean(axis=1))}
+    together = bootstrap_statistics_ci(lambda b: {k: f(b) for k, f in one.items()}, 40, 500, 7, 0.9)
+    for key, f in one.items():
+        assert together[key] == bootstrap_statistic_ci(f, 40, 500, 7, 0.9, vectorized=True)
+    assert bootstrap_statistics_ci(lambda b: {"x": b.mean(axis=1)}, 0, 100) == {}
+    with pytest.raises(PathkitError, match="statistic 'x' must return one value per resample"):
+        bootstrap_statistics_ci(lambda b: {"x": np.zeros(1)}, 10, 100)
+    with pytest.raises(PathkitError, match="n_cases must be a non-negative integer"):
+        bootstrap_statistics_ci(lambda b: {}, -1, 100)
