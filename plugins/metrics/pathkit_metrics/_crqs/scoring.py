@@ -279,8 +279,9 @@ def summarise(per_case: Any, context: Mapping[str, Any]) -> dict[str, float]:
     summary: dict[str, float] = {}
     scored = per_case.filter(pl.col("CRQS").is_not_null())
     # Every component but KIR is defined on exactly the scored cases, so they share one set of
-    # resamples (the ones `bootstrap_ci` draws with the same seed, hence the same intervals).
-    shared = [name for name in SCORE_COLUMNS if name != "KIR"]
+    # resamples (the ones `bootstrap_ci` draws with the same seed, hence the same intervals);
+    # only the columns the summary reports are resampled (each row's interval is its own).
+    shared = [name for name in SUMMARY_COLUMNS + (VARIANT_COLUMNS if variants else ()) if name != "KIR"]
     matrix = np.stack([scored.get_column(name).to_numpy().astype(np.float64) for name in shared]) \
         if scored.height else np.empty((len(shared), 0))
     for row, name in enumerate(shared):
