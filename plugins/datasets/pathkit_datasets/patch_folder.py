@@ -99,6 +99,7 @@ class PatchFolderDataset(CohortDataset):
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         super().__init__(root, **options)
         self._patches: list[Patch] | None = None
+        self._class_names: tuple[str, ...] | None = None
         self._inputs: dict[str, dict[str, Any]] = {}
         self._notes: list[str] = []
         self._table_facts: dict[str, Any] = {}
@@ -110,7 +111,11 @@ class PatchFolderDataset(CohortDataset):
         return source
 
     def class_names(self) -> tuple[str, ...]:
-        return class_order([p.label for p in self.patches()], self.options.get("classes"), self._root())
+        # once per opened dataset: tasks ask for it for every case (checks, targets, outputs)
+        if self._class_names is None:
+            self._class_names = class_order([p.label for p in self.patches()], self.options.get("classes"),
+                                            self._root())
+        return self._class_names
 
     # ------------------------------------------------------------------ reading
 
