@@ -36,8 +36,8 @@ class ScoreRow:
 
     @property
     def better(self) -> str:
-        """"higher is better" / "lower is better" / "" (direction unknown)."""
-        return f"{self.direction} is better" if self.direction else ""
+        """The direction as the tables show it: "↑ higher" / "↓ lower" / "" (direction unknown)."""
+        return f"{self.arrow} {self.direction}" if self.direction else ""
 
     @property
     def arrow(self) -> str:
@@ -132,7 +132,7 @@ def table_cells(row: ScoreRow, baseline_names: list[str], *, with_ci_column: boo
     if with_ci_column:
         cells.append(format_ci(row.ci))
     cells += [format_value(row.baselines.get(b)) for b in baseline_names]
-    cells.append(f"{row.arrow} {row.direction}" if row.direction else "")
+    cells.append(row.better)
     return cells
 
 

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from pathkit_core.contracts import Encoder, PathkitError
 from pathkit_core.distributed import close_process_group_at_exit
 from pathkit_core.features.inference import EncoderRunner, Preprocess, compute_dtype
-from pathkit_core.features.inference import autocast as _autocast  # noqa: F401 - importable here as before
 from pathkit_core.shard import Shard
 from pathkit_core.workspace import FileLock, LockTimeout, content_hash
 

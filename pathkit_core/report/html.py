@@ -37,7 +37,7 @@ def score_table(rows: list[ScoreRow], baselines: list[str], *, table_id: str, ca
     body = []
     for r in rows:
         body.append([r.label, r.value if r.value is not None else "n/a", format_ci(r.ci),
-                     *(_baseline_cell(r, b) for b in baselines), f"{r.arrow} {r.direction}" if r.direction else "",
+                     *(_baseline_cell(r, b) for b in baselines), r.better,
                      _range_text(r), r.metric])
     return table(headers, body, table_id=table_id, classes="headline scores", caption=caption)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,10 +56,6 @@ class MaskFrame:
         """The grid of `downsample`-sized pixels covering a `width0` x `height0` level-0 extent."""
         return cls(max(1, math.ceil(width0 / downsample - 1e-9)), max(1, math.ceil(height0 / downsample - 1e-9)),
                    float(downsample), float(downsample), None if slide_mpp is None else slide_mpp * downsample)
-
-    def describe(self) -> str:
-        res = f", {self.mpp:.4g} um/px" if self.mpp else ""
-        return f"{self.width} x {self.height} px (downsample {self.dx:.4g}{res})"
 
 
 # --------------------------------------------------------------------------- rasters
@@ -360,9 +356,6 @@ def check_within(regions: GeoJsonRegions, frame: MaskFrame, what: str) -> None:
             f"{what} ({w0:.0f} x {h0:.0f} in the same units); are the coordinates level-0 pixels of this slide "
             "(or give a downsample)?")
 
-
-def with_mpp(frame: MaskFrame, slide_mpp: float | None) -> MaskFrame:
-    return replace(frame, mpp=None if slide_mpp is None else slide_mpp * frame.dx)
 
 
 def positive_number(record: Mapping[str, Any], key: str, prefix: str) -> float | None:

@@ -63,20 +63,21 @@ class StitchGrid:
         return self.cell0 * self.step
 
     @property
+    def frame(self) -> MaskFrame:
+        """The cells on the slide: whole cells of `cell0` level-0 px covering its extent."""
+        return MaskFrame.over(self.width0, self.height0, self.cell0, self.slide_mpp)
+
+    @property
     def width(self) -> int:
-        return max(1, math.ceil(self.width0 / self.cell0 - 1e-9))
+        return self.frame.width
 
     @property
     def height(self) -> int:
-        return max(1, math.ceil(self.height0 / self.cell0 - 1e-9))
+        return self.frame.height
 
     @property
     def mpp(self) -> float | None:
-        return None if self.slide_mpp is None else self.cell0 * self.slide_mpp
-
-    @property
-    def frame(self) -> MaskFrame:
-        return MaskFrame(self.width, self.height, self.cell0, self.cell0, self.mpp)
+        return self.frame.mpp
 
     def window_cells(self, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(column, row) of the first cell of each window at level-0 `coords` (N, 2)."""
