@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pathkit_core.evaluation.scores import CI_SUFFIXES as _CI_SUFFIXES
 from pathkit_core.workspace import atomic_write_with
-
-_CI_SUFFIXES = ("_ci_low", "_ci_high")
 
 
 def leaderboard_frame(results: Sequence[tuple[str, str, Any]], dataset: str):
@@ -79,11 +78,11 @@ def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, da
     atomic_write_with(out / "by_encoder.csv", by_encoder.write_csv)
     from pathkit_core.report.matrix import Leaderboards, write_matrix_report
 
-    report = write_matrix_report(out)
+    named = Leaderboards(out)  # read once: the report and the terminal's column names
+    report = write_matrix_report(out, board=named)
     if console is not None:
         from pathkit_core.cli.common import print_table
 
-        named = Leaderboards(out)
         for title, view, key in (("per generator, averaged over encoders", by_generator, "generator"),
                                  ("per encoder, averaged over generators", by_encoder, "encoder")):
             cols = headline_columns(view.columns, key, headline)

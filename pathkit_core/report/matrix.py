@@ -239,9 +239,10 @@ def matrix_sections(board: Leaderboards) -> list[Section]:
     return sections
 
 
-def write_matrix_report(path: str | Path, registry: Any = None) -> Path:
-    """Write `<path>/report.html` (and `figures/`) for the leaderboard(s) under `path`."""
-    board = Leaderboards(path, registry)
+def write_matrix_report(path: str | Path, registry: Any = None, *, board: Leaderboards | None = None) -> Path:
+    """Write `<path>/report.html` (and `figures/`) for the leaderboard(s) under `path` (or of
+    `board`, already read by the caller)."""
+    board = board if board is not None else Leaderboards(path, registry)
     datasets = board.frame["dataset"].unique(maintain_order=True).to_list()
     n = board.frame.height
     subtitle = (f"{n} cells of {', '.join(esc(d) for d in datasets)} · leaderboard folder <code>{esc(board.root)}"
