@@ -542,10 +542,12 @@ class HAREMetric(Metric):
         with models.lock:
             found = models.extract_entities(distinct, -math.inf if relation_entities == "all" else entity_threshold,
                                             batch_size)
-            entities = [[e for e in ents if e.score > entity_threshold] for ents in found]
-            relations, out_of_reach = models.extract_relations(
-                distinct, found if relation_entities == "all" else entities, relation_threshold, batch_size, max_pairs
-            )
+            # "all": relations see every entity, scoring only those above the threshold;
+            # otherwise extraction has already applied the threshold
+            entities = ([[e for e in ents if e.score > entity_threshold] for ents in found]
+                        if relation_entities == "all" else found)
+            relations, out_of_reach = models.extract_relations(distinct, found, relation_threshold, batch_size,
+                                                               max_pairs)
             words = list(dict.fromkeys(e.word for ents in entities for e in ents))
             vectors = models.embed(words, batch_size) if words else np.zeros((0, 0))
         analysis = {
