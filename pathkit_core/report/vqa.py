@@ -13,6 +13,7 @@ import math
 import string
 from typing import Any
 
+from pathkit_core.evaluation.scores import format_ci
 from pathkit_core.report.figures import bar_chart
 from pathkit_core.report.page import Section, table
 
@@ -71,13 +72,13 @@ def accuracy_section(run: Any) -> Section | None:
     body = run.figures.figure("vqa_accuracy", fig, "Accuracy per capability with 95% Wilson intervals; unanswered "
                               "questions count as wrong", rows)
     table_rows = [[r["capability"], r["questions"], r["correct"], r["accuracy"],
-                   f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["ci_low"] is not None else ""] for r in rows]
+                   format_ci(None if r["ci_low"] is None else (r["ci_low"], r["ci_high"]), 3)] for r in rows]
     if "QExact" in values:
         groups = int(values.get("n_groups", 0))
         right = round(values["QExact"] * groups)
         ci = wilson(right, groups)
         table_rows.append(["QExact (every question of a group right)", groups, right, values["QExact"],
-                           f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""])
+                           format_ci(ci, 3)])
     body += table(["capability", "questions (groups)", "correct", "accuracy", "95% CI"], table_rows,
                   table_id="capabilities")
     return Section("Accuracy per capability", body, key="capabilities", order=100)
