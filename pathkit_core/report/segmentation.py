@@ -54,16 +54,14 @@ def _reference_on_grid(reference: Any, prediction: Any) -> Any:
     if not grid or not slide:
         return _read_mask(Path(reference["mask"]))
     from pathkit_core.contracts import PathkitError
-    from pathkit_core.wsi.masks import MaskFrame, reference_mask
+    from pathkit_core.wsi.masks import MaskFrame, class_list, reference_mask
 
     cell = float(grid["cell_px0"])
     mpp = float(slide["mpp"]) if slide.get("mpp") else None
     frame = MaskFrame(int(grid["width"]), int(grid["height"]), cell, cell, None if mpp is None else mpp * cell)
     try:
-        classes = reference.get("mask_classes")
-        classes = [c.strip() for c in classes.split(",")] if isinstance(classes, str) else classes
         mask, _ = reference_mask(reference, frame, (int(slide["width0"]), int(slide["height0"])), mpp,
-                                 classes=classes or None)
+                                 classes=class_list(reference.get("mask_classes")))
     except PathkitError:  # the metric reports the reason; the report shows the mask as missing
         return None
     return mask

@@ -373,6 +373,14 @@ def positive_number(record: Mapping[str, Any], key: str, prefix: str) -> float |
     return number
 
 
+def class_list(value: Any) -> list[str] | None:
+    """The GeoJSON classifications to keep, as a ground-truth record or option gives them (a list,
+    or a comma-separated string); None (keep every area feature) when not given or empty."""
+    if value in (None, ""):
+        return None
+    return [str(v) for v in value] if isinstance(value, list | tuple) else [c.strip() for c in str(value).split(",")]
+
+
 def reference_mask(reference: Mapping[str, Any], frame: MaskFrame, slide_size: tuple[int, int],
                    slide_mpp: float | None, *, classes: Iterable[str] | None = None) -> tuple[np.ndarray, list[str]]:
     """A ground-truth record of the segmentation task (`{"mask": path, "slide": ..., optional
@@ -380,7 +388,8 @@ def reference_mask(reference: Mapping[str, Any], frame: MaskFrame, slide_size: t
     `slide_size`: GeoJSON rasterised by pixel centres, a mask image placed on the slide
     (`frame_on_slide`) and read onto the frame. Returns the bool mask and the repairs made to the
     GeoJSON (empty for images). The segmentation metric and the run report both read references
-    through this function, so the two always agree."""
+    through this function (classes by `class_list`), so they agree; the report knows only the
+    record's `mask_classes`, not a `mask_classes` given to the metric as an option."""
     path = Path(reference["mask"])
     slide_name = f"slide {reference.get('slide')}"
     if path.suffix.lower() in GEOJSON_SUFFIXES:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.wsi.masks import GEOJSON_SUFFIXES, MaskFrame, RasterMask
+from pathkit_core.wsi.masks import GEOJSON_SUFFIXES, MaskFrame, RasterMask, class_list
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,12 +49,6 @@ def _number(options: Mapping[str, Any], key: str) -> float | None:
     return positive_number(options, key, "segmentation: option ")
 
 
-def _classes(value: Any) -> list[str] | None:
-    if value in (None, ""):
-        return None
-    return [str(v) for v in value] if isinstance(value, list | tuple) else [c.strip() for c in str(value).split(",")]
-
-
 def _region_on(frame: MaskFrame, geometry_or_raster: Any, source: MaskFrame | None) -> np.ndarray:
     from pathkit_core.wsi.masks import rasterise, resample
 
@@ -82,7 +76,7 @@ def run_pair(prediction: Mapping[str, Any], reference: Mapping[str, Any], option
 
     from pathkit_core.wsi.masks import reference_mask, resample
 
-    classes = _classes(reference.get("mask_classes") or options.get("mask_classes"))
+    classes = class_list(reference.get("mask_classes") or options.get("mask_classes"))
     if prediction.get("map"):
         path = Path(prediction["map"])
         path = path if path.is_absolute() or root is None else root / path
@@ -121,7 +115,7 @@ def file_pair(prediction: str | Path, reference: str | Path, options: Mapping[st
     from pathkit_core.wsi.masks import check_within, frame_on_slide, read_raster
 
     pred_path, ref_path = Path(prediction), Path(reference)
-    classes = _classes(options.get("mask_classes"))
+    classes = class_list(options.get("mask_classes"))
     downsample = _number(options, "downsample") or 1.0
     value = options.get("foreground_value")
     notes = []
