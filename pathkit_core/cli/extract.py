@@ -22,9 +22,10 @@ def _barrier(state: Any) -> None:
 def _tile_first(
     slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: float | None, workers: int, progress: bool,
     state: Any, shard: Any,
-) -> tuple[list[Path], list[str]]:
+) -> tuple[list[Path], list[str], set[str]]:
     """Tile this shard's slides with the encoder's tile spec: the manifests of all slides that
-    have one (this shard's and other shards' so far) and the ids of all slides given."""
+    have one (this shard's and other shards' so far), the ids of all slides given and the ids of
+    those with a manifest."""
     from pathkit_core.wsi.slide import MPP_FIX_EXTRACT, find_slides, slide_id_for
     from pathkit_core.wsi.tiling import TilingParams, manifest_path_for, tile_slides
 
@@ -39,8 +40,9 @@ def _tile_first(
         if r.status == "failed":
             err_console.print(f"[yellow]tiling failed[/] {r.slide_id}: {r.reason}", highlight=False)
     ids = [slide_id_for(p) for p in paths]
-    manifests = [manifest_path_for(tiles_dir, sid) for sid in ids]
-    return [m for m in manifests if m.is_file()], ids
+    found = {sid: manifest_path_for(tiles_dir, sid) for sid in ids}
+    found = {sid: m for sid, m in found.items() if m.is_file()}
+    return list(found.values()), ids, set(found)
 
 
 def _summary_rows(out: Path, encoder: str, slide_ids: list[str]) -> list[tuple[str, str, Any, str]]:
@@ -125,12 +127,14 @@ def register(app: typer.Typer) -> None:
         rank = shard.rank
         if slides:
             tdir = tiles_dir or out / "tiles" / enc.tile_spec.key()
-            items, every = _tile_first(list(slides), tdir, type(enc), mpp, workers or 1, not quiet, state, shard)
+            items, every, with_manifest = _tile_first(list(slides), tdir, type(enc), mpp, workers or 1, not quiet,
+                                                      state, shard)
             if not items:
                 raise PathkitError("no slide could be tiled; see the messages above")
         else:
             items = manifest_paths(manifests)  # type: ignore[arg-type]
             every = sorted(str(read_manifest_meta(p)["slide_id"]) for p in items)
+            with_manifest = set(every)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
             results = extract_features(
@@ -145,7 +149,6 @@ def register(app: typer.Typer) -> None:
         ours = shard.outer().select(every)
         note = shard_summary(shard.outer(), len(ours), len(every))
         # Slides that could not be tiled were reported above; the table is about features.
-        with_manifest = {str(read_manifest_meta(p)["slide_id"]) for p in items}
         slide_ids = [sid for sid in ours if sid in with_manifest]
         if note and rank == 0:
             err_console.print(note, highlight=False)
