@@ -245,6 +245,12 @@ def atomic_write_text(target: str | Path, text: str) -> Path:
     return Path(target)
 
 
+def json_default(value: Any) -> Any:
+    """`json.dumps(default=...)` for predictions and records: arrays and tensors as lists
+    (`.tolist()`), anything else as its text."""
+    return value.tolist() if hasattr(value, "tolist") else str(value)
+
+
 def atomic_write_json(target: str | Path, obj: Any, *, indent: int = 2) -> Path:
     return atomic_write_text(target, json.dumps(obj, indent=indent, sort_keys=True, default=str) + "\n")
 

@@ -11,7 +11,7 @@ from typing import Any
 from pathkit_core.contracts import Case, Dataset, RunFacts
 from pathkit_core.progress import ProgressBar
 from pathkit_core.run.predict import Evaluated
-from pathkit_core.workspace import atomic_write_text, atomic_write_with
+from pathkit_core.workspace import atomic_write_text, atomic_write_with, json_default
 
 
 def score_stage(ctx: Any, metrics: Sequence[str], evaluated: Mapping[str, Evaluated], test_cases: Sequence[Case],
@@ -66,12 +66,6 @@ def score_stage(ctx: Any, metrics: Sequence[str], evaluated: Mapping[str, Evalua
     return {"summary": scored.summary, "baselines": baselines, "checkpoints": checkpoints}
 
 
-def _plain(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
-
-
 def write_test_cases(path: Path, cases: Sequence[Case], references: Mapping[str, Any]) -> Path:
     """`test_cases.jsonl`: per scored test case its id, patient, reference (as metrics got it), inputs
     (slides, images, feature files) and the small JSON facts of its meta (question, choices,
@@ -86,12 +80,12 @@ def write_test_cases(path: Path, cases: Sequence[Case], references: Mapping[str,
         meta = {}
         for key, value in dict(case.meta).items():
             try:
-                text = json.dumps(value, default=_plain)
+                text = json.dumps(value, default=json_default)
             except (TypeError, ValueError):
                 continue
             if len(text) <= 4000:
                 meta[key] = json.loads(text)
         if meta:
             row["meta"] = meta
-        lines.append(json.dumps(row, default=_plain))
+        lines.append(json.dumps(row, default=json_default))
     return atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))

@@ -14,7 +14,7 @@ from typing import Any
 from pathkit_core.contracts import PathkitError, TaskModel
 from pathkit_core.distributed import close_process_group_at_exit
 from pathkit_core.progress import ProgressBar, training_estimate
-from pathkit_core.workspace import atomic_write_json, atomic_write_text, atomic_write_with
+from pathkit_core.workspace import atomic_write_json, atomic_write_text, atomic_write_with, json_default
 
 # A selection function scores validation predictions: (predictions, references) -> float.
 SelectionFn = Callable[[Mapping[str, Any], Mapping[str, Any]], float]
@@ -518,10 +518,7 @@ def predict(
 
 def write_predictions(path: str | Path, predictions: Mapping[str, Any], ids: Sequence[str]) -> Path:
     """Write `predictions.jsonl`: one `{"id", "prediction"}` object per line, in `ids` order, atomically."""
-    def plain(value: Any) -> Any:
-        return value.tolist() if hasattr(value, "tolist") else str(value)
-
-    lines = [json.dumps({"id": cid, "prediction": predictions[cid]}, default=plain) for cid in ids]
+    lines = [json.dumps({"id": cid, "prediction": predictions[cid]}, default=json_default) for cid in ids]
     return atomic_write_text(Path(path), "\n".join(lines) + "\n")
 
 
