@@ -125,7 +125,7 @@ class SegmentationTask(Task):
     # ------------------------------------------------------------------ inputs
 
     def tiling(self, dataset: Dataset, run_tiling: Mapping[str, Any]) -> dict[str, Any]:
-        return {**DEFAULT_TILING, **dict(dataset.tiling_options), **dict(run_tiling)}
+        return {**DEFAULT_TILING, **super().tiling(dataset, run_tiling)}
 
     # ------------------------------------------------------------------ prediction
 
