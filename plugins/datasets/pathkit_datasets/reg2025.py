@@ -33,9 +33,8 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_core.splits import SPLIT_PARTS
 from pathkit_core.workspace import plain_name
-from pathkit_datasets._cohort import column_split, drawn_split, file_split, option, part_counts
+from pathkit_datasets._cohort import SPLIT_LAYOUT_KEYS, column_split, option, part_counts
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     ReportDataset,
@@ -49,6 +48,7 @@ log = logging.getLogger(__name__)
 SPLIT_RESOURCE = "reg2025_pathreporteval_split.json"
 REPORT_FILE_NAMES = ("train.json", "reports.json", "reg2025.json", "reg_reports_splits.json")
 RANDOM_FRACTIONS = (0.1, 0.1)
+RANDOM_SPLIT_FILE = "reg2025-random-seed{seed}.csv"  # drawn splits, kept in the workspace
 _SLIDE_NUMBER = re.compile(r"_\d+$")
 _REG_ID = re.compile(r"^[A-Za-z]+_\d+_\d+_\d+$")  # PIT_01_00002_01: centre, batch, case, slide number
 
@@ -117,9 +117,9 @@ class REG2025(ReportDataset):
         path = self.reports_file()
         data = read_json(path, "reg2025 report file")
         layout: dict[str, str] = {}  # case id -> part, when the file is the {"train", "val", "test"} layout
-        if isinstance(data, dict) and all(isinstance(data.get(p), list) for p in SPLIT_PARTS):
-            records = [r for p in SPLIT_PARTS for r in data[p]]
-            parts_of = [p for p in SPLIT_PARTS for _ in data[p]]
+        if isinstance(data, dict) and all(isinstance(data.get(p), list) for p in SPLIT_LAYOUT_KEYS):
+            records = [r for p in SPLIT_LAYOUT_KEYS for r in data[p]]
+            parts_of = [p for p in SPLIT_LAYOUT_KEYS for _ in data[p]]
         elif isinstance(data, list):
             records, parts_of = data, []
         else:
@@ -173,8 +173,7 @@ class REG2025(ReportDataset):
             if layout:
                 raise PathkitError(f"reg2025: both {reports.name} (its train/val/test keys) and splits_file {given} "
                                    "give a split; keep one")
-            parts, self._split_facts = file_split(given, patients, normalise_id=strip_slide_suffix, excluded=excluded)
-            return parts
+            return self.report_split(cases, excluded, RANDOM_FRACTIONS, RANDOM_SPLIT_FILE)
         if mode == "auto" and layout:
             parts, self._split_facts = column_split(reports, {c: (p, p) for c, p in layout.items()}, patients,
                                                     source="the train/val/test keys")
@@ -199,11 +198,7 @@ class REG2025(ReportDataset):
             log.warning("reg2025: the published split leaves the %s part(s) empty on the %d cases present; "
                         "drawing a seeded patient-disjoint 80/10/10 split instead",
                         ", ".join(p for p, v in parts.items() if not v), len(cases))
-        seed = int(self.options["split_seed"])
-        parts, self._split_facts = drawn_split(self.name, patients, seed=seed, fractions=RANDOM_FRACTIONS,
-                                               workdir=self.options.get("workdir"),
-                                               file_name=f"reg2025-random-seed{seed}.csv")
-        return parts
+        return self.report_split(cases, excluded, RANDOM_FRACTIONS, RANDOM_SPLIT_FILE)  # no splits_file here
 
 
 @hookimpl
