@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,8 @@ def already_built(marker: Path, facts: Mapping[str, Any]) -> bool:
 def write_slides(job: Callable[[dict[str, Any]], Any], jobs: Sequence[dict[str, Any]], workers: int) -> None:
     """Run the slide-writing `job` on every job dict, in `workers` processes when it pays off."""
     if workers > 1 and len(jobs) > 8:
+        from concurrent.futures import ProcessPoolExecutor  # not at import: `pathkit --help` loads this module
+
         with ProcessPoolExecutor(max_workers=workers) as pool:
             list(pool.map(job, jobs, chunksize=4))
     else:

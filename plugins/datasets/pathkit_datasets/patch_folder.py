@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Case, DatasetOption, PathkitError
-from pathkit_core.features.images import probe_image
 from pathkit_core.workspace import sha256_file
 from pathkit_datasets._cohort import (
     COLUMN_ALIASES,
@@ -150,6 +149,8 @@ class PatchFolderDataset(CohortDataset):
         return self._patches
 
     def _zip_images(self, path: Path, label: str) -> Iterator[Found]:
+        from pathkit_core.features.images import probe_image
+
         try:
             archive = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as exc:
@@ -167,6 +168,8 @@ class PatchFolderDataset(CohortDataset):
                                    "n_images": len(members)}
 
     def _folder_images(self, folder: Path, label: str) -> Iterator[Found]:
+        from pathkit_core.features.images import probe_image
+
         files = sorted(p for p in folder.rglob("*") if p.is_file() and _is_image(p.relative_to(folder).as_posix()))
         listing = hashlib.sha256()
         for path in files:
