@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pathkit_core.contracts import PathkitError
+from pathkit_generators._hashing import stable_hash as _stable_hash
 
 if TYPE_CHECKING:
     import torch
@@ -83,10 +83,6 @@ class TextEmbedder(Protocol):
     def identity(self) -> dict[str, Any]: ...
 
     def embed(self, sentences: Sequence[str]) -> torch.Tensor: ...
-
-
-def _stable_hash(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
 class HashedNgramEmbedder:

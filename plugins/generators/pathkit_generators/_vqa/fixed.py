@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import torch
 
 from pathkit_core.contracts import PathkitError
+from pathkit_generators._hashing import stable_hash
 
 
 class FixedReader(torch.nn.Module):
@@ -35,8 +35,7 @@ class RandomModel(FixedReader):
         self.seed = seed
 
     def answer(self, item: dict[str, Any]) -> int | None:
-        digest = hashlib.blake2b(f"{self.seed}:{item['case_id']}".encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "little") % len(item["meta"]["choices"])
+        return stable_hash(f"{self.seed}:{item['case_id']}") % len(item["meta"]["choices"])
 
 
 class PositionModel(FixedReader):

@@ -7,18 +7,18 @@ the same for every split and every checkpoint rebuild.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+
+from pathkit_generators._hashing import stable_hash
 
 _WORD = re.compile(r"[a-z0-9]+")
 
 
 @lru_cache(maxsize=200_000)
 def _slot(gram: str, buckets: int) -> int:
-    digest = hashlib.blake2b(gram.encode("utf-8"), digest_size=8).digest()
-    return 1 + int.from_bytes(digest, "little") % (buckets - 1)
+    return 1 + stable_hash(gram) % (buckets - 1)
 
 
 def token_ids(text: str, buckets: int, max_tokens: int = 64) -> list[int]:
