@@ -387,7 +387,7 @@ def load_splits(path: str | Path) -> SplitManifest:
 
 
 def load_or_create_splits(
-    path: str | Path,
+    path: str | Path | None,
     records: Sequence[SplitRecord],
     params: SplitParams = SplitParams(),
     *,
@@ -395,7 +395,10 @@ def load_or_create_splits(
     version: int = 1,
 ) -> SplitManifest:
     """The persisted manifest at `path` if it was drawn from this cohort with these parameters;
-    otherwise draw and save it. Concurrent callers (several encoders) share one draw."""
+    otherwise draw and save it. Concurrent callers (several encoders) share one draw. With no
+    `path` (nowhere to keep it) the manifest is drawn and not saved."""
+    if path is None:
+        return make_splits(records, params, name=name, version=version)
     path = Path(path)
     with FileLock(path.with_name(path.name + ".lock"), timeout=600):
         if path.exists():

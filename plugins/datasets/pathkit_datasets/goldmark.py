@@ -586,7 +586,7 @@ class GoldmarkDataset(Dataset):
         return splits_folder("goldmark", self.options.get("workdir"))
 
     def _splits(self, records: list[SlideRecord], cohort: str) -> Any:
-        from pathkit_core.splits import SplitParams, as_records, load_or_create_splits, make_splits
+        from pathkit_core.splits import SplitParams, as_records, load_or_create_splits
 
         params = SplitParams(n_splits=int(self.options["n_splits"]), test_fraction=float(self.options["test_fraction"]),
                              val_fraction=float(self.options["val_fraction"]), seed=int(self.options["split_seed"]))
@@ -601,8 +601,6 @@ class GoldmarkDataset(Dataset):
         if self.options.get("split_manifest"):
             return self._imported_splits(split_records, path, version)
         name = f"goldmark:{self.task_key}:{cohort}"
-        if path is None:
-            return make_splits(split_records, params, name=name, version=version)
         return load_or_create_splits(path, split_records, params, name=name, version=version)
 
     def _imported_splits(self, records: list[Any], path: Path | None, version: int) -> Any:
