@@ -75,17 +75,28 @@ def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
     return memoryview(flat.view(torch.uint8).numpy())
 
 
+def _checksum_digest(metadata: Mapping[str, str]) -> Any:
+    """The content checksum's sha256, fed its first part: every metadata entry but the checksum."""
+    digest = hashlib.sha256()
+    meta = {k: v for k, v in metadata.items() if k != _CHECKSUM_KEY}
+    digest.update(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    return digest
+
+
+def _tensor_header(name: str, dtype: Any, shape: tuple[int, ...]) -> bytes:
+    """What the content checksum hashes before a tensor's bytes."""
+    return f"|{name}|{dtype}|{tuple(shape)}|".encode()
+
+
 def content_checksum(
     features: torch.Tensor, coords: torch.Tensor | None, metadata: Mapping[str, str]
 ) -> str:
     """sha256 over the tensors (dtype, shape, bytes) and every metadata entry but the checksum."""
-    digest = hashlib.sha256()
-    meta = {k: v for k, v in metadata.items() if k != _CHECKSUM_KEY}
-    digest.update(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    digest = _checksum_digest(metadata)
     for name, tensor in (("features", features), ("coords", coords)):
         if tensor is None:
             continue
-        digest.update(f"|{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(_tensor_header(name, tensor.dtype, tuple(tensor.shape)))
         digest.update(_tensor_bytes(tensor))
     return digest.hexdigest()
 
@@ -299,19 +310,17 @@ def iter_feature_rows(path: str | Path, rows: int = 4096) -> Iterator[tuple[torc
             if tuple(coords.shape) != (n, 2) or str(n) != meta.get("n_tiles") or str(dim) != meta.get("embed_dim"):
                 raise PathkitError(f"feature file {path}: inconsistent shapes features {feats.get_shape()}, coords "
                                    f"{tuple(coords.shape)}, metadata {meta.get('n_tiles')} x {meta.get('embed_dim')}")
-            digest = hashlib.sha256()
-            digest.update(json.dumps({k: v for k, v in meta.items() if k != _CHECKSUM_KEY}, sort_keys=True,
-                                     separators=(",", ":")).encode("utf-8"))
+            digest = _checksum_digest(meta)  # the checksum of `content_checksum`, a chunk at a time
             for start in range(0, max(n, 1), rows):
                 chunk = feats[start:start + rows]
                 if start == 0:
-                    digest.update(f"|features|{chunk.dtype}|{(n, dim)}|".encode())
+                    digest.update(_tensor_header("features", chunk.dtype, (n, dim)))
                 digest.update(_tensor_bytes(chunk))
                 if len(chunk):
                     yield chunk, coords[start:start + rows]
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
         raise PathkitError(f"feature file {path} is unreadable (truncated or corrupt): {exc}") from None
-    digest.update(f"|coords|{coords.dtype}|{tuple(coords.shape)}|".encode())
+    digest.update(_tensor_header("coords", coords.dtype, tuple(coords.shape)))
     digest.update(_tensor_bytes(coords))
     if digest.hexdigest() != meta.get(_CHECKSUM_KEY):
         raise PathkitError(f"feature file {path} fails its checksum: the file was edited or damaged; re-extract it")
