@@ -98,13 +98,14 @@ def _rank_sums(results, workdir: Path, top_k: int) -> None:
     import polars as pl
 
     from pathkit_core.workspace import atomic_write_with
+    from pathkit_datasets._goldmark_crossval import RANKSUM_SUBDIR
     from pathkit_datasets._goldmark_ranksum import encoder_rank_sums, top_tasks
 
     rows = [{"task": s["dataset"], "encoder": s["encoder"], "generator": s["generator"], "setting": s["setting"],
              "value": s["mean"]}
             for r in results for s in r.summary
             if s["metric"] == "classification" and s["key"] == "AUROC" and s["checkpoint"] == "best"]
-    out_dir = workdir / "leaderboards" / "crossval"
+    out_dir = workdir / "leaderboards" / RANKSUM_SUBDIR
     for generator in sorted({r["generator"] for r in rows}):
         subset = [r for r in rows if r["generator"] == generator]
         tables = {"all": encoder_rank_sums(subset)}

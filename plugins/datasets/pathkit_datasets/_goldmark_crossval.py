@@ -40,6 +40,15 @@ class Setting:
         return f"{self.train_cohort}->{self.test_cohort}"
 
 
+# Encoder rank-sum tables (`pathkit crossval`) live in this folder under the leaderboards folder.
+RANKSUM_SUBDIR = "crossval"
+
+
+def crossval_dir(workdir: str | Path, dataset: str, encoder: str, generator: str) -> Path:
+    """Where `pathkit crossval` keeps one dataset x encoder x generator's folds and summary."""
+    return Path(workdir) / "crossval" / dataset.replace(":", "_") / encoder / generator
+
+
 def settings_for(train_cohort: str | None, test_cohort: str | None, reciprocal: bool = True) -> list[Setting]:
     """A-CV and A->B, then (reciprocal) B-CV and B->A: the four settings of GOLDMARK Figure 3."""
     if test_cohort is not None and train_cohort is None:
@@ -136,8 +145,7 @@ def run_crossval(
             run_dirs[setting.label].append(result.run_dir)
             rows.extend(_fold_rows(ident, setting, int(fold), result))
     summary = aggregate(rows)
-    out_dir = (Path(spec0.workdir or DEFAULT_WORKDIR) / "crossval" / spec0.dataset.replace(":", "_")
-               / spec0.encoder / spec0.generator)
+    out_dir = crossval_dir(spec0.workdir or DEFAULT_WORKDIR, spec0.dataset, spec0.encoder, spec0.generator)
     write_crossval(out_dir, rows, summary, settings=[s.label for s in settings], folds=list(folds))
     return CrossValResult(rows, summary, out_dir, dict(run_dirs))
 

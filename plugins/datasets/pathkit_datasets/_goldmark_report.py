@@ -17,7 +17,9 @@ def cross_site_sections(run: Any) -> list[Any]:
 
     if not run.dataset.startswith("goldmark") or run.workdir is None:
         return []
-    folder = (Path(run.workdir) / "crossval" / run.dataset.replace(":", "_") / run.encoder / run.generator)
+    from pathkit_datasets._goldmark_crossval import crossval_dir
+
+    folder = crossval_dir(run.workdir, run.dataset, run.encoder, run.generator)
     try:
         summary = json.loads((folder / "summary.json").read_text())
     except (OSError, json.JSONDecodeError):
@@ -53,7 +55,9 @@ def rank_sum_sections(board: Any) -> list[Any]:
     """Encoder rank-sums per setting from `<leaderboards>/crossval/encoder_ranksum_*.csv`."""
     import polars as pl
 
-    folder = Path(board.leaderboards_root) / "crossval"
+    from pathkit_datasets._goldmark_crossval import RANKSUM_SUBDIR
+
+    folder = Path(board.leaderboards_root) / RANKSUM_SUBDIR
     files = sorted(folder.glob("encoder_ranksum_*.csv"))
     if not files:
         return []
