@@ -34,9 +34,11 @@ from pathkit_datasets._cohort import (
     check_duplicates,
     cohort_rows,
     drop_missing_files,
+    find_column,
     find_table,
     option,
     read_table,
+    resolve_file,
 )
 
 TABLE_NAMES = ("slides.csv", "slides.tsv", "slides.parquet", "slides.json")
@@ -125,7 +127,7 @@ class HepatoBenchWSI(CohortDataset):
         if given is not None or any((root / n).is_file() for n in TABLE_NAMES):
             path = find_table(root, TABLE_NAMES, given, "slide table", self.layout)
             table = read_table(path, "slide table")
-            if not any(c.strip().lower() in SLIDE_COLUMNS["mask"] for c in table.columns):
+            if find_column(table.columns, "mask", SLIDE_COLUMNS) is None:
                 raise PathkitError(f"slide table {path}: no mask column ({', '.join(SLIDE_COLUMNS['mask'])}); it has: "
                                    f"{', '.join(table.columns)}")
             rows = cohort_rows(table, file_key="slide_path", value_key=None, default_mpp=self.mpp_option(),
@@ -138,9 +140,8 @@ class HepatoBenchWSI(CohortDataset):
                 mask = next((lowered[a] for a in SLIDE_COLUMNS["mask"] if lowered.get(a)), None)
                 if not mask:
                     raise PathkitError(f"slide table {path}: {r.place}: no mask for slide {r.case_id}")
-                mask_path = Path(str(mask)).expanduser()
-                mask_path = mask_path if mask_path.is_absolute() else path.parent / mask_path
-                out.append({"case_id": r.case_id, "patient_id": r.patient_id, "slide": r.file, "mask": mask_path,
+                out.append({"case_id": r.case_id, "patient_id": r.patient_id, "slide": r.file,
+                            "mask": resolve_file(str(mask), path.parent),
                             "mpp": r.mpp, "place": f"{path.name}, {r.place}",
                             **{k: lowered.get(a) for k in ("mask_downsample", "mask_mpp")
                                for a in SLIDE_COLUMNS[k] if lowered.get(a) not in (None, "")}})
