@@ -46,6 +46,16 @@ PATIENT = re.compile(r"^(TCGA-[A-Z0-9]{2}-[A-Z0-9]{4})", re.IGNORECASE)
 SLIDE_BARCODE = re.compile(r"^TCGA-[A-Z0-9]{2}-[A-Z0-9]{4}-(\d{2})[A-Z]?-\d{2}-([A-Z]{2})(\d+)", re.IGNORECASE)
 
 
+def files_by_patient(folder: Path, suffixes: tuple[str, ...]) -> dict[str, list[Path]]:
+    """The TCGA files (`TCGA-*` with one of `suffixes`) under `folder`, by upper-cased patient
+    barcode, each list in path order."""
+    found: dict[str, list[Path]] = {}
+    for path in sorted(folder.rglob("TCGA-*")):
+        if path.is_file() and path.suffix.lower() in suffixes and (m := PATIENT.match(path.name)):
+            found.setdefault(m.group(1).upper(), []).append(path)
+    return found
+
+
 def diagnostic_rank(slide: Path) -> tuple[int, int, str] | None:
     """Sort key of a diagnostic slide (DX number, sample type, name); None for other slides."""
     match = SLIDE_BARCODE.match(slide.name)
@@ -111,10 +121,7 @@ class TCGAPathText(ReportDataset):
         slides_dir = self.option_path("slides_dir") or root
         features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
         mpp = self.mpp_option()
-        by_patient: dict[str, list[Path]] = {}
-        for slide in sorted(slides_dir.rglob("TCGA-*")):
-            if slide.is_file() and slide.suffix.lower() in SLIDE_SUFFIXES and (m := PATIENT.match(slide.name)):
-                by_patient.setdefault(m.group(1).upper(), []).append(slide)
+        by_patient = files_by_patient(slides_dir, SLIDE_SUFFIXES)
         cases: dict[str, Case] = {}
         excluded: dict[str, str] = {}
         for i, record in enumerate(data):

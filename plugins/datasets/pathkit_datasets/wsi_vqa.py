@@ -27,7 +27,7 @@ from pathkit_core.tasks.vqa import normalise_text
 from pathkit_datasets._cohort import CohortDataset
 from pathkit_datasets._reports import FEATURE_SUFFIXES, SLIDE_SUFFIXES
 from pathkit_datasets._vqa_table import SELECTION_OPTIONS, answer_position_audit, question_case
-from pathkit_datasets.tcga_pathtext import PATIENT
+from pathkit_datasets.tcga_pathtext import files_by_patient
 
 QUESTION_FILE = "WsiVQA_test.json"
 OPEN_REASON = "open question (no choices): excluded from closed-set scoring"
@@ -72,12 +72,7 @@ class WsiVQA(CohortDataset):
 
     def _slides_by_patient(self) -> dict[str, list[Path]]:
         folder = self.option_path("slides_dir") or Path(self.root)
-        found: dict[str, list[Path]] = {}
-        for path in sorted(folder.rglob("TCGA-*")):
-            suffix = path.suffix.lower()
-            if path.is_file() and suffix in (*SLIDE_SUFFIXES, *FEATURE_SUFFIXES) and (m := PATIENT.match(path.name)):
-                found.setdefault(m.group(1).upper(), []).append(path)
-        return found
+        return files_by_patient(folder, (*SLIDE_SUFFIXES, *FEATURE_SUFFIXES))
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.questions_file()
