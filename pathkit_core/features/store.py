@@ -434,17 +434,19 @@ def failed_slides(out_dir: str | Path, encoder: str) -> dict[str, str]:
     return failed
 
 
-def usable_feature_files(out_dir: str | Path, encoder: str, *, verify: bool = False) -> dict[str, Path]:
+def usable_feature_files(out_dir: str | Path, encoder: str, *, verify: bool = False,
+                         failed: Mapping[str, str] | None = None) -> dict[str, Path]:
     """slide id -> feature file, excluding failed slides (fail-closed).
 
     A file is usable when its header reads, it is a pathkit feature file, neither its status
     record nor its own metadata marks it failed. With `verify`, every file is also fully read
-    and checksummed (slower; `pathkit qc` does this).
+    and checksummed (slower; `pathkit qc` does this). `failed`: what `failed_slides` just
+    returned for this folder, so that it is not scanned twice.
     """
     folder = encoder_dir(out_dir, encoder)
     if not folder.is_dir():
         return {}
-    failed = failed_slides(out_dir, encoder)
+    failed = failed_slides(out_dir, encoder) if failed is None else failed
     usable: dict[str, Path] = {}
     for path in sorted(folder.glob(f"*{FEATURE_SUFFIX}")):
         sid = path.name[: -len(FEATURE_SUFFIX)]

@@ -103,8 +103,9 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
             log(f"waiting for {len(locked)} slide(s) another process is extracting ({owner})")
             time.sleep(LOCK_POLL_SECONDS)
         manifests = [m for m in manifests if Path(m).stem in locked]
-    failed.update(failed_slides(feature_dir, encoder_cls.name))
-    return usable_feature_files(feature_dir, encoder_cls.name), failed
+    scanned = failed_slides(feature_dir, encoder_cls.name)
+    failed.update(scanned)
+    return usable_feature_files(feature_dir, encoder_cls.name, failed=scanned), failed
 
 
 def _image_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case],
