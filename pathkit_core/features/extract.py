@@ -275,6 +275,8 @@ class _SlideJob:
     slide_id: str
     target: Path
     manifest_sha256: str
+    resampling: str = ""  # tile_resampling(manifest), worked out once
+    key: str = ""  # the extraction key its file must record to be reused
     lock: FileLock | None = None
     buffer: Any = None
     filled: int = 0
@@ -390,9 +392,7 @@ def extract_features(
                 "torch_version": torch.__version__,
             }
             _run(jobs, enc, model, dev, precision, feature_dtype, batch_size, workers,
-                 out_dir, context, pending, results, progress=progress and rank == 0,
-                 extraction_key=lambda job: _extraction_key(job, weights_id, arch, feature_dtype),
-                 compile=compile)
+                 out_dir, context, pending, results, progress=progress and rank == 0, compile=compile)
     finally:
         for job in jobs:
             if job.lock is not None:
@@ -436,9 +436,8 @@ def _warn_tile_spec(enc: Encoder, manifests: Sequence[Manifest], rank: int) -> N
 
 def _extraction_key(job: _SlideJob, weights_id: str, arch: str, feature_dtype: str) -> str:
     parts = {"manifest": job.manifest_sha256, "weights": weights_id, "architecture": arch, "dtype": feature_dtype}
-    resampling = tile_resampling(job.manifest)
-    if resampling:  # features of resampled tiles depend on the filter; exact-resolution ones do not
-        parts["resampling"] = resampling
+    if job.resampling:  # features of resampled tiles depend on the filter; exact-resolution ones do not
+        parts["resampling"] = job.resampling
     return content_hash(parts, length=32)
 
 
@@ -469,8 +468,9 @@ def _prepare(
 
     sid = manifest.slide_id
     target = store.feature_path(out_dir, enc.name, sid)
-    job = _SlideJob(manifest=manifest, slide_id=sid, target=target, manifest_sha256=_manifest_sha256(manifest))
-    key = _extraction_key(job, weights_id, arch, feature_dtype)
+    job = _SlideJob(manifest=manifest, slide_id=sid, target=target, manifest_sha256=_manifest_sha256(manifest),
+                    resampling=tile_resampling(manifest))
+    job.key = key = _extraction_key(job, weights_id, arch, feature_dtype)
 
     def skipped(meta: dict[str, str]) -> None:
         results.append(ExtractResult(sid, "skipped", "already extracted", int(meta.get("n_tiles", 0)), target))
@@ -594,7 +594,6 @@ def _finish(
     out_dir: Path,
     feature_dtype: str,
     context: dict[str, Any],
-    key: str,
     pending: dict[str, dict[str, Any]],
     results: list[ExtractResult],
 ) -> None:
@@ -621,8 +620,8 @@ def _finish(
         manifest_sha256=job.manifest_sha256,
         encoder_tile_px=str(enc.tile_spec.tile_px),
         encoder_mpp=repr(float(enc.tile_spec.mpp)),
-        tile_resampling=tile_resampling(m),
-        extraction_key=key,
+        tile_resampling=job.resampling,
+        extraction_key=job.key,
         qc=qc.as_dict(),
         status=qc.status,
         failure_reason=qc.reason,
@@ -663,7 +662,6 @@ def _run(
     results: list[ExtractResult],
     *,
     progress: bool,
-    extraction_key: Any,
     compile: bool = False,  # noqa: A002 - torch's name
 ) -> None:
     import torch
@@ -716,7 +714,7 @@ def _run(
             job.buffer[batch["rows"]] = out.to(job.buffer.dtype)
             job.filled += n
             if job.filled == job.n_tiles:
-                _finish(job, enc, out_dir, feature_dtype, context, extraction_key(job), pending, results)
+                _finish(job, enc, out_dir, feature_dtype, context, pending, results)
             if time.monotonic() - last_flush > _STATUS_FLUSH_SECONDS:
                 store.record_statuses(out_dir, enc.name, pending)
                 pending.clear()
