@@ -594,15 +594,20 @@ def _result_from_dict(d: Mapping[str, Any]) -> TileResult:
     return TileResult(**d)
 
 
-def read_tiling_status(out_dir: str | Path) -> dict[str, dict[str, Any]]:
-    """Per-slide records of `<out_dir>/tiling_status.json` (status, reason, code, ...)."""
+def _status_part(out_dir: str | Path, part: str) -> dict[str, Any]:
+    """One part ("slides", "planned") of `<out_dir>/tiling_status.json`; {} when there is none."""
     p = Path(out_dir) / STATUS_FILE
     if not p.is_file():
         return {}
     try:
-        return dict(json.loads(p.read_text()).get("slides", {}))
-    except (json.JSONDecodeError, OSError) as exc:
+        return dict(json.loads(p.read_text()).get(part, {}))
+    except (json.JSONDecodeError, OSError, AttributeError) as exc:
         raise PathkitError(f"{p}: unreadable tiling status ({exc})") from None
+
+
+def read_tiling_status(out_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """Per-slide records of `<out_dir>/tiling_status.json` (status, reason, code, ...)."""
+    return _status_part(out_dir, "slides")
 
 
 def failed_slides(out_dir: str | Path) -> dict[str, str]:
@@ -612,13 +617,7 @@ def failed_slides(out_dir: str | Path) -> dict[str, str]:
 
 def read_planned_tiling(out_dir: str | Path) -> dict[str, str]:
     """Slides some `tile` process was asked for (slide id -> slide path), for `pathkit status`."""
-    p = Path(out_dir) / STATUS_FILE
-    if not p.is_file():
-        return {}
-    try:
-        return dict(json.loads(p.read_text()).get("planned", {}))
-    except (json.JSONDecodeError, OSError, AttributeError) as exc:
-        raise PathkitError(f"{p}: unreadable tiling status ({exc})") from None
+    return _status_part(out_dir, "planned")
 
 
 def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: str,
