@@ -86,11 +86,9 @@ def predictions_section(run: RunFolder, limit: int = 50) -> Section | None:
         return None
     refs = run.references()
     per_case = run.per_case
-    scores: dict[str, dict[str, Any]] = {}
-    numeric: list[str] = []
-    if per_case is not None and "id" in per_case.columns:
-        numeric = [c for c, t in per_case.schema.items() if c != "id" and t.is_numeric()][:6]
-        scores = {r["id"]: r for r in per_case.select(["id", *numeric]).iter_rows(named=True)}
+    numeric = [c for c, t in per_case.schema.items() if c != "id" and t.is_numeric()][:6] \
+        if per_case is not None else []
+    numeric, scores = run.per_case_rows(numeric)
     rows = []
     for cid, pred in list(run.predictions.items())[:limit]:
         row = [cid, _compact(refs.get(cid)), _compact(pred)]

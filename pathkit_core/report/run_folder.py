@@ -89,6 +89,15 @@ class RunFolder:
 
         return pl.read_parquet(path)
 
+    def per_case_rows(self, wanted: Any) -> tuple[list[str], dict[str, dict[str, Any]]]:
+        """Of the `wanted` per-case columns, those the table has (in that order), and its rows by
+        case id holding them; ([], {}) when there is no per-case table with ids."""
+        per_case = self.per_case
+        if per_case is None or "id" not in per_case.columns:
+            return [], {}
+        present = [c for c in wanted if c in per_case.columns]
+        return present, {r["id"]: r for r in per_case.select(["id", *present]).iter_rows(named=True)}
+
     @cached_property
     def predictions(self) -> dict[str, Any]:
         """The reported checkpoint's test predictions by case id, read the task's way."""

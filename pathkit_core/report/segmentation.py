@@ -91,16 +91,8 @@ def _thumbnail(run: Any, case_id: str) -> Any:
     return None
 
 
-def _scores(run: Any) -> tuple[list[str], dict[str, dict[str, Any]]]:
-    per_case = run.per_case
-    if per_case is None or "id" not in per_case.columns:
-        return [], {}
-    cols = [c for c in SLIDE_SCORES if c in per_case.columns]
-    return cols, {r["id"]: r for r in per_case.select(["id", *cols]).iter_rows(named=True)}
-
-
 def scores_section(run: Any) -> Section | None:
-    cols, by_id = _scores(run)
+    cols, by_id = run.per_case_rows(SLIDE_SCORES)
     preds = run.predictions
     if not preds:
         return None
@@ -124,7 +116,7 @@ def scores_section(run: Any) -> Section | None:
 def masks_section(run: Any) -> Section | None:
     import numpy as np
 
-    cols, by_id = _scores(run)
+    cols, by_id = run.per_case_rows(SLIDE_SCORES)
     refs = run.references()
     chosen = list(run.predictions)
     if "Dice" in cols:

@@ -25,18 +25,13 @@ def _as_list(value: Any) -> list[str]:
 
 
 def case_table(run: Any) -> Section | None:
-    per_case = run.per_case
     preds = run.predictions
     if not preds:
         return None
     refs = run.references()
-    rows_by_id: dict[str, dict[str, Any]] = {}
-    scores: list[str] = []
-    evidence: list[str] = []
-    if per_case is not None and "id" in per_case.columns:
-        scores = [c for c in CASE_SCORES if c in per_case.columns]
-        evidence = [c for c in EVIDENCE if c in per_case.columns]
-        rows_by_id = {r["id"]: r for r in per_case.select(["id", *scores, *evidence]).iter_rows(named=True)}
+    present, rows_by_id = run.per_case_rows([*CASE_SCORES, *EVIDENCE])
+    scores = [c for c in present if c in CASE_SCORES]
+    evidence = [c for c in present if c in EVIDENCE]
     ids = list(preds)[:MAX_ROWS]
     headers = ["id", "reference", "prediction", *scores, *(["CRQS fields"] if evidence else [])]
     rows, export = [], []
