@@ -149,17 +149,14 @@ class Registry:
 
         The offending plugin is marked `error` and unregistered; others keep working.
         """
-        for hook_name in dir(self.pm.hook):
-            if hook_name.startswith("_"):
-                continue
-            caller = getattr(self.pm.hook, hook_name)
+        callers = {name: getattr(self.pm.hook, name) for name in dir(self.pm.hook) if not name.startswith("_")}
+        known = [name for name, caller in callers.items() if caller.spec is not None]  # the hook specs
+        for hook_name, caller in callers.items():
             if caller.spec is not None:
                 continue
             for impl in caller.get_hookimpls():
                 if impl.hookwrapper or impl.optionalhook:
                     continue
-                known = [name for name in dir(hookspecs) if not name.startswith("_") and
-                         callable(getattr(hookspecs, name)) and name not in ("hookspec", "Register")]
                 close = difflib.get_close_matches(hook_name, known, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 rec = self.records.get(impl.plugin_name)
