@@ -213,6 +213,7 @@ class EvidenceItems:
         self._index = {e.case_id: i for i, e in enumerate(self.entries)}
         self._cache: dict[int, dict[str, Any]] = {}
         self._records: dict[int, dict[str, Any]] = {}
+        self._audit: dict[str, dict[str, bool]] | None = None
         self._bytes = 0
 
     @property
@@ -269,22 +270,29 @@ class EvidenceItems:
         return self._records[index]
 
     def audit(self) -> dict[str, dict[str, bool]]:
-        """Per question with planted evidence: whether each audited selector keeps it accessible."""
+        """Per question with planted evidence: whether each audited selector keeps it accessible
+        (worked out once; selections are repeatable, so every checkpoint's predictions share it,
+        and the run's own selector's verdict is its selection's when that was already made)."""
+        if self._audit is not None:
+            return self._audit
         names = [n for n in self.selectors.protocol.audit]
-        if not names:
-            return {}
         protocol = self.selectors.protocol
         out: dict[str, dict[str, bool]] = {}
-        for entry in self.entries:
-            if not entry.evidence:
+        for index, entry in enumerate(self.entries):
+            if not names or not entry.evidence:
                 continue
             pool, _, tile_px0 = load_pool(entry)
             out[entry.case_id] = {}
             for name in names:
+                made = self._records.get(index)
+                if name == protocol.selector and made is not None and "accessible" in made:
+                    out[entry.case_id][name] = bool(made["accessible"])
+                    continue
                 selection = self.selectors.by_name[name].select(pool, budget=protocol.budget,
                                                                 candidates=protocol.candidates)
                 _check_selection(selection, pool, protocol, name)
                 out[entry.case_id][name] = bool(evidence_accessible(entry.evidence, selection, pool, tile_px0))
+        self._audit = out
         return out
 
 
