@@ -10,6 +10,7 @@ whether extraction succeeded and why not, so downstream stages exclude failures 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -244,6 +245,22 @@ def read_feature_meta(path: str | Path) -> dict[str, str]:
     if meta.get("format") != FEATURE_FORMAT:
         raise PathkitError(f"{path} is not a pathkit feature file (format {meta.get('format')!r})")
     return meta
+
+
+@functools.lru_cache(maxsize=100_000)
+def _meta_of_version(path: str, size: int, mtime_ns: int) -> dict[str, str]:
+    return read_feature_meta(path)
+
+
+def read_feature_meta_cached(path: str | Path) -> dict[str, str]:
+    """`read_feature_meta`, read once per version of the file (its path, size and modification
+    time): a run asks each header for its checksum, its weights, its QC. Errors are not kept."""
+    path = Path(path)
+    try:
+        st = path.stat()
+    except OSError:
+        return read_feature_meta(path)  # its error names the file
+    return dict(_meta_of_version(str(path.resolve()), st.st_size, st.st_mtime_ns))
 
 
 def read_features(path: str | Path, *, verify: bool = True) -> FeatureFile:

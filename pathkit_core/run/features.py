@@ -131,10 +131,10 @@ def qc_problem(path: Path, workdir: Path) -> str | None:
     from pathkit_core.run.identity import feature_file_digest
 
     if path.suffix == ".safetensors":
-        from pathkit_core.features.store import read_feature_meta
+        from pathkit_core.features.store import read_feature_meta_cached
 
         try:
-            meta = read_feature_meta(path)
+            meta = read_feature_meta_cached(path)
         except PathkitError as exc:
             return str(exc)
         if meta.get("status") == "ok" and meta.get("qc"):
@@ -244,13 +244,13 @@ QC_NUMBERS = ("mean_variance", "l2_norm_mean", "zero_vector_fraction", "near_dup
 
 def _file_qc(path: Path) -> dict[str, Any]:
     """A feature file's QC as its metadata records it (the header only; a non-pathkit file: none)."""
-    from pathkit_core.features.store import read_feature_meta
+    from pathkit_core.features.store import read_feature_meta_cached
 
     row: dict[str, Any] = {"slide_id": path.stem, "file": str(path)}
     if path.suffix != ".safetensors":
         return row
     try:
-        meta = read_feature_meta(path)
+        meta = read_feature_meta_cached(path)
     except PathkitError as exc:
         return {**row, "status": "failed", "reason": str(exc)}
     try:

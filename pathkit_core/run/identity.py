@@ -103,10 +103,10 @@ def features_identity(inputs: Mapping[str, Any]) -> str:
 def _cached_digest(path: str, size: int, mtime_ns: int) -> str:
     p = Path(path)
     if p.suffix == ".safetensors":
-        from pathkit_core.features.store import read_feature_meta
+        from pathkit_core.features.store import read_feature_meta_cached
 
         try:
-            meta = read_feature_meta(p)
+            meta = read_feature_meta_cached(p)
         except Exception:  # noqa: BLE001 - a foreign or damaged file: hash its bytes instead
             meta = {}
         if meta.get("content_sha256"):
@@ -122,14 +122,14 @@ def feature_file_digest(path: Path) -> str:
 
 def weights_identity(inputs: Mapping[str, Any]) -> list[str]:
     """The sha256 of the encoder weights behind the run's feature files, as they record it."""
-    from pathkit_core.features.store import read_feature_meta
+    from pathkit_core.features.store import read_feature_meta_cached
 
     seen: set[str] = set()
     for value in inputs.values():
         for p in value if isinstance(value, tuple | list) else ():
             if Path(p).suffix == ".safetensors":
                 try:
-                    sha = read_feature_meta(Path(p)).get("weights_sha256")
+                    sha = read_feature_meta_cached(Path(p)).get("weights_sha256")
                 except Exception:  # noqa: BLE001
                     sha = None
                 if sha:
