@@ -479,8 +479,8 @@ def fit(
             accelerator.wait_for_everyone()
             if on_epoch is not None:
                 on_epoch(record)
-            if epoch == 1 and cfg.progress and cfg.max_epochs > 1:
-                accelerator.print(training_estimate(record["seconds"], cfg.max_epochs - 1, cfg.early_stop_patience))
+            if epoch == 1 and cfg.progress and n_periods > 1:  # periods: epochs, or validation periods by steps
+                accelerator.print(training_estimate(record["seconds"], n_periods - 1, cfg.early_stop_patience))
             shown = f" sel {score:.4f}" if validated else ""
             progress.update(task, completed=epoch, description=f"epoch {epoch} loss {record['train_loss']:.3f}{shown}")
     return FitResult(
