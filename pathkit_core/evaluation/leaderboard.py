@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.evaluation.scores import CI_SUFFIXES as _CI_SUFFIXES
 from pathkit_core.workspace import atomic_write_with
+
+CELL_COLUMNS = ("dataset", "encoder", "generator", "run_dir")
+
+
+def score_columns(summary: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """(metric, key, column) of every summary score: the column is the key, or `metric:key` when
+    an earlier metric (or a cell column) already has that name."""
+    taken, out = set(CELL_COLUMNS), []
+    for metric, values in summary.items():
+        for key in values:
+            column = key if key not in taken else f"{metric}:{key}"
+            taken.add(column)
+            out.append((metric, key, column))
+    return out
 
 
 def leaderboard_frame(results: Sequence[tuple[str, str, Any]], dataset: str):
@@ -18,9 +32,8 @@ def leaderboard_frame(results: Sequence[tuple[str, str, Any]], dataset: str):
     for encoder, generator, result in results:
         row: dict[str, Any] = {"dataset": dataset, "encoder": encoder, "generator": generator,
                                "run_dir": str(result.run_dir)}
-        for metric, values in result.summary.items():
-            for key, value in values.items():
-                row[key if key not in row else f"{metric}:{key}"] = float(value)
+        for metric, key, column in score_columns(result.summary):
+            row[column] = float(result.summary[metric][key])
         rows.append(row)
     return pl.DataFrame(rows)
 

@@ -75,17 +75,15 @@ class Leaderboards:
 
     @cached_property
     def metric_of(self) -> dict[str, str]:
-        """Which metric each score column belongs to, read from the cells' metrics.json."""
+        """Which metric each score column belongs to, read from the cells' metrics.json and named
+        as the leaderboard names them (`evaluation.leaderboard.score_columns`)."""
+        from pathkit_core.evaluation.leaderboard import score_columns
+
         out: dict[str, str] = {}
         for run_dir in self.frame["run_dir"].to_list():
             metrics = (read_json(Path(run_dir) / "metrics.json") or {}).get("metrics") or {}
-            counts: dict[str, int] = {}
-            for values in metrics.values():
-                for key in values:
-                    counts[key] = counts.get(key, 0) + 1
-            for metric, values in metrics.items():
-                for key in values:
-                    out.setdefault(key if counts[key] == 1 else f"{metric}:{key}", metric)
+            for metric, _, column in score_columns(metrics):
+                out.setdefault(column, metric)
         return out
 
     @cached_property

@@ -271,3 +271,26 @@ def test_a_report_failure_is_logged_and_the_run_keeps_its_results(tmp_path, monk
     report_stage(ctx, RunSpec(dataset="d", encoder="e", generator="g"), {}, 1.0)
     assert (tmp_path / "provenance.json").exists()
     assert "report.html could not be written (KeyError" in logged[0] and f"pathkit report {tmp_path}" in logged[0]
+
+
+def test_a_score_key_two_metrics_share_keeps_its_metric_and_direction(tmp_path):
+    """The leaderboard names the second metric's copy of a key `metric:key`; the matrix report must
+    name the columns alike, or the shared key loses its metric (and its direction arrow)."""
+    from types import SimpleNamespace
+
+    from pathkit_core.evaluation.leaderboard import write_leaderboard
+    from pathkit_core.report.matrix import Leaderboards
+
+    results = []
+    for k, enc in enumerate(("enc-a", "enc-b")):
+        run_dir = tmp_path / "runs" / enc
+        run_dir.mkdir(parents=True)
+        summary = {"nlg": {"BLEU-4": 0.5 + k / 10, "n_cases": 12.0}, "crqs": {"CRQS": 0.4 + k / 10, "n_cases": 11.0}}
+        (run_dir / "metrics.json").write_text(json.dumps({"metrics": summary}))
+        results.append((enc, "gen", SimpleNamespace(run_dir=run_dir, summary=summary)))
+    board = Leaderboards(write_leaderboard(results, tmp_path, "demo-reports"))
+    scores = [c for c in board.frame.columns if c not in ("dataset", "encoder", "generator", "run_dir")]
+    assert scores == ["BLEU-4", "n_cases", "CRQS", "crqs:n_cases"]
+    assert {c: board.metric_of.get(c) for c in scores} == {"BLEU-4": "nlg", "n_cases": "nlg", "CRQS": "crqs",
+                                                           "crqs:n_cases": "crqs"}
+    assert board.header("CRQS") == "CRQS ↑"
