@@ -93,8 +93,8 @@ class RunSpec:
 
 def load_run_config(path: str | Path) -> dict[str, Any]:
     """A TOML run config: top-level run options and optional [hparams], [train],
-    [dataset_options], [tiling] and [metric_options.METRIC] tables. Components are named, never imported: a config can only
-    choose among the registered plugins (`pathkit list`)."""
+    [dataset_options], [tiling] and [metric_options.METRIC] tables. Components are named, never
+    imported: a config can only choose among the registered plugins (`pathkit list`)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
