@@ -26,8 +26,8 @@ from pathlib import Path
 # Files up to this size are hashed whole (tables, label and split files, masks, patches).
 FULL_HASH_BYTES = 8 * 1024 * 1024
 # A large file: its first and last HEAD_BYTES and BLOCKS blocks of BLOCK_BYTES evenly between.
-HEAD_BYTES = 64 * 1024
-BLOCK_BYTES = 16 * 1024
+HEAD_BYTES = 32 * 1024
+BLOCK_BYTES = 8 * 1024
 BLOCKS = 4
 
 _recorded: ContextVar[set[Path] | None] = ContextVar("pathkit_sources_recorded", default=None)
@@ -54,22 +54,24 @@ def recording() -> Iterator[set[Path]]:
 def file_identity(path: str | Path) -> str:
     """A content identity of a file: "sha256:<hex>" for a small one, "sampled:<size>:<hex>" for a
     large one. Cached per process by path, size, inode and change times."""
-    p = Path(path)
-    st = p.stat()
-    return _identity(str(p.resolve()), st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+    p = os.path.abspath(path)
+    st = os.stat(p)
+    return _identity(p, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @functools.lru_cache(maxsize=200_000)
 def _identity(path: str, size: int, inode: int, mtime_ns: int, ctime_ns: int) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    fd = os.open(path, os.O_RDONLY)
+    try:
         if size <= FULL_HASH_BYTES:
-            while chunk := fh.read(1024 * 1024):
+            while chunk := os.read(fd, 1024 * 1024):
                 digest.update(chunk)
             return f"sha256:{digest.hexdigest()}"
         for offset in sampled_offsets(size):
-            fh.seek(offset)
-            digest.update(fh.read(HEAD_BYTES if offset in (0, size - HEAD_BYTES) else BLOCK_BYTES))
+            digest.update(os.pread(fd, HEAD_BYTES if offset in (0, size - HEAD_BYTES) else BLOCK_BYTES, offset))
+    finally:
+        os.close(fd)
     return f"sampled:{size}:{digest.hexdigest()}"
 
 

@@ -131,7 +131,7 @@ def _image_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     result = encode_images(encoder_cls(), [(c.case_id, c.images[0]) for c in cases],
                            workdir / "image-features" / dataset_name.replace(":", "_"),
                            weights_path=spec.weights, batch_size=spec.extract_batch_size,
-                           workers=spec.extract_workers, device=spec.device)
+                           workers=spec.extract_workers, device=spec.device, code_key=extraction_code(encoder_cls))
     return result.rows, result.failed
 
 
