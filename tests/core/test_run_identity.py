@@ -251,6 +251,13 @@ def _fake_distribution(site, name, *, record=None, editable_folder=None):
     return info
 
 
+def test_the_example_plugin_installed_as_a_user_would_is_keyed_by_its_record():
+    from pathkit_core.run.identity import distribution_identity
+
+    found = distribution_identity("pathkit-example-plugin")
+    assert found["version"] and len(found["record"]) == 32 and "commit" not in found
+
+
 def test_a_regular_install_is_identified_by_its_record(tmp_path, monkeypatch):
     """A reinstalled distribution whose files changed, at the same version, is other code."""
     from pathkit_core.run.identity import distribution_identity
