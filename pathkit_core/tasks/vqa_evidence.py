@@ -164,7 +164,7 @@ def load_pool(entry: QuestionEntry) -> tuple[EvidencePool, list[dict[str, Any]],
     from pathkit_core.features.store import load_feature_file
     from pathkit_core.training.bags import GEOMETRY_KEYS
 
-    feats, coords, slide, geometry, tile_px0 = [], [], [], [], []
+    feats, coords, slide, geometry, tile_px0, spaces = [], [], [], [], [], set()
     for ordinal, path in enumerate(entry.files):
         verify = str(path) not in _VERIFIED  # the checksum is checked once per file and process
         loaded = load_feature_file(path, verify=verify)
@@ -178,11 +178,14 @@ def load_pool(entry: QuestionEntry) -> tuple[EvidencePool, list[dict[str, Any]],
         meta = {k: loaded.meta[k] for k in GEOMETRY_KEYS if loaded.meta.get(k)}
         geometry.append(meta)
         tile_px0.append(float(meta.get("tile_px_level0") or meta.get("tile_px") or 0.0))
+        spaces.add(str(loaded.meta.get("joint_space") or ""))
     widths = {int(f.shape[1]) for f in feats}
     if len(widths) > 1:
         raise PathkitError(f"case {entry.case_id!r}: its feature files have different widths {sorted(widths)}")
     pool = EvidencePool(torch.cat(feats) if len(feats) > 1 else feats[0], torch.cat(coords).numpy(),
-                        torch.cat(slide).numpy(), entry.slide_sets, entry.question, entry.choices, entry.case_id)
+                        torch.cat(slide).numpy(), entry.slide_sets, entry.question, entry.choices, entry.case_id,
+                        # a joint space only when every file records the same one
+                        spaces.pop() or None if len(spaces) == 1 else None)
     return pool, geometry, tile_px0
 
 

@@ -57,6 +57,9 @@ DEGENERATE_VARIANCE = 1e-6  # GOLDMARK: mean per-dimension variance <= 1e-6 mark
 #   is chosen on validation (pathkit's default: the test part never chooses the model);
 # - "paper-70-30": train on the whole 70 % (validation merged into training), no model selection:
 #   the epoch-120 model, the setting comparable with the paper's 70/30 figures. Same test part.
+#   As in the public code (train_task_v2.py passes the test split as validation), the fold's test
+#   part is the validation part: it steps the plateau scheduler at the validation epochs (test
+#   AUROC), and chooses nothing (best = last).
 SPLIT_PROTOCOLS = ("train-val-test", "paper-70-30")
 
 OPTIONS: tuple[DatasetOption, ...] = (
@@ -239,7 +242,7 @@ class GoldmarkDataset(Dataset):
     def train_overrides(self) -> dict[str, Any]:
         """Training options this dataset view fixes (`TrainConfig` fields): none for
         "train-val-test"; no model selection (best = the last epoch) for "paper-70-30", whose
-        validation part is empty."""
+        validation part (the fold's test part) only steps the learning-rate schedule."""
         return {"model_selection": False} if self.split_protocol == "paper-70-30" else {}
 
     def validate(self) -> None:
@@ -354,17 +357,17 @@ class GoldmarkDataset(Dataset):
         protocol = self.split_protocol
         parts = {part: [i for i in fold_parts[part] if i in ok] for part in ("train", "val")}
         if protocol == "paper-70-30":
-            # the same test part; validation patients train too (in cohort order)
+            # the same test part; validation patients train too (in cohort order); the fold's own
+            # test part schedules the learning rate, as the public code's "validation" does
             order = {r.slide_id: n for n, r in enumerate(split_records)}
-            parts = {"train": sorted(parts["train"] + parts["val"], key=order.__getitem__), "val": []}
+            parts = {"train": sorted(parts["train"] + parts["val"], key=order.__getitem__),
+                     "val": [i for i in fold_parts["test"] if i in ok]}
         if test_cohort == train_cohort:
             parts["test"] = [i for i in fold_parts["test"] if i in ok]
         else:
             parts["test"] = [s.slide_id for s in used if s.cohort == test_cohort and s.excluded is None]
         by_id = {s.slide_id: s for s in used}
         for part, ids in parts.items():
-            if part == "val" and protocol == "paper-70-30":
-                continue  # no validation part by design
             labels = {by_id[i].label for i in ids}
             if labels != {0, 1}:
                 lost = Counter(excluded[i].split(":")[0] for i in fold_parts.get(part, []) if i in excluded)

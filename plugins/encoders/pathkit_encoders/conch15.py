@@ -64,27 +64,16 @@ class Conch15Encoder(ViTTileEncoder):
         num_classes=0,
     )
 
-    def _split_overrides(self) -> tuple[dict[str, Any], dict[str, int]]:
-        trunk = {**self.base_architecture()}
-        pooler = dict(self.pooler_defaults)
-        for key, value in self.arch_overrides.items():
-            (pooler if key in pooler else trunk)[key] = value
-        return self.sized_for_input(trunk), pooler
-
-    def architecture(self) -> dict[str, Any]:
-        trunk, pooler = self._split_overrides()
-        return {**trunk, **pooler}
-
     @property
     def feature_dim(self) -> int:
-        return int(self._split_overrides()[1]["pooler_dim"])
+        return int(self.split_architecture()[1]["pooler_dim"])
 
     def build_backbone(self, device: str = "cpu") -> nn.Module:
         import timm
 
         from pathkit_encoders._modules import ConchVisionTower
 
-        trunk_args, pooler = self._split_overrides()
+        trunk_args, pooler = self.split_architecture()
         with build_on(device):
             trunk = timm.create_model(self.timm_name, pretrained=False, **trunk_args)
             return ConchVisionTower(trunk, pooler_dim=pooler["pooler_dim"], pooler_heads=pooler["pooler_heads"])
