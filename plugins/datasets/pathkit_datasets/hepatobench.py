@@ -29,6 +29,7 @@ DEMO_COUNTS = {"TUM": 60, "FIB": 90, "INF": 40, "NEC": 40, "NOR": 60, "REA": 25,
 DEMO_PATIENTS_PER_CLASS = 4
 DEMO_SLIDES_PER_PATIENT = 2
 PATCH_PX = 150
+PATCH_MPP = 0.5  # 20x: HepatoBench's patches are 150 px at 20x, a 75 um field of view
 
 
 class HepatoBenchDataset(PatchFolderDataset):
@@ -41,6 +42,7 @@ class HepatoBenchDataset(PatchFolderDataset):
                                "with Datasets, Benchmarks, and Tools. arXiv:2604.22858")
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"classification": {"classes": list(CLASSES)}}
     expected_px: ClassVar[int | None] = PATCH_PX
+    patch_mpp: ClassVar[float | None] = PATCH_MPP
     demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "knn"}
 
     def class_of(self, source: str) -> str:

@@ -146,7 +146,12 @@ def test_paper_split_protocol_trains_on_seventy_percent_without_selection(cohort
     v, p = validated.splits(), paper.splits()
     assert p["test"] == v["test"]  # one test part for both protocols: their tables compare
     # the public code's "validation" is the test part: it schedules the learning rate, chooses nothing
-    assert p["val"] == p["test"] and sorted(p["train"]) == sorted(v["train"] + v["val"])
+    # (its slides under ids of their own: a case id belongs to one split)
+    assert p["val"] == [f"{i}__test-part" for i in p["test"]] and sorted(p["train"]) == sorted(v["train"] + v["val"])
+    scheduled = {c.case_id: c for c in paper.cases("val")}
+    for case in paper.cases("test"):
+        twin = scheduled[f"{case.case_id}__test-part"]
+        assert (twin.features, twin.target, twin.patient_id) == (case.features, case.target, case.patient_id)
     cohort_order = [r["case_id"] for r in validated.split_manifest().rows if int(r["fold"]) == 1]
     assert p["train"] == [i for i in cohort_order if i in set(p["train"])]
     patients = {s: c.patient_id for s, c in ((c.case_id, c) for part in ("train", "test") for c in paper.cases(part))}

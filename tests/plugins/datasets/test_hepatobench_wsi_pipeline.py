@@ -53,6 +53,11 @@ def test_a_small_cohort_runs_the_whole_chain(cli, tmp_path):
     check_outputs(run_dir, ["LIVER-101"], (1536, 1152))
     prediction = json.loads((run_dir / "predictions.jsonl").read_text().splitlines()[0])["prediction"]
     assert prediction["grid"]["cell_px0"] == 64.0 and prediction["grid"]["span"] == 2  # 50 % overlap
+    # 64 um windows against a head trained on 75 um patches: said once, recorded both ways
+    assert output.count("differ from the 75 um field of view") == 1
+    assert metrics["windows"] == {"window_um": [64.0], "training_field_um": 75.0, "ratio": 0.8533, "mismatch": True,
+                                  "tolerance": 0.1}
+    assert prediction["window_um"] == 64.0 and prediction["training_field_um"] == 75.0
     report = (run_dir / "report.html").read_text()
     assert "Tissue composition" in report and "could not be drawn" not in report
     for figure in ("slide_dice_iou", "masks_LIVER-101", "tissue_composition"):
@@ -65,6 +70,20 @@ def test_a_small_cohort_runs_the_whole_chain(cli, tmp_path):
     # a rerun reuses every stage
     again, _, _ = run(cli, root, tmp_path / "work", "--dataset-option", "window_um=64")
     assert "finished; reusing its results" in again
+
+
+def test_windows_default_to_the_training_patches_field_of_view(cli, tmp_path):
+    root = make_liver_demo(tmp_path / "data", test_seeds=(101,), train_seeds=(1, 2, 3, 4, 5, 6, 7, 8),
+                           size=(1536, 1152), patches_per_class=3)  # 150 px patches at 0.5 um/px
+    output, run_dir, metrics = run(cli, root, tmp_path / "work")
+    assert metrics["windows"]["window_um"] == [75.0] and metrics["windows"]["mismatch"] is False
+    assert "field of view" not in output
+    prediction = json.loads((run_dir / "predictions.jsonl").read_text().splitlines()[0])["prediction"]
+    assert prediction["grid"]["cell_px0"] == 75.0  # 150 level-0 px at 0.5 um/px, 50 % overlap
+    # forcing the encoder's 128 um tiles prints the mismatch and records it
+    forced, _, metrics = run(cli, root, tmp_path / "work2", "--dataset-option", "window_um=128")
+    assert forced.count("windows of 128 um differ from the 75 um field of view") == 1
+    assert metrics["windows"]["ratio"] == pytest.approx(128 / 75, abs=1e-4) and metrics["windows"]["mismatch"]
 
 
 def test_a_generator_that_is_no_patch_head_is_refused(cli, tmp_path):
