@@ -28,6 +28,19 @@ class PublishedScore:
         return bool(self.match) and all(getattr(run, kind, None) == name for kind, name in self.match.items())
 
 
+@dataclass(frozen=True)
+class PublishedReference:
+    """A paper's scores for the runs of `datasets`, shown under `title` with `note`."""
+
+    datasets: tuple[str, ...]
+    title: str
+    note: str
+    scores: tuple[PublishedScore, ...]
+
+    def sections(self, run: Any) -> list[Any]:
+        return reference_sections(run, self.datasets, self.scores, title=self.title, note=self.note)
+
+
 def reference_sections(run: Any, datasets: Sequence[str], scores: Sequence[PublishedScore], *, title: str,
                        note: str) -> list[Any]:
     """A report section: every published score beside this run's value of the same key, the rows

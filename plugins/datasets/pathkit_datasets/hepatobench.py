@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import PathkitError
 from pathkit_core.workspace import atomic_path, atomic_write_text
-from pathkit_datasets._references import PublishedScore, reference_sections
+from pathkit_datasets._references import PublishedReference, PublishedScore
 from pathkit_datasets.patch_folder import PatchFolderDataset
 
 CLASSES = ("TUM", "FIB", "INF", "NEC", "NOR", "REA", "STE")
@@ -144,21 +144,20 @@ def register_datasets(register):
 
 # HepatoBench Figure 2a: frozen encoder + classification head, slide-level split, macro over the
 # seven classes (BACC, F1, AUC); the head and its optimiser are not published (docs/hepatobench.md).
-FIGURE_2A = tuple(
-    PublishedScore("HepatoBench Fig. 2a", model, column, "classification", key, value, {"encoder": encoder},
-                   "frozen encoder + the paper's (unpublished) head; slide-level split")
-    for model, encoder, values in (("UNI", "uni", (0.913, 0.920, 0.996)), ("Prov-GigaPath", "gigapath",
-                                                                            (0.967, 0.969, 0.999)),
-                                   ("Virchow2", "virchow2", (0.968, 0.969, 1.000)))
-    for (column, key), value in zip((("BACC", "balanced_accuracy"), ("F1 (macro)", "macro_F1"), ("AUC", "AUROC")),
-                                    values, strict=True)
-)
+FIGURE_2A = PublishedReference(
+    ("hepatobench",), "HepatoBench Figure 2a",
+    "The paper's patch classification scores (frozen encoder + head, slide-level split). A run is comparable "
+    "with a row when it uses the same encoder on the real release with its slide-level split; the head is "
+    "pathkit's, not the paper's.",
+    tuple(PublishedScore("HepatoBench Fig. 2a", model, column, "classification", key, value, {"encoder": encoder},
+                         "frozen encoder + the paper's (unpublished) head; slide-level split")
+          for model, encoder, values in (("UNI", "uni", (0.913, 0.920, 0.996)),
+                                         ("Prov-GigaPath", "gigapath", (0.967, 0.969, 0.999)),
+                                         ("Virchow2", "virchow2", (0.968, 0.969, 1.000)))
+          for (column, key), value in zip((("BACC", "balanced_accuracy"), ("F1 (macro)", "macro_F1"),
+                                           ("AUC", "AUROC")), values, strict=True)))
 
 
 @hookimpl
 def report_sections(run):
-    # HepatoBench Figure 2a beside the run's scores
-    return reference_sections(run, ("hepatobench",), FIGURE_2A, title="HepatoBench Figure 2a",
-                              note="The paper's patch classification scores (frozen encoder + head, slide-level "
-                                   "split). A run is comparable with a row when it uses the same encoder on the "
-                                   "real release with its slide-level split; the head is pathkit's, not the paper's.")
+    return FIGURE_2A.sections(run)

@@ -13,26 +13,26 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import PretrainedWeights, TileSpec
-from pathkit_encoders._vit import ViTTileEncoder, build_on
+from pathkit_encoders.conch15 import _NOT_VISION, Conch15Encoder
 
 if TYPE_CHECKING:
-    import torch
     from torch import nn
 
 # CONCH v1 normalises with OpenAI CLIP's statistics (`open_clip_custom.constants`, set in `create_model`).
 OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
 OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
-# Parts of the full CoCa checkpoint that are not the contrastive image embedding.
+# Parts of the vision tower that are not the contrastive image embedding (the captioning pooler).
 _NOT_CONTRAST = ("attn_pool_caption.", "ln_caption.", "head.")
 
 
-class ConchEncoder(ViTTileEncoder):
+class ConchEncoder(Conch15Encoder):
     """CONCH v1 (`conch_ViT-B-16.json`): ViT-B/16 trunk at 448 px (timm defaults: width 768, 12
     layers, 12 heads, qkv bias, no layer scale), contrastive attentional pooler (1 query, 512-d,
     8 heads), LayerNorm(512), projection 512 x 512. The checkpoint is the full CoCa model
     (`MahmoodLab/CONCH`, `pytorch_model.bin`); its `visual.` part is loaded, the text tower and
     the captioning pooler are dropped. Preprocessing: resize 448 (bicubic), centre crop 448,
-    OpenAI CLIP mean / std (`image_transform`)."""
+    OpenAI CLIP mean / std (`image_transform`). Loading (prefixes, dropped parts, grid resampling)
+    is CONCH v1.5's (`Conch15Encoder`), with the captioning pooler dropped too."""
 
     name: ClassVar[str] = "conch"
     description: ClassVar[str] = ("CONCH v1 (Mahmood Lab) ViT-B/16 + contrastive pooler and projection, 512-d "
@@ -72,46 +72,13 @@ class ConchEncoder(ViTTileEncoder):
         num_classes=0,
     )
 
-    @property
-    def feature_dim(self) -> int:
-        return int(self.split_architecture()[1]["contrast_dim"])
+    output_key: ClassVar[str] = "contrast_dim"
+    not_embedding: ClassVar[tuple[str, ...]] = (*_NOT_VISION, *_NOT_CONTRAST)
 
-    def build_backbone(self, device: str = "cpu") -> nn.Module:
-        import timm
-
+    def tower(self, trunk: nn.Module, pooler: dict[str, Any]) -> nn.Module:
         from pathkit_encoders._modules import ConchV1VisionTower
 
-        trunk_args, pooler = self.split_architecture()
-        with build_on(device):
-            trunk = timm.create_model(self.timm_name, pretrained=False, **trunk_args)
-            return ConchV1VisionTower(trunk, embed_dim=pooler["contrast_dim"], pooler_heads=pooler["pooler_heads"])
-
-    def wrap(self, backbone: nn.Module) -> nn.Module:
-        return backbone
-
-    def adapt_state_dict(
-        self, state_dict: dict[str, torch.Tensor], backbone: nn.Module
-    ) -> dict[str, torch.Tensor]:
-        """The full CoCa checkpoint (`visual.`, `text.`, `text_decoder.`, `logit_scale`; a
-        DataParallel `module.` prefix removed) or its vision part alone; the captioning pooler
-        dropped; a position grid of another size resampled (bilinear, no antialias) as the public
-        `resize_pos_embed` does."""
-        if state_dict and all(k.startswith("module.") for k in state_dict):
-            state_dict = {k[len("module."):]: v for k, v in state_dict.items()}
-        if any(k.startswith("visual.") for k in state_dict):
-            state_dict = {k[len("visual."):]: v for k, v in state_dict.items() if k.startswith("visual.")}
-        state_dict = {k: v for k, v in state_dict.items() if not k.startswith(_NOT_CONTRAST)}
-        key = "trunk.pos_embed"
-        target = backbone.trunk.pos_embed
-        source = state_dict.get(key)
-        if source is not None and tuple(source.shape) != tuple(target.shape) and source.ndim == 3 \
-                and source.shape[-1] == target.shape[-1]:
-            from timm.layers import resample_abs_pos_embed
-
-            state_dict[key] = resample_abs_pos_embed(
-                source.float(), new_size=list(backbone.trunk.patch_embed.grid_size), num_prefix_tokens=1,
-                interpolation="bilinear", antialias=False, verbose=False).to(source.dtype)
-        return state_dict
+        return ConchV1VisionTower(trunk, embed_dim=pooler["contrast_dim"], pooler_heads=pooler["pooler_heads"])
 
 
 @hookimpl
