@@ -275,7 +275,9 @@ class MultipleChoiceVQATask(Task):
     def metric_context(self, dataset: Dataset, facts: RunFacts) -> dict[str, Any]:
         from pathkit_core.tasks.vqa_evidence import selection_protocol
 
-        return {"selection": selection_protocol(dataset).as_dict()}
+        options = getattr(dataset, "options", None) or {}
+        scoring = {"drop_incomplete_groups": True} if options.get("drop_incomplete_groups") else {}
+        return {"selection": selection_protocol(dataset).as_dict(), **({"options": scoring} if scoring else {})}
 
     def run_summary(self, predictions: Mapping[str, Any], references: Mapping[str, Any]) -> dict[str, Any]:
         from pathkit_core.tasks.vqa_evidence import budget_summary

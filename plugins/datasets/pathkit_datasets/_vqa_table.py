@@ -66,6 +66,9 @@ SELECTION_OPTIONS: tuple[DatasetOption, ...] = (
                "'{\"relevance\": \"learned\"}' (pathkit info SELECTOR)"),
     DatasetOption("audit_selectors", "str", None, "comma-separated selectors whose accessibility of planted evidence "
                   "is measured beside the run's (default: all, when the cases carry evidence)"),
+    # scoring, not selection: the vqa metric's option, passed by the task (MultipleChoiceVQATask.metric_context)
+    DatasetOption("drop_incomplete_groups", "bool", False, "leave ESG quartets missing a scored row out of QExact "
+                  "(counted) instead of stopping"),
 )
 
 

@@ -133,3 +133,15 @@ def test_accuracy_at_each_k_of_a_budget_sweep():
     summary = _metric().compute(preds, refs).summary
     assert summary["Overall@K=16"] == pytest.approx(1 / 4) and summary["Overall@K=64"] == pytest.approx(3 / 4)
     assert summary["CSI@K=64"] == 1.0 and summary["GR@K=16"] == 0.0 and summary["Overall"] == pytest.approx(2 / 4)
+
+
+def test_a_run_passes_drop_incomplete_groups_from_the_dataset_option():
+    from pathkit_datasets.pathoargus import PathoArgus
+
+    from pathkit_core.evaluation.runner import context_for, metric_context
+    from pathkit_core.tasks.vqa import MultipleChoiceVQATask
+
+    task = MultipleChoiceVQATask()
+    assert "options" not in task.metric_context(PathoArgus(None), None)
+    ctx = task.metric_context(PathoArgus(None, drop_incomplete_groups="true"), None)
+    assert context_for(_metric(), metric_context("pathoargus", ctx))["options"]["drop_incomplete_groups"] is True
