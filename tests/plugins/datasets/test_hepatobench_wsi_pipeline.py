@@ -86,7 +86,9 @@ def test_windows_default_to_the_training_patches_field_of_view(cli, tmp_path, ca
     assert metrics["windows"]["window_um"] == [75.0] and metrics["windows"]["mismatch"] is False
     assert not _window_warnings(caplog)
     prediction = json.loads((run_dir / "predictions.jsonl").read_text().splitlines()[0])["prediction"]
-    assert prediction["grid"]["cell_px0"] == 75.0  # 150 level-0 px at 0.5 um/px, 50 % overlap
+    # tiny-vit reads at 1.0 um/px: a 75 px window every 38 px, cells of gcd(75, 38) = 1 px = 2 level-0 px
+    # (an encoder at 0.5 um/px: 150 px windows every 75 px, 75 px cells)
+    assert prediction["window_um"] == 75.0 and prediction["grid"]["cell_px0"] == 2.0
     # forcing the encoder's 128 um tiles prints the mismatch and records it
     run(cli, root, tmp_path / "work2", "--dataset-option", "window_um=128")
     said = _window_warnings(caplog)

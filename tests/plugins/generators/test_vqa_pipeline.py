@@ -71,7 +71,8 @@ def test_selection_under_the_budget_end_to_end(cli, installed_registry, tmp_path
     for pred in predictions:
         evidence = pred["evidence"]
         assert evidence["n_selected"] == 6 and evidence["n_scored"] <= 20
-        assert evidence["per_slide"] == [3, 3]  # the routing reserves both slides
+        # the routing reserves both slides (coverage 3 over two slides), relevance fills the set's other 3
+        assert sum(evidence["per_slide"]) == 6 and min(evidence["per_slide"]) >= 1
         assert len(evidence["tile_index"]) == 6 and set(evidence["accessible_by"]) == {"uniform", "flat-topk",
                                                                                       "pathoargus"}
     vqa = metrics["metrics"]["vqa"]
