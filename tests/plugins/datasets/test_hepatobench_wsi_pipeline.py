@@ -90,7 +90,7 @@ def test_windows_default_to_the_training_patches_field_of_view(cli, tmp_path, ca
     # (an encoder at 0.5 um/px: 150 px windows every 75 px, 75 px cells)
     assert prediction["window_um"] == 75.0 and prediction["grid"]["cell_px0"] == 2.0
     # forcing the encoder's 128 um tiles prints the mismatch and records it
-    run(cli, root, tmp_path / "work2", "--dataset-option", "window_um=128")
+    _, _, metrics = run(cli, root, tmp_path / "work2", "--dataset-option", "window_um=128")
     said = _window_warnings(caplog)
     assert len(said) == 1 and "windows of 128 um differ from the 75 um field of view" in said[0]
     assert metrics["windows"]["ratio"] == pytest.approx(128 / 75, abs=1e-4) and metrics["windows"]["mismatch"]
