@@ -100,6 +100,9 @@ class Encoder(Component):
     precision: ClassVar[str] = "fp32"  # autocast dtype on GPU: "bf16", "fp16" or "fp32"
     weights: ClassVar[PretrainedWeights | None] = None
     is_pathology_model: ClassVar[bool] = True
+    # The joint image-text space the embeddings lie in (e.g. "conch-v1": CONCH v1 after its
+    # contrastive projection), None when they are image-only: text relevance needs one.
+    joint_space: ClassVar[str | None] = None
 
     def load(self, device: str = "cpu", weights_path: str | Path | None = None) -> torch.nn.Module:
         raise NotImplementedError
@@ -117,6 +120,7 @@ class Encoder(Component):
             precision=cls.precision,
             weights=cls.weights.as_dict() if cls.weights else None,
             is_pathology_model=cls.is_pathology_model,
+            joint_space=cls.joint_space,
         )
         return out
 
@@ -700,7 +704,9 @@ class EvidencePool:
     order (numpy or torch arrays, any float dtype); `slide` (N,) is each row's slide ordinal
     (non-decreasing); `slide_sets[j]` is the candidate set (0, 1, ...) of slide j. `question` and
     `choices` are what a reader sees: never the answer. A selector reads feature rows through
-    `rows(indices)`, so it touches only the candidates it scores.
+    `rows(indices)`, so it touches only the candidates it scores. `joint_space` is the image-text
+    space the features lie in, as their files record it (`Encoder.joint_space`; None: image-only
+    or unknown).
     """
 
     features: Any
@@ -710,6 +716,7 @@ class EvidencePool:
     question: str = ""
     choices: tuple[str, ...] = ()
     case_id: str = ""
+    joint_space: str | None = None
 
     @property
     def n(self) -> int:

@@ -1,7 +1,10 @@
 """Whole-image encoding: each patch image encoded as one image, for patch-level tasks.
 
-A patch is resized (no centre crop) to the encoder's input size with its interpolation and
-normalised with its mean/std (HepatoBench: 150 px patches at 20x, encoded whole). Images are
+A patch is resized to the encoder's input size with its interpolation and normalised with its
+mean/std (HepatoBench: 150 px patches at 20x). An encoder whose own transform crops after
+resizing (Prov-GigaPath, EAGLE: resize 256, centre crop 224) gets that transform: the shorter
+side resized, the centre cropped, so the model sees the field of view it was trained on;
+every other encoder resizes to its input size and crops nothing, the patch encoded whole. Images are
 decoded in DataLoader workers; a reference is a file path or `"<archive>.zip::<member>"`, a
 member read in place. Features go to a per-encoder store of shards (safetensors: `features`
 N x D in float16, the case ids and any unreadable images in the metadata, a content checksum),
@@ -103,6 +106,7 @@ class Preprocessing:
     mean: tuple[float, float, float]
     std: tuple[float, float, float]
     interpolation: str
+    resize: int | None = None  # shorter side before a centre crop to `size`; None: resize whole to `size`
 
     @classmethod
     def of(cls, encoder: Encoder) -> Preprocessing:
@@ -113,7 +117,31 @@ class Preprocessing:
         interpolation = str(getattr(encoder, "interpolation", "bicubic") or "bicubic")
         if interpolation not in _INTERPOLATIONS:
             interpolation = "bicubic"
-        return cls(size, mean, std, interpolation)  # type: ignore[arg-type]
+        resize_px, crop_px = getattr(encoder, "resize_px", None), getattr(encoder, "crop_px", None)
+        resize = int(resize_px) if crop_px is not None and resize_px is not None and resize_px != crop_px else None
+        return cls(size, mean, std, interpolation, resize)  # type: ignore[arg-type]
+
+    def key(self) -> dict[str, Any]:
+        """What identifies the preprocessing in a shard key (`resize` only when it crops, so the
+        shards of the encoders that resize whole keep their keys)."""
+        return {k: v for k, v in vars(self).items() if not (k == "resize" and v is None)}
+
+    def apply(self, img: Any) -> Any:
+        """A PIL image at `size` x `size`: resized whole, or (`resize`) the shorter side resized
+        and the centre cropped, as torchvision's Resize(int) + CenterCrop do."""
+        mode = _INTERPOLATIONS[self.interpolation]
+        if self.resize is None:
+            return img if img.size == (self.size, self.size) else img.resize((self.size, self.size), resample=mode)
+        width, height = img.size
+        short = min(width, height)
+        if short != self.resize:  # torchvision: the long side is int(resize * long / short)
+            scaled = (self.resize, int(self.resize * height / width)) if width <= height else \
+                (int(self.resize * width / height), self.resize)
+            img = img.resize(scaled, resample=mode)
+        width, height = img.size
+        top = int(round((height - self.size) / 2.0))
+        left = int(round((width - self.size) / 2.0))
+        return img.crop((left, top, left + self.size, top + self.size))
 
 
 class _Images:
@@ -133,10 +161,7 @@ class _Images:
             img = read_image(self.refs[index])
         except PathkitError as exc:
             return index, None, str(exc)
-        size = (self.prep.size, self.prep.size)
-        if img.size != size:
-            img = img.resize(size, resample=_INTERPOLATIONS[self.prep.interpolation])
-        return index, np.asarray(img, dtype=np.uint8), ""
+        return index, np.asarray(self.prep.apply(img), dtype=np.uint8), ""
 
 
 def _collate(batch: list[tuple[int, Any, str]]) -> list[tuple[int, Any, str]]:
@@ -244,7 +269,7 @@ def encode_images(
     todo: list[tuple[Path, str, list[int]]] = []
     for start in range(0, len(order), SHARD_SIZE):
         chunk = order[start:start + SHARD_SIZE]
-        key = content_hash({"version": IMAGES_VERSION, "weights": weights_id, "arch": arch, "prep": vars(prep),
+        key = content_hash({"version": IMAGES_VERSION, "weights": weights_id, "arch": arch, "prep": prep.key(),
                             **({"code": code_key} if code_key is not None else {}),
                             "images": [[ids[k], image_identity(images[k][1])] for k in chunk]}, length=32)
         path = folder / f"shard-{key[:16]}.safetensors"
@@ -261,7 +286,7 @@ def encode_images(
                 feats, kept, failed = model_state.encode([str(images[k][1]) for k in chunk], prep, batch_size,
                                                          workers, bar)
                 meta = {"format": "pathkit-image-features", "encoder": enc.name, "architecture": arch,
-                        "weights_sha256": weights_id, "shard_key": key, "preprocessing": json.dumps(vars(prep)),
+                        "weights_sha256": weights_id, "shard_key": key, "preprocessing": json.dumps(prep.key()),
                         "ids": json.dumps([ids[chunk[i]] for i in kept]),
                         "failed": json.dumps({ids[chunk[i]]: why for i, why in failed.items()}),
                         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
@@ -303,8 +328,8 @@ class _ModelRunner:
         n_workers = default_workers(self.dev) if workers is None else workers
         loader = DataLoader(_Images(refs, prep), batch_size=batch_size, num_workers=n_workers,
                             collate_fn=_collate)
-        # the whole image, resized without a crop, normalised with the encoder's mean and std:
-        # a float batch, which the runner hands to the model as it is
+        # the image at the input size (`Preprocessing.apply`), normalised with the encoder's mean
+        # and std: a float batch, which the runner hands to the model as it is
         scale = (1.0 / (255.0 * torch.tensor(prep.std))).view(1, 3, 1, 1)
         shift = (torch.tensor(prep.mean) / torch.tensor(prep.std)).view(1, 3, 1, 1)
 

@@ -13,7 +13,7 @@ Nothing here touches the network at import time or when downloads are not allowe
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -221,10 +221,11 @@ def _download(encoder_cls: type[Encoder], looked: list[str]) -> Path:
 # --------------------------------------------------------------------------- reading checkpoints
 
 
-def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+def read_state_dict(path: str | Path, *, wrappers: Sequence[str] = ()) -> dict[str, torch.Tensor]:
     """Tensors of a checkpoint file: safetensors directly, pickles only with weights_only=True.
 
-    Common wrappers ({"state_dict": ...}, {"model": ...}) are unwrapped.
+    Common wrappers ({"state_dict": ...}, {"model": ...}) are unwrapped, after an encoder's own
+    `wrappers` (e.g. EAGLE's {"tile_model": ...}).
     """
     import torch
 
@@ -252,7 +253,7 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
             f"checkpoint {path} cannot be read as a weights-only torch file "
             f"(pickled code is refused): {exc}"
         ) from None
-    for key in ("state_dict", "model", "module"):
+    for key in (*wrappers, "state_dict", "model", "module"):
         if isinstance(obj, Mapping) and key in obj and isinstance(obj[key], Mapping):
             obj = obj[key]
     if not isinstance(obj, Mapping) or not all(isinstance(v, torch.Tensor) for v in obj.values()):

@@ -1,5 +1,7 @@
 """Report sections of the `multiple-choice-vqa` task: accuracy per capability with intervals, QExact,
-evidence accessibility per selector, the evidence budget, every question with its answers.
+accuracy per evidence state of grouped rows (ESG: target in set 1, 2, 3 or absent), accuracy
+against the reader budget K (a K sweep), evidence accessibility per selector, the evidence budget,
+every question with its answers.
 
 Accuracy per capability is recomputed from the per-case table's `correct` and `capability`
 columns (the vqa metric's), with Wilson score intervals (Wilson 1927; exact enough at a few
@@ -84,6 +86,76 @@ def accuracy_section(run: Any) -> Section | None:
     return Section("Accuracy per capability", body, key="capabilities", order=100)
 
 
+def state_rows(run: Any) -> list[dict[str, Any]]:
+    """Accuracy per evidence state, from the per-case table's `condition` (the vqa metric's), with
+    Wilson intervals: one row per (capability, state)."""
+    per_case = run.per_case
+    if per_case is None or not {"correct", "condition"} <= set(per_case.columns):
+        return []
+    caps = per_case["capability"].to_list() if "capability" in per_case.columns else [None] * per_case.height
+    found: dict[tuple[str, str], list[bool]] = {}
+    for flag, cap, state in zip(per_case["correct"].to_list(), caps, per_case["condition"].to_list(), strict=True):
+        if state is not None:
+            found.setdefault((str(cap or ""), str(state)), []).append(bool(flag))
+    rows = []
+    for (cap, state), flags in sorted(found.items()):
+        ci = wilson(sum(flags), len(flags))
+        rows.append({"capability": cap, "state": state, "questions": len(flags), "correct": sum(flags),
+                     "accuracy": sum(flags) / len(flags), "ci_low": ci[0] if ci else None,
+                     "ci_high": ci[1] if ci else None})
+    return rows
+
+
+def state_section(run: Any) -> Section | None:
+    rows = state_rows(run)
+    if not rows:
+        return None
+    labels = [f"{r['capability']} {r['state']} (n={r['questions']})".strip() for r in rows]
+    fig = bar_chart(labels, {"accuracy": [r["accuracy"] for r in rows]}, ylabel="accuracy (share of rows right)",
+                    errors={"accuracy": [(r["ci_low"], r["ci_high"]) for r in rows]}, ylim=(0, 1.05))
+    body = run.figures.figure("vqa_evidence_states", fig, "Accuracy per evidence state (PathoArgus ESG: the "
+                              "target in candidate set 1, 2, 3, or absent) with 95% Wilson intervals", rows)
+    body += table(["capability", "evidence state", "rows", "correct", "accuracy", "95% CI"],
+                  [[r["capability"], r["state"], r["questions"], r["correct"], r["accuracy"],
+                    format_ci(None if r["ci_low"] is None else (r["ci_low"], r["ci_high"]), 3)] for r in rows],
+                  table_id="evidence-states")
+    return Section("Accuracy per evidence state", body, key="evidence-states", order=105)
+
+
+def sweep_rows(run: Any) -> list[dict[str, Any]]:
+    """(capability, K, accuracy) from the summary keys `<capability>@K=<K>` of a K sweep."""
+    metric = _vqa_metric(run)
+    rows = []
+    for key, value in (run.summary.get(metric or "") or {}).items():
+        name, sep, k = key.partition("@K=")
+        if sep and k.isdigit():
+            rows.append({"capability": name, "K": int(k), "accuracy": value})
+    return sorted(rows, key=lambda r: (r["capability"] != "Overall", r["capability"], r["K"]))
+
+
+def sweep_section(run: Any) -> Section | None:
+    rows = sweep_rows(run)
+    if not rows:
+        return None
+    from pathkit_core.report.figures import line_chart
+
+    names = list(dict.fromkeys(r["capability"] for r in rows))
+    series = {n: ([r["K"] for r in rows if r["capability"] == n], [r["accuracy"] for r in rows
+                                                                    if r["capability"] == n]) for n in names}
+    fig = line_chart(series, xlabel="K: features the reader gets per question", ylabel="accuracy")
+    ax = fig.axes[0]
+    ax.set_xscale("log", base=2)
+    ks = sorted({r["K"] for r in rows})
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_ylim(0, 1.05)
+    body = run.figures.figure("vqa_accuracy_vs_k", fig, "Accuracy against the reader budget K: the same trained "
+                              "reader answering every test question with its K selected features, per K", rows)
+    body += table(["", *[f"K = {k}" for k in ks]],
+                  [[n, *(next((r["accuracy"] for r in rows if r["capability"] == n and r["K"] == k), None)
+                         for k in ks)] for n in names], table_id="k-sweep")
+    return Section("Accuracy against the reader budget K", body, key="k-sweep", order=108)
+
+
 def _chance(run: Any) -> float | None:
     sizes = [r.get("reference", {}).get("n_choices") for r in run.test_cases.values()
              if isinstance(r.get("reference"), dict)]
@@ -164,8 +236,9 @@ def questions_section(run: Any) -> Section | None:
 
 
 def vqa_sections(run: Any) -> list[Section]:
-    found = (accuracy_section(run), accessibility_section(run), budget_section(run), questions_section(run))
+    found = (accuracy_section(run), state_section(run), sweep_section(run), accessibility_section(run),
+             budget_section(run), questions_section(run))
     return [s for s in found if s is not None]
 
 
-__all__ = ["accuracy_rows", "vqa_sections", "wilson"]
+__all__ = ["accuracy_rows", "state_rows", "sweep_rows", "vqa_sections", "wilson"]

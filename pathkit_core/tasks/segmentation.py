@@ -8,6 +8,12 @@ default and windows over the slide edges; the head gives class probabilities per
 stream into a per-slide probability map (pathkit_core.wsi.stitch), and the foreground mask is the
 foreground class's argmax (or its probability above a threshold) inside the tissue.
 
+A head trained on patches sees one field of view; windows of another size show it the tissue at
+another scale. A dataset says what its training patches cover (`Case.meta["training_field_um"]`,
+hepatobench-wsi: HepatoBench's 150 px at 0.5 um/px = 75 um, which is also its default window);
+windows differing from it by more than `FIELD_TOLERANCE` are reported in one warning, and both
+sizes are recorded in metrics.json (`windows`).
+
 Outputs per slide, under `<run>/segmentation/` (`segmentation_<checkpoint>/` for other
 checkpoints): `maps/<id>.npz` (probabilities, coverage, tissue, labels, mask on the cell grid),
 `masks/<id>.tif` (the mask on the cell grid, with resolution tags: what `pathkit score` reads),
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,6 +48,8 @@ from pathkit_core.contracts import (
 )
 from pathkit_core.wsi.masks import MASK_SUFFIXES
 
+log = logging.getLogger(__name__)
+
 # Tiling of segmentation slides unless the dataset or run says otherwise: 50 % overlap (the issue;
 # MONAI's default is 25 %), windows over the slide edges, and windows kept wherever a tenth of
 # them is tissue (the mask is cut to the tissue afterwards, so tissue borders get windows).
@@ -50,6 +59,8 @@ STITCH_DEFAULTS: dict[str, Any] = {"blend": "average", "subdivide": 1, "threshol
                                    "cell_tissue_fraction": 0.5, "tissue_weighting": True}
 # Windows read from the feature file and predicted at once (memory: this many feature rows).
 CHUNK_ROWS = 4096
+# Windows whose side differs from the training patches' by more than this share are reported.
+FIELD_TOLERANCE = 0.10
 
 
 def output_folder(predictions_path: Path) -> Path:
@@ -148,6 +159,12 @@ class SegmentationTask(Task):
                 out[spec.case_id] = predict_slide(model, spec.case_id, spec.feature_files, spec.meta, staging,
                                                   accelerator=accelerator, batch_size=max(batch_size, 256), cfg=quiet)
                 bar.advance(1)
+        windows = window_facts(out)
+        if windows.get("mismatch"):
+            log.warning("segmentation: windows of %s um differ from the %.4g um field of view of the patches the head "
+                        "was trained on (x%.2f): the head sees another scale than in training (dataset option "
+                        "window_um, or [tiling] tile_um)", "/".join(f"{w:.4g}" for w in windows["window_um"]),
+                        windows["training_field_um"], windows["ratio"])
         return out
 
     def check_prediction(self, prediction: Any, case: Case, dataset: Dataset) -> str | None:
@@ -205,23 +222,43 @@ class SegmentationTask(Task):
                 "tiling": dict(facts.tiling), "predictions_root": str(facts.run_dir)}
 
     def run_summary(self, predictions: Mapping[str, Any], references: Mapping[str, Any]) -> dict[str, Any]:
-        """Where the outputs are, and the tissue composition of each slide for the report."""
+        """Where the outputs are, the tissue composition of each slide for the report, and the window
+        size against the training patches' (`windows`)."""
+        windows = window_facts(predictions)
         entries = {cid: p for cid, p in predictions.items() if isinstance(p, Mapping) and p.get("composition")}
         if not entries:
-            return {}
+            return {"windows": windows} if windows else {}
         classes = list(next(iter(entries.values()))["class_names"])
         rows = [[cid, f"{p['tissue_mm2']:.3f}", f"{p['foreground_mm2']:.3f}",
                  *(f"{p['composition']['tissue'].get(c, 0.0):.3f}" for c in classes)] for cid, p in entries.items()]
         table = {"title": "Tissue composition per slide (share of the tissue's area)",
                  "columns": ["slide", "tissue mm2", "tumour mask mm2", *classes], "rows": rows}
         outputs = sorted({str(Path(p["quantification"]).parent) for p in entries.values()})
-        return {"segmentation_outputs": outputs, "tables": [table]}
+        return {"segmentation_outputs": outputs, "tables": [table], **({"windows": windows} if windows else {})}
 
     def report_sections(self, run: Any) -> list[Any]:
         """Per-slide Dice/IoU, predicted against reference masks over the thumbnail, tissue composition."""
         from pathkit_core.report.segmentation import segmentation_sections
 
         return segmentation_sections(run)
+
+
+def window_facts(predictions: Mapping[str, Any]) -> dict[str, Any]:
+    """The window sides of the slides' predictions against the training patches' field of view:
+    {"window_um": sorted distinct sides, "training_field_um", "ratio" (the furthest side over the
+    field), "mismatch": off by more than FIELD_TOLERANCE}; {} when no prediction records a window."""
+    records = [p for p in predictions.values() if isinstance(p, Mapping) and p.get("window_um")]
+    if not records:
+        return {}
+    sides = sorted({round(float(p["window_um"]), 3) for p in records})
+    fields = {float(p["training_field_um"]) for p in records if p.get("training_field_um")}
+    out: dict[str, Any] = {"window_um": sides, "training_field_um": None}
+    if len(fields) == 1:
+        field_um = fields.pop()
+        ratio = max((w / field_um for w in sides), key=lambda r: abs(r - 1.0))
+        out.update(training_field_um=field_um, ratio=round(ratio, 4),
+                   mismatch=bool(abs(ratio - 1.0) > FIELD_TOLERANCE), tolerance=FIELD_TOLERANCE)
+    return out
 
 
 # --------------------------------------------------------------------------- one slide
@@ -307,6 +344,7 @@ def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta:
 
     atomic_write_with(staged, write)
     return {"staged": str(staged), "map": None, "slide_id": geo["slide_id"], "n_windows": stitched.n_windows,
+            "window_um": round(geo["window0"] * geo["mpp"], 3), "training_field_um": meta.get("training_field_um"),
             "grid": grid.as_dict(), "blend": settings["blend"], "n_classes": int(probabilities.shape[-1]),
             "slide": {"path": geo["slide_path"], "width0": geo["width0"], "height0": geo["height0"],
                       "mpp": geo["mpp"]}}

@@ -251,10 +251,20 @@ class MultipleChoiceVQATask(Task):
 
     def predict(self, model: Any, items: Sequence[dict[str, Any]], facts: RunFacts, *,
                 batch_size: int, cfg: Any) -> dict[str, Any]:
-        """The reader's answers, each with the evidence record of its question's selection."""
-        from pathkit_core.tasks.vqa_evidence import attach_evidence
+        """The reader's answers, each with the evidence record of its question's selection, and
+        under a K sweep (`budget=64,128,256,512`) its answers at the other K ("sweep": {K: answer})."""
+        from pathkit_core.tasks.vqa_evidence import attach_evidence, sweep_predictions
 
-        return attach_evidence(super().predict(model, items, facts, batch_size=batch_size, cfg=cfg), items)
+        def answers(these: Sequence[dict[str, Any]]) -> dict[str, Any]:
+            return super(MultipleChoiceVQATask, self).predict(model, these, facts, batch_size=batch_size, cfg=cfg)
+
+        out = attach_evidence(answers(items), items)
+        for case_id, by_budget in sweep_predictions(answers, items).items():
+            main = out[case_id]
+            own = str(main["evidence"]["budget"])
+            main["sweep"] = {own: main.get("answer"), **{k: (p.get("answer") if isinstance(p, Mapping) else p)
+                                                         for k, p in by_budget.items()}}
+        return out
 
     def components(self, dataset: Dataset) -> list[tuple[str, str]]:
         from pathkit_core.tasks.vqa_evidence import selection_protocol
@@ -265,7 +275,9 @@ class MultipleChoiceVQATask(Task):
     def metric_context(self, dataset: Dataset, facts: RunFacts) -> dict[str, Any]:
         from pathkit_core.tasks.vqa_evidence import selection_protocol
 
-        return {"selection": selection_protocol(dataset).as_dict()}
+        options = getattr(dataset, "options", None) or {}
+        scoring = {"drop_incomplete_groups": True} if options.get("drop_incomplete_groups") else {}
+        return {"selection": selection_protocol(dataset).as_dict(), **({"options": scoring} if scoring else {})}
 
     def run_summary(self, predictions: Mapping[str, Any], references: Mapping[str, Any]) -> dict[str, Any]:
         from pathkit_core.tasks.vqa_evidence import budget_summary

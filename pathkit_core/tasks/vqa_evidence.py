@@ -12,6 +12,7 @@ evidence); a dataset class may declare its own defaults as `selection_defaults`.
 
 from __future__ import annotations
 
+import copy
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -35,6 +36,9 @@ class SelectionProtocol:
     candidates: int
     selector_options: dict[str, Any] = field(default_factory=dict)
     audit: tuple[str, ...] = ()
+    # K values the test questions are also answered at (`budget=64,128,256,512`: the reader is
+    # trained at the largest, `budget`, and answers each test question once per K)
+    sweep: tuple[int, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,6 +51,9 @@ def selection_protocol(dataset: Dataset) -> SelectionProtocol:
     values.update({k: options[k] for k in PROTOCOL_DEFAULTS if options.get(k) is not None})
     name = dataset.name if dataset is not None else "?"
     budget, candidates = values["budget"], values["candidates"]
+    sweep = budget_sweep(budget, name)
+    if sweep:
+        budget = max(sweep)
     for key, value in (("budget", budget), ("candidates", candidates)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise PathkitError(f"dataset {name!r}: option {key}={value!r} must be a positive number of features")
@@ -60,7 +67,26 @@ def selection_protocol(dataset: Dataset) -> SelectionProtocol:
     if isinstance(audit, str):
         audit = [a.strip() for a in audit.split(",") if a.strip()]
     return SelectionProtocol(str(values["selector"]), budget, candidates, dict(sel_options),
-                             tuple(audit) if audit is not None else ())
+                             tuple(audit) if audit is not None else (), sweep)
+
+
+def budget_sweep(value: Any, dataset: str) -> tuple[int, ...]:
+    """The K values of a budget given as several ("64,128,256,512" or a list), ascending; () for one K."""
+    if isinstance(value, str) and "," in value:
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+    elif isinstance(value, list | tuple):
+        parts = list(value)
+    else:
+        return ()
+    try:
+        ks = sorted({int(p) for p in parts})
+    except (TypeError, ValueError):
+        raise PathkitError(f"dataset {dataset!r}: option budget={value!r}: a K sweep lists positive whole numbers, "
+                           "e.g. budget=64,128,256,512") from None
+    if not ks or ks[0] < 1 or any(isinstance(p, bool) for p in parts):
+        raise PathkitError(f"dataset {dataset!r}: option budget={value!r}: every K must be a positive number of "
+                           "features")
+    return tuple(ks)
 
 
 def _audit_names(protocol: SelectionProtocol, dataset: Dataset, cases: Sequence[Case]) -> tuple[str, ...]:
@@ -164,7 +190,7 @@ def load_pool(entry: QuestionEntry) -> tuple[EvidencePool, list[dict[str, Any]],
     from pathkit_core.features.store import load_feature_file
     from pathkit_core.training.bags import GEOMETRY_KEYS
 
-    feats, coords, slide, geometry, tile_px0 = [], [], [], [], []
+    feats, coords, slide, geometry, tile_px0, spaces = [], [], [], [], [], set()
     for ordinal, path in enumerate(entry.files):
         verify = str(path) not in _VERIFIED  # the checksum is checked once per file and process
         loaded = load_feature_file(path, verify=verify)
@@ -178,11 +204,14 @@ def load_pool(entry: QuestionEntry) -> tuple[EvidencePool, list[dict[str, Any]],
         meta = {k: loaded.meta[k] for k in GEOMETRY_KEYS if loaded.meta.get(k)}
         geometry.append(meta)
         tile_px0.append(float(meta.get("tile_px_level0") or meta.get("tile_px") or 0.0))
+        spaces.add(str(loaded.meta.get("joint_space") or ""))
     widths = {int(f.shape[1]) for f in feats}
     if len(widths) > 1:
         raise PathkitError(f"case {entry.case_id!r}: its feature files have different widths {sorted(widths)}")
     pool = EvidencePool(torch.cat(feats) if len(feats) > 1 else feats[0], torch.cat(coords).numpy(),
-                        torch.cat(slide).numpy(), entry.slide_sets, entry.question, entry.choices, entry.case_id)
+                        torch.cat(slide).numpy(), entry.slide_sets, entry.question, entry.choices, entry.case_id,
+                        # a joint space only when every file records the same one
+                        spaces.pop() or None if len(spaces) == 1 else None)
     return pool, geometry, tile_px0
 
 
@@ -261,6 +290,12 @@ class EvidenceItems:
                 "coords": torch.as_tensor(pool.coords)[rows], "tile_index": torch.as_tensor(record["tile_index"]),
                 "tile_file": slide, "tile_set": sets[slide], "target": entry.target, "meta": entry.meta,
                 "geometry": geometry, "selection": {k: record[k] for k in ("n_available", "per_set", "per_slide")}}
+
+    def at_budget(self, budget: int) -> EvidenceItems:
+        """The same questions and fitted selectors with K = `budget` (a point of the K sweep)."""
+        selectors = copy.copy(self.selectors)
+        selectors.protocol = replace(self.selectors.protocol, budget=budget)
+        return EvidenceItems(self.entries, selectors, targets=self.with_targets)
 
     def record(self, case_id: str) -> dict[str, Any]:
         """The evidence record of a question's selection (selected first if it was not yet)."""
@@ -385,6 +420,21 @@ def attach_evidence(raw: Mapping[str, Any], items: Any) -> dict[str, Any]:
             record["accessible_by"] = audit[case_id]
         pred["evidence"] = record
         out[case_id] = pred
+    return out
+
+
+def sweep_predictions(predict: Any, items: Any) -> dict[str, dict[str, Any]]:
+    """Per test question, its answer at every K of the protocol's sweep other than the run's own:
+    {case id: {K: raw prediction}}; `predict(items)` answers a split's items."""
+    if not isinstance(items, EvidenceItems):
+        return {}
+    protocol = items.selectors.protocol
+    out: dict[str, dict[str, Any]] = {}
+    for budget in protocol.sweep:
+        if budget == protocol.budget:
+            continue
+        for case_id, prediction in predict(items.at_budget(budget)).items():
+            out.setdefault(case_id, {})[str(budget)] = prediction
     return out
 
 

@@ -1,5 +1,5 @@
-"""`pathkit vqa audit` (registered by the pathoargus plugin): a VQA dataset's answer positions per
-split and capability, without tiling or training."""
+"""`pathkit vqa audit` (registered by the pathoargus plugin): a VQA dataset's answer positions and
+how often each answer option is right, per split and capability, without tiling or training."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, PathkitError
 
 
 def audit_dataset(dataset: str, root: Path | None, options: dict, workdir: Path) -> dict:
-    """{"audit": answer positions per split and capability, "excluded": count} of a VQA dataset."""
+    """{"audit": answer positions per split and capability, "options": each answer option's support
+    (how often it is right when offered) per split and capability, "excluded": count}."""
     from pathkit_core.plugins import get_plugin_manager
     from pathkit_core.workspace import FileLock
-    from pathkit_datasets._vqa_table import answer_position_audit
+    from pathkit_datasets._vqa_table import answer_option_audit, answer_position_audit
 
     cls = get_plugin_manager().get("dataset", dataset)
     if cls.task != TASK_MULTIPLE_CHOICE_VQA:
@@ -26,7 +27,8 @@ def audit_dataset(dataset: str, root: Path | None, options: dict, workdir: Path)
     opened = cls(root, **options)
     opened.validate()
     parts = {name: list(opened.cases(name)) for name in opened.splits()}
-    return {"audit": answer_position_audit(parts), "excluded": len(opened.excluded_cases()),
+    return {"audit": answer_position_audit(parts), "options": answer_option_audit(parts),
+            "excluded": len(opened.excluded_cases()),
             "questions": {name: len(cases) for name, cases in parts.items()}}
 
 
@@ -41,8 +43,10 @@ def register(app: typer.Typer) -> None:
         dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="Dataset option KEY=VALUE."),
         workdir: Path = typer.Option(Path("pathkit-work"), "--workdir", "-w", help="Workspace (for a demo)."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        top: int = typer.Option(5, "--top", help="Answer options shown per split and capability (--json: all)."),
     ) -> None:
-        """Answer positions per split and capability (PathoArgus balances them within one question)."""
+        """Answer positions per split and capability (PathoArgus balances them within one question), and
+        how often each answer option is right when offered (its semantic support)."""
         result = audit_dataset(dataset, dataset_root, parse_key_values(dataset_option, "--dataset-option"), workdir)
         if as_json:
             print_json(result)
@@ -54,5 +58,13 @@ def register(app: typer.Typer) -> None:
                 rows.append((part, name, counts["questions"], positions, counts["imbalance"]))
         print_table(f"answer positions of {dataset} ({result['excluded']} question(s) excluded)",
                     ["split", "capability", "questions", "positions", "max - min"], rows)
+        shown = []
+        for part, groups in result["options"].items():
+            for name, options in groups.items():
+                for row in options[:top]:
+                    shown.append((part, name, row["option"], row["offered"], row["correct"], f"{row['support']:.3f}"))
+        print_table(f"answer options of {dataset}: the {top} most often right per split and capability "
+                    "(support = right / offered)", ["split", "capability", "option", "offered", "right", "support"],
+                    shown)
 
     app.add_typer(vqa, name="vqa")

@@ -45,15 +45,30 @@ class JsonOption(DatasetOption):
         return dict(parsed)
 
 
+class BudgetOption(DatasetOption):
+    """K: one number, or several (64,128,256,512) for a K sweep."""
+
+    def parse(self, value: Any, dataset: str) -> Any:
+        from pathkit_core.tasks.vqa_evidence import budget_sweep
+
+        sweep = budget_sweep(value, dataset)
+        return list(sweep) if sweep else super().parse(value, dataset)
+
+
 # The evidence-selection protocol (pathkit_core.tasks.vqa_evidence); None: the dataset's default.
 SELECTION_OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("selector", "str", None, "evidence selector (pathkit list selectors); default pathoargus"),
-    DatasetOption("budget", "int", None, "K: features a reader sees per question (PathoArgus: 512)"),
+    BudgetOption("budget", "int", None, "K: features a reader sees per question (PathoArgus: 512); several "
+                  "(64,128,256,512) sweep K: the reader trains at the largest and answers every test question at "
+                  "each (accuracy vs K in metrics.json and the report)"),
     DatasetOption("candidates", "int", None, "M: candidates a selector may score per question (PathoArgus: 10000)"),
     JsonOption("selector_options", "json", None, "the selector's own options as a JSON object, e.g. "
                "'{\"relevance\": \"learned\"}' (pathkit info SELECTOR)"),
     DatasetOption("audit_selectors", "str", None, "comma-separated selectors whose accessibility of planted evidence "
                   "is measured beside the run's (default: all, when the cases carry evidence)"),
+    # scoring, not selection: the vqa metric's option, passed by the task (MultipleChoiceVQATask.metric_context)
+    DatasetOption("drop_incomplete_groups", "bool", False, "leave ESG quartets missing a scored row out of QExact "
+                  "(counted) instead of stopping"),
 )
 
 
@@ -194,4 +209,31 @@ def answer_position_audit(parts: Mapping[str, Sequence[Case]]) -> dict[str, dict
             row["imbalance"] = max(row.values()) - min(row.values())
             row["questions"] = len(members)
             out[part][name] = row
+    return out
+
+
+def answer_option_audit(parts: Mapping[str, Sequence[Case]]) -> dict[str, dict[str, Any]]:
+    """How often each answer option is the right one, per part and capability (PathoArgus audits
+    "semantic choice support" apart from answer positions: balanced positions leave textual signal
+    when one clinical option is usually right): {part: {"all" | capability: [{"option", "offered",
+    "correct", "support" = correct / offered}, ...]}}, options (white space and case folded) by
+    support, then by how often they are offered."""
+    from pathkit_core.tasks.vqa import normalise_text
+
+    out: dict[str, dict[str, Any]] = {}
+    for part, cases in parts.items():
+        if not cases:
+            continue
+        tallies: dict[str, dict[str, list[int]]] = {}
+        for case in cases:
+            for name in ("all", *([str(case.meta["capability"])] if case.meta.get("capability") else [])):
+                mine = tallies.setdefault(name, {})
+                for j, choice in enumerate(case.meta["choices"]):
+                    tally = mine.setdefault(normalise_text(choice), [0, 0])
+                    tally[0] += 1
+                    tally[1] += int(j == case.target)
+        out[part] = {name: sorted(({"option": text, "offered": n, "correct": k, "support": k / n}
+                                   for text, (n, k) in mine.items()),
+                                  key=lambda r: (-r["support"], -r["offered"], r["option"]))
+                     for name, mine in tallies.items()}
     return out

@@ -57,7 +57,13 @@ DEGENERATE_VARIANCE = 1e-6  # GOLDMARK: mean per-dimension variance <= 1e-6 mark
 #   is chosen on validation (pathkit's default: the test part never chooses the model);
 # - "paper-70-30": train on the whole 70 % (validation merged into training), no model selection:
 #   the epoch-120 model, the setting comparable with the paper's 70/30 figures. Same test part.
+#   As in the public code (train_task_v2.py passes the test split as validation), the fold's test
+#   part is the validation part: it steps the plateau scheduler at the validation epochs (test
+#   AUROC), and chooses nothing (best = last).
 SPLIT_PROTOCOLS = ("train-val-test", "paper-70-30")
+# paper-70-30's validation cases are the test part's slides under ids of their own (a case id
+# belongs to one split): "<slide id>" + SCHEDULE_SUFFIX.
+SCHEDULE_SUFFIX = "__test-part"
 
 OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("task", "str", None, "the GOLDMARK task, e.g. COAD-MSI (or the view: --dataset goldmark:COAD-MSI)"),
@@ -239,7 +245,7 @@ class GoldmarkDataset(Dataset):
     def train_overrides(self) -> dict[str, Any]:
         """Training options this dataset view fixes (`TrainConfig` fields): none for
         "train-val-test"; no model selection (best = the last epoch) for "paper-70-30", whose
-        validation part is empty."""
+        validation part (the fold's test part) only steps the learning-rate schedule."""
         return {"model_selection": False} if self.split_protocol == "paper-70-30" else {}
 
     def validate(self) -> None:
@@ -256,13 +262,13 @@ class GoldmarkDataset(Dataset):
         if split not in state["parts"]:
             raise PathkitError(f"goldmark: no split {split!r} (have {', '.join(state['parts'])})")
         by_id: dict[str, SlideRecord] = state["slides"]
-        for slide_id in state["parts"][split]:
-            s = by_id[slide_id]
+        for case_id in state["parts"][split]:
+            s = by_id[case_id]
             meta = {"cohort": s.cohort, "slide_ids": (s.slide_id,), "task": self.task_key,
                     **({"mpp": s.mpp} if s.mpp is not None and s.feature is None else {}),
                     "tile_manifests": (str(s.tile_manifest) if s.tile_manifest else None,),
                     "thumbnails": (str(s.thumbnail) if s.thumbnail else None,)}
-            yield Case(case_id=s.slide_id, patient_id=s.patient_id,
+            yield Case(case_id=case_id, patient_id=s.patient_id,
                        target=None if s.label is None else CLASS_NAMES[s.label],
                        features=(s.feature,) if s.feature is not None else (),
                        slides=(s.slide_path,) if s.feature is None and s.slide_path is not None else (),
@@ -354,17 +360,18 @@ class GoldmarkDataset(Dataset):
         protocol = self.split_protocol
         parts = {part: [i for i in fold_parts[part] if i in ok] for part in ("train", "val")}
         if protocol == "paper-70-30":
-            # the same test part; validation patients train too (in cohort order)
+            # the same test part; validation patients train too (in cohort order); the fold's own
+            # test part schedules the learning rate, as the public code's "validation" does
             order = {r.slide_id: n for n, r in enumerate(split_records)}
-            parts = {"train": sorted(parts["train"] + parts["val"], key=order.__getitem__), "val": []}
+            parts = {"train": sorted(parts["train"] + parts["val"], key=order.__getitem__),
+                     "val": [i + SCHEDULE_SUFFIX for i in fold_parts["test"] if i in ok]}
         if test_cohort == train_cohort:
             parts["test"] = [i for i in fold_parts["test"] if i in ok]
         else:
             parts["test"] = [s.slide_id for s in used if s.cohort == test_cohort and s.excluded is None]
         by_id = {s.slide_id: s for s in used}
+        by_id.update({i: by_id[i.removesuffix(SCHEDULE_SUFFIX)] for i in parts["val"] if i.endswith(SCHEDULE_SUFFIX)})
         for part, ids in parts.items():
-            if part == "val" and protocol == "paper-70-30":
-                continue  # no validation part by design
             labels = {by_id[i].label for i in ids}
             if labels != {0, 1}:
                 lost = Counter(excluded[i].split(":")[0] for i in fold_parts.get(part, []) if i in excluded)

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import PathkitError
 from pathkit_core.workspace import atomic_path, atomic_write_text
+from pathkit_datasets._references import PublishedReference, PublishedScore
 from pathkit_datasets.patch_folder import PatchFolderDataset
 
 CLASSES = ("TUM", "FIB", "INF", "NEC", "NOR", "REA", "STE")
@@ -29,6 +30,7 @@ DEMO_COUNTS = {"TUM": 60, "FIB": 90, "INF": 40, "NEC": 40, "NOR": 60, "REA": 25,
 DEMO_PATIENTS_PER_CLASS = 4
 DEMO_SLIDES_PER_PATIENT = 2
 PATCH_PX = 150
+PATCH_MPP = 0.5  # 20x: HepatoBench's patches are 150 px at 20x, a 75 um field of view
 
 
 class HepatoBenchDataset(PatchFolderDataset):
@@ -41,6 +43,7 @@ class HepatoBenchDataset(PatchFolderDataset):
                                "with Datasets, Benchmarks, and Tools. arXiv:2604.22858")
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"classification": {"classes": list(CLASSES)}}
     expected_px: ClassVar[int | None] = PATCH_PX
+    patch_mpp: ClassVar[float | None] = PATCH_MPP
     demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "knn"}
 
     def class_of(self, source: str) -> str:
@@ -137,3 +140,24 @@ def demo_texture(class_index: int, rng: Any, px: int = PATCH_PX) -> Any:
 @hookimpl
 def register_datasets(register):
     register(HepatoBenchDataset)
+
+
+# HepatoBench Figure 2a: frozen encoder + classification head, slide-level split, macro over the
+# seven classes (BACC, F1, AUC); the head and its optimiser are not published (docs/hepatobench.md).
+FIGURE_2A = PublishedReference(
+    ("hepatobench",), "HepatoBench Figure 2a",
+    "The paper's patch classification scores (frozen encoder + head, slide-level split). A run is comparable "
+    "with a row when it uses the same encoder on the real release with its slide-level split; the head is "
+    "pathkit's, not the paper's.",
+    tuple(PublishedScore("HepatoBench Fig. 2a", model, column, "classification", key, value, {"encoder": encoder},
+                         "frozen encoder + the paper's (unpublished) head; slide-level split")
+          for model, encoder, values in (("UNI", "uni", (0.913, 0.920, 0.996)),
+                                         ("Prov-GigaPath", "gigapath", (0.967, 0.969, 0.999)),
+                                         ("Virchow2", "virchow2", (0.968, 0.969, 1.000)))
+          for (column, key), value in zip((("BACC", "balanced_accuracy"), ("F1 (macro)", "macro_F1"),
+                                           ("AUC", "AUROC")), values, strict=True)))
+
+
+@hookimpl
+def report_sections(run):
+    return FIGURE_2A.sections(run)

@@ -56,8 +56,9 @@ OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("patch_options", "str", None, "options for the patch set, as JSON (e.g. {\"split_seed\": 1})"),
     DatasetOption("foreground", "str", "TUM", "the class the mask marks"),
     DatasetOption("overlap", "float", 0.5, "window overlap (0 = non-overlapping; the issue's default 50 %)"),
-    DatasetOption("window_um", "float", None, "window side in micrometres (default: the encoder's tile spec; "
-                  "HepatoBench's patches are 75 um: 150 px at 20x)"),
+    DatasetOption("window_um", "float", None, "window side in micrometres (default: the training patches' field "
+                  "of view, HepatoBench's 150 px at 0.5 um/px = 75 um; the encoder's tile spec when the patch set "
+                  "declares none)"),
     DatasetOption("blend", "average|gaussian", "average", "how overlapping windows are combined"),
     DatasetOption("subdivide", "int", 1, "map cells per stride (finer maps; gaussian blending then differs)"),
     DatasetOption("threshold", "float", None, "foreground probability above which a cell is foreground (default: "
@@ -91,12 +92,24 @@ class HepatoBenchWSI(CohortDataset):
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         super().__init__(root, **options)
-        tiling: dict[str, Any] = {"overlap": float(self.options["overlap"])}
-        if self.options.get("window_um"):
-            tiling["tile_um"] = float(self.options["window_um"])
-        self.tiling_options = tiling
         self._patch_set: Any = None
         self._facts: dict[str, Any] = {}
+
+    @property
+    def tiling_options(self) -> dict[str, Any]:  # type: ignore[override]
+        """The windows: the overlap, and their side (`window_um`, else the field of view of the
+        patches the head learns on, so that a window shows the head the scale it was trained at)."""
+        tiling: dict[str, Any] = {"overlap": float(self.options["overlap"])}
+        window = self.options.get("window_um") or (self.training_field_um() if self.root else None)
+        if window:
+            tiling["tile_um"] = float(window)
+        return tiling
+
+    def training_field_um(self) -> float | None:
+        """The side in micrometres of the patches that train the window classifier, as their
+        dataset declares it (HepatoBench: 150 px at 0.5 um/px = 75 um); None when undeclared."""
+        field_of_view = getattr(self.patch_set(), "field_of_view_um", None)
+        return field_of_view() if callable(field_of_view) else None
 
     # ------------------------------------------------------------------ the patch set
 
@@ -185,6 +198,7 @@ class HepatoBenchWSI(CohortDataset):
             rows = [r for r in rows if r not in used]
         stitch = {"blend": self.options["blend"], "subdivide": int(self.options["subdivide"]),
                   "threshold": self.options.get("threshold")}
+        field_um = self.training_field_um()
         cases: dict[str, Case] = {}
         for r in rows:
             if r["case_id"] in patch_cases:
@@ -198,6 +212,8 @@ class HepatoBenchWSI(CohortDataset):
             if self.options.get("mask_classes"):
                 target["mask_classes"] = [c.strip() for c in str(self.options["mask_classes"]).split(",")]
             meta: dict[str, Any] = {"stitch": stitch}
+            if field_um:
+                meta["training_field_um"] = field_um
             if r.get("mpp") is not None:
                 meta["mpp"] = float(r["mpp"])
             cases[r["case_id"]] = Case(r["case_id"], r["patient_id"], target=target, slides=(Path(r["slide"]),),
@@ -207,7 +223,8 @@ class HepatoBenchWSI(CohortDataset):
                   "test": [r["case_id"] for r in rows]}
         formats = Counter(Path(r["mask"]).suffix.lower() for r in rows)
         self._facts = {"n_slides": len(rows), "mask_formats": dict(formats), "training_slides": sorted(patch_slides),
-                       "n_patch_slides": len(patch_slides), "refused_slides": [r["case_id"] for r in used]}
+                       "n_patch_slides": len(patch_slides), "refused_slides": [r["case_id"] for r in used],
+                       "training_field_um": field_um, "window_um": self.tiling_options.get("tile_um")}
         patch_facts = patches.split_facts()
         self._split_facts = {
             "source": patch_facts.get("source", "drawn"),
@@ -249,7 +266,7 @@ DEMO_TEST_SEEDS = (101, 102, 103)
 DEMO_TRAIN_SEEDS = (1, 2, 3, 4, 5, 6, 7, 8)
 DEMO_PATCHES_PER_CLASS = 8  # per training slide
 DEMO_PATCH_PX = 150
-DEMO_PATCH_UM = 128.0  # the demo encoder's (tiny-vit) field of view: windows and patches see the same
+DEMO_PATCH_UM = 75.0  # HepatoBench's patches: 150 px at 0.5 um/px (the demo slides' own resolution)
 DEMO_MASK_DOWNSAMPLE = 16
 
 

@@ -94,6 +94,15 @@ class PatchFolderDataset(CohortDataset):
                              "<root>/patches.csv with columns patch, slide_id[, patient_id][, split]")
     # Patch side the data is meant to have; others are accepted (the encoder resizes) and counted.
     expected_px: ClassVar[int | None] = None
+    # Micrometres per pixel of the patches as declared by the release (None: not declared); with
+    # `expected_px` it gives the field of view a head trained on them sees (`field_of_view_um`).
+    patch_mpp: ClassVar[float | None] = None
+
+    def field_of_view_um(self) -> float | None:
+        """The side of a training patch in micrometres, from the declared size and resolution."""
+        if self.expected_px and self.patch_mpp:
+            return float(self.expected_px) * float(self.patch_mpp)
+        return None
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         super().__init__(root, **options)

@@ -35,10 +35,12 @@ from pathkit_datasets._cohort import (
     require_columns,
     resolve_file,
 )
+from pathkit_datasets._references import PublishedReference, PublishedScore
 from pathkit_datasets._vqa_table import (
     SELECTION_OPTIONS,
     JsonOption,
     QuestionRow,
+    answer_option_audit,
     answer_position_audit,
     candidate_sets,
     check_groups,
@@ -163,6 +165,7 @@ class PathoArgus(CohortDataset):
         parts, facts = choose_split(self.name, grouped, self.options, root=root, table=table.path)
         check_slides_disjoint(parts, cases, table.path)
         facts["answer_positions"] = answer_position_audit({p: [cases[c] for c in ids] for p, ids in parts.items()})
+        facts["answer_options"] = answer_option_audit({p: [cases[c] for c in ids] for p, ids in parts.items()})
         self._split_facts = facts
         return cases, parts, {}
 
@@ -181,3 +184,27 @@ def register_commands(app):
     from pathkit_datasets._vqa_cli import register
 
     register(app)
+
+
+# PathoArgus section 5 (Table 5 values quoted in the text): the bench split's accuracies of named
+# systems; the paper's own PathoArgus row (CONCH features, Qwen2.5-7B reader, K = 512) is in its
+# Table 5, which the seed text does not quote, so it is not here.
+TABLE_5 = PublishedReference(
+    ("pathoargus",), "PathoArgus published accuracies",
+    "Bench-split accuracies the paper reports (section 5, from Table 5; 4,281 questions, QExact over 483 "
+    "quartets). The synthetic miniature is not PathoArgus-Bench: compare only runs on the release.",
+    tuple(PublishedScore("PathoArgus Sec. 5 / Table 5", model, column, "vqa", column, value, match, note)
+          for model, match, note, values in (
+              ("Qwen2.5-7B text-only control", {"generator": "text-only"}, "no visual input (section 3)",
+               (("Overall", 0.2439), ("FGR", 0.3087), ("QExact", 0.0))),
+              ("GPT-5.6", {}, "1024 px overview + 16 views at 5x and 20x",
+               (("GR", 0.8520), ("ESG", 0.5704), ("FGR", 0.2416))),
+              ("WSI-LLaVA", {}, "its native WSI features", (("GR", 0.5174),)),
+              ("MedVLM-R1-2B", {}, "", (("RR", 0.4268),)),
+              ("PathAgent (adapted)", {}, "question-conditioned traversal", (("CSI", 0.3469),)))
+          for column, value in values))
+
+
+@hookimpl
+def report_sections(run):
+    return TABLE_5.sections(run)

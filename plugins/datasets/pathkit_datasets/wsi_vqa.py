@@ -26,7 +26,12 @@ from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, Case, DatasetOption
 from pathkit_core.tasks.vqa import normalise_text
 from pathkit_datasets._cohort import CohortDataset
 from pathkit_datasets._reports import FEATURE_SUFFIXES, SLIDE_SUFFIXES
-from pathkit_datasets._vqa_table import SELECTION_OPTIONS, answer_position_audit, question_case
+from pathkit_datasets._vqa_table import (
+    SELECTION_OPTIONS,
+    answer_option_audit,
+    answer_position_audit,
+    question_case,
+)
 from pathkit_datasets.tcga_pathtext import files_by_patient
 
 QUESTION_FILE = "WsiVQA_test.json"
@@ -113,7 +118,8 @@ class WsiVQA(CohortDataset):
         self._split_facts = {"source": "published", "description": f"the WSI-VQA test file {path.name}",
                              "file": str(path), "counts": {"test": len(cases)},
                              "open_questions_excluded": len(excluded),
-                             "answer_positions": answer_position_audit({"test": list(cases.values())})}
+                             "answer_positions": answer_position_audit({"test": list(cases.values())}),
+                             "answer_options": answer_option_audit({"test": list(cases.values())})}
         return cases, parts, excluded
 
     def validate(self) -> None:

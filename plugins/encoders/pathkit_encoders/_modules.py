@@ -132,3 +132,78 @@ class ConchVisionTower(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         pooled = self.attn_pool_contrast(self.tokens(x))[:, 0]
         return self.ln_contrast(pooled)
+
+
+class ConchV1VisionTower(nn.Module):
+    """CONCH v1 vision encoder into the image-text space: ViT-B/16 trunk (448 px grid), the
+    contrastive attentional pooler (1 query, d_model 512, context 768, 8 heads, a
+    `nn.MultiheadAttention` with separate key/value widths, as the public CoCa code builds it),
+    LayerNorm(512), then the 512 x 512 contrastive projection (`proj_contrast`).
+
+    Parameter names follow the `visual.` part of the public checkpoint, so it loads as is (the
+    captioning pooler, unused for embeddings, is dropped by the encoder).
+    """
+
+    def __init__(self, trunk: nn.Module, embed_dim: int = 512, pooler_heads: int = 8) -> None:
+        super().__init__()
+        self.trunk = trunk
+        context_dim = int(trunk.embed_dim)
+        self.attn_pool_contrast = ContrastPooler(embed_dim, context_dim, n_head=pooler_heads)
+        self.ln_contrast = nn.LayerNorm(embed_dim)
+        self.proj_contrast = nn.Parameter(context_dim ** -0.5 * torch.randn(embed_dim, embed_dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = self.ln_contrast(self.attn_pool_contrast(self.trunk.forward_features(x))[:, 0])
+        return pooled @ self.proj_contrast
+
+
+class ContrastPooler(nn.Module):
+    """Learned queries attending over LayerNorm-ed context tokens (the public CONCH v1
+    `AttentionalPooler`: parameters `query`, `attn.*` of a `nn.MultiheadAttention` with separate
+    key/value widths, `ln_q`, `ln_k`). The attention is written out (the same arithmetic,
+    checked against `nn.MultiheadAttention`) so that its numbers do not depend on which of
+    torch's attention paths a module's gradient flags select."""
+
+    def __init__(self, d_model: int, context_dim: int, n_head: int = 8, n_queries: int = 1) -> None:
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(n_queries, d_model))
+        self.attn = _CrossAttention(d_model, context_dim, n_head)
+        self.ln_q = nn.LayerNorm(d_model)
+        self.ln_k = nn.LayerNorm(context_dim)
+
+    def forward(self, context: torch.Tensor) -> torch.Tensor:
+        keys = self.ln_k(context)
+        queries = self.ln_q(self.query).unsqueeze(0).expand(context.shape[0], -1, -1)
+        return self.attn(queries, keys)
+
+
+class _CrossAttention(nn.Module):
+    """`nn.MultiheadAttention(d_model, n_head, kdim=context_dim, vdim=context_dim)`'s parameters
+    (q/k/v projection weights, one packed input bias, `out_proj`) and its forward pass."""
+
+    def __init__(self, d_model: int, context_dim: int, n_head: int) -> None:
+        super().__init__()
+        if d_model % n_head:
+            raise ValueError(f"d_model {d_model} is not divisible by {n_head} heads")
+        self.num_heads = n_head
+        self.q_proj_weight = nn.Parameter(torch.empty(d_model, d_model))
+        self.k_proj_weight = nn.Parameter(torch.empty(d_model, context_dim))
+        self.v_proj_weight = nn.Parameter(torch.empty(d_model, context_dim))
+        self.in_proj_bias = nn.Parameter(torch.zeros(3 * d_model))
+        self.out_proj = nn.Linear(d_model, d_model)
+        for weight in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+            nn.init.xavier_uniform_(weight)
+
+    def forward(self, queries: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        batch, n_q, d_model = queries.shape
+        head_dim = d_model // self.num_heads
+        b_q, b_k, b_v = self.in_proj_bias.chunk(3)
+        q = F.linear(queries, self.q_proj_weight, b_q)
+        k = F.linear(context, self.k_proj_weight, b_k)
+        v = F.linear(context, self.v_proj_weight, b_v)
+
+        def heads(t: torch.Tensor) -> torch.Tensor:
+            return t.reshape(batch, t.shape[1], self.num_heads, head_dim).transpose(1, 2)
+
+        out = F.scaled_dot_product_attention(heads(q), heads(k), heads(v))  # scale 1/sqrt(head_dim)
+        return self.out_proj(out.transpose(1, 2).reshape(batch, n_q, d_model))

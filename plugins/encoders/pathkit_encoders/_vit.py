@@ -65,6 +65,7 @@ class ViTTileEncoder(Encoder):
     crop_px: ClassVar[int | None] = None  # centre crop after resizing, if any
     interpolation: ClassVar[str] = "bilinear"
     random_init_seed: ClassVar[int] = 0  # used only when an encoder ships no checkpoint
+    checkpoint_wrappers: ClassVar[tuple[str, ...]] = ()  # payload keys holding the state dict (EAGLE)
     # `transform` is plain torch on the batch's device: on a GPU the extraction runner sends
     # uint8 tiles there and resamples and normalises them on the device.
     transform_on_device: ClassVar[bool] = True
@@ -85,8 +86,21 @@ class ViTTileEncoder(Encoder):
         """`arch_kwargs` with "@module.Name" references resolved to the objects."""
         return {k: resolve_reference(v) for k, v in cls.arch_kwargs.items()}
 
+    # Keyword arguments of a module built around the timm trunk (CONCH's poolers), overridable
+    # like the trunk's; `architecture()` holds both.
+    pooler_defaults: ClassVar[dict[str, int]] = {}
+
+    def split_architecture(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(timm trunk keyword arguments, pooler keyword arguments), overrides applied."""
+        trunk = {**self.base_architecture()}
+        pooler: dict[str, Any] = dict(self.pooler_defaults)
+        for key, value in self.arch_overrides.items():
+            (pooler if key in pooler else trunk)[key] = value
+        return self.sized_for_input(trunk), pooler
+
     def architecture(self) -> dict[str, Any]:
-        return self.sized_for_input({**self.base_architecture(), **self.arch_overrides})
+        trunk, pooler = self.split_architecture()
+        return {**trunk, **pooler}
 
     def sized_for_input(self, arch: dict[str, Any]) -> dict[str, Any]:
         """`arch` with timm's `dynamic_img_size` on only where the model input is not the size
@@ -177,7 +191,7 @@ class ViTTileEncoder(Encoder):
             path = W.resolve_weights(type(self), weights_path, allow_download=allow_download)
             expected = self.weights.sha256 if (self.weights and not self.arch_overrides) else None
             sha = W.verify_sha256(path, expected, self.name)
-            state = W.read_state_dict(path)
+            state = W.read_state_dict(path, wrappers=self.checkpoint_wrappers)
             backbone = self.build_backbone("meta")
             state = self.adapt_state_dict(state, backbone)
             W.load_state_dict_checked(backbone, state, source=path, architecture=self.architecture_label())

@@ -64,30 +64,26 @@ class Conch15Encoder(ViTTileEncoder):
         num_classes=0,
     )
 
-    def _split_overrides(self) -> tuple[dict[str, Any], dict[str, int]]:
-        trunk = {**self.base_architecture()}
-        pooler = dict(self.pooler_defaults)
-        for key, value in self.arch_overrides.items():
-            (pooler if key in pooler else trunk)[key] = value
-        return self.sized_for_input(trunk), pooler
-
-    def architecture(self) -> dict[str, Any]:
-        trunk, pooler = self._split_overrides()
-        return {**trunk, **pooler}
+    # which pooler argument is the embedding width, and the checkpoint parts that are not the
+    # contrastive image embedding (shared with CONCH v1, a subclass)
+    output_key: ClassVar[str] = "pooler_dim"
+    not_embedding: ClassVar[tuple[str, ...]] = _NOT_VISION
 
     @property
     def feature_dim(self) -> int:
-        return int(self._split_overrides()[1]["pooler_dim"])
+        return int(self.split_architecture()[1][self.output_key])
+
+    def tower(self, trunk: nn.Module, pooler: dict[str, Any]) -> nn.Module:
+        from pathkit_encoders._modules import ConchVisionTower
+
+        return ConchVisionTower(trunk, pooler_dim=pooler["pooler_dim"], pooler_heads=pooler["pooler_heads"])
 
     def build_backbone(self, device: str = "cpu") -> nn.Module:
         import timm
 
-        from pathkit_encoders._modules import ConchVisionTower
-
-        trunk_args, pooler = self._split_overrides()
+        trunk_args, pooler = self.split_architecture()
         with build_on(device):
-            trunk = timm.create_model(self.timm_name, pretrained=False, **trunk_args)
-            return ConchVisionTower(trunk, pooler_dim=pooler["pooler_dim"], pooler_heads=pooler["pooler_heads"])
+            return self.tower(timm.create_model(self.timm_name, pretrained=False, **trunk_args), pooler)
 
     def wrap(self, backbone: nn.Module) -> nn.Module:
         return backbone
@@ -95,10 +91,14 @@ class Conch15Encoder(ViTTileEncoder):
     def adapt_state_dict(
         self, state_dict: dict[str, torch.Tensor], backbone: nn.Module
     ) -> dict[str, torch.Tensor]:
-        """Accept the vision-only file and the full CoCa checkpoint (`visual.` prefix)."""
+        """Accept the vision-only file and the full CoCa checkpoint (`visual.` prefix; a
+        DataParallel `module.` prefix removed); a position grid of another size is resampled
+        (bilinear, no antialias) as the public loaders do."""
+        if state_dict and all(k.startswith("module.") for k in state_dict):
+            state_dict = {k[len("module."):]: v for k, v in state_dict.items()}
         if any(k.startswith("visual.") for k in state_dict):
             state_dict = {k[len("visual."):]: v for k, v in state_dict.items() if k.startswith("visual.")}
-        state_dict = {k: v for k, v in state_dict.items() if not k.startswith(_NOT_VISION)}
+        state_dict = {k: v for k, v in state_dict.items() if not k.startswith(self.not_embedding)}
         key = "trunk.pos_embed"
         target = backbone.trunk.pos_embed
         if key in state_dict and tuple(state_dict[key].shape) != tuple(target.shape):

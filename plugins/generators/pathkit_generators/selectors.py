@@ -10,10 +10,16 @@ follows and what the paper leaves open).
 - `pathoargus`: routing candidate set -> slide -> spatial region -> patch. The candidate pool
   keeps every set and slide represented (M split evenly over sets, then over their slides,
   then over occupied regions of each slide, unused shares reassigned); the budget K is split
-  the same way over sets and slides; within a slide a coverage branch takes the most relevant
-  candidate of each occupied region (best regions first, `coverage_fraction` of the slide's
-  budget) and a relevance branch fills the rest with the highest-scoring unselected
-  candidates; the branches are merged, de-duplicated and put back in slide order.
+  over the sets the same way. Within a set (`budget_routing="set"`, the paper's section 4:
+  "a coverage branch spreads selections across slides and occupied spatial regions ... a
+  relevance branch then uses the remaining capacity"), the coverage branch's share
+  (`coverage_fraction` of the set's budget, rounded down) is split evenly over the set's slides
+  (a remainder to the slides with the most relevant candidate first) and takes the
+  most relevant candidate of each occupied region of a slide (best regions first); the
+  relevance branch fills the set's remaining capacity with its highest-scoring unselected
+  candidates, whichever slide holds them. `budget_routing="slide"` splits the set's budget over
+  its slides first and runs both branches inside each slide (the earlier, stricter reading).
+  The branches are merged, de-duplicated and put back in slide order.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from pathkit_generators._selection import RELEVANCE_CHOICES, RELEVANCE_OPTIONS
 
 CANDIDATE_CHOICES = ("linspace", "stratified")
 SET_SPLITS = ("equal", "proportional")
+BUDGET_ROUTINGS = ("set", "slide")
 
 
 class UniformSelector(Selector):
@@ -59,13 +66,16 @@ class RelevanceSelector(Selector):
         self._relevance: Any = None
 
     def fit(self, pools, answers, *, cache_dir=None, seed: int = 0, data_key: str | None = None) -> None:
-        from pathkit_generators._selection.relevance import fit_learned, text_tower
+        from pathkit_generators._selection.relevance import fit_learned, in_text_space, text_tower
 
         if self.options["relevance"] == "auto":
-            tower = text_tower(self.options, required=False)
-            if tower is not None and (len(pools) == 0 or pools[0].rows([0]).shape[1] == tower.embedder.dim):
-                self._relevance = tower
-                return
+            # the text tower only for features recorded in its image-text space (never by width alone)
+            first = pools[0] if len(pools) else None
+            if first is not None and in_text_space(first):
+                tower = text_tower(self.options, required=False)
+                if tower is not None:
+                    self._relevance = tower
+                    return
         self._relevance = fit_learned(pools, answers, self.options, cache_dir=cache_dir, seed=seed,
                                       data_key=data_key)
 
@@ -114,6 +124,9 @@ class PathoArgusSelector(RelevanceSelector):
         **RELEVANCE_OPTIONS,
         "candidate_choice": "stratified",  # "stratified": per set, slide and region; "linspace": even per slide
         "set_split": "equal",  # how K and M are split over candidate sets: "equal" or "proportional"
+        # "set": coverage per slide, then relevance over the whole set's remaining capacity (paper);
+        # "slide": each slide's even share of the set's budget filled inside that slide
+        "budget_routing": "set",
         "coverage_fraction": 0.5,  # share of a slide's budget for the coverage branch
         "region_grid": "auto",  # side of a slide's region grid: "auto" (one cell per coverage pick) or an int
     }
@@ -124,6 +137,9 @@ class PathoArgusSelector(RelevanceSelector):
         if o["candidate_choice"] not in CANDIDATE_CHOICES:
             raise PathkitError(f"selector 'pathoargus': candidate_choice {o['candidate_choice']!r}; "
                                f"choose {', '.join(CANDIDATE_CHOICES)}")
+        if o["budget_routing"] not in BUDGET_ROUTINGS:
+            raise PathkitError(f"selector 'pathoargus': budget_routing {o['budget_routing']!r}; "
+                               f"choose {', '.join(BUDGET_ROUTINGS)}")
         if o["set_split"] not in SET_SPLITS:
             raise PathkitError(f"selector 'pathoargus': set_split {o['set_split']!r}; choose {', '.join(SET_SPLITS)}")
         if not 0.0 <= float(o["coverage_fraction"]) <= 1.0:
@@ -182,38 +198,70 @@ class PathoArgusSelector(RelevanceSelector):
                     picked.append(spread_over_groups(mine, region_ids(coords[mine], grid_side(share)), share))
         return np.sort(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
 
-    def select(self, pool: EvidencePool, *, budget: int, candidates: int) -> Selection:
+    def _coverage(self, mine: Any, mine_scores: Any, n_cover: int, coords: Any) -> Any:
+        """The coverage branch in one slide: the most relevant candidate of each occupied region,
+        the `n_cover` best regions (fewer when fewer regions are occupied)."""
         import numpy as np
 
         from pathkit_generators._selection.allocation import grid_side, group_rows, region_ids, top_rows
+
+        if n_cover <= 0 or len(mine) == 0:
+            return np.zeros(0, dtype=np.int64)
+        grid = self.options["region_grid"]
+        side = grid_side(n_cover) if grid == "auto" else int(grid)
+        regions = group_rows(region_ids(coords[mine], side))
+        best = np.asarray([r[np.argmax(mine_scores[r])] for r in regions], dtype=np.int64)
+        return top_rows(mine[best], mine_scores[best], n_cover)
+
+    def select(self, pool: EvidencePool, *, budget: int, candidates: int) -> Selection:
+        import numpy as np
+
+        from pathkit_generators._selection.allocation import top_rows, water_fill
 
         cands = self.candidate_pool(pool, candidates)
         scores = np.asarray(self.relevance().score(pool, cands), dtype=np.float64)
         slide_of_cand = np.asarray(pool.slide)[cands]
         sets, _ = self._slides_by_set(pool)
         by_slide = [cands[slide_of_cand == j] for j in range(pool.n_slides)]
-        budgets = self._routed(budget, [[by_slide[j] for j in slides] for slides in sets])
+        score_of = [scores[slide_of_cand == j] for j in range(pool.n_slides)]
         coords = np.asarray(pool.coords)
+        fraction = float(self.options["coverage_fraction"])
         chosen: list[Any] = []
-        for slides, shares in zip(sets, budgets, strict=True):
-            for j, share in zip(slides, shares, strict=True):
+        if self.options["budget_routing"] == "slide":
+            budgets = self._routed(budget, [[by_slide[j] for j in slides] for slides in sets])
+            for slides, shares in zip(sets, budgets, strict=True):
+                for j, share in zip(slides, shares, strict=True):
+                    if share == 0:
+                        continue
+                    cover = self._coverage(by_slide[j], score_of[j], int(round(share * fraction)), coords)
+                    rest = ~np.isin(by_slide[j], cover)
+                    chosen.extend((cover, top_rows(by_slide[j][rest], score_of[j][rest], share - len(cover))))
+        else:
+            per_set = self._split_sets(budget, [sum(len(by_slide[j]) for j in slides) for slides in sets])
+            for slides, share in zip(sets, per_set, strict=True):
                 if share == 0:
                     continue
-                mine = by_slide[j]
-                mine_scores = scores[np.searchsorted(cands, mine)]
-                n_cover = int(round(share * float(self.options["coverage_fraction"])))
-                cover = np.zeros(0, dtype=np.int64)
-                if n_cover:
-                    grid = self.options["region_grid"]
-                    side = grid_side(n_cover) if grid == "auto" else int(grid)
-                    regions = group_rows(region_ids(coords[mine], side))
-                    best = np.asarray([r[np.argmax(mine_scores[r])] for r in regions], dtype=np.int64)
-                    cover = top_rows(mine[best], mine_scores[best], n_cover)
-                rest = ~np.isin(mine, cover)
-                fill = top_rows(mine[rest], mine_scores[rest], share - len(cover))
-                chosen.extend((cover, fill))
+                # the coverage share rounds down (the relevance branch takes what it leaves) and is
+                # split evenly over the slides, a remainder going to the slides whose best candidate
+                # is most relevant (query-aware coverage), not to the earlier ones
+                order = sorted(range(len(slides)), key=lambda k: (-_best(score_of[slides[k]]), k))
+                ranked = water_fill(int(share * fraction), [len(by_slide[slides[k]]) for k in order])
+                cover_shares = [0] * len(slides)
+                for k, n in zip(order, ranked, strict=True):
+                    cover_shares[k] = n
+                cover = [self._coverage(by_slide[j], score_of[j], n, coords)
+                         for j, n in zip(slides, cover_shares, strict=True)]
+                mine = np.concatenate([by_slide[j] for j in slides])
+                mine_scores = np.concatenate([score_of[j] for j in slides])
+                taken = np.concatenate(cover) if cover else np.zeros(0, dtype=np.int64)
+                rest = ~np.isin(mine, taken)
+                chosen.extend((taken, top_rows(mine[rest], mine_scores[rest], share - len(taken))))
         indices = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
         return Selection.of(indices, pool, n_scored=len(cands), facts=self.facts())
+
+
+def _best(scores: Any) -> float:
+    return float(scores.max()) if len(scores) else float("-inf")
 
 
 @hookimpl

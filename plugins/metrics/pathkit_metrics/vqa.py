@@ -4,7 +4,14 @@
   parser cannot read) is wrong and stays in the denominator (WSI-VQA's scorer counts fuzzy-match
   ties as right and a follow-up tool drops empty answers; pathkit does neither);
 - one accuracy per capability (the paper's GR, MA, FGR, RR, CSI, ESG columns);
-- QExact: the fraction of groups (ESG quartets) with every row right;
+- accuracy per evidence state of an ESG row (`ESG@set1`, `ESG@set2`, `ESG@set3`, `ESG@absent`: the
+  reference's "condition"; PathoArgus builds each quartet from the four states, section 3);
+- QExact: the fraction of groups (ESG quartets) with every row right. Every group must be whole
+  (`group_size` rows, 4 for a quartet): a group missing a row (a question `--skip-missing` left
+  out, say) is refused with the list, unless option `drop_incomplete_groups` leaves such groups
+  out of QExact and constant_group_fraction (counted: `n_groups_dropped`);
+- under a K sweep (predictions carrying "sweep": {K: answer}), `Overall@K=<K>` and
+  `<capability>@K=<K>`: the same reader's accuracy at each reader budget;
 - parse_failure_rate (answers flagged `parse_failed` or unreadable text), unanswered_rate, and
   constant_group_fraction: groups whose rows all got one same answer (the text-only control
   answers 96.07% of the quartets with one constant choice);
@@ -27,6 +34,7 @@ from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, Metric, MetricResul
 from pathkit_core.tasks.vqa import LETTERS, parse_answer
 
 RESERVED = ("Overall", "QExact")
+GROUP_SIZE = 4  # an ESG quartet: target in set 1, 2, 3, or absent
 
 
 def _index(value: Any, n: int | None, where: str, *, reference: bool) -> tuple[int | None, bool]:
@@ -84,21 +92,28 @@ class VQAMetric(Metric):
             truth, _ = _index(r.get("answer"), n, f"reference {rid!r}", reference=True)
             answer, unreadable = _index(p.get("answer"), n, f"prediction {rid!r}", reference=False)
             evidence = p.get("evidence") if isinstance(p.get("evidence"), Mapping) else {}
+            swept = p.get("sweep") if isinstance(p.get("sweep"), Mapping) else {}
+            sweep = {int(k): _index(v, n, f"prediction {rid!r} at K={k}", reference=False)[0] == truth
+                     for k, v in swept.items()}
             rows.append({"id": rid, "answer": answer, "reference": truth, "correct": answer == truth,
                          "capability": None if r.get("capability") is None else str(r["capability"]),
                          "group": None if r.get("group") is None else str(r["group"]),
+                         "condition": None if r.get("condition") is None else str(r["condition"]),
                          "parse_failed": bool(p.get("parse_failed")) or unreadable,
                          "accessible": evidence.get("accessible"),
-                         "accessible_by": dict(evidence.get("accessible_by") or {})})
-        summary = self._summary(rows)
-        table = pl.DataFrame([{k: v for k, v in row.items() if k != "accessible_by"} for row in rows],
+                         "accessible_by": dict(evidence.get("accessible_by") or {}), "sweep": sweep})
+        options = dict((context or {}).get("options") or {})
+        summary = self._summary(rows, group_size=int(options.get("group_size") or GROUP_SIZE),
+                                drop_incomplete=bool(options.get("drop_incomplete_groups")))
+        table = pl.DataFrame([{k: v for k, v in row.items() if k not in ("accessible_by", "sweep")} for row in rows],
                              schema={"id": pl.Utf8, "answer": pl.Int64, "reference": pl.Int64, "correct": pl.Boolean,
-                                     "capability": pl.Utf8, "group": pl.Utf8, "parse_failed": pl.Boolean,
-                                     "accessible": pl.Boolean})
+                                     "capability": pl.Utf8, "group": pl.Utf8, "condition": pl.Utf8,
+                                     "parse_failed": pl.Boolean, "accessible": pl.Boolean})
         return MetricResult(summary, table)
 
     @staticmethod
-    def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    def _summary(rows: list[dict[str, Any]], *, group_size: int = GROUP_SIZE,
+                 drop_incomplete: bool = False) -> dict[str, float]:
         def mean(flags: Sequence[bool]) -> float:
             return sum(flags) / len(flags)
 
@@ -108,15 +123,36 @@ class VQAMetric(Metric):
             if cap in RESERVED:
                 raise PathkitError(f"vqa: a capability may not be called {cap!r} (a summary score's name)")
             out[cap] = mean([r["correct"] for r in rows if r["capability"] == cap])
+            states = sorted({r["condition"] for r in rows if r["capability"] == cap and r["condition"] is not None})
+            for state in states:
+                out[f"{cap}@{state}"] = mean([r["correct"] for r in rows
+                                              if r["capability"] == cap and r["condition"] == state])
         groups: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             if r["group"] is not None:
                 groups.setdefault(r["group"], []).append(r)
+        incomplete = {g: len(members) for g, members in groups.items() if len(members) != group_size}
+        if incomplete and not drop_incomplete:
+            listing = ", ".join(f"{g} ({n} of {group_size} rows)" for g, n in sorted(incomplete.items())[:20])
+            more = f" and {len(incomplete) - 20} more" if len(incomplete) > 20 else ""
+            raise PathkitError(f"vqa: QExact needs whole groups of {group_size} rows; {len(incomplete)} group(s) are "
+                               f"not: {listing}{more}. Score the missing rows, or pass option "
+                               "drop_incomplete_groups=true to leave these groups out of QExact (counted)")
+        if incomplete:
+            groups = {g: members for g, members in groups.items() if g not in incomplete}
+            out["n_groups_dropped"] = float(len(incomplete))
         if groups:
             out["QExact"] = mean([all(m["correct"] for m in members) for members in groups.values()])
             out["n_groups"] = float(len(groups))
             out["constant_group_fraction"] = mean([len({m["answer"] for m in members}) == 1
                                                    for members in groups.values()])
+        for k in sorted({k for r in rows for k in r["sweep"]}):
+            at_k = [r for r in rows if k in r["sweep"]]
+            out[f"Overall@K={k}"] = mean([r["sweep"][k] for r in at_k])
+            for cap in capabilities:
+                mine = [r["sweep"][k] for r in at_k if r["capability"] == cap]
+                if mine:
+                    out[f"{cap}@K={k}"] = mean(mine)
         out["unanswered_rate"] = mean([r["answer"] is None for r in rows])
         out["parse_failure_rate"] = mean([r["parse_failed"] for r in rows])
 

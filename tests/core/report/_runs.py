@@ -217,11 +217,15 @@ def vqa_run(run_dir: Path) -> Path:
         test.append(Case(f"Q{i:02d}", f"P{i // 4}", answer, meta=meta))
         guess = answer if rng.random() < {"GR": 0.8, "MA": 0.5, "ESG": 0.3}[cap] else (answer + 1) % 4
         reached = {"uniform": bool(rng.random() < 0.4), "pathoargus": bool(rng.random() < 0.8)}
-        preds[f"Q{i:02d}"] = {"answer": guess, "letter": "ABCD"[guess],
+        # a K sweep: the same reader at K = 64 and 128 gets fewer right than at its own 256
+        sweep = {"256": guess, **{str(k): answer if rng.random() < share else (answer + 2) % 4
+                                  for k, share in ((64, 0.35), (128, 0.5))}}
+        preds[f"Q{i:02d}"] = {"answer": guess, "letter": "ABCD"[guess], "sweep": sweep,
                               "evidence": {"n_available": 4000 + 10 * i, "n_selected": 256, "selector": "pathoargus",
                                            "budget": 256, "candidates": 1024, "accessible": reached["pathoargus"],
                                            "accessible_by": reached}}
-        refs[f"Q{i:02d}"] = {"answer": answer, "n_choices": 4, "capability": cap, "group": group}
+        refs[f"Q{i:02d}"] = {"answer": answer, "n_choices": 4, "capability": cap, "group": group,
+                             **({"condition": ("set1", "set2", "set3", "absent")[i % 4]} if cap == "ESG" else {})}
     _common(run_dir, "multiple-choice-vqa", "pathoargus", {"test": test}, fit=False)
     ids = [c.case_id for c in test]
     result = score(["vqa"], preds, refs, ids=ids)

@@ -33,11 +33,27 @@ def check_page(browser, path, min_figures: int):
 
 
 @pytest.mark.parametrize("task, min_figures", [("report", 3), ("slide-classification", 8),
-                                                ("patch-classification", 4), ("segmentation", 3),
-                                                ("multiple-choice-vqa", 2)])
+                                                # + HepatoBench Figure 2a beside the run
+                                                ("patch-classification", 5), ("segmentation", 3),
+                                                # capabilities, evidence states, accuracy vs K, accessibility,
+                                                # the paper's accuracies
+                                                ("multiple-choice-vqa", 5)])
 def test_run_report_renders_in_chromium(browser, runs, task, min_figures):
     page = check_page(browser, runs[task] / "report.html", min_figures)
     assert page.errors == []
+
+
+def test_vqa_and_hepatobench_reports_show_states_k_sweep_and_published_numbers(browser, runs):
+    page = browser.open(runs["multiple-choice-vqa"] / "report.html")
+    for section in ("evidence-states", "k-sweep", "published-reference"):
+        assert page.evaluate(f"!!document.getElementById('section-{section}')"), section
+    names = {f["name"].split(".")[0] for f in page.evaluate(FIGURES_JS)}
+    assert {"vqa_evidence_states", "vqa_accuracy_vs_k", "published_reference"} <= names, names
+    assert page.evaluate("document.querySelectorAll('#k-sweep tr').length") == 5  # header + Overall, ESG, GR, MA
+    patch = browser.open(runs["patch-classification"] / "report.html")
+    assert patch.evaluate("document.querySelector('#section-published-reference h2').textContent") == \
+        "HepatoBench Figure 2a"
+    assert page.errors == [] and patch.errors == []
 
 
 def test_report_cases_filter_by_score_and_text(browser, runs):

@@ -135,6 +135,24 @@ def test_segmentation_and_vqa_reports(runs):
     metrics = json.loads((runs["multiple-choice-vqa"] / "metrics.json").read_text())["metrics"]["vqa"]
     row = access.filter((pl.col("selector") == "uniform") & (pl.col("capability") == "GR"))
     assert row["accessibility"][0] == pytest.approx(metrics["evidence_accessibility@uniform:GR"])
+    # accuracy per evidence state (ESG rows), against the reader budget K, and the paper's numbers
+    assert {"evidence-states", "k-sweep", "published-reference"} <= set(_sections(vqa))
+    states = pl.read_csv(runs["multiple-choice-vqa"] / "figures" / "vqa_evidence_states.csv")
+    for row in states.iter_rows(named=True):
+        assert row["accuracy"] == pytest.approx(metrics[f"{row['capability']}@{row['state']}"])
+    assert sorted(states["state"].to_list()) == ["absent", "set1", "set2", "set3"]
+    sweep = pl.read_csv(runs["multiple-choice-vqa"] / "figures" / "vqa_accuracy_vs_k.csv")
+    overall = sweep.filter(pl.col("capability") == "Overall").sort("K")
+    assert overall["K"].to_list() == [64, 128, 256] and overall["accuracy"][2] == pytest.approx(metrics["Overall"])
+    assert overall["accuracy"][0] == pytest.approx(metrics["Overall@K=64"])
+    published = pl.read_csv(runs["multiple-choice-vqa"] / "figures" / "published_reference.csv")
+    gr = published.filter((pl.col("model") == "GPT-5.6") & (pl.col("column") == "GR"))
+    assert gr["published"][0] == 0.852 and gr["this_run"][0] == pytest.approx(metrics["GR"])
+    patch = (runs["patch-classification"] / "report.html").read_text()
+    assert "published-reference" in _sections(patch) and "HepatoBench Figure 2a" in patch
+    fig2a = pl.read_csv(runs["patch-classification"] / "figures" / "published_reference.csv")
+    assert fig2a.filter((pl.col("model") == "UNI") & (pl.col("column") == "BACC"))["published"][0] == 0.913
+    assert len(fig2a) == 9 and not fig2a["comparable"].any()  # the synthetic run uses no paper encoder
     # the budget is the VQA section's, not shown twice
     assert vqa.count("retention") == 1
     assert "retention (selected / available)" in vqa and "Which finding is seen in region 3?" in vqa

@@ -145,7 +145,13 @@ def test_paper_split_protocol_trains_on_seventy_percent_without_selection(cohort
     assert validated.train_overrides == {} and paper.train_overrides == {"model_selection": False}
     v, p = validated.splits(), paper.splits()
     assert p["test"] == v["test"]  # one test part for both protocols: their tables compare
-    assert p["val"] == [] and sorted(p["train"]) == sorted(v["train"] + v["val"])
+    # the public code's "validation" is the test part: it schedules the learning rate, chooses nothing
+    # (its slides under ids of their own: a case id belongs to one split)
+    assert p["val"] == [f"{i}__test-part" for i in p["test"]] and sorted(p["train"]) == sorted(v["train"] + v["val"])
+    scheduled = {c.case_id: c for c in paper.cases("val")}
+    for case in paper.cases("test"):
+        twin = scheduled[f"{case.case_id}__test-part"]
+        assert (twin.features, twin.target, twin.patient_id) == (case.features, case.target, case.patient_id)
     cohort_order = [r["case_id"] for r in validated.split_manifest().rows if int(r["fold"]) == 1]
     assert p["train"] == [i for i in cohort_order if i in set(p["train"])]
     patients = {s: c.patient_id for s, c in ((c.case_id, c) for part in ("train", "test") for c in paper.cases(part))}
@@ -272,3 +278,52 @@ def test_slides_without_patient_or_qc_record(root, tmp_path):
     assert strict._check_feature(goldmark_file).status == "ok"  # its JSON record says ok
     with pytest.raises(PathkitError, match=r"usable slide\(s\) with label\(s\) \[\]; both classes are needed"):
         strict.validate()
+
+
+def _public_plateau_rule(scores, lr=1e-4, factor=0.5, patience=2, threshold=1e-4):
+    """GOLDMARK's trainer: ReduceLROnPlateau(mode="max", patience=2, factor=0.5) stepped with the
+    "validation" (test-part) AUROC at each validation epoch; written out by hand: a score counts
+    as better when above best * (1 + threshold); after more than `patience` validations without
+    one, the rate is multiplied by `factor` and the count restarts."""
+    best, bad, rates = -float("inf"), 0, []
+    for score in scores:
+        if score > best * (1 + threshold):
+            best, bad = score, 0
+        else:
+            bad += 1
+        if bad > patience:
+            lr, bad = lr * factor, 0
+        rates.append(lr)
+    return rates
+
+
+@pytest.mark.parametrize("aurocs", [
+    (0.60, 0.58, 0.59, 0.57, 0.62, 0.61, 0.63),  # halves at epoch 20
+    (0.70, 0.69, 0.71, 0.70, 0.70, 0.70, 0.72),  # halves at epoch 80
+    (0.80, 0.70, 0.75, 0.65, 0.66, 0.67, 0.68),  # halves at 20, then again at 120
+])
+def test_paper_70_30_steps_the_learning_rate_on_test_auroc_at_the_public_codes_epochs(aurocs, tmp_path,
+                                                                                       one_torch_thread):
+    from pathkit_generators.gma_mil import GOLDMARK_TRAIN
+
+    from pathkit_core.training.trainer import TrainConfig, fit
+    from tests.core.training._tiny_task import TinyRegressor, make_items
+
+    overrides = open_ds(None, split_protocol="paper-70-30").train_overrides
+    cfg = TrainConfig.from_mapping({**GOLDMARK_TRAIN, **overrides, "batch_size": 4, "progress": False, "cpu": True})
+    test_part = make_items(6, 2)  # the fold's test part, passed as validation as the public code does
+    seen, sequence = [], iter(aurocs)
+
+    def test_auroc(preds, refs):
+        seen.append(sorted(refs))
+        return next(sequence)
+
+    result = fit(TinyRegressor(), make_items(16, 1), test_part, cfg, tmp_path, selection=test_auroc)
+    validated = [r["epoch"] for r in result.history if "selection" in r]
+    assert validated == [2, 5, 10, 20, 50, 80, 120]
+    assert all(ids == sorted(i["case_id"] for i in test_part) for ids in seen)
+    rates = {r["epoch"]: r["lr"] for r in result.history}
+    assert [rates[e] for e in validated] == pytest.approx(_public_plateau_rule(aurocs))
+    assert rates[1] == pytest.approx(1e-4) and len({round(v, 12) for v in rates.values()}) > 1
+    # nothing is chosen on the test part: the model is the epoch-120 one
+    assert result.best_epoch == 120

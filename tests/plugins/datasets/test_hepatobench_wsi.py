@@ -45,8 +45,26 @@ def test_slides_are_the_test_split_and_patches_train_the_head(small_demo, tmp_pa
     summary = ds.summary()
     assert summary["n_slides"] == 2 and summary["mask_formats"] == {".geojson": 1, ".png": 1}
     assert summary["n_patch_slides"] == 8 and not summary["refused_slides"]
-    assert ds.tiling_options == {"overlap": 0.5}
-    assert HepatoBenchWSI(small_demo, window_um=75).tiling_options == {"overlap": 0.5, "tile_um": 75.0}
+    # windows default to the training patches' field of view: HepatoBench's 150 px at 0.5 um/px
+    assert ds.training_field_um() == 75.0 and summary["training_field_um"] == summary["window_um"] == 75.0
+    assert ds.tiling_options == {"overlap": 0.5, "tile_um": 75.0}
+    assert geo.meta["training_field_um"] == 75.0
+    assert HepatoBenchWSI(small_demo, window_um=128).tiling_options == {"overlap": 0.5, "tile_um": 128.0}
+    assert HepatoBenchWSI(None).tiling_options == {"overlap": 0.5}  # no patch set to ask yet (the demo's build)
+
+
+def test_a_patch_set_without_a_declared_resolution_leaves_the_window_to_the_encoder(small_demo, tmp_path):
+    import shutil
+
+    from pathkit_datasets.hepatobench import CLASS_FOLDERS
+
+    root = tmp_path / "own"
+    shutil.copytree(small_demo, root)
+    for folder in CLASS_FOLDERS:  # class folders of one's own: a patch-folder set, no declared resolution
+        (root / "patches" / folder).rename(root / "patches" / CLASS_FOLDERS[folder])
+    ds = HepatoBenchWSI(root, workdir=tmp_path)
+    assert ds.training_field_um() is None and ds.tiling_options == {"overlap": 0.5}
+    assert "training_field_um" not in next(ds.cases("test")).meta
 
 
 def test_a_slide_that_gave_patches_is_refused_with_the_list(small_demo, tmp_path):

@@ -41,7 +41,11 @@ def check_outputs(run_dir, slide_ids, size):
     return table
 
 
-def test_a_small_cohort_runs_the_whole_chain(cli, tmp_path):
+def _window_warnings(caplog):
+    return [r.getMessage() for r in caplog.records if "field of view of the patches" in r.getMessage()]
+
+
+def test_a_small_cohort_runs_the_whole_chain(cli, tmp_path, caplog):
     root = make_liver_demo(tmp_path / "data", test_seeds=(101,), train_seeds=(1, 2, 3, 4, 5, 6, 7, 8),
                            size=(1536, 1152), patches_per_class=3, patch_um=32.0)
     output, run_dir, metrics = run(cli, root, tmp_path / "work", "--dataset-option", "window_um=64")
@@ -53,6 +57,12 @@ def test_a_small_cohort_runs_the_whole_chain(cli, tmp_path):
     check_outputs(run_dir, ["LIVER-101"], (1536, 1152))
     prediction = json.loads((run_dir / "predictions.jsonl").read_text().splitlines()[0])["prediction"]
     assert prediction["grid"]["cell_px0"] == 64.0 and prediction["grid"]["span"] == 2  # 50 % overlap
+    # 64 um windows against a head trained on 75 um patches: said once, recorded both ways
+    said = _window_warnings(caplog)
+    assert len(said) == 1 and "windows of 64 um differ from the 75 um" in said[0]
+    assert metrics["windows"] == {"window_um": [64.0], "training_field_um": 75.0, "ratio": 0.8533, "mismatch": True,
+                                  "tolerance": 0.1}
+    assert prediction["window_um"] == 64.0 and prediction["training_field_um"] == 75.0
     report = (run_dir / "report.html").read_text()
     assert "Tissue composition" in report and "could not be drawn" not in report
     for figure in ("slide_dice_iou", "masks_LIVER-101", "tissue_composition"):
@@ -65,6 +75,25 @@ def test_a_small_cohort_runs_the_whole_chain(cli, tmp_path):
     # a rerun reuses every stage
     again, _, _ = run(cli, root, tmp_path / "work", "--dataset-option", "window_um=64")
     assert "finished; reusing its results" in again
+
+
+def test_windows_default_to_the_training_patches_field_of_view(cli, tmp_path, caplog):
+    # small slides: patches cut at 32 um (75 um ones find too few pure regions); the patch set is
+    # HepatoBench's seven folders, whose declared field of view (150 px at 0.5 um/px) sets the windows
+    root = make_liver_demo(tmp_path / "data", test_seeds=(101,), train_seeds=(1, 2, 3, 4, 5, 6, 7, 8),
+                           size=(1536, 1152), patches_per_class=3, patch_um=32.0)
+    output, run_dir, metrics = run(cli, root, tmp_path / "work")
+    assert metrics["windows"]["window_um"] == [75.0] and metrics["windows"]["mismatch"] is False
+    assert not _window_warnings(caplog)
+    prediction = json.loads((run_dir / "predictions.jsonl").read_text().splitlines()[0])["prediction"]
+    # tiny-vit reads at 1.0 um/px: a 75 px window every 38 px, cells of gcd(75, 38) = 1 px = 2 level-0 px
+    # (an encoder at 0.5 um/px: 150 px windows every 75 px, 75 px cells)
+    assert prediction["window_um"] == 75.0 and prediction["grid"]["cell_px0"] == 2.0
+    # forcing the encoder's 128 um tiles prints the mismatch and records it
+    _, _, metrics = run(cli, root, tmp_path / "work2", "--dataset-option", "window_um=128")
+    said = _window_warnings(caplog)
+    assert len(said) == 1 and "windows of 128 um differ from the 75 um field of view" in said[0]
+    assert metrics["windows"]["ratio"] == pytest.approx(128 / 75, abs=1e-4) and metrics["windows"]["mismatch"]
 
 
 def test_a_generator_that_is_no_patch_head_is_refused(cli, tmp_path):

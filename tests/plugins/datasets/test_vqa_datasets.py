@@ -122,6 +122,17 @@ def test_vqa_audit_command(cli, tmp_path):
     assert result.exit_code == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["audit"]["val"]["all"]["C"] == 1 and out["questions"] == {"train": 6, "val": 1, "test": 1}
+    # each option's support: right / offered (the two CSI rows answer adenocarcinoma and lymphoma, the
+    # quartet each of its four choices once), best supported first
+    train = out["options"]["train"]
+    assert [(r["option"], r["offered"], r["correct"]) for r in train["all"]] == [
+        ("adenocarcinoma", 2, 1), ("lymphoma", 2, 1), ("none of the sets", 4, 1), ("set 1", 4, 1), ("set 2", 4, 1),
+        ("set 3", 4, 1), ("melanoma", 2, 0), ("sarcoma", 2, 0)]
+    assert train["ESG"][0] == {"option": "none of the sets", "offered": 4, "correct": 1, "support": 0.25}
+    assert [r["support"] for r in train["CSI"]] == [0.5, 0.5, 0.0, 0.0]
+    table = cli("vqa", "audit", "--dataset", "pathoargus", "--dataset-root", root, "--top", "1")
+    assert table.exit_code == 0 and "answer options of pathoargus" in table.stdout and "adenocarcinoma" in table.stdout
+    assert _open(root).split_facts()["answer_options"]["test"]["GR"][0]["option"] == "sarcoma"
 
 
 # --------------------------------------------------------------------------- the synthetic miniature

@@ -19,6 +19,7 @@ from pathkit_encoders._vit import seeded  # noqa: E402
 
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 HOPTIMUS = ((0.707223, 0.578729, 0.703617), (0.211883, 0.230117, 0.177517))
+OPENAI = ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))
 
 # name: (dim, tile px, tile mpp, precision, hub id, model input px, (mean, std), exact parameter count)
 # Counts: UNI2-h 681 M (REFERENCES), UNI ViT-L/16 ~303 M, CONCH v1.5 ViT-L trunk + pooler,
@@ -31,9 +32,19 @@ PUBLISHED = {
     "gigapath": (1536, 256, 0.5, "fp16", "prov-gigapath/prov-gigapath", 224, IMAGENET, 1_134_953_984),
     "uni": (1024, 256, 0.5, "fp16", "MahmoodLab/UNI", 224, IMAGENET, 303_350_784),
     "hoptimus0": (1536, 224, 0.5, "fp16", "bioptimus/H-optimus-0", 224, HOPTIMUS, 1_134_774_272),
+    # Virchow v1: the model card's "632 M" (Virchow2's 631,239,424 is given as 632 M too); no registers
+    "virchow": (2560, 224, 0.5, "fp16", "paige-ai/Virchow", 224, IMAGENET, 631_229_184),
+    # EAGLE: Prov-GigaPath fine-tuned, the same architecture (GOLDMARK's loader builds prov-gigapath)
+    "eagle": (1536, 256, 0.5, "fp16", None, 224, IMAGENET, 1_134_953_984),
+    # CONCH v1: ViT-B/16 at 448 px + contrastive pooler + LayerNorm + projection (the caption
+    # pooler of the checkpoint, 2,563,584 more, is not part of the embedding; with it the image
+    # tower is the paper's "90M" ViT-B/16)
+    "conch": (512, 512, 0.5, "fp16", "MahmoodLab/CONCH", 448, OPENAI, 87_829_248),
 }
 TINY = {"depth": 1, "embed_dim": 32, "num_heads": 2}
 TINY_CONCH = {**TINY, "pooler_dim": 16, "pooler_heads": 2}
+TINY_CONCH1 = {**TINY, "contrast_dim": 16, "pooler_heads": 2}
+TINY_OF = {"conch15": TINY_CONCH, "conch": TINY_CONCH1}
 
 
 def _encoder(name, **overrides):
@@ -42,7 +53,7 @@ def _encoder(name, **overrides):
 
 
 def _tiny(name):
-    return _encoder(name, **(TINY_CONCH if name == "conch15" else TINY))
+    return _encoder(name, **TINY_OF.get(name, TINY))
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -99,7 +110,7 @@ def test_tiny_checkpoint_round_trip_through_the_real_loading_path(name, tmp_path
     x = torch.randn(2, 3, enc.input_px, enc.input_px, generator=torch.Generator().manual_seed(0))
     with torch.inference_mode():
         want, got = original(x), loaded(x)
-    expected_dim = 16 if name == "conch15" else 64 if name == "virchow2" else 32
+    expected_dim = 16 if name in TINY_OF else 64 if name.startswith("virchow") else 32
     assert got.shape == (2, expected_dim) and enc.feature_dim == expected_dim
     torch.testing.assert_close(got, want, rtol=0, atol=0)
     assert not any(p.requires_grad for p in loaded.parameters())
@@ -112,7 +123,7 @@ def _small(name, **extra):
     """A small configuration of `name`'s architecture (tiny-vit is small already)."""
     if name.startswith("tiny-vit"):
         return _encoder(name, **extra)
-    return _encoder(name, **(TINY_CONCH if name == "conch15" else TINY), **extra)
+    return _encoder(name, **TINY_OF.get(name, TINY), **extra)
 
 
 @pytest.mark.parametrize("name", ALL_ENCODERS)
@@ -246,7 +257,8 @@ def test_conch_layer_scale_starts_at_one():
 
 @pytest.mark.parametrize(
     ("name", "tile_px", "value"),
-    [("uni2h", 256, 128), ("conch15", 512, 200), ("hoptimus1", 224, 90), ("gigapath", 256, 17), ("virchow2", 224, 255)],
+    [("uni2h", 256, 128), ("conch15", 512, 200), ("hoptimus1", 224, 90), ("gigapath", 256, 17), ("virchow2", 224, 255),
+     ("virchow", 224, 3), ("eagle", 256, 77), ("conch", 512, 140)],
 )
 def test_transform_of_a_constant_tile_matches_hand_normalisation(name, tile_px, value):
     enc = _encoder(name)
@@ -259,7 +271,7 @@ def test_transform_of_a_constant_tile_matches_hand_normalisation(name, tile_px, 
         torch.testing.assert_close(out[:, c], torch.full_like(out[:, c], expected), atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("name", ["uni2h", "gigapath", "virchow2", "conch15"])
+@pytest.mark.parametrize("name", ["uni2h", "gigapath", "virchow2", "conch15", "virchow", "eagle", "conch"])
 def test_transform_matches_the_reference_pil_pipeline(name):
     from PIL import Image
     from torchvision import transforms as T
@@ -363,7 +375,7 @@ def test_plugin_import_stays_light():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["uni2h", "conch15", "hoptimus1"])
+@pytest.mark.parametrize("name", ["uni2h", "conch15", "hoptimus1", "conch"])
 def test_full_paper_encoder_random_checkpoint_loads_and_embeds(name, tmp_path):
     """The exact published architecture, random weights saved as safetensors, loaded through
     the same path a real checkpoint takes, one tile at the encoder's tile spec."""
@@ -388,3 +400,181 @@ def test_tiny_vit_wide_shares_the_tile_spec_and_differs_in_weights():
     with torch.inference_mode():
         feats = model(enc.transform(tiles))
     assert feats.shape == (2, 96) and enc.weights_sha256 == "random-init:seed=1"
+
+
+# --------------------------------------------------------------------------- features unchanged
+
+# Computed with the encoders as they were before CONCH v1, Virchow v1 and EAGLE were added (the
+# tiny configuration of each architecture, seeded weights, a fixed input): the first four
+# embedding values, and the sha256 (16 hex) of the uint8 array the patch path (HepatoBench)
+# hands the encoder for a 150 px patch. A change to a shared piece (the ViT base class, the
+# poolers, whole-image preprocessing) that moved an existing encoder's features fails here.
+PINNED = {
+    "uni2h": ("73c43aab8cf9cf28", [-0.0009589044, -0.0008049426, 0.0002395122, 0.000148144]),
+    "conch15": ("49638d803810dc13", [-0.02028219, -0.966414, 0.6439351, 0.6736317]),
+    "hoptimus1": ("73c43aab8cf9cf28", [-0.0009545015, -0.0008145192, 0.0002087378, 0.0001518876]),
+    "virchow2": ("581728e170279aee", [0.6923583, 0.3599448, -0.5420013, -0.4168438]),
+    # GigaPath's embedding is pinned; its patch path changed on purpose (resize 256, crop 224:
+    # test_gigapath_patch_path_is_its_own_resize_and_centre_crop)
+    "gigapath": (None, [-0.4141595, 0.7838156, -0.6039829, -1.159484]),
+    "uni": ("73c43aab8cf9cf28", [-0.7856393, -1.110701, 0.1564497, 0.6709409]),
+    "hoptimus0": ("73c43aab8cf9cf28", [-0.0009545015, -0.0008145192, 0.0002087378, 0.0001518876]),
+    "tiny-vit": ("507f49c04b0df502", [-0.3970132, -0.3889825, 1.753315, -1.044585]),
+    "tiny-vit-wide": ("507f49c04b0df502", [0.4463418, 0.9046884, -0.8378389, -0.5573876]),
+}
+
+
+def _patch_png(path):
+    from PIL import Image
+
+    Image.fromarray(np.random.default_rng(1).integers(0, 255, (150, 150, 3), dtype=np.uint8)).save(path)
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_features_of_every_existing_encoder_are_unchanged(name, tmp_path):
+    import hashlib
+
+    from pathkit_core.features.images import Preprocessing, _Images
+
+    patch_digest, head = PINNED[name]
+    enc = _encoder(name) if name.startswith("tiny-vit") else _tiny(name)
+    with seeded(3):
+        model = enc.wrap(enc.build_backbone("cpu")).eval()
+    x = torch.randn(2, 3, enc.input_px, enc.input_px, generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        got = model(x)[0, :4]
+    torch.testing.assert_close(got, torch.tensor(head), rtol=1e-4, atol=1e-8)
+    if patch_digest is not None:
+        pixels = _Images([str(_patch_png(tmp_path / "p.png"))], Preprocessing.of(enc))[0][1]
+        assert hashlib.sha256(pixels.tobytes()).hexdigest()[:16] == patch_digest
+
+
+@pytest.mark.parametrize("name", ["gigapath", "eagle"])
+def test_gigapath_patch_path_is_its_own_resize_and_centre_crop(name, tmp_path):
+    """Prov-GigaPath's transform (resize 256 bicubic, centre crop 224) on a 150 px patch keeps
+    224/256 = 87.5 % of the field, where resizing the whole patch to 224 keeps all of it."""
+    from PIL import Image
+    from torchvision import transforms as T
+
+    from pathkit_core.features.images import Preprocessing, _Images
+
+    prep = Preprocessing.of(_encoder(name))
+    assert (prep.size, prep.resize, prep.interpolation) == (224, 256, "bicubic")
+    path = _patch_png(tmp_path / "p.png")
+    ours = _Images([str(path)], prep)[0][1]
+    reference = T.Compose([T.Resize(256, interpolation=T.InterpolationMode.BICUBIC), T.CenterCrop(224)])
+    want = np.asarray(reference(Image.open(path).convert("RGB")))
+    assert ours.shape == (224, 224, 3) and np.array_equal(ours, want)
+    whole = np.asarray(Image.open(path).convert("RGB").resize((224, 224), resample=3))
+    assert not np.array_equal(ours, whole)
+    # a non-square patch: the shorter side to 256, then the centre, as torchvision does
+    Image.fromarray(np.random.default_rng(2).integers(0, 255, (150, 210, 3), dtype=np.uint8)).save(tmp_path / "r.png")
+    got = _Images([str(tmp_path / "r.png")], prep)[0][1]
+    assert np.array_equal(got, np.asarray(reference(Image.open(tmp_path / "r.png").convert("RGB"))))
+    # the shard key of the encoders that resize whole is what it was (no re-encoding of their stores)
+    assert "resize" not in Preprocessing.of(_encoder("uni")).key() and prep.key()["resize"] == 256
+
+
+# --------------------------------------------------------------------------- the new encoders
+
+
+def test_model_card_parameter_counts_of_the_new_encoders():
+    """Virchow v1's card: 632 M (Virchow2's exact 631,239,424 is stated as 632 M as well); EAGLE is
+    Prov-GigaPath (1.13 B); CONCH v1's image tower is a "90M" ViT-B/16 in the paper, which counts
+    the captioning pooler the embedding does not use."""
+    from torch import nn
+
+    counts = {n: _encoder(n).parameter_count() for n in ("virchow", "virchow2", "eagle", "gigapath", "conch")}
+    assert round(counts["virchow"] / 1e6) == 631 and abs(counts["virchow"] - 632e6) / 632e6 < 0.002
+    assert counts["virchow2"] - counts["virchow"] == 8 * 1280  # Virchow2's 4 registers (+ their class-free slots)
+    assert counts["eagle"] == counts["gigapath"] == 1_134_953_984
+    with torch.device("meta"):
+        caption = nn.ModuleDict({"attn": nn.MultiheadAttention(768, 8, kdim=768, vdim=768),
+                                 "ln_q": nn.LayerNorm(768), "ln_k": nn.LayerNorm(768), "ln_caption": nn.LayerNorm(768)})
+    caption_params = sum(p.numel() for p in caption.parameters()) + 256 * 768  # + its 256 queries
+    assert caption_params == 2_563_584 and round((counts["conch"] + caption_params) / 1e6) == 90
+
+
+def test_virchow_v1_has_no_register_tokens_and_pools_like_virchow2():
+    v1 = _encoder("virchow").build_backbone("meta")
+    assert v1.num_prefix_tokens == 1 and tuple(v1.pos_embed.shape) == (1, 257, 1280) and len(v1.blocks) == 32
+    assert type(v1.blocks[0].mlp).__name__ == "GluMlp"
+    with seeded(0):
+        tiny = _tiny("virchow")
+        backbone = tiny.build_backbone("cpu").eval()
+    x = torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(5))
+    with torch.inference_mode():
+        tokens = backbone.forward_features(x)
+        got = tiny.wrap(backbone)(x)
+    torch.testing.assert_close(got, torch.cat([tokens[:, 0], tokens[:, 1:].mean(1)], -1), rtol=0, atol=0)
+
+
+def test_eagle_reads_goldmarks_training_payload_and_only_local_weights(tmp_path, monkeypatch):
+    enc = _tiny("eagle")
+    flat = enc.random_checkpoint(tmp_path / "flat.safetensors", seed=2)
+    from safetensors.torch import load_file
+
+    state = load_file(str(flat))
+    payload = {"tile_model": {f"module.{k}": v for k, v in state.items()}, "epoch": 12}
+    torch.save(payload, tmp_path / "gigapath_ft_checkpoint.pth")
+    loaded = _tiny("eagle").load("cpu", weights_path=tmp_path / "gigapath_ft_checkpoint.pth")
+    reference = _tiny("eagle").load("cpu", weights_path=flat)
+    x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        torch.testing.assert_close(loaded(x), reference(x), rtol=0, atol=0)
+    cls = get_component("encoder", "eagle")
+    assert cls.weights.hf_hub_id is None and not cls.weights.gated
+    monkeypatch.delenv("PATHKIT_WEIGHTS_DIR", raising=False)
+    with pytest.raises(PathkitError, match=r"(?s)no checkpoint found for encoder 'eagle'.*gigapath_ft_checkpoint\.pth"):
+        cls().load("cpu", allow_download=True)  # nothing to download from: a local file only
+
+
+def test_conch_v1_embeds_into_the_joint_space_and_loads_the_full_coca_checkpoint(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    cls = get_component("encoder", "conch")
+    assert cls.joint_space == "conch-v1" and cls.describe()["joint_space"] == "conch-v1"
+    assert all(get_component("encoder", n).joint_space is None for n in PINNED)
+    full = _encoder("conch").build_backbone("meta")
+    assert tuple(full.trunk.pos_embed.shape) == (1, 785, 768) and len(full.trunk.blocks) == 12
+    attn = full.attn_pool_contrast.attn
+    assert tuple(attn.k_proj_weight.shape) == (512, 768) and attn.num_heads == 8
+    assert tuple(full.proj_contrast.shape) == (512, 512) and full.trunk.blocks[0].ls1.__class__.__name__ == "Identity"
+    enc = _tiny("conch")
+    vision = load_file(str(enc.random_checkpoint(tmp_path / "v.safetensors", seed=1)))
+    # the public file: the whole CoCa model, vision under "visual.", a captioning pooler, text tower
+    coca = {f"visual.{k}": v for k, v in vision.items()}
+    coca.update({"visual.attn_pool_caption.query": torch.zeros(4, 16), "visual.ln_caption.weight": torch.ones(16),
+                 "text.token_embedding.weight": torch.zeros(8, 16), "logit_scale": torch.tensor(2.0)})
+    save_file(coca, str(tmp_path / "pytorch_model.safetensors"))
+    model = _tiny("conch").load("cpu", weights_path=tmp_path / "pytorch_model.safetensors")
+    x = torch.randn(2, 3, 448, 448, generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        got = model(x)
+        tokens = model.trunk.forward_features(x)
+        pool = model.attn_pool_contrast
+        keys = pool.ln_k(tokens)
+        query = pool.ln_q(pool.query).unsqueeze(0).expand(2, -1, -1)
+        pooled = pool.attn(query, keys)[:, 0]
+        want = model.ln_contrast(pooled) @ model.proj_contrast  # encode_image(proj_contrast=True, normalize=False)
+    assert got.shape == (2, 16)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_conch_v1_pooler_matches_torch_multihead_attention_in_the_public_sequence_first_layout():
+    """The public pooler runs nn.MultiheadAttention sequence-first (L, N, D) with permutes;
+    pathkit's batch-first call gives the same numbers with the same parameters."""
+    from pathkit_encoders._modules import ContrastPooler
+
+    with seeded(0):
+        pool = ContrastPooler(16, 24, n_head=2).eval()
+    context = torch.randn(3, 10, 24, generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        ours = pool(context)
+        seq_first = torch.nn.MultiheadAttention(16, 2, kdim=24, vdim=24).eval()
+        seq_first.load_state_dict(pool.attn.state_dict())  # the same parameter names and shapes
+        keys = pool.ln_k(context).permute(1, 0, 2)
+        query = pool.ln_q(pool.query).unsqueeze(1).repeat(1, 3, 1)
+        public = seq_first(query, keys, keys, need_weights=False)[0].permute(1, 0, 2)
+    torch.testing.assert_close(ours, public, rtol=1e-6, atol=1e-6)

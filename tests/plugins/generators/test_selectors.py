@@ -129,7 +129,8 @@ def test_option_checks():
 
     for options, message in (({"candidate_choice": "best"}, "candidate_choice"), ({"set_split": "x"}, "set_split"),
                              ({"coverage_fraction": 2}, "coverage_fraction"), ({"region_grid": 0}, "region_grid"),
-                             ({"relevance": "psychic"}, "relevance"), ({"grid": 3}, "has no option")):
+                             ({"relevance": "psychic"}, "relevance"), ({"grid": 3}, "has no option"),
+                             ({"budget_routing": "global"}, "budget_routing")):
         with pytest.raises(PathkitError, match=message):
             PathoArgusSelector(**options)
     with pytest.raises(PathkitError, match="has not learned its relevance"):
@@ -197,3 +198,118 @@ def test_learned_relevance_needs_single_set_train_questions():
         PathoArgusSelector(relevance="learned").fit([pool], [0], cache_dir=None, seed=0, data_key=None)
     with pytest.raises(PathkitError, match="one candidate set"):
         PathoArgusSelector(relevance="learned").fit([], [], cache_dir=None, seed=0, data_key=None)
+
+
+# --------------------------------------------------------------------------- set-level routing
+
+
+def test_set_level_routing_sends_the_remaining_capacity_where_the_relevance_is():
+    """One set of three slides, every relevant patch in slide 0 (issue 27's check). The paper's
+    routing: coverage first (half of the set's budget, rounded down, evenly over the slides, the
+    remainder to the slide with the most relevant candidate), then relevance over the whole set's
+    remaining capacity, which all lands in slide 0: 171 -> coverage 85 = 29 + 28 + 28, relevance
+    86 -> slide 0 holds 29 + 86 = 115 > 2/3 of 171, wherever it sits in the set."""
+    pool = _pool([2000, 2000, 2000], [0, 0, 0], hot={0: range(2000)})
+    routed = _selector("pathoargus").select(pool, budget=171, candidates=10_000)
+    assert routed.per_slide == [115, 28, 28] and routed.per_slide[0] > 2 * 171 / 3
+    assert len(routed.indices) == 171 and routed.per_set == [171]
+    # the named option keeps the per-slide split: each slide's even share filled inside it
+    per_slide = _selector("pathoargus", budget_routing="slide").select(pool, budget=171, candidates=10_000)
+    assert per_slide.per_slide == [57, 57, 57]
+    # the relevant slide last: it still takes the relevance branch's whole share
+    last = _pool([2000, 2000, 2000], [0, 0, 0], hot={2: range(2000)})
+    assert _selector("pathoargus").select(last, budget=171, candidates=10_000).per_slide == [28, 28, 115]
+
+
+# Selections of the per-slide routing before set-level routing existed (the selector's code at the
+# commit before it, same pools): the option reproduces them row for row.
+PER_SLIDE_BEFORE = {0: ([11, 11, 11, 10, 11, 10], "d06114db2b1641e5"),
+                    1: ([11, 11, 11, 10, 11, 10], "9312c1da44bae603"),
+                    2: ([11, 11, 11, 10, 11, 10], "1bafe368c89ee639")}
+
+
+@pytest.mark.parametrize("seed", sorted(PER_SLIDE_BEFORE))
+def test_per_slide_routing_option_reproduces_the_earlier_selections(seed):
+    import hashlib
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(5, 300, size=6).tolist()
+    hot = {int(j): rng.choice(sizes[j], size=min(5, sizes[j]), replace=False).tolist() for j in range(6)}
+    pool = _pool(sizes, [0, 0, 1, 1, 2, 2], hot=hot, seed=seed)
+    sel = _selector("pathoargus", budget_routing="slide").select(pool, budget=64, candidates=400)
+    digest = hashlib.sha256(np.asarray(sel.indices, dtype=np.int64).tobytes()).hexdigest()[:16]
+    assert (sel.per_slide, digest) == PER_SLIDE_BEFORE[seed]
+    routed = _selector("pathoargus").select(pool, budget=64, candidates=400)
+    assert routed.per_set == sel.per_set  # both split K over the sets the same way
+
+
+def test_set_level_coverage_keeps_every_slide_represented():
+    pool = _pool([300, 300, 300, 300], [0, 0, 1, 1], hot={0: range(300), 2: range(300)})
+    routed = _selector("pathoargus").select(pool, budget=40, candidates=1200)
+    assert routed.per_set == [20, 20] and all(c >= 5 for c in routed.per_slide)
+    assert routed.per_slide[0] > routed.per_slide[1] and routed.per_slide[2] > routed.per_slide[3]
+    none = _selector("pathoargus", coverage_fraction=0.0).select(pool, budget=40, candidates=1200)
+    assert none.per_slide == [20, 0, 20, 0]  # relevance alone: the hot slide of each set
+
+
+# --------------------------------------------------------------------------- text relevance and feature spaces
+
+
+class _Tower:
+    """A stand-in for the CONCH text tower (its files are not on a test machine)."""
+
+    name = "text-tower"
+
+    def __init__(self):
+        from pathkit_generators._selection.relevance import TextTowerRelevance
+
+        class Embedder:
+            dim = 8
+            weights = "conch/pytorch_model.bin"
+
+            def embed(self, texts):
+                import torch
+
+                return torch.ones(len(texts), 8)
+
+        self.inner = TextTowerRelevance(Embedder())
+
+    def facts(self):
+        return self.inner.facts()
+
+    def score(self, pool, rows):
+        return self.inner.score(pool, rows)
+
+
+def _spaced(pool, space):
+    from dataclasses import replace
+
+    return replace(pool, joint_space=space)
+
+
+def test_auto_relevance_uses_the_text_tower_only_for_features_in_its_joint_space(monkeypatch, tmp_path):
+    from pathkit_generators import selectors
+    from pathkit_generators._selection import relevance
+
+    monkeypatch.setattr(relevance, "text_tower", lambda options, required: _Tower())
+    pools, answers, _ = _lesion_pools(12, seed=0)
+    pools = [_spaced(p, None) for p in pools]  # 16-d "CONCH v1 without its projection": no record
+    learned = selectors.FlatTopKSelector(relevance_epochs=2)
+    learned.fit(pools, answers, cache_dir=None, seed=0, data_key=None)
+    assert learned.facts()["relevance"] == "learned-projection"
+    projected = [_spaced(p, "conch-v1") for p in _lesion_pools(2, seed=1)[0]]
+    tower = selectors.FlatTopKSelector()
+    tower.fit(projected, [0, 1], cache_dir=None, seed=0, data_key=None)
+    assert tower.facts()["relevance"] == "text-tower"
+
+
+@pytest.mark.parametrize("space", [None, "plip"])
+def test_text_relevance_refuses_features_outside_its_joint_space(space):
+    from pathkit_generators._selection.relevance import TextTowerRelevance
+
+    pool = _spaced(_pool([4], [0]), space)
+    relevance = TextTowerRelevance(_Tower().inner.embedder)
+    with pytest.raises(PathkitError, match="needs features in CONCH v1's image-text space .*case 'case'.*"
+                                           "extract them with the 'conch' encoder"):
+        relevance.score(pool, np.arange(4))
+    assert relevance.score(_spaced(pool, "conch-v1"), np.arange(4)).shape == (4,)

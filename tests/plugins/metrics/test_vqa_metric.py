@@ -9,14 +9,19 @@ import pytest
 
 from pathkit_core.contracts import PathkitError
 
-# 15 rows: GR q1-q2, CSI q3, three ESG quartets g1 (all right), g2 (one unparseable), g3 (one constant answer)
+# 15 rows: GR q1-q2, CSI q3, three ESG quartets g1 (all right), g2 (one unparseable), g3 (one constant answer);
+# each quartet's rows are its four evidence states (g3 in another order)
+STATES = ("set1", "set2", "set3", "absent")
 REFERENCES = [
     {"id": "q1", "answer": 0, "capability": "GR"},
     {"id": "q2", "answer": "B", "capability": "GR"},
     {"id": "q3", "answer": 2, "capability": "CSI"},
-    *({"id": f"e{k}", "answer": k - 1, "capability": "ESG", "group": "g1"} for k in range(1, 5)),
-    *({"id": f"e{k}", "answer": 8 - k, "capability": "ESG", "group": "g2"} for k in range(5, 9)),
-    *({"id": f"f{k}", "answer": k - 1, "capability": "ESG", "group": "g3"} for k in range(1, 5)),
+    *({"id": f"e{k}", "answer": k - 1, "capability": "ESG", "group": "g1", "condition": STATES[k - 1]}
+      for k in range(1, 5)),
+    *({"id": f"e{k}", "answer": 8 - k, "capability": "ESG", "group": "g2", "condition": STATES[k - 5]}
+      for k in range(5, 9)),
+    *({"id": f"f{k}", "answer": k - 1, "capability": "ESG", "group": "g3", "condition": STATES[k - 2]}
+      for k in range(1, 5)),
 ]
 PREDICTIONS = [
     {"id": "q1", "answer": "A"},          # right (a letter)
@@ -30,7 +35,10 @@ PREDICTIONS = [
 ]
 HAND = {"Overall": 10 / 15, "GR": 1 / 2, "CSI": 1.0, "ESG": 8 / 12, "QExact": 1 / 3, "n_groups": 3.0,
         "constant_group_fraction": 1 / 3, "unanswered_rate": 2 / 15, "parse_failure_rate": 1 / 15,
-        "n_questions": 15.0}
+        "n_questions": 15.0,
+        # per evidence state: set1 = e1, e5, f2 all right; set2 = e2 right, e6 unparseable, f3 wrong;
+        # set3 = e3, e7 right, f4 wrong; absent = e4, e8 right, f1 wrong
+        "ESG@set1": 1.0, "ESG@set2": 1 / 3, "ESG@set3": 2 / 3, "ESG@absent": 2 / 3}
 
 
 def _metric():
@@ -97,3 +105,43 @@ def test_pathkit_score_on_json_lists(cli, tmp_path):
     mixed = cli("score", "--metric", "vqa,classification", "--predictions", tmp_path / "p.json",
                 "--references", tmp_path / "r.json")
     assert mixed.exit_code != 0 and "separate calls" in mixed.stdout + mixed.stderr
+
+
+def test_qexact_refuses_incomplete_quartets_unless_told_to_drop_them():
+    keep = [i for i, r in enumerate(REFERENCES) if r["id"] not in ("e6", "f3")]  # g2 and g3 lose a row each
+    preds, refs = [_fields(PREDICTIONS)[i] for i in keep], [_fields(REFERENCES)[i] for i in keep]
+    ids = [REFERENCES[i]["id"] for i in keep]
+    with pytest.raises(PathkitError, match=r"2 group\(s\) are not: g2 \(3 of 4 rows\), g3 \(3 of 4 rows\).*"
+                                           "drop_incomplete_groups=true"):
+        _metric().compute(preds, refs, ids=ids)
+    summary = _metric().compute(preds, refs, ids=ids, context={"options": {"drop_incomplete_groups": True}}).summary
+    assert summary["n_groups_dropped"] == 2.0 and summary["n_groups"] == 1.0
+    assert summary["QExact"] == 1.0 and summary["constant_group_fraction"] == 0.0  # g1 alone
+    assert summary["Overall"] == pytest.approx(10 / 13)  # the rows themselves are all still scored
+    # other group sizes by option
+    pairs = _metric().compute([0, 0, 1, 1], [{"answer": 0, "group": "a"}, {"answer": 0, "group": "a"},
+                                             {"answer": 1, "group": "b"}, {"answer": 0, "group": "b"}],
+                              context={"options": {"group_size": 2}}).summary
+    assert pairs["QExact"] == 0.5
+
+
+def test_accuracy_at_each_k_of_a_budget_sweep():
+    preds = [{"answer": 0, "sweep": {"16": 1, "64": 0}}, {"answer": 1, "sweep": {"16": 1, "64": "B"}},
+             {"answer": None, "sweep": {"16": None, "64": 2}}, {"answer": 3, "sweep": {"16": 3, "64": 3}}]
+    refs = [{"answer": 0, "capability": "GR"}, {"answer": 1, "capability": "CSI"}, {"answer": 2, "capability": "CSI"},
+            {"answer": 0, "capability": "GR"}]
+    summary = _metric().compute(preds, refs).summary
+    assert summary["Overall@K=16"] == pytest.approx(1 / 4) and summary["Overall@K=64"] == pytest.approx(3 / 4)
+    assert summary["CSI@K=64"] == 1.0 and summary["GR@K=16"] == 0.0 and summary["Overall"] == pytest.approx(2 / 4)
+
+
+def test_a_run_passes_drop_incomplete_groups_from_the_dataset_option():
+    from pathkit_datasets.pathoargus import PathoArgus
+
+    from pathkit_core.evaluation.runner import context_for, metric_context
+    from pathkit_core.tasks.vqa import MultipleChoiceVQATask
+
+    task = MultipleChoiceVQATask()
+    assert "options" not in task.metric_context(PathoArgus(None), None)
+    ctx = task.metric_context(PathoArgus(None, drop_incomplete_groups="true"), None)
+    assert context_for(_metric(), metric_context("pathoargus", ctx))["options"]["drop_incomplete_groups"] is True

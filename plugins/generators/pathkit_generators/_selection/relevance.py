@@ -17,8 +17,13 @@ PathoArgus does not publish how it scores relevance (docs/pathoargus.md). Two sc
   several candidate sets (ESG: "set 2" has no visual meaning) are left out of that training.
   The map is cached by the content of its train data.
 
-"auto" uses the text tower when its files are on this machine and the features match its width,
-otherwise the learned projection; the choice is recorded with every selection.
+The text tower scores only features whose files say they lie in CONCH v1's image-text space
+(`joint_space = "conch-v1"`, written by the `conch` encoder, which applies the contrastive
+projection). CONCH v1 features saved without the projection (CLAM, TRIDENT, STAMP) are 512-d too
+but outside that space, where the cosines mean nothing; they, and features whose space is not
+recorded, are refused for text relevance. "auto" uses the text tower when its files are on this
+machine and the train features are in its space, otherwise the learned projection; the choice
+is recorded with every selection.
 """
 
 from __future__ import annotations
@@ -52,6 +57,14 @@ def _best_cosine(feats: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return (rows @ unit.T).max(axis=1)
 
 
+TEXT_TOWER_SPACE = "conch-v1"  # the joint space of the CONCH v1 text tower (`Encoder.joint_space`)
+
+
+def in_text_space(pool: EvidencePool) -> bool:
+    """Whether the pool's features are recorded as lying in the text tower's image-text space."""
+    return pool.joint_space == TEXT_TOWER_SPACE
+
+
 class TextTowerRelevance:
     """Cosine between the CONCH text embedding of the question and each patch feature."""
 
@@ -65,6 +78,14 @@ class TextTowerRelevance:
         return {"relevance": self.name, "text_tower": "conch", "weights": str(self.embedder.weights)}
 
     def score(self, pool: EvidencePool, rows: np.ndarray) -> np.ndarray:
+        if not in_text_space(pool):
+            found = (f"in the {pool.joint_space!r} space" if pool.joint_space else
+                     "recorded in no image-text space (image-only, CONCH v1 without its contrastive projection as "
+                     "CLAM/TRIDENT/STAMP save it, or imported without a record)")
+            raise PathkitError(
+                f"relevance 'text-tower' needs features in CONCH v1's image-text space ({TEXT_TOWER_SPACE!r}); "
+                f"the features of case {pool.case_id!r} are {found}: extract them with the 'conch' encoder, or "
+                "use relevance='learned'")
         feats = pool.rows(rows)
         if feats.shape[1] != self.embedder.dim:
             raise PathkitError(
