@@ -73,6 +73,17 @@ def resolve_metrics(names: Sequence[str], task: str | None = None) -> list[Metri
     return metrics
 
 
+def prepare_metrics(metric_names: Sequence[str], *, dataset: str | None = None,
+                    context: Mapping[str, Any] | None = None) -> list[Metric]:
+    """Resolve the metrics and let each start what it will wait for (`Metric.prepare`), e.g.
+    METEOR's JVM, before the inputs are read and the other metrics run."""
+    ctx = metric_context(dataset, context)
+    metrics = resolve_metrics(metric_names, ctx.get("task"))
+    for metric in metrics:
+        metric.prepare(context_for(metric, ctx))
+    return metrics
+
+
 INPUT_FLAGS = "input_flags"
 
 
@@ -105,7 +116,7 @@ def score(
     import polars as pl
 
     ctx = metric_context(dataset, context)
-    metrics = resolve_metrics(metric_names, ctx.get("task"))
+    metrics = prepare_metrics(metric_names, dataset=dataset, context=context)
     ids = list(ids) if ids is not None else list(references)
     preds = [predictions[i] for i in ids]
     refs = [references[i] for i in ids]
