@@ -13,8 +13,9 @@
   missing.
 
 Each side is a fresh `python` process timed from its start to its exit (wall clock), in
-interleaved pairs after an untimed warm-up pair (file cache); the ratio is the peer's time over
-pathkit's, median of the pairs. Nothing is installed here.
+interleaved pairs after an untimed warm-up pair (file cache, and the modules' bytecode, which is
+written even where PYTHONDONTWRITEBYTECODE is set); the ratio is the peer's time over pathkit's,
+median of the pairs. Nothing is installed here.
 
     .venv/bin/python benchmarks/bench_score_cold.py [--pairs 3] [--pathbench DIR] [--only crqs|nlg]
 """
@@ -66,9 +67,16 @@ def pairs_file(folder: Path, data: Path, *, one_line: bool) -> Path:
     return path
 
 
+def with_bytecode(env: dict | None = None) -> dict:
+    """The environment without PYTHONDONTWRITEBYTECODE: the warm-up pair leaves the compiled
+    modules behind, as any installed program has them (else every cold process would compile
+    every module from source, both sides alike)."""
+    return {k: v for k, v in (env or os.environ).items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(command: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, str]:
     t0 = time.perf_counter()
-    out = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    out = subprocess.run(command, cwd=cwd, env=with_bytecode(env), capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     if out.returncode:
         raise SystemExit(f"{' '.join(command)} failed ({out.returncode}): {out.stderr[-2000:]}")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import Metric, MetricResult, PathkitError
-from pathkit_core.plugins import get_plugin_manager
+from pathkit_core.plugins import get_component
 from pathkit_core.workspace import atomic_write_json, atomic_write_with
 
 
@@ -43,7 +43,7 @@ def metric_context(dataset: str | None, extra: Mapping[str, Any] | None = None) 
     the options it hands to each metric (`Dataset.metric_options`, under "dataset_options")."""
     context: dict[str, Any] = {"dataset": dataset, "options": {}}
     if dataset:
-        ds_cls = get_plugin_manager().get("dataset", dataset)
+        ds_cls = get_component("dataset", dataset)
         context["task"] = ds_cls.task
         context["dataset_options"] = {k: dict(v) for k, v in dict(ds_cls.metric_options).items()}
     context.update(extra or {})
@@ -59,10 +59,9 @@ def context_for(metric: Metric, context: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def resolve_metrics(names: Sequence[str], task: str | None = None) -> list[Metric]:
-    registry = get_plugin_manager()
     metrics = []
     for name in names:
-        cls = registry.get("metric", name)
+        cls = get_component("metric", name)
         if task and cls.tasks and task not in cls.tasks:
             raise PathkitError(
                 f"metric {name!r} scores {', '.join(cls.tasks)}, not the {task!r} task of this dataset"
