@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import importlib
 import json
 import os
@@ -384,11 +385,18 @@ def _index_path() -> Path | None:
 def _entry_points_key() -> str:
     """What the index is valid for: every `pathkit` entry point, its distribution and version,
     and the size and modification time of the module it names (an edited plugin invalidates it),
-    plus the core's version and the allow/block lists."""
+    plus the core's version and the allow/block lists. Worked out once per process and setting."""
+    import sys
+
+    return _key_for(tuple(sys.path), os.environ.get(ENV_LOAD), os.environ.get(ENV_DISABLE))
+
+
+@functools.lru_cache(maxsize=4)
+def _key_for(path: tuple[str, ...], load: str | None, disable: str | None) -> str:
     import hashlib
     import importlib.util
 
-    parts: list[Any] = [_core_version(), os.environ.get(ENV_LOAD), os.environ.get(ENV_DISABLE)]
+    parts: list[Any] = [_core_version(), load, disable, list(path)]
     for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
         dist = getattr(ep, "dist", None)
         try:
