@@ -127,16 +127,13 @@ class _Features:
         return {str(i): int(y) for i, y in enumerate(self.labels)}
 
 
-def head_child(name: str, n: int, dim: int, test_fraction: float) -> None:
-    """One head on `n` x `dim` float16 features of 7 classes (Gaussian class means, unequal class
-    sizes like HepatoBench's): build (index or fit) and predict the test part; prints JSON."""
+def synthetic_features(n: int, dim: int, seed: int = 0) -> tuple[Any, Any]:
+    """(`n` x `dim` float16 features, labels) of 7 classes: Gaussian class means, unequal class
+    sizes like HepatoBench's."""
     import numpy as np
     import torch
 
-    from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, GeneratorSpec
-    from pathkit_core.plugins import get_component
-
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     sizes = np.array([0.17, 0.30, 0.10, 0.10, 0.17, 0.02, 0.14])
     labels = rng.choice(7, size=n, p=sizes / sizes.sum())
     centres = rng.normal(0, 1, (7, dim)).astype(np.float32)
@@ -145,6 +142,18 @@ def head_child(name: str, n: int, dim: int, test_fraction: float) -> None:
         rows = labels[start:start + 8192]
         block = centres[rows] * 0.1 + rng.standard_normal((len(rows), dim), dtype=np.float32)
         feats[start:start + 8192] = torch.from_numpy(block.astype(np.float16))
+    return feats, labels
+
+
+def head_child(name: str, n: int, dim: int, test_fraction: float) -> None:
+    """One head on `n` x `dim` float16 features of 7 classes (Gaussian class means, unequal class
+    sizes like HepatoBench's): build (index or fit) and predict the test part; prints JSON."""
+    import torch
+
+    from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, GeneratorSpec
+    from pathkit_core.plugins import get_component
+
+    feats, labels = synthetic_features(n, dim)
     n_test = int(n * test_fraction)
     train = _Features(feats[n_test:].float(), labels[n_test:])
     test = feats[:n_test].float()

@@ -8,8 +8,20 @@
    0.5 um/px with 50 % overlap; each slide's windows (synthetic 64-d features, as many as the
    tissue holds) streamed through the kNN head, stitched and written (masks, pyramidal TIFFs,
    GeoJSON, overlay) in a fresh process whose peak RSS is reported (the goal: flat).
+3. Against MONAI (`--monai`, skipped with a message when MONAI is not installed; nothing is installed
+   here): the 30,000 px slide of part 2, the same kNN head on the same window features, stitched by
+   pathkit (the tiling's tissue windows, every output file written) and by MONAI's
+   `sliding_window_inference` (every window of the grid, background included, as MONAI cannot skip
+   any; the probability map in memory, nothing written). MONAI runs on the cell grid: the input is the
+   (1, 1, rows, cols) grid of cells, windows of 2 x 2 cells every cell (224 px windows at 50 % overlap),
+   `mode="constant"` (pathkit's "average"), `with_coord` so that the predictor looks up each window's
+   features, which it classifies with the same head. Pairs alternate; the printed ratio is MONAI's time
+   over pathkit's. The maps are compared: pathkit on every window of the grid (the same windows as
+   MONAI, tissue weighting off) must give MONAI's map over all cells; pathkit on its tissue windows
+   gives MONAI's map on every cell whose windows all hold tissue.
 
     .venv/bin/python benchmarks/bench_segmentation.py [--pairs 3] [--sizes 10000,30000,100000] [--cache DIR]
+    .venv/bin/python benchmarks/bench_segmentation.py --monai --pairs 5 --skip-overhead --sizes ""
 
 Slides are written once into the cache folder (the 100,000 px one takes a minute or two and ~350 MB).
 """
@@ -56,14 +68,15 @@ def facts(run_dir: Path, tile_spec, tiling):
     return RunFacts(workdir=run_dir, run_dir=run_dir, encoder="bench", tile_spec=tile_spec, tiling=tiling)
 
 
-def segment(model, feature_file: Path, run_dir: Path, tile_spec, tiling, class_names) -> dict:
+def segment(model, feature_file: Path, run_dir: Path, tile_spec, tiling, class_names,
+            stitch: dict | None = None) -> dict:
     """Predict, stitch and write one slide's outputs, as `pathkit run` does; returns its record."""
     from pathkit_core.tasks.segmentation import SegmentationTask
     from pathkit_core.training.bags import BagDataset, BagSpec
     from pathkit_core.training.trainer import TrainConfig
 
     task = SegmentationTask()
-    items = BagDataset([BagSpec("slide", (feature_file,), None, {})])
+    items = BagDataset([BagSpec("slide", (feature_file,), None, {"stitch": stitch} if stitch else {})])
     f = facts(run_dir, tile_spec, tiling)
     raw = task.predict(model, items, f, batch_size=4096, cfg=TrainConfig(cpu=True, progress=False))
     record = {**raw["slide"], "foreground": 0, "foreground_class": class_names[0], "class_names": list(class_names),
@@ -202,6 +215,155 @@ def memory(sizes: list[int], cache: Path) -> None:
               f"{row['seconds']:.1f} s")
 
 
+# --------------------------------------------------------------------------- 3. against MONAI
+
+
+def _full_grid_features(size: int, cache: Path):
+    """(features of every window of the padded grid (rows, cols, 64) float16, the tissue windows'
+    manifest path): each window's features near the centre of its vertical band, as in part 2; the
+    tissue windows' rows are the same numbers in pathkit's feature file."""
+    import numpy as np
+    import torch
+
+    from pathkit_core.wsi.manifest import read_manifest
+
+    slide, features = prepare_memory_slide(size, cache)
+    from pathkit_core.features.store import read_feature_meta
+
+    manifest_path = Path(read_feature_meta(features)["manifest_path"])
+    meta = read_manifest(manifest_path).meta
+    stride0 = float(meta["stride0"])
+    n = int(np.ceil((size - float(meta["size0"])) / stride0)) + 1  # windows per side, padded edges
+    xs = np.round(np.arange(n) * stride0).astype(np.int64)
+    band = np.minimum(xs * 7 // size, 6)
+    rng = np.random.default_rng(size + 1)
+    noise = torch.from_numpy(1.5 * rng.standard_normal((n, n, 64), dtype=np.float32))  # mixed votes
+    grid = (class_centres(64)[torch.from_numpy(band)][None, :, :] + noise).half()  # (rows, cols, 64)
+    return grid, xs, manifest_path
+
+
+def _write_window_features(path: Path, grid, xs, manifest_path: Path, keep) -> None:
+    """A pathkit feature file of the grid's windows where `keep` (rows, cols) is true."""
+    import numpy as np
+    import torch
+
+    from pathkit_core.features.store import write_features
+
+    rows, cols = np.nonzero(keep)
+    coords = torch.from_numpy(np.stack([xs[cols], xs[rows]], axis=1))
+    feats = grid[torch.from_numpy(rows), torch.from_numpy(cols)]
+    write_features(path, feats, coords, {"slide_id": path.stem, "manifest_path": str(manifest_path),
+                                         "tile_px": "224"})
+
+
+def _stored_map(run_dir: Path):
+    import numpy as np
+
+    with np.load(run_dir / "segmentation" / "maps" / "slide.npz") as data:
+        return data["probabilities"].astype(np.float32), data["covered"]
+
+
+def monai_side_by_side(pairs: int, cache: Path, size: int = 30000) -> None:
+    import numpy as np
+    import torch
+
+    try:
+        from monai.inferers import sliding_window_inference
+    except ImportError:
+        print("monai: not installed, skipped (a separate environment with `pip install monai` compares it)")
+        return
+    from pathkit_core.contracts import TileSpec
+    from pathkit_core.wsi.manifest import read_manifest
+
+    torch.set_num_threads(1)
+    grid, xs, manifest_path = _full_grid_features(size, cache)
+    n = len(xs)
+    manifest = read_manifest(manifest_path)
+    tissue = np.zeros((n, n), dtype=bool)
+    coords = manifest.coords()
+    tissue[np.searchsorted(xs, coords[:, 1]), np.searchsorted(xs, coords[:, 0])] = True
+    tissue_file, every_file = cache / f"monai-tissue-{size}.safetensors", cache / f"monai-every-{size}.safetensors"
+    _write_window_features(tissue_file, grid, xs, manifest_path, tissue)
+    _write_window_features(every_file, grid, xs, manifest_path, np.ones((n, n), dtype=bool))
+    model = knn_head(64).eval()
+    classes = [f"C{k}" for k in range(7)]
+    tiling = {"overlap": 0.5, "pad_edges": True, "min_tissue_fraction": 0.1}
+    spec = TileSpec(224, 0.5)
+    flat = grid.reshape(n * n, 64)
+
+    def predictor(window, slices):  # (B, 1, 2, 2) cells and their slices -> (B, K, 2, 2)
+        idx = torch.tensor([s[2].start * n + s[3].start for s in slices])
+        with torch.inference_mode():
+            probs = model.probabilities(flat[idx].float())
+        return probs[:, :, None, None].expand(-1, -1, *window.shape[2:]).contiguous()
+
+    cells = n + 1  # a window is 2 x 2 cells, one every cell: n windows cover n + 1 cells
+
+    def run_monai():
+        image = torch.zeros((1, 1, cells, cells))
+        with torch.inference_mode():
+            out = sliding_window_inference(image, (2, 2), 1024, predictor, overlap=0.5, mode="constant",
+                                           with_coord=True)
+        return out[0].permute(1, 2, 0).numpy()
+
+    def run_pathkit(features: Path, stitch: dict):
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            t0 = time.perf_counter()
+            segment(model, features, Path(tmp), spec, tiling, classes, stitch)
+            seconds = time.perf_counter() - t0
+            return seconds, _stored_map(Path(tmp))
+
+    plain = {"tissue_weighting": False}
+    contenders = {
+        "pathkit, tissue windows, every output": lambda: run_pathkit(tissue_file, plain),
+        "pathkit, tissue windows, no overlay": lambda: run_pathkit(tissue_file, {**plain, "overlay": False}),
+        "pathkit, every window, no overlay": lambda: run_pathkit(every_file, {**plain, "overlay": False}),
+    }
+    print(f"monai: {size:,} px slide at 0.25 um/px, {n} x {n} = {n * n:,} windows on the padded grid, "
+          f"{int(tissue.sum()):,} of them tissue windows (pathkit's), kNN head on 64-d features, one torch thread; "
+          f"{pairs} alternating pairs after an untimed one")
+    times: dict[str, list[float]] = {"monai": [], **{k: [] for k in contenders}}
+    maps: dict[str, object] = {}
+    for pair in range(pairs + 1):
+        order = list(contenders) if pair % 2 else list(reversed(contenders))
+        t0 = time.perf_counter()
+        maps["monai"] = run_monai()
+        if pair:
+            times["monai"].append(time.perf_counter() - t0)
+        for name in order:
+            seconds, maps[name] = contenders[name]()
+            if pair:
+                times[name].append(seconds)
+        print(f"  pair {pair}{' (warm-up)' if not pair else ''}: load {Path('/proc/loadavg').read_text().split()[0]}, "
+              + ", ".join(f"{k.split(',')[0] if k == 'monai' else k.removeprefix('pathkit, ')} "
+                          f"{(times[k][-1] if pair else float('nan')):.3f} s" for k in times))
+    ref = maps["monai"]
+    for name in contenders:
+        mine, covered = maps[name]
+        ratios = [m / p for m, p in zip(times["monai"], times[name], strict=True)]
+        med = sorted(ratios)[len(ratios) // 2]
+        print(f"  {name}: median {sorted(times[name])[len(ratios) // 2]:.3f} s; MONAI / pathkit per pair "
+              f"{', '.join(f'{r:.2f}' for r in ratios)} -> median {med:.2f}x")
+        # cells whose every covering window is in pathkit's set: all covered cells with every window
+        same = covered.copy()
+        if "tissue windows" in name:
+            full = np.zeros((cells, cells), dtype=bool)
+            full[:n, :n] |= tissue
+            inner = np.ones((cells, cells), dtype=bool)
+            for dy in (0, 1):
+                for dx in (0, 1):
+                    shifted = np.zeros((cells, cells), dtype=bool)
+                    shifted[dy:dy + n, dx:dx + n] = tissue
+                    inner &= shifted
+            same &= inner
+        h, w = mine.shape[:2]
+        diff = np.abs(mine[same[:h, :w]] - ref[:h, :w][same[:h, :w]])
+        diff16 = np.abs(mine[same[:h, :w]] - ref[:h, :w][same[:h, :w]].astype(np.float16).astype(np.float32))
+        print(f"    map vs MONAI on {int(same.sum()):,} cells: max abs difference {diff.max():.2e} "
+              f"(pathkit stores float16; against MONAI's map rounded to float16: {diff16.max():.2e})")
+    print(f"  median MONAI {sorted(times['monai'])[len(times['monai']) // 2]:.3f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=3)
@@ -209,6 +371,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "pathkit-bench-segmentation")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--skip-overhead", action="store_true")
+    parser.add_argument("--monai", action="store_true", help="the side by side against MONAI's sliding window")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PATHKIT_DIRECT_TIFF", "1")
@@ -216,6 +379,8 @@ def main() -> None:
         memory_child(args.child, args.cache)
         return
     print(f"load average: {Path('/proc/loadavg').read_text().strip()}")
+    if args.monai:
+        monai_side_by_side(args.pairs, args.cache)
     if not args.skip_overhead:
         overhead(args.pairs, args.cache)
     memory([int(s) for s in args.sizes.split(",") if s], args.cache)

@@ -7,6 +7,8 @@ Prints, measured side by side in one run:
 2. seconds for thumbnail + segmentation + grid on a 100,000 x 100,000-px synthetic slide
    (target < 2 s), with the pyramid levels read (level 0 must not be among them);
 3. peak RSS of `tile_slide` on slides of growing size (target: flat);
+   and `tile_slide` in-process on 30,000 px slides at 0.5 and 0.25 um/px (`--large-only`), where its
+   time goes, and the mask morphology against the scikit-image/SciPy calls it replaced;
 4. with PATHKIT_REALDATA set, the per-tile reading speed on two real scanner files against a
    bare `read_region` loop, in alternating rounds (CMU-1-Small-Region is 0.499 um/px: every
    tile is resampled 257 -> 256 px; target >= 1.5x).
@@ -261,6 +263,88 @@ def bench_segmentation(out: Path) -> float:
     return best
 
 
+def _old_morphology(tissue, r_open: int, r_close: int):
+    """The tissue-mask morphology as it was: scikit-image opening/closing with the disk sequence,
+    SciPy's hole filling (the reference `pathkit_core.wsi.morphology` must equal)."""
+    from scipy import ndimage as ndi
+    from skimage.morphology import closing, disk, opening
+
+    tissue = opening(tissue, disk(r_open, decomposition="sequence"))
+    tissue = closing(tissue, disk(r_close, decomposition="sequence"))
+    return ndi.binary_fill_holes(tissue)
+
+
+def _new_morphology(tissue, r_open: int, r_close: int):
+    from pathkit_core.wsi.morphology import binary_closing, binary_opening, fill_holes
+
+    return fill_holes(binary_closing(binary_opening(tissue, r_open), r_close))
+
+
+def bench_large_slides(out: Path, pairs: int) -> None:
+    """In-process `tile_slide` on ~30k px synthetic slides at 0.5 and 0.25 um/px (the issue's
+    TRIDENT comparison), with where the time goes, and the tissue-mask morphology side by side
+    with the scikit-image/SciPy calls it replaced (outputs compared). TRIDENT and lazyslide are
+    timed only when installed (never by this script)."""
+    import importlib.util
+    import tempfile
+
+    import numpy as np
+
+    from pathkit_core.wsi.qc import render_qc
+    from pathkit_core.wsi.segmentation import hsv_channels, read_thumbnail, segment_slide
+    from pathkit_core.wsi.slide import open_slide
+    from pathkit_core.wsi.tiling import TilingParams, choose_geometry, plan_grid, tile_slide
+
+    params = TilingParams(target_mpp=0.5, tile_px=256)
+    for peer in ("trident", "lazyslide"):
+        if importlib.util.find_spec(peer) is None:
+            print(f"  {peer}: not installed, skipped")
+    for mpp in (0.5, 0.25):
+        slide = _make(out / f"large_30k_{mpp}.tif", width=30_000, height=30_000, mpp=mpp, tissue=_flat_blobs(),
+                      compression="jpeg", tile_size=256)
+        whole, parts, morph = [], [], []
+        for pair in range(pairs + 1):
+            with tempfile.TemporaryDirectory(dir=out) as tmp:
+                t = time.perf_counter()
+                tile_slide(slide, Path(tmp), params)
+                seconds = time.perf_counter() - t
+            with open_slide(slide) as s:
+                t0 = time.perf_counter()
+                thumb = read_thumbnail(s, params.thumbnail_px)
+                t1 = time.perf_counter()
+                _thumb, mask, mdx, mdy = segment_slide(s, params, thumbnail=thumb)
+                t2 = time.perf_counter()
+                tiles = plan_grid(s.dimensions, choose_geometry(s.mpp, s.level_downsamples, params), mask.tissue,
+                                  (mdx, mdy), params.min_tissue_fraction)
+                with tempfile.TemporaryDirectory(dir=out) as tmp:
+                    t3 = time.perf_counter()
+                    render_qc(thumb, mask, tiles, choose_geometry(s.mpp, s.level_downsamples, params),
+                              Path(tmp) / "qc.png")
+                    t4 = time.perf_counter()
+            # the morphology alone, old and new on the same thresholded mask (alternating order)
+            _h, sat, _v = hsv_channels(np.asarray(thumb.rgb))
+            raw = sat > 0.1
+            order = (_old_morphology, _new_morphology) if pair % 2 else (_new_morphology, _old_morphology)
+            got, took = {}, {}
+            for fn in order:
+                m0 = time.perf_counter()
+                got[fn] = fn(raw, 2, 4)
+                took[fn] = time.perf_counter() - m0
+            if not np.array_equal(got[_old_morphology], got[_new_morphology]):
+                raise SystemExit("morphology differs from scikit-image/SciPy")
+            if pair:
+                whole.append(seconds)
+                parts.append((t1 - t0, t2 - t1, t4 - t3))
+                morph.append((took[_old_morphology], took[_new_morphology]))
+        med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+        ratios = [o / n for o, n in morph]
+        print(f"  30,000 px at {mpp} um/px: tile_slide {med(whole):.3f} s (median of {pairs}; "
+              f"{', '.join(f'{w:.3f}' for w in whole)}); thumbnail {med([p[0] for p in parts]):.3f} s, "
+              f"segmentation {med([p[1] for p in parts]):.3f} s, QC PNG {med([p[2] for p in parts]):.3f} s; "
+              f"morphology scikit-image/SciPy {med([m[0] for m in morph]):.3f} s vs pathkit "
+              f"{med([m[1] for m in morph]):.3f} s ({med(ratios):.1f}x, equal masks)")
+
+
 # VmHWM (this process's peak resident memory) rather than ru_maxrss, which Linux carries over
 # from the forking parent across exec.
 _MEMORY_CHILD = """
@@ -304,6 +388,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench-out" / "tiling")
     ap.add_argument("--quick", action="store_true", help="smaller slides, skips the 100k slide")
     ap.add_argument("--real-only", action="store_true", help="only the real scanner files (PATHKIT_REALDATA)")
+    ap.add_argument("--large-only", action="store_true", help="only the in-process tiling of the 30k px slides")
+    ap.add_argument("--pairs", type=int, default=3)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -314,10 +400,16 @@ def main() -> None:
     if args.real_only:
         bench_real_slides(args.out)
         return
+    if args.large_only:
+        print("in-process tiling of ~30k px slides:")
+        bench_large_slides(args.out, args.pairs)
+        return
     ratio = bench_reader(args.out, args.quick)
     bench_real_slides(args.out)
     if not args.quick:
         bench_segmentation(args.out)
+        print("in-process tiling of ~30k px slides:")
+        bench_large_slides(args.out, args.pairs)
     print("peak memory of tile_slide vs slide size:")
     bench_memory(args.out, args.quick)
     print(f"summary: reader speed-up {ratio:.2f}x; load average {os.getloadavg()[0]:.1f} at the end")

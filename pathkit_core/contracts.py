@@ -483,6 +483,11 @@ class Metric(Component):
     ) -> MetricResult:
         raise NotImplementedError
 
+    def prepare(self, context: Mapping[str, Any] | None = None) -> None:
+        """Start what `compute` will wait for (a JVM, a model) without waiting for it; called
+        before the inputs are read, so that it starts while they are. Must not raise for a
+        problem `compute` reports; may be called more than once."""
+
     @classmethod
     def describe(cls) -> dict[str, Any]:
         out = super().describe()

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import functools
 import importlib
+import json
 import os
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -333,6 +337,9 @@ def _core_version() -> str:
 
 
 _REGISTRY: Registry | None = None
+# Registries of the built-in plugins plus one entry point, built for `get_component` from the index.
+_PARTIAL: dict[str, Registry] = {}
+ENV_INDEX = "PATHKIT_PLUGIN_INDEX"  # where the index of entry points is kept ("off": nowhere)
 
 
 def get_plugin_manager() -> Registry:
@@ -340,6 +347,7 @@ def get_plugin_manager() -> Registry:
     global _REGISTRY
     if _REGISTRY is None:
         _REGISTRY = build_registry()
+        _write_index(_REGISTRY)
     return _REGISTRY
 
 
@@ -347,7 +355,93 @@ def set_plugin_manager(registry: Registry | None) -> None:
     """Replace (or with None, forget) the process-wide registry; used by tests."""
     global _REGISTRY
     _REGISTRY = registry
+    _PARTIAL.clear()
 
 
 def get_component(kind: str, name: str) -> type[Component]:
+    """The component `name` of `kind`. Before the whole registry is built, a process that needs a
+    few components (`pathkit score`) loads only the entry points that provide them, as recorded in
+    the index of entry points (written by every full build); without a valid index, or when the
+    index names no single provider, the whole registry is built."""
+    if _REGISTRY is None:
+        registry = _registry_for(kind, name)
+        if registry is not None:
+            with contextlib.suppress(PathkitError):
+                return registry.get(kind, name)
     return get_plugin_manager().get(kind, name)
+
+
+# --------------------------------------------------------------------------- entry-point index
+
+
+def _index_path() -> Path | None:
+    given = os.environ.get(ENV_INDEX)
+    if given:
+        return None if given == "off" else Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pathkit" / "plugin-index.json"
+
+
+def _entry_points_key() -> str:
+    """What the index is valid for: every `pathkit` entry point, its distribution and version,
+    and the size and modification time of the module it names (an edited plugin invalidates it),
+    plus the core's version and the allow/block lists. Worked out once per process and setting."""
+    import sys
+
+    return _key_for(tuple(sys.path), os.environ.get(ENV_LOAD), os.environ.get(ENV_DISABLE))
+
+
+@functools.lru_cache(maxsize=4)
+def _key_for(path: tuple[str, ...], load: str | None, disable: str | None) -> str:
+    import hashlib
+    import importlib.util
+
+    parts: list[Any] = [_core_version(), load, disable, list(path)]
+    for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
+        dist = getattr(ep, "dist", None)
+        try:
+            spec = importlib.util.find_spec(ep.module)
+            st = os.stat(spec.origin) if spec is not None and spec.origin else None
+        except (ImportError, OSError, ValueError):
+            st = None
+        parts.append([ep.name, ep.value, dist.metadata["Name"] if dist is not None else "",
+                      dist.version if dist is not None else "", None if st is None else [st.st_size, st.st_mtime_ns]])
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def _write_index(registry: Registry) -> None:
+    """Record which entry point provides each component (never fatal: an unwritable cache only
+    means later processes build the whole registry)."""
+    path = _index_path()
+    if path is None:
+        return
+    builtin = {name for name, _module in BUILTIN_PLUGINS}
+    providers: dict[str, dict[str, list[str]]] = {kind: {} for kind in COMPONENT_KINDS}
+    for (kind, name), owner in registry.owners.items():
+        providers[kind][name] = registry.conflicts.get((kind, name), [owner])
+    index = {"key": _entry_points_key(), "builtin": sorted(builtin), "providers": providers}
+    with contextlib.suppress(OSError, TypeError, ValueError):
+        from pathkit_core.workspace import atomic_write_json
+
+        atomic_write_json(path, index)
+
+
+def _registry_for(kind: str, name: str) -> Registry | None:
+    """A registry of the built-in plugins and the one entry point the index names for (kind,
+    name), or None (no index, a stale one, several providers, inline plugins in use)."""
+    path = _index_path()
+    if path is None:
+        return None
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+        owners = index["providers"][kind][name.partition(":")[0]]
+        builtin = set(index["builtin"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(owners, list) or len(owners) != 1 or index.get("key") != _entry_points_key():
+        return None
+    wanted = set() if owners[0] in builtin else {str(owners[0])}
+    key = ",".join(sorted(wanted))
+    if key not in _PARTIAL:
+        _PARTIAL[key] = build_registry(allow=wanted, block=set())
+    return _PARTIAL[key]

@@ -15,6 +15,9 @@ def _quiet_threads(monkeypatch):
     # Two cores are shared by everything in CI; keep each test's torch/BLAS use small.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    # hermetic registries: no index of entry points read from or written to the user's cache
+    # (tests/core/test_plugins.py tests the index with its own file)
+    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", "off")
     yield
 
 

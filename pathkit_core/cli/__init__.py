@@ -11,6 +11,11 @@ from pathkit_core.contracts import PathkitError
 
 # Core command modules; each exposes `register(app)`. Plugins add theirs via `register_commands`.
 COMMAND_MODULES = ("listing", "doctor", "score", "run", "report", "tile", "extract", "status")
+# Which module registers each core command (tests/core/test_cli.py checks it against the modules):
+# a process running one core command imports and builds that module only.
+CORE_COMMANDS = {"list": "listing", "info": "listing", "doctor": "doctor", "score": "score", "run": "run",
+                 "report": "report", "tile": "tile", "extract": "extract", "qc": "extract", "features": "extract",
+                 "status": "status"}
 
 
 def _version_callback(value: bool) -> None:
@@ -21,7 +26,9 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-def build_app(*, with_plugins: bool = True) -> typer.Typer:
+def build_app(*, with_plugins: bool = True, command: str | None = None) -> typer.Typer:
+    """The whole command line; with `command` a core command's name, only the module that
+    registers it (and no plugin commands): what a process running that command needs."""
     app = typer.Typer(
         name="pathkit",
         help="Benchmark computational-pathology models under one reproducible protocol.",
@@ -38,17 +45,24 @@ def build_app(*, with_plugins: bool = True) -> typer.Typer:
     ) -> None:
         """pathkit: tile, extract, train, decode and score, resumably."""
 
-    for name in COMMAND_MODULES:
+    only = CORE_COMMANDS.get(command or "")
+    for name in (only,) if only else COMMAND_MODULES:
         importlib.import_module(f"pathkit_core.cli.{name}").register(app)
-    if with_plugins:
+    if with_plugins and not only:
         from pathkit_core.plugins import get_plugin_manager
 
         get_plugin_manager().call_register_commands(app)
     return app
 
 
+def _requested_command(argv: list[str]) -> str | None:
+    """The command a command line runs: its first word that is no option (the root's options
+    take no values)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> None:
-    app = build_app()
+    app = build_app(command=_requested_command(sys.argv[1:] if argv is None else list(argv)))
     try:
         app(args=argv, prog_name="pathkit", standalone_mode=True)
     except PathkitError as exc:  # raised outside a command's own handling

@@ -53,11 +53,14 @@ def register(app: typer.Typer) -> None:
             match_extensions,
             read_records,
         )
-        from pathkit_core.evaluation.runner import score, write_results
+        from pathkit_core.evaluation.runner import prepare_metrics, score, write_results
         from pathkit_core.workspace import check_writable_dir
 
         if out is not None:
             check_writable_dir(out, "--out")  # before scoring, so no score is lost at the end
+        options = parse_key_values(option, "--option")
+        # metrics that wait for something (METEOR's JVM) start it now, while the files are read
+        prepare_metrics(split_names(metric), dataset=dataset, context={"options": options} if options else None)
         whole = _whole_records(split_names(metric))
         pred_file = read_records(predictions, whole=whole)
         if references is not None:
@@ -74,7 +77,6 @@ def register(app: typer.Typer) -> None:
             err_console.print(f"matched {len(renamed)} prediction id(s) to reference ids that differ only by a slide "
                               f"file extension (e.g. {renamed[0][0]!r} -> {renamed[0][1]!r})", highlight=False)
         ids = join_by_id(values, refs, pred_name=str(predictions), ref_name=str(references or predictions))
-        options = parse_key_values(option, "--option")
         result = score(split_names(metric), values, refs, ids=ids, dataset=dataset,
                        context={"options": options} if options else None)
         if out is not None:
@@ -91,10 +93,9 @@ def register(app: typer.Typer) -> None:
 
 def _whole_records(names: list[str]) -> bool:
     """Whether the metrics read whole records (`Metric.whole_records`); one call cannot mix both."""
-    from pathkit_core.plugins import get_plugin_manager
+    from pathkit_core.plugins import get_component
 
-    registry = get_plugin_manager()
-    wants = {name: bool(getattr(registry.get("metric", name), "whole_records", False)) for name in names}
+    wants = {name: bool(getattr(get_component("metric", name), "whole_records", False)) for name in names}
     if len(set(wants.values())) > 1:
         whole = ", ".join(n for n, w in wants.items() if w)
         plain = ", ".join(n for n, w in wants.items() if not w)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import Metric, MetricResult, PathkitError
-from pathkit_core.plugins import get_plugin_manager
+from pathkit_core.plugins import get_component
 from pathkit_core.workspace import atomic_write_json, atomic_write_with
 
 
@@ -43,7 +43,7 @@ def metric_context(dataset: str | None, extra: Mapping[str, Any] | None = None) 
     the options it hands to each metric (`Dataset.metric_options`, under "dataset_options")."""
     context: dict[str, Any] = {"dataset": dataset, "options": {}}
     if dataset:
-        ds_cls = get_plugin_manager().get("dataset", dataset)
+        ds_cls = get_component("dataset", dataset)
         context["task"] = ds_cls.task
         context["dataset_options"] = {k: dict(v) for k, v in dict(ds_cls.metric_options).items()}
     context.update(extra or {})
@@ -61,10 +61,9 @@ def context_for(metric: Metric, context: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def resolve_metrics(names: Sequence[str], task: str | None = None) -> list[Metric]:
-    registry = get_plugin_manager()
     metrics = []
     for name in names:
-        cls = registry.get("metric", name)
+        cls = get_component("metric", name)
         if task and cls.tasks and task not in cls.tasks:
             raise PathkitError(
                 f"metric {name!r} scores {', '.join(cls.tasks)}, not the {task!r} task of this dataset"
@@ -72,6 +71,17 @@ def resolve_metrics(names: Sequence[str], task: str | None = None) -> list[Metri
         metrics.append(cls())
     if not metrics:
         raise PathkitError("no metric given: use --metric NAME[,NAME...]")
+    return metrics
+
+
+def prepare_metrics(metric_names: Sequence[str], *, dataset: str | None = None,
+                    context: Mapping[str, Any] | None = None) -> list[Metric]:
+    """Resolve the metrics and let each start what it will wait for (`Metric.prepare`), e.g.
+    METEOR's JVM, before the inputs are read and the other metrics run."""
+    ctx = metric_context(dataset, context)
+    metrics = resolve_metrics(metric_names, ctx.get("task"))
+    for metric in metrics:
+        metric.prepare(context_for(metric, ctx))
     return metrics
 
 
@@ -107,7 +117,7 @@ def score(
     import polars as pl
 
     ctx = metric_context(dataset, context)
-    metrics = resolve_metrics(metric_names, ctx.get("task"))
+    metrics = prepare_metrics(metric_names, dataset=dataset, context=context)
     ids = list(ids) if ids is not None else list(references)
     preds = [predictions[i] for i in ids]
     refs = [references[i] for i in ids]

@@ -74,14 +74,13 @@ def format_ci(ci: tuple[float, float] | None, digits: int = 4) -> str:
 
 def metric_classes(names: Any, registry: Any = None) -> dict[str, Any]:
     """The registered Metric class of each name; names no installed plugin provides are left out."""
-    if registry is None:
-        from pathkit_core.plugins import get_plugin_manager
+    from pathkit_core.plugins import get_component
 
-        registry = get_plugin_manager()
+    lookup = get_component if registry is None else registry.get
     out = {}
     for name in names:
         try:
-            out[name] = registry.get("metric", name)
+            out[name] = lookup("metric", name)
         except Exception:  # noqa: BLE001 - a score of an uninstalled metric is still shown
             continue
     return out

@@ -56,11 +56,14 @@ log = logging.getLogger(__name__)
 DEFAULT_TILING: dict[str, Any] = {"overlap": 0.5, "pad_edges": True, "min_tissue_fraction": 0.1}
 # How windows become a mask, per slide (`Case.meta["stitch"]` overrides each).
 STITCH_DEFAULTS: dict[str, Any] = {"blend": "average", "subdivide": 1, "threshold": None,
-                                   "cell_tissue_fraction": 0.5, "tissue_weighting": True}
+                                   "cell_tissue_fraction": 0.5, "tissue_weighting": True, "overlay": True}
 # Windows read from the feature file and predicted at once (memory: this many feature rows).
 CHUNK_ROWS = 4096
 # Windows whose side differs from the training patches' by more than this share are reported.
 FIELD_TOLERANCE = 0.10
+# Longest side of the thumbnail the overlay is drawn on (a picture for the eye; the map has far
+# fewer cells than this has pixels).
+OVERLAY_PX = 1024
 
 
 def output_folder(predictions_path: Path) -> Path:
@@ -192,20 +195,22 @@ class SegmentationTask(Task):
     def write_predictions(self, path: Path, predictions: Mapping[str, Any], ids: Sequence[str],
                           facts: RunFacts) -> Path:
         from pathkit_core.training.trainer import write_predictions
-        from pathkit_core.workspace import atomic_write_with
+        from pathkit_core.workspace import atomic_write_with, durable_batch
         from pathkit_core.wsi.quantify import composition_table
 
         folder = output_folder(path)
         index, rows = {}, []
-        for cid in ids:
-            entry, slide_rows = render_slide(cid, predictions[cid], folder, facts.run_dir)
-            index[cid] = entry
-            rows.extend(slide_rows)
-        if rows:
-            table = composition_table(rows)
-            atomic_write_with(folder / "quantification.parquet", table.write_parquet)
-            atomic_write_with(folder / "quantification.csv", table.write_csv)
-        written = write_predictions(path, index, ids)
+        # every output file lands at the end, after one fsync each and one per folder
+        with durable_batch():
+            for cid in ids:
+                entry, slide_rows = render_slide(cid, predictions[cid], folder, facts.run_dir)
+                index[cid] = entry
+                rows.extend(slide_rows)
+            if rows:
+                table = composition_table(rows)
+                atomic_write_with(folder / "quantification.parquet", table.write_parquet)
+                atomic_write_with(folder / "quantification.csv", table.write_csv)
+            written = write_predictions(path, index, ids)
         staging = set()
         for cid in ids:  # staged maps are removed once everything they became is written
             staged = predictions[cid].get("staged")
@@ -288,7 +293,8 @@ def slide_geometry(feature_file: Path) -> dict[str, Any]:
             "width0": int(manifest["width"]), "height0": int(manifest["height"]), "mpp": float(manifest["mpp"]),
             "mpp_override": manifest.get("mpp_override"), "tile_px": int(manifest["tile_px"]),
             "stride_px": int(manifest["stride_px"]), "window0": float(manifest["size0"]),
-            "params": manifest["params"], "manifest": str(manifest_path)}
+            "params": manifest["params"], "manifest": str(manifest_path),
+            "tissue_mask": manifest.get("tissue_mask"), "mask_geometry": manifest.get("mask")}
 
 
 def _window_items(features: Any, coords: Any, start: int) -> list[dict[str, Any]]:
@@ -308,7 +314,6 @@ def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta:
     import numpy as np
 
     from pathkit_core.features.store import iter_feature_rows
-    from pathkit_core.training.trainer import predict
     from pathkit_core.workspace import atomic_write_with
     from pathkit_core.wsi.stitch import ProbabilityMap, StitchGrid, tissue_cells
 
@@ -322,9 +327,8 @@ def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta:
     start = 0
     tissue_fraction = _window_tissue(geo) if settings["tissue_weighting"] else None
     for features, coords in iter_feature_rows(feature_files[0], rows=CHUNK_ROWS):
-        raw = predict(model, _window_items(features, coords, start), batch_size=batch_size, accelerator=accelerator,
-                      cfg=cfg)
-        probs = np.stack([_probabilities(raw[str(start + i)]) for i in range(len(features))])
+        probs = _window_probabilities(model, features, coords, start, batch_size=batch_size,
+                                      accelerator=accelerator, cfg=cfg)
         if stitched is None:
             stitched = ProbabilityMap(grid, probs.shape[1], settings["blend"])
         weight = None if tissue_fraction is None else tissue_fraction[start:start + len(features)]
@@ -333,14 +337,16 @@ def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta:
     if stitched is None:
         raise PathkitError(f"segmentation case {case_id}: its feature file has no windows")
     probabilities, covered = stitched.finish()
-    thumb, tissue_mask, mds = _tissue(geo)
+    tissue_mask, mds = _tissue(geo)
     tissue = tissue_cells(tissue_mask, mds, grid, float(settings["cell_tissue_fraction"]))
+    thumb = _overlay_thumbnail(geo) if settings["overlay"] else None
     staged = staging / f"{case_id}.npz"
 
     def write(tmp: Path) -> None:
+        pictures = {} if thumb is None else {
+            "thumbnail": thumb.rgb, "thumb_downsample": np.array([thumb.downsample_x, thumb.downsample_y])}
         with open(tmp, "wb") as fh:
-            np.savez(fh, probabilities=probabilities.astype(np.float16), covered=covered, tissue=tissue,
-                     thumbnail=thumb.rgb, thumb_downsample=np.array([thumb.downsample_x, thumb.downsample_y]))
+            np.savez(fh, probabilities=probabilities.astype(np.float16), covered=covered, tissue=tissue, **pictures)
 
     atomic_write_with(staged, write)
     return {"staged": str(staged), "map": None, "slide_id": geo["slide_id"], "n_windows": stitched.n_windows,
@@ -360,16 +366,65 @@ def _window_tissue(geo: Mapping[str, Any]) -> Any:
     return np.maximum(column.to_numpy().astype(np.float32), 1e-3)
 
 
-def _tissue(geo: Mapping[str, Any]) -> tuple[Any, Any, tuple[float, float]]:
-    """The tiling's thumbnail and tissue mask of the slide, made again with the same parameters."""
+def _window_probabilities(model: Any, features: Any, coords: Any, start: int, *, batch_size: int, accelerator: Any,
+                          cfg: Any) -> Any:
+    """(N, K) float32 class probabilities of one chunk of windows. A patch head (a module with
+    `probabilities(features)`, as every patch-classification generator builds) is called on the
+    chunk's feature matrix in batches; any other model goes through the trainer's `predict`, one
+    item per window."""
+    import numpy as np
+    import torch
+
+    head = getattr(model, "probabilities", None)
+    if callable(head) and isinstance(model, torch.nn.Module):
+        model = model.to(accelerator.device).eval()
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(features), batch_size):
+                batch = features[i:i + batch_size].to(accelerator.device).float()
+                out.append(head(batch).float().cpu())
+        probs = torch.cat(out).numpy() if out else np.zeros((0, 0), dtype=np.float32)
+        if probs.ndim != 2 or probs.shape[0] != len(features):
+            raise PathkitError(f"segmentation: the window classifier gave {tuple(probs.shape)} probabilities for "
+                               f"{len(features)} windows")
+        return probs.astype(np.float32, copy=False)
+    from pathkit_core.training.trainer import predict
+
+    raw = predict(model, _window_items(features, coords, start), batch_size=batch_size, accelerator=accelerator,
+                  cfg=cfg)
+    return np.stack([_probabilities(raw[str(start + i)]) for i in range(len(features))])
+
+
+def _tissue(geo: Mapping[str, Any]) -> tuple[Any, tuple[float, float]]:
+    """The tiling's tissue mask and its level-0 pixels per mask pixel (x, y): read from the tile
+    manifest, which keeps it; a manifest written before it did has the slide segmented again
+    with the tiling's parameters (the same mask)."""
+    from pathkit_core.wsi.masks import unpack_mask
+
+    packed, frame = geo.get("tissue_mask"), geo.get("mask_geometry")
+    if packed and frame:
+        mask = unpack_mask(packed, f"{geo['manifest']}: tissue_mask")
+        if mask.shape != (int(frame["height"]), int(frame["width"])):
+            raise PathkitError(f"{geo['manifest']}: tissue mask of {mask.shape} pixels, but its metadata says "
+                               f"{frame['height']} x {frame['width']}")
+        return mask, (float(frame["downsample_x"]), float(frame["downsample_y"]))
     from pathkit_core.wsi.segmentation import segment_slide
     from pathkit_core.wsi.slide import open_slide
     from pathkit_core.wsi.tiling import TilingParams
 
-    override = geo.get("mpp_override")
-    with open_slide(geo["slide_path"], mpp=override) as slide:
-        thumb, mask, mds_x, mds_y = segment_slide(slide, TilingParams.from_dict(geo["params"]))
-    return thumb, mask.tissue, (mds_x, mds_y)
+    with open_slide(geo["slide_path"], mpp=geo.get("mpp_override")) as slide:
+        _thumb, mask, mds_x, mds_y = segment_slide(slide, TilingParams.from_dict(geo["params"]))
+    return mask.tissue, (mds_x, mds_y)
+
+
+def _overlay_thumbnail(geo: Mapping[str, Any]) -> Any:
+    """The slide's thumbnail for the overlay (longest side `OVERLAY_PX`), from its coarsest
+    sufficient level."""
+    from pathkit_core.wsi.segmentation import read_thumbnail
+    from pathkit_core.wsi.slide import open_slide
+
+    with open_slide(geo["slide_path"], mpp=geo.get("mpp_override")) as slide:
+        return read_thumbnail(slide, OVERLAY_PX)
 
 
 def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_dir: Path,
@@ -390,8 +445,9 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
         return {**entry, "map": None}, []  # a baseline: no map, all background
     with np.load(staged) as data:
         probabilities = data["probabilities"].astype(np.float32)
-        covered, tissue, thumbnail = data["covered"], data["tissue"], data["thumbnail"]
-        thumb_ds = data["thumb_downsample"]
+        covered, tissue = data["covered"], data["tissue"]
+        thumbnail = data["thumbnail"] if "thumbnail" in data.files else None  # None: overlay switched off
+        thumb_ds = data["thumb_downsample"] if thumbnail is not None else None
     grid, slide = prediction["grid"], prediction["slide"]
     classes = list(prediction["class_names"])
     fg_index = int(prediction["foreground"])
@@ -402,7 +458,7 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
     size0 = (int(slide["width0"]), int(slide["height0"]))
     paths = {kind: folder / kind / f"{case_id}{ext}" for kind, ext in (
         ("maps", ".npz"), ("masks", ".tif"), ("tumour_masks", ".tiff"), ("class_maps", ".tiff"),
-        ("geojson", ".geojson"), ("overlays", ".png"))}
+        ("geojson", ".geojson"), ("overlays", ".png")) if kind != "overlays" or thumbnail is not None}
 
     def write_map(tmp: Path) -> None:
         with open(tmp, "wb") as fh:
@@ -423,10 +479,11 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
     region = vectorise(foreground, cell_frame)
     write_geojson(paths["geojson"], geojson_features(region, "Tumor" if fg_name == "TUM" else fg_name,
                                                      properties={"source": "pathkit", "slide_id": case_id}))
-    th, tw = thumbnail.shape[:2]
-    thumb_frame = MaskFrame(tw, th, float(thumb_ds[0]), float(thumb_ds[1]))
-    write_overlay(paths["overlays"], draw_overlay(thumbnail, thumb_frame, labels, foreground, cell_frame,
-                                                  class_colours(len(classes))))
+    if thumbnail is not None:
+        th, tw = thumbnail.shape[:2]
+        thumb_frame = MaskFrame(tw, th, float(thumb_ds[0]), float(thumb_ds[1]))
+        write_overlay(paths["overlays"], draw_overlay(thumbnail, thumb_frame, labels, foreground, cell_frame,
+                                                      class_colours(len(classes))))
     cell_area = (cell_frame.mpp * 1e-3) ** 2 if cell_frame.mpp else 0.0
     found = slide_composition(labels, foreground, tissue, classes, cell_area)
     rel = {k: str(p.relative_to(run_dir)) if p.is_relative_to(run_dir) else str(p) for k, p in paths.items()}

@@ -184,6 +184,38 @@ def write_png(path: str | Path, mask: np.ndarray) -> Path:
     return atomic_write_with(path, lambda tmp: image.save(tmp, format="PNG"))
 
 
+def pack_mask(mask: np.ndarray) -> dict[str, Any]:
+    """A boolean mask as JSON-able text (bits packed, deflated, base64): for manifest metadata."""
+    import base64
+    import zlib
+
+    import numpy as np
+
+    mask = np.asarray(mask, dtype=bool)
+    if mask.ndim != 2:
+        raise PathkitError(f"a packed mask is 2-D, not {mask.shape}")
+    data = base64.b64encode(zlib.compress(np.packbits(mask, axis=None).tobytes(), 6)).decode("ascii")
+    return {"height": int(mask.shape[0]), "width": int(mask.shape[1]), "bits": data}
+
+
+def unpack_mask(packed: Mapping[str, Any], where: str) -> np.ndarray:
+    """The mask `pack_mask` packed; a damaged record is a PathkitError naming `where`."""
+    import base64
+    import binascii
+    import zlib
+
+    import numpy as np
+
+    try:
+        h, w = int(packed["height"]), int(packed["width"])
+        raw = zlib.decompress(base64.b64decode(packed["bits"], validate=True))
+    except (KeyError, TypeError, ValueError, binascii.Error, zlib.error) as exc:
+        raise PathkitError(f"{where}: damaged packed mask ({type(exc).__name__}: {exc})") from None
+    if h < 0 or w < 0 or len(raw) != (h * w + 7) // 8:
+        raise PathkitError(f"{where}: packed mask of {len(raw)} bytes does not hold {h} x {w} pixels")
+    return np.unpackbits(np.frombuffer(raw, dtype=np.uint8), count=h * w).reshape(h, w).astype(bool)
+
+
 # --------------------------------------------------------------------------- geometry
 
 

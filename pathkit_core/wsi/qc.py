@@ -29,10 +29,9 @@ def _upsample_nearest(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 
 
 def _outline(mask: np.ndarray, width: int) -> np.ndarray:
-    from scipy import ndimage as ndi
+    from pathkit_core.wsi.morphology import erode_cross
 
-    inner = ndi.binary_erosion(mask, iterations=width, border_value=0)
-    return mask & ~inner
+    return mask & ~erode_cross(mask, width)
 
 
 def draw_qc(thumb: Thumbnail, mask: TissueMask, tiles: pl.DataFrame, geometry: TileGeometry) -> np.ndarray:

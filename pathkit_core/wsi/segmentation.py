@@ -266,7 +266,8 @@ class OtsuTissueSegmenter(TissueSegmenter):
 
     def segment(self, rgb: np.ndarray, mpp: float) -> TissueMask:
         from scipy import ndimage as ndi
-        from skimage.morphology import closing, opening
+
+        from pathkit_core.wsi.morphology import binary_closing, binary_opening, fill_holes
 
         p = self.params
         hue, sat, val = hsv_channels(rgb)
@@ -282,14 +283,14 @@ class OtsuTissueSegmenter(TissueSegmenter):
         tissue = (smooth > threshold) & ~excluded
         r_open, r_close = _px(p.open_radius_um, mpp), _px(p.close_radius_um, mpp)
         if r_open >= 1 and tissue.any():
-            tissue = opening(tissue, _disk(r_open))
+            tissue = binary_opening(tissue, r_open)  # = skimage opening with _disk(r_open)
         if r_close >= 1 and tissue.any():
-            tissue = closing(tissue, _disk(r_close))
+            tissue = binary_closing(tissue, r_close)
             tissue &= ~pen  # closing must not paint tissue back over removed ink
         px_area_mm2 = mpp * mpp / 1e6
         n_holes_filled = 0
         if tissue.any():
-            holes = ndi.binary_fill_holes(tissue) & ~tissue
+            holes = fill_holes(tissue) & ~tissue
             small_holes = holes & ~_remove_small(holes, p.min_hole_area_mm2 / px_area_mm2)
             n_holes_filled = int(ndi.label(small_holes)[1]) if small_holes.any() else 0
             tissue |= small_holes

@@ -215,9 +215,11 @@ def choose_geometry(
 def _integral(mask: np.ndarray) -> np.ndarray:
     import numpy as np
 
-    # int64 counts are exact whatever the mask size; float conversion happens per lookup.
-    sat = np.zeros((mask.shape[0] + 1, mask.shape[1] + 1), dtype=np.int64)
-    np.cumsum(np.cumsum(mask, axis=0, dtype=np.int64), axis=1, out=sat[1:, 1:])
+    # Counts are exact in int32 below 2**31 mask pixels (half the memory traffic of int64, the
+    # same numbers); int64 beyond. Float conversion happens per lookup.
+    dtype = np.int32 if mask.size < 2**31 else np.int64
+    sat = np.zeros((mask.shape[0] + 1, mask.shape[1] + 1), dtype=dtype)
+    np.cumsum(np.cumsum(mask, axis=0, dtype=dtype), axis=1, out=sat[1:, 1:])
     return sat
 
 
@@ -455,6 +457,7 @@ def _tile_unlocked(
 
     import pathkit_core
     from pathkit_core.wsi.manifest import write_manifest, write_manifest_csv
+    from pathkit_core.wsi.masks import pack_mask
     from pathkit_core.wsi.qc import render_qc
     from pathkit_core.wsi.segmentation import segment_slide
     from pathkit_core.wsi.slide import open_slide
@@ -514,6 +517,7 @@ def _tile_unlocked(
             "width": int(mask.tissue.shape[1]), "height": int(mask.tissue.shape[0]),
             "downsample_x": mds_x, "downsample_y": mds_y, "mpp": mask.mpp,
         },
+        tissue_mask=pack_mask(mask.tissue),  # stitched segmentation reads it instead of segmenting again
         segmentation={"segmenter": params.segmenter, **mask.info},
         warnings=notes,
         status=status,

@@ -273,3 +273,20 @@ def test_info_lists_a_datasets_options_and_layout(cli):
     assert options["split"] == {"name": "split", "type": "auto|pathreporteval|random", "default": "auto",
                                 "help": options["split"]["help"]} and options["mpp"]["type"] == "float"
     assert info["layout"].startswith("<root>/train.json")
+
+
+def test_a_core_command_builds_only_its_module():
+    """`CORE_COMMANDS` names every core command and the module registering it: a process running
+    one builds that module alone (no other command modules, no plugin commands)."""
+    import typer
+
+    from pathkit_core.cli import CORE_COMMANDS, _requested_command, build_app
+
+    every = typer.main.get_command(build_app(with_plugins=False)).commands
+    assert set(every) == set(CORE_COMMANDS)
+    for name, module in CORE_COMMANDS.items():
+        alone = set(typer.main.get_command(build_app(command=name)).commands)
+        assert name in alone and alone == {n for n, m in CORE_COMMANDS.items() if m == module}, name
+    assert _requested_command(["--version"]) is None and _requested_command(["score", "-m", "x"]) == "score"
+    with_plugins = typer.main.get_command(build_app(command="crqs")).commands  # a plugin's command: all
+    assert set(CORE_COMMANDS) <= set(with_plugins)

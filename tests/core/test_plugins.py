@@ -175,3 +175,59 @@ def test_no_plugin_loading_or_torch_import_at_import_time():
 
 def test_pathkit_error_is_user_facing():
     assert issubclass(UnknownComponentError, PathkitError)
+
+
+_INDEX_CHILD = """
+import json, sys
+from pathkit_core.plugins import get_component, get_plugin_manager
+if sys.argv[1] == "full":
+    get_plugin_manager()
+    print(json.dumps([]))
+else:
+    metric = get_component("metric", "nlg")
+    print(json.dumps(sorted(m for m in sys.modules if m.startswith("pathkit_") and "." in m
+                            and m.split(".")[1][:1] != "_")))
+"""
+
+
+def test_a_process_needing_one_component_loads_only_its_entry_point(tmp_path):
+    """A full build writes the index of entry points; a later process asking for one component
+    loads the built-in plugins and that component's entry point only. A stale index (an entry
+    point's module edited: its size or time changed) is not used."""
+    import json
+    import os
+
+    env = {**os.environ, "PATHKIT_PLUGIN_INDEX": str(tmp_path / "index.json")}
+
+    def child(mode):
+        out = subprocess.run([sys.executable, "-c", _INDEX_CHILD, mode], env=env, capture_output=True, text=True,
+                             check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    everything = child("one")  # no index yet: the whole registry, which writes the index
+    assert "pathkit_datasets.goldmark" in everything and (tmp_path / "index.json").exists()
+    (tmp_path / "index.json").unlink()
+    child("full")
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert index["providers"]["metric"]["nlg"] == ["nlg"] and index["providers"]["task"]
+    loaded = child("one")
+    assert "pathkit_metrics.nlg" in loaded
+    assert not any(m.startswith(("pathkit_datasets.", "pathkit_generators.", "pathkit_encoders.")) for m in loaded)
+    index["key"] = "stale"
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    assert "pathkit_datasets.goldmark" in child("one")
+
+
+def test_the_index_is_skipped_when_it_names_no_single_provider(tmp_path, monkeypatch):
+    import json
+
+    from pathkit_core import plugins
+
+    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
+    (tmp_path / "index.json").write_text(json.dumps({"key": plugins._entry_points_key(), "builtin": [],
+                                                      "providers": {"metric": {"nlg": ["a", "b"]}}}))
+    assert plugins._registry_for("metric", "nlg") is None  # two providers: the full registry decides
+    (tmp_path / "index.json").write_text("{not json")
+    assert plugins._registry_for("metric", "nlg") is None
+    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", "off")
+    assert plugins._registry_for("metric", "nlg") is None

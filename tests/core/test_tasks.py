@@ -464,3 +464,30 @@ def test_case_ids_must_be_plain_and_unique():
     message = str(err.value)
     assert "../b (train): case id '../b' must be a plain name" in message
     assert "a (test): the case id is also in the train split" in message
+
+
+def test_segmentation_calls_a_patch_head_on_the_window_matrix_as_predict_would():
+    """The stitching fast path (a patch head called on each chunk's feature matrix) gives the
+    probabilities the trainer's per-window `predict` gives."""
+    import numpy as np
+    import torch
+    from pathkit_generators.knn import KNearestNeighbours
+
+    from pathkit_core.contracts import GeneratorSpec
+    from pathkit_core.tasks.segmentation import _probabilities, _window_items, _window_probabilities
+    from pathkit_core.training.trainer import TrainConfig, make_accelerator, predict
+
+    g = torch.Generator().manual_seed(0)
+    items = [{"case_id": f"p{i}", "features": torch.randn(1, 8, generator=g), "target": i % 3} for i in range(30)]
+    spec = GeneratorSpec(task="segmentation", feature_dim=8, class_names=("a", "b", "c"), train_items=items,
+                         hparams={"k": 5})
+    model = KNearestNeighbours().build(spec)
+    features, coords = torch.randn(50, 8, generator=g).half(), torch.arange(100).reshape(50, 2)
+    cfg = TrainConfig(cpu=True, progress=False)
+    accelerator = make_accelerator(cfg)
+    fast = _window_probabilities(model, features, coords, 7, batch_size=16, accelerator=accelerator, cfg=cfg)
+    raw = predict(model, _window_items(features, coords, 7), batch_size=16, accelerator=accelerator, cfg=cfg)
+    slow = np.stack([_probabilities(raw[str(7 + i)]) for i in range(50)])
+    assert fast.shape == (50, 3) and fast.dtype == np.float32
+    np.testing.assert_allclose(fast, slow, atol=1e-6)
+    assert len({tuple(r) for r in fast.round(3)}) > 3  # mixed votes: a comparison that can fail

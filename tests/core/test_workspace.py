@@ -120,3 +120,35 @@ def test_atomic_writes_follow_the_umask(tmp_path):
         assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o644
     finally:
         os.umask(previous)
+
+
+def test_a_durable_batch_lands_every_file_at_its_end_or_none(tmp_path):
+    from pathkit_core.workspace import atomic_write_bytes, durable_batch
+
+    kept = tmp_path / "a" / "kept.json"
+    atomic_write_json(kept, {"v": 1})
+    with durable_batch():
+        atomic_write_json(kept, {"v": 2})
+        atomic_write_text(tmp_path / "b" / "new.txt", "new")
+        with durable_batch():  # nested: lands with the outer one
+            atomic_write_bytes(tmp_path / "b" / "inner.bin", b"\x00\x01")
+        assert json.loads(kept.read_text()) == {"v": 1}, "a batched write landed before the batch ended"
+        assert not (tmp_path / "b" / "new.txt").exists()
+    assert json.loads(kept.read_text()) == {"v": 2}
+    assert (tmp_path / "b" / "new.txt").read_text() == "new"
+    assert (tmp_path / "b" / "inner.bin").read_bytes() == b"\x00\x01"
+    assert oct((tmp_path / "b" / "new.txt").stat().st_mode & 0o777) == oct(0o666 & ~_current_umask())
+
+    with pytest.raises(RuntimeError), durable_batch():
+        atomic_write_json(kept, {"v": 3})
+        atomic_write_text(tmp_path / "b" / "never.txt", "x")
+        raise RuntimeError("killed before the batch ended")
+    assert json.loads(kept.read_text()) == {"v": 2}
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["kept.json"], "temporary left behind"
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["inner.bin", "new.txt"]
+
+
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

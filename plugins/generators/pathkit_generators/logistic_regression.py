@@ -9,10 +9,14 @@ from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Generator, Generat
 
 
 class LogisticRegressionProbe(Generator):
-    """scikit-learn's L-BFGS logistic regression with C = D*K/100 (D feature dimension, K classes
-    in the training labels) and max_iter 1000, fitted on train + validation as UNI's
-    `eval_linear_probe` does by default (`combine_trainval`). Fitted when the model is built: the
-    core training loop is not used (docs/hepatobench.md)."""
+    """Multinomial (two classes: binary) logistic regression with C = D*K/100 (D feature
+    dimension, K classes in the training labels) and max_iter 1000, fitted on train + validation
+    as UNI's `eval_linear_probe` does by default (`combine_trainval`). The objective, the
+    optimiser and its options are scikit-learn's `LogisticRegression(C, solver="lbfgs")` (mean
+    cross-entropy + ||W||^2 / (2 C n), intercept unpenalised; SciPy's L-BFGS-B from zeros, stopping
+    when the largest gradient component is below 1e-4), the loss and gradient computed by torch
+    in float64: the same model without importing scikit-learn (docs/hepatobench.md). Fitted when the model is
+    built: the core training loop is not used."""
 
     name: ClassVar[str] = "logistic-regression"
     description: ClassVar[str] = "L-BFGS logistic regression on frozen patch features (UNI: C = D*K/100)"
@@ -24,9 +28,7 @@ class LogisticRegressionProbe(Generator):
     needs_fit: ClassVar[bool] = False
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
-        import numpy as np
         import torch
-        from sklearn.linear_model import LogisticRegression
 
         from pathkit_generators._patch import PatchHead, n_classes, training_set
 
@@ -37,17 +39,15 @@ class LogisticRegressionProbe(Generator):
         if len(seen) < 2:
             raise PathkitError(f"{self.name}: every training patch has class {seen[0]}; a classifier needs two")
         c = float(hp["C"]) if hp["C"] is not None else feats.shape[1] * len(seen) / 100.0
-        model = LogisticRegression(C=c, max_iter=int(hp["max_iter"]), solver="lbfgs", random_state=0)
-        model.fit(feats.numpy(), labels.numpy())
-        coef, intercept = np.asarray(model.coef_), np.asarray(model.intercept_)
-        if coef.shape[0] == 1:  # scikit-learn's binary form: one logit for the second class
-            coef, intercept = np.vstack([np.zeros_like(coef), coef]), np.concatenate([[0.0], intercept])
+        if c <= 0:
+            raise PathkitError(f"{self.name}: C must be positive, got {c}")
+        coef, intercept, n_iter = fit_lbfgs(feats, labels, seen, c, int(hp["max_iter"]))
         weight = torch.zeros(k, feats.shape[1])
         bias = torch.full((k,), -torch.inf)  # a class without training patches is never predicted
-        rows = torch.as_tensor([int(c_) for c_ in model.classes_])
-        weight[rows] = torch.as_tensor(coef, dtype=torch.float32)
-        bias[rows] = torch.as_tensor(intercept, dtype=torch.float32)
-        fitted = {"C": c, "n_iter": int(np.max(model.n_iter_)), "classes_seen": len(seen)}
+        rows = torch.as_tensor(seen)
+        weight[rows] = coef.float()
+        bias[rows] = intercept.float()
+        fitted = {"C": c, "n_iter": n_iter, "classes_seen": len(seen)}
 
         class FittedLogisticRegression(PatchHead):
             name = "logistic-regression"
@@ -64,6 +64,61 @@ class LogisticRegressionProbe(Generator):
                 return dict(fitted)
 
         return FittedLogisticRegression()
+
+
+# scikit-learn's L-BFGS settings for LogisticRegression (linear_model._logistic): gtol = tol
+# 1e-4 (largest projected gradient component), ftol 64 machine epsilons, up to 50 line-search steps.
+GRADIENT_TOL = 1e-4
+FTOL = 64 * 2.220446049250313e-16
+MAX_LINE_SEARCH = 50
+
+
+def fit_lbfgs(features: Any, labels: Any, classes: list[int], c: float, max_iter: int) -> tuple[Any, Any, int]:
+    """(coefficients (K, D), intercepts (K,), iterations) of the L2-regularised logistic
+    regression scikit-learn's lbfgs solver fits: mean cross-entropy + ||W||^2 / (2 C n),
+    intercepts unpenalised, minimised from zeros by SciPy's L-BFGS-B with scikit-learn's options;
+    the loss and its gradient computed by torch in float64. With two classes scikit-learn's binary
+    form (one logit; returned as a zero row for the first class), else the multinomial one."""
+    import numpy as np
+    import torch
+    from scipy.optimize import minimize
+
+    x = features.to(torch.float64)
+    index = torch.searchsorted(torch.as_tensor(classes), labels.to(torch.int64))
+    n, d = x.shape
+    binary = len(classes) == 2
+    rows = 1 if binary else len(classes)
+    l2 = 1.0 / (c * n)
+    onehot = index.to(torch.float64)[:, None] if binary else \
+        torch.nn.functional.one_hot(index, rows).to(torch.float64)
+
+    def loss_and_gradient(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        params = torch.from_numpy(theta).view(rows, d + 1)
+        w, b = params[:, :d], params[:, d]
+        logits = torch.addmm(b, x, w.T)
+        if binary:
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, onehot, reduction="sum")
+            residual = torch.sigmoid(logits) - onehot
+        else:
+            log_p = torch.log_softmax(logits, dim=1)
+            loss = -(log_p * onehot).sum()
+            residual = log_p.exp() - onehot
+        grad = torch.empty(rows, d + 1, dtype=torch.float64)
+        torch.mm(residual.T, x, out=grad[:, :d])
+        grad[:, :d] /= n
+        grad[:, :d] += l2 * w
+        grad[:, d] = residual.sum(dim=0) / n
+        value = float(loss) / n + 0.5 * l2 * float((w * w).sum())
+        return value, grad.numpy().ravel()
+
+    result = minimize(loss_and_gradient, np.zeros(rows * (d + 1)), method="L-BFGS-B", jac=True,
+                      options={"maxiter": max_iter, "maxls": MAX_LINE_SEARCH, "gtol": GRADIENT_TOL, "ftol": FTOL})
+    params = torch.from_numpy(result.x).view(rows, d + 1)
+    coef, intercept = params[:, :d], params[:, d]
+    if binary:  # the second class's logit against a zero one: softmax gives the binary probabilities
+        coef = torch.cat([torch.zeros_like(coef), coef])
+        intercept = torch.cat([torch.zeros_like(intercept), intercept])
+    return coef, intercept, int(result.nit)
 
 
 @hookimpl

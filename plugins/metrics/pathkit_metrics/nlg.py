@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult
+from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
 from pathkit_metrics._nlg.meteor import DEFAULT_MAX_WORDS, DEFAULT_TIMEOUT_S
 from pathkit_metrics._text_inputs import (
     metric_options,
@@ -75,6 +75,18 @@ class NLGMetric(Metric):
         "Vedantam et al. 2015 (CIDEr); pycocoevalcap (Chen et al. 2015, Microsoft COCO Captions)"
     )
 
+    def prepare(self, context: Mapping[str, Any] | None = None) -> None:
+        """Start METEOR's JVM at once (unless option meteor=false): it loads while the inputs are
+        read and BLEU, ROUGE-L and CIDEr are computed."""
+        from pathkit_metrics._nlg import meteor as meteor_mod
+
+        try:
+            use_meteor = option_bool(metric_options(context, OPTIONS, self.name), "meteor", True, self.name)
+        except PathkitError:
+            return  # compute reports a bad option
+        if use_meteor:
+            meteor_mod.start_meteor()
+
     def compute(
         self,
         predictions: Sequence[Any],
@@ -111,9 +123,13 @@ class NLGMetric(Metric):
             preds = [" ".join(p.split()) for p in preds]
             refs = [tuple(" ".join(r.split()) for r in group) for group in refs]
         if use_meteor:
-            # fail before any work when Java or the jar is missing
+            # fail before any work when Java or the jar is missing or a text is too long; else
+            # the JVM loads while the n-gram metrics run
             meteor_mod.find_java()
             meteor_mod.locate_meteor_jar()
+            meteor_lines = meteor_mod.score_lines(preds, refs, ids=pairs.ids,
+                                                  max_words=None if max_words is None else int(max_words))
+            meteor_mod.start_meteor()
 
         corpus = SplitCorpus(preds, refs)
         stats = bleu_statistics(corpus)
@@ -127,10 +143,8 @@ class NLGMetric(Metric):
         for k, key in enumerate(BLEU_KEYS):
             columns[key] = bleu_case[:, k]
         if use_meteor:
-            meteor_corpus, meteor_case = meteor_mod.meteor_scores(
-                preds, refs, ids=pairs.ids, timeout=float(timeout or meteor_mod.DEFAULT_TIMEOUT_S),
-                max_words=None if max_words is None else int(max_words),
-            )
+            meteor_corpus, meteor_case = meteor_mod.score_with_jar(
+                meteor_lines, timeout=float(timeout or meteor_mod.DEFAULT_TIMEOUT_S))
             summary["METEOR"] = float(meteor_corpus)
             columns["METEOR"] = np.asarray(meteor_case, dtype=np.float64)
         summary["ROUGE-L"] = float(np.mean(rouge_case))

@@ -38,3 +38,24 @@ def test_mask_tiff_opens_in_openslide_at_the_slides_geometry(tmp_path):
 def test_levels_halve_down_to_one_tile():
     sizes = level_sizes(100_000, 60_000)
     assert sizes[0] == (100_000, 60_000, 1) and max(sizes[-1][:2]) <= 256 and sizes[1][2] == 2
+
+
+@pytest.mark.parametrize("cell0", [100.0, 224.0, 37.5])
+def test_every_level_holds_the_cell_under_each_pixel_centre(tmp_path, cell0):
+    """Every pixel of every level against the direct rule (cell = floor((pixel + 0.5) * downsample
+    / cell0), clipped to the map), on a random class map whose borders cut tiles at every offset;
+    pixels past the image edge of a border tile are 0."""
+    import tifffile
+
+    rng = np.random.default_rng(int(cell0))
+    cells = rng.integers(0, 4, size=(23, 31)).astype(np.uint8)
+    cells[5:15, 5:20] = 2  # a region spanning many tiles: uniform tiles beside mixed ones
+    size = (int(31 * cell0) - 7, int(23 * cell0) - 3)
+    path = write_mask_tiff(tmp_path / "m.tiff", cells, cell0=cell0, slide_size=size, slide_mpp=0.5)
+    with tifffile.TiffFile(path) as tif:
+        pages = list(tif.pages)
+        assert len(pages) == len(level_sizes(*size))
+        for page, (w, h, d) in zip(pages, level_sizes(*size), strict=True):
+            rows = np.minimum(((np.arange(h) + 0.5) * d / cell0).astype(np.int64), cells.shape[0] - 1)
+            cols = np.minimum(((np.arange(w) + 0.5) * d / cell0).astype(np.int64), cells.shape[1] - 1)
+            np.testing.assert_array_equal(page.asarray(), cells[rows[:, None], cols[None, :]])

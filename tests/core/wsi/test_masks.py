@@ -182,3 +182,20 @@ def test_a_reference_reads_alike_from_its_png_and_its_geojson(tmp_path):
         reference_mask({"mask": str(png), "mask_downsample": "x"}, frame, size0, 0.25)
     with pytest.raises(PathkitError, match=r"s1.png \(64 x 48 px at downsample 4"):
         reference_mask({"mask": str(png), "mask_downsample": 4, "slide": "S"}, frame, size0, 0.25)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 13), (64, 48), (0, 5)])
+def test_packed_masks_come_back_bit_for_bit_and_damage_is_named(shape):
+    from pathkit_core.wsi.masks import pack_mask, unpack_mask
+
+    mask = np.random.default_rng(sum(shape)).random(shape) > 0.6
+    packed = json.loads(json.dumps(pack_mask(mask)))  # it travels as JSON in the manifest
+    back = unpack_mask(packed, "m.parquet")
+    assert back.dtype == bool and back.shape == shape
+    np.testing.assert_array_equal(back, mask)
+    with pytest.raises(PathkitError, match=r"m.parquet: packed mask of \d+ bytes does not hold"):
+        unpack_mask({**packed, "height": shape[0] + 8}, "m.parquet")
+    with pytest.raises(PathkitError, match="m.parquet: damaged packed mask"):
+        unpack_mask({**packed, "bits": "not base64!"}, "m.parquet")
+    with pytest.raises(PathkitError, match="m.parquet: damaged packed mask"):
+        unpack_mask({"height": 1}, "m.parquet")

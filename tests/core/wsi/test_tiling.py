@@ -258,3 +258,42 @@ def test_duplicate_slide_ids_fail_both(tmp_path, fast_params, synthetic_slides):
     results = tile_slides([tmp_path / "a" / "x.tiff", tmp_path / "b" / "x.svs"], tmp_path / "o",
                           fast_params, progress=False)
     assert [r.code for r in results] == ["duplicate-slide-id"] * 2
+
+
+def test_the_manifest_keeps_the_tissue_mask_that_stitching_reads(synthetic_slides, fast_params, tmp_path):
+    """Tiling stores its tissue mask in the manifest; stitched segmentation reads that mask instead
+    of segmenting the slide again, and gets what segmenting again gives (the fallback for
+    manifests written before the mask was kept). A damaged mask is an error naming the manifest."""
+    from pathkit_core.tasks.segmentation import _tissue, slide_geometry
+    from pathkit_core.wsi.manifest import read_manifest_meta
+    from pathkit_core.wsi.masks import unpack_mask
+    from pathkit_core.wsi.segmentation import segment_slide
+    from pathkit_core.wsi.slide import open_slide
+    from pathkit_core.wsi.tiling import tile_slide
+
+    slide = synthetic_slides["pen"]
+    result = tile_slide(slide, tmp_path / "tiles", fast_params)
+    meta = read_manifest_meta(result.manifest_path)
+    with open_slide(slide) as s:
+        _thumb, mask, mds_x, mds_y = segment_slide(s, fast_params)
+    kept = unpack_mask(meta["tissue_mask"], "manifest")
+    np.testing.assert_array_equal(kept, mask.tissue)
+    assert mask.pen.any() and mask.tissue.any() and not mask.tissue.all()  # a mask worth comparing
+
+    features = tmp_path / "f.safetensors"
+    import torch
+
+    from pathkit_core.features.store import write_features
+
+    write_features(features, torch.zeros(1, 4), torch.zeros(1, 2, dtype=torch.int64),
+                   {"slide_id": "pen", "manifest_path": str(result.manifest_path), "tile_px": "64"})
+    geo = slide_geometry(features)
+    read, downsample = _tissue(geo)
+    np.testing.assert_array_equal(read, mask.tissue)
+    assert downsample == (mds_x, mds_y)
+    again, again_ds = _tissue({**geo, "tissue_mask": None})  # an older manifest: segmented again
+    np.testing.assert_array_equal(again, mask.tissue)
+    assert again_ds == downsample
+    damaged = {**geo, "tissue_mask": {**meta["tissue_mask"], "bits": "AAAA"}}
+    with pytest.raises(PathkitError, match="tissue_mask: .*packed mask"):
+        _tissue(damaged)

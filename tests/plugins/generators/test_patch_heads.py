@@ -143,3 +143,9 @@ def test_linear_probe_learns_separable_classes_by_steps(tmp_path):
     assert result.history[0]["step"] == 5  # val_every_steps None: one check per pass, ceil(300 / 64) steps
     assert EVA_TRAIN["val_every_steps"] == 250 and EVA_TRAIN["max_steps"] == 12_500
     assert model.export_state() == {"n_classes": 3}
+
+
+def test_logistic_regression_refuses_a_non_positive_c():
+    x, y = blobs(20, k=2)
+    with pytest.raises(PathkitError, match="C must be positive"):
+        build("logistic-regression", items(x, y), C=0.0)

@@ -452,3 +452,28 @@ def test_evaluate_interface_without_meteor():
     multi = as_evaluate_module("nlg").compute(predictions=predictions, references=references, meteor=False)
     expected = NLGMetric().compute(predictions, references, context=NO_METEOR).summary
     assert multi == pytest.approx(expected, abs=1e-12)
+
+
+def test_prepare_starts_the_jvm_without_waiting_and_only_when_meteor_is_on(tmp_path, monkeypatch):
+    """`pathkit score` calls `prepare` before reading its inputs: the JVM then loads meanwhile."""
+    import time
+
+    bin_dir, jar = _fake_java(tmp_path, "exec sleep 30")  # a JVM that never answers
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv(meteor_mod.ENV_METEOR_JAR, str(jar))
+    meteor_mod.shutdown_meteor()
+    try:
+        NLGMetric().prepare(NO_METEOR)
+        assert meteor_mod._PROCESS is None
+        t0 = time.perf_counter()
+        NLGMetric().prepare({"options": {}})
+        assert time.perf_counter() - t0 < 5.0 and meteor_mod._PROCESS.alive()  # started, not awaited
+        pid = meteor_mod._PROCESS.proc.pid
+        NLGMetric().prepare(None)  # again: the same process
+        assert meteor_mod._PROCESS.proc.pid == pid
+    finally:
+        meteor_mod.shutdown_meteor()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    NLGMetric().prepare(None)  # no Java: nothing started, nothing raised (compute says why)
+    assert meteor_mod._PROCESS is None

@@ -285,6 +285,18 @@ def shutdown_meteor() -> None:
 atexit.register(shutdown_meteor)
 
 
+def start_meteor() -> bool:
+    """Start this process's JVM now, without waiting for it to load (its paraphrase table takes
+    seconds, which pass while the caller does other work); whether one is starting or running.
+    A JVM that cannot start is reported by `meteor_scores`, not here."""
+    with _LOCK:
+        try:
+            _process()
+        except PathkitError:
+            return False
+    return True
+
+
 def meteor_available() -> tuple[bool, str]:
     """Whether METEOR can run here, and if not why (no JVM is started)."""
     try:
@@ -295,19 +307,15 @@ def meteor_available() -> tuple[bool, str]:
     return True, ""
 
 
-def meteor_scores(
+def score_lines(
     predictions: Sequence[str],
     references: Sequence[Sequence[str]],
     *,
     ids: Sequence[str] | None = None,
-    timeout: float = DEFAULT_TIMEOUT_S,
     max_words: int | None = DEFAULT_MAX_WORDS,
-) -> tuple[float, list[float]]:
-    """Corpus METEOR 1.5 and per-case segment scores, as pycocoevalcap's `Meteor.compute_score`.
-
-    `timeout` bounds the wait for any one answer of the jar; `max_words` refuses longer
-    texts up front (None lifts the limit).
-    """
+) -> list[str]:
+    """The jar's `SCORE` lines of the cases, made safe for its protocol; a text longer than
+    `max_words` words is refused here, before any JVM is involved (None lifts the limit)."""
     if len(predictions) != len(references):
         raise PathkitError(f"METEOR: {len(predictions)} predictions but {len(references)} references")
     if not predictions:
@@ -325,6 +333,11 @@ def meteor_scores(
                 )
         safe_refs = " ||| ".join(protocol_safe(r, hypothesis=False) for r in refs)
         lines.append(f"SCORE ||| {safe_refs} ||| {protocol_safe(hypothesis, hypothesis=True)}")
+    return lines
+
+
+def score_with_jar(lines: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S) -> tuple[float, list[float]]:
+    """Corpus METEOR and segment scores of `score_lines`'s lines, from this process's JVM."""
     with _LOCK:
         process = _process()
         try:
@@ -334,3 +347,19 @@ def meteor_scores(
             if _PROCESS is process:
                 _PROCESS = None  # the next call starts a fresh JVM
             raise
+
+
+def meteor_scores(
+    predictions: Sequence[str],
+    references: Sequence[Sequence[str]],
+    *,
+    ids: Sequence[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    max_words: int | None = DEFAULT_MAX_WORDS,
+) -> tuple[float, list[float]]:
+    """Corpus METEOR 1.5 and per-case segment scores, as pycocoevalcap's `Meteor.compute_score`.
+
+    `timeout` bounds the wait for any one answer of the jar; `max_words` refuses longer
+    texts up front (None lifts the limit).
+    """
+    return score_with_jar(score_lines(predictions, references, ids=ids, max_words=max_words), timeout=timeout)
