@@ -11,14 +11,19 @@ Nothing here reads files or knows about runs; docs/comparisons.md names the pape
 function follows.
 """
 
-from pathkit_core.stats.delong import DeLongResult, auroc_covariance, delong_test, delong_test_ovr
+from pathkit_core.stats.delong import DeLongResult, auroc_covariance, delong_test, delong_test_ovr, weighted_auroc
 from pathkit_core.stats.multiple import adjust_pvalues, benjamini_hochberg, holm
 from pathkit_core.stats.paired import (
     BootstrapComparison,
     McNemarResult,
+    PairwiseBootstrap,
+    bootstrap_aurocs,
+    bootstrap_means,
     mcnemar_exact,
     paired_bootstrap,
     pairwise_bootstrap,
+    pairwise_bootstrap_auroc,
+    pairwise_from,
     seed_bootstrap_ci,
     sign_flip_test,
 )
@@ -37,10 +42,13 @@ __all__ = [
     "DeLongResult",
     "FriedmanResult",
     "McNemarResult",
+    "PairwiseBootstrap",
     "adjust_pvalues",
     "auroc_covariance",
     "average_ranks",
     "benjamini_hochberg",
+    "bootstrap_aurocs",
+    "bootstrap_means",
     "cd_cliques",
     "delong_test",
     "delong_test_ovr",
@@ -51,7 +59,10 @@ __all__ = [
     "nemenyi_q",
     "paired_bootstrap",
     "pairwise_bootstrap",
+    "pairwise_bootstrap_auroc",
+    "pairwise_from",
     "seed_bootstrap_ci",
     "sign_flip_test",
+    "weighted_auroc",
     "win_tie_loss",
 ]

@@ -147,4 +147,25 @@ def delong_test_ovr(probabilities_a: Any, probabilities_b: Any, labels: Any, lev
     return _z_test(auc_a, auc_b, variance, level, n_pos, 0)
 
 
-__all__ = ["DeLongResult", "auroc_covariance", "delong_test", "delong_test_ovr", "ovr_influences"]
+def weighted_auroc(scores: Any, positive: Any, weights: Any):
+    """AUROC of one score vector with case weights, one row of weights per resample (rows, cases):
+    sum over positive-negative pairs of w_i w_j psi(x_i, x_j) / (W_pos W_neg), psi = 1, 1/2 on ties,
+    0 (the Mann-Whitney count of DeLong 1988, eq. 2, with each case repeated `weight` times);
+    computed from one sort and per-tie-group cumulative sums. NaN where a side has no weight."""
+    import numpy as np
+
+    x = np.asarray(scores, dtype=np.float64)
+    pos = np.asarray(positive, dtype=bool)
+    w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    ws = w[:, order]
+    pos_w = np.add.reduceat(ws * pos[order], starts, axis=1)
+    neg_w = np.add.reduceat(ws * ~pos[order], starts, axis=1)
+    below = np.cumsum(neg_w, axis=1) - neg_w
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (pos_w * (below + 0.5 * neg_w)).sum(axis=1) / (pos_w.sum(axis=1) * neg_w.sum(axis=1))
+
+
+__all__ = ["DeLongResult", "weighted_auroc", "auroc_covariance", "delong_test", "delong_test_ovr", "ovr_influences"]

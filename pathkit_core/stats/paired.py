@@ -79,39 +79,103 @@ def _check(n_resamples: int, level: float) -> None:
         raise PathkitError(f"level must lie strictly between 0 and 1, got {level!r}")
 
 
-def bootstrap_means(scores: Any, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0):
-    """(n_resamples, models) resampled means of a (seeds, cases, models) table (or (cases, models)).
+def two_way_resamples(n_seeds: int, n_cases: int, evaluate: Callable[[Any], Any],
+                      n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0):
+    """(n_resamples, models) values of a statistic over resamples of a seeds x cases table.
 
-    Each resample draws the cases with replacement (the same draw for every seed and model: cases are
-    crossed with seeds and models, not nested in them) and, when there are several seeds, the seeds
-    with replacement; its value per model is the mean over the drawn seeds of the mean over the
-    drawn cases. With one seed this is the ordinary case bootstrap of the mean."""
+    Each resample draws the cases with replacement (one draw for every seed and model: cases are
+    crossed with seeds and models, not nested in them) and, with several seeds, the seeds with
+    replacement (Owen 2007's two-way bootstrap). `evaluate(counts)` gets how often each case was
+    drawn, shape (rows, cases), and returns the statistic of every seed and model on those weighted
+    cases, shape (rows, seeds, models); a resample's value per model is its mean over the drawn
+    seeds. With one seed this is the ordinary case bootstrap."""
     import numpy as np
 
     _check(n_resamples, 0.5)
-    x = _table(scores)
-    n_seeds, n_cases, n_models = x.shape
-    if n_cases == 0:
-        return np.full((n_resamples, n_models), np.nan)
     rng = np.random.default_rng(seed)
-    # cases x (seeds*models): one matrix product gives every seed's and model's resampled mean
-    flat = np.ascontiguousarray(x.transpose(1, 0, 2).reshape(n_cases, n_seeds * n_models))
-    block = max(1, min(n_resamples, _BLOCK_ELEMENTS // n_cases))
-    out = np.empty((n_resamples, n_models))
+    block = max(1, min(n_resamples, _BLOCK_ELEMENTS // max(n_cases, 1)))
+    parts = []
     done = 0
     while done < n_resamples:
         rows = min(block, n_resamples - done)
         draws = rng.integers(0, n_cases, size=(rows, n_cases))
         offsets = (np.arange(rows) * n_cases)[:, None]
         counts = np.bincount((draws + offsets).ravel(), minlength=rows * n_cases).reshape(rows, n_cases)
-        per_seed = (counts @ flat).reshape(rows, n_seeds, n_models) / n_cases
+        per_seed = np.asarray(evaluate(counts), dtype=np.float64)
         if n_seeds > 1:
             picks = rng.integers(0, n_seeds, size=(rows, n_seeds))
             weights = np.stack([np.bincount(p, minlength=n_seeds) for p in picks]) / n_seeds
-            out[done:done + rows] = np.einsum("bs,bsm->bm", weights, per_seed)
+            parts.append(np.einsum("bs,bsm->bm", weights, per_seed))
         else:
-            out[done:done + rows] = per_seed[:, 0, :]
+            parts.append(per_seed[:, 0, :])
         done += rows
+    return np.concatenate(parts)
+
+
+def bootstrap_means(scores: Any, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0):
+    """(n_resamples, models) resampled means of a (seeds, cases, models) table (or (cases, models)),
+    cases and seeds resampled as `two_way_resamples` says."""
+    import numpy as np
+
+    x = _table(scores)
+    n_seeds, n_cases, n_models = x.shape
+    if n_cases == 0:
+        return np.full((n_resamples, n_models), np.nan)
+    # cases x (seeds*models): one matrix product gives every seed's and model's resampled mean
+    flat = np.ascontiguousarray(x.transpose(1, 0, 2).reshape(n_cases, n_seeds * n_models))
+
+    def means(counts):
+        return (counts @ flat).reshape(counts.shape[0], n_seeds, n_models) / n_cases
+
+    return two_way_resamples(n_seeds, n_cases, means, n_resamples, seed)
+
+
+def bootstrap_aurocs(probabilities: Any, labels: Any, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0):
+    """(n_resamples, models) resampled AUROCs (binary) or one-vs-rest macro AUROCs of (seeds, cases,
+    models, classes) class scores (or (seeds, cases, models) positive-class scores with 0/1 labels),
+    recomputed on each resample of cases (and seeds) from the weighted Mann-Whitney count."""
+    import numpy as np
+
+    p = np.asarray(probabilities, dtype=np.float64)
+    y = np.asarray(labels)
+    if p.ndim == 3:
+        p = np.stack([1.0 - p, p], axis=-1)
+        classes = [1]
+    elif p.ndim == 4:
+        classes = [k for k in range(p.shape[3]) if 0 < int((y == k).sum()) < y.size]
+    else:
+        raise PathkitError(f"class scores must be (seeds, cases, models[, classes]); got shape {p.shape}")
+    n_seeds, n_cases, n_models = p.shape[:3]
+    if not classes:
+        return np.full((n_resamples, n_models), np.nan)
+    return two_way_resamples(n_seeds, n_cases, lambda counts: _aurocs(p, y, classes, counts), n_resamples, seed)
+
+
+def bootstrap_aurocs_on(probabilities: Any, labels: Any, counts: Any):
+    """(rows, seeds, models) AUROCs of `bootstrap_aurocs`'s inputs on cases weighted by `counts` (rows, cases)."""
+    import numpy as np
+
+    p = np.asarray(probabilities, dtype=np.float64)
+    y = np.asarray(labels)
+    if p.ndim == 3:
+        p, classes = np.stack([1.0 - p, p], axis=-1), [1]
+    else:
+        classes = [k for k in range(p.shape[3]) if 0 < int((y == k).sum()) < y.size]
+    return _aurocs(p, y, classes, np.asarray(counts, dtype=np.float64))
+
+
+def _aurocs(p, y, classes, counts):
+    import numpy as np
+
+    from pathkit_core.stats.delong import weighted_auroc
+
+    n_seeds, _, n_models = p.shape[:3]
+    out = np.empty((counts.shape[0], n_seeds, n_models))
+    for s in range(n_seeds):
+        for m in range(n_models):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                per_class = np.stack([weighted_auroc(p[s, :, m, k], y == k, counts) for k in classes])
+                out[:, s, m] = np.nanmean(per_class, axis=0) if len(classes) > 1 else per_class[0]
     return out
 
 
@@ -149,26 +213,44 @@ class PairwiseBootstrap:
                                    self.n_seeds, self.n_resamples)
 
 
+def pairwise_from(per_seed: Any, distribution: Any, n_cases: int, level: float = 0.95) -> PairwiseBootstrap:
+    """Every pair's difference, interval and centred p from each model's statistic per seed on all
+    cases (seeds, models) and its joint bootstrap distribution (resamples, models)."""
+    import numpy as np
+
+    per_seed = np.atleast_2d(np.asarray(per_seed, dtype=np.float64))
+    dist = np.asarray(distribution, dtype=np.float64)
+    n_seeds = per_seed.shape[0]
+    mean = per_seed.mean(axis=0)
+    sd = per_seed.std(axis=0, ddof=1) if n_seeds > 1 else np.full(mean.shape, np.nan)
+    alpha = (1.0 - level) / 2.0
+    low, high = np.nanquantile(dist, [alpha, 1.0 - alpha], axis=0)
+    diff = mean[:, None] - mean[None, :]
+    diffs = dist[:, :, None] - dist[:, None, :]
+    dlow, dhigh = np.nanquantile(diffs, [alpha, 1.0 - alpha], axis=0)
+    p = _centred_p(diff, diffs)
+    return PairwiseBootstrap(mean, sd, low, high, diff, dlow, dhigh, p, n_cases, n_seeds, dist.shape[0])
+
+
 def pairwise_bootstrap(scores: Any, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
                        level: float = 0.95) -> PairwiseBootstrap:
     """Paired bootstrap of every pair of models in a (cases, models) or (seeds, cases, models) table of
     per-case scores (the statistic is the mean; see `paired_bootstrap` for another)."""
+    _check(n_resamples, level)
+    x = _table(scores)
+    return pairwise_from(x.mean(axis=1), bootstrap_means(x, n_resamples, seed), x.shape[1], level)
+
+
+def pairwise_bootstrap_auroc(probabilities: Any, labels: Any, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                             level: float = 0.95) -> PairwiseBootstrap:
+    """`pairwise_bootstrap` of (macro one-vs-rest) AUROC recomputed on every resample (`bootstrap_aurocs`)."""
     import numpy as np
 
     _check(n_resamples, level)
-    x = _table(scores)
-    n_seeds, n_cases, _ = x.shape
-    dist = bootstrap_means(x, n_resamples, seed)
-    per_seed = x.mean(axis=1)  # (seeds, models)
-    mean = per_seed.mean(axis=0)
-    sd = per_seed.std(axis=0, ddof=1) if n_seeds > 1 else np.full(mean.shape, np.nan)
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(dist, [alpha, 1.0 - alpha], axis=0)
-    diff = mean[:, None] - mean[None, :]
-    diffs = dist[:, :, None] - dist[:, None, :]
-    dlow, dhigh = np.quantile(diffs, [alpha, 1.0 - alpha], axis=0)
-    p = _centred_p(diff, diffs)
-    return PairwiseBootstrap(mean, sd, low, high, diff, dlow, dhigh, p, n_cases, n_seeds, n_resamples)
+    p = np.asarray(probabilities, dtype=np.float64)
+    ones = np.ones((1, p.shape[1]))
+    observed = bootstrap_aurocs_on(p, labels, ones)[0]
+    return pairwise_from(observed, bootstrap_aurocs(p, labels, n_resamples, seed), p.shape[1], level)
 
 
 def seed_bootstrap_ci(scores: Any, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
@@ -273,5 +355,6 @@ def mcnemar_exact(correct_a: Any, correct_b: Any) -> McNemarResult:
     return McNemarResult(a_only, b_only, min(1.0, p), acc_a, acc_b)
 
 
-__all__ = ["BootstrapComparison", "McNemarResult", "PairwiseBootstrap", "bootstrap_means", "mcnemar_exact",
-           "paired_bootstrap", "pairwise_bootstrap", "seed_bootstrap_ci", "sign_flip_test"]
+__all__ = ["BootstrapComparison", "McNemarResult", "PairwiseBootstrap", "bootstrap_aurocs", "bootstrap_aurocs_on",
+           "bootstrap_means", "mcnemar_exact", "paired_bootstrap", "pairwise_bootstrap", "pairwise_bootstrap_auroc",
+           "pairwise_from", "seed_bootstrap_ci", "sign_flip_test", "two_way_resamples"]

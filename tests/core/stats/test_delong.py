@@ -124,3 +124,36 @@ def test_ovr_macro_matches_sklearn_and_reference_variance():
     assert got.auc_b == pytest.approx(roc_auc_score(y, pb, multi_class="ovr", average="macro"), abs=1e-12)
     assert got.se ** 2 == pytest.approx(reference_ovr_variance(pa, pb, y), abs=1e-9)
     assert got.p_value == pytest.approx(2 * norm.sf(abs(got.difference / got.se)), abs=1e-12)
+
+
+def test_weighted_auroc_is_the_auroc_of_repeated_cases():
+    from pathkit_core.stats import weighted_auroc
+
+    rng = np.random.default_rng(8)
+    y = rng.random(40) < 0.4
+    s = np.round(rng.normal(0, 1, 40) + y, 1)
+    w = rng.integers(0, 4, (3, 40)).astype(float)
+    got = weighted_auroc(s, y, w)
+    for row, weights in zip(got, w, strict=True):
+        keep = np.repeat(np.arange(40), weights.astype(int))
+        assert row == pytest.approx(roc_auc_score(y[keep], s[keep]), abs=1e-12)
+    assert weighted_auroc(s, y, np.ones(40))[0] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+def test_bootstrap_auroc_comparison_agrees_with_delong():
+    from pathkit_core.stats import pairwise_bootstrap_auroc
+
+    rng = np.random.default_rng(9)
+    y = rng.random(300) < 0.5
+    a = y * 1.0 + rng.normal(0, 1, 300)
+    b = y * 0.4 + rng.normal(0, 1, 300)
+    boot = pairwise_bootstrap_auroc(np.stack([a, b], axis=1)[None], y, 2000)
+    dl = delong_test(a, b, y)
+    assert boot.difference[0, 1] == pytest.approx(dl.difference, abs=1e-12)
+    assert (boot.diff_low[0, 1], boot.diff_high[0, 1]) == pytest.approx((dl.ci_low, dl.ci_high), abs=0.02)
+    assert boot.p_value[0, 1] < 0.01 and dl.p_value < 0.01
+    # multi-class: the observed macro AUROC is sklearn's
+    y3 = rng.integers(0, 3, 120)
+    p = rng.dirichlet(np.ones(3), (1, 120, 2))
+    boot3 = pairwise_bootstrap_auroc(p, y3, 200)
+    assert boot3.mean[1] == pytest.approx(roc_auc_score(y3, p[0, :, 1], multi_class="ovr"), abs=1e-12)
