@@ -10,7 +10,7 @@ import typer
 from pathkit_core.contracts import PathkitError
 
 # Core command modules; each exposes `register(app)`. Plugins add theirs via `register_commands`.
-COMMAND_MODULES = ("listing", "doctor", "score", "run", "report", "tile", "extract", "status")
+COMMAND_MODULES = ("listing", "doctor", "score", "run", "report", "tile", "extract", "status", "compare", "bench")
 
 
 def _version_callback(value: bool) -> None:
