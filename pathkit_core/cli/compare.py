@@ -46,10 +46,13 @@ def register(app: typer.Typer) -> None:
                         "not_compared": skipped})
             return
         console.print(f"A: {a.path}\nB: {b.path}", highlight=False)
-        print_table(f"A - B on {rows[0].n_cases} shared test cases ({int(level * 100)}% CI; p adjusted: {correction})",
-                    ["score", "test", "A", "B", "A - B", "CI low", "CI high", "p", "p adjusted", "note"],
-                    [[r.key, r.test, r.a, r.b, r.difference, r.ci_low, r.ci_high, r.p_value, r.p_adjusted, r.note]
-                     for r in rows])
+        print_table(f"A - B on {rows[0].n_cases} shared test cases (p adjusted: {correction})",
+                    ["score", "test", "A", "B", "A - B", f"{int(level * 100)}% CI", "p", "p adj."],
+                    [[r.key, r.test, r.a, r.b, r.difference, f"[{r.ci_low:.4f}, {r.ci_high:.4f}]", r.p_value,
+                      r.p_adjusted] for r in rows])
+        for r in rows:
+            if r.note:
+                console.print(f"{r.key}: {r.note}", highlight=False)
         for line in skipped:
             console.print(f"not compared: {line}", highlight=False)
         if out is not None:

@@ -151,21 +151,29 @@ def weighted_auroc(scores: Any, positive: Any, weights: Any):
     """AUROC of one score vector with case weights, one row of weights per resample (rows, cases):
     sum over positive-negative pairs of w_i w_j psi(x_i, x_j) / (W_pos W_neg), psi = 1, 1/2 on ties,
     0 (the Mann-Whitney count of DeLong 1988, eq. 2, with each case repeated `weight` times);
-    computed from one sort and per-tie-group cumulative sums. NaN where a side has no weight."""
+    from one sort: the negative weight below each positive is a cumulative sum read at the start
+    of its tie group, the tied negative weight the sum over the group. NaN where a side has no weight."""
     import numpy as np
 
     x = np.asarray(scores, dtype=np.float64)
     pos = np.asarray(positive, dtype=bool)
     w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
     order = np.argsort(x, kind="stable")
-    xs = x[order]
-    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    xs, ps = x[order], pos[order]
+    new = np.r_[True, xs[1:] != xs[:-1]]
+    starts = np.flatnonzero(new)
+    ends = np.r_[starts[1:], xs.size]
+    group = np.cumsum(new) - 1
     ws = w[:, order]
-    pos_w = np.add.reduceat(ws * pos[order], starts, axis=1)
-    neg_w = np.add.reduceat(ws * ~pos[order], starts, axis=1)
-    below = np.cumsum(neg_w, axis=1) - neg_w
+    cum = np.zeros((w.shape[0], xs.size + 1))
+    np.cumsum(np.where(ps, 0.0, ws), axis=1, out=cum[:, 1:])
+    cols = np.flatnonzero(ps)
+    first, last = starts[group[cols]], ends[group[cols]]
+    below = cum[:, first]
+    tied = cum[:, last] - below
+    pos_w = ws[:, cols]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (pos_w * (below + 0.5 * neg_w)).sum(axis=1) / (pos_w.sum(axis=1) * neg_w.sum(axis=1))
+        return (pos_w * (below + 0.5 * tied)).sum(axis=1) / (pos_w.sum(axis=1) * cum[:, -1])
 
 
 __all__ = ["DeLongResult", "weighted_auroc", "auroc_covariance", "delong_test", "delong_test_ovr", "ovr_influences"]
