@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         results.append(result)
         adjusted.append(adj)
     means = np.stack([r.mean.reshape(n_enc, n_gen) for r in results])  # tasks x encoders x generators
-    for factor, blocks in (("encoder", means.transpose(0, 2, 1).reshape(-1, n_enc)),
-                           ("generator", means.reshape(-1, n_gen))):
+    for blocks in (means.transpose(0, 2, 1).reshape(-1, n_enc),  # encoders over (task, generator) blocks
+                   means.reshape(-1, n_gen)):  # generators over (task, encoder) blocks
         average_ranks(blocks)
         friedman_test(blocks)
         nemenyi_cd(blocks.shape[1], blocks.shape[0])
