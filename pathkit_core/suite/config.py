@@ -178,11 +178,11 @@ def parse_suite(data: Mapping[str, Any], path: Path) -> SuiteConfig:
         tasks.append(SuiteTask(name, str(entry["dataset"]), task_encoders, task_generators,
                                _names(entry.get("metrics"), f"{at}: metrics") or metrics,
                                str(entry["compare"]) if entry.get("compare") else None, _merge(run, own)))
-    _refuse_shared_run_folders(tasks, where)
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
         raise PathkitError(f"{where}: two tasks are named alike ({sorted({x for x in names if names.count(x) > 1})});"
                            " give each a distinct name")
+    _refuse_shared_run_folders(tasks, where)
     return SuiteConfig(str(data.get("name") or path.stem), path, tuple(tasks), tuple(seeds), correction,
                        float(data.get("alpha", 0.05)), float(data.get("level", 0.95)),
                        int(data.get("resamples", 2000)))
@@ -201,6 +201,9 @@ def _refuse_shared_run_folders(tasks: list[SuiteTask], where: str) -> None:
         other = seen.get(key)
         if other is not None and set(other.encoders) & set(task.encoders) and set(other.generators) & set(
                 task.generators):
+            if other.run.get("dataset_root") == task.run.get("dataset_root"):
+                raise PathkitError(f"{where}: tasks {other.name!r} and {task.name!r} would run the same cells (one "
+                                   "dataset, the same options); keep one")
             raise PathkitError(f"{where}: tasks {other.name!r} and {task.name!r} differ only by dataset_root, which "
                                "does not enter a run's identity, so their cells would share run folders; tell them "
                                "apart by a dataset option (e.g. table = FILE of slides-csv)")
