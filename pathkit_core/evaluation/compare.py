@@ -59,6 +59,16 @@ def _show(ids: Sequence[str], limit: int = 10) -> str:
     return head + (f", ... ({len(ids) - limit} more)" if len(ids) > limit else "")
 
 
+def case_difference(ids_a: Sequence[str], ids_b: Sequence[str], name_a: str = "A", name_b: str = "B") -> str:
+    """`2 only in A (C018, C019); 2 only in B (X1, X2)`: how two sets of case ids differ ('' when alike)."""
+    set_a, set_b = set(ids_a), set(ids_b)
+    only_a = [i for i in ids_a if i not in set_b]
+    only_b = [i for i in ids_b if i not in set_a]
+    parts = [f"{len(only_a)} only in {name_a} ({_show(only_a)})" if only_a else "",
+             f"{len(only_b)} only in {name_b} ({_show(only_b)})" if only_b else ""]
+    return "; ".join(p for p in parts if p)
+
+
 def test_case_ids(run: Any) -> list[str]:
     """The ids of the test cases a run scored (test_cases.jsonl, else its per-case table)."""
     if run.test_cases:
@@ -73,13 +83,10 @@ def same_test_cases(a: Any, b: Any) -> list[str]:
     """The shared test case ids (in A's order); a PathkitError naming the cases when the two runs
     scored different cases or hold different references for one case."""
     ids_a, ids_b = test_case_ids(a), test_case_ids(b)
-    only_a = [i for i in ids_a if i not in set(ids_b)]
-    only_b = [i for i in ids_b if i not in set(ids_a)]
-    if only_a or only_b:
-        parts = [f"{len(only_a)} only in A ({_show(only_a)})" if only_a else "",
-                 f"{len(only_b)} only in B ({_show(only_b)})" if only_b else ""]
-        raise PathkitError(f"{a.path} and {b.path} were scored on different test cases: "
-                           f"{'; '.join(p for p in parts if p)}; a paired comparison needs the same cases")
+    differ = case_difference(ids_a, ids_b)
+    if differ:
+        raise PathkitError(f"{a.path} and {b.path} were scored on different test cases: {differ}; a paired "
+                           "comparison needs the same cases")
     if a.test_cases and b.test_cases:
         differ = [i for i in ids_a if a.test_cases[i].get("reference") != b.test_cases[i].get("reference")]
         if differ:
@@ -224,5 +231,5 @@ def compare_runs(a: Any, b: Any, keys: Sequence[str] = (), *, n_resamples: int =
     return out, skipped
 
 
-__all__ = ["Comparison", "PairedValues", "compare_runs", "compare_values", "default_keys", "paired_test",
-           "paired_values", "same_test_cases", "test_case_ids"]
+__all__ = ["Comparison", "PairedValues", "case_difference", "compare_runs", "compare_values", "default_keys",
+           "paired_test", "paired_values", "same_test_cases", "test_case_ids"]

@@ -17,6 +17,7 @@ b against b + c at 1/2 (`scipy.stats.binomtest`).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -173,8 +174,9 @@ def _aurocs(p, y, classes, counts):
     out = np.empty((counts.shape[0], n_seeds, n_models))
     for s in range(n_seeds):
         for m in range(n_models):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                per_class = np.stack([weighted_auroc(p[s, :, m, k], y == k, counts) for k in classes])
+            per_class = np.stack([weighted_auroc(p[s, :, m, k], y == k, counts) for k in classes])
+            with warnings.catch_warnings():  # a resample without a class's positives: that class left out
+                warnings.simplefilter("ignore", RuntimeWarning)
                 out[:, s, m] = np.nanmean(per_class, axis=0) if len(classes) > 1 else per_class[0]
     return out
 

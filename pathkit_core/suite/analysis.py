@@ -79,7 +79,7 @@ def _paired_data(task: TaskComparison, registry: Any) -> tuple[str, Any, Any]:
     """(kind, values, labels) of every cell and seed: (seeds, cases, cells[, classes])."""
     import numpy as np
 
-    from pathkit_core.evaluation.compare import paired_values, test_case_ids
+    from pathkit_core.evaluation.compare import case_difference, paired_values, test_case_ids
     from pathkit_core.report.run_folder import RunFolder
 
     ids: list[str] | None = None
@@ -94,10 +94,8 @@ def _paired_data(task: TaskComparison, registry: Any) -> tuple[str, Any, Any]:
             if ids is None:
                 ids, first_cell = cell_ids, cell
             elif set(cell_ids) != set(ids):
-                only = sorted(set(cell_ids) ^ set(ids))
-                raise PathkitError(f"the test cases of {'/'.join(cell)} (seed {seed}) differ from those of "
-                                   f"{'/'.join(first_cell)}: {', '.join(only[:10])}"
-                                   + (f" ... ({len(only) - 10} more)" if len(only) > 10 else ""))
+                differ = case_difference(ids, cell_ids, "/".join(first_cell), f"{'/'.join(cell)} (seed {seed})")
+                raise PathkitError(f"the cells were scored on different test cases: {differ}")
             values = paired_values(run, task.key, ids, registry)
             kind = values.test
             if values.labels is not None:

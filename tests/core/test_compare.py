@@ -9,26 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from pathkit_core.contracts import Case, PathkitError
+from pathkit_core.contracts import PathkitError
 from pathkit_core.evaluation.compare import compare_runs
-from pathkit_core.evaluation.runner import score, write_results
 from pathkit_core.report.run_folder import RunFolder
-from pathkit_core.run.score import write_test_cases
 from pathkit_core.stats import delong_test, delong_test_ovr, mcnemar_exact
-
-
-def classification_run(run_dir, probs, labels, ids=None):
-    """A run folder as the pipeline writes it: metrics.json, per_case.parquet, test_cases.jsonl."""
-    ids = ids or [f"C{i:03d}" for i in range(len(labels))]
-    preds = {i: {"label": int(np.argmax(p)), "probabilities": [float(x) for x in p]} for i, p in zip(ids, probs,
-                                                                                                      strict=True)}
-    refs = {i: int(y) for i, y in zip(ids, labels, strict=True)}
-    result = score(["classification"], preds, refs, ids=ids, context={"options": {"n_resamples": 0}})
-    run_dir.mkdir(parents=True)
-    write_test_cases(run_dir / "test_cases.jsonl", [Case(i, i, refs[i]) for i in ids], refs)
-    write_results(result, run_dir, extra={"run": {"dataset": "x", "encoder": run_dir.name, "generator": "g"},
-                                          "task": "slide-classification"})
-    return run_dir
+from tests.core.suite._suite import classification_run
 
 
 def binary_pair(tmp_path, n=120, seed=0):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
+
 PINK, PURPLE = (226, 150, 200), (160, 110, 205)
 N_SLIDES = 12
 
@@ -93,3 +95,57 @@ def run_suite(root: Path) -> dict:
         outputs.append(result.output)
     return {"root": root, "config": config, "work": work, "folder": work / "suites" / "shared-slides",
             "outputs": outputs}
+
+
+def classification_run(run_dir: Path, probs, labels, ids=None, *, encoder: str = "", generator: str = "g",
+                       seed: int = 0) -> Path:
+    """A classification run folder as the pipeline writes it (metrics.json, per_case.parquet,
+    test_cases.jsonl), scored by the real classification metric; no training."""
+    from pathkit_core.contracts import Case
+    from pathkit_core.evaluation.runner import score, write_results
+    from pathkit_core.run.score import write_test_cases
+
+    ids = ids or [f"C{i:03d}" for i in range(len(labels))]
+    preds = {i: {"label": int(np.argmax(p)), "probabilities": [float(x) for x in p]}
+             for i, p in zip(ids, probs, strict=True)}
+    refs = {i: int(y) for i, y in zip(ids, labels, strict=True)}
+    result = score(["classification"], preds, refs, ids=ids, context={"options": {"n_resamples": 0}})
+    run_dir.mkdir(parents=True)
+    write_test_cases(run_dir / "test_cases.jsonl", [Case(i, i, refs[i]) for i in ids], refs)
+    write_results(result, run_dir, extra={"run": {"dataset": "x", "encoder": encoder or run_dir.name,
+                                                  "generator": generator, "seed": seed},
+                                          "task": "slide-classification"})
+    return run_dir
+
+
+def synthetic_suite(root: Path, n_cases: int = 120) -> Path:
+    """A suite folder written without training: 2 tasks x 3 encoders x 2 generators x 2 seeds of
+    classification cells whose skill is planted ("strong" far ahead on task "easy"; "tiny" and "small"
+    alike), their leaderboard, cells and run reports."""
+    from pathkit_core.report.html import write_run_report
+    from pathkit_core.suite.config import parse_suite
+    from pathkit_core.suite.runner import CellResult, write_leaderboard
+
+    config = parse_suite({"name": "planted", "encoders": ["strong", "small", "tiny"], "generators": ["g1", "g2"],
+                          "seeds": [0, 1], "resamples": 400,
+                          "tasks": [{"name": "easy", "dataset": "x1", "compare": "AUROC"},
+                                    {"name": "hard", "dataset": "x2", "compare": "accuracy"}]}, root / "suite.toml")
+    skill = {"strong": 3.0, "small": 0.8, "tiny": 0.7}
+    results = []
+    for k, cell in enumerate(config.cells()):
+        rng = np.random.default_rng(1000 + k)
+        task_rng = np.random.default_rng(7 if cell.task.name == "easy" else 8)
+        y = (task_rng.random(n_cases) < 0.5).astype(int)
+        boost = skill[cell.encoder] * (1.0 if cell.task.name == "easy" else 0.4)
+        p = 1 / (1 + np.exp(-(boost * (2 * y - 1) + rng.normal(0, 1, n_cases))))
+        run_dir = root / "runs" / cell.task.name / cell.encoder / cell.generator / f"seed{cell.seed}"
+        classification_run(run_dir, np.stack([1 - p, p], 1), y, encoder=cell.encoder, generator=cell.generator,
+                           seed=cell.seed)
+        if cell.seed == 0 and cell.task.name == "easy":  # a few run reports to link (each takes a while)
+            write_run_report(run_dir)
+        from pathkit_core.report.run_folder import RunFolder
+
+        results.append(CellResult(cell, run_dir, RunFolder(run_dir).summary))
+    folder = root / "suites" / "planted"
+    write_leaderboard(config, results, folder)
+    return folder
