@@ -280,6 +280,7 @@ class SuiteAnalysis:
                                      "ci_low": float(t.result.diff_low[i, j]),
                                      "ci_high": float(t.result.diff_high[i, j]),
                                      "p_value": float(t.result.p_value[i, j]),
+                                     "p_empirical": float(t.result.p_empirical[i, j]),
                                      "p_adjusted": float(t.p_adjusted[i, j]), "correction": self.correction,
                                      "test": t.test, "n_cases": t.result.n_cases, "n_seeds": t.result.n_seeds})
         return rows

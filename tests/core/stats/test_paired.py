@@ -35,6 +35,7 @@ def test_paired_test_finds_what_unpaired_intervals_miss():
     paired = paired_bootstrap(a, b)
     assert paired.difference == pytest.approx(0.017)
     assert paired.p_value < 0.01 and paired.ci_low > 0
+    assert paired.p_empirical == pytest.approx(1 / 2001)  # no resample comes near 0: the count's floor
     diff, p = sign_flip_test(a, b)
     assert diff == pytest.approx(0.017) and p < 0.01
 
@@ -42,7 +43,7 @@ def test_paired_test_finds_what_unpaired_intervals_miss():
 def test_identical_cells_differ_by_zero_with_p_one():
     a, _ = constructed_pair()
     got = paired_bootstrap(a, a.copy())
-    assert (got.difference, got.ci_low, got.ci_high, got.p_value) == (0.0, 0.0, 0.0, 1.0)
+    assert (got.difference, got.ci_low, got.ci_high, got.p_value, got.p_empirical) == (0.0, 0.0, 0.0, 1.0, 1.0)
     assert sign_flip_test(a, a.copy()) == (0.0, 1.0)
     result = pairwise_bootstrap(np.stack([a, a, a + 0.1], axis=1))
     assert result.p_value[0, 1] == 1.0 and result.difference[0, 1] == 0.0
@@ -112,3 +113,22 @@ def test_mcnemar_against_exact_binomial_by_hand():
     assert got.difference == pytest.approx(8 / 50)
     assert mcnemar_exact(ca, ca).p_value == 1.0
     assert mcnemar_exact([True, False], [False, True]).p_value == 1.0
+
+
+def test_normal_p_keeps_its_resolution_under_holm():
+    """40 models (780 pairs): the count p cannot pass Holm with 2,000 resamples; the normal one can."""
+    from pathkit_core.stats import holm
+
+    rng = np.random.default_rng(11)
+    base = rng.random((400, 1))
+    scores = base + np.linspace(0, 0.2, 40)[None, :] + rng.normal(0, 0.02, (400, 40))
+    result = pairwise_bootstrap(scores, 2000)
+    upper = np.triu_indices(40, 1)
+    assert holm(result.p_empirical[upper]).min() >= 780 / 2001 * 0.999
+    assert holm(result.p_value[upper])[np.argmax(np.abs(result.difference[upper]))] < 1e-6
+    # and the normal p is that of the bootstrap standard error
+    d = result.difference[0, 39]
+    se = (result.diff_high[0, 39] - result.diff_low[0, 39]) / (2 * 1.96)
+    from scipy.stats import norm
+
+    assert result.p_value[0, 39] == pytest.approx(2 * norm.sf(abs(d) / se), rel=0.5)

@@ -76,3 +76,19 @@ def test_a_task_whose_cells_differ_in_test_cases_is_not_compared(tmp_path):
     compare_task(task, correction="holm", level=0.95, resamples=100)
     assert task.result is None and "different test cases" in task.note
     assert "10 only in e1/g (C000," in task.note and "10 only in e2/g (seed 0) (Z0," in task.note
+
+
+def test_best_is_marked_when_one_cell_beats_every_other():
+    from pathkit_core.stats import pairwise_bootstrap
+    from pathkit_core.suite.analysis import TaskComparison
+
+    rng = np.random.default_rng(3)
+    scores = rng.random((2, 300, 1)) + np.array([0.0, 0.1, 0.3])[None, None, :] + rng.normal(0, 0.01, (2, 300, 3))
+    cells = [("a", "g"), ("b", "g"), ("c", "g")]
+    task = TaskComparison("t", "Dice", "higher", cells, [0, 1], {}, {})
+    task.result = pairwise_bootstrap(scores, 500)
+    task.p_adjusted = np.minimum(1, task.result.p_value * 3)
+    assert task.best(0.05) == 2
+    lower = TaskComparison("t", "ECE", "lower", cells, [0, 1], {}, {}, result=task.result,
+                           p_adjusted=task.p_adjusted)
+    assert lower.best(0.05) == 0  # lower is better: the smallest mean wins
