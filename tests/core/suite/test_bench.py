@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 
 
 def test_every_cell_runs_once_across_shards_and_the_last_run_reuses_them(shared_suite):
@@ -61,3 +62,22 @@ def test_comparisons_ranks_and_report(shared_suite):
         assert (folder / "figures" / f"{name}.png").exists() and (folder / "figures" / f"{name}.csv").exists()
     html = (folder / "report.html").read_text()
     assert "Critical-difference" in html and "Per-seed spread" in html and html.count("run report") == 12
+
+
+@pytest.mark.slow
+def test_all_tasks_synthetic_suite_runs_and_reruns_reusing_every_cell(cli, tmp_path):
+    """The shipped CI suite: every task's synthetic miniature, two tiny encoders, two seeds."""
+    from pathlib import Path
+
+    config = Path(__file__).resolve().parents[3] / "examples" / "suites" / "all-tasks-synthetic.toml"
+    work = tmp_path / "work"
+    first = cli("bench", "--config", config, "--workdir", work, "--cpu")
+    assert first.exit_code == 0, first.output
+    again = cli("bench", "--config", config, "--workdir", work, "--cpu")
+    assert again.exit_code == 0, again.output
+    cells = pl.read_csv(work / "suites" / "all-tasks-synthetic" / "cells.csv")
+    assert cells.height == 2 * 2 * 6 and cells["reused"].all()  # 6 task x generator pairs
+    assert set(cells["task"]) == {"reports", "COAD-MSI", "liver-patches", "liver-slides", "vqa"}
+    comparisons = pl.read_csv(work / "suites" / "all-tasks-synthetic" / "comparisons.csv")
+    assert set(comparisons["task"]) == {"reports", "COAD-MSI", "liver-patches", "liver-slides", "vqa"}
+    assert (work / "suites" / "all-tasks-synthetic" / "report.html").exists()
