@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.report.figures import PALETTE, FigureWriter, new_figure
-from pathkit_core.report.page import Section, esc, link, page, table
+from pathkit_core.report.page import Section, esc, link, page, plugin_sections, table
 from pathkit_core.workspace import atomic_write_text
 
 ARROW = {"higher": "↑", "lower": "↓"}
@@ -155,15 +155,9 @@ def cells_section(analysis: Any) -> Section:
 
 
 def suite_sections(analysis: Any, figures: FigureWriter) -> list[Section]:
-    sections = [headline_section(analysis), pairwise_section(analysis, figures), ranks_section(analysis, figures),
-                seeds_section(analysis, figures), cells_section(analysis)]
-    for plugin, found in analysis.registry.report_sections("suite_report_sections", analysis):
-        if isinstance(found, BaseException):
-            sections.append(Section(f"Section of plugin {plugin}", f'<p class="warning">{esc(found)}</p>',
-                                    key=f"plugin-{plugin}", order=200))
-        else:
-            sections.extend(found)
-    return sections
+    return [headline_section(analysis), pairwise_section(analysis, figures), ranks_section(analysis, figures),
+            seeds_section(analysis, figures), cells_section(analysis),
+            *plugin_sections(analysis.registry, "suite_report_sections", analysis)]
 
 
 def write_suite_report(analysis: Any) -> Path:

@@ -9,7 +9,6 @@ a last run without a shard finds them finished and writes the leaderboard.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +65,7 @@ def run_cells(config: SuiteConfig, workdir: Path, *, shard: str | None = None, o
 def tidy_rows(config: SuiteConfig, results: list[CellResult], registry: Any = None) -> list[dict[str, Any]]:
     """One row per cell and summary score, its CI bounds (when the metric gives them) beside it."""
     from pathkit_core.evaluation.scores import CI_SUFFIXES, metric_classes
+    from pathkit_core.evaluation.scores import _finite as number
 
     rows = []
     names = sorted({m for r in results for m in r.summary})
@@ -81,18 +81,10 @@ def tidy_rows(config: SuiteConfig, results: list[CellResult], registry: Any = No
                 low, high = values.get(f"{key}_ci_low"), values.get(f"{key}_ci_high")
                 rows.append({"suite": config.name, "task": r.cell.task.name, "dataset": r.cell.task.dataset,
                              "encoder": r.cell.encoder, "generator": r.cell.generator, "seed": r.cell.seed,
-                             "metric": metric, "score": key, "value": _number(value), "ci_low": _number(low),
-                             "ci_high": _number(high), "direction": cls.direction(key) if cls else "higher",
+                             "metric": metric, "score": key, "value": number(value), "ci_low": number(low),
+                             "ci_high": number(high), "direction": cls.direction(key) if cls else "higher",
                              "run_dir": str(r.run_dir)})
     return rows
-
-
-def _number(value: Any) -> float | None:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
 
 
 def write_leaderboard(config: SuiteConfig, results: list[CellResult], folder: Path, registry: Any = None) -> Path:
