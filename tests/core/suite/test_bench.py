@@ -81,3 +81,19 @@ def test_all_tasks_synthetic_suite_runs_and_reruns_reusing_every_cell(cli, tmp_p
     comparisons = pl.read_csv(work / "suites" / "all-tasks-synthetic" / "comparisons.csv")
     assert set(comparisons["task"]) == {"reports", "COAD-MSI", "liver-patches", "liver-slides", "vqa"}
     assert (work / "suites" / "all-tasks-synthetic" / "report.html").exists()
+
+
+def test_failed_cells_are_named_and_the_others_kept(cli, tmp_path):
+    config = tmp_path / "suite.toml"
+    config.write_text('name = "broken"\nencoders = ["tiny-vit"]\ngenerators = ["knn"]\n'
+                      '[[tasks]]\ndataset = "no-such-dataset"\n')
+    result = cli("bench", "--config", config, "--workdir", tmp_path / "w", "--cpu")
+    assert result.exit_code == 2
+    flat = " ".join(result.output.split())
+    assert "1 cell(s) failed" in flat and "no-such-dataset/tiny-vit/knn/seed0" in flat
+    cells = pl.read_csv(tmp_path / "w" / "suites" / "broken" / "cells.csv")
+    assert cells["error"][0] and "no-such-dataset" in cells["error"][0]
+    rebuilt = cli("bench", "--config", config, "--workdir", tmp_path / "w", "--report-only")
+    assert rebuilt.exit_code == 0, rebuilt.output
+    missing = cli("bench", "--config", config, "--workdir", tmp_path / "elsewhere", "--report-only")
+    assert missing.exit_code == 2 and "holds no suite leaderboard" in missing.output
