@@ -36,7 +36,7 @@ class DeLongResult:
     p_value: float
     ci_low: float
     ci_high: float
-    n_positive: int = 0
+    n_positive: int = 0  # binary only
     n_negative: int = 0
 
 
@@ -143,8 +143,7 @@ def delong_test_ovr(probabilities_a: Any, probabilities_b: Any, labels: Any, lev
         members = phi[y == g]
         if members.size > 1:
             variance += members.size * float(np.var(members, ddof=1))
-    n_pos = int(y.size)
-    return _z_test(auc_a, auc_b, variance, level, n_pos, 0)
+    return _z_test(auc_a, auc_b, variance, level, 0, 0)  # no single positive class: counts left 0
 
 
 def weighted_auroc(scores: Any, positive: Any, weights: Any):
