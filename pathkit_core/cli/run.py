@@ -39,6 +39,9 @@ def register(app: typer.Typer) -> None:
                                   "a Slurm array task takes its own. A last run without it trains and scores."),
         dataset_option: list[str] = typer.Option(
             [], "--dataset-option", "-o", help="Dataset option KEY=VALUE (repeatable), e.g. split=random."),
+        metric_option: list[str] = typer.Option(
+            [], "--metric-option", help="Option of one metric, METRIC.KEY=VALUE (repeatable), e.g. "
+                                        "crqs.variants=true; a change rescores only."),
     ) -> None:
         """Run the benchmark pipeline; with no arguments, the embedded demo."""
         from pathkit_core.plugins import get_plugin_manager
@@ -68,6 +71,11 @@ def register(app: typer.Typer) -> None:
             values.setdefault("train", {})["max_epochs"] = max_epochs
         if dataset_option:
             values.setdefault("dataset_options", {}).update(parse_key_values(dataset_option, "--dataset-option"))
+        for dotted, value in parse_key_values(metric_option, "--metric-option").items():
+            metric_name, _, key = dotted.partition(".")
+            if not metric_name or not key:
+                raise PathkitError(f"--metric-option {dotted}={value}: write METRIC.KEY=VALUE, e.g. crqs.variants=true")
+            values.setdefault("metric_options", {}).setdefault(metric_name, {})[key] = value
         encoders = split_names(encoder) or _as_list(values.pop("encoder", None))
         generators = split_names(generator) or _as_list(values.pop("generator", None))
         values.pop("encoder", None)

@@ -51,9 +51,11 @@ def metric_context(dataset: str | None, extra: Mapping[str, Any] | None = None) 
 
 
 def context_for(metric: Metric, context: Mapping[str, Any]) -> dict[str, Any]:
-    """The context one metric sees: its own dataset options under the user's options."""
-    own = dict((context.get("dataset_options") or {}).get(metric.name) or {})
-    out = {k: v for k, v in context.items() if k != "dataset_options"}
+    """The context one metric sees: its own dataset options, under the options a run gives that
+    metric (`metric_options`, by metric name), under the user's options for every metric."""
+    own = {**dict((context.get("dataset_options") or {}).get(metric.name) or {}),
+           **dict((context.get("metric_options") or {}).get(metric.name) or {})}
+    out = {k: v for k, v in context.items() if k not in ("dataset_options", "metric_options")}
     out["options"] = {**own, **dict(context.get("options") or {})}
     return out
 

@@ -309,6 +309,7 @@ def extract_features(
     verify_slides: bool = True,
     compile: bool = False,  # noqa: A002 - torch's name
     shard: Shard | None = None,
+    code_key: str | None = None,
 ) -> list[ExtractResult]:
     """Extract features for every manifest into `<out_dir>/<encoder>/<slide_id>.safetensors`.
 
@@ -318,7 +319,9 @@ def extract_features(
     their reason and the run goes on. `shard` (`pathkit_core.shard.current_shard`) picks this
     process's slides; a multi-process launch splits it further by rank. Returns the results
     of this process's slides. `compile=True` runs the model through `torch.compile`, falling
-    back to the eager model with a warning if that fails.
+    back to the eager model with a warning if that fails. `code_key`, when given, names the
+    extraction code (`pathkit run` passes a digest of its sources and the encoder's): it joins
+    each file's extraction key, so features made by other code are made again.
     """
     import torch
 
@@ -354,6 +357,8 @@ def extract_features(
     _warn_tile_spec(enc, mine, rank)
     resolved_weights, weights_id = _weights_identity(enc, weights_path, allow_download)
     arch = getattr(enc, "architecture_label", lambda: enc.name)()
+    # what the extraction key names as the model: its architecture, and the code when given
+    keyed_arch = arch if code_key is None else f"{arch}|code:{code_key}"
     results: list[ExtractResult] = []
     pending: dict[str, dict[str, Any]] = {}
     previous = store.read_status(out_dir, enc.name)
@@ -362,7 +367,7 @@ def extract_features(
     jobs: list[_SlideJob] = []
     try:
         for m in mine:
-            job = _prepare(m, enc, out_dir, weights_id, arch, feature_dtype, overwrite, previous, results)
+            job = _prepare(m, enc, out_dir, weights_id, keyed_arch, feature_dtype, overwrite, previous, results)
             if job is None:
                 continue
             if verify_slides:
@@ -611,6 +616,7 @@ def _finish(
         slide_id=job.slide_id,
         slide_path=str(m.meta.get("slide_path", "")),
         slide_sha256=str(m.meta.get("slide_sha256", "")),
+        slide_identity=str(m.meta.get("slide_identity", "")),
         mpp=repr(float(m.meta["mpp"])) if m.meta.get("mpp") is not None else "",
         target_mpp=repr(float(m.target_mpp)),
         tile_px=str(m.tile_px),

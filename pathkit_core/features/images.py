@@ -38,13 +38,14 @@ def split_ref(ref: str | Path) -> tuple[Path, str | None]:
 
 
 def image_identity(ref: str | Path) -> list[Any]:
-    """What changes when the image changes, without reading it: (path, member, size, mtime)."""
+    """What changes when the image changes, without reading it: (path, member, size, mtime,
+    inode, change time: a file replaced with its old time stamp restored still changes)."""
     path, member = split_ref(ref)
     try:
         st = path.stat()
     except OSError as exc:
         return [str(path), member, "missing", str(exc)]
-    return [str(path), member, st.st_size, st.st_mtime_ns]
+    return [str(path), member, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
 _ZIPS: dict[str, zipfile.ZipFile] = {}
@@ -219,11 +220,14 @@ def encode_images(
     dtype: str | None = None,
     progress: bool = True,
     allow_download: bool | None = None,
+    code_key: str | None = None,
 ) -> ImageEncoding:
     """Encode `(case_id, image reference)` pairs into `<out_dir>/<encoder>/`; resumable by shard.
 
     Unreadable or empty images are recorded with their reason (in the result and the shard) and
-    never reach the encoder; the rest of the batch goes on.
+    never reach the encoder; the rest of the batch goes on. `code_key`, when given, names the
+    encoding code (`pathkit run` passes a digest of its sources): shards made by other code are
+    encoded again.
     """
     from pathkit_core.features.extract import _progress_bar, _weights_identity, resolve_encoder
 
@@ -241,6 +245,7 @@ def encode_images(
     for start in range(0, len(order), SHARD_SIZE):
         chunk = order[start:start + SHARD_SIZE]
         key = content_hash({"version": IMAGES_VERSION, "weights": weights_id, "arch": arch, "prep": vars(prep),
+                            **({"code": code_key} if code_key is not None else {}),
                             "images": [[ids[k], image_identity(images[k][1])] for k in chunk]}, length=32)
         path = folder / f"shard-{key[:16]}.safetensors"
         shard = _usable_shard(path, key)

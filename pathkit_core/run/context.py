@@ -40,12 +40,28 @@ class RunContext:
         elif isinstance(spec.max_tiles, str):
             raise PathkitError(f"max_tiles must be a number of tiles, None or \"auto\", not {spec.max_tiles!r}")
         self.workdir = Path(spec.workdir)
-        key = content_hash(spec.identity())
-        self.run_dir = self.workdir / "runs" / spec.dataset.replace(":", "_") / spec.encoder / spec.generator / key
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.markers_path = self.run_dir / "stages.json"
+        self.cell_dir = self.workdir / "runs" / spec.dataset.replace(":", "_") / spec.encoder / spec.generator
+        # The run folder is named once the data is known (`open_folder`): no folder for a dataset
+        # that fails to open, and two cohorts (or one cohort before and after an edit) never share one.
+        self._run_dir: Path | None = None
+        self.data_key = ""
         self.resumed: list[str] = []
+        self._markers: dict[str, Any] = {}
+
+    @property
+    def run_dir(self) -> Path:
+        if self._run_dir is None:
+            raise RuntimeError("the run folder is named after the dataset stage (RunContext.open_folder)")
+        return self._run_dir
+
+    def open_folder(self, data_key: str) -> Path:
+        """Name and create the run folder from the run's settings and its data's content key."""
+        self.data_key = data_key
+        self._run_dir = self.cell_dir / content_hash({**self.spec.identity(), "data": data_key})
+        self._run_dir.mkdir(parents=True, exist_ok=True)
+        self.markers_path = self.run_dir / "stages.json"
         self._markers = self._read_markers()
+        return self.run_dir
 
     # ------------------------------------------------------------------ facts
 

@@ -21,6 +21,8 @@ class DatasetStage:
     dataset: Dataset
     cases: dict[str, list[Case]]
     split_hash: str
+    # The content key of the data (`run.identity.dataset_identity`): names the run folder.
+    data_key: str = ""
     excluded: dict[str, str] = field(default_factory=dict)
     split: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)  # Dataset.summary(): checksums, protocol, warnings
@@ -76,10 +78,16 @@ def split_cases(dataset: Dataset, *, needs_fit: bool) -> dict[str, list[Case]]:
 
 def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir: Path, *,
                   needs_fit: bool) -> DatasetStage:
-    dataset = open_dataset(spec, dataset_cls, workdir)
-    cases = split_cases(dataset, needs_fit=needs_fit)
+    """Open and check the dataset, list its cases per split and key them by content (the files
+    the dataset read while opening and listing, its options and every case with its inputs)."""
+    from pathkit_core.run.identity import dataset_identity
+    from pathkit_core.sources import recording
+
+    with recording() as read_files:
+        dataset = open_dataset(spec, dataset_cls, workdir)
+        cases = split_cases(dataset, needs_fit=needs_fit)
     task.validate_cases(cases, dataset)
     ids = {name: [c.case_id for c in split] for name, split in cases.items()}
     # Cases the dataset left out (filters, QC gating) are counted in the results, never dropped silently.
-    return DatasetStage(dataset, cases, content_hash(ids), dict(dataset.excluded_cases()),
-                        dict(dataset.split_facts() or {}), dict(dataset.summary()))
+    return DatasetStage(dataset, cases, content_hash(ids), dataset_identity(dataset, cases, read_files),
+                        dict(dataset.excluded_cases()), dict(dataset.split_facts() or {}), dict(dataset.summary()))

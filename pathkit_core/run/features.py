@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, Case, PathkitError
+from pathkit_core.run.identity import source_identity
 from pathkit_core.run.spec import RunSpec
 from pathkit_core.workspace import atomic_write_json, content_hash
 
@@ -81,8 +82,12 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
         raise PathkitError(f"tiling options {dict(tiling)}: {exc}") from None
     mpp_overrides = {path: mpp for c in cases for path, mpp in slide_mpps(c).items()}
     tile_dir, feature_dir = store_folders(workdir, tile_spec.key(), tiling)
+    # The run owns the workspace's stores: a manifest made from another version of the slide,
+    # another mpp or by other tiling code is replaced (and so its features re-extracted), never
+    # reported stale while its old features are used.
     tiled = tile_slides(slides, tile_dir, params, workers=max(spec.extract_workers, 1),
-                        mpp_overrides=mpp_overrides or None, mpp_fix=fix, shard=shard)
+                        mpp_overrides=mpp_overrides or None, mpp_fix=fix, shard=shard, overwrite=True,
+                        code_key=source_identity("pathkit_core.wsi"))
     failed: dict[str, str] = {}
     for r in tiled:
         if r.status == "failed":
@@ -94,7 +99,7 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     while manifests:
         results = extract_features(encoder, manifests, feature_dir, weights_path=spec.weights,
                                    batch_size=spec.extract_batch_size, workers=spec.extract_workers,
-                                   device=spec.device, shard=shard)
+                                   device=spec.device, shard=shard, code_key=extraction_code(encoder_cls))
         # Slides another live process is extracting (another run on this workspace, a shard):
         # wait for it rather than report them missing; a dead owner's lock is broken on retry.
         locked = {r.slide_id for r in results if r.status == "locked"}
@@ -105,7 +110,16 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
         manifests = [m for m in manifests if Path(m).stem in locked]
     scanned = failed_slides(feature_dir, encoder_cls.name)
     failed.update(scanned)
-    return usable_feature_files(feature_dir, encoder_cls.name, failed=scanned), failed
+    usable = usable_feature_files(feature_dir, encoder_cls.name, failed=scanned)
+    # a slide whose tiling failed now has no current features, whatever an earlier run left
+    return {sid: path for sid, path in usable.items() if sid not in failed}, failed
+
+
+def extraction_code(encoder_cls: Any) -> str:
+    """A digest of the code that makes a slide's features: the core's slide reading and
+    extraction and the module that defines the encoder (and its package)."""
+    module = encoder_cls.__module__
+    return source_identity("pathkit_core.wsi", "pathkit_core.features", module.split(".")[0])
 
 
 def _image_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case],
@@ -117,7 +131,7 @@ def _image_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     result = encode_images(encoder_cls(), [(c.case_id, c.images[0]) for c in cases],
                            workdir / "image-features" / dataset_name.replace(":", "_"),
                            weights_path=spec.weights, batch_size=spec.extract_batch_size,
-                           workers=spec.extract_workers, device=spec.device)
+                           workers=spec.extract_workers, device=spec.device, code_key=extraction_code(encoder_cls))
     return result.rows, result.failed
 
 

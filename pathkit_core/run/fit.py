@@ -23,6 +23,8 @@ class FitPlan:
     checkpoint_dir: Path | None  # None: a generator that needs no fit (no checkpoints)
     selection: str | None
     key_facts: dict[str, Any]
+    # The fit key the checkpoints must have been written under (None: frozen or no fit).
+    stage_key: str | None = None
 
 
 def plan_fit(ctx: Any, dataset: Dataset, train_items: Sequence[dict[str, Any]], val_items: Sequence[dict[str, Any]],
@@ -98,7 +100,8 @@ def fit_stage(ctx: Any, plan: FitPlan, fit_key: str, dataset: Dataset, train_ite
         model = plan.generator.build(plan.gspec)
         selection = make_selection(plan.selection, dataset, ctx.task, val_cases, ctx.dataset_cls.selection_options)
         result = fit(model, train_items, val_items, plan.train_cfg, plan.checkpoint_dir, selection=selection,
-                     checkpoint_config={"generator": spec.generator, "spec": spec_json(plan.gspec, model)})
+                     checkpoint_config={"generator": spec.generator, "spec": spec_json(plan.gspec, model)},
+                     stage_key=fit_key)
         ctx.mark("fit", fit_key, {"best_epoch": result.best_epoch, "best_score": result.best_score,
                                   "epochs_run": result.epochs_run, "selection": plan.selection or "val_loss",
                                   **({"best_step": result.best_step} if result.best_step is not None else {})})

@@ -1,10 +1,15 @@
-"""What a stage's cache key must cover beyond its settings: code versions and input contents.
+"""What a stage's cache key must cover beyond its settings: code, weights and data contents.
 
-A result is never reused after the code, weights or data behind it changed (DESIGN.md section 5):
-- code: the version of each plugin distribution involved (and of pathkit itself), plus, for an
-  editable install, the git commit of its folder and a digest of its uncommitted changes;
+A result is never reused after the code, weights or data behind it changed (DESIGN.md section 5;
+docs/user-guide.md, "What reruns when"):
+- code: each plugin distribution involved (and pathkit itself) by its content: for a regular
+  install the sha256 of its installed `RECORD` (pip writes the hash of every installed file
+  there), for an editable install the git commit of its folder plus a digest of its uncommitted
+  changes and of the files git does not track yet;
 - weights: the sha256 of the checkpoint the encoder actually loaded, as recorded in the features;
-- data: the content checksum of every feature file a fit reads.
+- data: the dataset's content (`dataset_identity`: the files it read, its resolved options, every
+  case with its target, split membership and the identity of its slides, images and feature
+  files) and the content checksum of every feature file a fit reads.
 """
 
 from __future__ import annotations
@@ -18,22 +23,41 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pathkit_core.sources import path_identity
 from pathkit_core.workspace import content_hash, file_fingerprint
 
 
 @functools.lru_cache(maxsize=64)
 def distribution_identity(distribution: str) -> dict[str, Any]:
-    """{"version", and for an editable install "commit" and "changes"} of an installed distribution."""
+    """{"version", and "commit"/"changes" for an editable install, else "record"} of an installed
+    distribution: what changes whenever a file of it changes, a reinstall without a version bump
+    included."""
     # A source checkout on sys.path may show its own *.egg-info beside the installed dist-info:
     # the installed record (the one that knows it is editable) is the one that counts.
     found = list(metadata.distributions(name=distribution))
     if not found:
         return {"version": None}
-    folders = [f for f in (_editable_folder(d) for d in found) if f is not None]
-    out: dict[str, Any] = {"version": found[0].version}
+    folders = [(d, f) for d, f in ((d, _editable_folder(d)) for d in found) if f is not None]
+    out: dict[str, Any] = {"version": (folders[0][0] if folders else found[0]).version}
     if folders:
-        out.update(_git_state(folders[0]))
+        out.update(_git_state(folders[0][1]))
+    else:
+        record = _installed_record(found)
+        if record:
+            out["record"] = record
     return out
+
+
+def _installed_record(found: list[metadata.Distribution]) -> str | None:
+    """The sha256 of the distribution's installed RECORD (the list of its files with their hashes)."""
+    for dist in found:
+        try:
+            text = dist.read_text("RECORD")
+        except OSError:
+            text = None
+        if text:
+            return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+    return None
 
 
 def _editable_folder(dist: metadata.Distribution) -> Path | None:
@@ -64,10 +88,15 @@ def _git_state(folder: Path) -> dict[str, Any]:
     commit = git("rev-parse", "HEAD")
     if commit is None:
         return {}
-    diff = git("diff", "HEAD", "--", ".") or ""
+    digest = hashlib.sha256((git("diff", "HEAD", "--", ".") or "").encode("utf-8"))
+    # files git does not track yet (a new module) change the code as much as an edit does
+    untracked = [n for n in (git("ls-files", "--others", "--exclude-standard", "-z", "--", ".") or "").split("\0") if n]
+    for name in sorted(untracked):
+        digest.update(name.encode("utf-8", "surrogateescape"))
+        digest.update((path_identity(folder / name) or "").encode())
     state = {"commit": commit.strip()}
-    if diff:
-        state["changes"] = hashlib.sha256(diff.encode("utf-8")).hexdigest()[:16]
+    if digest.hexdigest() != hashlib.sha256(b"").hexdigest():
+        state["changes"] = digest.hexdigest()[:16]
     return state
 
 
@@ -138,3 +167,87 @@ def weights_identity(inputs: Mapping[str, Any]) -> list[str]:
         if weights:
             seen.add(weights)
     return sorted(seen)
+
+
+# --------------------------------------------------------------------------- data
+
+
+def _with_identities(value: Any) -> Any:
+    """`value` (a case's meta or target, a dataset option) with every file it names replaced by
+    the path and the content identity of the file there (a string counts when a file is there)."""
+    if isinstance(value, Path) or (isinstance(value, str) and _may_name_a_file(value)):
+        found = path_identity(value)
+        return {"path": str(value), "identity": found} if found is not None else str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _with_identities(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_with_identities(v) for v in value]
+    return value
+
+
+def _may_name_a_file(text: str) -> bool:
+    return 0 < len(text) < 1024 and "\n" not in text and ("/" in text or "." in text)
+
+
+def _input_identity(path: Any) -> str:
+    return path_identity(path) or f"missing:{path}"
+
+
+def case_identity(case: Any) -> dict[str, Any]:
+    """Everything of one case a result rests on: id, patient, target, meta (files by content) and
+    the content identity of its slides, images and feature files."""
+    return {"id": case.case_id, "patient": case.patient_id, "target": _with_identities(case.target),
+            "meta": _with_identities(dict(case.meta)),
+            "slides": [_input_identity(p) for p in case.slides],
+            "images": [_input_identity(p) for p in case.images],
+            "features": [_input_identity(p) for p in case.features]}
+
+
+def dataset_identity(dataset: Any, cases: Mapping[str, Iterable[Any]], read_files: Iterable[Path] = ()) -> str:
+    """The content key of a dataset as a run uses it: its name, folder and resolved options (the
+    files they name by content), the files it read to make its cases (`pathkit_core.sources`),
+    and every case of every split (membership, target, meta, input files by content). Two
+    folders with different content, a changed label, mask, split or slide give other keys; the
+    same content gives the same key wherever and whenever it is read."""
+    files = sorted({str(Path(p).resolve()) for p in read_files})
+    root = Path(dataset.root).resolve() if dataset.root is not None else None
+    options = {}
+    for name, value in dataset.options.items():
+        if name == "workdir":
+            continue  # where the workspace is, not what the data is
+        if isinstance(value, str | Path) and root is not None and str(value) and not Path(value).is_absolute() \
+                and (root / value).is_file():
+            value = root / value  # a file named relative to the dataset's folder
+        options[name] = _with_identities(value)
+    return content_hash({
+        "dataset": dataset.name,
+        "root": str(root) if root is not None else None,
+        "options": options,
+        "read": {p: path_identity(p) for p in files},
+        "splits": {name: [case_identity(c) for c in split] for name, split in cases.items()},
+    }, length=32)
+
+
+@functools.lru_cache(maxsize=64)
+def source_identity(*packages: str) -> str:
+    """A digest of the Python sources of `packages` as they are on disk now (editable or
+    installed alike): what keys the workspace's tile and feature stores, whose files outlive a
+    run, so that tiles and features are made again when the code that made them changes and
+    kept when only other code did."""
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for package in sorted(set(packages)):
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):  # __main__ of a notebook or script: no sources to read
+            spec = None
+        folders = list(spec.submodule_search_locations or []) if spec is not None else []
+        files = [(Path(spec.origin).name, Path(spec.origin))] if spec is not None and spec.origin and not folders \
+            else []
+        for folder in folders:
+            files.extend(sorted((p.relative_to(folder).as_posix(), p) for p in Path(folder).rglob("*.py")))
+        for name, path in files:
+            digest.update(f"{package}/{name}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:32]

@@ -39,6 +39,7 @@ class RunResult:
 class StageKeys:
     """Cache keys: each covers the settings, code versions and input contents its stage reads."""
 
+    dataset: str
     features: str
     fit: str
     predict: str
@@ -46,22 +47,29 @@ class StageKeys:
 
 
 def stage_keys(ctx: RunContext, ds: DatasetStage, feats: FeatureStage, plan: FitPlan, metrics: list[str],
-               checkpoints: list[str]) -> StageKeys:
+               checkpoints: list[str], metric_options: Any = None) -> StageKeys:
+    """Each stage's key; `metric_options`: everything the metrics are handed beyond predictions
+    (the task's metric context, the dataset's and the user's metric options)."""
     def inputs_of(*splits: str) -> dict[str, Any]:
         return {c.case_id: feats.inputs[c.case_id] for s in splits for c in ds.cases[s] if c.case_id in feats.inputs}
 
     fitting = inputs_of("train", "val")
-    features = content_hash({"split": ds.split_hash, "encoder": ctx.spec.encoder,
+    features = content_hash({"data": ds.data_key, "encoder": ctx.spec.encoder,
                              "inputs": features_identity(inputs_of("train", "val", "test"))})
-    fit = content_hash({"split": ds.split_hash, "skipped": sorted(feats.skipped), "id": ctx.spec.identity(),
+    # the settings as training uses them: the generator's defaults and the dataset's protocol
+    # under the user's values, not only what the user typed
+    settings = {"hparams": plan.gspec.hparams, "train": plan.train_cfg.result_settings(),
+                "selection": plan.selection}
+    fit = content_hash({"data": ds.data_key, "split": ds.split_hash, "skipped": sorted(feats.skipped),
+                        "id": ctx.spec.identity(), "settings": settings,
                         "code": code_identity(ctx.registry, [*ctx.components([]), *ctx.task.components(ds.dataset)]),
                         "inputs": features_identity(fitting),
                         "weights": weights_identity(feats.inputs), **plan.key_facts})
     predict = content_hash({"fit": fit, "test": features_identity(inputs_of("test"))})
-    score = content_hash({"predict": predict, "metrics": metrics,
+    score = content_hash({"predict": predict, "metrics": metrics, "options": metric_options,
                           "code": code_identity(ctx.registry, [("metric", m) for m in metrics]),
                           **({"checkpoints": checkpoints} if checkpoints != ["best"] else {})})
-    return StageKeys(features, fit, predict, score)
+    return StageKeys(ds.data_key, features, fit, predict, score)
 
 
 def finished_result(ctx: RunContext) -> RunResult:
@@ -71,11 +79,10 @@ def finished_result(ctx: RunContext) -> RunResult:
                      ctx.resumed, saved.get("checkpoints", {}), saved.get("excluded_cases", {}))
 
 
-def sharded_features(ctx: RunContext, shard: Any) -> RunResult:
+def sharded_features(ctx: RunContext, shard: Any, ds: DatasetStage) -> RunResult:
     """`pathkit run --shard i/N` (or a Slurm array task): this shard's tiling and extraction only.
     Shards share the workspace's stores; a last run without a shard finds every slide done."""
     spec = ctx.spec
-    ds = dataset_stage(spec, ctx.dataset_cls, ctx.task, ctx.workdir, needs_fit=ctx.generator_cls.needs_fit)
     mine, failed = shard_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, ctx.task.tiling(ds.dataset, spec.tiling),
                                shard, ctx.log, ds.dataset)
     ctx.log(f"{shard.outer().label()}: features of {mine - len(failed)} of {mine} slide(s) ready"
@@ -89,15 +96,21 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
 
     ctx = RunContext(spec, log)
     shard = current_shard(spec.shard)
+    started = time.perf_counter()
+    needs_fit = ctx.generator_cls.needs_fit and spec.frozen_from is None
+    # The dataset comes first: its content names the run folder, and a dataset that does not
+    # open leaves no folder behind.
+    ds = dataset_stage(spec, ctx.dataset_cls, ctx.task, ctx.workdir,
+                       needs_fit=needs_fit or (shard.count > 1 and ctx.generator_cls.needs_fit))
+    ctx.open_folder(ds.data_key)
     if shard.count > 1:
-        return sharded_features(ctx, shard)
+        return sharded_features(ctx, shard, ds)
     with FileLock(ctx.run_dir / "run.lock", timeout=0):
-        started = time.perf_counter()
         log(f"run folder: {ctx.run_dir}")
-        needs_fit = ctx.generator_cls.needs_fit and spec.frozen_from is None
-        ds = dataset_stage(spec, ctx.dataset_cls, ctx.task, ctx.workdir, needs_fit=needs_fit)
-        ctx.mark("dataset", ds.split_hash, {"n_cases": {k: len(v) for k, v in ds.ids.items()},
-                                            "root": str(ds.dataset.root), "n_excluded": len(ds.excluded)})
+        if ctx.marker("dataset") is not None and ctx.done("dataset", ds.data_key) is None:
+            log("the dataset's content changed since this folder's last run: every stage is redone")
+        ctx.mark("dataset", ds.data_key, {"n_cases": {k: len(v) for k, v in ds.ids.items()},
+                                          "root": str(ds.dataset.root), "n_excluded": len(ds.excluded)})
         log(ds.split_line())
         if ds.excluded:
             log(f"the dataset excluded {len(ds.excluded)} case(s) (filters and QC; reasons in metrics.json)")
@@ -121,20 +134,27 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
             raise PathkitError(f"no metric given and dataset {spec.dataset!r} declares no default; use --metric")
         names = checkpoint_names(spec.checkpoints, ctx.dataset_cls.evaluate_checkpoints,
                                  trained=plan.checkpoint_dir is not None)
-        keys = stage_keys(ctx, ds, feats, plan, metrics, names)
+        metric_context = {**ctx.task.metric_context(ds.dataset, facts),
+                          "dataset_options": {m: dict(o) for m, o in ctx.dataset_cls.metric_options.items()},
+                          "metric_options": spec.metric_options}
+        keys = stage_keys(ctx, ds, feats, plan, metrics, names, metric_context)
         ctx.mark("features", keys.features, {"skipped": feats.skipped})
+        if plan.checkpoint_dir is not None and spec.frozen_from is None:
+            plan.stage_key = keys.fit
         if ctx.done("score", keys.score) and (ctx.run_dir / "metrics.json").exists():
             return finished_result(ctx)
 
         fit_stage(ctx, plan, keys.fit, ds.dataset, items["train"], items["val"], ds.cases["val"])
         evaluated = predict_stage(ctx, plan, keys.predict, names, items["test"], ds.cases["test"], ds.dataset, facts)
         extra = {"run": spec.identity(), "task": ctx.task.name, "skipped_cases": feats.skipped,
+                 "dataset_root": str(ds.dataset.root), "data_key": ds.data_key,
                  **({"split": ds.split} if ds.split else {}),
                  **({"excluded_cases": ds.excluded, "n_excluded_cases": len(ds.excluded)} if ds.excluded else {}),
                  **({"dataset": ds.summary} if ds.summary else {})}
         scores = score_stage(ctx, metrics, evaluated, ds.cases["test"], train_targets, ds.dataset, facts, extra)
         ctx.mark("score", keys.score, {})
         report_stage(ctx, spec, {"dataset_root": str(ds.dataset.root), "split_hash": ds.split_hash,
+                                 "data_key": ds.data_key,
                                  "feature_files": len(feats.inputs), "stage_keys": vars(keys),
                                  **({"dataset": ds.summary} if ds.summary else {})},
                      time.perf_counter() - started)

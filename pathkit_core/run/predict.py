@@ -50,13 +50,16 @@ def _checked_outputs(ctx: Any, raw: Mapping[str, Any], cases: Sequence[Case], da
 
 def _model_for(plan: FitPlan, name: str) -> Any:
     """The model of checkpoint `name` rebuilt from its saved state (or built ready to predict)."""
-    from pathkit_core.training.trainer import load_checkpoint
+    from pathkit_core.training.trainer import checkpoint_stage_key, load_checkpoint
 
     if plan.checkpoint_dir is None:
         return plan.generator.build(plan.gspec)
     weights = plan.checkpoint_dir / f"{name}.safetensors"
     if not weights.exists():
         raise PathkitError(f"no {name!r} checkpoint at {weights}")
+    if plan.stage_key is not None and checkpoint_stage_key(weights) != plan.stage_key:
+        raise PathkitError(f"checkpoint {weights} was written under fit key {checkpoint_stage_key(weights)}, not this "
+                           f"run's {plan.stage_key}: its data, code or settings differ; rerun to train again")
     saved = json.loads(weights.with_suffix(".json").read_text())
     plan.gspec.state = saved["config"]["spec"].get("state", {})
     model = plan.generator.build(plan.gspec)

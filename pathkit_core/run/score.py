@@ -26,7 +26,7 @@ def score_stage(ctx: Any, metrics: Sequence[str], evaluated: Mapping[str, Evalua
     ids = [c.case_id for c in cases]
     references = {c.case_id: task.reference(c, dataset) for c in cases}
     write_test_cases(ctx.run_dir / "test_cases.jsonl", cases, references)
-    context = task.metric_context(dataset, facts)
+    context = {**task.metric_context(dataset, facts), "metric_options": dict(ctx.spec.metric_options)}
 
     runs = len(evaluated) + len(task.baselines)
     progress = bool(ctx.spec.train.get("progress", True))

@@ -12,7 +12,7 @@ from pathkit_core.contracts import PathkitError
 from pathkit_core.workspace import DEFAULT_WORKDIR
 
 # Tables of a run config besides the top-level run options.
-CONFIG_TABLES = ("hparams", "train", "dataset_options", "tiling")
+CONFIG_TABLES = ("hparams", "train", "dataset_options", "tiling", "metric_options")
 
 
 @dataclass
@@ -23,6 +23,9 @@ class RunSpec:
     encoder: str
     generator: str
     metrics: list[str] = field(default_factory=list)
+    # Options per metric ({"crqs": {"variants": True}}) over the dataset's own metric options;
+    # they key the score stage only (a change rescores, nothing else reruns).
+    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     workdir: Path = DEFAULT_WORKDIR
     dataset_root: Path | None = None
     dataset_options: dict[str, Any] = field(default_factory=dict)
@@ -90,8 +93,8 @@ class RunSpec:
 
 def load_run_config(path: str | Path) -> dict[str, Any]:
     """A TOML run config: top-level run options and optional [hparams], [train],
-    [dataset_options], [tiling] tables. Components are named, never imported: a config can only
-    choose among the registered plugins (`pathkit list`)."""
+    [dataset_options], [tiling] and [metric_options.METRIC] tables. Components are named, never
+    imported: a config can only choose among the registered plugins (`pathkit list`)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

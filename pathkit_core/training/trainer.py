@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pathkit_core.contracts import PathkitError, TaskModel
 from pathkit_core.distributed import close_process_group_at_exit
@@ -87,6 +87,13 @@ class TrainConfig:
                     isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in epochs):
                 raise PathkitError(f"validation_epochs must be epoch numbers >= 1 (or None), got {epochs!r}")
             self.validation_epochs = tuple(sorted(set(epochs)))
+
+    # Fields that change how the run looks, not what it computes: left out of the fit key.
+    NOT_RESULTS: ClassVar[tuple[str, ...]] = ("progress", "log_every", "num_workers", "cpu")
+
+    def result_settings(self) -> dict[str, Any]:
+        """The settings a trained model depends on (every field but `NOT_RESULTS`), for the fit key."""
+        return {k: v for k, v in asdict(self).items() if k not in self.NOT_RESULTS}
 
     def validates_at(self, epoch: int) -> bool:
         """Whether `epoch` is a validation epoch (`validation_epochs`, always the last one). Training
@@ -183,6 +190,25 @@ def save_checkpoint(
     meta = {"config": dict(config), "trainer_state": dict(trainer_state or {}), **extra}
     atomic_write_json(directory / f"{stem}.json", meta)
     return weights
+
+
+def checkpoint_stage_key(weights: Path) -> str | None:
+    """The fit key a checkpoint was written under (its side-car's config), None when it has none."""
+    try:
+        meta = json.loads(Path(weights).with_suffix(".json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    config = meta.get("config") if isinstance(meta, dict) else None
+    key = config.get("stage_key") if isinstance(config, dict) else None
+    return key if isinstance(key, str) else None
+
+
+def discard_checkpoints(directory: Path) -> None:
+    """Remove the checkpoints and history of a training that is not to be continued."""
+    for stem in ("last", "best"):
+        for suffix in (".safetensors", ".json"):
+            (directory / f"{stem}{suffix}").unlink(missing_ok=True)
+    (directory / "history.json").unlink(missing_ok=True)
 
 
 def load_checkpoint(
@@ -370,6 +396,7 @@ def fit(
     accelerator: Any = None,
     resume: bool = True,
     on_epoch: Callable[[dict[str, float]], None] | None = None,
+    stage_key: str | None = None,
 ) -> FitResult:
     """Train `model`, selecting the best epoch on `val_items` with `selection` (validation loss
     when None), with ReduceLROnPlateau, early stopping and per-epoch `last` checkpoints.
@@ -378,7 +405,9 @@ def fit(
     epoch without validation has no `val_loss`/`selection`. With `cfg.model_selection` False,
     `val_items` may be empty and "best" is the last epoch.
 
-    With `resume`, an existing `last` checkpoint in `out_dir` is continued from exactly.
+    With `resume`, an existing `last` checkpoint in `out_dir` is continued from exactly. Every
+    checkpoint records `stage_key` (the run's fit key: data, code and settings); one written
+    under another key is never resumed: training starts fresh and says why in one line.
     """
     import torch
 
@@ -404,6 +433,14 @@ def fit(
     if cfg.max_steps is not None:
         state.update(step=0, best_step=0)
     last = out_dir / "last.safetensors"
+    if resume and last.exists() and stage_key is not None:
+        written_under = checkpoint_stage_key(last)
+        if written_under != stage_key:
+            accelerator.print(f"not resuming {last}: it was written under fit key {written_under or 'unknown'}, "
+                              f"this run's is {stage_key} (its data, code or settings differ); training from scratch")
+            if accelerator.is_main_process:
+                discard_checkpoints(out_dir)
+            accelerator.wait_for_everyone()
     if resume and last.exists():
         meta = load_checkpoint(last, module, optimizer=optimizer, scheduler=scheduler)
         state.update(meta.get("trainer_state", {}))
@@ -413,6 +450,8 @@ def fit(
     references = _targets(val_items)
     config = dict(checkpoint_config or {})
     config["train"] = asdict(cfg)
+    if stage_key is not None:
+        config["stage_key"] = stage_key
 
     def better(score: float) -> bool:
         if not cfg.model_selection:

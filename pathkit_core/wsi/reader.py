@@ -180,12 +180,17 @@ class _TileReaderBase:
 
     def verify_slide(self) -> None:
         """Raise PathkitError if the slide file is not the one the manifest was made from."""
-        expected = self.manifest.meta.get("slide_sha256")
-        actual = sha256_file(self.slide_path)
+        from pathkit_core.sources import file_identity
+
+        meta = self.manifest.meta
+        # the manifest's content identity of the slide (`pathkit_core.sources`); older manifests
+        # hold the whole file's sha256
+        expected = meta.get("slide_identity") or meta.get("slide_sha256")
+        actual = file_identity(self.slide_path) if meta.get("slide_identity") else sha256_file(self.slide_path)
         if expected != actual:
             raise PathkitError(
-                f"{self.slide_path}: content hash {actual[:12]}... differs from the manifest's "
-                f"{str(expected)[:12]}... ({self.manifest.path}); the slide changed since tiling, re-tile it"
+                f"{self.slide_path}: content identity {actual[:20]}... differs from the manifest's "
+                f"{str(expected)[:20]}... ({self.manifest.path}); the slide changed since tiling, re-tile it"
             )
 
     def _drop_handles(self) -> None:

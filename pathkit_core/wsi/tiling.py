@@ -351,7 +351,7 @@ def qc_path_for(out_dir: str | Path, slide_id: str) -> Path:
 
 
 def _resumable(
-    manifest: Path, slide_path: Path, params_hash: str, mpp_override: float | None
+    manifest: Path, slide_path: Path, params_hash: str, mpp_override: float | None, code_key: str | None = None,
 ) -> tuple[bool, dict[str, Any] | None, str]:
     """(reusable, meta, why-not) for an existing manifest."""
     from pathkit_core.wsi.manifest import read_manifest_meta
@@ -366,14 +366,24 @@ def _resumable(
         return False, meta, (
             f"made with slide mpp override {meta.get('mpp_override')} (now {mpp_override})"
         )
+    if code_key is not None and meta.get("code_key") != code_key:
+        return False, meta, "made by another version of the tiling code"
     st = slide_path.stat()
     if meta.get("slide_size") != st.st_size:
         return False, meta, "the slide file changed since (size differs)"
-    if meta.get("slide_mtime_ns") != st.st_mtime_ns and sha256_file(slide_path) != meta.get(
-        "slide_sha256"
-    ):
-        return False, meta, "the slide file changed since (content hash differs)"
+    if meta.get("slide_mtime_ns") != st.st_mtime_ns and not _same_slide(slide_path, meta):
+        return False, meta, "the slide file changed since (content identity differs)"
     return True, meta, ""
+
+
+def _same_slide(path: Path, meta: Mapping[str, Any]) -> bool:
+    """Whether the slide at `path` holds the content a manifest was made from (its recorded
+    identity, `pathkit_core.sources.file_identity`; the whole-file sha256 of an older manifest)."""
+    from pathkit_core.sources import file_identity
+
+    if meta.get("slide_identity"):
+        return file_identity(path) == meta["slide_identity"]
+    return sha256_file(path) == meta.get("slide_sha256")
 
 
 def _clean_stale_temporaries(out_dir: Path, slide_id: str) -> None:
@@ -394,6 +404,7 @@ def tile_slide(
     overwrite: bool = False,
     write_csv: bool = False,
     lock_timeout: float = 3600.0,
+    code_key: str | None = None,
 ) -> TileResult:
     """Tile one slide into `<out_dir>/<slide_id>.parquet` (+ `.qc.png`); errors as SlideError.
 
@@ -411,7 +422,7 @@ def tile_slide(
     with FileLock(out / f".{slide_id}.lock", timeout=lock_timeout):
         _clean_stale_temporaries(out, slide_id)
         if manifest_file.exists():
-            ok, meta, why = _resumable(manifest_file, path, phash, mpp)
+            ok, meta, why = _resumable(manifest_file, path, phash, mpp, code_key)
             if ok and meta is not None:
                 return TileResult(
                     slide_id, str(path), "skipped", "manifest exists with the same parameters",
@@ -424,7 +435,7 @@ def tile_slide(
                     f"{manifest_file} exists but was {why}; pass --overwrite to replace it or "
                     "tile into another --out folder",
                 )
-        result = _tile_unlocked(path, slide_id, out, params, mpp, mpp_source, write_csv)
+        result = _tile_unlocked(path, slide_id, out, params, mpp, mpp_source, write_csv, code_key)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -437,6 +448,7 @@ def _tile_unlocked(
     mpp: float | None,
     mpp_source: str,
     write_csv: bool,
+    code_key: str | None = None,
 ) -> TileResult:
     import openslide
     import polars as pl
@@ -456,7 +468,9 @@ def _tile_unlocked(
             pad_edges=params.pad_edges,
         )
         meta = _slide_meta(slide, params, geometry, st)
-    sha = sha256_file(path)
+    from pathkit_core.sources import file_identity
+
+    identity = file_identity(path)  # whole-file sha256 for a small file; header, tail and blocks for a large one
     area = mask.area_mm2
     notes: list[str] = []
     status, reason = "ok", ""
@@ -485,7 +499,9 @@ def _tile_unlocked(
     meta.update(
         slide_id=slide_id,
         slide_path=str(path.resolve()),
-        slide_sha256=sha,
+        slide_identity=identity,
+        slide_sha256=identity.removeprefix("sha256:") if identity.startswith("sha256:") else "",
+        **({"code_key": code_key} if code_key is not None else {}),
         n_tiles=int(tiles.height),
         tissue_area_mm2=round(area, 4),
         below_min_tissue_area=bool(below),
@@ -572,7 +588,7 @@ def _tile_job(job: dict[str, Any]) -> dict[str, Any]:
             warnings.simplefilter("ignore", TilingWarning)
             result = tile_slide(
                 path, job["out_dir"], params, mpp=job["mpp"], mpp_source=job["mpp_source"],
-                overwrite=job["overwrite"], write_csv=job["write_csv"],
+                overwrite=job["overwrite"], write_csv=job["write_csv"], code_key=job.get("code_key"),
             )
     except SlideError as exc:
         result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code=exc.code)
@@ -654,6 +670,7 @@ def tile_slides(
     recursive: bool = False,
     mpp_fix: str | None = None,
     shard: Shard | None = None,
+    code_key: str | None = None,
 ) -> list[TileResult]:
     """Tile many slides (files or folders); failures are recorded and the batch goes on.
 
@@ -662,7 +679,9 @@ def tile_slides(
     option): a missing or implausible mpp's reason names it. `shard`
     (`pathkit_core.shard.current_shard`) keeps this process's slides. Results come back in
     input order; `<out_dir>/tiling_status.json` records every slide's last outcome and the
-    slides every shard was given (pending until some shard tiles them).
+    slides every shard was given (pending until some shard tiles them). `code_key`, when given,
+    names the tiling code (`pathkit run` passes a digest of its sources): a manifest made by other
+    code is not reused.
     """
     from pathkit_core.wsi.slide import MPP_CODES, check_unique_ids, find_slides, lookup_mpp, with_mpp_fix
 
@@ -690,7 +709,7 @@ def tile_slides(
         jobs.append((i, {
             "path": str(p), "out_dir": str(out), "params": params.as_dict(), "mpp": override,
             "mpp_source": "user" if override is not None else "", "overwrite": overwrite,
-            "write_csv": write_csv,
+            "write_csv": write_csv, "code_key": code_key,
         }))
     for r in results.values():
         if strict:

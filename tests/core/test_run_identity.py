@@ -237,3 +237,127 @@ def test_a_corrupt_stage_file_is_reported_and_training_resumes_from_checkpoints(
     assert "stages.json is unreadable" in rerun.stdout.replace("\n", "")
     # the finished training is not extended by an extra epoch
     assert json.loads((run_dir / "checkpoints" / "history.json").read_text()) == history
+
+
+def _fake_distribution(site, name, *, record=None, editable_folder=None):
+    info = site / f"{name.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    if record is not None:
+        (info / "RECORD").write_text(record)
+    if editable_folder is not None:
+        (info / "direct_url.json").write_text(json.dumps({"url": f"file://{editable_folder}",
+                                                          "dir_info": {"editable": True}}))
+    return info
+
+
+def test_the_example_plugin_installed_as_a_user_would_is_keyed_by_its_record():
+    from pathkit_core.run.identity import distribution_identity
+
+    found = distribution_identity("pathkit-example-plugin")
+    assert found["version"] and len(found["record"]) == 32 and "commit" not in found
+
+
+def test_a_regular_install_is_identified_by_its_record(tmp_path, monkeypatch):
+    """A reinstalled distribution whose files changed, at the same version, is other code."""
+    from pathkit_core.run.identity import distribution_identity
+
+    site = tmp_path / "site"
+    info = _fake_distribution(site, "pathkit-fake-plugin", record="fake/__init__.py,sha256=AAA,10\n")
+    monkeypatch.syspath_prepend(str(site))
+    distribution_identity.cache_clear()
+    before = distribution_identity("pathkit-fake-plugin")
+    assert before["version"] == "1.0" and before["record"]
+    (info / "RECORD").write_text("fake/__init__.py,sha256=BBB,10\n")  # lr default changed, reinstalled
+    distribution_identity.cache_clear()
+    after = distribution_identity("pathkit-fake-plugin")
+    assert after["version"] == before["version"] and after["record"] != before["record"]
+    distribution_identity.cache_clear()
+
+
+def test_an_editable_install_counts_uncommitted_and_untracked_files(tmp_path, monkeypatch):
+    import subprocess
+
+    from pathkit_core.run.identity import distribution_identity
+
+    repo = tmp_path / "plugin"
+    (repo / "fake").mkdir(parents=True)
+    (repo / "fake" / "__init__.py").write_text("LR = 1e-3\n")
+    for args in (["init", "-q"], ["add", "."], ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    site = tmp_path / "site"
+    _fake_distribution(site, "pathkit-fake-editable", editable_folder=repo)
+    monkeypatch.syspath_prepend(str(site))
+
+    def identity():
+        distribution_identity.cache_clear()
+        return distribution_identity("pathkit-fake-editable")
+
+    clean = identity()
+    assert len(clean["commit"]) == 40 and "changes" not in clean
+    (repo / "fake" / "__init__.py").write_text("LR = 1e-2\n")
+    edited = identity()
+    assert edited["changes"]
+    (repo / "fake" / "__init__.py").write_text("LR = 1e-3\n")
+    (repo / "fake" / "heads.py").write_text("DEPTH = 2\n")  # a new, untracked module
+    untracked = identity()
+    assert untracked["changes"] and untracked["changes"] != edited["changes"]
+    (repo / "fake" / "heads.py").write_text("DEPTH = 3\n")
+    assert identity()["changes"] != untracked["changes"]
+    distribution_identity.cache_clear()
+
+
+def test_source_identity_follows_the_sources_of_a_package(tmp_path, monkeypatch):
+    from pathkit_core.run.identity import source_identity
+
+    package = tmp_path / "pkg_src_identity"
+    package.mkdir()
+    (package / "__init__.py").write_text("A = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    first = source_identity("pkg_src_identity")
+    source_identity.cache_clear()
+    assert source_identity("pkg_src_identity") == first
+    (package / "more.py").write_text("B = 2\n")
+    source_identity.cache_clear()
+    assert source_identity("pkg_src_identity") != first
+    source_identity.cache_clear()
+
+
+def test_a_checkpoint_is_resumed_only_under_its_own_key(tmp_path, capsys):
+    import torch
+
+    from pathkit_core.training.trainer import TrainConfig, checkpoint_stage_key, fit
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = torch.nn.Linear(2, 2)
+
+        def collate(self, items):
+            return {"x": torch.stack([i["features"] for i in items]), "y": torch.tensor([i["target"] for i in items])}
+
+        def training_step(self, batch):
+            return torch.nn.functional.cross_entropy(self.head(batch["x"]), batch["y"])
+
+        def predict(self, batch):
+            return self.head(batch["x"]).argmax(-1).tolist()
+
+        def export_state(self):
+            return {}
+
+    items = [{"case_id": f"c{i}", "features": torch.tensor([float(i % 2), 1.0]), "target": i % 2} for i in range(6)]
+    out = tmp_path / "ckpt"
+    cfg = TrainConfig(max_epochs=2, early_stop_patience=None, progress=False, cpu=True)
+    fit(Model(), items, items, cfg, out, stage_key="key-a")
+    assert checkpoint_stage_key(out / "last.safetensors") == "key-a"
+    assert checkpoint_stage_key(out / "best.safetensors") == "key-a"
+    longer = TrainConfig(max_epochs=3, early_stop_patience=None, progress=False, cpu=True)
+    resumed = fit(Model(), items, items, longer, out, stage_key="key-a")
+    assert [h["epoch"] for h in resumed.history] == [1, 2, 3]
+    said = capsys.readouterr().out
+    assert "resuming from" in said and "after epoch 2" in said and "not resuming" not in said
+    fresh = fit(Model(), items, items, longer, out, stage_key="key-b")
+    said = capsys.readouterr().out
+    assert "not resuming" in said and "key-a" in said and "key-b" in said and said.count("\n") == 1
+    assert "resuming from" not in said and len(fresh.history) == 3  # started over: three new epochs
+    assert checkpoint_stage_key(out / "last.safetensors") == "key-b"

@@ -153,8 +153,12 @@ def _object_rows(path: Path, items: Sequence[Any], what: str, unit: str, first: 
 
 def read_table(path: str | Path, what: str = "table") -> Table:
     """Read a cohort table (see the module docstring for the formats); errors name the file and
-    the line. An empty table is an error."""
+    the line. An empty table is an error. The table's content keys the runs made from it
+    (`pathkit_core.sources.note_read`)."""
+    from pathkit_core.sources import note_read
+
     path = Path(path)
+    note_read(path)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         import polars as pl
@@ -545,14 +549,19 @@ def drawn_split(name: str, patients: Mapping[str, str], *, seed: int, fractions:
                 workdir: Any, file_name: str | None = None, labels: Mapping[str, str] | None = None,
                 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """A split pathkit draws because none was given (seeded, patient-disjoint, stratified by
-    `labels` where they allow), kept in `<workdir>/splits/<name>/`, said in the log."""
+    `labels` where they allow), kept in `<workdir>/splits/<name>/`, said in the log. The file's
+    name carries a digest of the cases and patients it splits, so two cohorts (or datasets that
+    share a name's folder) never read each other's split; a changed label keeps the split."""
     from pathkit_core.splits import load_or_draw_split
+    from pathkit_core.workspace import content_hash
 
     if not (0 < fractions[0] < 1 and 0 < fractions[1] < 1 and sum(fractions) < 1):
         raise PathkitError(f"{name}: val_fraction {fractions[0]} and test_fraction {fractions[1]} must each lie "
                            "in (0, 1) and leave cases for training")
     folder = splits_folder(name, workdir)
     file_name = file_name or f"drawn-seed{seed}-val{fractions[0]:g}-test{fractions[1]:g}.csv"
+    stem, _, suffix = file_name.rpartition(".")
+    file_name = f"{stem}-cases{content_hash(sorted(patients.items()), 10)}.{suffix}"
     drawn = load_or_draw_split(folder / file_name if folder else None, patients, fractions=fractions, seed=seed,
                                case_labels=labels)
     log.warning("%s: %s%s", name, drawn.describe(), f"; kept in {drawn.file}" if drawn.file else "")

@@ -98,3 +98,18 @@ def test_the_demo_finds_the_known_tumour_and_tissue_areas(cli, tmp_path):
     assert geo.exit_code == 0, geo.output
     assert json.loads(geo.stdout)["segmentation"]["Dice"] > 0.85
     assert np.isfinite(scores["composition_MAE"])
+
+
+def test_hepatobench_and_hepatobench_wsi_share_a_workspace(cli, tmp_path):
+    """Both draw a split of a patch set named hepatobench: each cohort keeps its own split file,
+    so running one never breaks the other (before, the second refused the first's split file)."""
+    workdir = tmp_path / "work"
+    liver = make_liver_demo(tmp_path / "liver", test_seeds=(101,), train_seeds=(1, 2, 3, 4, 5, 6, 7, 8),
+                            size=(1536, 1152), patches_per_class=2, patch_um=24.0)
+    first = cli("run", "--dataset", "hepatobench", "--workdir", workdir)
+    assert first.exit_code == 0, first.output
+    run(cli, liver, workdir)
+    again = cli("run", "--dataset", "hepatobench", "--workdir", workdir)
+    assert again.exit_code == 0, again.output
+    assert "this cell is finished" in again.output
+    assert len(list((workdir / "splits" / "hepatobench").iterdir())) == 2

@@ -1,0 +1,99 @@
+"""The files a dataset reads to make its cases, and their content identities.
+
+A run's results rest on the data as much as on the code: the dataset stage keys the run by the
+content of everything a dataset read (tables, label, split and mask files) and of every case's
+inputs (slides, images, feature files). Datasets report a file they read with `note_read(path)`
+(the cohort helpers' table reader does it for every table); `pathkit run` collects what was
+noted while the dataset was opened and its cases listed (`recording()`).
+
+Identities are cheap and reliable: a small file (up to `FULL_HASH_BYTES`) is hashed whole; a
+large one (a whole-slide image, a zip of patches) by its size and a hash of its header, its tail
+and a few blocks between, so that a replaced or rewritten slide changes its identity without
+reading gigabytes. The identity does not depend on the path or the modification time: the same
+bytes in another folder are the same data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+from collections.abc import Iterator
+from contextvars import ContextVar
+from pathlib import Path
+
+# Files up to this size are hashed whole (tables, label and split files, masks, patches).
+FULL_HASH_BYTES = 8 * 1024 * 1024
+# A large file: its first and last HEAD_BYTES and BLOCKS blocks of BLOCK_BYTES evenly between.
+HEAD_BYTES = 32 * 1024
+BLOCK_BYTES = 8 * 1024
+BLOCKS = 4
+
+_recorded: ContextVar[set[Path] | None] = ContextVar("pathkit_sources_recorded", default=None)
+
+
+def note_read(path: str | Path) -> None:
+    """Report that the dataset being opened read `path` to make its cases, targets or split."""
+    files = _recorded.get()
+    if files is not None:
+        files.add(Path(path))
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[set[Path]]:
+    """Collect the files `note_read` reports inside the block (the set fills as they are read)."""
+    files: set[Path] = set()
+    token = _recorded.set(files)
+    try:
+        yield files
+    finally:
+        _recorded.reset(token)
+
+
+def file_identity(path: str | Path) -> str:
+    """A content identity of a file: "sha256:<hex>" for a small one, "sampled:<size>:<hex>" for a
+    large one. Cached per process by path, size, inode and change times."""
+    p = os.path.abspath(path)
+    st = os.stat(p)
+    return _identity(p, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@functools.lru_cache(maxsize=200_000)
+def _identity(path: str, size: int, inode: int, mtime_ns: int, ctime_ns: int) -> str:
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if size <= FULL_HASH_BYTES:
+            while chunk := os.read(fd, 1024 * 1024):
+                digest.update(chunk)
+            return f"sha256:{digest.hexdigest()}"
+        for offset in sampled_offsets(size):
+            digest.update(os.pread(fd, HEAD_BYTES if offset in (0, size - HEAD_BYTES) else BLOCK_BYTES, offset))
+    finally:
+        os.close(fd)
+    return f"sampled:{size}:{digest.hexdigest()}"
+
+
+def sampled_offsets(size: int) -> list[int]:
+    """Where a large file is read for its identity: the head, BLOCKS blocks between, the tail."""
+    between = [HEAD_BYTES + (size - 2 * HEAD_BYTES - BLOCK_BYTES) * (i + 1) // (BLOCKS + 1) for i in range(BLOCKS)]
+    return [0, *between, size - HEAD_BYTES]
+
+
+def path_identity(value: str | Path) -> str | None:
+    """The identity of what a path-like value names: a file's content identity, a member of a
+    zip (`archive.zip::member`) by the archive's, None when it names no file."""
+    text = os.fspath(value)
+    archive, sep, member = text.partition("::")
+    target = Path(archive if sep else text)
+    try:
+        if not target.is_file():
+            return None
+        found = file_identity(target)
+    except (OSError, ValueError):  # unreadable, or not a possible path (a NUL byte)
+        return None
+    return f"{found}::{member}" if sep else found
+
+
+__all__ = ["FULL_HASH_BYTES", "file_identity", "note_read", "path_identity", "recording", "sampled_offsets"]
