@@ -189,24 +189,18 @@ def parse_suite(data: Mapping[str, Any], path: Path) -> SuiteConfig:
 
 
 def _refuse_shared_run_folders(tasks: list[SuiteTask], where: str) -> None:
-    """Two tasks of one dataset whose run options differ only by dataset_root would share run folders
-    (a run's identity names the dataset and its options, not the folder it was read from), each cell
-    overwriting the other's: refuse them, naming the fix."""
+    """Two tasks of one dataset with the same options and root would run the same cells (the same run
+    folders, each overwriting the other's results under its own task name): refuse them."""
     import json
 
     seen: dict[str, SuiteTask] = {}
     for task in tasks:
-        options = {k: v for k, v in task.run.items() if k != "dataset_root"}
-        key = json.dumps([task.dataset, options], sort_keys=True, default=str)
+        key = json.dumps([task.dataset, dict(task.run)], sort_keys=True, default=str)
         other = seen.get(key)
         if other is not None and set(other.encoders) & set(task.encoders) and set(other.generators) & set(
                 task.generators):
-            if other.run.get("dataset_root") == task.run.get("dataset_root"):
-                raise PathkitError(f"{where}: tasks {other.name!r} and {task.name!r} would run the same cells (one "
-                                   "dataset, the same options); keep one")
-            raise PathkitError(f"{where}: tasks {other.name!r} and {task.name!r} differ only by dataset_root, which "
-                               "does not enter a run's identity, so their cells would share run folders; tell them "
-                               "apart by a dataset option (e.g. table = FILE of slides-csv)")
+            raise PathkitError(f"{where}: tasks {other.name!r} and {task.name!r} would run the same cells (one "
+                               "dataset, the same root and options); keep one")
         seen[key] = task
 
 

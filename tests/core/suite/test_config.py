@@ -69,7 +69,7 @@ def test_cells_and_merged_options(tmp_path):
     ("encoders = ['a']\ngenerators = ['b']\n[run]\nseed = 3\n[[tasks]]\ndataset = 'x'\n", "decides per cell"),
     ("encoders = ['a']\ngenerators = ['b']\n[[tasks]]\ndataset = 'x'\n[[tasks]]\ndataset = 'x'\n", "named alike"),
     ("encoders = ['a']\ngenerators = ['b']\n[[tasks]]\nname = 'p'\ndataset = 'x'\ndataset_root = 'r1'\n"
-     "[[tasks]]\nname = 'q'\ndataset = 'x'\ndataset_root = 'r2'\n", "share run folders"),
+     "[[tasks]]\nname = 'q'\ndataset = 'x'\ndataset_root = 'r1'\n", "would run the same cells"),
     ("encoders = ['a'\n", "invalid TOML"),
 ])
 def test_errors_name_the_file_and_the_problem(tmp_path, text, message):
@@ -104,3 +104,11 @@ def test_shipped_suites_name_registered_plugins(name, installed_registry):
         for metric in task.metrics:
             installed_registry.get("metric", metric)
     assert len(suite.cells()) >= 4
+
+
+def test_two_roots_of_one_dataset_are_two_tasks(tmp_path):
+    # a run is keyed by its data's content, so two cohorts of one dataset plugin get their own cells
+    suite = load_suite(write(tmp_path, "encoders = ['a']\ngenerators = ['b']\n[[tasks]]\nname = 'p'\ndataset = 'x'\n"
+                                       "dataset_root = 'r1'\n[[tasks]]\nname = 'q'\ndataset = 'x'\n"
+                                       "dataset_root = 'r2'\n"))
+    assert [c.task.name for c in suite.cells()] == ["p", "q"]
