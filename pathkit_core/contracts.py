@@ -472,6 +472,12 @@ class Metric(Component):
     # True: `pathkit score` hands this metric each file record without its id (every field, e.g.
     # a VQA reference's answer, capability and group) instead of the record's one value.
     whole_records: ClassVar[bool] = False
+    # How a paired comparison (`pathkit compare`, suites) finds per-case values of a summary key:
+    # {key: (test, per-case column)}. "mean": the key is the mean of the column (paired bootstrap);
+    # "correct": a 0/1 column whose mean is the key (McNemar's exact test); "auroc": the column holds
+    # each case's class probabilities and the "target" column its class (DeLong's test). A key not
+    # named here is compared on the per-case column of its own name when there is one ("mean").
+    paired_scores: ClassVar[dict[str, tuple[str, str]]] = {}
 
     def compute(
         self,

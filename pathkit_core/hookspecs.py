@@ -79,3 +79,10 @@ def report_sections(run: Any) -> list[Any] | None:
 def matrix_report_sections(board: Any) -> list[Any] | None:
     """Sections this plugin adds to the report of a leaderboard folder (`board`: a
     `pathkit_core.report.matrix.Leaderboards`; the goldmark plugin adds encoder rank-sums)."""
+
+
+@hookspec
+def suite_report_sections(suite: Any) -> list[Any] | None:
+    """Sections this plugin adds to a suite report (`suite`: a `pathkit_core.suite.analysis.SuiteAnalysis`,
+    with its tidy leaderboard `suite.frame` and figure writer `suite.figures`; the goldmark plugin adds
+    its encoder rank-sums)."""

@@ -19,7 +19,7 @@ from typing import Any
 from pathkit_core.contracts import PathkitError
 from pathkit_core.evaluation.scores import ARROWS, CI_SUFFIXES, metric_classes
 from pathkit_core.report.figures import PALETTE, FigureWriter, heatmap, new_figure
-from pathkit_core.report.page import Section, esc, link, page, table
+from pathkit_core.report.page import Section, esc, link, page, plugin_sections, table
 from pathkit_core.report.run_folder import read_json
 from pathkit_core.workspace import atomic_write_text
 
@@ -226,15 +226,9 @@ def cells_section(board: Leaderboards) -> Section:
 
 
 def matrix_sections(board: Leaderboards) -> list[Section]:
-    sections = [view_section(board, "generator", "encoder", 10), view_section(board, "encoder", "generator", 20),
-                heatmap_section(board), cells_section(board)]
-    for plugin, found in board.registry.report_sections("matrix_report_sections", board):
-        if isinstance(found, BaseException):
-            sections.append(Section(f"Section of plugin {plugin}", f'<p class="warning">{esc(found)}</p>',
-                                    key=f"plugin-{plugin}", order=200))
-        else:
-            sections.extend(found)
-    return sections
+    return [view_section(board, "generator", "encoder", 10), view_section(board, "encoder", "generator", 20),
+            heatmap_section(board), cells_section(board),
+            *plugin_sections(board.registry, "matrix_report_sections", board)]
 
 
 def write_matrix_report(path: str | Path, registry: Any = None, *, board: Leaderboards | None = None) -> Path:

@@ -207,6 +207,19 @@ document.querySelectorAll('div.filters').forEach(function(f){
 """
 
 
+def plugin_sections(registry: Any, hook_name: str, subject: Any, order: int = 200) -> list[Section]:
+    """The sections plugins add through report hook `hook_name` ("matrix_report_sections",
+    "suite_report_sections"); a plugin that raised gets a warning section naming it."""
+    out: list[Section] = []
+    for plugin, found in registry.report_sections(hook_name, subject):
+        if isinstance(found, BaseException):
+            out.append(Section(f"Section of plugin {plugin}", f'<p class="warning">{esc(found)}</p>',
+                               key=f"plugin-{plugin}", order=order))
+        else:
+            out.extend(found)
+    return out
+
+
 def page(title: str, subtitle: str, sections: Sequence[Section], *, warnings: Sequence[str] = ()) -> str:
     """The whole document: title, warnings, a table of contents, the sections in their order."""
     ordered = sorted(sections, key=lambda s: s.order)
@@ -224,4 +237,5 @@ def page(title: str, subtitle: str, sections: Sequence[Section], *, warnings: Se
     return "\n".join(parts)
 
 
-__all__ = ["Section", "details", "esc", "link", "number", "page", "pre_json", "table", "tags", "warning"]
+__all__ = ["Section", "details", "esc", "link", "number", "page", "plugin_sections", "pre_json", "table", "tags",
+           "warning"]

@@ -81,3 +81,33 @@ def rank_sum_sections(board: Any) -> list[Any]:
         fig = bar_chart(settings, series, ylabel="rank-sum over tasks (lower is better)")
         parts.append(board.figures.figure(f"ranksum_{name}", fig, f"Encoder rank-sums ({name})", frame))
     return [Section("GOLDMARK encoder rank-sums", "".join(parts), key="rank-sums", order=50)]
+
+
+def suite_rank_sum_sections(suite: Any) -> list[Any]:
+    """GOLDMARK's encoder rank-sums (Table 2) over the GOLDMARK tasks of a suite: per setting (the
+    generator), encoders ranked per task by AUROC (the mean over the suite's seeds), ranks summed."""
+    import polars as pl
+
+    from pathkit_datasets._goldmark_ranksum import encoder_rank_sums
+
+    frame = suite.frame.filter(pl.col("dataset").str.starts_with("goldmark") & (pl.col("score") == "AUROC"))
+    if not frame.height:
+        return []
+    means = frame.group_by(["task", "generator", "encoder"], maintain_order=True).agg(pl.col("value").mean())
+    rows = [{"setting": r["generator"], "task": r["task"], "encoder": r["encoder"], "value": r["value"]}
+            for r in means.iter_rows(named=True) if r["value"] is not None]
+    sums = encoder_rank_sums(rows)
+    if not sums:
+        return []
+    from pathkit_core.report import Section
+    from pathkit_core.report.page import table
+
+    body = ("<p>GOLDMARK's own summary (Table 2), kept in its paper form: encoders ranked per task by AUROC (here "
+            "the mean over the suite's seeds), ranks summed over the tasks every encoder has; a lower rank-sum is "
+            "better. It carries no test: the average ranks, Friedman and critical difference above do.</p>"
+            + table(["setting (generator)", "encoder", "rank-sum ↓", "mean AUROC ↑", "tasks"],
+                    [[r["setting"], r["encoder"], r["rank_sum"], r["mean_score"], r["n_tasks"]] for r in sums],
+                    table_id="goldmark-ranksum", sortable=True))
+    if suite.figures is not None:
+        suite.figures.write_data("goldmark_rank_sums", sums)
+    return [Section("GOLDMARK encoder rank-sums", body, key="goldmark-rank-sums", order=50)]

@@ -910,3 +910,11 @@ def matrix_report_sections(board):
     from pathkit_datasets._goldmark_report import rank_sum_sections
 
     return rank_sum_sections(board)
+
+
+@hookimpl
+def suite_report_sections(suite):
+    # GOLDMARK's encoder rank-sums over a suite's GOLDMARK tasks, beside the suite's own ranks
+    from pathkit_datasets._goldmark_report import suite_rank_sum_sections
+
+    return suite_rank_sum_sections(suite)

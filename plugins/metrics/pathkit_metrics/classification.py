@@ -441,6 +441,8 @@ class ClassificationMetric(Metric):
     headline_scores: ClassVar[tuple[str, ...]] = ("AUROC", "macro_F1")
     lower_is_better: ClassVar[tuple[str, ...]] = ("ECE", "Brier")
     evaluate_features: ClassVar[Any] = _EvaluateFeatures()
+    paired_scores: ClassVar[dict[str, tuple[str, str]]] = {"AUROC": ("auroc", "probabilities"),
+                                                           "accuracy": ("correct", "correct")}
 
     def compute(
         self,
@@ -485,7 +487,7 @@ class ClassificationMetric(Metric):
                                    "confusion_axes": ["reference", "prediction"]}
         summary: dict[str, float] = {"n_cases": float(labels.size)}
         per_case: dict[str, Any] = {"target": labels.tolist(), "predicted": predicted.tolist(),
-                                    "correct": (predicted == labels).tolist()}
+                                    "correct": (predicted == labels).tolist(), "probabilities": probs.tolist()}
         if ids is not None:
             per_case = {"id": [str(i) for i in ids], **per_case}
         recalls = [float((predicted[labels == k] == k).mean()) for k in range(n_classes) if (labels == k).any()]

@@ -73,6 +73,7 @@ class VQAMetric(Metric):
                                   "failures, constant groups, evidence accessibility per selector")
     tasks: ClassVar[tuple[str, ...]] = (TASK_MULTIPLE_CHOICE_VQA,)
     headline_scores: ClassVar[tuple[str, ...]] = ("Overall", "QExact")
+    paired_scores: ClassVar[dict[str, tuple[str, str]]] = {"Overall": ("correct", "correct")}
     lower_is_better: ClassVar[tuple[str, ...]] = ("parse_failure_rate", "unanswered_rate", "constant_group_fraction")
     whole_records: ClassVar[bool] = True
 

@@ -24,3 +24,14 @@ def runs(tmp_path_factory):
 def board(tmp_path_factory):
     """A demo-reports leaderboard of 2 encoders x 2 generators (its matrix report written)."""
     return matrix(tmp_path_factory.mktemp("report-matrix") / "ws")
+
+
+@pytest.fixture(scope="session")
+def suite_report(tmp_path_factory):
+    """The report of a suite of planted classification cells (no training), written once."""
+    from pathkit_core.report.suite import write_suite_report
+    from pathkit_core.suite.analysis import SuiteAnalysis
+    from tests.core.suite._suite import synthetic_suite
+
+    folder = synthetic_suite(tmp_path_factory.mktemp("suite-report"))
+    return write_suite_report(SuiteAnalysis(folder, resamples=300))

@@ -132,3 +132,22 @@ def test_broken_pages_are_caught(browser, tmp_path):
     figures = page.evaluate(FIGURES_JS)
     assert figures[0]["natural"] == 0
     assert page.evaluate(OVERFLOW_JS) > 1
+
+
+def test_suite_report_renders_with_cd_diagrams_and_links(browser, suite_report):
+    page = browser.open(suite_report)
+    figures = page.evaluate(FIGURES_JS)
+    names = {f["name"] for f in figures}
+    assert {"cd_encoder", "cd_generator", "pairwise_easy", "pairwise_hard", "seeds_easy", "seeds_hard"} <= names
+    for fig in figures:
+        assert fig["complete"] and fig["natural"] > 0 and fig["width"] >= 60 and fig["height"] >= 40, fig
+    assert page.evaluate(OVERFLOW_JS) <= 1, "the page is wider than the window"
+    assert page.evaluate("document.querySelector('h2').textContent").startswith("Headline")
+    # every figure's data beside it, and the links to the cells' run reports resolve
+    folder = suite_report.parent
+    for name in names:
+        assert (folder / "figures" / f"{name}.csv").exists()
+    hrefs = page.evaluate("Array.from(document.querySelectorAll('#cells a')).map(a => a.getAttribute('href'))")
+    assert len(hrefs) == 6 and all((folder / h).exists() for h in hrefs)
+    assert filter_rows(page, "headline", "", text="strong") == 4
+    assert page.errors == []

@@ -1,0 +1,99 @@
+"""`pathkit bench`: a two-task suite over shared slides, sharded, resumed, with its tidy leaderboard,
+comparisons, ranks and report."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+
+def test_every_cell_runs_once_across_shards_and_the_last_run_reuses_them(shared_suite):
+    first, second, whole = shared_suite["outputs"]
+    assert "shard 1/2 (--shard)" in first and "shard 2/2 (--shard)" in second
+    assert "run without --shard" in first
+    cells = pl.read_csv(shared_suite["folder"] / "cells.csv")
+    assert cells.height == (2 * 2 + 2 * 1) * 2  # encoders x (colour's 2 + parity's 1 generator) x seeds
+    assert cells["reused"].all() and (cells["error"].fill_null("") == "").all()
+    assert "12 cell(s) finished (12 reused), 0 failed" in " ".join(whole.split())
+
+
+def test_a_slide_shared_by_two_tasks_is_extracted_once(shared_suite):
+    work = shared_suite["work"]
+    for encoder in ("tiny-vit", "tiny-vit-wide"):
+        files = sorted(p.stem for p in (work / "features" / encoder).glob("*.safetensors"))
+        assert files == [f"S{k:02d}" for k in range(12)]  # 12 slides, two tasks: one file each
+
+
+def test_tidy_leaderboard_has_one_row_per_cell_and_score(shared_suite):
+    board = pl.read_parquet(shared_suite["folder"] / "leaderboard.parquet")
+    assert board.columns == ["suite", "task", "dataset", "encoder", "generator", "seed", "metric", "score", "value",
+                             "ci_low", "ci_high", "direction", "run_dir"]
+    auroc = board.filter(pl.col("score") == "AUROC")
+    assert auroc.height == 12 and auroc.select(["task", "encoder", "generator", "seed"]).is_unique().all()
+    row = auroc.row(0, named=True)
+    metrics = json.loads((shared_suite["folder"].parent.parent / "runs").joinpath(
+        *row["run_dir"].split("/runs/")[1].split("/")).joinpath("metrics.json").read_text())
+    assert row["value"] == metrics["metrics"]["classification"]["AUROC"]
+    assert row["ci_low"] == metrics["metrics"]["classification"]["AUROC_ci_low"]
+    assert set(board.filter(pl.col("score") == "ECE")["direction"]) == {"lower"}
+    csv = pl.read_csv(shared_suite["folder"] / "leaderboard.csv")
+    assert csv.height == board.height
+
+
+def test_comparisons_ranks_and_report(shared_suite):
+    folder = shared_suite["folder"]
+    comparisons = pl.read_csv(folder / "comparisons.csv")
+    # per task, every pair of its cells once (colour: 4 cells, parity: 2); adjusted never below raw
+    assert comparisons.group_by("task").len().sort("task")["len"].to_list() == [6, 1]
+    assert (comparisons["p_adjusted"] >= comparisons["p_value"] - 1e-12).all()
+    assert set(comparisons.filter(pl.col("task") == "parity")["score"]) == {"accuracy"}
+    assert set(comparisons.filter(pl.col("task") == "colour")["score"]) == {"AUROC"}
+    assert set(comparisons["n_seeds"]) == {2}
+    headline = pl.read_csv(folder / "headline.csv")
+    assert headline.height == 6 and set(headline["seeds"]) == {2}
+    ranks = pl.read_csv(folder / "ranks_encoder.csv")
+    assert ranks["blocks"].to_list() == [3, 3]  # (task x generator) blocks: colour x 2, parity x 1
+    generators = pl.read_csv(folder / "ranks_generator.csv")
+    assert generators["blocks"].to_list() == [2, 2]  # colour x each encoder
+    assert sum(ranks["average_rank"]) == 3.0  # two encoders share ranks 1 and 2
+    for name in ("cd_encoder", "cd_generator", "pairwise_colour", "pairwise_parity", "seeds_colour"):
+        assert (folder / "figures" / f"{name}.png").exists() and (folder / "figures" / f"{name}.csv").exists()
+    html = (folder / "report.html").read_text()
+    assert "Critical-difference" in html and "Per-seed spread" in html and html.count("run report") == 12
+
+
+@pytest.mark.slow
+def test_all_tasks_synthetic_suite_runs_and_reruns_reusing_every_cell(cli, tmp_path):
+    """The shipped CI suite: every task's synthetic miniature, two tiny encoders, two seeds."""
+    from pathlib import Path
+
+    config = Path(__file__).resolve().parents[3] / "examples" / "suites" / "all-tasks-synthetic.toml"
+    work = tmp_path / "work"
+    first = cli("bench", "--config", config, "--workdir", work, "--cpu")
+    assert first.exit_code == 0, first.output
+    again = cli("bench", "--config", config, "--workdir", work, "--cpu")
+    assert again.exit_code == 0, again.output
+    cells = pl.read_csv(work / "suites" / "all-tasks-synthetic" / "cells.csv")
+    assert cells.height == 2 * 2 * 6 and cells["reused"].all()  # 6 task x generator pairs
+    assert set(cells["task"]) == {"reports", "COAD-MSI", "liver-patches", "liver-slides", "vqa"}
+    comparisons = pl.read_csv(work / "suites" / "all-tasks-synthetic" / "comparisons.csv")
+    assert set(comparisons["task"]) == {"reports", "COAD-MSI", "liver-patches", "liver-slides", "vqa"}
+    assert (work / "suites" / "all-tasks-synthetic" / "report.html").exists()
+
+
+def test_failed_cells_are_named_and_the_others_kept(cli, tmp_path):
+    config = tmp_path / "suite.toml"
+    config.write_text('name = "broken"\nencoders = ["tiny-vit"]\ngenerators = ["knn"]\n'
+                      '[[tasks]]\ndataset = "no-such-dataset"\n')
+    result = cli("bench", "--config", config, "--workdir", tmp_path / "w", "--cpu")
+    assert result.exit_code == 2
+    flat = " ".join(result.output.split())
+    assert "1 cell(s) failed" in flat and "no-such-dataset/tiny-vit/knn/seed0" in flat
+    cells = pl.read_csv(tmp_path / "w" / "suites" / "broken" / "cells.csv")
+    assert cells["error"][0] and "no-such-dataset" in cells["error"][0]
+    rebuilt = cli("bench", "--config", config, "--workdir", tmp_path / "w", "--report-only")
+    assert rebuilt.exit_code == 0, rebuilt.output
+    missing = cli("bench", "--config", config, "--workdir", tmp_path / "elsewhere", "--report-only")
+    assert missing.exit_code == 2 and "holds no suite leaderboard" in missing.output
