@@ -80,11 +80,24 @@ class Leaderboards:
         from pathkit_core.evaluation.leaderboard import score_columns
 
         out: dict[str, str] = {}
-        for run_dir in self.frame["run_dir"].to_list():
-            metrics = (read_json(Path(run_dir) / "metrics.json") or {}).get("metrics") or {}
-            for metric, _, column in score_columns(metrics):
+        for saved in self.cell_metrics.values():
+            for metric, _, column in score_columns(saved.get("metrics") or {}):
                 out.setdefault(column, metric)
         return out
+
+    @cached_property
+    def cell_metrics(self) -> dict[str, dict[str, Any]]:
+        """Each cell's metrics.json ({} when unreadable), by run folder, read once."""
+        return {str(run_dir): read_json(Path(run_dir) / "metrics.json") or {}
+                for run_dir in self.frame["run_dir"].to_list()}
+
+    @cached_property
+    def banners(self) -> list[str]:
+        """The provenance banners of the matrix: which cells rest on synthetic data or on
+        randomly initialised encoder weights (pathkit_core.evaluation.provenance)."""
+        from pathkit_core.evaluation.provenance import matrix_banners
+
+        return matrix_banners(list(self.cell_metrics.values()))
 
     @cached_property
     def score_columns(self) -> list[str]:
@@ -246,7 +259,7 @@ def write_matrix_report(path: str | Path, registry: Any = None, *, board: Leader
     subtitle = (f"{n} cells of {', '.join(esc(d) for d in datasets)} · leaderboard folder <code>{esc(board.root)}"
                 "</code>")
     return atomic_write_text(board.root / "report.html", page(f"pathkit matrix: {', '.join(datasets)}", subtitle,
-                                                              matrix_sections(board)))
+                                                              matrix_sections(board), banners=board.banners))
 
 
 __all__ = ["BOARD_FILE", "Leaderboards", "is_leaderboard", "matrix_sections", "write_matrix_report"]
