@@ -1,6 +1,6 @@
 """Bootstrap confidence intervals for metric summaries: per-case means and corpus-level statistics.
 
-An interval whose resamples cannot vary is (nan, nan), never [x, x]: the tables show it as
+An interval of no width (resamples that cannot vary) is (nan, nan), never [x, x]: the tables show it as
 "not estimable" (pathkit_core.evaluation.intervals; docs/metrics.md, "Small test sets")."""
 
 from __future__ import annotations
@@ -69,15 +69,18 @@ def resample_indices(
 
 def _percentile_interval(distribution: np.ndarray, level: float) -> tuple[float, float]:
     """The percentile interval of the finite resample values; (nan, nan) -- not estimable --
-    when there is none or when they do not vary (every resample gave the same value: a
-    bootstrap of 3 perfectly ranked cases, or of constant per-case scores, is no interval)."""
+    when there is none or when it has no width: every resample (or all but a few beyond the
+    percentiles) gave the same value, as for 3 perfectly ranked cases or constant per-case
+    scores. A zero-width interval would claim a certainty the test set cannot give."""
     import numpy as np
 
     finite = distribution[np.isfinite(distribution)]
-    if finite.size == 0 or finite.min() == finite.max():
+    if finite.size == 0:
         return (math.nan, math.nan)
     alpha = (1.0 - float(level)) / 2.0
     low, high = np.quantile(finite, [alpha, 1.0 - alpha])
+    if low == high:
+        return (math.nan, math.nan)
     return (float(low), float(high))
 
 
@@ -111,7 +114,7 @@ def bootstrap_ci(
 
     NaN values (a case where the metric is undefined, e.g. no key field in the reference)
     are left out, as a `nanmean` summary leaves them out; `nan_policy="raise"` refuses them.
-    With no value left, or when the resampled means cannot vary (one value, or all values
+    With no value left, or when the percentile interval has no width (one value, all values
     equal), the interval is (nan, nan): not estimable (pathkit_core.evaluation.intervals).
     """
     _check_args(n_resamples, level)

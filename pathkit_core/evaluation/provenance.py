@@ -29,7 +29,7 @@ def mark_synthetic(root: str | Path, dataset: str) -> Path:
     path = Path(root) / SYNTHETIC_MARKER
     if not path.exists():
         atomic_write_json(path, {"dataset": dataset, "synthetic": True,
-                                 "why": f"built by pathkit as the synthetic demo of {dataset} (Dataset.make_demo)"})
+                                 "why": f"pathkit built them as the synthetic demo of {dataset}"})
     return path
 
 

@@ -82,7 +82,10 @@ def split_section(run: RunFolder) -> Section | None:
     drawn = " It was drawn by pathkit because none was given." if split.get("source") == "drawn" else ""
     where = f" Kept in <code>{esc(split['file'])}</code>." if split.get("file") else ""
     text = f"<p>{esc(split.get('statement') or split.get('description', ''))}.{drawn}{where}</p>"
-    cases, units = split.get("counts") or {}, split.get("units") or {}
+    found = split.get("counts") or {}
+    parts = ("train", "val", "test")
+    order = [p for p in parts if p in found] + [p for p in found if p not in parts]
+    cases, units = {p: found[p] for p in order}, split.get("units") or {}
     if cases:
         unit = str(split.get("unit") or "patient")
         total_c, total_u = sum(cases.values()) or 1, sum(units.values()) or 1

@@ -215,8 +215,8 @@ def test_a_drawn_split_is_stratified_where_labels_allow_and_seeded():
     patients = {f"c{i}": f"p{i // 2}" for i in range(40)}
     labels = {c: "pos" if int(p[1:]) % 4 == 0 else "neg" for c, p in patients.items()}
     drawn = draw_split(patients, fractions=(0.15, 0.15), seed=1, case_labels=labels)
-    assert drawn.stratified and drawn.describe().startswith("drawn by pathkit (no split given): seeded (1), "
-                                                            "patient-disjoint, stratified by label, 70/15/15")
+    assert drawn.stratified and drawn.describe() == ("drawn by pathkit (no split given): seeded (1), "
+                                                     "stratified by label, requested train/val/test 70/15/15")
     assert all({labels[c] for c in ids} == {"pos", "neg"} for ids in drawn.parts.values())
     assert draw_split(patients, fractions=(0.15, 0.15), seed=1, case_labels=labels).parts == drawn.parts
     # a class with too few patients to stratify: a plain patient-disjoint split, said as such
