@@ -96,7 +96,7 @@ def test_reciprocal_cross_site_run_gives_the_four_settings(cohort, tmp_path, cli
     n_mskcc = json.loads((ext_dir / "metrics.json").read_text())["n_test_cases"]
     assert n_mskcc == 30
     # GOLDMARK-format external slides (.pt, no coordinates) take x/y from their tile-manifest CSV
-    table = pl.read_parquet(next((ext_dir / "attention" / "last").glob("P-*.attention.parquet")))
+    table = pl.read_parquet(next((ext_dir / "attention" / "last").glob("SYN-MSKCC-*.attention.parquet")))
     tiles = pl.read_csv(cohort / "tiles" / f"{table['slide_id'][0]}.csv")
     assert table.select("x", "y").rows() == tiles.select("x", "y").rows()
     assert sorted(p.name for p in (workdir / "splits" / "goldmark").glob("*.csv")) == [
