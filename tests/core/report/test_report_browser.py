@@ -116,3 +116,25 @@ def test_broken_pages_are_caught(browser, tmp_path):
     figures = page.evaluate(FIGURES_JS)
     assert figures[0]["natural"] == 0
     assert page.evaluate(OVERFLOW_JS) > 1
+
+
+def test_a_synthetic_demo_report_shows_its_banners_first(browser, tmp_path):
+    """A shared report of a synthetic demo never reads like a real result: its banners are the
+    first thing on the page, visible, before the title and the scores."""
+    from pathkit_core.report.html import write_run_report
+
+    from ._runs import tiny_synthetic_run
+
+    report = write_run_report(tiny_synthetic_run(tmp_path / "tiny"))
+    page = browser.open(report)
+    found = page.evaluate("""(() => Array.from(document.querySelectorAll('.banner')).map(b => {
+        const r = b.getBoundingClientRect(); const s = getComputedStyle(b);
+        return {text: b.textContent, top: r.top, height: r.height, visible: s.display !== 'none'
+                && s.visibility !== 'hidden' && r.width > 0, colour: s.backgroundColor}; }))()""")
+    assert [b["text"].split(":")[0] for b in found] == ["SYNTHETIC DATA", "RANDOM ENCODER WEIGHTS"]
+    title_top = page.evaluate("document.querySelector('h1').getBoundingClientRect().top")
+    assert all(b["visible"] and b["height"] > 10 and b["top"] < title_top for b in found), found
+    assert found[0]["colour"] == "rgb(204, 0, 0)"
+    ci = page.evaluate("document.getElementById('headline-scores').tBodies[0].rows[0].cells[2].textContent")
+    assert ci == "not estimable (n=3) · small test set"
+    assert page.errors == []
