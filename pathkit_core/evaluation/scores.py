@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pathkit_core.evaluation.intervals import not_estimable_text
+from pathkit_core.evaluation.intervals import NOT_ESTIMABLE, not_estimable_text
 
 CI_SUFFIXES = ("_ci_low", "_ci_high")
 # The sign shown beside a score: which way is better.
@@ -92,6 +92,17 @@ def format_value(value: Any, digits: int = 4) -> str:
 
 def format_ci(ci: tuple[float, float] | None, digits: int = 4) -> str:
     return "" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def format_bounds(low: Any, high: Any, digits: int = 3, sep: str = " ") -> str:
+    """" [low, high]" of a leaderboard cell; " not estimable" when the bounds are there but not
+    finite (an interval the metric could not estimate); "" when there are none."""
+    if low is None or high is None:
+        return ""
+    lo, hi = _finite(low), _finite(high)
+    if lo is None or hi is None:
+        return f" {NOT_ESTIMABLE}"
+    return f" [{lo:.{digits}f},{sep}{hi:.{digits}f}]"
 
 
 def metric_classes(names: Any, registry: Any = None) -> dict[str, Any]:
@@ -195,5 +206,6 @@ def table_headers(baseline_names: list[str], *, with_ci_column: bool = True) -> 
             "better"]
 
 
-__all__ = ["ARROWS", "CI_SUFFIXES", "ScoreRow", "format_ci", "format_value", "interval", "metric_classes",
-           "not_estimable", "sample_warning", "sample_warnings", "score_rows", "table_cells", "table_headers"]
+__all__ = ["ARROWS", "CI_SUFFIXES", "ScoreRow", "format_bounds", "format_ci", "format_value", "interval",
+           "metric_classes", "not_estimable", "sample_warning", "sample_warnings", "score_rows", "table_cells",
+           "table_headers"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.scores import ARROWS, CI_SUFFIXES, metric_classes
+from pathkit_core.evaluation.scores import ARROWS, CI_SUFFIXES, format_bounds, metric_classes
 from pathkit_core.report.figures import PALETTE, FigureWriter, heatmap, new_figure
 from pathkit_core.report.page import Section, esc, link, page, table
 from pathkit_core.report.run_folder import read_json
@@ -147,8 +147,7 @@ def view_section(board: Leaderboards, by: str, other: str, order: int) -> Sectio
                 low, high = row.get(f"{c}_ci_low"), row.get(f"{c}_ci_high")
                 # no-break spaces inside "mean ± sd" and "[low, high]": a narrow page wraps between them
                 text = _fmt(mean) + (f"\u00a0±\u00a0{sd:.4f}" if sd is not None and math.isfinite(sd) else "")
-                if low is not None and high is not None:
-                    text += f" [{low:.3f},\u00a0{high:.3f}]"
+                text += format_bounds(low, high, sep="\u00a0")
                 cells.append(text)
             rows.append(cells)
         parts.append(f"<h3>{esc(dataset)}</h3>")
@@ -231,7 +230,7 @@ def cells_section(board: Leaderboards) -> Section:
         cells = [row["dataset"], row["encoder"], row["generator"]]
         for c in cols:
             value, low, high = row.get(c), row.get(f"{c}_ci_low"), row.get(f"{c}_ci_high")
-            cells.append(_fmt(value) + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""))
+            cells.append(_fmt(value) + format_bounds(low, high))
         rows.append([*cells, cell_link])
     body = table(["dataset", "encoder", "generator", *(board.header(c) for c in cols), "report"], rows,
                  table_id="cells", sortable=True, filterable=True, cell_html=(3 + len(cols),), classes="cells")

@@ -362,6 +362,9 @@ def test_the_matrix_report_names_synthetic_cells(tmp_path):
     html = (board / "report.html").read_text()
     assert "SYNTHETIC DATA: 2 of 2 cell(s) ran on synthetic cases (slides-csv)" in html
     assert "RANDOM ENCODER WEIGHTS: 2 of 2 cell(s)" in html
+    # the cells' AUROC bootstrap could not vary: "not estimable", never "[nan, nan]" or "[1.000, 1.000]"
+    cells = html[html.index('id="cells"'):]
+    assert "1.0000 not estimable" in cells and "nan" not in cells.lower().replace("nan-", "")
 
 
 def test_the_split_section_gives_realised_parts(tmp_path):

@@ -132,13 +132,8 @@ def test_bootstrap_ci_matches_resampled_aurocs():
 
 def test_proportions_carry_wilson_intervals_worked_by_hand():
     """accuracy 3/4, sensitivity 1/2, specificity 2/2 of the hand example: Wilson score intervals
-    (z = 1.959964): centre (k + z^2/2) / (n + z^2), half-width z sqrt(k(n-k)/n + z^2/4) / (n + z^2)."""
-    z = 1.959963984540054
-
-    def wilson(k, n):
-        centre = (k + z * z / 2) / (n + z * z)
-        half = z * math.sqrt(k * (n - k) / n + z * z / 4) / (n + z * z)
-        return centre - half, centre + half
+    in closed form (tests/core/test_intervals.py)."""
+    from tests.core.test_intervals import wilson_by_hand as wilson
 
     result = compute(SCORES, LABELS, n_resamples=0)
     s = result.summary
