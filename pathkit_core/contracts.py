@@ -257,6 +257,10 @@ class Dataset(Component):
     option_table: ClassVar[tuple[DatasetOption, ...]] = ()
     # The folder layout the dataset expects, shown by `pathkit info DATASET` and in layout errors.
     layout: ClassVar[str] = ""
+    # True: every case of this dataset is synthetic (a demo dataset); its results carry the
+    # synthetic-data banner (pathkit_core.evaluation.provenance). A demo built by `make_demo` is
+    # marked synthetic whatever this says.
+    synthetic: ClassVar[bool] = False
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         self.root = Path(root) if root is not None else None
@@ -463,6 +467,10 @@ class Metric(Component):
     headline_scores: ClassVar[tuple[str, ...]] = ()
     # Summary keys where lower is better (error rates, calibration error), against `higher_is_better`.
     lower_is_better: ClassVar[tuple[str, ...]] = ()
+    # Summary keys that describe the scored set rather than score it (counts, prevalence): no
+    # direction ("info"), so no arrow is drawn and no leaderboard ranks by them. Keys `n_*` are
+    # informational whether listed or not.
+    informational: ClassVar[tuple[str, ...]] = ()
     # (lowest, highest) value of bounded summary keys, so that scores on different scales can be
     # read apart (CRQS in [-0.857, 1] beside CFC in [0, 1]); shown by `pathkit info`.
     score_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
@@ -499,13 +507,23 @@ class Metric(Component):
         out = super().describe()
         out.update(tasks=list(cls.tasks), higher_is_better=cls.higher_is_better,
                    headline_scores=list(cls.headline_scores), lower_is_better=list(cls.lower_is_better),
+                   informational=list(cls.informational),
                    score_ranges={k: list(v) for k, v in cls.score_ranges.items()})
         return out
 
     @classmethod
-    def direction(cls, key: str) -> str:
-        """"higher" or "lower": which way summary score `key` is better (its CI bounds follow it)."""
+    def is_informational(cls, key: str) -> bool:
+        """Whether summary key `key` is a fact about the scored set (a count), not a score."""
         base = key.removesuffix("_ci_low").removesuffix("_ci_high")
+        return base in cls.informational or base.startswith("n_")
+
+    @classmethod
+    def direction(cls, key: str) -> str:
+        """"higher" or "lower": which way summary score `key` is better (its CI bounds follow it);
+        "info" for an informational key (`informational`, `n_*` counts), which has no better way."""
+        base = key.removesuffix("_ci_low").removesuffix("_ci_high")
+        if cls.is_informational(base):
+            return "info"
         if base in cls.lower_is_better:
             return "lower"
         return "higher" if cls.higher_is_better else "lower"

@@ -70,18 +70,22 @@ def split_names(values: Sequence[str] | None) -> list[str]:
 
 def print_scores(title: str, summary: dict[str, dict[str, float]],
                  baselines: dict[str, dict[str, dict[str, float]]] | None = None, *, headline_only: bool = False,
-                 target: Console | None = None) -> int:
+                 target: Console | None = None, details: dict[str, dict[str, Any]] | None = None) -> int:
     """The scores as the run report shows them: one row per score named by the metric (BLEU-4,
-    CRQS, AUROC), its CI as a column, each baseline beside it and the direction; headline scores
-    first. Returns how many scores were left out (`headline_only`)."""
-    from pathkit_core.evaluation.scores import score_rows, table_cells, table_headers
+    CRQS, AUROC), its CI as a column ("not estimable" where the metric could not estimate one),
+    each baseline beside it and the direction; headline scores first; under the table, each
+    metric's small-sample warning (`details`: the metrics' details). Returns how many scores
+    were left out (`headline_only`)."""
+    from pathkit_core.evaluation.scores import sample_warnings, score_rows, table_cells, table_headers
 
-    rows = score_rows(summary, baselines)
+    rows = score_rows(summary, baselines, details=details)
     shown = [r for r in rows if r.headline] if headline_only else rows
     names = list(baselines or {})
-    with_ci = any(r.ci is not None for r in shown)
+    with_ci = any(r.ci_text for r in shown)
     print_table(title, table_headers(names, with_ci_column=with_ci),
                 [table_cells(r, names, with_ci_column=with_ci) for r in shown], target=target)
+    for metric, text in sample_warnings(details).items():
+        (target or console).print(f"[yellow]WARNING ({escape(metric)}): {escape(text)}[/]", highlight=False)
     return len(rows) - len(shown)
 
 

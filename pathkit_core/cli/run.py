@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from pathkit_core.cli.common import (
     console,
@@ -92,8 +93,14 @@ def register(app: typer.Typer) -> None:
             if not result.summary:  # a shard's feature stage: nothing scored yet
                 continue
             results.append((enc, gen, result))
+            from pathkit_core.evaluation.provenance import banners
+            from pathkit_core.report.run_folder import read_json
+
+            saved = read_json(result.run_dir / "metrics.json") or {}
+            for text in banners(saved):
+                console.print(f"[bold red]{escape(text)}[/]", highlight=False)
             hidden = print_scores(f"test scores: {spec.dataset} / {enc} / {gen}", result.summary, result.baselines,
-                                  headline_only=True)
+                                  headline_only=True, details=saved.get("details"))
             if hidden:
                 console.print(f"{hidden} more score(s) in {result.run_dir / 'metrics.json'}; figures and per-case "
                               f"evidence in {result.run_dir / 'report.html'}", highlight=False)

@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(result.summary)
             return
-        print_scores(f"scores over {len(ids)} cases", result.summary)
+        print_scores(f"scores over {len(ids)} cases", result.summary, details=result.details)
         if out is not None:
             console.print(f"results written to {out}")
 

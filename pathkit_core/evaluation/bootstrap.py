@@ -1,4 +1,7 @@
-"""Bootstrap confidence intervals for metric summaries: per-case means and corpus-level statistics."""
+"""Bootstrap confidence intervals for metric summaries: per-case means and corpus-level statistics.
+
+An interval of no width (resamples that cannot vary) is (nan, nan), never [x, x]: the tables show it as
+"not estimable" (pathkit_core.evaluation.intervals; docs/metrics.md, "Small test sets")."""
 
 from __future__ import annotations
 
@@ -65,6 +68,10 @@ def resample_indices(
 
 
 def _percentile_interval(distribution: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval of the finite resample values; (nan, nan) -- not estimable --
+    when there is none or when it has no width: every resample (or all but a few beyond the
+    percentiles) gave the same value, as for 3 perfectly ranked cases or constant per-case
+    scores. A zero-width interval would claim a certainty the test set cannot give."""
     import numpy as np
 
     finite = distribution[np.isfinite(distribution)]
@@ -72,6 +79,8 @@ def _percentile_interval(distribution: np.ndarray, level: float) -> tuple[float,
         return (math.nan, math.nan)
     alpha = (1.0 - float(level)) / 2.0
     low, high = np.quantile(finite, [alpha, 1.0 - alpha])
+    if low == high:
+        return (math.nan, math.nan)
     return (float(low), float(high))
 
 
@@ -105,7 +114,8 @@ def bootstrap_ci(
 
     NaN values (a case where the metric is undefined, e.g. no key field in the reference)
     are left out, as a `nanmean` summary leaves them out; `nan_policy="raise"` refuses them.
-    With no value left the interval is (nan, nan); with one value it is (v, v).
+    With no value left, or when the percentile interval has no width (one value, all values
+    equal), the interval is (nan, nan): not estimable (pathkit_core.evaluation.intervals).
     """
     _check_args(n_resamples, level)
     distribution = bootstrap_distribution(values, n_resamples, seed, nan_policy=nan_policy)
@@ -127,7 +137,8 @@ def bootstrap_statistic_ci(
     `n_cases`, with repeats) and returns the statistic on those cases. With
     `vectorized=True` it receives a block of resamples, shape (block, n_cases), and returns
     one value per row, which is much faster for statistics built from summed per-case counts.
-    Resamples where the statistic is NaN (e.g. AUROC of a one-class resample) are left out.
+    Resamples where the statistic is NaN (e.g. AUROC of a one-class resample) are left out;
+    when the others all agree the interval is (nan, nan): not estimable.
     """
     import numpy as np
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.evaluation.scores import CI_SUFFIXES as _CI_SUFFIXES
+from pathkit_core.evaluation.scores import format_bounds
 from pathkit_core.workspace import atomic_write_with
 
 CELL_COLUMNS = ("dataset", "encoder", "generator", "run_dir")
@@ -62,8 +63,7 @@ def _with_ci(row: dict[str, Any], col: str) -> str:
     value, low, high = row.get(col), row.get(f"{col}_ci_low"), row.get(f"{col}_ci_high")
     if value is None:
         return ""
-    text = f"{value:.4f}"
-    return text + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
+    return f"{value:.4f}{format_bounds(low, high)}"
 
 
 def summary_view(board, by: str):

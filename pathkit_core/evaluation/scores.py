@@ -5,6 +5,12 @@ One place turns a run's `{metric: {key: value}}` summaries into rows, so that th
 headline scores first (`Metric.headline_scores`, in its order), confidence-interval bounds
 (`<key>_ci_low`, `<key>_ci_high`) folded into their score's row, and each score's direction
 (`Metric.direction`) and range (`Metric.score_ranges`) from the metric that made it.
+
+Informational keys (counts, `Metric.informational`) get no arrow. A score whose CI bounds are in
+the summary but not finite had an interval the metric could not estimate (a bootstrap that cannot
+vary): its CI cell says "not estimable (n=...)", never "[x, x]". A metric that records its test set
+as small (details["sample"]["warning"], pathkit_core.evaluation.intervals) gets that warning on
+each of its rows (`ScoreRow.note`), printed beside the table.
 """
 
 from __future__ import annotations
@@ -14,9 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pathkit_core.evaluation.intervals import NOT_ESTIMABLE, not_estimable_text
+
 CI_SUFFIXES = ("_ci_low", "_ci_high")
 # The sign shown beside a score: which way is better.
 ARROWS = {"higher": "\u2191", "lower": "\u2193"}
+# Beside a score of a test set too small for its interval method (the warning says why).
+SMALL_FLAG = "small test set"
 
 
 @dataclass
@@ -33,11 +43,23 @@ class ScoreRow:
     baselines: dict[str, float | None] = field(default_factory=dict)
     baseline_cis: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     label: str = ""
+    # "not estimable (n=3)" when the metric gave CI bounds it could not estimate; else ""
+    ci_note: str = ""
+    # the metric's small-sample warning (details["sample"]["warning"]); "" when the set is large enough
+    note: str = ""
 
     @property
     def better(self) -> str:
-        """The direction as the tables show it: "↑ higher" / "↓ lower" / "" (direction unknown)."""
-        return f"{self.arrow} {self.direction}" if self.direction else ""
+        """The direction as the tables show it: "↑ higher" / "↓ lower" / "" (direction unknown, or
+        an informational key such as a count)."""
+        return f"{self.arrow} {self.direction}" if self.direction in ARROWS else ""
+
+    @property
+    def ci_text(self) -> str:
+        """The CI cell: "[low, high]", "not estimable (n=...)" or "", then "· small test set" when
+        the metric flagged its test set as too small for the interval method."""
+        text = format_ci(self.ci) or self.ci_note
+        return f"{text} \u00b7 {SMALL_FLAG}".lstrip(" \u00b7") if self.note else text
 
     @property
     def arrow(self) -> str:
@@ -72,6 +94,17 @@ def format_ci(ci: tuple[float, float] | None, digits: int = 4) -> str:
     return "" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
+def format_bounds(low: Any, high: Any, digits: int = 3, sep: str = " ") -> str:
+    """" [low, high]" of a leaderboard cell; " not estimable" when the bounds are there but not
+    finite (an interval the metric could not estimate); "" when there are none."""
+    if low is None or high is None:
+        return ""
+    lo, hi = _finite(low), _finite(high)
+    if lo is None or hi is None:
+        return f" {NOT_ESTIMABLE}"
+    return f" [{lo:.{digits}f},{sep}{hi:.{digits}f}]"
+
+
 def metric_classes(names: Any, registry: Any = None) -> dict[str, Any]:
     """The registered Metric class of each name; names no installed plugin provides are left out."""
     from pathkit_core.plugins import get_component
@@ -90,13 +123,39 @@ def _point_keys(values: Mapping[str, Any]) -> list[str]:
     return [k for k in values if not k.endswith(CI_SUFFIXES)]
 
 
+def not_estimable(values: Mapping[str, Any], key: str) -> bool:
+    """Whether `key` has CI bounds in `values` that are not finite numbers while the score is:
+    the metric tried an interval and could not estimate it."""
+    if f"{key}_ci_low" not in values or f"{key}_ci_high" not in values:
+        return False
+    return _finite(values.get(key)) is not None and interval(values, key) is None
+
+
+def sample_warning(details: Mapping[str, Any] | None) -> str:
+    """The small-sample warning a metric recorded in its details ("" when none)."""
+    sample = (details or {}).get("sample") if isinstance(details, Mapping) else None
+    return str(sample.get("warning") or "") if isinstance(sample, Mapping) else ""
+
+
+def sample_warnings(details: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
+    """{metric: its small-sample warning} of the metrics that recorded one (metrics.json "details")."""
+    out = {}
+    for metric, found in (details or {}).items():
+        text = sample_warning(found)
+        if text:
+            out[metric] = text
+    return out
+
+
 def score_rows(summary: Mapping[str, Mapping[str, Any]],
                baselines: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None, *,
-               registry: Any = None, headline_only: bool = False) -> list[ScoreRow]:
+               registry: Any = None, headline_only: bool = False,
+               details: Mapping[str, Mapping[str, Any]] | None = None) -> list[ScoreRow]:
     """Rows of every score in `summary` ({metric: {key: value}}), headline scores first.
 
-    A metric that declares no headline scores has all of its scores (except `n_*` counts) as
-    headline. `baselines` is {baseline: {metric: {key: value}}}. A key two metrics share is
+    A metric that declares no headline scores has all of its scores (except informational keys)
+    as headline. `baselines` is {baseline: {metric: {key: value}}}; `details` the metrics'
+    details (metrics.json "details": the small-sample facts). A key two metrics share is
     labelled `key (metric)`."""
     baselines = baselines or {}
     classes = metric_classes(summary, registry)
@@ -110,13 +169,19 @@ def score_rows(summary: Mapping[str, Mapping[str, Any]],
         cls = classes.get(metric)
         keys = _point_keys(values)
         declared = [k for k in (getattr(cls, "headline_scores", ()) or ()) if k in values]
-        headline = declared or [k for k in keys if not k.startswith("n_")]
+        informational = cls.is_informational if cls is not None else (lambda k: k.startswith("n_"))
+        headline = declared or [k for k in keys if not informational(k)]
         ranges = dict(getattr(cls, "score_ranges", {}) or {})
+        own = (details or {}).get(metric) or {}
+        warning = sample_warning(own)
+        n_cases = (own.get("sample") or {}).get("n_cases") if isinstance(own.get("sample"), Mapping) else None
         for key in headline + [k for k in keys if k not in headline]:
             row = ScoreRow(metric=metric, key=key, value=_finite(values.get(key)), ci=interval(values, key),
                            direction=cls.direction(key) if cls is not None else None, headline=key in headline,
                            score_range=tuple(ranges[key]) if key in ranges else None,  # type: ignore[arg-type]
-                           label=key if counts.get(key, 0) == 1 else f"{key} ({metric})")
+                           label=key if counts.get(key, 0) == 1 else f"{key} ({metric})",
+                           ci_note=not_estimable_text(n_cases) if not_estimable(values, key) else "",
+                           note="" if informational(key) else warning)
             for name, scored in baselines.items():
                 theirs = (scored or {}).get(metric) or {}
                 row.baselines[name] = _finite(theirs.get(key))
@@ -129,7 +194,7 @@ def table_cells(row: ScoreRow, baseline_names: list[str], *, with_ci_column: boo
     """A row as text cells: metric, value, CI, each baseline, direction (the terminal's columns)."""
     cells = [row.label, format_value(row.value)]
     if with_ci_column:
-        cells.append(format_ci(row.ci))
+        cells.append(row.ci_text)
     cells += [format_value(row.baselines.get(b)) for b in baseline_names]
     cells.append(row.better)
     return cells
@@ -140,5 +205,6 @@ def table_headers(baseline_names: list[str], *, with_ci_column: bool = True) -> 
             "better"]
 
 
-__all__ = ["ARROWS", "CI_SUFFIXES", "ScoreRow", "format_ci", "format_value", "interval", "metric_classes",
-           "score_rows", "table_cells", "table_headers"]
+__all__ = ["ARROWS", "CI_SUFFIXES", "ScoreRow", "format_bounds", "format_ci", "format_value", "interval",
+           "metric_classes", "not_estimable", "sample_warning", "sample_warnings", "score_rows", "table_cells",
+           "table_headers"]

@@ -14,7 +14,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.evaluation.scores import ScoreRow, format_ci, score_rows
+from pathkit_core.evaluation.provenance import banners
+from pathkit_core.evaluation.scores import ScoreRow, format_ci, sample_warnings, score_rows
 from pathkit_core.report.figures import integer_bins, line_chart, new_figure
 from pathkit_core.report.page import Section, details, esc, page, pre_json, table
 from pathkit_core.report.run_folder import RunFolder
@@ -36,7 +37,7 @@ def score_table(rows: list[ScoreRow], baselines: list[str], *, table_id: str, ca
     headers = ["metric", "model", "95% CI", *(f"baseline: {b}" for b in baselines), "better", "range", "scored by"]
     body = []
     for r in rows:
-        body.append([r.label, r.value if r.value is not None else "n/a", format_ci(r.ci),
+        body.append([r.label, r.value if r.value is not None else "n/a", r.ci_text,
                      *(_baseline_cell(r, b) for b in baselines), r.better,
                      _range_text(r), r.metric])
     return table(headers, body, table_id=table_id, classes="headline scores", caption=caption)
@@ -51,16 +52,21 @@ def _baseline_cell(row: ScoreRow, name: str) -> Any:
 
 
 def headline_section(run: RunFolder) -> Section:
-    rows = score_rows(run.summary, run.baselines, registry=run.registry)
+    details_by_metric = run.metrics.get("details") or {}
+    rows = score_rows(run.summary, run.baselines, registry=run.registry, details=details_by_metric)
     baselines = list(run.baselines)
     headline = [r for r in rows if r.headline]
     n = run.metrics.get("n_test_cases")
-    body = score_table(headline, baselines, table_id="headline-scores",
-                       caption="Scores on the test split"
-                               + (f" ({n} cases)" if n is not None else "")
-                               + ". CI: the metric's bootstrap percentile interval (95% unless its options say "
-                                 "otherwise); empty where the metric computes none. Each baseline is scored with "
-                                 "the same metrics on the same cases.")
+    body = "".join(f'<p class="warning small-sample"><b>Small test set ({esc(metric)}):</b> {esc(text)}.</p>'
+                   for metric, text in sample_warnings(details_by_metric).items())
+    body += score_table(headline, baselines, table_id="headline-scores",
+                        caption="Scores on the test split"
+                                + (f" ({n} cases)" if n is not None else "")
+                                + ". CI: 95% (unless the metric's options say otherwise): a percentile bootstrap "
+                                  "over the test cases, or for proportions (accuracy, sensitivity, specificity, "
+                                  "per-class recall) a Wilson score interval; \"not estimable\" where the "
+                                  "bootstrap could not vary; empty where the metric computes none. Each baseline "
+                                  "is scored with the same metrics on the same cases.")
     others = [r for r in rows if not r.headline]
     if others:
         body += details(f"All {len(rows)} scores", score_table(rows, baselines, table_id="all-scores"))
@@ -68,15 +74,24 @@ def headline_section(run: RunFolder) -> Section:
 
 
 def split_section(run: RunFolder) -> Section | None:
+    """How the split was made and what it holds, as realised: patients (or slides, images) and
+    cases per part with their fractions (pathkit_core.splits.split_statement)."""
     split = run.metrics.get("split") or {}
     if not split:
         return None
-    counts = split.get("counts") or {}
-    sizes = ", ".join(f"{p} {n}" for p, n in counts.items())
     drawn = " It was drawn by pathkit because none was given." if split.get("source") == "drawn" else ""
     where = f" Kept in <code>{esc(split['file'])}</code>." if split.get("file") else ""
-    text = (f"<p>{esc(split.get('description', ''))}{' (' + esc(sizes) + ' cases)' if sizes else ''}."
-            f"{drawn}{where}</p>")
+    text = f"<p>{esc(split.get('statement') or split.get('description', ''))}.{drawn}{where}</p>"
+    found = split.get("counts") or {}
+    parts = ("train", "val", "test")
+    order = [p for p in parts if p in found] + [p for p in found if p not in parts]
+    cases, units = {p: found[p] for p in order}, split.get("units") or {}
+    if cases:
+        unit = str(split.get("unit") or "patient")
+        total_c, total_u = sum(cases.values()) or 1, sum(units.values()) or 1
+        rows = [[part, units.get(part, ""), f"{100 * units.get(part, 0) / total_u:.0f}%" if units else "",
+                 n, f"{100 * n / total_c:.0f}%"] for part, n in cases.items()]
+        text += table(["part", f"{unit}s", f"{unit}s %", "cases", "cases %"], rows, table_id="split-parts")
     return Section("Split", text, key="split", order=ORDER_SPLIT)
 
 
@@ -213,7 +228,7 @@ def checkpoint_table(run: RunFolder, checkpoints: dict[str, Any]) -> str:
 def _with_ci(row: ScoreRow) -> str:
     if row.value is None:
         return "n/a"
-    return f"{row.value:.4f} {format_ci(row.ci)}".strip()
+    return f"{row.value:.4f} {row.ci_text}".strip()
 
 
 def _finite(value: Any) -> bool:
@@ -338,7 +353,7 @@ def write_run_report(run_dir: str | Path, registry: Any = None) -> Path:
     subtitle = f"{task}run folder <code>{esc(run.path)}</code>"
     warnings = list((run.metrics.get("dataset") or {}).get("warnings") or [])
     return atomic_write_text(run.path / "report.html", page(f"pathkit run: {title}", subtitle, sections,
-                                                             warnings=warnings))
+                                                             warnings=warnings, banners=banners(run.metrics)))
 
 
 __all__ = ["checkpoint_table", "guarded", "headline_section", "predictions_section", "qc_section", "run_sections",

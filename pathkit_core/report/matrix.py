@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.scores import ARROWS, CI_SUFFIXES, metric_classes
+from pathkit_core.evaluation.scores import ARROWS, CI_SUFFIXES, format_bounds, metric_classes
 from pathkit_core.report.figures import PALETTE, FigureWriter, heatmap, new_figure
 from pathkit_core.report.page import Section, esc, link, page, plugin_sections, table
 from pathkit_core.report.run_folder import read_json
@@ -80,11 +80,24 @@ class Leaderboards:
         from pathkit_core.evaluation.leaderboard import score_columns
 
         out: dict[str, str] = {}
-        for run_dir in self.frame["run_dir"].to_list():
-            metrics = (read_json(Path(run_dir) / "metrics.json") or {}).get("metrics") or {}
-            for metric, _, column in score_columns(metrics):
+        for saved in self.cell_metrics.values():
+            for metric, _, column in score_columns(saved.get("metrics") or {}):
                 out.setdefault(column, metric)
         return out
+
+    @cached_property
+    def cell_metrics(self) -> dict[str, dict[str, Any]]:
+        """Each cell's metrics.json ({} when unreadable), by run folder, read once."""
+        return {str(run_dir): read_json(Path(run_dir) / "metrics.json") or {}
+                for run_dir in self.frame["run_dir"].to_list()}
+
+    @cached_property
+    def banners(self) -> list[str]:
+        """The provenance banners of the matrix: which cells rest on synthetic data or on
+        randomly initialised encoder weights (pathkit_core.evaluation.provenance)."""
+        from pathkit_core.evaluation.provenance import matrix_banners
+
+        return matrix_banners(list(self.cell_metrics.values()))
 
     @cached_property
     def score_columns(self) -> list[str]:
@@ -134,8 +147,7 @@ def view_section(board: Leaderboards, by: str, other: str, order: int) -> Sectio
                 low, high = row.get(f"{c}_ci_low"), row.get(f"{c}_ci_high")
                 # no-break spaces inside "mean ± sd" and "[low, high]": a narrow page wraps between them
                 text = _fmt(mean) + (f"\u00a0±\u00a0{sd:.4f}" if sd is not None and math.isfinite(sd) else "")
-                if low is not None and high is not None:
-                    text += f" [{low:.3f},\u00a0{high:.3f}]"
+                text += format_bounds(low, high, sep="\u00a0")
                 cells.append(text)
             rows.append(cells)
         parts.append(f"<h3>{esc(dataset)}</h3>")
@@ -218,7 +230,7 @@ def cells_section(board: Leaderboards) -> Section:
         cells = [row["dataset"], row["encoder"], row["generator"]]
         for c in cols:
             value, low, high = row.get(c), row.get(f"{c}_ci_low"), row.get(f"{c}_ci_high")
-            cells.append(_fmt(value) + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""))
+            cells.append(_fmt(value) + format_bounds(low, high))
         rows.append([*cells, cell_link])
     body = table(["dataset", "encoder", "generator", *(board.header(c) for c in cols), "report"], rows,
                  table_id="cells", sortable=True, filterable=True, cell_html=(3 + len(cols),), classes="cells")
@@ -240,7 +252,7 @@ def write_matrix_report(path: str | Path, registry: Any = None, *, board: Leader
     subtitle = (f"{n} cells of {', '.join(esc(d) for d in datasets)} · leaderboard folder <code>{esc(board.root)}"
                 "</code>")
     return atomic_write_text(board.root / "report.html", page(f"pathkit matrix: {', '.join(datasets)}", subtitle,
-                                                              matrix_sections(board)))
+                                                              matrix_sections(board), banners=board.banners))
 
 
 __all__ = ["BOARD_FILE", "Leaderboards", "is_leaderboard", "matrix_sections", "write_matrix_report"]

@@ -160,6 +160,7 @@ figcaption{color:var(--muted);font-size:.88em;max-width:44em}
 .tag.matched{background:#dcefdc}.tag.missed{background:#fbe3c8}.tag.hallucinated{background:#f7d4d4}
 .tag.discordant{background:#e6dcf5}
 .warning{border:2px solid #c00;padding:.6em;color:#900}
+.banner{background:#c00;color:#fff;font-weight:bold;padding:.7em 1em;margin:0 0 .6em}
 pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:32em;font-size:.85em}
 details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
 nav.toc{font-size:.92em;margin:.5em 0 1em}nav.toc a{margin-right:1em;color:var(--accent)}
@@ -220,14 +221,22 @@ def plugin_sections(registry: Any, hook_name: str, subject: Any, order: int = 20
     return out
 
 
-def page(title: str, subtitle: str, sections: Sequence[Section], *, warnings: Sequence[str] = ()) -> str:
-    """The whole document: title, warnings, a table of contents, the sections in their order."""
+def banner(text: str) -> str:
+    """A provenance banner (synthetic data, random encoder weights): above everything else."""
+    return f'<p class="banner provenance" role="alert">{esc(text)}</p>'
+
+
+def page(title: str, subtitle: str, sections: Sequence[Section], *, warnings: Sequence[str] = (),
+         banners: Sequence[str] = ()) -> str:
+    """The whole document: provenance banners, title, warnings, a table of contents, the sections
+    in their order."""
     ordered = sorted(sections, key=lambda s: s.order)
     toc = "".join(f'<a href="#section-{esc(s.key)}">{esc(s.title)}</a>' for s in ordered if s.key and s.level == 2)
     parts = [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>",
+        *(banner(b) for b in banners),
         f"<h1>{esc(title)}</h1><p class=meta>{subtitle}</p>",
         *(warning(w) for w in warnings),
         f'<nav class="toc">{toc}</nav>' if toc else "",
@@ -237,5 +246,5 @@ def page(title: str, subtitle: str, sections: Sequence[Section], *, warnings: Se
     return "\n".join(parts)
 
 
-__all__ = ["Section", "details", "esc", "link", "number", "page", "plugin_sections", "pre_json", "table", "tags",
-           "warning"]
+__all__ = ["Section", "banner", "details", "esc", "link", "number", "page", "plugin_sections", "pre_json", "table",
+           "tags", "warning"]

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import Case, Dataset, PathkitError, Task
+from pathkit_core.contracts import INPUT_IMAGES, Case, Dataset, PathkitError, Task
+from pathkit_core.evaluation.provenance import mark_synthetic
 from pathkit_core.run.spec import RunSpec
 from pathkit_core.workspace import FileLock, content_hash
 
@@ -28,10 +29,8 @@ class DatasetStage:
     summary: dict[str, Any] = field(default_factory=dict)  # Dataset.summary(): checksums, protocol, warnings
 
     def split_line(self) -> str:
-        """One log line: where the split comes from and its sizes."""
-        counts = "/".join(str(len(self.cases[p])) for p in SPLITS)
-        how = self.split.get("description") or "the dataset's splits()"
-        return f"split: {how} (train/val/test {counts} cases)"
+        """One log line: how the split was made and what it holds, as realised (`split_statement`)."""
+        return f"split: {self.split.get('statement') or describe_split(self.dataset, self.cases, self.split)}"
 
     @property
     def ids(self) -> dict[str, list[str]]:
@@ -61,6 +60,7 @@ def open_dataset(spec: RunSpec, dataset_cls: type[Dataset], workdir: Path) -> Da
         demo_dir = workdir / "datasets" / dataset_cls.name
         with FileLock(workdir / "locks" / f"demo-{dataset_cls.name}.lock", timeout=600):
             root = dataset_cls(None, **options).make_demo(demo_dir)
+            mark_synthetic(root, dataset_cls.name)
     dataset = dataset_cls(root, **options)
     dataset.validate()
     return dataset
@@ -76,6 +76,34 @@ def split_cases(dataset: Dataset, *, needs_fit: bool) -> dict[str, list[Case]]:
     return {name: list(dataset.cases(name)) if name in splits else [] for name in SPLITS}
 
 
+def split_unit(cases: dict[str, list[Case]], facts: dict[str, Any]) -> str:
+    """The unit no two parts share: the dataset's word (split facts "unit"), else "patient" when
+    some case names a patient of its own, else the cases' kind (slide or image)."""
+    if facts.get("unit"):
+        return str(facts["unit"])
+    every = [c for part in cases.values() for c in part]
+    if any(c.patient_id != c.case_id for c in every):
+        return "patient"
+    kinds = {c.input_kind for c in every}
+    return "image" if kinds == {INPUT_IMAGES} else "slide"
+
+
+def describe_split(dataset: Dataset, cases: dict[str, list[Case]], facts: dict[str, Any]) -> str:
+    """The split statement of `cases` (pathkit_core.splits.split_statement): how, then realised counts."""
+    return realised_split(dataset, cases, facts)["statement"]
+
+
+def realised_split(dataset: Dataset, cases: dict[str, list[Case]], facts: dict[str, Any]) -> dict[str, Any]:
+    """The dataset's split facts with what the split holds as realised: units and cases per part,
+    their fractions, the unit and the statement (`split_statement`) built from them."""
+    from pathkit_core.splits import split_statement
+
+    parts = {p: [c.case_id for c in cases[p]] for p in SPLITS if cases.get(p)}
+    units = {c.case_id: c.patient_id for part in cases.values() for c in part}
+    how = str(facts.get("description") or f"the split of dataset {dataset.name!r}")
+    return {**facts, **split_statement(parts, units, unit=split_unit(cases, facts), how=how)}
+
+
 def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir: Path, *,
                   needs_fit: bool) -> DatasetStage:
     """Open and check the dataset, list its cases per split and key them by content (the files
@@ -89,5 +117,6 @@ def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir
     task.validate_cases(cases, dataset)
     ids = {name: [c.case_id for c in split] for name, split in cases.items()}
     # Cases the dataset left out (filters, QC gating) are counted in the results, never dropped silently.
+    facts = realised_split(dataset, cases, dict(dataset.split_facts() or {}))
     return DatasetStage(dataset, cases, content_hash(ids), dataset_identity(dataset, cases, read_files),
-                        dict(dataset.excluded_cases()), dict(dataset.split_facts() or {}), dict(dataset.summary()))
+                        dict(dataset.excluded_cases()), facts, dict(dataset.summary()))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.evaluation.provenance import run_provenance
 from pathkit_core.run.context import RunContext
 from pathkit_core.run.dataset import DatasetStage, dataset_stage
 from pathkit_core.run.features import FeatureStage, feature_stage, shard_stage, write_features_qc
@@ -150,7 +151,8 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
                  "dataset_root": str(ds.dataset.root), "data_key": ds.data_key,
                  **({"split": ds.split} if ds.split else {}),
                  **({"excluded_cases": ds.excluded, "n_excluded_cases": len(ds.excluded)} if ds.excluded else {}),
-                 **({"dataset": ds.summary} if ds.summary else {})}
+                 **({"dataset": ds.summary} if ds.summary else {}),
+                 "provenance": run_provenance(ds.dataset, spec.encoder, weights_identity(feats.inputs), ds.summary)}
         scores = score_stage(ctx, metrics, evaluated, ds.cases["test"], train_targets, ds.dataset, facts, extra)
         ctx.mark("score", keys.score, {})
         report_stage(ctx, spec, {"dataset_root": str(ds.dataset.root), "split_hash": ds.split_hash,

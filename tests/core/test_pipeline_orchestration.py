@@ -123,8 +123,10 @@ def test_run_orchestration_and_resume(fresh_registry, cli, toy_root, tmp_path):
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["metrics"]["toy-accuracy"]["accuracy"] == 1.0
     # how the split was made reaches the log, metrics.json and the report
-    assert "split: drawn by pathkit (no split given): seeded (0) (train/val/test 18/6/6" in " ".join(
-        result.stdout.split())
+    # ... as realised: the cases are their own patients, so the unit is the slide
+    assert ("split: drawn by pathkit (no split given): seeded (0); realised train/val/test 18/6/6 slides "
+            "(60/20/20%); no slide in two parts") in " ".join(result.stdout.split())
+    assert metrics["split"]["units"] == {"train": 18, "val": 6, "test": 6} and metrics["split"]["unit"] == "slide"
     assert metrics["split"]["source"] == "drawn"
     report = (run_dir / "report.html").read_text()
     assert "drawn by pathkit" in report and "It was drawn by pathkit because none was given" in report

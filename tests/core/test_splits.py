@@ -215,11 +215,47 @@ def test_a_drawn_split_is_stratified_where_labels_allow_and_seeded():
     patients = {f"c{i}": f"p{i // 2}" for i in range(40)}
     labels = {c: "pos" if int(p[1:]) % 4 == 0 else "neg" for c, p in patients.items()}
     drawn = draw_split(patients, fractions=(0.15, 0.15), seed=1, case_labels=labels)
-    assert drawn.stratified and drawn.describe().startswith("drawn by pathkit (no split given): seeded (1), "
-                                                            "patient-disjoint, stratified by label, 70/15/15")
+    assert drawn.stratified and drawn.describe() == ("drawn by pathkit (no split given): seeded (1), "
+                                                     "stratified by label, requested train/val/test 70/15/15")
     assert all({labels[c] for c in ids} == {"pos", "neg"} for ids in drawn.parts.values())
     assert draw_split(patients, fractions=(0.15, 0.15), seed=1, case_labels=labels).parts == drawn.parts
     # a class with too few patients to stratify: a plain patient-disjoint split, said as such
     few = {c: ("rare" if c == "c0" else "common") for c in patients}
     plain = draw_split(patients, fractions=(0.15, 0.15), seed=1, case_labels=few)
     assert not plain.stratified and "stratified" not in plain.describe()
+
+
+# --------------------------------------------------------------------------- split statements
+
+
+def test_the_split_statement_gives_realised_counts_not_the_requested_fractions():
+    """HepatoBench's demo: 7 classes x 4 patients, stratified draw asked for 70/15/15; per class
+    round(0.15 * 4) = 1 test and 1 val patient, so 14/7/7 patients (50/25/25%) and, with its
+    patch counts, 177/90/88 cases."""
+    from pathkit_core.splits import split_statement
+
+    sizes = {"train": (177, 14), "val": (90, 7), "test": (88, 7)}  # (cases, patients)
+    parts = {part: [f"{part}-c{i}" for i in range(n)] for part, (n, _) in sizes.items()}
+    patients = {c: f"{part}-P{i % sizes[part][1]}" for part, ids in parts.items() for i, c in enumerate(ids)}
+    found = split_statement(parts, patients, unit="patient", how="drawn, requested train/val/test 70/15/15")
+    assert found["counts"] == {"train": 177, "val": 90, "test": 88}
+    assert found["units"] == {"train": 14, "val": 7, "test": 7}
+    assert found["unit_fractions"] == {"train": 0.5, "val": 0.25, "test": 0.25}
+    assert found["case_fractions"]["train"] == round(177 / 355, 4)
+    assert found["statement"] == ("drawn, requested train/val/test 70/15/15; realised train/val/test 14/7/7 patients "
+                                  "(50/25/25%), 177/90/88 cases (50/25/25%); no patient in two parts")
+
+
+def test_an_image_level_split_is_never_called_patient_disjoint():
+    from pathkit_core.splits import split_statement
+
+    parts = {"train": ["a", "b", "c"], "val": ["d"], "test": ["e", "f"]}
+    found = split_statement(parts, {}, unit="image")
+    assert found["statement"] == ("realised train/val/test 3/1/2 images (50/17/33%); image-level: images of one "
+                                  "slide or patient may sit in two parts")
+    assert "disjoint" not in found["statement"]
+    # slides that are their own unit: one count, named by the unit
+    slides = split_statement(parts, {c: c for p in parts.values() for c in p}, unit="slide")
+    assert "3/1/2 slides (50/17/33%); no slide in two parts" in slides["statement"]
+    with pytest.raises(PathkitError, match="unknown unit 'tile'"):
+        split_statement(parts, {}, unit="tile")

@@ -547,12 +547,13 @@ def column_split(table: Path, splits: Mapping[str, tuple[str | None, str]], pati
 
 def drawn_split(name: str, patients: Mapping[str, str], *, seed: int, fractions: tuple[float, float],
                 workdir: Any, file_name: str | None = None, labels: Mapping[str, str] | None = None,
-                ) -> tuple[dict[str, list[str]], dict[str, Any]]:
-    """A split pathkit draws because none was given (seeded, patient-disjoint, stratified by
-    `labels` where they allow), kept in `<workdir>/splits/<name>/`, said in the log. The file's
+                unit: str = "patient") -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """A split pathkit draws because none was given (seeded, disjoint by `patients`' values -- the
+    `unit`: patients, slides or images --, stratified by `labels` where they allow), kept in
+    `<workdir>/splits/<name>/`, said in the log with what it holds (`split_statement`). The file's
     name carries a digest of the cases and patients it splits, so two cohorts (or datasets that
     share a name's folder) never read each other's split; a changed label keeps the split."""
-    from pathkit_core.splits import load_or_draw_split
+    from pathkit_core.splits import load_or_draw_split, split_statement
     from pathkit_core.workspace import content_hash
 
     if not (0 < fractions[0] < 1 and 0 < fractions[1] < 1 and sum(fractions) < 1):
@@ -564,9 +565,10 @@ def drawn_split(name: str, patients: Mapping[str, str], *, seed: int, fractions:
     file_name = f"{stem}-cases{content_hash(sorted(patients.items()), 10)}.{suffix}"
     drawn = load_or_draw_split(folder / file_name if folder else None, patients, fractions=fractions, seed=seed,
                                case_labels=labels)
-    log.warning("%s: %s%s", name, drawn.describe(), f"; kept in {drawn.file}" if drawn.file else "")
+    statement = split_statement(drawn.parts, patients, unit=unit, how=drawn.describe())["statement"]
+    log.warning("%s: %s%s", name, statement, f"; kept in {drawn.file}" if drawn.file else "")
     return _finish(drawn.parts, patients, f"{name}: the drawn split",
-                   {"source": "drawn", "description": drawn.describe(),
+                   {"source": "drawn", "description": drawn.describe(), "unit": unit,
                     "file": str(drawn.file) if drawn.file else None, "seed": seed,
                     "fractions": {"val": fractions[0], "test": fractions[1]}, "stratified": drawn.stratified})
 

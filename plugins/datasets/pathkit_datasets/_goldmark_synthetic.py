@@ -37,19 +37,20 @@ class SyntheticSpec:
     formats: tuple[tuple[str, str], ...] = (("TCGA", "safetensors"), ("MSKCC", "pt"))
     bad_inputs: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    # the id scheme (`synthetic_ids`); a new scheme rebuilds a demo written under an older one
+    ids: str = "SYN-v2"
 
     def key(self) -> str:
         return content_hash(asdict(self))
 
 
-def _tcga_ids(index: int, suffix: str = "DX1") -> tuple[str, str]:
-    patient = f"TCGA-SY-{index:04d}"
-    return patient, f"{patient}-01Z-00-{suffix}.{content_hash([patient, suffix], 8).upper()}"
-
-
-def _impact_ids(index: int) -> tuple[str, str]:
-    patient = f"P-{index:07d}"
-    return patient, f"{patient}-T01-IM6-S1"
+def synthetic_ids(cohort: str, index: int, slide: str = "S1") -> tuple[str, str]:
+    """(patient, slide) ids of a synthetic case: `SYN-<cohort>-<n>` and `SYN-<cohort>-<n>-<slide>`,
+    obviously made up, never shaped like a real TCGA or MSK-IMPACT barcode. The curation facts a
+    barcode would carry (frozen section, second scan of one glass slide) are in the manifest's
+    `ffpe` and `slide_barcode` columns instead."""
+    patient = f"SYN-{cohort.upper()}-{index:04d}"
+    return patient, f"{patient}-{slide}"
 
 
 def write_synthetic_cohort(root: str | Path, spec: SyntheticSpec = SyntheticSpec()) -> dict[str, Any]:
@@ -127,7 +128,7 @@ def write_synthetic_cohort(root: str | Path, spec: SyntheticSpec = SyntheticSpec
         rng.shuffle(labels)
         for label in labels:
             index += 1
-            patient, slide_id = _tcga_ids(index) if cohort == "TCGA" else _impact_ids(index)
+            patient, slide_id = synthetic_ids(cohort, index)
             n = int(rng.integers(spec.tiles[0], spec.tiles[1] + 1))
             feats, rows_planted = bag(n, bool(label), shift)
             path = write(slide_id, cohort, feats)
@@ -141,26 +142,28 @@ def write_synthetic_cohort(root: str | Path, spec: SyntheticSpec = SyntheticSpec
         first = tcga_rows[0]
         # a frozen-section slide of the first patient: excluded by the diagnostic (FFPE) filter
         patient, _ = first["patient_id"], first["slide_id"]
-        frozen_id = f"{patient}-01A-01-TS1.{content_hash([patient, 'TS1'], 8).upper()}"
+        _, frozen_id = synthetic_ids(first["cohort"], int(patient.rsplit("-", 1)[1]), "S2-FROZEN")
         feats, _ = bag(60, bool(first[gene]), 0.0)
-        rows.append({**first, "slide_id": frozen_id, "feature_path": write(frozen_id, "TCGA", feats)})
+        rows.append({**first, "slide_id": frozen_id, "slide_barcode": frozen_id, "ffpe": 0,
+                     "feature_path": write(frozen_id, "TCGA", feats)})
         bad[frozen_id] = "frozen section"
         # a second, lower-resolution scan of the second slide: a duplicate scan
         second = tcga_rows[1]
-        dup_id = second["slide_id"].split(".")[0] + ".RESCAN0001"
+        dup_id = second["slide_id"] + "-RESCAN"
         feats, _ = bag(60, bool(second[gene]), 0.0)
-        rows.append({**second, "slide_id": dup_id, "mpp": 0.51, "feature_path": write(dup_id, "TCGA", feats)})
+        rows.append({**second, "slide_id": dup_id, "slide_barcode": second["slide_id"], "mpp": 0.51,
+                     "feature_path": write(dup_id, "TCGA", feats)})
         bad[dup_id] = "duplicate scan"
         # too little tissue
         index += 1
-        patient, small_id = _tcga_ids(index)
+        patient, small_id = synthetic_ids("TCGA", index)
         feats, _ = bag(30, False, 0.0)
         rows.append({"slide_id": small_id, "patient_id": patient, "cohort": "TCGA", "tumor_code": tumour,
                      "tissue_mm2": 10.0, "mpp": 0.5, gene: 0, "feature_path": write(small_id, "TCGA", feats)})
         bad[small_id] = "tissue"
         # degenerate features: every tile identical
         index += 1
-        patient, degenerate_id = _tcga_ids(index)
+        patient, degenerate_id = synthetic_ids("TCGA", index)
         feats = np.tile(rng.normal(size=(1, spec.dim)).astype(np.float32), (50, 1))
         rows.append({"slide_id": degenerate_id, "patient_id": patient, "cohort": "TCGA", "tumor_code": tumour,
                      "tissue_mm2": 40.0, "mpp": 0.5, gene: 1,
@@ -168,7 +171,7 @@ def write_synthetic_cohort(root: str | Path, spec: SyntheticSpec = SyntheticSpec
         bad[degenerate_id] = "degenerate"
         # a failed extraction, marked the GOLDMARK way (file renamed with a FAILED suffix)
         index += 1
-        patient, failed_id = _tcga_ids(index)
+        patient, failed_id = synthetic_ids("TCGA", index)
         feats, _ = bag(40, False, 0.0)
         failed_rel = write(failed_id, "TCGA", feats)
         failed_path = root / failed_rel
@@ -182,14 +185,18 @@ def write_synthetic_cohort(root: str | Path, spec: SyntheticSpec = SyntheticSpec
         # an external slide whose GOLDMARK QC record says the extraction was truncated
         second_cohort = spec.cohorts[1][0]
         index += 1
-        patient, trunc_id = _impact_ids(index) if second_cohort != "TCGA" else _tcga_ids(index)
+        patient, trunc_id = synthetic_ids(second_cohort, index)
         feats, _ = bag(40, False, spec.site_shift)
         rows.append({"slide_id": trunc_id, "patient_id": patient, "cohort": second_cohort, "tumor_code": tumour,
                      "tissue_mm2": 40.0, "mpp": 0.5, gene: 0,
                      "feature_path": write(trunc_id, second_cohort, feats, qc_status="failed",
                                            reason="tile_count_mismatch_features_33_tiles_40")})
         bad[trunc_id] = "failed QC record"
-    columns = ["slide_id", "patient_id", "cohort", "tumor_code", "tissue_mm2", "mpp", gene, "feature_path"]
+    for r in rows:
+        r.setdefault("slide_barcode", r["slide_id"])
+        r.setdefault("ffpe", 1)
+    columns = ["slide_id", "patient_id", "cohort", "tumor_code", "tissue_mm2", "mpp", gene, "feature_path",
+               "slide_barcode", "ffpe"]
     lines = [",".join(columns)] + [",".join(str(r.get(c, "")) for c in columns) for r in rows]
     atomic_write_text(root / "manifest.csv", "\n".join(lines) + "\n")
     atomic_write_json(root / "planted.json", planted)

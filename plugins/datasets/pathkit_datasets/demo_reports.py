@@ -120,6 +120,7 @@ class DemoReports(ReportDataset):
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "reg2025"}}
     report_cleaning: ClassVar[str] = "none"
     max_report_tokens: ClassVar[int] = 64
+    synthetic: ClassVar[bool] = True
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("slides_per_class", "int", 10, "slides built per report class (at least 3)"),
         DatasetOption("workers", "int", 2, "processes that build the slides"),

@@ -289,13 +289,16 @@ class PatchFolderDataset(CohortDataset):
             parts, facts = column_split(found[0], splits, patients)
             return parts, {**facts, "protocol": "given split (the table's split column)"}
         level = "slide" if found is not None else "image"
+        # what no two parts share: patients when the table names them, else slides, else images
+        unit = "image" if found is None else (
+            "patient" if any(rows.get(c, {}).get("patient_id") for c in patients) else "slide")
         seed = int(self.options.get("split_seed") or 0)
         fractions = (float(self.options["val_fraction"]), float(self.options["test_fraction"]))
         parts, facts = drawn_split(self.name, patients, seed=seed, fractions=fractions,
-                                   workdir=self.options.get("workdir"), labels=labels,
+                                   workdir=self.options.get("workdir"), labels=labels, unit=unit,
                                    file_name=f"{level}-level-seed{seed}-val{fractions[0]:g}-test{fractions[1]:g}.csv")
         if level == "slide":
-            return parts, {**facts, "protocol": "slide-level, patient-disjoint (drawn over patients)"}
+            return parts, {**facts, "protocol": f"slide-level, {unit}-disjoint (drawn over {unit}s)"}
         return parts, {**facts, "protocol": "image-level, LEAKY (drawn over patches)", "warnings": [LEAKY_WARNING]}
 
     def validate(self) -> None:

@@ -16,6 +16,7 @@ from pathkit_core.contracts import (
     MetricResult,
     PathkitError,
 )
+from pathkit_core.evaluation.intervals import PROPORTION_METHODS, SAMPLE_KEY, proportion_ci, sample_facts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 DEFAULT_BINS = 10
 DEFAULT_RESAMPLES = 1000
 DEFAULT_LEVEL = 0.95
+# Interval of the proportions (accuracy, sensitivity, specificity, per-class recall/precision):
+# "wilson" (Brown, Cai & DasGupta 2001) or "exact" (Clopper-Pearson); docs/metrics.md.
+DEFAULT_PROPORTION_CI = "wilson"
 # Keys a prediction dict may carry its class probabilities under (pathkit generators use "probabilities").
 PROBABILITY_KEYS = ("probabilities", "probs", "prob", "scores")
 
@@ -428,9 +432,13 @@ class ClassificationMetric(Metric):
     biomarker-positive class); tasks with more classes use macro one-vs-rest AUROC/AP (AUPR),
     top-label ECE, the multi-class Brier score, and macro precision/recall/F1 over all K
     classes as the HepatoBench seed's recipe, each class's precision/recall/F1 and bootstrap
-    CIs of the macro scores. The confusion matrix of both is in `details`. Options
-    (context["options"]): `n_bins` (10), `n_resamples` (1000, 0 = no CI), `ci_level` (0.95),
-    `seed` (0), `classes`, `n_classes`; `selection=True` skips the CIs.
+    CIs of the macro scores. Proportions (accuracy, sensitivity, specificity, per-class recall and
+    precision) get Wilson score intervals (or exact Clopper-Pearson ones), never a bootstrap. The
+    confusion matrix, the test set's size ("sample": a small-sample warning when it is too small
+    for the bootstrap) and each interval's method ("intervals") are in `details`. Options
+    (context["options"]): `n_bins` (10), `n_resamples` (1000, 0 = no bootstrap CI), `ci_level`
+    (0.95), `proportion_ci` ("wilson" or "exact"), `seed` (0), `classes`, `n_classes`;
+    `selection=True` skips every CI.
     """
 
     name: ClassVar[str] = "classification"
@@ -440,6 +448,7 @@ class ClassificationMetric(Metric):
     higher_is_better: ClassVar[bool] = True
     headline_scores: ClassVar[tuple[str, ...]] = ("AUROC", "macro_F1")
     lower_is_better: ClassVar[tuple[str, ...]] = ("ECE", "Brier")
+    informational: ClassVar[tuple[str, ...]] = ("n_cases", "n_positive", "prevalence")
     evaluate_features: ClassVar[Any] = _EvaluateFeatures()
     paired_scores: ClassVar[dict[str, tuple[str, str]]] = {"AUROC": ("auroc", "probabilities"),
                                                            "accuracy": ("correct", "correct")}
@@ -460,8 +469,10 @@ class ClassificationMetric(Metric):
         n_resamples = int(options.get("n_resamples", DEFAULT_RESAMPLES))
         level = float(options.get("ci_level", DEFAULT_LEVEL))
         seed = int(options.get("seed", 0))
+        method = str(options.get("proportion_ci", DEFAULT_PROPORTION_CI))
         if options.get("selection"):
             n_resamples = 0
+            method = ""
         if len(predictions) != len(references):
             raise PathkitError(
                 f"classification: {len(predictions)} predictions for {len(references)} references"
@@ -493,8 +504,22 @@ class ClassificationMetric(Metric):
         recalls = [float((predicted[labels == k] == k).mean()) for k in range(n_classes) if (labels == k).any()]
         summary["accuracy"] = float((predicted == labels).mean())
         summary["balanced_accuracy"] = float(np.mean(recalls))
+        details[SAMPLE_KEY] = sample_facts(int(labels.size), {names[k]: int((labels == k).sum())
+                                                              for k in range(n_classes)})
+        intervals: dict[str, str] = {}
+        if method:
+            _proportion(summary, intervals, "accuracy", int((predicted == labels).sum()), int(labels.size), level,
+                        method)
+        if n_resamples > 0:
+            intervals["AUROC"] = f"percentile bootstrap ({n_resamples} resamples of the test cases)"
         if n_classes == 2:
             self._binary(summary, per_case, probs[:, 1], labels, predicted, n_bins, n_resamples, level, seed)
+            if method:
+                positive = labels == 1
+                _proportion(summary, intervals, "sensitivity", int((predicted[positive] == 1).sum()),
+                            int(positive.sum()), level, method)
+                _proportion(summary, intervals, "specificity", int((predicted[~positive] == 0).sum()),
+                            int((~positive).sum()), level, method)
             if not options.get("selection"):
                 details.update(curve_details({names[1]: (probs[:, 1], labels == 1)}, probs[:, 1], labels == 1,
                                              n_bins, f"probability of {names[1]}"))
@@ -502,6 +527,14 @@ class ClassificationMetric(Metric):
             self._multiclass(summary, per_case, probs, labels, predicted, n_classes, n_bins, n_resamples,
                              level, seed)
             self._per_class(summary, details, confusion, labels, predicted, names, n_resamples, level, seed)
+            if n_resamples > 0:
+                intervals.update({k: intervals["AUROC"] for k in MACRO_KEYS[1:]})
+            if method:
+                for k, name in enumerate(names):
+                    tp = int(confusion[k, k])
+                    _proportion(summary, intervals, f"recall_{name}", tp, int(confusion[k].sum()), level, method)
+                    _proportion(summary, intervals, f"precision_{name}", tp, int(confusion[:, k].sum()), level,
+                                method)
             per_case["target_class"] = [names[k] for k in labels]
             per_case["predicted_class"] = [names[k] for k in predicted]
             if not options.get("selection"):
@@ -509,6 +542,8 @@ class ClassificationMetric(Metric):
                            if (labels == k).any() and (labels != k).any()}
                 details.update(curve_details(present, probs.max(axis=1), predicted == labels, n_bins,
                                              "top-label confidence"))
+        if intervals:
+            details["intervals"] = intervals
         return MetricResult(summary, pl.DataFrame(per_case), details)
 
     @staticmethod
@@ -521,7 +556,8 @@ class ClassificationMetric(Metric):
         summary["F1"] = summary["macro_F1"]
         if n_resamples > 0:
             for key, (low, high) in _macro_cis(labels, predicted, len(names), n_resamples, level, seed).items():
-                summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
+                if key != "accuracy":  # a proportion: its interval is Wilson's (or exact), not the bootstrap's
+                    summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
         scores = per_class_scores(confusion)
         rows = []
         for k, name in enumerate(names):
@@ -543,8 +579,8 @@ class ClassificationMetric(Metric):
         summary["n_positive"] = float(positive.sum())
         summary["prevalence"] = float(positive.mean())
         summary["AUROC"] = auroc(p, y)
-        low, high = _auroc_ci([p], [y], n_resamples, level, seed)
-        summary["AUROC_ci_low"], summary["AUROC_ci_high"] = low, high
+        if n_resamples > 0:
+            summary["AUROC_ci_low"], summary["AUROC_ci_high"] = _auroc_ci([p], [y], n_resamples, level, seed)
         summary["AP"] = average_precision(p, y)
         summary["sensitivity"] = tp / int(positive.sum()) if positive.any() else math.nan
         summary["specificity"] = float((predicted[~positive] == 0).mean()) if (~positive).any() else math.nan
@@ -571,8 +607,9 @@ class ClassificationMetric(Metric):
 
         present = [k for k in range(n_classes) if (y == k).any() and (y != k).any()]
         summary["AUROC"] = float(np.mean([auroc(probs[:, k], y == k) for k in present])) if present else math.nan
-        low, high = _auroc_ci([probs[:, k] for k in present], [y == k for k in present], n_resamples, level, seed)
-        summary["AUROC_ci_low"], summary["AUROC_ci_high"] = low, high
+        if n_resamples > 0:
+            summary["AUROC_ci_low"], summary["AUROC_ci_high"] = _auroc_ci(
+                [probs[:, k] for k in present], [y == k for k in present], n_resamples, level, seed)
         summary["AP"] = (float(np.mean([average_precision(probs[:, k], y == k) for k in present]))
                          if present else math.nan)
         summary["AUPR"] = summary["AP"]  # macro one-vs-rest area under the PR curve (step interpolation)
@@ -583,6 +620,17 @@ class ClassificationMetric(Metric):
         per_case["confidence"] = confidence.tolist()
         per_case["prob_target"] = probs[np.arange(y.size), y].tolist()
         per_case["calibration_bin"] = calibration_bins(confidence, n_bins).tolist()
+
+
+def _proportion(summary: dict[str, float], intervals: dict[str, str], key: str, successes: int, n: int,
+                level: float, method: str) -> None:
+    """`<key>_ci_low`/`_ci_high` of a proportion (Wilson score or exact Clopper-Pearson; none when
+    n is 0), and the method's name under details["intervals"]."""
+    if n == 0:
+        return
+    summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = proportion_ci(successes, n, level, method)
+    name = "Clopper-Pearson exact" if PROPORTION_METHODS[method.lower()] == "exact" else "Wilson score"
+    intervals[key] = f"{name} ({successes}/{n})"
 
 
 def _width(predictions: Sequence[Any]) -> int:

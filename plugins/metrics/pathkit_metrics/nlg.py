@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from pathkit_core.evaluation.intervals import SAMPLE_KEY, sample_facts
 from pathkit_metrics._nlg.meteor import DEFAULT_MAX_WORDS, DEFAULT_TIMEOUT_S
 from pathkit_metrics._text_inputs import (
     metric_options,
@@ -167,7 +168,8 @@ class NLGMetric(Metric):
         columns["reference_words"] = np.bincount(
             corpus.ref_case, weights=corpus.ref_len, minlength=corpus.n_cases
         ) / corpus.refs_per_case
-        return MetricResult(summary=summary, per_case=pl.DataFrame(columns))
+        return MetricResult(summary=summary, per_case=pl.DataFrame(columns),
+                            details={SAMPLE_KEY: sample_facts(int(corpus.n_cases))})
 
 
 def _confidence_intervals(

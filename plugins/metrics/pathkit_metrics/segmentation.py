@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_SEGMENTATION, Metric, MetricResult, PathkitError
+from pathkit_core.evaluation.intervals import SAMPLE_KEY, sample_facts
 
 EMPTY_RULES = ("seed", "ignore", "one")
 REGIONS = ("tissue", "slide")
@@ -149,7 +150,8 @@ class SegmentationMetric(Metric):
         frame = pl.DataFrame(rows, infer_schema_length=None)
         summary = self._summary(frame, totals, rule)
         details: dict[str, Any] = {"empty_rule": rule, "region": region,
-                                   "resolution_um_per_px": sorted(resolutions, key=str)}
+                                   "resolution_um_per_px": sorted(resolutions, key=str),
+                                   SAMPLE_KEY: sample_facts(len(rows))}
         if composition_rows:
             names = [c.removesuffix("_in_true") for c in frame.columns if c.endswith("_in_true")]
             title = "Tissue composition: fraction of each class inside the predicted / the true tumour region"

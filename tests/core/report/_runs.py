@@ -237,6 +237,31 @@ def vqa_run(run_dir: Path) -> Path:
                   budget=budget_summary(preds), report_sections=["budget"])
 
 
+def tiny_synthetic_run(run_dir: Path) -> Path:
+    """The issue's case: a synthetic demo (its root marked by the pipeline's demo builder) scored on
+    3 test cases by a randomly initialised encoder; AUROC 1.0 whose bootstrap cannot vary."""
+    from pathkit_core.contracts import Dataset
+    from pathkit_core.evaluation.provenance import mark_synthetic, run_provenance
+
+    class Demo(Dataset):
+        name = "slides-csv"
+
+    demo_root = run_dir.parent / f"{run_dir.name}-demo"
+    demo_root.mkdir(parents=True, exist_ok=True)
+    mark_synthetic(demo_root, "slides-csv")
+    classes = ["neg", "pos"]
+    test = [Case(f"T{i}", f"P{i}", classes[y]) for i, y in enumerate([1, 0, 1])]
+    preds = {c.case_id: {"label": 0, "class": "neg", "probabilities": [1 - p, p]}
+             for c, p in zip(test, [0.45, 0.1, 0.4], strict=True)}
+    refs = {c.case_id: classes.index(c.target) for c in test}
+    _common(run_dir, "slide-classification", "slides-csv", {"train": test, "test": test}, fit=False)
+    ids = [c.case_id for c in test]
+    result = score(["classification"], preds, refs, ids=ids, context={"class_names": classes,
+                                                                      "options": {"n_resamples": 500}})
+    return _write(run_dir, result, "slide-classification", "slides-csv", preds, test, refs, {},
+                  provenance=run_provenance(Demo(demo_root), "tiny-vit", ["random-init:seed=0"]))
+
+
 def matrix(workdir: Path) -> Path:
     """A dataset x 2 encoders x 2 generators leaderboard whose cells are report runs."""
     from pathkit_core.evaluation.leaderboard import write_leaderboard

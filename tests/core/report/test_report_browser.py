@@ -150,4 +150,25 @@ def test_suite_report_renders_with_cd_diagrams_and_links(browser, suite_report):
     hrefs = page.evaluate("Array.from(document.querySelectorAll('#cells a')).map(a => a.getAttribute('href'))")
     assert len(hrefs) == 6 and all((folder / h).exists() for h in hrefs)
     assert filter_rows(page, "headline", "", text="strong") == 4
+
+
+def test_a_synthetic_demo_report_shows_its_banners_first(browser, tmp_path):
+    """A shared report of a synthetic demo never reads like a real result: its banners are the
+    first thing on the page, visible, before the title and the scores."""
+    from pathkit_core.report.html import write_run_report
+
+    from ._runs import tiny_synthetic_run
+
+    report = write_run_report(tiny_synthetic_run(tmp_path / "tiny"))
+    page = browser.open(report)
+    found = page.evaluate("""(() => Array.from(document.querySelectorAll('.banner')).map(b => {
+        const r = b.getBoundingClientRect(); const s = getComputedStyle(b);
+        return {text: b.textContent, top: r.top, height: r.height, visible: s.display !== 'none'
+                && s.visibility !== 'hidden' && r.width > 0, colour: s.backgroundColor}; }))()""")
+    assert [b["text"].split(":")[0] for b in found] == ["SYNTHETIC DATA", "RANDOM ENCODER WEIGHTS"]
+    title_top = page.evaluate("document.querySelector('h1').getBoundingClientRect().top")
+    assert all(b["visible"] and b["height"] > 10 and b["top"] < title_top for b in found), found
+    assert found[0]["colour"] == "rgb(204, 0, 0)"
+    ci = page.evaluate("document.getElementById('headline-scores').tBodies[0].rows[0].cells[2].textContent")
+    assert ci == "not estimable (n=3) · small test set"
     assert page.errors == []

@@ -16,7 +16,7 @@ from pathkit_core.report.run_folder import RunFolder
 from pathkit_core.report.text_reports import field_accuracy
 from pathkit_core.report.vqa import wilson
 
-from ._runs import report_run
+from ._runs import report_run, tiny_synthetic_run
 
 
 def _sections(html: str) -> list[str]:
@@ -312,3 +312,92 @@ def test_a_score_key_two_metrics_share_keeps_its_metric_and_direction(tmp_path):
     assert {c: board.metric_of.get(c) for c in scores} == {"BLEU-4": "nlg", "n_cases": "nlg", "CRQS": "crqs",
                                                            "crqs:n_cases": "crqs"}
     assert board.header("CRQS") == "CRQS ↑"
+    # counts are informational: no arrow in the matrix either
+    assert board.header("n_cases") == "n_cases" and board.header("crqs:n_cases") == "crqs:n_cases"
+
+
+# --------------------------------------------------------------------------- honest statements
+
+
+def test_counts_are_informational_and_get_no_arrow():
+    summary = {"classification": {"n_cases": 10.0, "n_positive": 4.0, "prevalence": 0.4, "AUROC": 0.8},
+               "toy": {"n_items": 3.0, "score": 0.5}}
+    rows = {r.label: r for r in score_rows(summary)}
+    assert rows["n_cases"].direction == "info" and rows["n_cases"].better == ""
+    assert rows["prevalence"].better == "" and rows["n_positive"].better == ""
+    assert rows["AUROC"].better == "↑ higher"
+    # an uninstalled metric: its n_* keys are still counts, kept out of the headline
+    assert rows["n_items"].better == "" and not rows["n_items"].headline and rows["score"].headline
+
+
+def test_a_three_case_synthetic_run_says_so_beside_every_score(tmp_path):
+    run = tiny_synthetic_run(tmp_path / "tiny")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["provenance"]["synthetic_data"] and metrics["provenance"]["encoder_weights"] == "random"
+    html = write_run_report(run).read_text()
+    body = html[html.index("<body>"):]
+    # the banners open the page, before the title
+    assert body.index('class="banner provenance"') < body.index("<h1>")
+    assert "SYNTHETIC DATA: the cases of slides-csv" in html and "RANDOM ENCODER WEIGHTS: encoder tiny-vit" in html
+    headline = html[html.index('id="section-scores"'):html.index('id="all-scores"')]
+    assert "not estimable (n=3) · small test set" in headline
+    assert "[1.0000, 1.0000]" not in html
+    assert "Small test set (classification):" in headline and "3 test case(s) (fewer than 20)" in headline
+    # the proportions hidden under "All scores" carry their own (wide) intervals
+    scores = html[html.index('id="all-scores"'):]
+    assert re.search(r"sensitivity.*?0\.0000.*?\[0\.0000, 0\.6576\]", scores, re.S)
+
+
+def test_the_terminal_prints_banners_and_the_small_sample_warning(tmp_path):
+    from rich.console import Console
+
+    from pathkit_core.cli.common import print_scores
+    from pathkit_core.evaluation.provenance import banners
+
+    run = tiny_synthetic_run(tmp_path / "tiny")
+    metrics = json.loads((run / "metrics.json").read_text())
+    console = Console(width=200, record=True)
+    print_scores("test scores", metrics["metrics"], headline_only=True, target=console,
+                 details=metrics["details"])
+    text = console.export_text()
+    auroc = next(line for line in text.splitlines() if "AUROC" in line)
+    assert "1.0000" in auroc and "not estimable (n=3) · small test set" in auroc and "[1.0000" not in auroc
+    assert "WARNING (classification): small test set: 3 test case(s) (fewer than 20)" in text
+    assert [b.split(":")[0] for b in banners(metrics)] == ["SYNTHETIC DATA", "RANDOM ENCODER WEIGHTS"]
+
+
+def test_the_matrix_report_names_synthetic_cells(tmp_path):
+    from types import SimpleNamespace
+
+    from pathkit_core.evaluation.leaderboard import write_leaderboard
+
+    results = []
+    for enc in ("enc-a", "enc-b"):
+        run = tiny_synthetic_run(tmp_path / "runs" / enc)
+        summary = json.loads((run / "metrics.json").read_text())["metrics"]
+        results.append((enc, "gen", SimpleNamespace(run_dir=run, summary=summary)))
+    board = write_leaderboard(results, tmp_path, "slides-csv")
+    html = (board / "report.html").read_text()
+    assert "SYNTHETIC DATA: 2 of 2 cell(s) ran on synthetic cases (slides-csv)" in html
+    assert "RANDOM ENCODER WEIGHTS: 2 of 2 cell(s)" in html
+    # the cells' AUROC bootstrap could not vary: "not estimable", never "[nan, nan]" or "[1.000, 1.000]"
+    cells = html[html.index('id="cells"'):]
+    assert "1.0000 not estimable" in cells and "nan" not in cells.lower().replace("nan-", "")
+
+
+def test_the_split_section_gives_realised_parts(tmp_path):
+    run = tiny_synthetic_run(tmp_path / "tiny")
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics["split"] = {"source": "drawn", "description": "drawn, requested train/val/test 70/15/15",
+                        "statement": "drawn, requested train/val/test 70/15/15; realised train/val/test 14/7/7 "
+                                     "patients (50/25/25%), 177/90/88 cases (50/25/25%); no patient in two parts",
+                        "unit": "patient", "counts": {"test": 88, "train": 177, "val": 90},
+                        "units": {"test": 7, "train": 14, "val": 7}}
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    html = write_run_report(run).read_text()
+    split = html[html.index('id="section-split"'):]
+    split = split[:split.index("</section>")]
+    assert "realised train/val/test 14/7/7 patients (50/25/25%), 177/90/88 cases" in split
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", split)
+    assert cells[:15] == ["train", "14", "50%", "177", "50%", "val", "7", "25%", "90", "25%",
+                          "test", "7", "25%", "88", "25%"]

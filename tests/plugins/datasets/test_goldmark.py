@@ -92,13 +92,14 @@ def test_curation_and_qc_exclusions_are_counted_with_reasons(cohort_root, tmp_pa
     used = set().union(*map(set, parts.values()))
     assert not used & set(excluded)
     # the external test part is every eligible slide of the other cohort
-    assert all(sid.startswith("P-") for sid in parts["test"]) and len(parts["test"]) == 16
-    assert all(sid.startswith("TCGA-") for sid in parts["train"] + parts["val"])
+    assert all(sid.startswith("SYN-MSKCC-") for sid in parts["test"]) and len(parts["test"]) == 16
+    assert all(sid.startswith("SYN-TCGA-") for sid in parts["train"] + parts["val"])
     cases = {c.case_id: c for part in parts for c in ds.cases(part)}
     patients = {part: {cases[i].patient_id for i in ids} for part, ids in parts.items()}
     assert not patients["train"] & patients["val"]
     first = cases[parts["test"][0]]
-    assert first.features[0].name.startswith("features_P-") and first.meta["tile_manifests"][0].endswith(".csv")
+    assert first.features[0].name.startswith("features_SYN-MSKCC-") and first.meta["tile_manifests"][0].endswith(
+        ".csv")
     # targets are the dataset's class names, in its declared order (index 1: the alteration)
     assert {c.target for c in cases.values()} == {"negative", "positive"}
     assert ds.class_names() == ("negative", "positive")
@@ -106,8 +107,23 @@ def test_curation_and_qc_exclusions_are_counted_with_reasons(cohort_root, tmp_pa
     assert summary["excluded_by_reason"]["failed QC"] == 3 and summary["parts"]["test"]["slides"] == 16
     # duplicate scans: the better (smaller mpp) scan of the glass slide is kept
     dup = next(s for s, k in info["bad_inputs"].items() if k == "duplicate scan")
-    kept = dup.split(".")[0]
-    assert any(i.startswith(kept) for i in used)
+    kept = dup.removesuffix("-RESCAN")
+    assert kept in used and excluded[dup] == f"duplicate scan: {kept} is also scanned as {kept} (kept)"
+
+
+def test_synthetic_ids_never_imitate_real_barcodes(cohort_root):
+    """Every id of the synthetic cohort is SYN-...: no TCGA patient barcode (TCGA-XX-XXXX) nor an
+    MSK-IMPACT sample id (P-0000000-T01-IM6) that a reader could take for a real patient."""
+    import re
+
+    from pathkit_datasets.goldmark import TCGA_PATIENT, is_tcga
+
+    lines = (cohort_root / "manifest.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    rows = [dict(zip(header, line.split(","), strict=True)) for line in lines[1:]]
+    ids = [r[c] for r in rows for c in ("slide_id", "patient_id", "slide_barcode")]
+    assert ids and all(i.startswith("SYN-") for i in ids)
+    assert not any(TCGA_PATIENT.match(i) or is_tcga(i) or re.search(r"P-\d{7}|-DX\d|-IM\d", i) for i in ids)
 
 
 def test_splits_are_shared_by_encoders_while_qc_is_per_encoder(cohort_root, tmp_path):
@@ -121,7 +137,7 @@ def test_splits_are_shared_by_encoders_while_qc_is_per_encoder(cohort_root, tmp_
         ",".join(v if i != col else "" for i, v in enumerate(line.split(","))) for line in manifest[1:]]) + "\n")
     for encoder in ("enc-a", "enc-b"):
         shutil.copytree(root / "features", root / "features" / encoder)
-    victim = next(line.split(",")[0] for line in manifest[1:] if line.startswith("TCGA-SY-0005"))
+    victim = next(line.split(",")[0] for line in manifest[1:] if line.startswith("SYN-TCGA-0005"))
     from pathkit_core.features.store import write_features
 
     write_features(root / "features" / "enc-b" / f"{victim}.safetensors", torch.ones(10, 8), torch.zeros(10, 2))
@@ -203,7 +219,7 @@ def test_edited_split_manifest_is_refused(root, tmp_path):
 def test_mixed_feature_dimensions_in_a_cohort_are_refused(root, tmp_path):
     from pathkit_core.features.store import write_features
 
-    target = next((root / "features").glob("TCGA-SY-0003-*.safetensors"))
+    target = next((root / "features").glob("SYN-TCGA-0003-*.safetensors"))
     write_features(target, torch.randn(20, 12), torch.zeros(20, 2))
     with pytest.raises(PathkitError, match=r"cohort TCGA mixes feature dimensions \(8-d: .*; 12-d: 1 file"):
         open_ds(root, tmp_path).validate()
@@ -229,13 +245,15 @@ def test_goldmark_split_manifest_is_imported_with_a_carved_validation_part(cohor
 
 def test_imported_split_manifest_with_patient_leakage_is_refused(root, tmp_path):
     lines = (root / "manifest.csv").read_text().splitlines()
-    first = next(line for line in lines[1:] if line.startswith("TCGA-SY-0003"))
-    second_slide = first.split(",")[0].split("-DX1")[0] + "-DX2.SECOND01"
-    (root / "manifest.csv").write_text("\n".join(lines + [second_slide + first[first.index(","):]]) + "\n")
+    first = next(line for line in lines[1:] if line.startswith("SYN-TCGA-0003"))
+    second_slide = first.split(",")[0] + "-SECOND"
+    fields = first.split(",")
+    fields[0] = fields[lines[0].split(",").index("slide_barcode")] = second_slide  # another glass slide
+    (root / "manifest.csv").write_text("\n".join(lines + [",".join(fields)]) + "\n")
     slides = [line.split(",")[0] for line in lines[1:]] + [second_slide]
     rows = ["slide_id,split_1_set"] + [f"{sid},{'test' if sid == second_slide else 'train'}" for sid in slides]
     (root / "splits_in.csv").write_text("\n".join(rows) + "\n")
-    with pytest.raises(PathkitError, match="patient TCGA-SY-0003 has slides in train and test"):
+    with pytest.raises(PathkitError, match="patient SYN-TCGA-0003 has slides in train and test"):
         open_ds(root, tmp_path, split_manifest="splits_in.csv", n_splits=1).validate()
 
 
@@ -264,7 +282,7 @@ def test_bad_options_and_tables_are_explained(root, tmp_path):
 def test_slides_without_patient_or_qc_record(root, tmp_path):
     lines = (root / "manifest.csv").read_text().splitlines()
     pid = lines[0].split(",").index("patient_id")
-    broken = [lines[0]] + [",".join("" if i == pid and v.startswith("P-") else v
+    broken = [lines[0]] + [",".join("" if i == pid and v.startswith("SYN-MSKCC-") else v
                                     for i, v in enumerate(line.split(","))) for line in lines[1:]]
     (root / "manifest.csv").write_text("\n".join(broken) + "\n")
     with pytest.raises(PathkitError, match="without a patient id and not a TCGA barcode"):
@@ -272,9 +290,9 @@ def test_slides_without_patient_or_qc_record(root, tmp_path):
     (root / "manifest.csv").write_text("\n".join(lines) + "\n")
     # pathkit-store files carry no QC record here: without computing QC they are excluded, fail-closed
     strict = open_ds(root, tmp_path, compute_missing_qc=False)
-    store_file = next((root / "features").glob("TCGA-SY-0003-*.safetensors"))
+    store_file = next((root / "features").glob("SYN-TCGA-0003-*.safetensors"))
     assert strict._check_feature(store_file).reason.startswith("no QC record")
-    goldmark_file = next((root / "features").glob("features_P-*.pt"))
+    goldmark_file = next((root / "features").glob("features_SYN-MSKCC-*.pt"))
     assert strict._check_feature(goldmark_file).status == "ok"  # its JSON record says ok
     with pytest.raises(PathkitError, match=r"usable slide\(s\) with label\(s\) \[\]; both classes are needed"):
         strict.validate()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import polars as pl
 import pytest
@@ -36,7 +37,9 @@ def test_gma_mil_learns_the_planted_tiles_and_attends_to_them(cohort, tmp_path):
     result = run_pipeline(spec, log=lambda _: None)
     scores = result.summary["classification"]
     assert scores["AUROC"] >= 0.95
-    assert scores["AUROC_ci_low"] <= scores["AUROC"] <= scores["AUROC_ci_high"]
+    low, high = scores["AUROC_ci_low"], scores["AUROC_ci_high"]
+    # a perfect ranking on every resample has no interval ("not estimable", NaN bounds), never [1, 1]
+    assert (math.isnan(low) and math.isnan(high) and scores["AUROC"] == 1.0) or low <= scores["AUROC"] <= high
     # GOLDMARK evaluates the validation-selected and the final checkpoint
     assert set(result.checkpoints) == {"best", "last"} and result.checkpoints["last"]["epoch"] == 8
     metrics = json.loads((result.run_dir / "metrics.json").read_text())
@@ -96,7 +99,7 @@ def test_reciprocal_cross_site_run_gives_the_four_settings(cohort, tmp_path, cli
     n_mskcc = json.loads((ext_dir / "metrics.json").read_text())["n_test_cases"]
     assert n_mskcc == 30
     # GOLDMARK-format external slides (.pt, no coordinates) take x/y from their tile-manifest CSV
-    table = pl.read_parquet(next((ext_dir / "attention" / "last").glob("P-*.attention.parquet")))
+    table = pl.read_parquet(next((ext_dir / "attention" / "last").glob("SYN-MSKCC-*.attention.parquet")))
     tiles = pl.read_csv(cohort / "tiles" / f"{table['slide_id'][0]}.csv")
     assert table.select("x", "y").rows() == tiles.select("x", "y").rows()
     assert sorted(p.name for p in (workdir / "splits" / "goldmark").glob("*.csv")) == [

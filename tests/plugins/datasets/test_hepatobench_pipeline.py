@@ -61,6 +61,11 @@ def test_knn_needs_no_fit_stage(cli, release, workdir):
     output, run_dir, metrics = run(cli, release, workdir, "knn")
     check_scores(metrics)
     assert "needs no training" in output and "IMAGE-LEVEL and LEAKY" in output
+    # the image-level split is described as what it is, never as patient-disjoint
+    split = metrics["split"]
+    assert split["unit"] == "image" and "patient-disjoint" not in split["statement"]
+    assert "images of one slide or patient may sit in two parts" in split["statement"]
+    assert "disjoint" not in metrics["dataset"]["protocol"]
     assert not (run_dir / "checkpoints").exists()
     report = (run_dir / "report.html").read_text()
     assert "IMAGE-LEVEL and LEAKY" in report and "Confusion matrix" in report and "02_FIB_3355" in report
@@ -87,10 +92,23 @@ def test_other_heads(cli, release, workdir, generator):
 def test_demo_run_needs_no_arguments_but_the_dataset(cli, tmp_path):
     result = cli("run", "--dataset", "hepatobench", "--workdir", tmp_path)
     assert result.exit_code == 0, result.output
-    metrics = json.loads(next((tmp_path / "runs" / "hepatobench" / "tiny-vit" / "knn").iterdir()).joinpath(
-        "metrics.json").read_text())
+    run_dir = next((tmp_path / "runs" / "hepatobench" / "tiny-vit" / "knn").iterdir())
+    metrics = json.loads(run_dir.joinpath("metrics.json").read_text())
     assert metrics["dataset"]["protocol"].startswith("slide-level")  # the demo ships its slide table
     assert metrics["metrics"]["classification"]["macro_F1"] > 0.6
+    # the split as realised: 70/15/15 asked, 4 patients per class give 2/1/1 -> 50/25/25 of patients
+    realised = ("requested train/val/test 70/15/15; realised train/val/test 14/7/7 patients (50/25/25%), "
+                "177/90/88 cases (50/25/25%); no patient in two parts")
+    assert realised in metrics["split"]["statement"] and metrics["split"]["unit"] == "patient"
+    assert realised in " ".join(result.output.split())  # the terminal's split line (wrapped by the console)
+    report = (run_dir / "report.html").read_text()
+    assert realised in report
+    # a synthetic demo extracted by a randomly initialised encoder says both, everywhere
+    provenance = metrics["provenance"]
+    assert provenance["synthetic_data"] and provenance["encoder_weights"] == "random"
+    assert provenance["weights"] == ["random-init:seed=0"]
+    assert "SYNTHETIC DATA" in result.output and "RANDOM ENCODER WEIGHTS" in result.output
+    assert report.count('class="banner provenance"') == 2
 
 
 @pytest.mark.slow

@@ -46,7 +46,9 @@ def test_seeded_and_deterministic():
 
 
 def test_degenerate_inputs():
-    assert bootstrap_ci([0.25]) == (0.25, 0.25)
+    # a bootstrap that cannot vary (one value, or all values equal) is no interval: (nan, nan), never [x, x]
+    assert all(math.isnan(v) for v in bootstrap_ci([0.25]))
+    assert all(math.isnan(v) for v in bootstrap_ci([1.0] * 40))
     assert all(math.isnan(v) for v in bootstrap_ci([]))
     assert all(math.isnan(v) for v in bootstrap_ci([float("nan")] * 3))
 
@@ -133,3 +135,19 @@ def test_several_statistics_on_one_set_of_resamples_match_each_alone():
         bootstrap_statistics_ci(lambda b: {"x": np.zeros(1)}, 10, 100)
     with pytest.raises(PathkitError, match="n_cases must be a non-negative integer"):
         bootstrap_statistics_ci(lambda b: {}, -1, 100)
+
+
+def test_a_statistic_whose_resamples_all_agree_is_not_estimable():
+    """3 perfectly ranked cases: every resample with both classes has AUROC 1, the others are NaN;
+    the percentile interval would be [1, 1] and is reported as not estimable (nan, nan) instead."""
+    from pathkit_metrics.classification import auroc
+
+    from pathkit_core.evaluation.bootstrap import bootstrap_statistic_ci, bootstrap_statistics_ci
+
+    scores, labels = np.array([0.9, 0.2, 0.8]), np.array([1, 0, 1])
+    low, high = bootstrap_statistic_ci(lambda idx: auroc(scores[idx], labels[idx]), 3, 300, seed=0)
+    assert math.isnan(low) and math.isnan(high)
+    found = bootstrap_statistics_ci(lambda block: {"const": np.ones(block.shape[0]),
+                                                   "mean": scores[block].mean(axis=1)}, 3, 300, seed=0)
+    assert all(math.isnan(v) for v in found["const"])
+    assert found["mean"][0] < found["mean"][1]  # a statistic that varies keeps its interval

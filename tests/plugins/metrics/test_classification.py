@@ -48,7 +48,8 @@ def test_binary_example_by_hand():
     # Brier: mean of .01, .16, .4225, .04.
     assert s["Brier"] == pytest.approx((0.01 + 0.16 + 0.4225 + 0.04) / 4)
     assert s["n_cases"] == 4 and s["n_positive"] == 2 and s["prevalence"] == 0.5
-    assert math.isnan(s["AUROC_ci_low"]) and math.isnan(s["AUROC_ci_high"])
+    # no bootstrap asked for: no AUROC bounds at all (NaN bounds would mean "not estimable")
+    assert "AUROC_ci_low" not in s and "AUROC_ci_high" not in s
 
 
 def test_ties_count_one_half():
@@ -126,7 +127,55 @@ def test_bootstrap_ci_matches_resampled_aurocs():
     assert again["AUROC_ci_low"] == s["AUROC_ci_low"]
     # epoch selection asks for the point estimate only
     sel = compute(scores.tolist(), labels.tolist(), selection=True).summary
-    assert math.isnan(sel["AUROC_ci_low"]) and sel["AUROC"] == s["AUROC"]
+    assert not any(k.endswith("_ci_low") for k in sel) and sel["AUROC"] == s["AUROC"]
+
+
+def test_proportions_carry_wilson_intervals_worked_by_hand():
+    """accuracy 3/4, sensitivity 1/2, specificity 2/2 of the hand example: Wilson score intervals
+    in closed form (tests/core/test_intervals.py)."""
+    from tests.core.test_intervals import wilson_by_hand as wilson
+
+    result = compute(SCORES, LABELS, n_resamples=0)
+    s = result.summary
+    for key, (k, n) in {"accuracy": (3, 4), "sensitivity": (1, 2), "specificity": (2, 2)}.items():
+        assert (s[f"{key}_ci_low"], s[f"{key}_ci_high"]) == pytest.approx(wilson(k, n)), key
+    assert result.details["intervals"]["sensitivity"] == "Wilson score (1/2)"
+    # exact (Clopper-Pearson) on request: 2/2 -> [(0.025)^(1/2), 1]
+    exact = compute(SCORES, LABELS, n_resamples=0, proportion_ci="exact").summary
+    assert exact["specificity_ci_low"] == pytest.approx(0.025 ** 0.5) and exact["specificity_ci_high"] == 1.0
+    with pytest.raises(PathkitError, match="unknown method"):
+        compute(SCORES, LABELS, n_resamples=0, proportion_ci="agresti")
+
+
+def test_three_test_cases_give_no_interval_and_a_small_sample_warning():
+    """The issue's example: 3 test cases, AUROC 1.0 printed as "[1.0000, 1.0000]"; the bootstrap
+    cannot vary, so the table says "not estimable (n=3)" and warns that the set is small."""
+    from pathkit_core.evaluation.scores import score_rows, table_cells
+
+    result = compute([0.9, 0.2, 0.4], [1, 0, 1], n_resamples=1000)
+    s = result.summary
+    assert s["AUROC"] == 1.0 and math.isnan(s["AUROC_ci_low"]) and math.isnan(s["AUROC_ci_high"])
+    sample = result.details["sample"]
+    assert sample["small"] and sample["n_cases"] == 3 and sample["class_counts"] == {"0": 1, "1": 2}
+    assert "3 test case(s) (fewer than 20)" in sample["warning"]
+    rows = {r.key: r for r in score_rows({"classification": s}, details={"classification": result.details})}
+    cells = table_cells(rows["AUROC"], [])
+    assert cells[1] == "1.0000" and cells[2] == "not estimable (n=3) \u00b7 small test set"
+    assert "[1.0000, 1.0000]" not in " ".join(cells)
+    # the proportions keep real intervals, also flagged
+    assert table_cells(rows["sensitivity"], [])[2].startswith("[0.0945, 0.9055]")
+    # counts are informational: no direction arrow
+    assert rows["n_cases"].better == "" and rows["prevalence"].better == "" and rows["AUROC"].better == "\u2191 higher"
+    assert not rows["n_cases"].note
+
+
+def test_a_large_test_set_carries_no_small_sample_warning():
+    rng = np.random.default_rng(0)
+    labels = np.repeat([0, 1], 15)
+    result = compute((labels * 0.4 + rng.random(30) * 0.6).tolist(), labels.tolist(), n_resamples=200)
+    assert not result.details["sample"]["small"] and "warning" not in result.details["sample"]
+    s = result.summary
+    assert s["AUROC_ci_low"] < s["AUROC_ci_high"]
 
 
 def test_multiclass_macro_scores_by_hand():

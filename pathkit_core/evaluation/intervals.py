@@ -1,0 +1,93 @@
+"""Intervals a small test set can honestly carry: score intervals of proportions, the small-sample
+threshold of the bootstrap, and the words the tables use when an interval cannot be estimated.
+
+- Proportions (accuracy, sensitivity, specificity, per-class recall and precision) get the Wilson
+  score interval by default, or the exact Clopper-Pearson interval (`method="exact"`), both from
+  `scipy.stats.binomtest(...).proportion_ci`. Both are defined for any n >= 1 (0/n and n/n
+  included) and never collapse to a point, unlike a bootstrap of a proportion.
+- A percentile bootstrap (pathkit_core.evaluation.bootstrap) gives no interval when its resamples
+  cannot vary; the summary then holds NaN bounds and the tables say "not estimable".
+- A test set is *small* for the bootstrap when it has fewer than `MIN_CASES` cases or one of its
+  classes fewer than `MIN_CASES_PER_CLASS`; the tables and the terminal say so beside the score.
+
+Why these thresholds (docs/metrics.md, "Small test sets"): a resample of n cases misses a class of
+k cases with probability (1 - k/n)^n <= e^-k; with k = 3 that is about 5% of the resamples (they
+are dropped: an AUROC needs both classes, so the interval is drawn from a biased subset), with
+k = 10 under 5e-5. And n cases give at most C(2n-1, n) distinct resamples (10 for n = 3, 92,378
+for n = 10), so below ~20 cases a percentile interval is read off a handful of lattice points.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pathkit_core.contracts import PathkitError
+
+MIN_CASES = 20
+MIN_CASES_PER_CLASS = 10
+PROPORTION_METHODS = {"wilson": "wilson", "exact": "exact", "clopper-pearson": "exact"}
+NOT_ESTIMABLE = "not estimable"
+# details key under which a metric records its test set's size (`sample_facts`)
+SAMPLE_KEY = "sample"
+
+
+def proportion_ci(successes: int, n: int, level: float = 0.95, method: str = "wilson") -> tuple[float, float]:
+    """Two-sided interval of the proportion successes/n: Wilson score (default) or exact
+    Clopper-Pearson; (nan, nan) when n is 0 (no proportion to bound)."""
+    from scipy.stats import binomtest
+
+    chosen = PROPORTION_METHODS.get(str(method).lower())
+    if chosen is None:
+        raise PathkitError(f"proportion interval: unknown method {method!r} (expected wilson or exact)")
+    if not 0.0 < float(level) < 1.0:
+        raise PathkitError(f"proportion interval: level must lie strictly between 0 and 1, got {level!r}")
+    successes, n = int(successes), int(n)
+    if n < 0 or not 0 <= successes <= max(n, 0):
+        raise PathkitError(f"proportion interval: {successes} successes out of {n} trials")
+    if n == 0:
+        return (math.nan, math.nan)
+    found = binomtest(successes, n).proportion_ci(confidence_level=float(level), method=chosen)
+    return (float(found.low), float(found.high))
+
+
+def small_sample_warning(n_cases: int, class_counts: Mapping[str, int] | None = None) -> str:
+    """The sentence the tables print beside a score of a test set too small for the bootstrap
+    ("" when it is large enough): fewer than `MIN_CASES` cases, or a class with fewer than
+    `MIN_CASES_PER_CLASS`."""
+    problems = []
+    if n_cases < MIN_CASES:
+        problems.append(f"{n_cases} test case(s) (fewer than {MIN_CASES})")
+    few = {str(k): int(v) for k, v in (class_counts or {}).items() if int(v) < MIN_CASES_PER_CLASS}
+    if few:
+        shown = ", ".join(f"{k}: {v}" for k, v in sorted(few.items(), key=lambda kv: (kv[1], kv[0]))[:6])
+        more = f" and {len(few) - 6} more" if len(few) > 6 else ""
+        problems.append(f"class(es) with fewer than {MIN_CASES_PER_CLASS} test cases ({shown}{more})")
+    if not problems:
+        return ""
+    return ("small test set: " + "; ".join(problems) + ". Bootstrap intervals are unreliable at this size "
+            "(proportions carry Wilson/exact intervals); read the scores as anecdotal")
+
+
+def sample_facts(n_cases: int, class_counts: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """What a metric records under details["sample"]: the test set's size, its class counts and,
+    when it is small, the warning (`small_sample_warning`) the tables show beside its scores."""
+    out: dict[str, Any] = {"n_cases": int(n_cases), "min_cases": MIN_CASES}
+    if class_counts is not None:
+        out["class_counts"] = {str(k): int(v) for k, v in class_counts.items()}
+        out["min_cases_per_class"] = MIN_CASES_PER_CLASS
+    warning = small_sample_warning(n_cases, class_counts)
+    out["small"] = bool(warning)
+    if warning:
+        out["warning"] = warning
+    return out
+
+
+def not_estimable_text(n_cases: int | None = None) -> str:
+    """The CI cell of a score whose interval could not be estimated: "not estimable (n=3)"."""
+    return f"{NOT_ESTIMABLE} (n={n_cases})" if n_cases is not None else NOT_ESTIMABLE
+
+
+__all__ = ["MIN_CASES", "MIN_CASES_PER_CLASS", "NOT_ESTIMABLE", "PROPORTION_METHODS", "SAMPLE_KEY",
+           "not_estimable_text", "proportion_ci", "sample_facts", "small_sample_warning"]

@@ -1,0 +1,117 @@
+"""What a result rests on, said where the result is read: synthetic cases and random encoder weights.
+
+A run's metrics.json carries "provenance" (`run_provenance`): whether its cases are synthetic (the
+dataset's demo was built and used, its root holds the demo marker `SYNTHETIC_MARKER`, the dataset
+class declares `Dataset.synthetic`, or its summary says "synthetic") and what its encoder weights
+are, as the feature files record them (`random-init:seed=N`: a randomly initialised encoder, not a
+published checkpoint; a sha256: a checkpoint file; "built-in": an encoder without learned
+weights). Its "banners" are the sentences the terminal summary, the run report and the matrix
+report show above the scores (`banners`), so that a shared report of a demo never reads like a
+real result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.workspace import atomic_write_json
+
+# Written by `pathkit run` into the root of a demo it built (pathkit_core.run.dataset.open_dataset).
+SYNTHETIC_MARKER = ".pathkit-synthetic.json"
+RANDOM_WEIGHTS_PREFIX = "random-init:"
+
+
+def mark_synthetic(root: str | Path, dataset: str) -> Path:
+    """Mark `root` (a demo pathkit built) as synthetic data of `dataset`."""
+    path = Path(root) / SYNTHETIC_MARKER
+    if not path.exists():
+        atomic_write_json(path, {"dataset": dataset, "synthetic": True,
+                                 "why": f"pathkit built them as the synthetic demo of {dataset}"})
+    return path
+
+
+def synthetic_reason(dataset: Any, summary: Mapping[str, Any] | None = None) -> str:
+    """Why the cases of the opened `dataset` are synthetic ("" when nothing says they are);
+    `summary` is its `Dataset.summary()`, whose "synthetic" may say so."""
+    if getattr(type(dataset), "synthetic", False):
+        return f"dataset {dataset.name!r} is synthetic by design"
+    root = getattr(dataset, "root", None)
+    if root is not None:
+        marker = Path(root) / SYNTHETIC_MARKER
+        try:
+            found = json.loads(marker.read_text())
+        except FileNotFoundError:
+            found = None
+        except (OSError, ValueError):
+            found = {"why": f"{marker} marks it as a synthetic demo"}
+        if isinstance(found, dict):
+            return str(found.get("why") or f"{marker} marks it as a synthetic demo")
+    declared = (summary or {}).get("synthetic")
+    if declared:
+        return declared if isinstance(declared, str) else f"dataset {dataset.name!r} declares its data synthetic"
+    return ""
+
+
+def weights_kind(identities: Iterable[str]) -> str:
+    """"random" (some feature file was extracted by a randomly initialised encoder), "checkpoint",
+    "built-in" (no learned weights) or "unknown" (no feature file records any)."""
+    found = [str(i) for i in identities if i]
+    if any(i.startswith(RANDOM_WEIGHTS_PREFIX) for i in found):
+        return "random"
+    if any(i != "built-in" for i in found):
+        return "checkpoint"
+    return "built-in" if found else "unknown"
+
+
+def run_provenance(dataset: Any, encoder: str, weights: Iterable[str],
+                   summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """metrics.json "provenance": synthetic cases (with why), the encoder's weights (the feature
+    files' records, `pathkit_core.run.identity.weights_identity`), the banners."""
+    weights = sorted({str(w) for w in weights if w})
+    why = synthetic_reason(dataset, summary)
+    kind = weights_kind(weights)
+    out: dict[str, Any] = {"dataset": getattr(dataset, "name", None), "synthetic_data": bool(why),
+                           "encoder": encoder, "encoder_weights": kind,
+                           "weights": weights}
+    if why:
+        out["synthetic_why"] = why
+    banners = []
+    if why:
+        banners.append(f"SYNTHETIC DATA: the cases of {dataset.name} in this run are synthetic ({why}); its scores "
+                       "say whether the pipeline works, nothing about real tissue.")
+    if kind == "random":
+        seeds = ", ".join(w.removeprefix(RANDOM_WEIGHTS_PREFIX) for w in weights if w.startswith(RANDOM_WEIGHTS_PREFIX))
+        banners.append(f"RANDOM ENCODER WEIGHTS: encoder {encoder} was randomly initialised ({seeds}), not loaded "
+                       "from a published checkpoint; its features carry no pretraining.")
+    out["banners"] = banners
+    return out
+
+
+def banners(metrics: Mapping[str, Any] | None) -> list[str]:
+    """The provenance banners of a run's metrics.json ([] for a run without provenance)."""
+    found = (metrics or {}).get("provenance") or {}
+    return [str(b) for b in found.get("banners") or []] if isinstance(found, Mapping) else []
+
+
+def matrix_banners(cells: list[Mapping[str, Any]]) -> list[str]:
+    """The banners of a matrix of runs (each cell's metrics.json): how many cells, of which
+    datasets and encoders, rest on synthetic cases or on randomly initialised encoder weights."""
+    synthetic = [c for c in cells if (c.get("provenance") or {}).get("synthetic_data")]
+    random_w = [c for c in cells if (c.get("provenance") or {}).get("encoder_weights") == "random"]
+    out = []
+    if synthetic:
+        names = sorted({str((c.get("provenance") or {}).get("dataset") or "?") for c in synthetic})
+        out.append(f"SYNTHETIC DATA: {len(synthetic)} of {len(cells)} cell(s) ran on synthetic cases "
+                   f"({', '.join(names)}); their scores say whether the pipeline works, nothing about real tissue.")
+    if random_w:
+        names = sorted({str((c.get("provenance") or {}).get("encoder") or "?") for c in random_w})
+        out.append(f"RANDOM ENCODER WEIGHTS: {len(random_w)} of {len(cells)} cell(s) used randomly initialised "
+                   f"encoder weights ({', '.join(names)}), not a published checkpoint.")
+    return out
+
+
+__all__ = ["RANDOM_WEIGHTS_PREFIX", "SYNTHETIC_MARKER", "banners", "mark_synthetic", "matrix_banners",
+           "run_provenance", "synthetic_reason", "weights_kind"]
