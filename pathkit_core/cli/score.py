@@ -53,11 +53,11 @@ def register(app: typer.Typer) -> None:
             match_extensions,
             read_records,
         )
-        from pathkit_core.evaluation.runner import score, write_results
-        from pathkit_core.workspace import check_writable_dir
+        from pathkit_core.evaluation.runner import RESULT_FILES, score, write_result_folder
+        from pathkit_core.workspace import check_result_folder
 
         if out is not None:
-            check_writable_dir(out, "--out")  # before scoring, so no score is lost at the end
+            check_result_folder(out, RESULT_FILES, "--out")  # before scoring, so no score is lost at the end
         whole = _whole_records(split_names(metric))
         pred_file = read_records(predictions, whole=whole)
         if references is not None:
@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
         result = score(split_names(metric), values, refs, ids=ids, dataset=dataset,
                        context={"options": options} if options else None)
         if out is not None:
-            write_results(result, out, extra={"predictions": str(predictions), "references": str(references),
+            write_result_folder(result, out, extra={"predictions": str(predictions), "references": str(references),
                                               "dataset": dataset, "n_cases": len(ids)})
         _warn_flagged(result.per_case)
         if as_json:

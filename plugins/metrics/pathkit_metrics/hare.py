@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import TASK_REPORT, DatasetOption, Metric, MetricResult, PathkitError
 from pathkit_metrics._text_inputs import (
     metric_options,
     option_bool,
@@ -63,18 +63,18 @@ ALIGNMENT_MAX_LENGTH = 30
 MODEL_MAX_LENGTH = 512
 NER_STRIDE = 64
 MARKERS = ("[E1]", "[/E1]", "[E2]", "[/E2]")
-OPTIONS = (
-    "ner_model",
-    "re_model",
-    "alignment_model",
-    "hare_dir",
-    "allow_download",
-    "device",
-    "batch_size",
-    "entity_threshold",
-    "relation_threshold",
-    "relation_entities",
-    "max_relation_pairs",
+OPTIONS: tuple[DatasetOption, ...] = (
+    DatasetOption("ner_model", "str", None, "NER model folder or hub id"),
+    DatasetOption("re_model", "str", None, "relation model folder or hub id"),
+    DatasetOption("alignment_model", "str", None, "embedding model folder or hub id"),
+    DatasetOption("hare_dir", "str", None, "folder holding the three HARE models"),
+    DatasetOption("allow_download", "bool", False, "allow downloading the models from the hub"),
+    DatasetOption("device", "str", "auto", "auto, cpu, cuda, cuda:1"),
+    DatasetOption("batch_size", "int", 32, "texts per forward pass"),
+    DatasetOption("entity_threshold", "float", None, "entity score threshold"),
+    DatasetOption("relation_threshold", "float", None, "relation score threshold"),
+    DatasetOption("relation_entities", "thresholded|all", "thresholded", "entities relations are sought between"),
+    DatasetOption("max_relation_pairs", "int", 50_000, "entity pairs per report at most"),
 )
 # Which entities relations are sought between: "thresholded" (the paper's recipe: entities above
 # `entity_threshold`) or "all" (the public code's evaluate(): every entity the NER model returns).
@@ -500,6 +500,7 @@ def relation_f1(
 
 class HAREMetric(Metric):
     name: ClassVar[str] = "hare"
+    option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
     description: ClassVar[str] = (
         "HARE: entity (embedding alignment) and relation F1 with the HARE-NER/RE/alignment models"
     )
@@ -522,7 +523,7 @@ class HAREMetric(Metric):
         import numpy as np
         import polars as pl
 
-        options = metric_options(context, OPTIONS, self.name)
+        options = metric_options(context, type(self))
         pairs = validate_report_pairs(predictions, references, ids, metric=self.name, multi_reference=False)
         batch_size = int(option_number(options, "batch_size", DEFAULT_BATCH_SIZE, self.name, integer=True, minimum=1))
         entity_threshold = float(option_number(options, "entity_threshold", ENTITY_THRESHOLD, self.name))

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_SEGMENTATION, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import TASK_SEGMENTATION, DatasetOption, Metric, MetricResult, PathkitError
 
 EMPTY_RULES = ("seed", "ignore", "one")
 REGIONS = ("tissue", "slide")
@@ -74,6 +74,14 @@ class SegmentationMetric(Metric):
     """Overlap of predicted and reference masks on one grid (module docstring)."""
 
     name: ClassVar[str] = "segmentation"
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("empty", "seed|ignore|one", "seed", "what a slide with an empty reference scores"),
+        DatasetOption("region", "tissue|slide", None, "tissue (default in a run) or slide (default for files)"),
+        DatasetOption("eval_mpp", "float", None, "evaluation resolution in micrometres per pixel"),
+        DatasetOption("downsample", "float", None, "raster pixel size in GeoJSON coordinate units (files)"),
+        DatasetOption("mask_classes", "any", None, "GeoJSON classifications forming the foreground"),
+        DatasetOption("foreground_value", "int", None, "raster value of the foreground (default: any non-zero)"),
+    )
     description: ClassVar[str] = "Dice, IoU, precision, recall, F1 of masks per slide and pooled; empty-mask rules"
     tasks: ClassVar[tuple[str, ...]] = (TASK_SEGMENTATION,)
     headline_scores: ClassVar[tuple[str, ...]] = ("Dice", "IoU", "precision", "recall", "F1", "Dice_pooled",
