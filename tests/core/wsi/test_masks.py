@@ -182,3 +182,44 @@ def test_a_reference_reads_alike_from_its_png_and_its_geojson(tmp_path):
         reference_mask({"mask": str(png), "mask_downsample": "x"}, frame, size0, 0.25)
     with pytest.raises(PathkitError, match=r"s1.png \(64 x 48 px at downsample 4"):
         reference_mask({"mask": str(png), "mask_downsample": 4, "slide": "S"}, frame, size0, 0.25)
+
+
+# --------------------------------------------------------------------------- hardening (issue 28)
+
+
+@pytest.mark.parametrize("bad", ["NaN", "1e400", "-Infinity"])
+def test_a_geojson_coordinate_that_is_not_finite_names_the_file_and_feature(tmp_path, bad):
+    path = tmp_path / "bad.geojson"
+    path.write_text('{"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {"classification": '
+                    '{"name": "Tumor"}}, "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [10, 0], '
+                    f'[10, {bad}], [0, 10], [0, 0]]]}}}}]}}')
+    with pytest.raises(PathkitError, match=rf"GeoJSON {path}: feature 0 \(Tumor\) has a NaN or infinite coordinate"):
+        read_geojson(path)
+
+
+def test_a_geojson_nested_deeper_than_json_can_read_is_one_line(tmp_path):
+    path = tmp_path / "deep.geojson"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(PathkitError, match=rf"GeoJSON {path}: nested too deeply to be read"):
+        read_geojson(path)
+
+
+def test_a_points_only_reference_lists_the_features_it_skipped(tmp_path):
+    path = tmp_path / "points.geojson"
+    write_geojson(path, [{"type": "Feature", "properties": {"classification": {"name": "Tumor"}},
+                          "geometry": {"type": "Point", "coordinates": [5, 5]}},
+                         {"type": "Feature", "properties": {},
+                          "geometry": {"type": "LineString", "coordinates": [[0, 0], [9, 9]]}}])
+    frame = MaskFrame(16, 16, 1.0, 1.0)
+    mask, notes = reference_mask({"mask": str(path)}, frame, (16, 16), None)
+    assert not mask.any()
+    assert notes == ["points.geojson skipped: feature 0 (Tumor): a Point, not an area; "
+                     "feature 1: a LineString, not an area"]
+
+
+def test_a_npy_mask_whose_foreground_is_nan_is_refused(tmp_path):
+    values = np.zeros((8, 8), np.float32)
+    values[2:5, 2:5] = np.nan
+    np.save(tmp_path / "m.npy", values)
+    with pytest.raises(PathkitError, match=r"m\.npy holds 9 NaN or infinite value\(s\)"):
+        read_raster(tmp_path / "m.npy")
