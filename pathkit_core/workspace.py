@@ -555,6 +555,15 @@ def _owner_problem(info: Any) -> str | None:
     return None
 
 
+def _parse_owner(text: str) -> dict[str, Any] | None:
+    """The owner record of a lock file's text; None when half written or corrupt."""
+    try:
+        info = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return info if _owner_problem(info) is None else None
+
+
 class FileLock:
     """An exclusive lock file holding the owner's pid, process start time, host and time.
 
@@ -583,10 +592,9 @@ class FileLock:
         """The recorded owner; None when the file is missing, half written or corrupt (see
         `owner_problem`)."""
         try:
-            info = json.loads(self.path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError, OSError, UnicodeDecodeError, RecursionError):
+            return _parse_owner(self.path.read_text())
+        except (OSError, UnicodeDecodeError):
             return None
-        return info if _owner_problem(info) is None else None
 
     def owner_problem(self) -> str | None:
         """Why the lock file is not a lock pathkit wrote (None when it is, or is gone)."""
@@ -684,8 +692,8 @@ class FileLock:
         except FileNotFoundError:
             return
         try:
-            taken = json.loads(grave.read_text())
-        except (OSError, json.JSONDecodeError):
+            taken = _parse_owner(grave.read_text())
+        except (OSError, UnicodeDecodeError):
             taken = None
         if taken != judged:
             with contextlib.suppress(OSError):
