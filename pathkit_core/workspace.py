@@ -71,6 +71,9 @@ def storage_error(exc: BaseException, path: str | Path, *, permission: bool = Tr
         )
     if code == errno.EROFS:
         return StorageError(f"{path}: the filesystem is read-only; write elsewhere")
+    if code == errno.EIO:
+        return StorageError(f"{path}: the device reported an input/output error while writing (a failing disk, or "
+                            "a network filesystem that went away); nothing half written is kept: rerun to resume")
     if permission and code in (errno.EACCES, errno.EPERM):
         return StorageError(f"{path}: permission denied for writing; write elsewhere or fix the permissions")
     return None

@@ -210,8 +210,8 @@ def test_features_import_and_export_never_write_outside_the_out_folder(tmp_path,
                          {"slide_id": str(elsewhere / "pwned"), "encoder": "crafted"})
     store.write_features(out / "crafted" / "climber.safetensors", torch.ones(3, 4),
                          torch.zeros(3, 2, dtype=torch.int32), {"slide_id": "../../../climbed", "encoder": "crafted"})
+    exported = out / "h5"
     for source in (out / "crafted", out / "crafted" / "honest.safetensors"):
-        exported = out / "h5"
         created = _new_files_outside(exported, lambda s=source: cli("features", "export", s, "--out", exported),
                                      sandbox)
         assert created == [], f"export of {source.name}: wrote {created}"
