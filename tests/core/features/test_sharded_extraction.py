@@ -258,8 +258,7 @@ def soak(tiles: Path, reference: Path, out: Path, *, workers: int, kills: int, s
                 expected = "no space left on the device" if code == "ENOSPC" else "input/output error"
                 assert expected in lines[-1], lines[-1]
                 written = set(watcher.inodes) & owned[shard]
-                assert len(written) == after, f"shard {shard} wrote {len(written)} slides; its disk failed after {after}"
-
+                assert len(written) == after, f"shard {shard}: {len(written)} slides written, not {after}"
                 report.faults.append(f"shard {shard}: {code} after {after} of {len(owned[shard])} slides")
                 continue
             assert proc.returncode == 0, f"shard {shard}: rc {proc.returncode}\n{stderr[-3000:]}"
