@@ -272,3 +272,12 @@ def test_slides_without_patient_or_qc_record(root, tmp_path):
     assert strict._check_feature(goldmark_file).status == "ok"  # its JSON record says ok
     with pytest.raises(PathkitError, match=r"usable slide\(s\) with label\(s\) \[\]; both classes are needed"):
         strict.validate()
+
+
+def test_a_demo_for_a_task_that_is_no_goldmark_task_is_a_clear_error(tmp_path):
+    from pathkit_datasets.goldmark import GoldmarkDataset
+
+    with pytest.raises(PathkitError, match=r"task 'NOPE' is neither a GOLDMARK task \(BLCA-PIK3CA, .*\) nor a "
+                                           r"TUMOUR-GENE key"):
+        GoldmarkDataset(None, task="NOPE").make_demo(tmp_path / "demo")
+    assert not (tmp_path / "demo").exists()
