@@ -13,6 +13,7 @@ import pytest
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from tests._pipes import without_blocking
 
 PREDS = [{"id": "a", "report": "invasive carcinoma grade 2"}, {"id": "b", "report": "benign"}]
 REFS = [{"id": "a", "report": "invasive carcinoma"}, {"id": "b", "report": "benign breast tissue"}]
@@ -278,28 +279,12 @@ def test_info_lists_a_datasets_options_and_layout(cli):
 # --------------------------------------------------------------------------- hardening (issue 28)
 
 
-def _no_hang(call, fifo: Path, seconds: float = 60):
-    """Run `call()` in a thread; a call blocked reading the named pipe `fifo` fails the test (the
-    pipe is then opened for writing so that the blocked reader, and the test process, can end)."""
-    import threading
-
-    done = []
-    worker = threading.Thread(target=lambda: done.append(call()), daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        with open(fifo, "wb"):
-            pass
-        pytest.fail(f"blocked reading the named pipe {fifo}")
-    return done[0]
-
-
 def test_a_named_pipe_as_run_config_is_refused_without_blocking(cli, tmp_path):
     import os
 
     fifo = tmp_path / "run.toml"
     os.mkfifo(fifo)
-    result = _no_hang(lambda: cli("run", "--config", fifo), fifo)
+    result = without_blocking(lambda: cli("run", "--config", fifo), fifo)
     assert result.exit_code == 2
     assert f"--config {fifo} is not a regular file (a named pipe)" in result.stderr
 

@@ -451,25 +451,13 @@ def test_a_slide_table_repeating_one_slide_lists_the_first_repeats_and_a_count(t
 
 def test_a_named_pipe_as_splits_file_is_refused_without_blocking(tmp_path):
     import os
-    import threading
+
+    from tests._pipes import without_blocking
 
     root = tmp_path / "cohort"
     cohort(root, split=False)
     fifo = tmp_path / "split.csv"
     os.mkfifo(fifo)
-    done: list = []
-
-    def call():
-        try:
-            SlidesCSV(root, workdir=str(tmp_path / "work"), splits_file=str(fifo)).splits()
-        except PathkitError as exc:
-            done.append(exc)
-
-    worker = threading.Thread(target=call, daemon=True)
-    worker.start()
-    worker.join(60)
-    if worker.is_alive():
-        with open(fifo, "w"):
-            pass
-        pytest.fail("a named pipe as splits_file blocked the reader")
-    assert done and f"split file {fifo} is not a regular file (a named pipe)" in str(done[0])
+    found = without_blocking(lambda: SlidesCSV(root, workdir=str(tmp_path / "work"), splits_file=str(fifo)).splits(),
+                             fifo)
+    assert isinstance(found, PathkitError) and f"split file {fifo} is not a regular file (a named pipe)" in str(found)
