@@ -63,6 +63,11 @@ ALIGNMENT_MAX_LENGTH = 30
 MODEL_MAX_LENGTH = 512
 NER_STRIDE = 64
 MARKERS = ("[E1]", "[/E1]", "[E2]", "[/E2]")
+# Which entities relations are sought between: "thresholded" (the paper's recipe: entities above
+# `entity_threshold`) or "all" (the public code's evaluate(): every entity the NER model returns).
+RELATION_ENTITIES = ("thresholded", "all")
+DEFAULT_BATCH_SIZE = 32
+DEFAULT_MAX_RELATION_PAIRS = 50_000
 OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("ner_model", "str", None, "NER model folder or hub id"),
     DatasetOption("re_model", "str", None, "relation model folder or hub id"),
@@ -70,17 +75,13 @@ OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("hare_dir", "str", None, "folder holding the three HARE models"),
     DatasetOption("allow_download", "bool", False, "allow downloading the models from the hub"),
     DatasetOption("device", "str", "auto", "auto, cpu, cuda, cuda:1"),
-    DatasetOption("batch_size", "int", 32, "texts per forward pass"),
-    DatasetOption("entity_threshold", "float", None, "entity score threshold"),
-    DatasetOption("relation_threshold", "float", None, "relation score threshold"),
-    DatasetOption("relation_entities", "thresholded|all", "thresholded", "entities relations are sought between"),
-    DatasetOption("max_relation_pairs", "int", 50_000, "entity pairs per report at most"),
+    DatasetOption("batch_size", "int", DEFAULT_BATCH_SIZE, "texts per forward pass"),
+    DatasetOption("entity_threshold", "float", ENTITY_THRESHOLD, "entity score threshold"),
+    DatasetOption("relation_threshold", "float", RELATION_THRESHOLD, "relation score threshold"),
+    DatasetOption("relation_entities", "|".join(RELATION_ENTITIES), "thresholded",
+                  "entities relations are sought between"),
+    DatasetOption("max_relation_pairs", "int", DEFAULT_MAX_RELATION_PAIRS, "entity pairs per report at most"),
 )
-# Which entities relations are sought between: "thresholded" (the paper's recipe: entities above
-# `entity_threshold`) or "all" (the public code's evaluate(): every entity the NER model returns).
-RELATION_ENTITIES = ("thresholded", "all")
-DEFAULT_BATCH_SIZE = 32
-DEFAULT_MAX_RELATION_PAIRS = 50_000
 
 
 class HareUnavailable(PathkitError):
@@ -531,10 +532,7 @@ class HAREMetric(Metric):
         max_pairs = int(
             option_number(options, "max_relation_pairs", DEFAULT_MAX_RELATION_PAIRS, self.name, integer=True, minimum=1)
         )
-        relation_entities = str(options.get("relation_entities") or "thresholded")
-        if relation_entities not in RELATION_ENTITIES:
-            raise PathkitError(f"{self.name}: relation_entities must be one of {', '.join(RELATION_ENTITIES)}, "
-                               f"got {relation_entities!r}")
+        relation_entities = str(options.get("relation_entities") or "thresholded")  # a choice of the table
         models = load_hare_models(options)
 
         references_text = [refs[0] for refs in pairs.references]
