@@ -473,7 +473,8 @@ class ClassificationMetric(Metric):
         import numpy as np
         import polars as pl
 
-        options = dict((context or {}).get("options") or {})
+        # checked here too (idempotent), for calls that do not come through the metric runner
+        options = self.checked_options(dict((context or {}).get("options") or {}))
         n_bins = int(options.get("n_bins", DEFAULT_BINS))
         n_resamples = int(options.get("n_resamples", DEFAULT_RESAMPLES))
         level = float(options.get("ci_level", DEFAULT_LEVEL))

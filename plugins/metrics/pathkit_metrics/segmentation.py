@@ -75,8 +75,8 @@ class SegmentationMetric(Metric):
 
     name: ClassVar[str] = "segmentation"
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
-        DatasetOption("empty", "seed|ignore|one", "seed", "what a slide with an empty reference scores"),
-        DatasetOption("region", "tissue|slide", None, "tissue (default in a run) or slide (default for files)"),
+        DatasetOption("empty", "|".join(EMPTY_RULES), "seed", "what a slide with an empty reference scores"),
+        DatasetOption("region", "|".join(REGIONS), None, "tissue (default in a run) or slide (default for files)"),
         DatasetOption("eval_mpp", "float", None, "evaluation resolution in micrometres per pixel"),
         DatasetOption("downsample", "float", None, "raster pixel size in GeoJSON coordinate units (files)"),
         DatasetOption("mask_classes", "any", None, "GeoJSON classifications forming the foreground"),
@@ -97,18 +97,15 @@ class SegmentationMetric(Metric):
         from pathkit_metrics._mask_inputs import array_pair, file_pair, run_pair
 
         context = dict(context or {})
-        options = dict(context.get("options") or {})
-        rule = str(options.get("empty", "seed"))
-        if rule not in EMPTY_RULES:
-            raise PathkitError(f"segmentation: option empty={rule!r}: choose {', '.join(EMPTY_RULES)}")
+        # checked here too (idempotent), for calls that do not come through the metric runner
+        options = self.checked_options(dict(context.get("options") or {}))
+        rule = str(options.get("empty") or "seed")
         if len(predictions) != len(references):
             raise PathkitError(f"segmentation: {len(predictions)} predictions for {len(references)} references")
         ids = list(ids) if ids is not None else [str(i) for i in range(len(references))]
         root = Path(context["predictions_root"]) if context.get("predictions_root") else None
         in_run = any(isinstance(p, Mapping) for p in predictions)
-        region = str(options.get("region", "tissue" if in_run else "slide"))
-        if region not in REGIONS:
-            raise PathkitError(f"segmentation: option region={region!r}: choose {' or '.join(REGIONS)}")
+        region = str(options.get("region") or ("tissue" if in_run else "slide"))
         if region == "tissue" and not in_run:
             raise PathkitError("segmentation: region=tissue needs a run's tissue masks; mask files are scored over "
                                "their whole frame (region=slide)")
