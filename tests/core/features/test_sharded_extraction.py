@@ -219,10 +219,14 @@ def soak(tiles: Path, reference: Path, out: Path, *, workers: int, kills: int, s
     from pathkit_core.shard import parse_shard
 
     owned = {s: set(parse_shard(s).select(p.stem for p in tiles.glob("*.parquet"))) for s in shards}
-    # The other host's locks sit on three slides of one shard that neither dies nor fails.
-    lock_shard = rng.choice([s for s in shards if len(owned[s]) >= 3]) if foreign_locks else None
-    victims = rng.sample([s for s in shards if len(owned[s]) >= 2 and s != lock_shard], k=min(kills, workers))
-    faulty = rng.sample([s for s in shards if s not in victims and len(owned[s]) >= 3 and s != lock_shard], k=faults)
+    # The other host's locks sit on three slides of one shard that neither dies nor fails; a
+    # failing worker needs 3 slides (one before the fault, the one it fails on, one after).
+    big = [s for s in shards if len(owned[s]) >= 3]
+    assert len(big) >= faults + foreign_locks, f"too few shards of 3+ slides for {faults} fault(s) and locks: {owned}"
+    lock_shard = rng.choice(big) if foreign_locks else None
+    faulty = rng.sample([s for s in big if s != lock_shard], k=faults)
+    pool = [s for s in shards if len(owned[s]) >= 2 and s != lock_shard and s not in faulty]
+    victims = rng.sample(pool, k=min(kills, len(pool)))
     folder = store.encoder_dir(out, ENCODER)
     locks = ForeignLocks(folder, rng.sample(sorted(owned[lock_shard]), 3)) if lock_shard else None
     start = time.monotonic()
