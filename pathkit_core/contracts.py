@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,19 @@ INPUT_IMAGES = "images"
 
 class PathkitError(Exception):
     """An error meant for the user: printed without a traceback by the CLI."""
+
+
+def brief_list(items: Sequence[Any], limit: int = 20, *, sep: str = ", ") -> str:
+    """The first `limit` of `items` and how many more: an error about a million-row table stays
+    one readable line."""
+    head = sep.join(str(i) for i in items[:limit])
+    return head + (f"{sep}... ({len(items) - limit} more)" if len(items) > limit else "")
+
+
+def repeats_text(places: dict[Any, Sequence[str]], limit: int = 20, per_value: int = 5) -> str:
+    """`a (row 2, row 9); b (row 4, row 7, ... (998 more))`: each repeated value with the first
+    `per_value` places it was seen, for the first `limit` values."""
+    return brief_list([f"{v} ({brief_list(list(p), per_value)})" for v, p in places.items()], limit, sep="; ")
 
 
 class Component:
@@ -181,7 +195,10 @@ class DatasetOption:
     config): its name, type, default and meaning, listed by `pathkit info DATASET`.
 
     `type` is "str", "int", "float", "bool", "path" (a file or folder; relative paths are the
-    dataset's to resolve, usually against its root) or choices written "a|b|c".
+    dataset's to resolve, usually against its root) or choices written "a|b|c". Metrics declare
+    theirs with the same record (`Metric.option_table`) and two more types: "file" (a path,
+    which must be a readable regular file, or any value given through the Python API, such as a
+    list of texts) and "any" (taken as given: lists, mappings, objects).
     """
 
     name: str
@@ -189,12 +206,23 @@ class DatasetOption:
     default: Any = None
     help: str = ""
 
-    def parse(self, value: Any, dataset: str) -> Any:
-        """`value` as this option's type; an error naming the dataset, the option and the type."""
+    def parse(self, value: Any, dataset: str, *, owner: str = "dataset") -> Any:
+        """`value` as this option's type; an error naming the `owner` ("dataset", "metric"), its
+        name, the option and the type."""
         if value is None:
             return None
-        where = f"dataset {dataset!r}: option {self.name}={value!r}"
+        where = f"{owner} {dataset!r}: option {self.name}={value!r}"
         kind = self.type
+        if kind == "any":
+            return value
+        if kind == "file":
+            if isinstance(value, str | Path):
+                from pathkit_core.workspace import regular_file_problem
+
+                problem = regular_file_problem(value)
+                if problem is not None:
+                    raise PathkitError(f"{where}: {value} {problem[1]}")
+            return value
         if kind == "bool":
             if isinstance(value, bool):
                 return value
@@ -486,6 +514,27 @@ class Metric(Component):
     # each case's class probabilities and the "target" column its class (DeLong's test). A key not
     # named here is compared on the per-case column of its own name when there is one ("mean").
     paired_scores: ClassVar[dict[str, tuple[str, str]]] = {}
+    # The options the metric reads from `context["options"]` (`--option KEY=VALUE`, a dataset's
+    # metric options), with type, default and meaning. The metric runner checks the options
+    # against it before the metric runs (`checked_options`): an unknown one is warned about and
+    # left out, a typed one parsed (a clear error naming the metric and the option). An empty
+    # table leaves options unchecked.
+    option_table: ClassVar[tuple[DatasetOption, ...]] = ()
+
+    @classmethod
+    def checked_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        """`options` checked against `option_table` (see there); unchanged when it is empty."""
+        if not isinstance(options, Mapping):
+            raise PathkitError(f"metric {cls.name!r}: options must be a mapping, got {type(options).__name__}")
+        if not cls.option_table:
+            return dict(options)
+        table = {o.name: o for o in cls.option_table}
+        unknown = sorted(set(options) - set(table))
+        if unknown:
+            # a warning, not an error: one options dict may serve several metrics of one call
+            warnings.warn(f"{cls.name}: ignoring unknown option(s) {', '.join(unknown)}; known: "
+                          f"{', '.join(table)}", UserWarning, stacklevel=2)
+        return {k: table[k].parse(v, cls.name, owner="metric") for k, v in options.items() if k in table}
 
     def compute(
         self,
@@ -505,6 +554,7 @@ class Metric(Component):
     @classmethod
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
+        out.update(options=[dataclasses.asdict(o) for o in cls.option_table])
         out.update(tasks=list(cls.tasks), higher_is_better=cls.higher_is_better,
                    headline_scores=list(cls.headline_scores), lower_is_better=list(cls.lower_is_better),
                    informational=list(cls.informational),

@@ -576,7 +576,11 @@ def read_split_file(path: Path) -> dict[str, list[str]]:
     column is allowed and ignored), or JSON in the REG/PathBench layout `{"train": [...], "val":
     [...], "test": [...]}` whose items are ids or objects with an "id". Ids are returned as
     written; part names may be aliases (`validation`)."""
+    from pathkit_core.workspace import check_regular_file
+
     path = Path(path)
+    if path.exists():
+        check_regular_file(path, "split file")  # a named pipe would block the read
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -71,6 +71,9 @@ def storage_error(exc: BaseException, path: str | Path, *, permission: bool = Tr
         )
     if code == errno.EROFS:
         return StorageError(f"{path}: the filesystem is read-only; write elsewhere")
+    if code == errno.EIO:
+        return StorageError(f"{path}: the device reported an input/output error while writing (a failing disk, or "
+                            "a network filesystem that went away); nothing half written is kept: rerun to resume")
     if permission and code in (errno.EACCES, errno.EPERM):
         return StorageError(f"{path}: permission denied for writing; write elsewhere or fix the permissions")
     return None
@@ -124,6 +127,17 @@ def regular_file_problem(path: str | Path) -> tuple[str, str] | None:
     return None
 
 
+def check_regular_file(path: str | Path, what: str) -> Path:
+    """`path` when it is a readable regular file; else a one-line error naming `what` and the
+    path. Checked before opening: a named pipe given as a config or table would block the read
+    forever, waiting for a writer."""
+    problem = regular_file_problem(path)
+    if problem is not None:
+        raise PathkitError(f"{what} {path} {problem[1]}" + ("; give a regular file" if problem[0] in (
+            "directory", "not-a-file") else ""))
+    return Path(path)
+
+
 def plain_name(name: str, where: str) -> str:
     """`name` when it can be one file or folder name (the rule of `contracts.case_id_problem`);
     an id like `../../escape` or `a/b` would reach outside the folder it is looked up in, so it
@@ -151,6 +165,25 @@ def path_inside(root: str | Path, value: str | Path, what: str) -> Path:
     if joined != base and base not in joined.parents:
         raise PathkitError(f"{what} {str(value)!r} points outside {root}; give an absolute path if that is meant")
     return Path(root) / path
+
+
+def object_records(records: Any, path: str | Path, what: str) -> dict[str, dict[str, Any]]:
+    """The per-slide records of a status file that are JSON objects; any other (a string, a
+    list: a file edited by hand or damaged) is corrupt state, named in a warning and treated as
+    absent, so that slide is done again rather than the whole command failing."""
+    import warnings
+
+    if not isinstance(records, Mapping):
+        warnings.warn(f"{what} {path}: its records are {type(records).__name__}, not an object; "
+                      "treated as absent (corrupt)", UserWarning, stacklevel=2)
+        return {}
+    bad = sorted(str(k) for k, v in records.items() if not isinstance(v, Mapping))
+    if bad:
+        from pathkit_core.contracts import brief_list
+
+        warnings.warn(f"{what} {path}: the record(s) of {brief_list(bad, 5)} are not objects; treated as absent "
+                      "(corrupt)", UserWarning, stacklevel=2)
+    return {str(k): dict(v) for k, v in records.items() if isinstance(v, Mapping)}
 
 
 # --------------------------------------------------------------------------- atomic writes
@@ -268,6 +301,121 @@ def remove_stale_temporaries(target: str | Path) -> None:
     for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+# --------------------------------------------------------------------------- whole folders
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one step (Linux renameat2 RENAME_EXCHANGE); False where the
+    OS or the filesystem cannot, and nothing was changed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def _remove_tree(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def foreign_entries(folder: str | Path, names: Iterable[str]) -> list[str]:
+    """What `folder` holds besides `names` (empty when it does not exist): a result folder is
+    replaced as a whole, so anything else in it would be lost."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    allowed = set(names)
+
+    def ours(name: str) -> bool:  # a result file, or what a killed atomic write of one left
+        return name in allowed or (name.startswith(".") and name.endswith(".tmp")
+                                   and name[1:].split(".tmp")[0].rsplit(".", 1)[0] in allowed)
+
+    return sorted(p.name for p in folder.iterdir() if not ours(p.name))
+
+
+def check_result_folder(folder: str | Path, names: Iterable[str], what: str) -> Path:
+    """Before any work: `folder` can be written (`check_writable_dir`) and holds nothing but the
+    result files `names` of an earlier run, so replacing it as a whole loses nothing of the user's."""
+    folder = check_writable_dir(folder, what)
+    other = foreign_entries(folder, names)
+    if other:
+        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+        raise PathkitError(f"{what} {folder} holds other files ({shown}); its results are replaced as a whole, "
+                           "so give an empty or new folder, or one an earlier run of this command wrote")
+    return folder
+
+
+def remove_stale_folders(target: str | Path) -> list[Path]:
+    """Clean up after writers of the result folder `target` that were killed (call only under the
+    lock `replaced_folder` takes): a swap cut between its two steps left the old result aside
+    (`.<name>.*.old`) with `target` missing, so it is put back; every `.<name>.*.tmp` (a result
+    half written) and leftover `.old` is removed. Returns what was removed."""
+    target = Path(target)
+    if not target.parent.is_dir():
+        return []
+    stem = glob.escape(target.name)
+    olds = sorted(target.parent.glob(f".{stem}.*.old"))
+    if olds and not os.path.lexists(target):
+        os.replace(olds.pop(), target)
+    removed = []
+    for leftover in [*target.parent.glob(f".{stem}.*.tmp"), *olds]:
+        _remove_tree(leftover)
+        removed.append(leftover)
+    return removed
+
+
+@contextlib.contextmanager
+def replaced_folder(target: str | Path, *, lock_timeout: float = 600.0) -> Iterator[Path]:
+    """Yield a new empty folder beside `target` in which to write a whole result; when the block
+    succeeds it takes `target`'s place, else it is removed and `target` is left as it was.
+
+    The old and the new result are never mixed: files are written beside, then the folders are
+    swapped (in one step where the OS allows, Linux renameat2; else two renames, and a swap cut
+    between them is undone by the next writer). A lock beside `target` (`.<name>.lock`) keeps two
+    writers apart; under it, temporaries a killed writer left are removed first.
+    """
+    target = Path(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise (storage_error(exc, target) or exc) from exc
+    with FileLock(target.with_name(f".{target.name}.lock"), timeout=lock_timeout):
+        remove_stale_folders(target)
+        try:
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        except OSError as exc:
+            raise (storage_error(exc, target) or exc) from exc
+        try:
+            yield tmp
+            os.chmod(tmp, 0o777 & ~_umask())
+            if not os.path.lexists(target):
+                os.rename(tmp, target)
+            elif _exchange(tmp, target):
+                _remove_tree(tmp)  # now the old result
+            else:
+                old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+                os.replace(target, old)
+                os.rename(tmp, target)
+                _remove_tree(old)
+            _fsync_dir(target.parent)
+        except BaseException as exc:
+            _remove_tree(tmp)
+            err = storage_error(exc, target, permission=False) if isinstance(exc, Exception) else None
+            if err is not None and not isinstance(exc, StorageError):
+                raise err from exc
+            raise
 
 
 def atomic_write_bytes(target: str | Path, data: bytes) -> Path:
@@ -430,6 +578,32 @@ class _Heartbeat:
 _HEARTBEAT = _Heartbeat()
 
 
+_NOT_JSON = "is not JSON (half written, or not a lock)"
+
+
+def _owner_problem(info: Any) -> str | None:
+    """Why a parsed lock file is not an owner record (None when it is)."""
+    if not isinstance(info, dict):
+        return f"holds {type(info).__name__} {str(info)[:40]!r}, not an owner record"
+    pid = info.get("pid")
+    if isinstance(pid, bool) or not isinstance(pid, int):
+        return f"records pid {pid!r}, not a process id"
+    for key in ("time", "heartbeat"):
+        value = info.get(key, 0)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            return f"records {key} {value!r}, not a number"
+    return None
+
+
+def _parse_owner(text: str) -> dict[str, Any] | None:
+    """The owner record of a lock file's text; None when half written or corrupt."""
+    try:
+        info = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return info if _owner_problem(info) is None else None
+
+
 class FileLock:
     """An exclusive lock file holding the owner's pid, process start time, host and time.
 
@@ -455,10 +629,25 @@ class FileLock:
         self.held = False
 
     def owner(self) -> dict[str, Any] | None:
+        """The recorded owner; None when the file is missing, half written or corrupt (see
+        `owner_problem`)."""
         try:
-            return json.loads(self.path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError, OSError):
+            return _parse_owner(self.path.read_text())
+        except (OSError, UnicodeDecodeError):
             return None
+
+    def owner_problem(self) -> str | None:
+        """Why the lock file is not a lock pathkit wrote (None when it is, or is gone)."""
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"cannot be read ({exc})"
+        try:
+            return _owner_problem(json.loads(text))
+        except (json.JSONDecodeError, RecursionError):
+            return _NOT_JSON
 
     def state(self) -> dict[str, Any] | None:
         """None when nobody holds the lock; else the owner record with `stale` (True when
@@ -466,10 +655,15 @@ class FileLock:
         if not self.path.exists():
             return None
         info = self.owner()
-        return {**(info or {}), "stale": self._is_stale(info), "owner": lock_owner_text(info)}
+        problem = None if info is not None else self.owner_problem()
+        owner = lock_owner_text(info) if problem is None else f"a corrupt lock file ({self.path} {problem})"
+        return {**(info or {}), "stale": self._is_stale(info), "owner": owner,
+                **({"corrupt": problem} if problem else {})}
 
     def _is_stale(self, info: dict[str, Any] | None) -> bool:
         if info is None:
+            if self.owner_problem() not in (None, _NOT_JSON):
+                return True  # JSON, but not an owner record pathkit ever writes: corrupt
             # Half-written lock: stale if old enough that its writer has surely finished.
             with contextlib.suppress(FileNotFoundError):
                 return time.time() - self.path.stat().st_mtime > 5.0
@@ -538,8 +732,8 @@ class FileLock:
         except FileNotFoundError:
             return
         try:
-            taken = json.loads(grave.read_text())
-        except (OSError, json.JSONDecodeError):
+            taken = _parse_owner(grave.read_text())
+        except (OSError, UnicodeDecodeError):
             taken = None
         if taken != judged:
             with contextlib.suppress(OSError):

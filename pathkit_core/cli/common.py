@@ -23,7 +23,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def user_errors(func: F) -> F:
     """Turn a PathkitError into a one-line message and exit status 2 (no traceback); so too a
-    write the filesystem refused (full, read-only) wherever it happened."""
+    write the filesystem refused (full, read-only) wherever it happened, and any other OS error
+    about a named path (a file this user may not read, a path through a file)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -37,7 +38,11 @@ def user_errors(func: F) -> F:
         except OSError as exc:
             err = storage_error(exc, exc.filename or "a file being written", permission=False)
             if err is None:
-                raise
+                if exc.filename is None:
+                    raise
+                # a path that is not a folder, a file this user may not read: named, no traceback
+                where = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "")
+                err = PathkitError(f"{where}: {exc.strerror or exc}")
             err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 

@@ -112,13 +112,20 @@ def register(app: typer.Typer) -> None:
             distributed_state,
             extract_features,
             manifest_paths,
+            parse_device,
             resolve_encoder,
         )
         from pathkit_core.shard import current_shard, shard_summary
+        from pathkit_core.workspace import check_writable_dir
         from pathkit_core.wsi.manifest import read_manifest_meta
 
         if bool(slides) == (manifests is not None):
             raise PathkitError("give either SLIDE arguments or --manifests DIR (one of the two)")
+        check_writable_dir(out, "--out")  # before any model is loaded or slide tiled
+        if device not in (None, "auto"):
+            parse_device(device)
+        if tiles_dir is not None:
+            check_writable_dir(tiles_dir, "--tiles-dir")
         enc = resolve_encoder(encoder)
         shard = current_shard(shard_option)  # a usage error before any model is loaded
         state = distributed_state(device)
@@ -220,7 +227,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Import h5 feature files into the store (coordinates become level-0 pixels; QC runs)."""
         from pathkit_core.features.interop import import_h5, slide_mpp
+        from pathkit_core.features.store import check_encoder_name, check_slide_id
+        from pathkit_core.workspace import check_regular_file, check_writable_dir
 
+        check_encoder_name(encoder)
+        if slide_id is not None:
+            check_slide_id(slide_id)
+        for f in files:
+            check_regular_file(f, "feature file")
+        check_writable_dir(out, "--out")
         if (slide_id or slide) and len(files) > 1:
             raise PathkitError("--slide-id and --slide apply to one file; import files one by one")
         if coords_unit not in (None, "px", "um"):
@@ -247,18 +262,23 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="Folder for <slide_id>.h5 files."),
     ) -> None:
         """Export pathkit features as TRIDENT-style h5 (features + level-0 coords with attributes)."""
-        from pathkit_core.features.interop import export_trident_h5
-        from pathkit_core.features.store import FEATURE_SUFFIX, read_features
+        from pathkit_core.features.interop import export_path, export_trident_h5
+        from pathkit_core.features.store import FEATURE_SUFFIX, read_feature_meta, read_features
+        from pathkit_core.workspace import check_writable_dir
 
         files = sorted(source.glob(f"*{FEATURE_SUFFIX}")) if source.is_dir() else [source]
         if not files:
             raise PathkitError(f"{source}: no feature files to export")
+        check_writable_dir(out, "--out")
+        # Every target is named (from the files' metadata) and checked before anything is written.
+        targets = {f: export_path(out, read_feature_meta(f).get("slide_id") or f.name.split(".")[0], f)
+                   for f in files}
         for f in files:
             ff = read_features(f, verify=True)
             if ff.meta.get("status") == "failed":
                 err_console.print(f"[yellow]skipped[/] {f}: marked failed ({ff.meta.get('failure_reason')})")
                 continue
-            target = export_trident_h5(ff, out / f"{ff.slide_id}.h5")
+            target = export_trident_h5(ff, targets[f])
             console.print(f"{f} -> {target}", highlight=False)
 
 

@@ -115,7 +115,7 @@ def register(app: typer.Typer) -> None:
             print_json(infos)
             return
         for info in infos:
-            shown_apart = ("plugin", "options", "layout") if info["kind"] == "dataset" else ("plugin",)
+            shown_apart = ("plugin", "options", "layout") if info["kind"] in ("dataset", "metric") else ("plugin",)
             rows = [(k, v) for k, v in info.items() if k not in shown_apart]
             if info["plugin"]:
                 rows.append(("plugin", f"{info['plugin']['name']} ({info['plugin']['distribution']} "
@@ -123,6 +123,8 @@ def register(app: typer.Typer) -> None:
             print_table(f"{info['kind']} {info['name']}", ["field", "value"], rows, target=console)
             if info["kind"] == "dataset":
                 _print_dataset_usage(info)
+            elif info["kind"] == "metric" and info.get("options"):
+                _print_options(info, "--option")
 
 
 def _print_dataset_usage(info: dict) -> None:
@@ -133,6 +135,12 @@ def _print_dataset_usage(info: dict) -> None:
     if not options:
         console.print("this dataset declares no options")
         return
-    rows = [(o["name"], o["type"], "" if o["default"] is None else str(o["default"]), o["help"]) for o in options]
-    print_table(f"options of {info['name']} (--dataset-option NAME=VALUE)", ["option", "type", "default", "meaning"],
+    _print_options(info, "--dataset-option")
+
+
+def _print_options(info: dict, flag: str) -> None:
+    """A component's option table (`DatasetOption` records)."""
+    rows = [(o["name"], o["type"], "" if o["default"] is None else str(o["default"]), o["help"])
+            for o in info["options"]]
+    print_table(f"options of {info['name']} ({flag} NAME=VALUE)", ["option", "type", "default", "meaning"],
                 rows, target=console)

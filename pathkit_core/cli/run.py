@@ -47,7 +47,10 @@ def register(app: typer.Typer) -> None:
         """Run the benchmark pipeline; with no arguments, the embedded demo."""
         from pathkit_core.plugins import get_plugin_manager
         from pathkit_core.run import RunSpec, load_run_config, run_pipeline
+        from pathkit_core.workspace import DEFAULT_WORKDIR, check_regular_file, check_writable_dir
 
+        if config is not None:
+            check_regular_file(config, "--config")  # a named pipe would block the read
         values: dict = dict(load_run_config(config)) if config else {}
         if not config and not encoder and not generator:
             registry = get_plugin_manager()
@@ -84,6 +87,7 @@ def register(app: typer.Typer) -> None:
         if "dataset" not in values or not encoders or not generators:
             raise PathkitError("give --dataset, --encoder and --generator (or --config FILE.toml), "
                                "or no arguments at all for the demo")
+        check_writable_dir(values.get("workdir") or DEFAULT_WORKDIR, "--workdir")
         cells = [(e, g) for e in encoders for g in generators]
         results = []
         for enc, gen in cells:

@@ -53,11 +53,11 @@ def register(app: typer.Typer) -> None:
             match_extensions,
             read_records,
         )
-        from pathkit_core.evaluation.runner import prepare_metrics, score, write_results
-        from pathkit_core.workspace import check_writable_dir
+        from pathkit_core.evaluation.runner import RESULT_FILES, prepare_metrics, score, write_result_folder
+        from pathkit_core.workspace import check_result_folder
 
         if out is not None:
-            check_writable_dir(out, "--out")  # before scoring, so no score is lost at the end
+            check_result_folder(out, RESULT_FILES, "--out")  # before scoring, so no score is lost at the end
         options = parse_key_values(option, "--option")
         # metrics that wait for something (METEOR's JVM) start it now, while the files are read
         prepare_metrics(split_names(metric), dataset=dataset, context={"options": options} if options else None)
@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
         result = score(split_names(metric), values, refs, ids=ids, dataset=dataset,
                        context={"options": options} if options else None)
         if out is not None:
-            write_results(result, out, extra={"predictions": str(predictions), "references": str(references),
+            write_result_folder(result, out, extra={"predictions": str(predictions), "references": str(references),
                                               "dataset": dataset, "n_cases": len(ids)})
         _warn_flagged(result.per_case)
         if as_json:

@@ -68,6 +68,7 @@ def register(app: typer.Typer) -> None:
         slides, chosen by a hash of the slide id; shards share one OUT.
         """
         from pathkit_core.shard import current_shard, shard_summary
+        from pathkit_core.workspace import check_writable_dir
         from pathkit_core.wsi.slide import MPP_FIX_TILE, find_slides, read_mpp_csv, slide_id_for
         from pathkit_core.wsi.tiling import TilingFailed, TilingParams, tile_slides
 
@@ -79,9 +80,10 @@ def register(app: typer.Typer) -> None:
 
         if tile_px is not None and tile_um is not None:
             raise PathkitError("give --tile-px or --tile-um, not both")
+        check_writable_dir(out, "--out")
         params = TilingParams(
             target_mpp=target_mpp,
-            tile_px=(tile_px or 256) if tile_um is None else None,
+            tile_px=(256 if tile_px is None else tile_px) if tile_um is None else None,
             tile_um=tile_um,
             stride_px=stride_px,
             overlap=overlap,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import PathkitError, brief_list, repeats_text
 from pathkit_core.workspace import regular_file_problem
 
 # Keys that may hold a record's value, in order of preference.
@@ -64,10 +64,9 @@ class _Repeats:
     def check(self, what: str = "id") -> None:
         repeated = {rid: places for rid, places in self.where.items() if len(places) > 1}
         if repeated:
-            shown = [f"{rid!r} ({', '.join(places)})" for rid, places in repeated.items()]
             raise PathkitError(
                 f"{self.path}: {len(repeated)} {what}(s) appear more than once, so it is unclear which "
-                f"value to score: {_show(shown)}"
+                f"value to score: {repeats_text({repr(k): v for k, v in repeated.items()})}"
             )
 
 
@@ -149,6 +148,8 @@ def read_records(path: str | Path, *, whole: bool = False) -> RecordFile:
                 record = json.loads(line, object_pairs_hook=keys)
             except json.JSONDecodeError as exc:
                 raise PathkitError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from exc
+            except RecursionError:
+                raise PathkitError(f"{path}: line {lineno}: {_TOO_DEEP}") from None
             rid, value = _record_value(path, f"line {lineno}", record, whole)
             repeats.add(values, rid, value, f"line {lineno}")
         _check_inner(path, keys.inner(top_is_object=False))
@@ -158,6 +159,8 @@ def read_records(path: str | Path, *, whole: bool = False) -> RecordFile:
         data = json.loads(text, object_pairs_hook=keys)
     except json.JSONDecodeError as exc:
         raise PathkitError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})") from exc
+    except RecursionError:
+        raise PathkitError(f"{path}: {_TOO_DEEP}") from None
     _check_inner(path, keys.inner(isinstance(data, Mapping)))
     if isinstance(data, list):
         for index, record in enumerate(data):
@@ -186,6 +189,9 @@ def read_records(path: str | Path, *, whole: bool = False) -> RecordFile:
     raise PathkitError(f"{path}: expected a JSON list of {{\"id\", \"report\"}} records, got {type(data).__name__}")
 
 
+_TOO_DEEP = "JSON nested too deeply to be read (records nest a few levels at most)"
+
+
 def _check_inner(path: Path, repeated: list[str]) -> None:
     if repeated:
         raise PathkitError(
@@ -198,6 +204,8 @@ def _is_jsonl(text: str) -> bool:
         json.loads(text)
     except json.JSONDecodeError:
         return True
+    except RecursionError:
+        return False  # one JSON value, too deep: the reader says so
     return False
 
 
@@ -257,5 +265,4 @@ def join_by_id(
 
 
 def _show(ids: list[str], limit: int = 20) -> str:
-    head = ", ".join(ids[:limit])
-    return head + (f", ... ({len(ids) - limit} more)" if len(ids) > limit else "")
+    return brief_list(ids, limit)

@@ -9,7 +9,10 @@ from typing import Any
 
 from pathkit_core.contracts import Metric, MetricResult, PathkitError
 from pathkit_core.plugins import get_component
-from pathkit_core.workspace import atomic_write_json, atomic_write_with
+from pathkit_core.workspace import atomic_write_json, atomic_write_with, replaced_folder
+
+# What `write_result_folder` puts in a result folder of its own (`pathkit score --out`).
+RESULT_FILES = ("metrics.json", "per_case.parquet")
 
 
 @dataclass
@@ -56,7 +59,11 @@ def context_for(metric: Metric, context: Mapping[str, Any]) -> dict[str, Any]:
     own = {**dict((context.get("dataset_options") or {}).get(metric.name) or {}),
            **dict((context.get("metric_options") or {}).get(metric.name) or {})}
     out = {k: v for k, v in context.items() if k not in ("dataset_options", "metric_options")}
-    out["options"] = {**own, **dict(context.get("options") or {})}
+    given = context.get("options") or {}
+    if not isinstance(given, Mapping):
+        raise PathkitError(f"metric options must be a mapping, got {type(given).__name__}")
+    # checked once here for every metric: unknown options warned about, typed ones parsed
+    out["options"] = metric.checked_options({**own, **dict(given)})
     return out
 
 
@@ -149,6 +156,15 @@ def score(
                 table = table.rename({c: f"{metric.name}:{c}" for c in clash})
             per_case = per_case.join(table, on="id", how="left", maintain_order="left")
     return ScoreResult(summary, per_case, results)
+
+
+def write_result_folder(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
+    """`write_results` into a folder of its own (`pathkit score --out`), replaced as a whole: the
+    new files are written beside it and the folders swapped, so a run killed while writing leaves
+    the old result whole, never a new metrics.json beside an old per_case.parquet."""
+    with replaced_folder(out_dir) as tmp:
+        write_results(result, tmp, extra=extra)
+    return Path(out_dir)
 
 
 def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:

@@ -124,9 +124,28 @@ def _pick_device(device: str | None, dist: Any) -> torch.device:
         return torch.device(dist.device)
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise PathkitError(f"device {device!r} requested but CUDA is not available on this machine")
+    return parse_device(device)
+
+
+def parse_device(device: str) -> torch.device:
+    """`--device` as a torch device this machine has: cpu, cuda, cuda:N or mps; anything else
+    (tpu, a typo, a GPU index past the last) is a one-line error."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise PathkitError(f"--device {device!r} is not a device; give auto, cpu, cuda, cuda:N or mps") from None
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise PathkitError(f"--device {device!r}: {dev.type} devices are not supported; give auto, cpu, cuda, "
+                           "cuda:N or mps")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise PathkitError(f"device {device!r} requested but CUDA is not available on this machine")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise PathkitError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise PathkitError(f"device {device!r} requested but MPS is not available on this machine")
     return dev
 
 

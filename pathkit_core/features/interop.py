@@ -45,14 +45,38 @@ def _attrs(obj: Any) -> dict[str, Any]:
     return {str(k): _attr(v) for k, v in obj.attrs.items()}
 
 
+def _dataset(h5: Any, name: str, path: Path) -> Any:
+    """Dataset `name` of an open h5 file, refused unless its data lives in the file itself: an
+    external link, external raw storage or a virtual dataset would make pathkit read (and store
+    as features) whatever other file it names, e.g. /etc/passwd."""
+    import h5py
+
+    link = h5.get(name, getlink=True)
+    if isinstance(link, h5py.ExternalLink):
+        raise PathkitError(f"{path}: dataset {name!r} is an external link to {link.filename}:{link.path}; "
+                           "external links are refused (copy the data into the file)")
+    dset = h5[name]
+    if not isinstance(dset, h5py.Dataset):
+        raise PathkitError(f"{path}: {name!r} is a {type(dset).__name__}, not a dataset")
+    if dset.external or dset.is_virtual:
+        kind = "external raw storage" if dset.external else "a virtual dataset"
+        raise PathkitError(f"{path}: dataset {name!r} is {kind} reading other files; refused "
+                           "(copy the data into the file)")
+    return dset
+
+
 def h5_flavour(path: str | Path) -> str:
     """"trident" / "clam" (features + coords), "stamp" (feats), "coords-only", or raises."""
     import h5py
 
-    path = Path(path)
+    from pathkit_core.workspace import check_regular_file
+
+    path = check_regular_file(path, "h5 file")
     try:
         with h5py.File(path, "r") as h5:
             names = set(h5.keys())
+            for name in names & {"features", "feats", "coords"}:
+                _dataset(h5, name, path)
             coord_attrs = _attrs(h5["coords"]) if "coords" in h5 else {}
     except OSError as exc:
         raise PathkitError(f"{path} is not a readable HDF5 file: {exc}") from None
@@ -99,9 +123,10 @@ def read_h5_features(
     with h5py.File(path, "r") as h5:
         root_attrs = _attrs(h5)
         feat_name = "features" if "features" in h5 else "feats"
-        feats = _squeeze_rows(np.asarray(h5[feat_name][()]), feat_name, path)
+        feats = _squeeze_rows(np.asarray(_dataset(h5, feat_name, path)[()]), feat_name, path)
         coord_attrs = _attrs(h5["coords"]) if "coords" in h5 else {}
-        coords = _squeeze_rows(np.asarray(h5["coords"][()]), "coords", path) if "coords" in h5 else None
+        coords = (_squeeze_rows(np.asarray(_dataset(h5, "coords", path)[()]), "coords", path)
+                  if "coords" in h5 else None)
     if not np.issubdtype(feats.dtype, np.floating):
         raise PathkitError(f"{path}: features are {feats.dtype}, expected floating point")
     if coords is not None and (coords.shape[0] != feats.shape[0] or coords.shape[1] < 2):
@@ -154,15 +179,32 @@ def _file_unit(flavour: str, root_attrs: dict[str, Any]) -> str | None:
     return None
 
 
+def _int32_pixels(values: np.ndarray, path: Path) -> np.ndarray:
+    """Whole level-0 pixels as the store keeps them (int32), refused when outside 0..2^31-1:
+    a cast alone would wrap 2^32 + 7 to 7."""
+    import numpy as np
+
+    if values.size:
+        if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
+            raise PathkitError(f"{path}: coordinates hold NaN or infinite values")
+        low, high = values.min(), values.max()
+        if low < 0 or high > np.iinfo(np.int32).max:
+            raise PathkitError(f"{path}: coordinates {low}..{high} are outside the level-0 pixel range "
+                               f"0..{np.iinfo(np.int32).max} of pathkit feature files")
+    return values.astype(np.int32)
+
+
 def _whole_pixels(coords: np.ndarray, path: Path) -> np.ndarray:
     import numpy as np
 
     if np.issubdtype(coords.dtype, np.integer):
-        return coords.astype(np.int32)
+        return _int32_pixels(coords, path)
+    if not np.isfinite(coords).all():
+        raise PathkitError(f"{path}: coordinates hold NaN or infinite values")
     rounded = np.rint(coords)
     if np.abs(coords - rounded).max(initial=0.0) > _PX_TOLERANCE:
         raise PathkitError(f"{path}: pixel coordinates are not whole numbers; are they micrometres?")
-    return rounded.astype(np.int32)
+    return _int32_pixels(rounded, path)
 
 
 def _um_to_px(coords_um: np.ndarray, mpp: float, path: Path) -> np.ndarray:
@@ -171,6 +213,8 @@ def _um_to_px(coords_um: np.ndarray, mpp: float, path: Path) -> np.ndarray:
     if not (mpp > 0):
         raise PathkitError(f"mpp must be positive, got {mpp}")
     px = coords_um.astype(np.float64) / float(mpp)
+    if not np.isfinite(px).all():
+        raise PathkitError(f"{path}: coordinates hold NaN or infinite values")
     rounded = np.rint(px)
     off = float(np.abs(px - rounded).max(initial=0.0))
     # Tile origins sit on a pixel grid; a large residue means the mpp is not the slide's.
@@ -181,7 +225,7 @@ def _um_to_px(coords_um: np.ndarray, mpp: float, path: Path) -> np.ndarray:
         )
     if rounded.min(initial=0) < 0:
         raise PathkitError(f"{path}: negative coordinates after conversion")
-    return rounded.astype(np.int32)
+    return _int32_pixels(rounded, path)
 
 
 def slide_mpp(slide_path: str | Path) -> float:
@@ -264,6 +308,18 @@ def _check_encoder_dim(encoder: str, dim: int, path: Path) -> None:
             f"{expected}-d (a different pooling or model); import them under another name, "
             f"e.g. {encoder}-{dim}d"
         )
+
+
+def export_path(out_dir: str | Path, slide_id: str, source: str | Path) -> Path:
+    """`<out_dir>/<slide_id>.h5`; the slide id comes from the file's metadata, so one that is not
+    a plain name (`/etc/x`, `../x`) would write outside `out_dir` and is refused naming `source`."""
+    from pathkit_core.features.store import check_slide_id
+
+    try:
+        check_slide_id(slide_id)
+    except PathkitError as exc:
+        raise PathkitError(f"{source}: metadata {exc}; nothing exported") from None
+    return Path(out_dir) / f"{slide_id}.h5"
 
 
 def export_trident_h5(source: str | Path | FeatureFile, out_path: str | Path) -> Path:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import object_records
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,8 +50,18 @@ def check_slide_id(slide_id: str) -> str:
     return slide_id
 
 
+def check_encoder_name(encoder: str) -> str:
+    """Encoder names become folder names of the store: the rule of slide ids."""
+    if not isinstance(encoder, str) or not _SLIDE_ID.fullmatch(encoder):
+        raise PathkitError(
+            f"encoder name {encoder!r} cannot be used as a folder name "
+            "(letters, digits, '.', '_', '-', '+', spaces; no path separators, no leading dot)"
+        )
+    return encoder
+
+
 def encoder_dir(out_dir: str | Path, encoder: str) -> Path:
-    return Path(out_dir) / encoder
+    return Path(out_dir) / check_encoder_name(encoder)
 
 
 def feature_path(out_dir: str | Path, encoder: str, slide_id: str) -> Path:
@@ -351,13 +362,14 @@ def _read_status_file(path: Path) -> dict[str, Any]:
         return {"slides": {}, "planned": {}}
     try:
         data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise PathkitError(f"extraction status {path} is unreadable: {exc}") from None
     slides = data.get("slides") if isinstance(data, dict) else None
     if not isinstance(slides, dict):
         raise PathkitError(f"extraction status {path} is not a {STATUS_FORMAT} record")
     if not isinstance(data.get("planned"), dict):
         data["planned"] = {}
+    data["slides"] = object_records(slides, path, "extraction status")
     return data
 
 

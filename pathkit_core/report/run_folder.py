@@ -43,6 +43,36 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _scores_problem(scores: Any, where: str) -> str | None:
+    if not isinstance(scores, dict):
+        return f"{where} is {type(scores).__name__}, not an object of scores"
+    for metric, values in scores.items():
+        if not isinstance(values, dict):
+            return f"{where}.{metric} is {type(values).__name__}, not an object of scores"
+        for key, value in values.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                return f"{where}.{metric}.{key} is {value!r}, not a number"
+    return None
+
+
+def check_metrics_record(found: dict[str, Any], path: Path) -> None:
+    """A run's metrics.json as pathkit writes it: scores are numbers per metric (and per
+    baseline), details objects; anything else (a file edited by hand or damaged) is an error
+    naming the file and the key, before any report is drawn from it."""
+    problems = [_scores_problem(found.get("metrics") or {}, "metrics")]
+    baselines = found.get("baselines") or {}
+    if not isinstance(baselines, dict):
+        problems.append(f"baselines is {type(baselines).__name__}, not an object")
+    else:
+        problems += [_scores_problem(v, f"baselines.{k}") for k, v in baselines.items()]
+    details = found.get("details") or {}
+    if not isinstance(details, dict):
+        problems.append(f"details is {type(details).__name__}, not an object")
+    problem = next((p for p in problems if p), None)
+    if problem:
+        raise PathkitError(f"{path}: {problem}; the file is damaged (rerun the score stage to rewrite it)")
+
+
 def is_run_folder(path: Path) -> bool:
     return (Path(path) / "metrics.json").is_file()
 
@@ -64,6 +94,7 @@ class RunFolder:
         found = read_json(self.path / "metrics.json")
         if not isinstance(found, dict):
             raise PathkitError(f"{self.path / 'metrics.json'} is not a readable JSON object")
+        check_metrics_record(found, self.path / "metrics.json")
         return found
 
     @cached_property

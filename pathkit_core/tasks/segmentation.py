@@ -195,22 +195,24 @@ class SegmentationTask(Task):
     def write_predictions(self, path: Path, predictions: Mapping[str, Any], ids: Sequence[str],
                           facts: RunFacts) -> Path:
         from pathkit_core.training.trainer import write_predictions
-        from pathkit_core.workspace import atomic_write_with, durable_batch
+        from pathkit_core.workspace import atomic_write_with, durable_batch, replaced_folder
         from pathkit_core.wsi.quantify import composition_table
 
         folder = output_folder(path)
         index, rows = {}, []
-        # every output file lands at the end, after one fsync each and one per folder
-        with durable_batch():
+        # The whole folder is written beside and swapped in (a run killed while writing leaves
+        # the old outputs whole, and its temporaries are removed by the next run); inside it,
+        # every file lands at the end of the batch, after one fsync each and one per folder.
+        with replaced_folder(folder) as into, durable_batch():
             for cid in ids:
-                entry, slide_rows = render_slide(cid, predictions[cid], folder, facts.run_dir)
+                entry, slide_rows = render_slide(cid, predictions[cid], folder, facts.run_dir, into=into)
                 index[cid] = entry
                 rows.extend(slide_rows)
             if rows:
                 table = composition_table(rows)
-                atomic_write_with(folder / "quantification.parquet", table.write_parquet)
-                atomic_write_with(folder / "quantification.csv", table.write_csv)
-            written = write_predictions(path, index, ids)
+                atomic_write_with(into / "quantification.parquet", table.write_parquet)
+                atomic_write_with(into / "quantification.csv", table.write_csv)
+        written = write_predictions(path, index, ids)
         staging = set()
         for cid in ids:  # staged maps are removed once everything they became is written
             staged = predictions[cid].get("staged")
@@ -427,9 +429,11 @@ def _overlay_thumbnail(geo: Mapping[str, Any]) -> Any:
         return read_thumbnail(slide, OVERLAY_PX)
 
 
-def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_dir: Path,
-                 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Write one slide's outputs from its staged map: (its index entry, its composition rows)."""
+def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_dir: Path, *,
+                 into: Path | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Write one slide's outputs from its staged map: (its index entry, its composition rows).
+    The entry names files under `folder`; they are written under `into` (default `folder`), the
+    folder that will become it."""
     import numpy as np
 
     from pathkit_core.workspace import atomic_write_with
@@ -459,6 +463,8 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
     paths = {kind: folder / kind / f"{case_id}{ext}" for kind, ext in (
         ("maps", ".npz"), ("masks", ".tif"), ("tumour_masks", ".tiff"), ("class_maps", ".tiff"),
         ("geojson", ".geojson"), ("overlays", ".png")) if kind != "overlays" or thumbnail is not None}
+    into = folder if into is None else into
+    target = {kind: into / p.relative_to(folder) for kind, p in paths.items()}
 
     def write_map(tmp: Path) -> None:
         with open(tmp, "wb") as fh:
@@ -466,24 +472,24 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
                                 labels=labels, mask=foreground, cell_px0=np.float64(cell_frame.dx),
                                 slide_size=np.array(size0), slide_mpp=np.float64(slide["mpp"]))
 
-    atomic_write_with(paths["maps"], write_map)
-    _write_grid_tiff(paths["masks"], foreground, cell_frame)
+    atomic_write_with(target["maps"], write_map)
+    _write_grid_tiff(target["masks"], foreground, cell_frame)
     fg_name = classes[fg_index]
     description = f"pathkit {fg_name} mask of {case_id}; cell {cell_frame.dx:.4g} level-0 px"
-    write_mask_tiff(paths["tumour_masks"], np.where(foreground, 255, 0), cell0=cell_frame.dx, slide_size=size0,
+    write_mask_tiff(target["tumour_masks"], np.where(foreground, 255, 0), cell0=cell_frame.dx, slide_size=size0,
                     slide_mpp=slide["mpp"], description=description)
-    write_mask_tiff(paths["class_maps"], labels, cell0=cell_frame.dx, slide_size=size0, slide_mpp=slide["mpp"],
+    write_mask_tiff(target["class_maps"], labels, cell0=cell_frame.dx, slide_size=size0, slide_mpp=slide["mpp"],
                     colours=class_colours(len(classes)),
                     description=f"pathkit class map of {case_id}: value 0 none, " +
                     ", ".join(f"{i + 1} {c}" for i, c in enumerate(classes)))
     region = vectorise(foreground, cell_frame)
-    write_geojson(paths["geojson"], geojson_features(region, "Tumor" if fg_name == "TUM" else fg_name,
+    write_geojson(target["geojson"], geojson_features(region, "Tumor" if fg_name == "TUM" else fg_name,
                                                      properties={"source": "pathkit", "slide_id": case_id}))
     if thumbnail is not None:
         th, tw = thumbnail.shape[:2]
         thumb_frame = MaskFrame(tw, th, float(thumb_ds[0]), float(thumb_ds[1]))
-        write_overlay(paths["overlays"], draw_overlay(thumbnail, thumb_frame, labels, foreground, cell_frame,
-                                                      class_colours(len(classes))))
+        write_overlay(target["overlays"], draw_overlay(thumbnail, thumb_frame, labels, foreground, cell_frame,
+                                                       class_colours(len(classes))))
     cell_area = (cell_frame.mpp * 1e-3) ** 2 if cell_frame.mpp else 0.0
     found = slide_composition(labels, foreground, tissue, classes, cell_area)
     rel = {k: str(p.relative_to(run_dir)) if p.is_relative_to(run_dir) else str(p) for k, p in paths.items()}

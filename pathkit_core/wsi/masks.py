@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import PathkitError, brief_list
 
 if TYPE_CHECKING:
     import numpy as np
@@ -118,6 +118,12 @@ def read_raster(path: str | Path) -> RasterMask:
     except Exception as exc:  # noqa: BLE001 - PIL, tifffile and numpy raise many kinds
         raise PathkitError(f"mask {path} cannot be read as an image ({type(exc).__name__}: {exc})") from None
     values = np.asarray(values)
+    if values.dtype.kind not in "biuf":
+        raise PathkitError(f"mask {path} holds {values.dtype} values; expected numbers (one per pixel)")
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        # NaN compares false with everything: it would read as background without a word
+        raise PathkitError(f"mask {path} holds {int((~np.isfinite(values)).sum())} NaN or infinite value(s); a mask "
+                           "needs a number per pixel (0 background)")
     if values.ndim == 3 and values.shape[-1] in (3, 4):
         values = values[..., :3].max(axis=-1)
     if values.ndim != 2 or values.size == 0:
@@ -288,6 +294,13 @@ class GeoJsonRegions:
     skipped: list[str]
     path: Path | None = None
 
+    def notes(self) -> list[str]:
+        """The repairs and the features left out, as per-case notes naming the file: a reference
+        of points only scores as empty, and the note says why."""
+        name = self.path.name if self.path is not None else "GeoJSON"
+        return ([f"{name} repaired: {'; '.join(self.repaired)}"] if self.repaired else []) + (
+            [f"{name} skipped: {brief_list(self.skipped, 10, sep='; ')}"] if self.skipped else [])
+
 
 def _features_of(data: Any, path: Path) -> list[Any]:
     if isinstance(data, list):  # QuPath before 0.3 exported a bare list of features
@@ -321,6 +334,7 @@ def read_geojson(path: str | Path, *, classes: Iterable[str] | None = None) -> G
     export included; with `classes`, only features of those classifications. Invalid polygons
     (self-intersections, wrong ring orientation) are repaired by shapely and listed; a feature that
     cannot be read is an error naming it."""
+    import numpy as np
     import shapely
     from shapely.geometry import shape
 
@@ -331,6 +345,9 @@ def read_geojson(path: str | Path, *, classes: Iterable[str] | None = None) -> G
         raise PathkitError(f"GeoJSON {path} does not exist") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PathkitError(f"GeoJSON {path} is not readable JSON: {exc}") from None
+    except RecursionError:
+        raise PathkitError(f"GeoJSON {path}: nested too deeply to be read (no GeoJSON nests more than a few "
+                           "levels)") from None
     wanted = None if classes is None else {str(c).lower() for c in classes}
     parts, repaired, skipped = [], [], []
     for index, feature in enumerate(_features_of(data, path)):
@@ -348,8 +365,14 @@ def read_geojson(path: str | Path, *, classes: Iterable[str] | None = None) -> G
             continue
         try:
             geom = shape(feature["geometry"])
+            finite = bool(np.isfinite(shapely.get_coordinates(geom)).all())
+        except RecursionError:
+            raise PathkitError(f"GeoJSON {path}: {label} is nested too deeply to be read") from None
         except Exception as exc:  # noqa: BLE001 - shapely raises several kinds for bad coordinates
             raise PathkitError(f"GeoJSON {path}: {label} has unreadable coordinates ({exc})") from None
+        if not finite:
+            # NaN, or a number too large for a double (1e400 reads as infinity)
+            raise PathkitError(f"GeoJSON {path}: {label} has a NaN or infinite coordinate")
         if not geom.is_valid:
             reason = shapely.is_valid_reason(geom)
             geom = shapely.make_valid(geom)
@@ -421,13 +444,14 @@ def reference_mask(reference: Mapping[str, Any], frame: MaskFrame, slide_size: t
     (`frame_on_slide`) and read onto the frame. Returns the bool mask and the repairs made to the
     GeoJSON (empty for images). The segmentation metric and the run report both read references
     through this function (classes by `class_list`), so they agree; the report knows only the
-    record's `mask_classes`, not a `mask_classes` given to the metric as an option."""
+    record's `mask_classes`, not a `mask_classes` given to the metric as an option. The notes
+    are `GeoJsonRegions.notes` (repairs, features left out); none for images."""
     path = Path(reference["mask"])
     slide_name = f"slide {reference.get('slide')}"
     if path.suffix.lower() in GEOJSON_SUFFIXES:
         regions = read_geojson(path, classes=classes)
         check_within(regions, MaskFrame(slide_size[0], slide_size[1], 1.0, 1.0, slide_mpp), slide_name)
-        return rasterise(regions.geometry, frame), list(regions.repaired)
+        return rasterise(regions.geometry, frame), regions.notes()
     raster = read_raster(path)
     what = f"mask {path}: "
     placed = frame_on_slide(raster, slide_size, slide_mpp,

@@ -215,7 +215,12 @@ def read_mpp_csv(path: str | Path) -> dict[str, float]:
     p = Path(path)
     if not p.is_file():
         raise PathkitError(f"{p}: mpp CSV not found")
+    from pathkit_core.contracts import repeats_text
+    from pathkit_core.workspace import check_regular_file
+
+    check_regular_file(p, "mpp CSV")
     out: dict[str, float] = {}
+    lines: dict[str, list[str]] = {}
     with open(p, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         fields = [f.strip().lower() for f in reader.fieldnames or []]
@@ -229,6 +234,11 @@ def read_mpp_csv(path: str | Path) -> dict[str, float]:
             if value is None:
                 raise PathkitError(f"{p}:{line_no}: mpp {row.get('mpp')!r} is not a positive number")
             out[row["slide"]] = value
+            lines.setdefault(row["slide"], []).append(f"line {line_no}")
+    repeated = {slide: where for slide, where in lines.items() if len(where) > 1}
+    if repeated:
+        raise PathkitError(f"{p}: {len(repeated)} slide(s) listed more than once, so their mpp is ambiguous: "
+                           f"{repeats_text(repeated)}")
     return out
 
 
@@ -449,8 +459,10 @@ def open_slide(path: str | Path, mpp: float | None = None, *, mpp_source: str = 
 def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False) -> list[Path]:
     """Expand files and folders into slide paths (folders: files with a slide extension).
 
-    A path that does not exist is kept so the batch records it as failed; a folder with no
-    slides is an error naming the extensions looked for.
+    A path that does not exist is kept so the batch records it as failed; so is an entry of a
+    folder with a slide extension that is not a readable file (a dangling symbolic link, a named
+    pipe): it is listed as failed with its reason, never skipped. A folder with no slides is an
+    error naming the extensions looked for.
     """
     out: list[Path] = []
     for item in inputs:
@@ -459,7 +471,8 @@ def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False) -> lis
             pattern = "**/*" if recursive else "*"
             found = sorted(
                 c for c in p.glob(pattern)
-                if c.is_file() and c.suffix.lower() in SLIDE_EXTENSIONS and not c.name.startswith(".")
+                if c.suffix.lower() in SLIDE_EXTENSIONS and not c.name.startswith(".")
+                and (c.is_file() or c.is_symlink() or (c.exists() and not c.is_dir()))
             )
             if not found:
                 raise PathkitError(

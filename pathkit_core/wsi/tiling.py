@@ -21,6 +21,7 @@ from pathkit_core.workspace import (
     StorageError,
     atomic_write_json,
     content_hash,
+    object_records,
     remove_stale_temporaries,
     sha256_file,
 )
@@ -621,13 +622,13 @@ def _status_part(out_dir: str | Path, part: str) -> dict[str, Any]:
         return {}
     try:
         return dict(json.loads(p.read_text()).get(part, {}))
-    except (json.JSONDecodeError, OSError, AttributeError) as exc:
+    except (json.JSONDecodeError, OSError, AttributeError, TypeError, ValueError, RecursionError) as exc:
         raise PathkitError(f"{p}: unreadable tiling status ({exc})") from None
 
 
 def read_tiling_status(out_dir: str | Path) -> dict[str, dict[str, Any]]:
     """Per-slide records of `<out_dir>/tiling_status.json` (status, reason, code, ...)."""
-    return _status_part(out_dir, "slides")
+    return object_records(_status_part(out_dir, "slides"), Path(out_dir) / STATUS_FILE, "tiling status")
 
 
 def failed_slides(out_dir: str | Path) -> dict[str, str]:

@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult
+from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from tests._pipes import without_blocking
 
 PREDS = [{"id": "a", "report": "invasive carcinoma grade 2"}, {"id": "b", "report": "benign"}]
 REFS = [{"id": "a", "report": "invasive carcinoma"}, {"id": "b", "report": "benign breast tissue"}]
@@ -290,3 +291,127 @@ def test_a_core_command_builds_only_its_module():
     assert _requested_command(["--version"]) is None and _requested_command(["score", "-m", "x"]) == "score"
     with_plugins = typer.main.get_command(build_app(command="crqs")).commands  # a plugin's command: all
     assert set(CORE_COMMANDS) <= set(with_plugins)
+
+
+# --------------------------------------------------------------------------- hardening (issue 28)
+
+
+def test_a_named_pipe_as_run_config_is_refused_without_blocking(cli, tmp_path):
+    import os
+
+    fifo = tmp_path / "run.toml"
+    os.mkfifo(fifo)
+    result = without_blocking(lambda: cli("run", "--config", fifo), fifo)
+    assert result.exit_code == 2
+    assert f"--config {fifo} is not a regular file (a named pipe)" in result.stderr
+
+
+@pytest.mark.parametrize("where", ["afile/sub", "afile"])
+def test_a_run_workdir_that_cannot_be_made_is_one_line_before_any_work(cli, tmp_path, where):
+    (tmp_path / "afile").write_text("a file")
+    result = cli("run", "--workdir", tmp_path / where)
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: --workdir {tmp_path / where}")
+
+
+def _without_root_powers(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run `pathkit ARGS` so that file permissions apply: as root, with the capabilities that
+    override them (dac_override, dac_read_search) dropped from the bounding set."""
+    import os
+    import shutil
+
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root and setpriv is not available to drop the override capabilities")
+        prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    return subprocess.run([*prefix, sys.executable, "-c", "from pathkit_core.cli import main; main()", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_an_unwritable_out_folder_is_one_line_before_any_work(tmp_path):
+    import os
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps(PREDS))
+    os.chmod(locked, 0o555)
+    for args in (["tile", str(pred), "--out", str(locked / "tiles")],
+                 ["score", "-m", "nlg", "-p", str(pred), "-r", str(pred), "--out", str(locked / "scores")]):
+        done = _without_root_powers(args, tmp_path)
+        assert done.returncode == 2, done.stderr
+        err = done.stderr.strip()
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+        assert err.startswith(f"error: {locked}: permission denied for writing"), err
+
+
+def test_report_on_an_unreadable_file_is_one_line_naming_it(tmp_path):
+    import os
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text(json.dumps({"metrics": {"nlg": {"BLEU-4": 0.5}}}))
+    os.chmod(run / "metrics.json", 0o000)
+    done = _without_root_powers(["report", str(run)], tmp_path)
+    assert done.returncode == 2, done.stderr
+    err = done.stderr.strip()
+    assert err == f"error: {run / 'metrics.json'}: Permission denied", err
+
+
+def test_report_on_a_metrics_file_with_a_value_of_the_wrong_type_names_it(cli, tmp_path):
+    from pathkit_core.report.run_folder import RunFolder
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text(json.dumps({"metrics": {"nlg": {"BLEU-4": "high"}}}))
+    with pytest.raises(PathkitError, match=r"metrics\.json: metrics\.nlg\.BLEU-4 is 'high', not a number"):
+        _ = RunFolder(run).metrics
+    result = cli("report", run)
+    assert result.exit_code == 2 and "metrics.nlg.BLEU-4 is 'high', not a number" in result.stderr
+    (run / "metrics.json").write_text(json.dumps({"metrics": ["nlg"]}))
+    assert "metrics is list, not an object of scores" in cli("report", run).stderr
+
+
+_KILLED_WRITING_PER_CASE = ("import os, polars; polars.DataFrame.write_parquet = lambda *a, **k: os._exit(9); "
+                            "from pathkit_core.cli import main; main()")
+
+
+def test_score_killed_while_rewriting_a_result_leaves_the_old_result_whole(files, tmp_path):
+    import os
+
+    pred, ref = files
+    out = tmp_path / "out"
+    base = [sys.executable, "-c"]
+    args = ["score", "-m", "nlg", "--option", "meteor=false", "-p", str(pred), "-r", str(ref), "--out", str(out)]
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    first = subprocess.run([*base, "from pathkit_core.cli import main; main()", *args], capture_output=True,
+                           text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    old = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert set(old) == {"metrics.json", "per_case.parquet"}
+    pred.write_text(json.dumps([{**p, "report": "benign"} for p in PREDS]))  # other predictions, other scores
+    killed = subprocess.run([*base, _KILLED_WRITING_PER_CASE, *args], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert killed.returncode == 9, killed.stderr  # died between metrics.json and per_case.parquet
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == old  # the old result, whole
+    orphans = [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+    assert orphans, "the killed writer left nothing beside: it did not write beside"
+    again = subprocess.run([*base, "from pathkit_core.cli import main; main()", *args], capture_output=True,
+                           text=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []  # cleaned by the next run
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["metrics"] != json.loads(old["metrics.json"])["metrics"]
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "per_case.parquet"]
+
+
+def test_score_refuses_an_out_folder_holding_other_files(cli, inline, files, tmp_path):
+    pred, ref = files
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("the user's own")
+    result = cli("score", "--metric", "word-count", "--predictions", pred, "--references", ref, "--out", out)
+    assert result.exit_code == 2 and "holds other files (notes.txt)" in result.stderr
+    assert (out / "notes.txt").read_text() == "the user's own"

@@ -491,3 +491,54 @@ def test_segmentation_calls_a_patch_head_on_the_window_matrix_as_predict_would()
     assert fast.shape == (50, 3) and fast.dtype == np.float32
     np.testing.assert_allclose(fast, slow, atol=1e-6)
     assert len({tuple(r) for r in fast.round(3)}) > 3  # mixed votes: a comparison that can fail
+
+
+# --------------------------------------------------------------------------- hardening (issue 28)
+
+
+def _segmentation_facts(run_dir):
+    from pathkit_core.contracts import RunFacts, TileSpec
+
+    return RunFacts(workdir=run_dir.parent, run_dir=run_dir, encoder="tiny-vit", tile_spec=TileSpec(224, 0.5))
+
+
+def test_segmentation_outputs_replace_the_folder_as_a_whole_and_clean_a_killed_runs_temporaries(tmp_path):
+    from pathkit_core.tasks.segmentation import SegmentationTask
+
+    run_dir = tmp_path / "run"
+    old = run_dir / "segmentation"
+    (old / "maps").mkdir(parents=True)
+    (old / "maps" / "gone.npz").write_bytes(b"a slide of an earlier run")
+    (old / "maps" / ".c1.npz.k1ll3d.tmp").write_bytes(b"half")  # a killed atomic write, old layout
+    killed = run_dir / ".segmentation.k1ll3d.tmp"  # a killed whole-folder write
+    (killed / "maps").mkdir(parents=True)
+    (killed / "maps" / "c1.npz").write_bytes(b"half")
+    predictions = {"c1": {"map": None, "empty": True}, "c2": {"map": None, "empty": True}}
+    SegmentationTask().write_predictions(run_dir / "predictions.jsonl", predictions, ["c1", "c2"],
+                                         _segmentation_facts(run_dir))
+    assert sorted(p.name for p in run_dir.iterdir()) == ["predictions.jsonl", "segmentation"]
+    assert list(old.rglob("*")) == []  # the earlier run's outputs and temporaries went with it
+    rows = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["c1", "c2"]
+
+
+def test_segmentation_outputs_of_a_run_that_dies_while_writing_leave_the_old_ones_whole(tmp_path, monkeypatch):
+    import pathkit_core.tasks.segmentation as seg
+
+    run_dir = tmp_path / "run"
+    (run_dir / "segmentation" / "maps").mkdir(parents=True)
+    (run_dir / "segmentation" / "maps" / "c1.npz").write_bytes(b"the earlier run's map")
+
+    def dies_on_the_second(case_id, prediction, folder, run_dir, *, into=None):
+        (into / "maps").mkdir(exist_ok=True)
+        (into / "maps" / f"{case_id}.npz").write_bytes(b"new")
+        if case_id == "c2":
+            raise MemoryError("killed while writing c2")
+        return {"map": f"segmentation/maps/{case_id}.npz"}, []
+
+    monkeypatch.setattr(seg, "render_slide", dies_on_the_second)
+    with pytest.raises(MemoryError):
+        seg.SegmentationTask().write_predictions(run_dir / "predictions.jsonl", {"c1": {}, "c2": {}}, ["c1", "c2"],
+                                                 _segmentation_facts(run_dir))
+    assert (run_dir / "segmentation" / "maps" / "c1.npz").read_bytes() == b"the earlier run's map"
+    assert sorted(p.name for p in run_dir.iterdir()) == ["segmentation"]

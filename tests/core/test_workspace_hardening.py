@@ -183,3 +183,139 @@ def test_held_locks_are_touched_by_the_heartbeat(tmp_path, monkeypatch):
             time.sleep(0.02)
         assert path.stat().st_mtime > old + 500
     assert path not in ws._HEARTBEAT.paths
+
+
+# --------------------------------------------------------------------------- round 3 (issue 28)
+
+
+@pytest.mark.parametrize("content", ['{"pid": "abc"}', "[1, 2, 3]", '"a string"', '{"pid": 5, "time": "noon"}'])
+def test_a_lock_file_of_the_wrong_shape_is_corrupt_state_named_and_replaced(tmp_path, content):
+    path = tmp_path / "slide.lock"
+    path.write_text(content)
+    lock = FileLock(path)
+    state = lock.state()
+    assert state["stale"] is True and "corrupt lock file" in state["owner"] and state["corrupt"]
+    with FileLock(path, timeout=0):  # taken over at once: no pathkit process writes such a lock
+        assert FileLock(path).owner()["pid"] == os.getpid()
+    assert not path.exists()
+
+
+def test_a_half_written_lock_is_not_taken_while_it_is_fresh(tmp_path):
+    path = tmp_path / "slide.lock"
+    path.write_text('{"pid": 12')  # a writer between its two writes
+    with pytest.raises(LockTimeout):
+        FileLock(path, timeout=0).acquire()
+    old = time.time() - 60
+    os.utime(path, (old, old))
+    with FileLock(path, timeout=0):
+        pass
+
+
+def test_extract_and_status_take_over_a_corrupt_lock(tmp_path, cli):
+    from pathkit_core.features import store
+
+    folder = store.encoder_dir(tmp_path, "enc")
+    folder.mkdir(parents=True)
+    store.write_features(store.feature_path(tmp_path, "enc", "s1"), [[1.0, 2.0]], [[0, 0]], {"status": "ok"})
+    (folder / ".s1.safetensors.lock").write_text('{"pid": "abc"}')
+    result = cli("status", tmp_path, "--json")
+    assert result.exit_code == 0, result.output
+    (features,) = json.loads(result.stdout)["stores"]
+    assert features["counts"]["done"] == 1 and "corrupt lock file" in features["stale_locks"]["s1"]
+
+
+def test_a_status_record_that_is_not_an_object_is_named_and_treated_as_absent(tmp_path, cli):
+    from pathkit_core.features import store
+
+    folder = store.encoder_dir(tmp_path, "enc")
+    folder.mkdir(parents=True)
+    store.write_features(store.feature_path(tmp_path, "enc", "s1"), [[1.0, 2.0]], [[0, 0]], {"status": "ok"})
+    (folder / store.STATUS_FILE).write_text(json.dumps({"format": store.STATUS_FORMAT, "slides": {
+        "s1": "ok", "s2": [1, 2]}, "planned": {}}))
+    with pytest.warns(UserWarning, match=r"extraction status .*: the record\(s\) of s1, s2 are not objects; "
+                                         r"treated as absent \(corrupt\)"):
+        result = cli("status", tmp_path, "--json")
+    assert result.exit_code == 0, result.output
+    (features,) = json.loads(result.stdout)["stores"]
+    assert features["counts"] == {"done": 1, "failed": 0, "pending": 0, "locked": 0}
+
+
+def test_check_regular_file_refuses_pipes_and_folders_with_the_reason(tmp_path):
+    from pathkit_core.workspace import check_regular_file
+
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(PathkitError, match=r"--config .*pipe is not a regular file \(a named pipe\); give a regular"):
+        check_regular_file(tmp_path / "pipe", "--config")
+    with pytest.raises(PathkitError, match="is a directory, not a file"):
+        check_regular_file(tmp_path, "--config")
+    (tmp_path / "ok.toml").write_text("")
+    assert check_regular_file(tmp_path / "ok.toml", "--config") == tmp_path / "ok.toml"
+
+
+def test_long_error_lists_keep_the_first_few_and_a_count():
+    from pathkit_core.contracts import brief_list, repeats_text
+
+    assert brief_list(list("abc"), 2) == "a, b, ... (1 more)"
+    places = {"S1": [f"row {i}" for i in range(2, 1_000_002)], "S2": ["row 1", "row 9"]}
+    text = repeats_text(places)
+    assert text == "S1 (row 2, row 3, row 4, row 5, row 6, ... (999995 more)); S2 (row 1, row 9)"
+
+
+# whole result folders
+
+
+def _folder(path, files):
+    path.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (path / name).write_text(text)
+
+
+def _contents(path):
+    return {p.name: p.read_text() for p in sorted(path.iterdir())}
+
+
+@pytest.mark.parametrize("exchange", [True, False])
+def test_a_result_folder_is_replaced_as_a_whole(tmp_path, monkeypatch, exchange):
+    import pathkit_core.workspace as ws
+
+    if not exchange:  # a filesystem without renameat2 RENAME_EXCHANGE: two renames
+        monkeypatch.setattr(ws, "_exchange", lambda a, b: False)
+    target = tmp_path / "result"
+    _folder(target, {"metrics.json": "old", "per_case.parquet": "old", "stale.txt": "gone after"})
+    with ws.replaced_folder(target) as tmp:
+        assert tmp.parent == tmp_path and tmp.name.startswith(".result.") and tmp != target
+        (tmp / "metrics.json").write_text("new")
+        assert _contents(target)["metrics.json"] == "old"  # untouched while the new one is written
+    assert _contents(target) == {"metrics.json": "new"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result"]  # no temporary, no lock
+    assert (target.stat().st_mode & 0o777) == 0o777 & ~ws._umask()
+
+
+def test_a_result_folder_whose_writer_fails_is_left_as_it_was(tmp_path):
+    from pathkit_core.workspace import replaced_folder
+
+    target = tmp_path / "result"
+    _folder(target, {"metrics.json": "old", "per_case.parquet": "old"})
+    with pytest.raises(RuntimeError, match="writer died"), replaced_folder(target) as tmp:
+        (tmp / "metrics.json").write_text("new")
+        raise RuntimeError("writer died")
+    assert _contents(target) == {"metrics.json": "old", "per_case.parquet": "old"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result"]
+
+
+def test_what_a_killed_writer_left_is_cleaned_and_a_cut_swap_undone(tmp_path):
+    from pathkit_core.workspace import remove_stale_folders, replaced_folder
+
+    target = tmp_path / "result"
+    # killed while writing: a half-written new folder beside the old one
+    _folder(target, {"metrics.json": "old"})
+    _folder(tmp_path / ".result.k1ll3d.tmp", {"metrics.json": "half"})
+    # killed between the two renames of a swap: the old result aside, none in place
+    other = tmp_path / "other"
+    _folder(tmp_path / ".other.abc.old", {"metrics.json": "other old"})
+    remove_stale_folders(other)
+    assert _contents(other) == {"metrics.json": "other old"}
+    with replaced_folder(target) as tmp:
+        (tmp / "metrics.json").write_text("new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other", "result"]
+    assert _contents(target) == {"metrics.json": "new"}

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError
+from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError, repeats_text
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,10 @@ def cell(value: Any) -> str:
 
 
 def _read_text(path: Path, what: str) -> str:
+    from pathkit_core.workspace import check_regular_file
+
+    if path.exists():
+        check_regular_file(path, what)  # a named pipe would block the read
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -386,9 +390,7 @@ def check_duplicates(rows: Sequence[CohortRow], key: Callable[[CohortRow], Any],
         by_value[key(r)].append(r.place)
     twice = {v: places for v, places in by_value.items() if len(places) > 1}
     if twice:
-        shown = "; ".join(f"{v} ({', '.join(places)})" for v, places in list(twice.items())[:20])
-        more = f" and {len(twice) - 20} more" if len(twice) > 20 else ""
-        raise PathkitError(f"{where}: {len(twice)} duplicate {what}(s): {shown}{more}")
+        raise PathkitError(f"{where}: {len(twice)} duplicate {what}(s): {repeats_text(twice)}")
 
 
 def drop_missing_files(rows: Sequence[CohortRow], *, skip_missing: bool, where: Path, what: str = "slide",

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_SLIDE_CLASSIFICATION, Case, Dataset, DatasetOption, PathkitError
+from pathkit_core.contracts import (
+    TASK_SLIDE_CLASSIFICATION,
+    Case,
+    Dataset,
+    DatasetOption,
+    PathkitError,
+    brief_list,
+)
 from pathkit_core.workspace import path_inside, plain_name
 from pathkit_datasets._cohort import find_column, plausible_mpp, read_table, splits_folder
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
@@ -320,7 +327,12 @@ class GoldmarkDataset(Dataset):
         from pathkit_datasets._goldmark_synthetic import SyntheticSpec, write_synthetic_cohort
 
         task = self.options.get("task") or self.options.get("view") or "COAD-MSI"
-        write_synthetic_cohort(path, SyntheticSpec(task=normalise_task_key(str(task))))
+        key = normalise_task_key(str(task))
+        if key not in TASKS_BY_KEY and "-" not in key:
+            known = brief_list(list(TASKS_BY_KEY), 8)
+            raise PathkitError(f"dataset {self.name!r}: task {task!r} is neither a GOLDMARK task ({known}) nor a "
+                               "TUMOUR-GENE key, so no synthetic demo can be made for it")
+        write_synthetic_cohort(path, SyntheticSpec(task=key))
         return Path(path)
 
     # ------------------------------------------------------------------ preparation

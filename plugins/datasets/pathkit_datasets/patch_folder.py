@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Case, DatasetOption, PathkitError
+from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Case, DatasetOption, PathkitError, brief_list
 from pathkit_core.workspace import sha256_file
 from pathkit_datasets._cohort import (
     COLUMN_ALIASES,
@@ -158,7 +158,7 @@ class PatchFolderDataset(CohortDataset):
         return self._patches
 
     def _zip_images(self, path: Path, label: str) -> Iterator[Found]:
-        from pathkit_core.features.images import probe_image
+        from pathkit_core.features.images import image_size_problem, probe_image
 
         try:
             archive = zipfile.ZipFile(path)
@@ -167,8 +167,21 @@ class PatchFolderDataset(CohortDataset):
                                f"per class") from None
         with archive:
             members = [i for i in archive.infolist() if not i.is_dir() and _is_image(i.filename)]
+            # Two members of one name: unzipping keeps only the last, and their references
+            # (<zip>::<name>) could not tell them apart.
+            names = Counter(i.filename for i in members)
+            twice = sorted(n for n, k in names.items() if k > 1)
+            if twice:
+                raise PathkitError(f"{path}: {len(twice)} member name(s) appear more than once in the zip: "
+                                   f"{brief_list(twice, 10)}; each image needs its own name (rebuild the zip)")
             try:
                 for info in members:
+                    # the declared size is checked before a byte is inflated (zipfile reads no
+                    # more than it declares)
+                    too_big = image_size_problem(info.file_size)
+                    if too_big:
+                        yield (label, f"{path}::{info.filename}", path.name, info.filename, None, too_big)
+                        continue
                     data = archive.read(info) if info.file_size else b""
                     yield (label, f"{path}::{info.filename}", path.name, info.filename, *probe_image(data))
             except (zipfile.BadZipFile, OSError, EOFError) as exc:
@@ -177,14 +190,16 @@ class PatchFolderDataset(CohortDataset):
                                    "n_images": len(members)}
 
     def _folder_images(self, folder: Path, label: str) -> Iterator[Found]:
-        from pathkit_core.features.images import probe_image
+        from pathkit_core.features.images import image_size_problem, probe_image
 
         files = sorted(p for p in folder.rglob("*") if p.is_file() and _is_image(p.relative_to(folder).as_posix()))
         listing = hashlib.sha256()
         for path in files:
             rel = path.relative_to(folder).as_posix()
             listing.update(f"{rel}\0{path.stat().st_size}\n".encode())
-            yield (label, str(path), folder.name, rel, *probe_image(path.read_bytes()))
+            too_big = image_size_problem(path.stat().st_size)
+            yield (label, str(path), folder.name, rel,
+                   *((None, too_big) if too_big else probe_image(path.read_bytes())))
         self._inputs[folder.name + "/"] = {"listing_sha256": listing.hexdigest(), "class": label,
                                            "n_images": len(files)}
 

@@ -96,8 +96,7 @@ def run_pair(prediction: Mapping[str, Any], reference: Mapping[str, Any], option
         pred_cells = tissue = labels = None
     eval_mpp = _number(options, "eval_mpp")
     frame = MaskFrame.over(size0[0], size0[1], eval_mpp / slide_mpp, slide_mpp) if eval_mpp else cells
-    truth, repaired = reference_mask(reference, frame, size0, slide_mpp, classes=classes)
-    notes = [f"repaired: {'; '.join(repaired)}"] if repaired else []
+    truth, notes = reference_mask(reference, frame, size0, slide_mpp, classes=classes)
     if pred_cells is None:
         return MaskPair(np.zeros(frame.shape, dtype=bool), truth, frame, None, None, [], notes + ["empty prediction"])
     pred = resample(pred_cells, cells, frame)
@@ -125,6 +124,7 @@ def file_pair(prediction: str | Path, reference: str | Path, options: Mapping[st
             raise PathkitError(f"segmentation: {pred_path.name} and {ref_path.name} are both GeoJSON; give "
                                "--option downsample=D (GeoJSON units per evaluation pixel) to rasterise them")
         shapes = [_read_mask_file(p, classes) for p in (pred_path, ref_path)]
+        notes += [n for s in shapes for n in s.notes()]
         maxx = max((s.geometry.bounds[2] for s in shapes if not s.geometry.is_empty), default=downsample)
         maxy = max((s.geometry.bounds[3] for s in shapes if not s.geometry.is_empty), default=downsample)
         frame = MaskFrame.over(maxx, maxy, downsample)
@@ -146,8 +146,7 @@ def file_pair(prediction: str | Path, reference: str | Path, options: Mapping[st
     def other(path: Path) -> Any:
         if _is_geojson(path):
             shape = _read_mask_file(path, classes)
-            if shape.repaired:
-                notes.append(f"{path.name} repaired: {'; '.join(shape.repaired)}")
+            notes.extend(shape.notes())
             check_within(shape, base_frame, f"mask {base_path.name}")
             return _region_on(frame, shape.geometry, None)
         raster = read_raster(path)

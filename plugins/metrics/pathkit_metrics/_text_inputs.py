@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import Metric, PathkitError
 
 
 @dataclass(frozen=True)
@@ -136,20 +135,15 @@ def option_number(
     return number
 
 
-def metric_options(context: Mapping[str, Any] | None, known: Sequence[str], metric: str) -> dict[str, Any]:
-    """The metric's options: known keys found at the top level of the context, overridden by
-    the context's `options` dict. Unknown keys in `options` are warned about, not fatal,
-    because one options dict may be shared by several metrics of one `pathkit score` call."""
+def metric_options(context: Mapping[str, Any] | None, metric: type[Metric]) -> dict[str, Any]:
+    """The metric's options: its known keys (`Metric.option_table`) found at the top level of the
+    context, overridden by the context's `options` dict, checked by the contract
+    (`Metric.checked_options`: unknown keys warned about, typed values parsed)."""
     context = context or {}
     raw = context.get("options") or {}
     if not isinstance(raw, Mapping):
-        raise PathkitError(f"{metric}: context option 'options' must be a mapping, got {type(raw).__name__}")
+        raise PathkitError(f"{metric.name}: context option 'options' must be a mapping, got {type(raw).__name__}")
+    known = [o.name for o in metric.option_table]
     options = {key: context[key] for key in known if key in context}
     options.update(raw)
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        warnings.warn(
-            f"{metric}: ignoring unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}",
-            stacklevel=3,
-        )
-    return options
+    return metric.checked_options(options)

@@ -12,6 +12,7 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import (
     TASK_PATCH_CLASSIFICATION,
     TASK_SLIDE_CLASSIFICATION,
+    DatasetOption,
     Metric,
     MetricResult,
     PathkitError,
@@ -21,6 +22,8 @@ from pathkit_core.evaluation.intervals import PROPORTION_METHODS, SAMPLE_KEY, pr
 if TYPE_CHECKING:
     import numpy as np
 
+# How far a row of class probabilities may sum from 1 (float16 storage and rounding in files).
+PROBABILITY_SUM_TOLERANCE = 0.01
 DEFAULT_BINS = 10
 DEFAULT_RESAMPLES = 1000
 DEFAULT_LEVEL = 0.95
@@ -96,6 +99,14 @@ def probability_matrix(predictions: Sequence[Any], n_classes: int) -> np.ndarray
     if (out < -1e-9).any() or (out > 1 + 1e-9).any():
         bad = int(np.flatnonzero(((out < -1e-9) | (out > 1 + 1e-9)).any(axis=1))[0])
         raise PathkitError(f"classification: prediction {bad} holds a probability outside [0, 1]: {out[bad].tolist()}")
+    # Scores read a row as a distribution; [0.9, 0.9] or [0, 0, 0] is none, and normalising it
+    # would invent one, so such a row is refused (docs/metrics.md).
+    off = np.abs(out.sum(axis=1) - 1.0) > PROBABILITY_SUM_TOLERANCE
+    if off.any():
+        bad = int(np.flatnonzero(off)[0])
+        raise PathkitError(f"classification: {int(off.sum())} prediction(s) hold class probabilities that do not sum "
+                           f"to 1, e.g. prediction {bad}: {out[bad].tolist()} (sum {out[bad].sum():.4g}); give "
+                           "probabilities (softmax outputs) or hard class labels")
     return out
 
 
@@ -442,6 +453,15 @@ class ClassificationMetric(Metric):
     """
 
     name: ClassVar[str] = "classification"
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("n_bins", "int", DEFAULT_BINS, "calibration bins (ECE, reliability)"),
+        DatasetOption("n_resamples", "int", DEFAULT_RESAMPLES, "bootstrap resamples (0: no CI)"),
+        DatasetOption("ci_level", "float", DEFAULT_LEVEL, "confidence level of the CIs"),
+        DatasetOption("seed", "int", 0, "bootstrap seed"),
+        DatasetOption("classes", "any", None, "class order (a list of names)"),
+        DatasetOption("n_classes", "int", None, "number of classes, when no names are known"),
+        DatasetOption("selection", "bool", False, "true: the per-epoch selection score, without CIs"),
+    )
     description: ClassVar[str] = ("AUROC (+ bootstrap CI), AP, balanced accuracy, F1, ECE, Brier, ROC/PR/reliability; "
                                   "K classes: macro/per-class precision, recall, F1, confusion matrix")
     tasks: ClassVar[tuple[str, ...]] = (TASK_SLIDE_CLASSIFICATION, TASK_PATCH_CLASSIFICATION)
@@ -464,7 +484,8 @@ class ClassificationMetric(Metric):
         import numpy as np
         import polars as pl
 
-        options = dict((context or {}).get("options") or {})
+        # checked here too (idempotent), for calls that do not come through the metric runner
+        options = self.checked_options(dict((context or {}).get("options") or {}))
         n_bins = int(options.get("n_bins", DEFAULT_BINS))
         n_resamples = int(options.get("n_resamples", DEFAULT_RESAMPLES))
         level = float(options.get("ci_level", DEFAULT_LEVEL))

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult
+from pathkit_core.contracts import TASK_REPORT, DatasetOption, Metric, MetricResult
 
 CITATION = (
     "PathReportEval: A Systematic Benchmark for Pathology Report Generation "
@@ -27,6 +27,18 @@ class CRQSMetric(Metric):
     """
 
     name: ClassVar[str] = "crqs"
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("clinical_schema", "any", None, "a ClinicalSchema, a schema dict or a schema name"),
+        DatasetOption("dataset", "any", None, "reg2025, histai, tcga-pathtext (also reg, tcga), or a dataset"),
+        DatasetOption("vocabulary", "file", None, "a saved vocabulary JSON file (or a Vocabulary)"),
+        DatasetOption("train_reports", "file", None, "reports file (or texts) to learn the vocabulary from"),
+        DatasetOption("train_split", "str", "train", "the part of a splits file train_reports reads"),
+        DatasetOption("vocabulary_min_count", "int", 2, "reports a phrase must appear in to become a term"),
+        DatasetOption("bootstrap_resamples", "int", 1000, "bootstrap resamples (0: no intervals)"),
+        DatasetOption("seed", "int", 0, "bootstrap seed"),
+        DatasetOption("confidence_level", "float", 0.95, "confidence level of the intervals"),
+        DatasetOption("variants", "bool", False, "add CRQS_raw, CRQS_eq6, CRQS_eq6_raw to the summary"),
+    )
     description: ClassVar[str] = (
         "Clinical Report Quality Score: clinical fact coverage, key-field recall, hallucination and "
         "discordance over fields extracted by rule (dataset schemas of PathReportEval Tables 7-12)"

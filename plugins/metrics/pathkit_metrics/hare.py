@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import TASK_REPORT, DatasetOption, Metric, MetricResult, PathkitError
 from pathkit_metrics._text_inputs import (
     metric_options,
     option_bool,
@@ -63,24 +63,25 @@ ALIGNMENT_MAX_LENGTH = 30
 MODEL_MAX_LENGTH = 512
 NER_STRIDE = 64
 MARKERS = ("[E1]", "[/E1]", "[E2]", "[/E2]")
-OPTIONS = (
-    "ner_model",
-    "re_model",
-    "alignment_model",
-    "hare_dir",
-    "allow_download",
-    "device",
-    "batch_size",
-    "entity_threshold",
-    "relation_threshold",
-    "relation_entities",
-    "max_relation_pairs",
-)
 # Which entities relations are sought between: "thresholded" (the paper's recipe: entities above
 # `entity_threshold`) or "all" (the public code's evaluate(): every entity the NER model returns).
 RELATION_ENTITIES = ("thresholded", "all")
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_MAX_RELATION_PAIRS = 50_000
+OPTIONS: tuple[DatasetOption, ...] = (
+    DatasetOption("ner_model", "str", None, "NER model folder or hub id"),
+    DatasetOption("re_model", "str", None, "relation model folder or hub id"),
+    DatasetOption("alignment_model", "str", None, "embedding model folder or hub id"),
+    DatasetOption("hare_dir", "str", None, "folder holding the three HARE models"),
+    DatasetOption("allow_download", "bool", False, "allow downloading the models from the hub"),
+    DatasetOption("device", "str", "auto", "auto, cpu, cuda, cuda:1"),
+    DatasetOption("batch_size", "int", DEFAULT_BATCH_SIZE, "texts per forward pass"),
+    DatasetOption("entity_threshold", "float", ENTITY_THRESHOLD, "entity score threshold"),
+    DatasetOption("relation_threshold", "float", RELATION_THRESHOLD, "relation score threshold"),
+    DatasetOption("relation_entities", "|".join(RELATION_ENTITIES), "thresholded",
+                  "entities relations are sought between"),
+    DatasetOption("max_relation_pairs", "int", DEFAULT_MAX_RELATION_PAIRS, "entity pairs per report at most"),
+)
 
 
 class HareUnavailable(PathkitError):
@@ -500,6 +501,7 @@ def relation_f1(
 
 class HAREMetric(Metric):
     name: ClassVar[str] = "hare"
+    option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
     description: ClassVar[str] = (
         "HARE: entity (embedding alignment) and relation F1 with the HARE-NER/RE/alignment models"
     )
@@ -522,7 +524,7 @@ class HAREMetric(Metric):
         import numpy as np
         import polars as pl
 
-        options = metric_options(context, OPTIONS, self.name)
+        options = metric_options(context, type(self))
         pairs = validate_report_pairs(predictions, references, ids, metric=self.name, multi_reference=False)
         batch_size = int(option_number(options, "batch_size", DEFAULT_BATCH_SIZE, self.name, integer=True, minimum=1))
         entity_threshold = float(option_number(options, "entity_threshold", ENTITY_THRESHOLD, self.name))
@@ -530,10 +532,7 @@ class HAREMetric(Metric):
         max_pairs = int(
             option_number(options, "max_relation_pairs", DEFAULT_MAX_RELATION_PAIRS, self.name, integer=True, minimum=1)
         )
-        relation_entities = str(options.get("relation_entities") or "thresholded")
-        if relation_entities not in RELATION_ENTITIES:
-            raise PathkitError(f"{self.name}: relation_entities must be one of {', '.join(RELATION_ENTITIES)}, "
-                               f"got {relation_entities!r}")
+        relation_entities = str(options.get("relation_entities") or "thresholded")  # a choice of the table
         models = load_hare_models(options)
 
         references_text = [refs[0] for refs in pairs.references]

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import TASK_REPORT, DatasetOption, Metric, MetricResult, PathkitError
 from pathkit_core.evaluation.intervals import SAMPLE_KEY, sample_facts
 from pathkit_metrics._nlg.meteor import DEFAULT_MAX_WORDS, DEFAULT_TIMEOUT_S
 from pathkit_metrics._text_inputs import (
@@ -32,14 +32,14 @@ from pathkit_metrics._text_inputs import (
 
 BLEU_KEYS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4")
 SUMMARY_KEYS = (*BLEU_KEYS, "METEOR", "ROUGE-L", "CIDEr")
-OPTIONS = (
-    "meteor",
-    "meteor_timeout",
-    "meteor_max_words",
-    "collapse_whitespace",
-    "bootstrap_resamples",
-    "seed",
-    "confidence_level",
+OPTIONS: tuple[DatasetOption, ...] = (
+    DatasetOption("meteor", "bool", True, "false leaves METEOR out (no Java needed)"),
+    DatasetOption("meteor_timeout", "float", None, "seconds METEOR may take per call"),
+    DatasetOption("meteor_max_words", "any", None, "words per text METEOR reads (none: no limit)"),
+    DatasetOption("collapse_whitespace", "bool", False, "collapse runs of whitespace before scoring"),
+    DatasetOption("bootstrap_resamples", "int", 0, "bootstrap resamples for confidence intervals (0: none)"),
+    DatasetOption("seed", "int", 0, "bootstrap seed"),
+    DatasetOption("confidence_level", "float", 0.95, "confidence level of the intervals"),
 )
 
 
@@ -65,6 +65,7 @@ def score_reports(
 
 class NLGMetric(Metric):
     name: ClassVar[str] = "nlg"
+    option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
     description: ClassVar[str] = (
         "BLEU-1..4 (corpus, closest ref length), METEOR 1.5, ROUGE-L (beta 1.2), CIDEr; pycocoevalcap-exact"
     )
@@ -109,7 +110,7 @@ class NLGMetric(Metric):
         )
         from pathkit_metrics._nlg.rouge import rouge_l_scores
 
-        options = metric_options(context, OPTIONS, self.name)
+        options = metric_options(context, type(self))
         use_meteor = option_bool(options, "meteor", True, self.name)
         collapse = option_bool(options, "collapse_whitespace", False, self.name)
         timeout = option_number(

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_SEGMENTATION, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import TASK_SEGMENTATION, DatasetOption, Metric, MetricResult, PathkitError
 from pathkit_core.evaluation.intervals import SAMPLE_KEY, sample_facts
 
 EMPTY_RULES = ("seed", "ignore", "one")
@@ -75,6 +75,14 @@ class SegmentationMetric(Metric):
     """Overlap of predicted and reference masks on one grid (module docstring)."""
 
     name: ClassVar[str] = "segmentation"
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("empty", "|".join(EMPTY_RULES), "seed", "what a slide with an empty reference scores"),
+        DatasetOption("region", "|".join(REGIONS), None, "tissue (default in a run) or slide (default for files)"),
+        DatasetOption("eval_mpp", "float", None, "evaluation resolution in micrometres per pixel"),
+        DatasetOption("downsample", "float", None, "raster pixel size in GeoJSON coordinate units (files)"),
+        DatasetOption("mask_classes", "any", None, "GeoJSON classifications forming the foreground"),
+        DatasetOption("foreground_value", "int", None, "raster value of the foreground (default: any non-zero)"),
+    )
     description: ClassVar[str] = "Dice, IoU, precision, recall, F1 of masks per slide and pooled; empty-mask rules"
     tasks: ClassVar[tuple[str, ...]] = (TASK_SEGMENTATION,)
     headline_scores: ClassVar[tuple[str, ...]] = ("Dice", "IoU", "precision", "recall", "F1", "Dice_pooled",
@@ -90,18 +98,15 @@ class SegmentationMetric(Metric):
         from pathkit_metrics._mask_inputs import array_pair, file_pair, run_pair
 
         context = dict(context or {})
-        options = dict(context.get("options") or {})
-        rule = str(options.get("empty", "seed"))
-        if rule not in EMPTY_RULES:
-            raise PathkitError(f"segmentation: option empty={rule!r}: choose {', '.join(EMPTY_RULES)}")
+        # checked here too (idempotent), for calls that do not come through the metric runner
+        options = self.checked_options(dict(context.get("options") or {}))
+        rule = str(options.get("empty") or "seed")
         if len(predictions) != len(references):
             raise PathkitError(f"segmentation: {len(predictions)} predictions for {len(references)} references")
         ids = list(ids) if ids is not None else [str(i) for i in range(len(references))]
         root = Path(context["predictions_root"]) if context.get("predictions_root") else None
         in_run = any(isinstance(p, Mapping) for p in predictions)
-        region = str(options.get("region", "tissue" if in_run else "slide"))
-        if region not in REGIONS:
-            raise PathkitError(f"segmentation: option region={region!r}: choose {' or '.join(REGIONS)}")
+        region = str(options.get("region") or ("tissue" if in_run else "slide"))
         if region == "tissue" and not in_run:
             raise PathkitError("segmentation: region=tissue needs a run's tissue masks; mask files are scored over "
                                "their whole frame (region=slide)")

@@ -150,3 +150,142 @@ def test_features_import_and_export_commands(tmp_path, cli):
     exported = cli("features", "export", tmp_path / "s" / "ext", "--out", tmp_path / "h5")
     assert exported.exit_code == 0, exported.output
     assert sorted(p.name for p in (tmp_path / "h5").iterdir()) == ["A.h5", "B.h5"]
+
+
+# --------------------------------------------------------------------------- hardening (issue 28)
+
+
+def _h5(path: Path, coords=None, n: int = 4, name: str | None = None) -> Path:
+    rng = np.random.default_rng(0)
+    with h5py.File(path, "w") as h5:
+        h5["features"] = rng.normal(size=(n, 4)).astype(np.float32)
+        h5["coords"] = np.arange(2 * n).reshape(n, 2) * 256 if coords is None else coords
+        if name is not None:
+            h5["coords"].attrs["name"] = name
+    return path
+
+
+def _entries(root: Path, *, recursive: bool) -> set[Path]:
+    if not root.is_dir():
+        return set()
+    try:
+        return set(root.rglob("*")) if recursive else set(root.iterdir())
+    except OSError:
+        return set()
+
+
+def _new_files_outside(out: Path, action, sandbox: Path) -> list[str]:
+    """Run `action()` and list what it created outside `out`: the whole sandbox (where crafted
+    names point) is walked, and the working folder, $HOME and the temporary folder are listed."""
+    shallow = {Path.cwd(), Path.home(), Path(os.environ.get("TMPDIR", "/tmp"))}
+    before = _entries(sandbox, recursive=True) | {p for r in shallow for p in _entries(r, recursive=False)}
+    action()
+    after = _entries(sandbox, recursive=True) | {p for r in shallow for p in _entries(r, recursive=False)}
+    return sorted(str(p) for p in after - before if p != out and out not in p.parents)
+
+
+def test_features_import_and_export_never_write_outside_the_out_folder(tmp_path, cli):
+    sandbox = tmp_path / "sandbox"
+    inputs, out, elsewhere = sandbox / "in", sandbox / "deep" / "out", sandbox / "elsewhere"
+    for folder in (inputs, out.parent, elsewhere):
+        folder.mkdir(parents=True)
+    plain = _h5(inputs / "S1.h5")
+    # names from arguments: an encoder that climbs out, an absolute one, a slide id that climbs out
+    attempts = [
+        ("features", "import", plain, "-e", "../../x", "--out", out),
+        ("features", "import", plain, "-e", str(elsewhere / "abs"), "--out", out),
+        ("features", "import", plain, "-e", "enc", "--slide-id", "../../../escape", "--out", out),
+        # a name from the file: the h5's own slide name
+        ("features", "import", _h5(inputs / "named.h5", name=str(elsewhere / "victim")), "-e", "enc", "--out", out),
+    ]
+    for args in attempts:
+        created = _new_files_outside(out, lambda a=args: cli(*a), sandbox)
+        assert created == [], f"{args[2:]}: wrote {created}"
+    for args in attempts:
+        result = cli(*args)
+        assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, (args, result.output)
+        assert "cannot be used as a" in result.stderr and "no path separators" in result.stderr
+    # a feature file with a valid checksum whose metadata names an absolute slide id
+    store.write_features(out / "crafted" / "honest.safetensors", torch.ones(3, 4), torch.zeros(3, 2, dtype=torch.int32),
+                         {"slide_id": str(elsewhere / "pwned"), "encoder": "crafted"})
+    store.write_features(out / "crafted" / "climber.safetensors", torch.ones(3, 4),
+                         torch.zeros(3, 2, dtype=torch.int32), {"slide_id": "../../../climbed", "encoder": "crafted"})
+    exported = out / "h5"
+    for source in (out / "crafted", out / "crafted" / "honest.safetensors"):
+        created = _new_files_outside(exported, lambda s=source: cli("features", "export", s, "--out", exported),
+                                     sandbox)
+        assert created == [], f"export of {source.name}: wrote {created}"
+        result = cli("features", "export", source, "--out", exported)
+        assert result.exit_code == 2 and "nothing exported" in result.stderr, result.output
+        assert "metadata slide id" in result.stderr
+    assert not (elsewhere / "pwned.h5").exists() and not list((out / "h5").glob("*.h5"))
+    # the honest way still works, and writes only inside --out
+    created = _new_files_outside(out, lambda: cli("features", "import", plain, "-e", "enc", "--out", out), sandbox)
+    assert created == [] and store.feature_path(out, "enc", "S1").is_file()
+
+
+def test_features_import_of_a_named_pipe_is_refused_without_blocking(tmp_path):
+    # In a subprocess: HDF5 holds the interpreter lock while it opens a file, so a thread blocked
+    # on the pipe would block the test too.
+    fifo = tmp_path / "slide.h5"
+    os.mkfifo(fifo)
+    cmd = [sys.executable, "-c", "from pathkit_core.cli import main; main()", "features", "import", str(fifo),
+           "-e", "enc", "--out", str(tmp_path / "s")]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_env())
+    except subprocess.TimeoutExpired:
+        pytest.fail("features import blocked on a named pipe")
+    assert done.returncode == 2 and f"feature file {fifo} is not a regular file (a named pipe)" in done.stderr
+
+
+@pytest.mark.parametrize("coord", [2**32 + 7, 2**40, -3])
+def test_features_import_never_wraps_coordinates(tmp_path, cli, coord):
+    coords = np.array([[0, 0], [coord, 256]], dtype=np.int64)
+    result = cli("features", "import", _h5(tmp_path / "big.h5", coords=coords, n=2), "-e", "enc", "--out",
+                 tmp_path / "s")
+    assert result.exit_code == 2, result.output
+    assert f"coordinates {min(0, coord)}..{max(256, coord)} are outside the level-0 pixel range" in result.stderr
+    assert not store.encoder_dir(tmp_path / "s", "enc").exists() or not list(
+        store.encoder_dir(tmp_path / "s", "enc").glob("*.safetensors"))
+
+
+def test_features_import_refuses_an_external_link_to_another_file(tmp_path, cli):
+    secret = tmp_path / "secret.h5"
+    with h5py.File(secret, "w") as h5:
+        h5["data"] = np.arange(8).reshape(4, 2)
+    path = tmp_path / "linked.h5"
+    with h5py.File(path, "w") as h5:
+        h5["features"] = np.ones((4, 4), np.float32)
+        h5["coords"] = h5py.ExternalLink(str(secret), "/data")
+    result = cli("features", "import", path, "-e", "enc", "--out", tmp_path / "s")
+    assert result.exit_code == 2, result.output
+    assert f"dataset 'coords' is an external link to {secret}:/data; external links are refused" in result.stderr
+    passwd = tmp_path / "passwd.h5"
+    with h5py.File(passwd, "w") as h5:
+        h5["features"] = np.ones((4, 4), np.float32)
+        h5["coords"] = h5py.ExternalLink("/etc/passwd", "/x")
+    result = cli("features", "import", passwd, "-e", "enc", "--out", tmp_path / "s")
+    assert result.exit_code == 2 and "external links are refused" in result.stderr, result.output
+
+
+@pytest.mark.parametrize("flag", ["--out", "--tiles-dir"])
+def test_extract_output_folders_that_cannot_be_made_are_one_line_before_any_work(tmp_path, cli, tiled_slides, flag):
+    (tmp_path / "afile").write_text("a file")
+    args = ["extract", "-e", "tiny-vit", "-q"]
+    if flag == "--out":
+        args += ["--manifests", tiled_slides["tiles"], "--out", tmp_path / "afile" / "sub"]
+    else:
+        slide = tiled_slides["pink"]
+        args += [slide, "--out", tmp_path / "o", "--tiles-dir", tmp_path / "afile"]
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: {flag} {tmp_path / 'afile'}"), err
+
+
+def test_extract_on_a_device_this_machine_lacks_is_one_line(tmp_path, cli, tiled_slides):
+    for device, message in (("tpu", "'tpu' is not a device"), ("xla", "xla devices are not supported")):
+        result = cli("extract", "-e", "tiny-vit", "--manifests", tiled_slides["tiles"], "--out", tmp_path / "o",
+                     "--device", device, "-q")
+        assert result.exit_code == 2 and message in result.stderr, result.output
+    assert not (tmp_path / "o" / "tiny-vit").exists()

@@ -199,3 +199,44 @@ def test_packed_masks_come_back_bit_for_bit_and_damage_is_named(shape):
         unpack_mask({**packed, "bits": "not base64!"}, "m.parquet")
     with pytest.raises(PathkitError, match="m.parquet: damaged packed mask"):
         unpack_mask({"height": 1}, "m.parquet")
+
+
+# --------------------------------------------------------------------------- hardening (issue 28)
+
+
+@pytest.mark.parametrize("bad", ["NaN", "1e400", "-Infinity"])
+def test_a_geojson_coordinate_that_is_not_finite_names_the_file_and_feature(tmp_path, bad):
+    path = tmp_path / "bad.geojson"
+    path.write_text('{"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {"classification": '
+                    '{"name": "Tumor"}}, "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [10, 0], '
+                    f'[10, {bad}], [0, 10], [0, 0]]]}}}}]}}')
+    with pytest.raises(PathkitError, match=rf"GeoJSON {path}: feature 0 \(Tumor\) has a NaN or infinite coordinate"):
+        read_geojson(path)
+
+
+def test_a_geojson_nested_deeper_than_json_can_read_is_one_line(tmp_path):
+    path = tmp_path / "deep.geojson"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(PathkitError, match=rf"GeoJSON {path}: nested too deeply to be read"):
+        read_geojson(path)
+
+
+def test_a_points_only_reference_lists_the_features_it_skipped(tmp_path):
+    path = tmp_path / "points.geojson"
+    write_geojson(path, [{"type": "Feature", "properties": {"classification": {"name": "Tumor"}},
+                          "geometry": {"type": "Point", "coordinates": [5, 5]}},
+                         {"type": "Feature", "properties": {},
+                          "geometry": {"type": "LineString", "coordinates": [[0, 0], [9, 9]]}}])
+    frame = MaskFrame(16, 16, 1.0, 1.0)
+    mask, notes = reference_mask({"mask": str(path)}, frame, (16, 16), None)
+    assert not mask.any()
+    assert notes == ["points.geojson skipped: feature 0 (Tumor): a Point, not an area; "
+                     "feature 1: a LineString, not an area"]
+
+
+def test_a_npy_mask_whose_foreground_is_nan_is_refused(tmp_path):
+    values = np.zeros((8, 8), np.float32)
+    values[2:5, 2:5] = np.nan
+    np.save(tmp_path / "m.npy", values)
+    with pytest.raises(PathkitError, match=r"m\.npy holds 9 NaN or infinite value\(s\)"):
+        read_raster(tmp_path / "m.npy")

@@ -162,3 +162,44 @@ def test_the_cli_does_not_hang_on_a_pipe_in_a_subprocess(tmp_path):
     proc = subprocess.run([sys.executable, "-c", "from pathkit_core.cli import main; main()", "tile", str(fifo),
                            "--out", str(tmp_path / "o"), *FAST], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "named pipe" in proc.stdout + proc.stderr
+
+
+# --------------------------------------------------------------------------- round 3 (issue 28)
+
+
+@pytest.mark.parametrize("where", ["afile/sub", "afile", "/proc/self/x"])
+def test_an_out_folder_that_cannot_be_made_is_one_line_before_any_work(cli, synthetic_slides, tmp_path, where):
+    (tmp_path / "afile").write_text("a file, not a folder")
+    out = tmp_path / where if not where.startswith("/") else where
+    result = cli("tile", synthetic_slides["tissue"], "--out", out, *FAST)
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: --out ") and str(out) in err
+
+
+def test_tile_px_zero_is_refused_not_read_as_the_default(cli, synthetic_slides, tmp_path):
+    result = cli("tile", synthetic_slides["tissue"], "--out", tmp_path / "o", "--mpp", "2", "--tile-px", "0", "-q")
+    assert result.exit_code == 2 and "tile size 0 px outside 8-8192" in result.output
+    assert not (tmp_path / "o" / "tissue.parquet").exists()
+
+
+def test_a_dangling_slide_link_in_a_folder_is_listed_as_failed(cli, synthetic_slides, tmp_path):
+    folder = tmp_path / "slides"
+    folder.mkdir()
+    (folder / "tissue.tiff").symlink_to(synthetic_slides["tissue"])
+    (folder / "gone.svs").symlink_to(tmp_path / "moved-away.svs")
+    result = cli("tile", folder, "--out", tmp_path / "o", "--json", *FAST)
+    assert result.exit_code == 1, result.output
+    rows = {r["slide_id"]: r for r in json.loads(result.stdout)}
+    assert rows["tissue"]["status"] == "ok"
+    assert rows["gone"]["status"] == "failed" and "does not exist" in rows["gone"]["reason"]
+
+
+def test_an_mpp_csv_listing_a_slide_twice_is_an_error_listing_the_repeats(cli, synthetic_slides, tmp_path):
+    csv = tmp_path / "mpp.csv"
+    csv.write_text("slide,mpp\nnompp,0.5\nother,0.25\nnompp,0.25\n")
+    result = cli("tile", synthetic_slides["nompp"], "--out", tmp_path / "o", "--mpp-csv", csv, *FAST)
+    assert result.exit_code == 2, result.output
+    assert f"{csv}: 1 slide(s) listed more than once, so their mpp is ambiguous: nompp (line 2, line 4)" \
+        in result.stderr.replace("\n", "")
+    assert not (tmp_path / "o" / "nompp.parquet").exists()

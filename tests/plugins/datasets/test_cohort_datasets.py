@@ -423,3 +423,41 @@ def test_every_slide_dataset_declares_an_mpp_option():
         cls = registry.get("dataset", name)
         assert "mpp" in {o.name for o in cls.option_table}, name
         assert cls.layout, name
+
+
+# --------------------------------------------------------------------------- hardening (issue 28)
+
+
+def test_a_million_row_table_repeating_one_slide_gives_a_short_error():
+    from pathkit_datasets._cohort import CohortRow, check_duplicates
+
+    rows = [CohortRow(i, f"line {i + 2}", "S1", "P1") for i in range(1_000_000)]
+    with pytest.raises(PathkitError) as caught:
+        check_duplicates(rows, lambda r: r.case_id, "slide id", Path("big.csv"))
+    assert str(caught.value) == ("big.csv: 1 duplicate slide id(s): S1 (line 2, line 3, line 4, line 5, line 6, ... "
+                                 "(999995 more))")
+
+
+def test_a_slide_table_repeating_one_slide_lists_the_first_repeats_and_a_count(tmp_path):
+    root = tmp_path / "cohort"
+    touch(root / "slides" / "S1.svs")
+    write_csv(root / "cohort.csv", [{"slide_path": "slides/S1.svs", "patient_id": f"P{i}", "label": "MSI"}
+                                    for i in range(20_000)])
+    with pytest.raises(PathkitError) as caught:
+        SlidesCSV(root, workdir=str(tmp_path / "work")).validate()
+    message = str(caught.value)
+    assert len(message) < 400 and "line 2, line 3, line 4, line 5, line 6, ... (19995 more)" in message
+
+
+def test_a_named_pipe_as_splits_file_is_refused_without_blocking(tmp_path):
+    import os
+
+    from tests._pipes import without_blocking
+
+    root = tmp_path / "cohort"
+    cohort(root, split=False)
+    fifo = tmp_path / "split.csv"
+    os.mkfifo(fifo)
+    found = without_blocking(lambda: SlidesCSV(root, workdir=str(tmp_path / "work"), splits_file=str(fifo)).splits(),
+                             fifo)
+    assert isinstance(found, PathkitError) and f"split file {fifo} is not a regular file (a named pipe)" in str(found)

@@ -345,3 +345,12 @@ def test_paper_70_30_steps_the_learning_rate_on_test_auroc_at_the_public_codes_e
     assert rates[1] == pytest.approx(1e-4) and len({round(v, 12) for v in rates.values()}) > 1
     # nothing is chosen on the test part: the model is the epoch-120 one
     assert result.best_epoch == 120
+
+
+def test_a_demo_for_a_task_that_is_no_goldmark_task_is_a_clear_error(tmp_path):
+    from pathkit_datasets.goldmark import GoldmarkDataset
+
+    with pytest.raises(PathkitError, match=r"task 'NOPE' is neither a GOLDMARK task \(BLCA-PIK3CA, .*\) nor a "
+                                           r"TUMOUR-GENE key"):
+        GoldmarkDataset(None, task="NOPE").make_demo(tmp_path / "demo")
+    assert not (tmp_path / "demo").exists()

@@ -180,3 +180,59 @@ def test_patch_folder_with_repeated_file_names_and_a_class_order(tmp_path):
     empty.mkdir()
     with pytest.raises(PathkitError, match="holds no class folder"):
         PatchFolderDataset(empty).validate()
+
+
+# --------------------------------------------------------------------------- hardening (issue 28)
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG that declares `width` x `height` pixels and holds none (the header of a bomb)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IEND", b"")
+
+
+def test_a_zip_bomb_member_is_excluded_by_its_declared_size_without_inflating_it(release):
+    import tracemalloc
+
+    from pathkit_core.features.images import MAX_IMAGE_BYTES
+
+    size = MAX_IMAGE_BYTES + (16 << 20)
+    with zipfile.ZipFile(release / "03_INF.zip", "a", compression=zipfile.ZIP_DEFLATED) as z, \
+            z.open("INF_bomb.png", "w") as member:
+        block = bytes(1 << 20)
+        for _ in range(size >> 20):
+            member.write(block)
+    assert (release / "03_INF.zip").stat().st_size < 2 << 20  # a few hundred kB holding 272 MiB
+    tracemalloc.start()
+    try:
+        ds = HepatoBenchDataset(release)
+        reason = ds.excluded_cases()["INF_bomb"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert reason == f"03_INF.zip/INF_bomb.png: {size} bytes, more than the {MAX_IMAGE_BYTES} an image may have " \
+                     "(a decompression bomb, or not a patch)"
+    assert peak < 64 << 20, f"{peak / 2**20:.0f} MiB allocated: the member was inflated"
+
+
+def test_an_image_declaring_too_many_pixels_is_excluded_before_decoding(release):
+    with zipfile.ZipFile(release / "03_INF.zip", "a") as z:
+        z.writestr("INF_huge.png", _png_header(40000, 40000))
+    reason = HepatoBenchDataset(release).excluded_cases()["INF_huge"]
+    assert reason.startswith("03_INF.zip/INF_huge.png: ") and ("40000 x 40000 pixels" in reason
+                                                               or "too many pixels" in reason)
+
+
+def test_two_members_of_one_name_in_a_class_zip_are_an_error_naming_them(release):
+    with pytest.warns(UserWarning, match="Duplicate name"), zipfile.ZipFile(release / "01_TUM.zip", "a") as z:
+        z.writestr("TUM_1.png", png())
+        z.writestr("TUM_1.png", png(value=30))
+    with pytest.raises(PathkitError, match=r"01_TUM\.zip: 1 member name\(s\) appear more than once in the zip: "
+                                           r"TUM_1\.png"):
+        HepatoBenchDataset(release).patches()

@@ -243,3 +243,36 @@ def test_hugging_face_evaluate_interface_keeps_scores_as_scores():
     assert module.compute(predictions=probs, references=LABELS, n_resamples=0)["AP"] == pytest.approx(5 / 6)
     # hard multi-class labels arrive as numbers too
     assert module.compute(predictions=[0, 1, 2, 1], references=[0, 1, 2, 2], n_resamples=0)["accuracy"] == 0.75
+
+
+# --------------------------------------------------------------------------- hardening (issue 28)
+
+
+@pytest.mark.parametrize(("row", "total"), [([0.9, 0.9], "1.8"), ([0.0, 0.0, 0.0], "0")])
+def test_class_probabilities_that_do_not_sum_to_one_are_refused(row, total):
+    preds = [row, [1 / len(row)] * len(row)]
+    with pytest.raises(PathkitError, match=rf"1 prediction\(s\) hold class probabilities that do not sum to 1, "
+                                           rf"e\.g\. prediction 0: .* \(sum {total}\)"):
+        compute(preds, [0, 1], n_resamples=0, n_classes=len(row))
+    # within the tolerance (rounding in a file) they are scored as given
+    assert compute([[0.6, 0.405], [0.3, 0.7]], [0, 1], n_resamples=0).summary["accuracy"] == 1.0
+
+
+def test_unknown_options_are_warned_about_and_typed_ones_parsed_by_the_runner(fresh_registry):
+    from pathkit_core.evaluation.runner import score
+
+    fresh_registry(autoload=True)
+    preds, refs = dict(zip("abcd", SCORES, strict=True)), dict(zip("abcd", LABELS, strict=True))
+    with pytest.warns(UserWarning, match=r"classification: ignoring unknown option\(s\) foo; known: n_bins, "):
+        result = score(["classification"], preds, refs, context={"options": {"foo": 1, "n_resamples": "0"}})
+    assert result.summary["classification"]["AUROC"] == pytest.approx(0.75)
+    with pytest.raises(PathkitError, match=r"metric 'classification': option seed='abc' is not a number"):
+        score(["classification"], preds, refs, context={"options": {"seed": "abc"}})
+    with pytest.raises(PathkitError, match=r"option n_bins=2\.5 is not a whole number"):
+        score(["classification"], preds, refs, context={"options": {"n_bins": 2.5}})
+
+
+def test_every_built_in_metric_declares_its_options(fresh_registry):
+    registry = fresh_registry(autoload=True)
+    for name in ("classification", "crqs", "hare", "nlg", "segmentation"):
+        assert registry.get("metric", name).option_table, name

@@ -303,7 +303,7 @@ def test_relations_over_all_entities_as_the_public_code(hare_dir):
     row = public.per_case.row(0, named=True)
     assert row["entities_prediction"] == [] and len(row["relations_prediction"]) == 2
     assert row["F1-relation"] == pytest.approx(1.0) and row["F1-entity"] == 0.0
-    with pytest.raises(PathkitError, match="relation_entities must be one of thresholded, all"):
+    with pytest.raises(PathkitError, match="option relation_entities='some': choose one of thresholded, all"):
         HAREMetric().compute([report], [report], context=_opts(hare_dir, relation_entities="some"))
 
 

@@ -231,7 +231,7 @@ def test_bad_input_is_a_clear_error():
         metric.compute(["a", "b"], ["a", "b"], ids=["x"], context=NO_METEOR)
     with pytest.raises(PathkitError, match="'x' appears more than once"):
         metric.compute(["a", "b"], ["a", "b"], ids=["x", "x"], context=NO_METEOR)
-    with pytest.raises(PathkitError, match="not a boolean"):
+    with pytest.raises(PathkitError, match="option meteor=.maybe. is not true or false"):
         metric.compute(["a"], ["a"], context={"options": {"meteor": "maybe"}})
     with pytest.warns(UserWarning, match="unknown option"):
         metric.compute(["a"], ["a"], context={"options": {"meteor": False, "meteorr": 1}})
