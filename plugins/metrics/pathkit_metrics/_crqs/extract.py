@@ -14,9 +14,12 @@ from pathkit_metrics._crqs.normalise import (
     ORDINAL_SCALES,
     STRUCTURED_ITEM_RE,
     format_number,
+    normalise_names,
     prepare_text,
     roman_or_int,
 )
+from pathkit_metrics._crqs.ocr import KNOWN_WORDS, SpellingRepair, clinical_words
+from pathkit_metrics._crqs.sections import Section, read_spans, specimen_parts, strip_clutter
 from pathkit_metrics._crqs.vocabulary import (
     BENIGN,
     BUILTIN_VOCABULARY,
@@ -45,7 +48,8 @@ EXTRACTED_FIELDS: tuple[str, ...] = (
     "hemorrhage", "papillary_features", "cystic_change", "tumor_extent", "tumor_volume", "tumor_size",
     "margin_status", "muscle_proper_status", "atrophy", "intestinal_metaplasia", "metaplasia_type",
     "hpylori_status", "gastritis_type", "olga_stage", "olgim_stage", "polyp_type", "serrated_lesion",
-    "adenoma_type", "tumor_origin", "laterality",
+    "adenoma_type", "tumor_origin", "laterality", "pathologic_t", "pathologic_n", "pathologic_m", "stage_group",
+    "lymph_node_ratios", "specimen_parts",
 )
 
 # Findings of the `diagnosis` field are joined with this (sorted, so the value is order-free).
@@ -109,12 +113,16 @@ class Extraction:
     fields: Mapping[str, str]
     uncertain: Mapping[str, str] = field(default_factory=dict)
     unread: tuple[str, ...] = ()
+    # which text was read: "whole report" for a short one, else the sections of a long one with
+    # their character spans in the report ("final pathologic diagnosis [212:1490]; ...")
+    section: str = "whole report"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"fields": dict(self.fields), "uncertain": dict(self.uncertain), "unread": list(self.unread)}
+        return {"fields": dict(self.fields), "uncertain": dict(self.uncertain), "unread": list(self.unread),
+                "section": self.section}
 
 
-EMPTY_EXTRACTION = Extraction({}, {})
+EMPTY_EXTRACTION = Extraction({}, {}, section="")
 
 # ----------------------------------------------------------------------------- patterns
 
@@ -226,7 +234,8 @@ _GRADE_TIER_RE = re.compile(
     r"(?:dysplasia|intraepithelial|squamous intraepithelial|pin\b|adenoma))"
 )
 _TIER_RANK = {"low": 1, "intermediate": 2, "high": 3}
-_FUHRMAN_RE = re.compile(r"\b(?:fuhrman|isup|who/isup)(?: nuclear| nucleolar)? grade *:? *" + _ROMAN_OR_DIGIT + r"\b")
+_FUHRMAN_RE = re.compile(r"\b(?:fuhrman|isup|who/isup)(?:'s)?(?: nuclear| nucleolar)? grade *(?:is )?:? *"
+                         + _ROMAN_OR_DIGIT + r"\b")
 _DIFFERENTIATION_RE = re.compile(
     r"\b(?:(well|moderately|moderate|poorly|poor)(?: to | and |/| )(?:(moderately|moderate|poorly|poor) )?)?"
     r"(well|moderately|poorly|un) ?differentiated\b|\bundifferentiated\b|"
@@ -241,7 +250,7 @@ _GLEASON_PARTS_RE = re.compile(
 _GLEASON_TOTAL_RE = re.compile(r"gleason(?:'s)?(?: score| sum) *[:=]? *(\d{1,2})\b(?! *\+)")
 _GRADE_GROUP_RE = re.compile(r"\b(?:isup |who )?grade group *[:=]? *(v|iv|iii|ii|i|[1-5])\b")
 _NUCLEAR_GRADE_RE = re.compile(
-    r"\bnuclear grade *[:=]? *(low|intermediate|moderate|high|iii|ii|i|[1-4])\b|"
+    r"\bnuclear grade *(?:is )?[:=]? *(low|intermediate|moderate|high|iv|iii|ii|i|[1-4])\b|"
     r"\b(low|intermediate|high) nuclear grade\b"
 )
 _MITOSES_SCORE_RE = re.compile(r"\b(?:mitoses|mitosis|mitotic score|mitotic count) *[:=] *(\d{1,3})\b(?! *(?:/|per))")
@@ -323,7 +332,7 @@ _ORGAN_INVASION_RE = re.compile(
 _METASTASIS_RE = re.compile(r"\bmetasta(?:tic|sis|ses|sized|sizing)\b")
 _LN_RE = re.compile(r"\blymph nodes?\b|\bnodal\b")
 _LN_RATIO_RE = re.compile(
-    r"\( *(\d{1,2}) */ *(\d{1,3}) *\)|\b(\d{1,2}) *(?:of|/) *(\d{1,3}) +(?:\w+ +){0,2}lymph nodes?\b"
+    r"\( *(\d{1,2}) *(?:/|of) *(\d{1,3}) *\)|\b(\d{1,2}) *(?:of|/) *(\d{1,3}) +(?:\w+ +){0,2}lymph nodes?\b"
 )
 _LN_NEGATIVE_RE = re.compile(
     r"\b(?:negative|benign|uninvolved|free of (?:tumor|carcinoma|metasta\w*)|no (?:tumor|carcinoma|"
@@ -331,6 +340,21 @@ _LN_NEGATIVE_RE = re.compile(
 )
 _LN_POSITIVE_RE = re.compile(r"\b(?:positive|involved|metastatic|metastasis|metastases|carcinoma)\b")
 _PN_STAGE_RE = re.compile(r"\bp?t(?:[0-4][a-c]?|is|a|x) *,? *p?n([0-3x])[a-c]?\b")
+# Pathologic TNM (AJCC): pT3a, ypT2, pNO (OCR "O" for zero), pMX, "T3 N0", "pT2aN1M0"; the
+# stage group (stage IIIB, FIGO stage IC).
+_T_VALUE, _N_VALUE, _M_VALUE = r"(is|x|[0-4](?:[a-d][12]?)?)", r"([0-3x]|o)([a-c]?)", r"([01x]|o)([a-c]?)"
+_PT_RE = re.compile(r"(?<![a-z0-9])y?pt" + _T_VALUE + r"(?![a-z0-9])|(?<![a-z0-9])t" + _T_VALUE +
+                    r"(?= *,? *p?n(?:[0-3x]|o)[a-c]?(?![a-z0-9]))")
+_AFTER_T = r"(?:(?<=t[0-4x])|(?<=t[0-4][a-d])|(?<=tis)|(?<=t[0-4][a-d][12]))"
+_AFTER_N = r"(?:(?<=n[0-3xo])|(?<=n[0-3][a-c]))"
+_PN_RE = re.compile(r"(?<![a-z0-9])y?pn" + _N_VALUE + r"(?![a-z0-9])|" + _AFTER_T + r" *,? *p?n" + _N_VALUE +
+                    r"(?![a-z0-9])")
+_PM_RE = re.compile(r"(?<![a-z0-9])y?pm" + _M_VALUE + r"(?![a-z0-9])|" + _AFTER_N + r" *,? *p?m" + _M_VALUE +
+                    r"(?![a-z0-9])")
+_STAGE_GROUP_RE = re.compile(
+    r"\b(?:ajcc |tnm |figo |pathologic(?:al)? |overall |anatomic )?stage(?: group(?:ing)?)? *:? *"
+    r"(iv|iii|ii|i|[1-4])([abc][12]?)?(?![a-z0-9])"
+)
 _MARGIN_RE = re.compile(r"\bmargins?\b")
 _MARGIN_NEG_RE = re.compile(
     r"\b(?:negative|free|uninvolved|clear|not involved|no (?:tumor|carcinoma)|widely free)\b"
@@ -502,6 +526,10 @@ _ORGAN_INVASION_RE = _Gate(_ORGAN_INVASION_RE, "invasion", "extension", "involve
 _METASTASIS_RE = _Gate(_METASTASIS_RE, "metasta")
 _LN_RE = _Gate(_LN_RE, "lymph node", "nodal")
 _PN_STAGE_RE = _Gate(_PN_STAGE_RE, "n0", "n1", "n2", "n3")
+_PT_RE = _Gate(_PT_RE, "t")
+_PN_RE = _Gate(_PN_RE, "n")
+_PM_RE = _Gate(_PM_RE, "m")
+_STAGE_GROUP_RE = _Gate(_STAGE_GROUP_RE, "stage")
 _MARGIN_RE = _Gate(_MARGIN_RE, "margin")
 _MARGIN_BEFORE_RE = _Gate(_MARGIN_BEFORE_RE, "margin")
 _R_STATUS_RE = _Gate(_R_STATUS_RE, "r0", "r1", "r2")
@@ -618,6 +646,11 @@ class _Candidate:
         where it comes from."""
         return f"{self.term.canonical}, origin {self.origin}" if self.origin else self.term.canonical
 
+    def specific_key(self) -> tuple[Any, ...]:
+        """`principal_key` with the more specific name (more words) first among equals."""
+        key = self.principal_key()
+        return (*key[:-1], -len(self.term.canonical.split()), key[-1])
+
     def principal_key(self) -> tuple[Any, ...]:
         """Smaller is more principal, whatever the order the findings were written in: the worst
         category, a primary before a metastasis, invasive before in situ, a neoplasm before a
@@ -627,6 +660,63 @@ class _Candidate:
         return (-CATEGORY_RANK[term.category], self.metastatic, bool(_IN_SITU_RE.search(term.canonical)),
                 term.histologic_type is None, self.unread, term.canonical == NEGATIVE_FOR_MALIGNANCY,
                 term.canonical)
+
+
+_LETTERS_RE = re.compile(r"[A-Za-z]")
+_MIN_READ_LETTERS = 40  # a read section with fewer letters (a form, a barcode) is no diagnosis
+
+# What a specimen part's signature holds (`_signature`): the part's findings and every status
+# the tumour fields read, plus the sides and organs it names.
+_SIGNATURE_FIELDS = (
+    "diagnosis", "histologic_type", "tumor_grade", "differentiation", "nuclear_grade", "gleason_score",
+    "margin_status", "lymph_node_involvement", "lymph_node_ratios", "lymphovascular_invasion",
+    "perineural_invasion", "invasion_status", "invasion_depth", "extraprostatic_extension", "capsular_invasion",
+    "organ_specific_invasion", "in_situ_component", "pathologic_t", "pathologic_n", "pathologic_m",
+    "stage_group", "metastatic_involvement",
+)
+
+
+def _signature(facts: Mapping[str, str], text: str) -> str:
+    """One specimen part as a string: its fields (`_SIGNATURE_FIELDS`), the count of positive and
+    negative margin statements, the sides in the order named and the organs named."""
+    items = [f"{name}={facts[name].replace(FINDING_SEPARATOR, ' + ')}" for name in _SIGNATURE_FIELDS
+             if name in facts]
+    positive, negative = _margin_counts(text)
+    if positive or negative:
+        items.append(f"margins=+{positive}/-{negative}")
+    sides = [m.group(1) for m in _LATERALITY_RE.finditer(text)]
+    if sides:
+        items.append("sides=" + ",".join(sides))
+    organs = sorted({_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(text)})
+    if organs:
+        items.append("organs=" + ",".join(organs))
+    return " | ".join(items)
+
+
+def _margin_counts(scope: str) -> tuple[int, int]:
+    """(positive, negative) margin statements of `scope`."""
+    positive = negative = 0
+    for match in _MARGIN_BEFORE_RE.finditer(scope):
+        if match.group(1) in ("positive", "involved"):
+            positive += 1
+        else:
+            negative += 1
+    for match in _MARGIN_RE.finditer(scope):
+        after = scope[match.end():match.end() + 60]
+        stop = min((i for i in (after.find("."), after.find(";"), after.find("\n")) if i >= 0), default=-1)
+        if stop >= 0:
+            after = after[:stop]
+        if _MARGIN_NEG_RE.search(after):
+            negative += 1
+        elif _MARGIN_POS_RE.search(after):
+            positive += 1
+    status = _R_STATUS_RE.search(scope)
+    if status is not None:
+        if status.group(1) == "0":
+            negative += 1
+        else:
+            positive += 1
+    return positive, negative
 
 
 class ClinicalExtractor:
@@ -639,6 +729,7 @@ class ClinicalExtractor:
     def __init__(self, vocabulary: Vocabulary | None = None, *, cache_size: int = 200_000) -> None:
         self.vocabulary = vocabulary if vocabulary is not None else BUILTIN_VOCABULARY
         self._pattern = self.vocabulary.pattern
+        self._spelling = SpellingRepair(clinical_words(self.vocabulary.terms), KNOWN_WORDS)
         self._cache: dict[str, Extraction] = {}
         self._cache_size = cache_size
         self._cached_chars = 0
@@ -662,6 +753,8 @@ class ClinicalExtractor:
     # ------------------------------------------------------------------ the pipeline
 
     def _extract(self, report: str) -> Extraction:
+        if len(report) >= _SHORT_REPORT_CHARS:
+            return self._extract_long(report)
         text = prepare_text(report)
         facts: dict[str, str] = {}
         doubts: dict[str, str] = {}
@@ -689,6 +782,12 @@ class ClinicalExtractor:
 
         unread: list[str] = []
         self._diagnosis(scope, body, facts, doubts, unread)
+        self._read_fields(scope, facts, doubts)
+        facts.pop("_principal_start", None)
+        return Extraction(facts, doubts, tuple(unread))
+
+    def _read_fields(self, scope: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
+        """Every field but the diagnosis hierarchy, read from `scope`."""
         self._behaviour(scope, facts)
         self._grades(scope, facts)
         self._invasion(scope, facts)
@@ -697,7 +796,127 @@ class ClinicalExtractor:
         self._morphology(scope, facts, doubts)
         self._measurements(scope, facts)
         self._gastrointestinal(scope, facts, doubts)
-        return Extraction(facts, doubts, tuple(unread))
+
+    # ------------------------------------------------------------------ long reports (TCGA)
+
+    def _prepare_long(self, raw: str) -> str:
+        return self._spelling.repair(normalise_names(prepare_text(raw)))
+
+    def _extract_long(self, report: str) -> Extraction:
+        """A long report: read from its diagnosis and synoptic sections (`sections.read_spans`),
+        clutter removed, names and OCR misspellings normalised; the findings of each specimen part
+        kept apart (`specimen_parts`); the site from the tumour's own part of the diagnosis."""
+        sections = read_spans(report)
+        raw = strip_clutter("\n\n".join(report[s.start:s.end] for s in sections))
+        if len(_LETTERS_RE.findall(raw)) < _MIN_READ_LETTERS:
+            sections = (Section(0, len(report), "whole report"),)
+            raw = strip_clutter(report)
+        parts = specimen_parts(raw)
+        if parts:
+            pieces = [self._prepare_long(raw[:parts[0][1]])]
+            part_texts = [self._prepare_long(raw[start:end]) for _, start, end in parts]
+            scope = "\n".join(p for p in pieces + part_texts if p)
+        else:
+            part_texts = []
+            scope = self._prepare_long(raw)
+        facts: dict[str, str] = {}
+        doubts: dict[str, str] = {}
+        unread: list[str] = []
+        self._diagnosis(scope, scope, facts, doubts, unread, is_report=True, specific_first=True)
+        principal = facts.pop("_principal_start", None)
+        self._read_fields(scope, facts, doubts)
+        self._long_fields(scope, facts)
+        organ = self._primary_site(scope, int(principal) if principal else None)
+        if organ is not None:
+            facts["organ_site"] = organ
+        specimen = self._first_word(_SPECIMEN_RE, _specimen_words(scope))
+        if specimen:
+            facts["specimen_type"] = _SPECIMENS[specimen]
+        side = self._side(scope, int(principal) if principal else None)
+        if side is not None:
+            facts["laterality"] = side
+        if part_texts:
+            signatures = [self._part_signature(text) for text in part_texts]
+        else:
+            signatures = [_signature(facts, scope)]
+        signatures = [s for s in signatures if s]
+        if signatures:
+            facts["specimen_parts"] = FINDING_SEPARATOR.join(sorted(signatures))
+        return Extraction(facts, doubts, tuple(unread), "; ".join(s.describe() for s in sections))
+
+    def _long_fields(self, scope: str, facts: dict[str, str]) -> None:
+        """Fields only a long report states: pathologic TNM and stage group, node counts; the
+        differentiation read as the grade where no grade is written."""
+        for name, pattern in (("pathologic_t", _PT_RE), ("pathologic_n", _PN_RE), ("pathologic_m", _PM_RE)):
+            values = set()
+            for match in pattern.finditer(scope):
+                groups = [g for g in match.groups() if g is not None]
+                values.add("".join(groups).replace("o", "0"))
+            if values:
+                facts[name] = ",".join(sorted(values))
+        groups = set()
+        for match in _STAGE_GROUP_RE.finditer(scope):
+            value = roman_or_int(match.group(1))
+            if value is not None:
+                groups.add(f"{value}{match.group(2) or ''}")
+        if groups:
+            facts["stage_group"] = ",".join(sorted(groups))
+        ratios = self._node_ratios(scope)
+        if ratios:
+            facts["lymph_node_ratios"] = ",".join(ratios)
+        if "tumor_grade" not in facts and "differentiation" in facts:
+            facts["tumor_grade"] = str(DIFFERENTIATION_RANK[facts["differentiation"]])
+
+    @staticmethod
+    def _node_ratios(scope: str) -> list[str]:
+        """Every "involved/examined" count stated for lymph nodes, sorted ("0/8", "3/16")."""
+        ratios = []
+        for match in _LN_RE.finditer(scope):
+            lo = max(scope.rfind("\n", 0, match.start()), match.start() - 120)
+            hi_candidates = [i for i in (scope.find("\n", match.end()),) if i >= 0]
+            hi = min([*hi_candidates, match.end() + 120])
+            for ratio in _LN_RATIO_RE.finditer(scope, lo + 1, hi):
+                involved = ratio.group(1) or ratio.group(3)
+                total = ratio.group(2) or ratio.group(4)
+                ratios.append((ratio.start(), f"{int(involved)}/{int(total)}"))
+        return sorted(value for _, value in set(ratios))
+
+    def _part_signature(self, part: str) -> str:
+        """What one specimen part states, as one comparable string."""
+        facts: dict[str, str] = {}
+        doubts: dict[str, str] = {}
+        self._diagnosis(part, part, facts, doubts, [], specific_first=True)
+        facts.pop("_principal_start", None)
+        self._read_fields(part, facts, doubts)
+        self._long_fields(part, facts)
+        return _signature(facts, part)
+
+    @staticmethod
+    def _primary_site(scope: str, principal: int | None) -> str | None:
+        """The organ of the tumour: the first organ named on the line of the principal diagnosis
+        before it (its part's heading, at most 250 characters back), else the first after it,
+        else the first of the text; a lymph node only when nothing else is named."""
+        if principal is not None:
+            line_start = max(scope.rfind("\n", 0, principal) + 1, principal - 250)
+            for match in _ORGAN_RE.finditer(scope, line_start, principal):
+                if _ORGANS[match.group(1)] != "lymph node":
+                    return _ORGANS[match.group(1)]
+            for match in _ORGAN_RE.finditer(scope, principal, principal + 150):
+                if _ORGANS[match.group(1)] != "lymph node":
+                    return _ORGANS[match.group(1)]
+        named = [_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(scope)]
+        return next((o for o in named if o != "lymph node"), named[0] if named else None)
+
+    @staticmethod
+    def _side(scope: str, principal: int | None) -> str | None:
+        """The side of the tumour: the last side named before the principal diagnosis (within 250
+        characters), else the first affirmed side of the text."""
+        if principal is not None:
+            before = list(_LATERALITY_RE.finditer(scope, max(0, principal - 250), principal))
+            if before:
+                return before[-1].group(1)
+        match = _first_affirmed(scope, _LATERALITY_RE)
+        return match.group(1) if match else None
 
     @staticmethod
     def _first_word(pattern: Any, text: str) -> str | None:
@@ -811,13 +1030,13 @@ class ClinicalExtractor:
         return found
 
     def _diagnosis(self, scope: str, body: str, facts: dict[str, str], doubts: dict[str, str],
-                   unread: list[str]) -> None:
+                   unread: list[str], is_report: bool = False, specific_first: bool = False) -> None:
         mentions: list[tuple[int, int]] = []
         candidates = self._candidates(scope, doubts, mentions)
         if not candidates and scope is not body:
             scope, mentions = body, []
             candidates = self._candidates(body, doubts, mentions)
-        if "organ_site" in facts or "specimen_type" in facts:  # a report, not any text
+        if is_report or "organ_site" in facts or "specimen_type" in facts:  # a report, not any text
             extra = self._unread_findings(scope, candidates, mentions)
             unread.extend(c.term.canonical for c in extra)
             candidates += extra
@@ -828,8 +1047,10 @@ class ClinicalExtractor:
         # than the finding: a benign diagnosis implies it, a malignancy elsewhere is not denied by it.
         if any(c.term.canonical != NEGATIVE_FOR_MALIGNANCY for c in candidates):
             candidates = [c for c in candidates if c.term.canonical != NEGATIVE_FOR_MALIGNANCY]
-        principal = min(candidates, key=_Candidate.principal_key)
+        # in a long report a specific name ("squamous cell carcinoma") leads a bare "carcinoma"
+        principal = min(candidates, key=_Candidate.specific_key if specific_first else _Candidate.principal_key)
         term = principal.term
+        facts["_principal_start"] = str(principal.start)
         facts["diagnosis"] = FINDING_SEPARATOR.join(sorted({c.finding for c in candidates}))
         facts["benign_vs_malignant"] = term.category
         if principal.origin:
@@ -1110,27 +1331,7 @@ class ClinicalExtractor:
 
     @staticmethod
     def _margins(scope: str) -> str | None:
-        positive = negative = False
-        for match in _MARGIN_BEFORE_RE.finditer(scope):
-            if match.group(1) in ("positive", "involved"):
-                positive = True
-            else:
-                negative = True
-        for match in _MARGIN_RE.finditer(scope):
-            after = scope[match.end():match.end() + 60]
-            stop = min((i for i in (after.find("."), after.find(";"), after.find("\n")) if i >= 0), default=-1)
-            if stop >= 0:
-                after = after[:stop]
-            if _MARGIN_NEG_RE.search(after):
-                negative = True
-            elif _MARGIN_POS_RE.search(after):
-                positive = True
-        status = _R_STATUS_RE.search(scope)
-        if status is not None:
-            if status.group(1) == "0":
-                negative = True
-            else:
-                positive = True
+        positive, negative = _margin_counts(scope)
         if positive:
             return "positive"
         if negative:

@@ -255,6 +255,30 @@ def prepare_text(text: str) -> str:
     return text.strip()
 
 
+# A subtype written after its family ("renal cell carcinoma, chromophobe type", "adenocarcinoma
+# (serous type)", "renal cell carcinoma, conventional (clear cell) type"): the WHO name puts it
+# first, and the vocabulary knows that spelling.
+_SUBTYPE_AFTER_RE = re.compile(
+    r"\b(renal cell carcinoma|adenocarcinoma|carcinoma) *[,:(]? *(?:(conventional) *[,(]? *)?"
+    r"(clear cell|papillary|chromophobe|serous|endometrioid|mucinous|sarcomatoid|collecting duct)? *\)? *"
+    r"(?:types?|subtype|variant)\b *\)?"
+)
+
+
+def _subtype_first(match: re.Match[str]) -> str:
+    subtype = match.group(3) or ("clear cell" if match.group(2) else None)
+    if subtype is None:
+        return match.group(0)
+    return f"{subtype} {match.group(1)} "
+
+
+def normalise_names(text: str) -> str:
+    """Prepared text with a tumour subtype written after its family moved before it (long reports)."""
+    if "type" in text or "variant" in text:
+        text = _SUBTYPE_AFTER_RE.sub(_subtype_first, text)
+    return text
+
+
 _PHRASE_PUNCT_RE = re.compile(r"[^a-z0-9' ]+")
 
 
@@ -312,6 +336,7 @@ def format_number(value: float) -> str:
 __all__ = [
     "MAX_REPORT_CHARS",
     "prepare_text",
+    "normalise_names",
     "trie_pattern",
     "STRUCTURED_ITEM_RE",
     "normalise_phrase",
