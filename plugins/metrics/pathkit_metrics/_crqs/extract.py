@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ EXTRACTED_FIELDS: tuple[str, ...] = (
     "margin_status", "muscle_proper_status", "atrophy", "intestinal_metaplasia", "metaplasia_type",
     "hpylori_status", "gastritis_type", "olga_stage", "olgim_stage", "polyp_type", "serrated_lesion",
     "adenoma_type", "tumor_origin", "laterality", "pathologic_t", "pathologic_n", "pathologic_m", "stage_group",
-    "lymph_node_ratios", "specimen_parts",
+    "lymph_node_ratios", "extranodal_extension", "specimen_parts",
 )
 
 # Findings of the `diagnosis` field are joined with this (sorted, so the value is order-free).
@@ -153,6 +154,11 @@ _ORGANS: dict[str, str] = {
     "esophagus": "esophagus", "duodenum": "duodenum", "small intestine": "small intestine",
     "skin": "skin", "lymph node": "lymph node", "adrenal gland": "adrenal gland", "adrenal": "adrenal gland",
     "oral cavity": "oral cavity", "tongue": "tongue", "larynx": "larynx", "pleura": "pleura",
+    "ureter": "ureter", "urethra": "urethra", "renal pelvis": "renal pelvis", "tonsil": "tonsil",
+    "pharynx": "pharynx", "oropharynx": "oropharynx", "hypopharynx": "hypopharynx", "nasopharynx": "nasopharynx",
+    "floor of mouth": "floor of mouth", "lip": "lip", "bile duct": "bile duct", "ampulla": "ampulla",
+    "temporal lobe": "temporal lobe", "frontal lobe": "frontal lobe", "parietal lobe": "parietal lobe",
+    "occipital lobe": "occipital lobe", "cerebellum": "cerebellum", "mandible": "mandible",
     "gallbladder": "gallbladder", "bone marrow": "bone marrow", "soft tissue": "soft tissue",
     "omentum": "omentum", "fallopian tube": "fallopian tube", "vulva": "vulva", "vagina": "vagina",
 }
@@ -260,25 +266,25 @@ _MITOSES_COUNT_RE = re.compile(
 _TUBULE_RE = re.compile(r"\btubul(?:e|ar) (?:formation|score) *[:=]? *([1-3])\b")
 
 _DEPTH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
                 r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)"
                 r"(?:subepithelial connective tissue|lamina propria)\b|\blamina propria invasion\b"),
      "subepithelial connective tissue"),
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
                 r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)"
                 r"(?:muscle proper|muscularis propria|detrusor muscle|muscular layer)\b|"
                 r"\b(?:muscularis propria|detrusor muscle) invasion\b"),
      "muscle proper"),
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
                 r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)submucosa\b"), "submucosa"),
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
                 r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)subserosa\b"), "subserosa"),
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into |through )?(?:the )?|invasion (?:of|into) (?:the )?|"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through )?(?:the )?|invasion (?:of|into) (?:the )?|"
                 r"extends? (?:into|to|through) (?:the )?|depth of invasion *:? *)"
                 r"(?:perivesical|perivesicular|extravesical|extravesicular|pericolorectal|pericolic|perirectal|"
-                r"peripancreatic|perinephric|perirenal|periprostatic) (?:soft )?(?:tissue|fat)\b"),
+                r"peripancreatic|perinephric|perirenal|periprostatic) (?:soft |fatty |adipose )?(?:tissue|fat)\b"),
      "perivisceral tissue"),
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into |through )?(?:the )?|penetrat\w* (?:the )?)"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through )?(?:the )?|penetrat\w* (?:the )?)"
                 r"(?:visceral peritoneum|serosa|serosal surface)\b"), "serosa"),
 )
 _NON_INVASIVE_RE = re.compile(r"\bnon ?invasive\b|\bno (?:stromal |definite |evidence of )?invasion\b")
@@ -355,6 +361,7 @@ _STAGE_GROUP_RE = re.compile(
     r"\b(?:ajcc |tnm |figo |pathologic(?:al)? |overall |anatomic )?stage(?: group(?:ing)?)? *:? *"
     r"(iv|iii|ii|i|[1-4])([abc][12]?)?(?![a-z0-9])"
 )
+_ENE_RE = re.compile(r"\b(?:extra ?nodal|extra ?capsular) (?:extension|spread|invasion|tumor extension)\b")
 _MARGIN_RE = re.compile(r"\bmargins?\b")
 _MARGIN_NEG_RE = re.compile(
     r"\b(?:negative|free|uninvolved|clear|not involved|no (?:tumor|carcinoma)|widely free)\b"
@@ -530,6 +537,7 @@ _PT_RE = _Gate(_PT_RE, "t")
 _PN_RE = _Gate(_PN_RE, "n")
 _PM_RE = _Gate(_PM_RE, "m")
 _STAGE_GROUP_RE = _Gate(_STAGE_GROUP_RE, "stage")
+_ENE_RE = _Gate(_ENE_RE, "extra")
 _MARGIN_RE = _Gate(_MARGIN_RE, "margin")
 _MARGIN_BEFORE_RE = _Gate(_MARGIN_BEFORE_RE, "margin")
 _R_STATUS_RE = _Gate(_R_STATUS_RE, "r0", "r1", "r2")
@@ -665,32 +673,31 @@ class _Candidate:
 _LETTERS_RE = re.compile(r"[A-Za-z]")
 _MIN_READ_LETTERS = 40  # a read section with fewer letters (a form, a barcode) is no diagnosis
 
-# What a specimen part's signature holds (`_signature`): the part's findings and every status
-# the tumour fields read, plus the sides and organs it names.
-_SIGNATURE_FIELDS = (
-    "diagnosis", "histologic_type", "tumor_grade", "differentiation", "nuclear_grade", "gleason_score",
-    "margin_status", "lymph_node_involvement", "lymph_node_ratios", "lymphovascular_invasion",
-    "perineural_invasion", "invasion_status", "invasion_depth", "extraprostatic_extension", "capsular_invasion",
-    "organ_specific_invasion", "in_situ_component", "pathologic_t", "pathologic_n", "pathologic_m",
-    "stage_group", "metastatic_involvement",
+_POLARITY_MARK = {AFFIRMED: "+", NEGATED: "-", UNCERTAIN: "?"}
+_ROMAN_DIGITS = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "o": "0"}
+# statements read as present / absent / doubtful (see `_mentions`)
+_STATE_MENTIONS = (
+    (_LVI_RE, "lvi"), (_PNI_RE, "pni"), (_ENE_RE, "ene"), (_EPE_RE, "epe"), (_CAPSULAR_RE, "capsule"),
+    (_ORGAN_INVASION_RE, "organ-invasion"), (_INVASION_RE, "invasion"), (_NECROSIS_RE, "necrosis"),
 )
+# statements read as a value
+_VALUE_MENTIONS = (
+    (_GRADE_NUMBER_RE, "grade"), (_GRADE_TIER_RE, "tier"), (_GRADE_G_RE, "g"), (_DIFFERENTIATION_RE, "diff"),
+    (_GLEASON_PARTS_RE, "gleason"), (_NUCLEAR_GRADE_RE, "nuclear"), (_PT_RE, "t"), (_PN_RE, "n"), (_PM_RE, "m"),
+    (_STAGE_GROUP_RE, "stage"),
+)
+# a count written "(k/n)" or "(k of n)": in a diagnosis, nodes involved of nodes examined
+_ANY_RATIO_RE = re.compile(r"\( *(\d{1,2}) *(?:/|of) *(\d{1,3}) *\)")
 
 
-def _signature(facts: Mapping[str, str], text: str) -> str:
-    """One specimen part as a string: its fields (`_SIGNATURE_FIELDS`), the count of positive and
-    negative margin statements, the sides in the order named and the organs named."""
-    items = [f"{name}={facts[name].replace(FINDING_SEPARATOR, ' + ')}" for name in _SIGNATURE_FIELDS
-             if name in facts]
-    positive, negative = _margin_counts(text)
-    if positive or negative:
-        items.append(f"margins=+{positive}/-{negative}")
-    sides = [m.group(1) for m in _LATERALITY_RE.finditer(text)]
-    if sides:
-        items.append("sides=" + ",".join(sides))
-    organs = sorted({_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(text)})
-    if organs:
-        items.append("organs=" + ",".join(organs))
-    return " | ".join(items)
+def _principal_line(scope: str, principal: int | None) -> tuple[int, int] | None:
+    """(start, end) of the principal diagnosis' line up to the end of its name (at most 250
+    characters back): where its part names the organ, side and procedure."""
+    if principal is None:
+        return None
+    end = scope.find("\n", principal)
+    end = len(scope) if end < 0 else end
+    return max(scope.rfind("\n", 0, principal) + 1, principal - 250), min(end, principal + 80)
 
 
 def _margin_counts(scope: str) -> tuple[int, int]:
@@ -800,25 +807,28 @@ class ClinicalExtractor:
     # ------------------------------------------------------------------ long reports (TCGA)
 
     def _prepare_long(self, raw: str) -> str:
-        return self._spelling.repair(normalise_names(prepare_text(raw)))
+        return normalise_names(self._spelling.repair(prepare_text(raw, upper_abbreviations=False)))
 
     def _extract_long(self, report: str) -> Extraction:
         """A long report: read from its diagnosis and synoptic sections (`sections.read_spans`),
         clutter removed, names and OCR misspellings normalised; the findings of each specimen part
         kept apart (`specimen_parts`); the site from the tumour's own part of the diagnosis."""
         sections = read_spans(report)
-        raw = strip_clutter("\n\n".join(report[s.start:s.end] for s in sections))
-        if len(_LETTERS_RE.findall(raw)) < _MIN_READ_LETTERS:
-            sections = (Section(0, len(report), "whole report"),)
-            raw = strip_clutter(report)
-        parts = specimen_parts(raw)
-        if parts:
-            pieces = [self._prepare_long(raw[:parts[0][1]])]
-            part_texts = [self._prepare_long(raw[start:end]) for _, start, end in parts]
-            scope = "\n".join(p for p in pieces + part_texts if p)
-        else:
-            part_texts = []
-            scope = self._prepare_long(raw)
+        raws = [strip_clutter(report[s.start:s.end]) for s in sections]
+        if sum(len(_LETTERS_RE.findall(raw)) for raw in raws) < _MIN_READ_LETTERS:
+            sections = (Section(0, len(report), "whole report", "fallback"),)
+            raws = [strip_clutter(report)]
+        # each section's specimen parts (a section without parts, a synoptic block, or the text
+        # before a section's first part is one part of its own)
+        part_texts: list[str] = []
+        for raw in raws:
+            parts = specimen_parts(raw)
+            pieces = [(0, parts[0][1]), *((start, end) for _, start, end in parts)] if parts else [(0, len(raw))]
+            for start, end in pieces:
+                prepared = self._prepare_long(raw[start:end])
+                if prepared:
+                    part_texts.append(prepared)
+        scope = "\n".join(part_texts)
         facts: dict[str, str] = {}
         doubts: dict[str, str] = {}
         unread: list[str] = []
@@ -826,20 +836,23 @@ class ClinicalExtractor:
         principal = facts.pop("_principal_start", None)
         self._read_fields(scope, facts, doubts)
         self._long_fields(scope, facts)
-        organ = self._primary_site(scope, int(principal) if principal else None)
+        line = _principal_line(scope, int(principal) if principal else None)
+        organ = self._primary_site(scope, line)
         if organ is not None:
             facts["organ_site"] = organ
-        specimen = self._first_word(_SPECIMEN_RE, _specimen_words(scope))
+        specimen = self._first_word(_SPECIMEN_RE, _specimen_words(scope[line[0]:line[1]] if line else scope))
+        specimen = specimen or self._first_word(_SPECIMEN_RE, _specimen_words(scope))
         if specimen:
             facts["specimen_type"] = _SPECIMENS[specimen]
-        side = self._side(scope, int(principal) if principal else None)
+        side = (_first_affirmed(scope[line[0]:line[1]], _LATERALITY_RE) if line else None) or \
+            _first_affirmed(scope, _LATERALITY_RE)
         if side is not None:
-            facts["laterality"] = side
-        if part_texts:
-            signatures = [self._part_signature(text) for text in part_texts]
-        else:
-            signatures = [_signature(facts, scope)]
-        signatures = [s for s in signatures if s]
+            facts["laterality"] = side.group(1)
+        bounds, offset = [], 0
+        for text in part_texts:
+            bounds.append(offset + len(text))
+            offset += len(text) + 1
+        signatures = self._part_signatures(scope, bounds)
         if signatures:
             facts["specimen_parts"] = FINDING_SEPARATOR.join(sorted(signatures))
         return Extraction(facts, doubts, tuple(unread), "; ".join(s.describe() for s in sections))
@@ -861,6 +874,9 @@ class ClinicalExtractor:
                 groups.add(f"{value}{match.group(2) or ''}")
         if groups:
             facts["stage_group"] = ",".join(sorted(groups))
+        state, _ = _presence(scope, _ENE_RE)
+        if state is not None:
+            facts["extranodal_extension"] = state
         ratios = self._node_ratios(scope)
         if ratios:
             facts["lymph_node_ratios"] = ",".join(ratios)
@@ -871,52 +887,77 @@ class ClinicalExtractor:
     def _node_ratios(scope: str) -> list[str]:
         """Every "involved/examined" count stated for lymph nodes, sorted ("0/8", "3/16")."""
         ratios = []
-        for match in _LN_RE.finditer(scope):
-            lo = max(scope.rfind("\n", 0, match.start()), match.start() - 120)
-            hi_candidates = [i for i in (scope.find("\n", match.end()),) if i >= 0]
-            hi = min([*hi_candidates, match.end() + 120])
+        for match in _LN_RE.finditer(scope):  # counts on the line (the part) of a node mention
+            lo = scope.rfind("\n", 0, match.start())
+            hi = scope.find("\n", match.end())
+            hi = len(scope) if hi < 0 else hi
             for ratio in _LN_RATIO_RE.finditer(scope, lo + 1, hi):
                 involved = ratio.group(1) or ratio.group(3)
                 total = ratio.group(2) or ratio.group(4)
                 ratios.append((ratio.start(), f"{int(involved)}/{int(total)}"))
         return sorted(value for _, value in set(ratios))
 
-    def _part_signature(self, part: str) -> str:
-        """What one specimen part states, as one comparable string."""
-        facts: dict[str, str] = {}
-        doubts: dict[str, str] = {}
-        self._diagnosis(part, part, facts, doubts, [], specific_first=True)
-        facts.pop("_principal_start", None)
-        self._read_fields(part, facts, doubts)
-        self._long_fields(part, facts)
-        return _signature(facts, part)
+    def _part_signatures(self, scope: str, bounds: list[int]) -> list[str]:
+        """One string per specimen part (`bounds`: where each part of `scope` ends): the clinical
+        statements it makes, in the order it makes them (`_mentions`), a statement repeated
+        straight after itself counted once. Parts compare as a set, so their order does not
+        matter; a change to any statement of any part changes that part's string."""
+        tokens: list[list[str]] = [[] for _ in bounds]
+        for position, token in sorted(self._mentions(scope)):
+            part = bisect.bisect_left(bounds, position)
+            if part < len(tokens) and (not tokens[part] or tokens[part][-1] != token):
+                tokens[part].append(token)
+        return [" ".join(t) for t in tokens if t]
+
+    def _mentions(self, scope: str) -> list[tuple[int, str]]:
+        """(position, token) of every clinical statement of `scope`: diagnosis terms (with their
+        polarity), grades, differentiation, Gleason patterns, margins, node counts, invasion
+        and extension states, depths, TNM values, sides and organs."""
+        found: list[tuple[int, str]] = []
+        for match in self._pattern.finditer(scope):
+            term = self.vocabulary.lookup(match.group(0))
+            if term is not None:
+                state = polarity(scope, match.start(), match.end())
+                found.append((match.start(), _POLARITY_MARK[state] + term.canonical))
+        for pattern, name in _STATE_MENTIONS:
+            for match in pattern.finditer(scope):
+                state = polarity(scope, match.start(), match.end())
+                found.append((match.start(), name + _POLARITY_MARK[state]))
+        for pattern, name in _VALUE_MENTIONS:
+            for match in pattern.finditer(scope):
+                value = " ".join(_ROMAN_DIGITS.get(g.strip(), g.strip()) for g in match.groups() if g)
+                found.append((match.start(), name + "=" + value))
+        for match in _MARGIN_RE.finditer(scope):
+            after = scope[match.end():match.end() + 60]
+            if _MARGIN_NEG_RE.search(after):
+                found.append((match.start(), "margin-"))
+            elif _MARGIN_POS_RE.search(after):
+                found.append((match.start(), "margin+"))
+        for match in _MARGIN_BEFORE_RE.finditer(scope):
+            found.append((match.start(), "margin+" if match.group(1) in ("positive", "involved") else "margin-"))
+        for match in _ANY_RATIO_RE.finditer(scope):
+            found.append((match.start(), f"ratio={int(match.group(1))}/{int(match.group(2))}"))
+        for pattern, value in _DEPTH_RULES:
+            for match in pattern.finditer(scope):
+                found.append((match.start(), "depth=" + value))
+        for match in _LATERALITY_RE.finditer(scope):
+            found.append((match.start(), "side=" + match.group(1)))
+        for match in _ORGAN_RE.finditer(scope):
+            found.append((match.start(), "organ=" + _ORGANS[match.group(1)]))
+        return found
 
     @staticmethod
-    def _primary_site(scope: str, principal: int | None) -> str | None:
-        """The organ of the tumour: the first organ named on the line of the principal diagnosis
-        before it (its part's heading, at most 250 characters back), else the first after it,
-        else the first of the text; a lymph node only when nothing else is named."""
-        if principal is not None:
-            line_start = max(scope.rfind("\n", 0, principal) + 1, principal - 250)
-            for match in _ORGAN_RE.finditer(scope, line_start, principal):
-                if _ORGANS[match.group(1)] != "lymph node":
-                    return _ORGANS[match.group(1)]
-            for match in _ORGAN_RE.finditer(scope, principal, principal + 150):
-                if _ORGANS[match.group(1)] != "lymph node":
-                    return _ORGANS[match.group(1)]
-        named = [_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(scope)]
-        return next((o for o in named if o != "lymph node"), named[0] if named else None)
-
-    @staticmethod
-    def _side(scope: str, principal: int | None) -> str | None:
-        """The side of the tumour: the last side named before the principal diagnosis (within 250
-        characters), else the first affirmed side of the text."""
-        if principal is not None:
-            before = list(_LATERALITY_RE.finditer(scope, max(0, principal - 250), principal))
-            if before:
-                return before[-1].group(1)
-        match = _first_affirmed(scope, _LATERALITY_RE)
-        return match.group(1) if match else None
+    def _primary_site(scope: str, line: tuple[int, int] | None) -> str | None:
+        """The organ of the tumour: the organs named on the line of the principal diagnosis up
+        to it (its part's heading: "uterus, cervix, biopsy: ..." -> "cervix and uterus"), else
+        the first organ of the text; a lymph node only when nothing else is named."""
+        if line is not None:
+            named = {_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(scope, line[0], line[1])}
+            named.discard("lymph node")
+            if named:
+                return " and ".join(sorted(named))
+        named_all = [_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(scope)]
+        return next((o for o in named_all if o != "lymph node"), named_all[0] if named_all else None)
 
     @staticmethod
     def _first_word(pattern: Any, text: str) -> str | None:

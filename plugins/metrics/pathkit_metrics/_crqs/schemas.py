@@ -233,9 +233,10 @@ _TCGA_SEVERE = (
     "metastatic_involvement",
 )
 _TCGA_SERIOUS = ("invasion_status", "lymphovascular_invasion", "perineural_invasion", "invasion_depth",
+                 "extranodal_extension",
                  "in_situ_vs_invasive", "capsular_invasion", "organ_specific_invasion")
 _TCGA_ADDED = ("nuclear_grade", "gleason_score", "invasion_depth", "pathologic_t", "pathologic_n", "pathologic_m",
-               "stage_group", "lymph_node_ratios", "laterality", "specimen_parts")
+               "stage_group", "lymph_node_ratios", "extranodal_extension", "laterality", "specimen_parts")
 TCGA = ClinicalSchema(
     name="tcga-pathtext",
     fields=TCGA_PAPER.fields + _TCGA_ADDED,

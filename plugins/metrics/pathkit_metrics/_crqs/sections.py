@@ -41,7 +41,7 @@ _STOP_HEADER_RE = re.compile(
     r"addendum|criteria\b|diagnosis[ \t]+discrepan\w*|primary[ \t]+tumor[ \t]+site[ \t]+discrepan\w*|"
     r"case[ \t]+is[ \t]+\(circle\)|special[ \t]+(?:studies|stains)|summary[ \t]+of[ \t]+sections|"
     r"(?:block|cassette|section)[ \t]+(?:summary|code)|immunohistochemi\w*|molecular|"
-    r"interpretation[ \t]+performed|dictated|transcribed|printed|verified|ink[ \t]+code|page[ \t]+\d)"
+    r"interpretation[ \t]+performed|dictated|transcribed|printed|verified|ink[ \t]+code)"
 )
 _MAX_SECTION_CHARS = 6000
 _MIN_SECTION_CHARS = 20
@@ -63,7 +63,7 @@ _BOILERPLATE_RE = re.compile(
 
 # Specimen part markers at the start of a line: "A.", "B)", "C:", "PART 1:", "SPECIMEN 2 -", "1)".
 _PART_MARKER_RE = re.compile(
-    r"(?im)^[ \t\W]{0,3}(?:(?:part|specimen)[ \t]*([a-h1-9])\b[ \t]*[.):\-]?|([a-h])[ \t]*[.):]|([1-9])[ \t]*[.)])"
+    r"(?im)^[ \t\W]{0,3}(?:(?:part|specimen)[ \t]*([a-p1-9])\b[ \t]*[.):\-]?|([a-p])[ \t]*[.):]|([1-9])[ \t]*[.)])"
     r"[ \t]*(?=\S)"
 )
 # A numbered line that is a synoptic item ("1. Tumor type: ..."), not a specimen part.
@@ -81,6 +81,7 @@ class Section:
     start: int
     end: int
     label: str
+    kind: str = "diagnosis"  # "diagnosis", "synoptic", or "fallback" (no diagnosis header)
 
     def describe(self) -> str:
         return f"{self.label} [{self.start}:{self.end}]"
@@ -107,28 +108,31 @@ def read_spans(text: str) -> tuple[Section, ...]:
     """The sections of `text` that hold its diagnosis (see the module docstring), in text order."""
     stops = [m.start() for m in _STOP_HEADER_RE.finditer(text) if _header_like(text, m)]
 
-    def section_from(match: re.Match[str], start: int) -> Section | None:
+    def section_from(match: re.Match[str], start: int, kind: str) -> Section | None:
         end = next((s for s in stops if s > match.start()), len(text))
         end = min(end, start + _MAX_SECTION_CHARS)
         if len(text[start:end].strip()) < _MIN_SECTION_CHARS:
             return None
-        return Section(start, end, _header_label(match))
+        return Section(start, end, _header_label(match), kind)
 
-    diagnoses = [sec for m in _DIAGNOSIS_HEADER_RE.finditer(text) if (sec := section_from(m, m.end()))]
-    synoptic = [sec for m in _SYNOPTIC_HEADER_RE.finditer(text) if (sec := section_from(m, m.start()))]
+    diagnoses = [sec for m in _DIAGNOSIS_HEADER_RE.finditer(text) if (sec := section_from(m, m.end(), "diagnosis"))]
+    synoptic = [sec for m in _SYNOPTIC_HEADER_RE.finditer(text) if (sec := section_from(m, m.start(), "synoptic"))]
     if not diagnoses:
         first_stop = stops[0] if stops else len(text)
         if len(text[:first_stop].strip()) >= _MIN_SECTION_CHARS:
-            diagnoses = [Section(0, min(first_stop, _MAX_SECTION_CHARS), "before first non-diagnosis header")]
+            diagnoses = [Section(0, min(first_stop, _MAX_SECTION_CHARS), "before first non-diagnosis header",
+                                 "fallback")]
     sections: list[Section] = []
     for section in sorted(diagnoses + synoptic, key=lambda sec: sec.start):
         if sections and section.start < sections[-1].end:
-            if section.end > sections[-1].end:  # overlapping: one span
-                last = sections[-1]
-                sections[-1] = Section(last.start, section.end, last.label)
-            continue
+            if section.end <= sections[-1].end and section.kind != "synoptic":
+                continue  # inside the section before
+            # a synoptic block inside a diagnosis section is a section of its own
+            last = sections[-1]
+            sections[-1] = Section(last.start, section.start, last.label, last.kind)
         sections.append(section)
-    return tuple(sections) if sections else (Section(0, len(text), "whole report"),)
+    sections = [sec for sec in sections if len(text[sec.start:sec.end].strip()) >= _MIN_SECTION_CHARS]
+    return tuple(sections) if sections else (Section(0, len(text), "whole report", "fallback"),)
 
 
 def strip_clutter(text: str) -> str:

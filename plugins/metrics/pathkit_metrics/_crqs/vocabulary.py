@@ -139,7 +139,8 @@ _CURATED: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
                                                  "infiltrating urothelial carcinoma")),
     ("non invasive papillary urothelial carcinoma", _M, True, ("noninvasive papillary urothelial carcinoma",
                                                                "papillary urothelial carcinoma non invasive")),
-    ("urothelial carcinoma in situ", _M, True, ("carcinoma in situ of urothelium",)),
+    ("urothelial carcinoma in situ", _M, True, ("carcinoma in situ of urothelium",
+                                                "transitional cell carcinoma in situ")),
     ("carcinoma in situ", _M, True, ()),
     ("clear cell renal cell carcinoma", _M, True, ("renal cell carcinoma clear cell type",
                                                    "conventional renal cell carcinoma",
@@ -193,6 +194,9 @@ _CURATED: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
     ("adenosquamous carcinoma", _M, True, ()),
     ("pleomorphic carcinoma", _M, True, ()),
     ("malignant neoplasm", _M, True, ("malignant tumor",)),
+    # a tumour stated as present, without its kind ("tumor present", "tumor identified")
+    ("tumor", _M, True, ("tumor present", "tumor is present", "tumor identified", "tumor is identified",
+                         "tumor seen", "tumor is seen")),
     ("desmoid fibromatosis", _B, True, ("desmoid type fibromatosis",)),
     # skin, soft tissue, other common surgical pathology (HistAI covers many organ systems)
     ("basal cell carcinoma", _M, True, ("basal cell carcinoma nodular type", "nodular basal cell carcinoma",
