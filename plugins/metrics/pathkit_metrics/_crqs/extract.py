@@ -266,25 +266,25 @@ _MITOSES_COUNT_RE = re.compile(
 _TUBULE_RE = re.compile(r"\btubul(?:e|ar) (?:formation|score) *[:=]? *([1-3])\b")
 
 _DEPTH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|invasion (?:of|into) (?:the )?|"
+                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?|extension (?:into|to|through) (?:the )?)"
                 r"(?:subepithelial connective tissue|lamina propria)\b|\blamina propria invasion\b"),
      "subepithelial connective tissue"),
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|invasion (?:of|into) (?:the )?|"
+                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?|extension (?:into|to|through) (?:the )?)"
                 r"(?:muscle proper|muscularis propria|detrusor muscle|muscular layer)\b|"
                 r"\b(?:muscularis propria|detrusor muscle) invasion\b"),
      "muscle proper"),
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)submucosa\b"), "submucosa"),
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)subserosa\b"), "subserosa"),
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to|through) (?:the )?|depth of invasion *:? *)"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|invasion (?:of|into) (?:the )?|"
+                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?|extension (?:into|to|through) (?:the )?)submucosa\b"), "submucosa"),
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|invasion (?:of|into) (?:the )?|"
+                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?|extension (?:into|to|through) (?:the )?)subserosa\b"), "subserosa"),
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|invasion (?:of|into) (?:the )?|"
+                r"extends? (?:into|to|through) (?:the )?|depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?|extension (?:into|to|through) (?:the )?)"
                 r"(?:perivesical|perivesicular|extravesical|extravesicular|pericolorectal|pericolic|perirectal|"
                 r"peripancreatic|perinephric|perirenal|periprostatic) (?:soft |fatty |adipose )?(?:tissue|fat)\b"),
      "perivisceral tissue"),
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through )?(?:the )?|penetrat\w* (?:the )?)"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|penetrat\w* (?:the )?)"
                 r"(?:visceral peritoneum|serosa|serosal surface)\b"), "serosa"),
 )
 _NON_INVASIVE_RE = re.compile(r"\bnon ?invasive\b|\bno (?:stromal |definite |evidence of )?invasion\b")
@@ -686,6 +686,13 @@ _VALUE_MENTIONS = (
     (_GLEASON_PARTS_RE, "gleason"), (_NUCLEAR_GRADE_RE, "nuclear"), (_PT_RE, "t"), (_PN_RE, "n"), (_PM_RE, "m"),
     (_STAGE_GROUP_RE, "stage"),
 )
+# tumour subtype words ("mucinous, moderately differentiated adenocarcinoma")
+_SUBTYPE_WORD_RE = re.compile(
+    r"\b(serous|mucinous|endometrioid|clear cell|chromophobe|papillary|squamous|sarcomatoid|signet ring|"
+    r"micropapillary|cribriform|acinar|ductal|lobular|follicular|medullary|anaplastic|keratinizing|basaloid|"
+    r"verrucous|spindle cell|small cell|large cell|neuroendocrine|fibrolamellar|transitional|urothelial|"
+    r"glandular|solid|lepidic|mucoepidermoid)\b"
+)
 # a count written "(k/n)" or "(k of n)": in a diagnosis, nodes involved of nodes examined
 _ANY_RATIO_RE = re.compile(r"\( *(\d{1,2}) *(?:/|of) *(\d{1,3}) *\)")
 
@@ -942,6 +949,8 @@ class ClinicalExtractor:
                 found.append((match.start(), "depth=" + value))
         for match in _LATERALITY_RE.finditer(scope):
             found.append((match.start(), "side=" + match.group(1)))
+        for match in _SUBTYPE_WORD_RE.finditer(scope):
+            found.append((match.start(), "kind=" + match.group(1)))
         for match in _ORGAN_RE.finditer(scope):
             found.append((match.start(), "organ=" + _ORGANS[match.group(1)]))
         return found
@@ -1089,7 +1098,10 @@ class ClinicalExtractor:
         if any(c.term.canonical != NEGATIVE_FOR_MALIGNANCY for c in candidates):
             candidates = [c for c in candidates if c.term.canonical != NEGATIVE_FOR_MALIGNANCY]
         # in a long report a specific name ("squamous cell carcinoma") leads a bare "carcinoma"
-        principal = min(candidates, key=_Candidate.specific_key if specific_first else _Candidate.principal_key)
+        if specific_first:  # equal findings in two parts: the choice must not depend on the parts' order
+            principal = min(candidates, key=lambda c: (c.specific_key(), scope[scope.rfind("\n", 0, c.start) + 1:c.start]))
+        else:
+            principal = min(candidates, key=_Candidate.principal_key)
         term = principal.term
         facts["_principal_start"] = str(principal.start)
         facts["diagnosis"] = FINDING_SEPARATOR.join(sorted({c.finding for c in candidates}))

@@ -21,9 +21,13 @@ from dataclasses import dataclass
 # Qualifiers a diagnosis header may carry; anything else before "diagnosis" (clinical, post-
 # operative, frozen section, ...) makes it another kind of line.
 _DIAGNOSIS_HEADER_RE = re.compile(
+    # qualified ("FINAL PATHOLOGIC DIAGNOSIS ...", "Final Diagnosis (Verified)"): whatever follows
     r"(?im)^[ \t\W]{0,4}(?:(?:final|pathologic(?:al)?|surgical pathology|histopatholog(?:ic|ical)|"
-    r"histologic(?:al)?|anatomic(?:al)?|microscopic|consolidated|revised|amended|pathology)[ \t]+)*"
-    r"diagnos[ie]s(?:[ \t]*\(es\))?(?:[ \t]+details)?[ \t]*(?:[:.\-][ \t]*|(?=\n)|$)"
+    r"histologic(?:al)?|anatomic(?:al)?|consolidated|revised|amended|pathology)[ \t]+)+"
+    r"diagnos[ie]s(?:[ \t]*\(es\))?[ \t]*(?:\([^)\n]{0,20}\))?[ \t]*[:.\-]?[ \t]*"
+    # bare: "DIAGNOSIS:", "Diagnosis", "DIAGNOSIS -"
+    r"|^[ \t\W]{0,4}diagnos[ie]s(?:[ \t]*\(es\))?(?:[ \t]+details)?[ \t]*(?:\([^)\n]{0,20}\))?[ \t]*"
+    r"(?:[:.\-][ \t]*|(?=\n)|$)"
     r"|^[ \t\W]{0,4}(?:impression|interpretation|conclusions?)[ \t]*:[ \t]*"
 )
 _SYNOPTIC_HEADER_RE = re.compile(
@@ -41,15 +45,16 @@ _STOP_HEADER_RE = re.compile(
     r"addendum|criteria\b|diagnosis[ \t]+discrepan\w*|primary[ \t]+tumor[ \t]+site[ \t]+discrepan\w*|"
     r"case[ \t]+is[ \t]+\(circle\)|special[ \t]+(?:studies|stains)|summary[ \t]+of[ \t]+sections|"
     r"(?:block|cassette|section)[ \t]+(?:summary|code)|immunohistochemi\w*|molecular|"
-    r"interpretation[ \t]+performed|dictated|transcribed|printed|verified|ink[ \t]+code)"
+    r"interpretation[ \t]+performed|dictated|transcribed|printed|ink[ \t]+code)"
 )
 _MAX_SECTION_CHARS = 6000
 _MIN_SECTION_CHARS = 20
 
 # Clutter: barcodes and record numbers, OCR'd barcode stripes, page markers, sign-out boilerplate.
 _CLUTTER_LINE_RE = re.compile(
-    r"(?im)^[^\n]*\b(?:uuid|tcga-[a-z0-9]{2}-[a-z0-9]{4})[^\n]*$"  # record identifiers
-    r"|^[ \t]*[il1|!\[\] \t]{8,}[^\n]*$"  # a barcode stripe read as I, l, 1 and |
+    r"(?im)\buuid *:? *[0-9a-z][0-9a-z.\- ]{18,48}[0-9a-z]"  # record identifiers
+    r"|\btcga-[a-z0-9]{2}-[a-z0-9]{4}[a-z0-9\-]*(?:[ \t]*redacted)?"
+    r"|^[ \t]*[il1|!\[\]](?:[ \t]*[il1|!\[\]]){7,}[^\n]*$"  # a barcode stripe read as I, l, 1 and |
     r"|^[ \t]*page[ \t]+\d+(?:[ \t]+of[ \t]+\d+)?[ \t]*$"
 )
 _BOILERPLATE_RE = re.compile(

@@ -151,7 +151,7 @@ _CURATED: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
     # prostate
     ("acinar adenocarcinoma", _M, True, ("prostatic acinar adenocarcinoma", "acinar adenocarcinoma of prostate",
                                          "adenocarcinoma acinar type")),
-    ("high grade prostatic intraepithelial neoplasia", _P, True, ()),
+    ("high grade prostatic intraepithelial neoplasia", _P, True, ("high grade pin",)),
     # gynaecology, other organs (TCGA, HistAI)
     ("high grade serous carcinoma", _M, True, ("serous carcinoma high grade", "high grade serous adenocarcinoma",
                                                "papillary serous carcinoma", "serous papillary carcinoma",
@@ -193,7 +193,8 @@ _CURATED: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
     ("adenoid cystic carcinoma", _M, True, ()),
     ("adenosquamous carcinoma", _M, True, ()),
     ("pleomorphic carcinoma", _M, True, ()),
-    ("malignant neoplasm", _M, True, ("malignant tumor",)),
+    ("malignant neoplasm", _M, True, ("malignant tumor", "malignancy present", "malignancy is present",
+                                      "malignancy identified", "malignancy is identified")),
     # a tumour stated as present, without its kind ("tumor present", "tumor identified")
     ("tumor", _M, True, ("tumor present", "tumor is present", "tumor identified", "tumor is identified",
                          "tumor seen", "tumor is seen")),
@@ -201,7 +202,7 @@ _CURATED: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
     # skin, soft tissue, other common surgical pathology (HistAI covers many organ systems)
     ("basal cell carcinoma", _M, True, ("basal cell carcinoma nodular type", "nodular basal cell carcinoma",
                                         "superficial basal cell carcinoma", "basalioma")),
-    ("squamous cell carcinoma in situ", _M, True, ("bowen disease", "bowen's disease")),
+    ("squamous cell carcinoma in situ", _M, True, ("bowen disease", "bowen's disease", "squamous carcinoma in situ")),
     ("seborrheic keratosis", _B, True, ()),
     ("actinic keratosis", _P, True, ("solar keratosis",)),
     ("melanocytic nevus", _B, True, ("intradermal nevus", "compound nevus", "junctional nevus", "nevus")),
