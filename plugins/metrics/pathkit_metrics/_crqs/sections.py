@@ -58,12 +58,12 @@ _CLUTTER_LINE_RE = re.compile(
     r"|^[ \t]*page[ \t]+\d+(?:[ \t]+of[ \t]+\d+)?[ \t]*$"
 )
 _BOILERPLATE_RE = re.compile(
-    r"(?i)[^.\n]*\b(?:clinical correlation is (?:recommended|suggested|advised)|"
-    r"correlation with (?:clinical|imaging|radiologic)[^.\n]*(?:recommended|suggested)|"
+    r"(?i)\b(?:clinical correlation is (?:recommended|suggested|advised)|"
+    r"correlation with (?:clinical|imaging|radiologic)[^.\n]{0,40}(?:recommended|suggested)|"
     r"the (?:above|final) diagnos[ie]s (?:is|are|reflects?)|support the above diagnosis|"
     r"results will be (?:issued|reported)|see (?:separate|addendum) report|"
     r"(?:has|have) been reviewed by|reviewed and approved this report|"
-    r"this (?:test|assay) was developed|not been cleared or approved)[^.\n]*\.?"
+    r"this (?:test|assay) was developed|not been cleared or approved)"
 )
 
 # Specimen part markers at the start of a line: "A.", "B)", "C:", "PART 1:", "SPECIMEN 2 -", "1)".
@@ -141,9 +141,26 @@ def read_spans(text: str) -> tuple[Section, ...]:
 
 
 def strip_clutter(text: str) -> str:
-    """`text` without barcodes, record identifiers, page markers and sign-out boilerplate."""
+    """`text` without barcodes, record identifiers, page markers and sign-out boilerplate (the
+    sentence that holds a boilerplate phrase)."""
     text = _CLUTTER_LINE_RE.sub("", text)
-    return _BOILERPLATE_RE.sub("", text)
+    cuts = []
+    for match in _BOILERPLATE_RE.finditer(text):
+        start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
+        ends = [i for i in (text.find(".", match.end()), text.find("\n", match.end())) if i >= 0]
+        end = min(ends) + 1 if ends else len(text)
+        if cuts and start < cuts[-1][1]:
+            start = cuts[-1][0]
+            cuts.pop()
+        cuts.append((start, end))
+    if not cuts:
+        return text
+    pieces, last = [], 0
+    for start, end in cuts:
+        pieces.append(text[last:start])
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def specimen_parts(text: str) -> list[tuple[str, int, int]]:

@@ -196,8 +196,8 @@ _CURATED: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
     ("malignant neoplasm", _M, True, ("malignant tumor", "malignancy present", "malignancy is present",
                                       "malignancy identified", "malignancy is identified")),
     # a tumour stated as present, without its kind ("tumor present", "tumor identified")
-    ("tumor", _M, True, ("tumor present", "tumor is present", "tumor identified", "tumor is identified",
-                         "tumor seen", "tumor is seen")),
+    ("tumor present", _M, True, ("tumor is present", "tumor identified", "tumor is identified", "tumor seen",
+                                 "tumor is seen")),
     ("desmoid fibromatosis", _B, True, ("desmoid type fibromatosis",)),
     # skin, soft tissue, other common surgical pathology (HistAI covers many organ systems)
     ("basal cell carcinoma", _M, True, ("basal cell carcinoma nodular type", "nodular basal cell carcinoma",
