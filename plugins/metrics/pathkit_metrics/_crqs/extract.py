@@ -671,7 +671,7 @@ class _Candidate:
 
 
 _LETTERS_RE = re.compile(r"[A-Za-z]")
-_MIN_READ_LETTERS = 40  # a read section with fewer letters (a form, a barcode) is no diagnosis
+_MIN_READ_LETTERS = 15  # a read section with fewer letters (a form, a barcode) is no diagnosis
 
 _POLARITY_MARK = {AFFIRMED: "+", NEGATED: "-", UNCERTAIN: "?"}
 _ROMAN_DIGITS = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "o": "0"}
@@ -690,7 +690,7 @@ _VALUE_MENTIONS = (
 _SUBTYPE_WORD_RE = re.compile(
     r"\b(serous|mucinous|endometrioid|clear cell|chromophobe|papillary|squamous|sarcomatoid|signet ring|"
     r"micropapillary|cribriform|acinar|ductal|lobular|follicular|medullary|anaplastic|keratinizing|basaloid|"
-    r"verrucous|spindle cell|small cell|large cell|neuroendocrine|fibrolamellar|transitional|urothelial|"
+    r"verrucous|spindle cell|small cell|large cell|neuroendocrine|fibrolamellar|"
     r"glandular|solid|lepidic|mucoepidermoid)\b"
 )
 # a count written "(k/n)" or "(k of n)": in a diagnosis, nodes involved of nodes examined
@@ -851,10 +851,11 @@ class ClinicalExtractor:
         specimen = specimen or self._first_word(_SPECIMEN_RE, _specimen_words(scope))
         if specimen:
             facts["specimen_type"] = _SPECIMENS[specimen]
-        side = (_first_affirmed(scope[line[0]:line[1]], _LATERALITY_RE) if line else None) or \
-            _first_affirmed(scope, _LATERALITY_RE)
-        if side is not None:
-            facts["laterality"] = side.group(1)
+        # the side on the tumour's line, else every side the report names (in no order)
+        side = _first_affirmed(scope[line[0]:line[1]], _LATERALITY_RE) if line else None
+        sides = [side.group(1)] if side is not None else sorted({m.group(1) for m in _LATERALITY_RE.finditer(scope)})
+        if sides:
+            facts["laterality"] = " and ".join(sides)
         bounds, offset = [], 0
         for text in part_texts:
             bounds.append(offset + len(text))
