@@ -348,14 +348,17 @@ _LN_POSITIVE_RE = re.compile(r"\b(?:positive|involved|metastatic|metastasis|meta
 _PN_STAGE_RE = re.compile(r"\bp?t(?:[0-4][a-c]?|is|a|x) *,? *p?n([0-3x])[a-c]?\b")
 # Pathologic TNM (AJCC): pT3a, ypT2, pNO (OCR "O" for zero), pMX, "T3 N0", "pT2aN1M0"; the
 # stage group (stage IIIB, FIGO stage IC).
-_T_VALUE, _N_VALUE, _M_VALUE = r"(is|x|[0-4](?:[a-d][12]?)?)", r"([0-3x]|o)([a-c]?)", r"([01x]|o)([a-c]?)"
+_T_VALUE, _N_VALUE, _M_VALUE = r"(is|x|[0-4](?:[a-d][12]?)?)", r"([0-3xl]|o)([a-c]?)", r"([01x]|o)([a-c]?)"
 _PT_RE = re.compile(r"(?<![a-z0-9])y?pt" + _T_VALUE + r"(?![a-z0-9])|(?<![a-z0-9])t" + _T_VALUE +
-                    r"(?= *,? *p?n(?:[0-3x]|o)[a-c]?(?![a-z0-9]))")
+                    r"(?= *[,;]? *p?n(?:[0-3xl]|o)[a-c]?)"
+                    # a bare T after a staging label: "AJCC stage: T3", "Primary tumor (pT): T2"
+                    r"|(?:stage|tnm|classification|primary tumor|pathologic(?:al)? t)[^\n]{0,20}?(?<![a-z0-9])t"
+                    + _T_VALUE + r"(?![a-z0-9])")
 _AFTER_T = r"(?:(?<=t[0-4x])|(?<=t[0-4][a-d])|(?<=tis)|(?<=t[0-4][a-d][12]))"
-_AFTER_N = r"(?:(?<=n[0-3xo])|(?<=n[0-3][a-c]))"
-_PN_RE = re.compile(r"(?<![a-z0-9])y?pn" + _N_VALUE + r"(?![a-z0-9])|" + _AFTER_T + r" *,? *p?n" + _N_VALUE +
+_AFTER_N = r"(?:(?<=n[0-3xol])|(?<=n[0-3][a-c]))"
+_PN_RE = re.compile(r"(?<![a-z0-9])y?pn" + _N_VALUE + r"(?![a-z0-9])|" + _AFTER_T + r" *[,;]? *p?n" + _N_VALUE +
                     r"(?![a-z0-9])")
-_PM_RE = re.compile(r"(?<![a-z0-9])y?pm" + _M_VALUE + r"(?![a-z0-9])|" + _AFTER_N + r" *,? *p?m" + _M_VALUE +
+_PM_RE = re.compile(r"(?<![a-z0-9])y?pm" + _M_VALUE + r"(?![a-z0-9])|" + _AFTER_N + r" *[,;]? *p?m" + _M_VALUE +
                     r"(?![a-z0-9])")
 _STAGE_GROUP_RE = re.compile(
     r"\b(?:ajcc |tnm |figo |pathologic(?:al)? |overall |anatomic )?stage(?: group(?:ing)?)? *:? *"
@@ -674,7 +677,15 @@ _LETTERS_RE = re.compile(r"[A-Za-z]")
 _MIN_READ_LETTERS = 15  # a read section with fewer letters (a form, a barcode) is no diagnosis
 
 _POLARITY_MARK = {AFFIRMED: "+", NEGATED: "-", UNCERTAIN: "?"}
-_ROMAN_DIGITS = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "o": "0"}
+_ROMAN_DIGITS = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "o": "0", "l": "1"}
+# anatomical words of a tumour's extent, whatever verb leads them ("extending into the perivesical fat")
+_EXTENT_WORD_RE = re.compile(
+    r"\b(lamina propria|muscularis propria|muscularis mucosae|submucosa|subserosa|serosa|perivesical|perirenal|"
+    r"perinephric|renal sinus|renal vein|renal capsule|gerota's fascia|adrenal gland|seminal vesicles?|"
+    r"extraprostatic|periprostatic|pericolonic|pericolorectal|perirectal|mesorectal|visceral peritoneum|"
+    r"extrathyroidal|myometrium|myometrial|parametri\w*|peripancreatic|duodenal wall|bone|cartilage|"
+    r"perineural|intrarenal|intraprostatic)\b"
+)
 # statements read as present / absent / doubtful (see `_mentions`)
 _STATE_MENTIONS = (
     (_LVI_RE, "lvi"), (_PNI_RE, "pni"), (_ENE_RE, "ene"), (_EPE_RE, "epe"), (_CAPSULAR_RE, "capsule"),
@@ -872,7 +883,7 @@ class ClinicalExtractor:
             values = set()
             for match in pattern.finditer(scope):
                 groups = [g for g in match.groups() if g is not None]
-                values.add("".join(groups).replace("o", "0"))
+                values.add("".join(groups).replace("o", "0").replace("l", "1"))
             if values:
                 facts[name] = ",".join(sorted(values))
         groups = set()
@@ -952,6 +963,8 @@ class ClinicalExtractor:
             found.append((match.start(), "side=" + match.group(1)))
         for match in _SUBTYPE_WORD_RE.finditer(scope):
             found.append((match.start(), "kind=" + match.group(1)))
+        for match in _EXTENT_WORD_RE.finditer(scope):
+            found.append((match.start(), "extent=" + match.group(1)))
         for match in _ORGAN_RE.finditer(scope):
             found.append((match.start(), "organ=" + _ORGANS[match.group(1)]))
         return found
