@@ -40,6 +40,7 @@ import random
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -530,7 +531,6 @@ def _auroc_table(scores: dict[str, list[float]], kinds: list[str], correct: list
 def run_tcga(args: argparse.Namespace) -> int:
     """Graded pairs from the TCGA OCR reports, split by report (patient id)."""
     import tcga_report_pairs as tcga
-
     from pathkit_metrics.crqs import CRQSMetric
 
     path = Path(args.data) / "reports" / "tcga_ocr_reports_sample.json"
@@ -567,8 +567,21 @@ def run_tcga(args: argparse.Namespace) -> int:
                 scores[name] = nlg.per_case.get_column(name).to_list()
         nlg_seconds = time.perf_counter() - started
 
+    # a pair whose reference states nothing the schema scores has no CRQS (its reason is in the
+    # per-case `unscored_reason`); it is left out of every metric's AUROC, so all compare on the same pairs
+    reasons = crqs.per_case.get_column("unscored_reason").to_list()
+    unscored = [i for i, v in enumerate(scores["CRQS"]) if v != v]
+    keep = [i for i in range(len(rows)) if scores["CRQS"][i] == scores["CRQS"][i]]
+    all_kinds, all_correct = kinds, correct
+    kinds = [all_kinds[i] for i in keep]
+    correct = [all_correct[i] for i in keep]
+    scores = {name: [values[i] for i in keep] for name, values in scores.items()}
     concordant_kinds = [k for k in counts if k in tcga.CONCORDANT]
     error_kinds = [k for k in counts if k in tcga.ERRORS]
+    print(f"\n{len(unscored)} pairs without CRQS (their reference states no TCGA field), left out: "
+          + ", ".join(f"{k} {n}" for k, n in Counter(all_kinds[i] for i in unscored).items()))
+    for index in unscored[:3]:
+        print(f"  [{rows[index]['report']}, {all_kinds[index]}]: {reasons[index]}")
     print()
     _auroc_table(scores, kinds, correct, concordant_kinds, error_kinds, args.resamples, args.seed)
     header = ["metric", *[f"mean {k}" for k in concordant_kinds], "mean different"]
@@ -586,14 +599,12 @@ def run_tcga(args: argparse.Namespace) -> int:
     crqs_values = scores["CRQS"]
     identical = [v for v, k in zip(crqs_values, kinds, strict=True) if k == "identical"]
     wrong_at_one = [i for i, (v, c) in enumerate(zip(crqs_values, correct, strict=True)) if not c and v >= 1.0 - 1e-9]
-    unscored = [i for i, v in enumerate(crqs_values) if v != v]
     print(f"\nCRQS: identical pairs scoring 1.0: {sum(v == 1.0 for v in identical)} of {len(identical)}; "
-          f"clinically wrong pairs scoring 1.0: {len(wrong_at_one)} of {correct.count(False)}; "
-          f"pairs without a score: {len(unscored)}")
-    reasons = crqs.per_case.get_column("unscored_reason").to_list() if "unscored_reason" in crqs.per_case.columns \
-        else [None] * len(rows)
-    for index in unscored[:5]:
-        print(f"  unscored [{rows[index]['report']}, {kinds[index]}]: {reasons[index]}")
+          f"clinically wrong pairs scoring 1.0: {len(wrong_at_one)} of {correct.count(False)} ("
+          + ", ".join(f"{k} {n}" for k, n in Counter(kinds[i] for i in wrong_at_one).items()) + ")")
+    rows = [rows[i] for i in keep]
+    references = [references[i] for i in keep]
+    predictions = [predictions[i] for i in keep]
     for index in wrong_at_one[: max(args.show, 0) or 0]:
         print(f"  wrong at 1.0 [{rows[index]['report']}, {kinds[index]}]")
     if args.show:

@@ -335,7 +335,8 @@ NEGATIONS: list[Rule] = [
                r"extranodal|extracapsular|capsular)( invasion| extension)",
                lambda m: _case_like(m.group(0), f"{m.group(1)}{m.group(2)} present"), affirmed=False),
     _in_region(r"\b(lymphovascular|lympho-vascular|angiolymphatic|vascular|perineural)( invasion)\s*:?\s*"
-               r"(not identified|absent|negative|none)", lambda m: f"{m.group(1)}{m.group(2)}: present", affirmed=False),
+               r"(not identified|absent|negative|none)", lambda m: f"{m.group(1)}{m.group(2)}: present",
+               affirmed=False),
     _in_region(r"\b(lymphovascular|lympho-vascular|angiolymphatic|vascular|perineural)( invasion)\s*:?\s*"
                r"(present|identified|positive)", lambda m: f"{m.group(1)}{m.group(2)}: not identified"),
     _in_region(r"\bno (?:evidence of )?(?:residual )?(tumor|carcinoma|malignancy)\b",

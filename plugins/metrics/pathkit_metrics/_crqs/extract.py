@@ -265,26 +265,27 @@ _MITOSES_COUNT_RE = re.compile(
 )
 _TUBULE_RE = re.compile(r"\btubul(?:e|ar) (?:formation|score) *[:=]? *([1-3])\b")
 
+# What leads a depth of invasion: "invading (through) the", "infiltration of", "extending into",
+# "depth of invasion: outer half of the", ...
+_TO_DEPTH = (
+    r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|"
+    r"invasion (?:of|into) (?:the )?|extend\w* (?:into|to|through) (?:the )?|extension (?:into|to|through) (?:the )?|"
+    r"depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?)"
+)
 _DEPTH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?|extension (?:into|to|through) (?:the )?)"
-                r"(?:subepithelial connective tissue|lamina propria)\b|\blamina propria invasion\b"),
+    (re.compile(_TO_DEPTH + r"(?:subepithelial connective tissue|lamina propria)\b|\blamina propria invasion\b"),
      "subepithelial connective tissue"),
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?|extension (?:into|to|through) (?:the )?)"
-                r"(?:muscle proper|muscularis propria|detrusor muscle|muscular layer)\b|"
+    (re.compile(_TO_DEPTH + r"(?:muscle proper|muscularis propria|detrusor muscle|muscular layer)\b|"
                 r"\b(?:muscularis propria|detrusor muscle) invasion\b"),
      "muscle proper"),
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?|extension (?:into|to|through) (?:the )?)submucosa\b"), "submucosa"),
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?|extension (?:into|to|through) (?:the )?)subserosa\b"), "subserosa"),
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to|through) (?:the )?|depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?|extension (?:into|to|through) (?:the )?)"
-                r"(?:perivesical|perivesicular|extravesical|extravesicular|pericolorectal|pericolic|perirectal|"
-                r"peripancreatic|perinephric|perirenal|periprostatic) (?:soft |fatty |adipose )?(?:tissue|fat)\b"),
+    (re.compile(_TO_DEPTH + r"submucosa\b"), "submucosa"),
+    (re.compile(_TO_DEPTH + r"subserosa\b"), "subserosa"),
+    (re.compile(_TO_DEPTH + r"(?:perivesical|perivesicular|extravesical|extravesicular|pericolorectal|pericolic|"
+                r"perirectal|peripancreatic|perinephric|perirenal|periprostatic) "
+                r"(?:soft |fatty |adipose )?(?:tissue|fat)\b"),
      "perivisceral tissue"),
-    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|penetrat\w* (?:the )?)"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|"
+                r"invad\w* (?:into |through |thru )?(?:the )?|penetrat\w* (?:the )?)"
                 r"(?:visceral peritoneum|serosa|serosal surface)\b"), "serosa"),
 )
 _NON_INVASIVE_RE = re.compile(r"\bnon ?invasive\b|\bno (?:stromal |definite |evidence of )?invasion\b")
@@ -1113,7 +1114,8 @@ class ClinicalExtractor:
             candidates = [c for c in candidates if c.term.canonical != NEGATIVE_FOR_MALIGNANCY]
         # in a long report a specific name ("squamous cell carcinoma") leads a bare "carcinoma"
         if specific_first:  # equal findings in two parts: the choice must not depend on the parts' order
-            principal = min(candidates, key=lambda c: (c.specific_key(), scope[scope.rfind("\n", 0, c.start) + 1:c.start]))
+            principal = min(candidates, key=lambda c: (c.specific_key(),
+                                                       scope[scope.rfind("\n", 0, c.start) + 1:c.start]))
         else:
             principal = min(candidates, key=_Candidate.principal_key)
         term = principal.term

@@ -43,7 +43,7 @@ KNOWN_WORDS = frozenset((
     "diseased", "tubulare",
 ))
 
-_TOKEN_RE = re.compile(r"[a-z]{%d,}" % MIN_LENGTH)
+_TOKEN_RE = re.compile(rf"[a-z]{{{MIN_LENGTH},}}")
 
 
 def _deletions(word: str) -> set[str]:

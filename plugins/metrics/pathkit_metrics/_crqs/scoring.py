@@ -256,7 +256,8 @@ def _list_column(lists: Sequence[Sequence[str]]) -> Any:
     return pl.select(pl.when(joined == "").then(empty).otherwise(joined.str.split(_SEP))).to_series()
 
 
-def _unscored_reason(case: CaseComparison, reference: str, extraction: Extraction, schema: ClinicalSchema) -> str | None:
+def _unscored_reason(case: CaseComparison, reference: str, extraction: Extraction,
+                     schema: ClinicalSchema) -> str | None:
     """Why a case has no CRQS (None when it has one): the reference states nothing the schema
     scores, and why that is."""
     if case.crqs is not None:

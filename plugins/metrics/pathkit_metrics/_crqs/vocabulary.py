@@ -155,8 +155,8 @@ _CURATED: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
     # gynaecology, other organs (TCGA, HistAI)
     ("high grade serous carcinoma", _M, True, ("serous carcinoma high grade", "high grade serous adenocarcinoma",
                                                "papillary serous carcinoma", "serous papillary carcinoma",
-                                               "high grade papillary serous carcinoma", "papillary serous adenocarcinoma",
-                                               "serous papillary adenocarcinoma",
+                                               "high grade papillary serous carcinoma",
+                                               "papillary serous adenocarcinoma", "serous papillary adenocarcinoma",
                                                "high grade papillary serous adenocarcinoma")),
     ("low grade serous carcinoma", _M, True, ("low grade serous adenocarcinoma",)),
     ("serous carcinoma", _M, True, ("serous adenocarcinoma",)),
