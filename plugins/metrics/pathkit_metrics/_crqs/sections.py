@@ -25,9 +25,9 @@ _DIAGNOSIS_HEADER_RE = re.compile(
     r"(?im)^[ \t\W]{0,4}(?:(?:final|pathologic(?:al)?|surgical pathology|histopatholog(?:ic|ical)|"
     r"histologic(?:al)?|anatomic(?:al)?|consolidated|revised|amended|pathology)[ \t]+)+"
     r"diagnos[ie]s(?:[ \t]*\(es\))?[ \t]*(?:\([^)\n]{0,20}\))?[ \t]*[:.\-]?[ \t]*"
-    # bare: "DIAGNOSIS:", "Diagnosis", "DIAGNOSIS -"
+    # bare: "DIAGNOSIS:", "Diagnosis", "DIAGNOSIS -", "DIAGNOSIS ," (OCR), "Diagnosis /"
     r"|^[ \t\W]{0,4}diagnos[ie]s(?:[ \t]*\(es\))?(?:[ \t]+details)?[ \t]*(?:\([^)\n]{0,20}\))?[ \t]*"
-    r"(?:[:.\-][ \t]*|(?=\n)|$)"
+    r"(?:[:.,/\-][ \t]*|(?=\n)|$)"
     r"|^[ \t\W]{0,4}(?:impression|interpretation|conclusions?)[ \t]*:[ \t]*"
 )
 _SYNOPTIC_HEADER_RE = re.compile(
