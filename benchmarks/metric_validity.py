@@ -462,35 +462,9 @@ def main(argv: list[str] | None = None) -> int:
 
     concordant_kinds = [k for k in counts if k != "identical" and k in CONCORDANT]
     error_kinds = [k for k in counts if k in ERRORS]
-    header = ["metric", "AUROC concordant vs different", "95% CI", *[f"vs {k}" for k in error_kinds]]
     print()
-    print(" | ".join(header))
-    print(" | ".join("---" for _ in header))
-    for name, values in scores.items():
-        pos = [v for v, k in zip(values, kinds, strict=True) if k in concordant_kinds]
-        neg = [v for v, c in zip(values, correct, strict=True) if not c]
-        cells = [name, f"{auroc(pos, neg):.3f}"]
-        if args.resamples:
-            low, high = auroc_ci(pos, neg, args.resamples, args.seed)
-            cells.append(f"{low:.3f}-{high:.3f}")
-        else:
-            cells.append("")
-        for kind in error_kinds:
-            wrong = [v for v, k in zip(values, kinds, strict=True) if k == kind]
-            cells.append(f"{auroc(pos, wrong):.3f}")
-        print(" | ".join(cells))
-    header = ["metric", *[f"mean {k}" for k in concordant_kinds], "mean different"]
-    print()
-    print(" | ".join(header))
-    print(" | ".join("---" for _ in header))
-    for name, values in scores.items():
-        cells = [name]
-        for kind in concordant_kinds:
-            chosen_values = [v for v, k in zip(values, kinds, strict=True) if k == kind]
-            cells.append(f"{sum(chosen_values) / len(chosen_values):.3f}")
-        neg = [v for v, c in zip(values, correct, strict=True) if not c]
-        cells.append(f"{sum(neg) / len(neg):.3f}")
-        print(" | ".join(cells))
+    _auroc_table(scores, kinds, correct, concordant_kinds, error_kinds, args.resamples, args.seed)
+    _means_table(scores, kinds, correct, concordant_kinds)
     print(f"\nCRQS scored {len(rows)} pairs twice in {crqs_seconds:.2f} s; nlg in {nlg_seconds:.2f} s")
 
     print("\nThe paper's Table 3 examples (published METEOR / CRQS in brackets):")
@@ -525,6 +499,23 @@ def _auroc_table(scores: dict[str, list[float]], kinds: list[str], correct: list
         for kind in error_kinds:
             wrong = [v for v, k in zip(values, kinds, strict=True) if k == kind]
             cells.append(f"{auroc(pos, wrong):.3f}")
+        print(" | ".join(cells))
+
+
+def _means_table(scores: dict[str, list[float]], kinds: list[str], correct: list[bool],
+                 concordant_kinds: list[str]) -> None:
+    """Mean score of each kind of concordant rewrite, and of the clinically different pairs."""
+    header = ["metric", *[f"mean {k}" for k in concordant_kinds], "mean different"]
+    print()
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for name, values in scores.items():
+        cells = [name]
+        for kind in concordant_kinds:
+            chosen = [v for v, k in zip(values, kinds, strict=True) if k == kind]
+            cells.append(f"{sum(chosen) / len(chosen):.3f}")
+        neg = [v for v, c in zip(values, correct, strict=True) if not c]
+        cells.append(f"{sum(neg) / len(neg):.3f}")
         print(" | ".join(cells))
 
 
@@ -584,18 +575,7 @@ def run_tcga(args: argparse.Namespace) -> int:
         print(f"  [{rows[index]['report']}, {all_kinds[index]}]: {reasons[index]}")
     print()
     _auroc_table(scores, kinds, correct, concordant_kinds, error_kinds, args.resamples, args.seed)
-    header = ["metric", *[f"mean {k}" for k in concordant_kinds], "mean different"]
-    print()
-    print(" | ".join(header))
-    print(" | ".join("---" for _ in header))
-    for name, values in scores.items():
-        cells = [name]
-        for kind in concordant_kinds:
-            chosen = [v for v, k in zip(values, kinds, strict=True) if k == kind]
-            cells.append(f"{sum(chosen) / len(chosen):.3f}")
-        neg = [v for v, c in zip(values, correct, strict=True) if not c]
-        cells.append(f"{sum(neg) / len(neg):.3f}")
-        print(" | ".join(cells))
+    _means_table(scores, kinds, correct, concordant_kinds)
     crqs_values = scores["CRQS"]
     identical = [v for v, k in zip(crqs_values, kinds, strict=True) if k == "identical"]
     wrong_at_one = [i for i, (v, c) in enumerate(zip(crqs_values, correct, strict=True)) if not c and v >= 1.0 - 1e-9]

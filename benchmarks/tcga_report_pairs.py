@@ -174,22 +174,22 @@ NOTATIONS: list[tuple[str, Rule]] = [
 ]
 
 
-def notation(text: str, region: tuple[int, int]) -> str | None:
-    out, changed = text, False
-    for _, rule in NOTATIONS:
-        new = rule(out, region)
-        if new is not None:
-            out, changed = new, True
-    return out if changed else None
+def _all_of(rules: list[tuple[str, Rule]]) -> Rule:
+    """Every rule of `rules` that applies, one after the other."""
+
+    def apply(text: str, region: tuple[int, int]) -> str | None:
+        out, changed = text, False
+        for _, rule in rules:
+            new = rule(out, region)
+            if new is not None:
+                out, changed = new, True
+        return out if changed else None
+
+    return apply
 
 
-def names(text: str, region: tuple[int, int]) -> str | None:
-    out, changed = text, False
-    for _, rule in NAMES:
-        new = rule(out, region)
-        if new is not None:
-            out, changed = new, True
-    return out if changed else None
+notation = _all_of(NOTATIONS)
+names = _all_of(NAMES)
 
 
 _PART_RE = re.compile(r"(?m)^[ \t]*([A-H])[.):][ \t]*\S")
