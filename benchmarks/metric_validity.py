@@ -568,7 +568,8 @@ def run_tcga(args: argparse.Namespace) -> int:
 
     # a pair whose reference states nothing the schema scores has no CRQS (its reason is in the
     # per-case `unscored_reason`); it is left out of every metric's AUROC, so all compare on the same pairs
-    reasons = crqs.per_case.get_column("unscored_reason").to_list()
+    reasons = (crqs.per_case.get_column("unscored_reason").to_list() if "unscored_reason" in crqs.per_case.columns
+               else [None] * len(rows))  # an earlier pathkit (`PYTHONPATH` on its checkout) has no such column
     unscored = [i for i, v in enumerate(scores["CRQS"]) if v != v]
     keep = [i for i in range(len(rows)) if scores["CRQS"][i] == scores["CRQS"][i]]
     all_kinds, all_correct = kinds, correct
