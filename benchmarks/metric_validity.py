@@ -28,6 +28,15 @@ kind of error, and the mean score of each kind of concordant rewrite.
 
     .venv/bin/python benchmarks/metric_validity.py [--half heldout|dev|all] [--split all] [--no-meteor]
                                                    [--resamples 200] [--show 2]
+
+With `--tcga`, the same measure on the real TCGA OCR reports
+(`$PATHKIT_REALDATA/reports/tcga_ocr_reports_sample.json`): graded pairs from
+`benchmarks/tcga_report_pairs.py` (its docstring lists the rewrite kinds), halves by report
+(sha256 of the TCGA patient id), CRQS with the TCGA schema against METEOR, BLEU-4 and ROUGE-L;
+`--tcga-reports N` scores a fixed sample of N reports of the half, `--organs BLADDER,KIDNEY` some
+organ groups only; it also counts the clinically wrong pairs that CRQS scores 1.0.
+
+    .venv/bin/python benchmarks/metric_validity.py --tcga --half heldout [--no-nlg] [--tcga-reports 150]
 """
 
 from __future__ import annotations
