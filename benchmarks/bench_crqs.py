@@ -8,9 +8,12 @@ learned from the train split. Measured side by side in one run:
 - cold: a fresh extractor, every distinct report extracted once (REG has 801 distinct strings);
 - cold, all distinct: every prediction made unique, so nothing can be cached (worst case);
 - with and without the bootstrap intervals (1,000 resamples);
-- per-report extraction time on REG, on the long OCR TCGA reports, and on one 100,000-character report.
+- per-report extraction time on REG, on the long OCR TCGA reports, and on one 100,000-character report;
+- with `--baseline DIR` (a checkout of an earlier pathkit, e.g. `git worktree add /tmp/crqs-before
+  <commit>`), extraction of the long TCGA OCR reports by that version and by this one, each in a
+  fresh process, alternating, and the ratio of the two.
 
-    .venv/bin/python benchmarks/bench_crqs.py [--repeat 3]
+    .venv/bin/python benchmarks/bench_crqs.py [--repeat 3] [--baseline DIR] [--tcga-reports 300]
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import argparse
 import json
 import os
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -40,7 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     default_data = os.environ.get("PATHKIT_REALDATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--data", default=default_data)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", default=None,
+                        help="an earlier pathkit checkout: its long-report extraction is timed beside this one's")
+    parser.add_argument("--tcga-reports", type=int, default=300, help="how many TCGA OCR reports to time")
+    parser.add_argument("--tcga-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.tcga_worker:
+        return _tcga_worker(Path(args.data), args.tcga_reports, args.repeat)
     # one core: no BLAS or polars worker threads
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
@@ -99,11 +110,52 @@ def main(argv: list[str] | None = None) -> int:
         chars = sum(len(t) for t in sample) / len(sample)
         print(f"extraction, TCGA OCR: {len(sample)} reports (mean {chars:,.0f} chars) in {seconds:.3f} CPU s "
               f"({seconds / len(sample) * 1e3:.1f} ms/report)")
+    if args.baseline is not None and tcga_path.is_file():
+        _compare_with_baseline(Path(args.baseline), Path(args.data), args.tcga_reports, args.repeat)
     long_report = ("Invasive carcinoma of no special type, grade II, without necrosis; "
                    "lymphovascular invasion not identified. ") * 900
     _, seconds = _best(args.repeat, lambda: extractor._extract(long_report[:100_000]))
     print(f"extraction, one 100,000-character report: {seconds * 1e3:.0f} CPU ms")
     return 0
+
+
+def _tcga_worker(data: Path, n_reports: int, repeat: int) -> int:
+    """Print the best CPU ms per report of extracting the first `n_reports` TCGA OCR reports with
+    the built-in vocabulary, fresh extractor each run (run in a process of its own)."""
+    from pathkit_metrics._crqs.extract import ClinicalExtractor
+
+    rows = json.loads((data / "reports" / "tcga_ocr_reports_sample.json").read_text(encoding="utf-8"))
+    sample = [row["ocr_text"] for row in rows[:n_reports]]
+    best = float("inf")
+    for _ in range(repeat):
+        extractor = ClinicalExtractor()
+        started = time.process_time()
+        for text in sample:
+            extractor._extract(text)
+        best = min(best, time.process_time() - started)
+    print(json.dumps({"ms_per_report": best / len(sample) * 1e3, "mean_chars": sum(map(len, sample)) / len(sample)}))
+    return 0
+
+
+def _compare_with_baseline(baseline: Path, data: Path, n_reports: int, repeat: int) -> None:
+    """Long-report extraction by `baseline`'s code and by this checkout's, alternating in fresh
+    processes (three rounds), best of each."""
+    here = Path(__file__).resolve().parents[1]
+
+    def run(root: Path) -> float:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "plugins" / "metrics")])}
+        out = subprocess.run([sys.executable, __file__, "--tcga-worker", "--data", str(data), "--tcga-reports",
+                              str(n_reports), "--repeat", str(repeat)], env=env, capture_output=True, text=True,
+                             check=True)
+        return float(json.loads(out.stdout.strip().splitlines()[-1])["ms_per_report"])
+
+    before, after = [], []
+    for _ in range(3):
+        before.append(run(baseline))
+        after.append(run(here))
+    print(f"long TCGA OCR reports ({n_reports}), CPU ms per report, best of 3 alternating runs: "
+          f"baseline {min(before):.2f} ({baseline}), this checkout {min(after):.2f}; "
+          f"ratio {min(after) / min(before):.2f}x")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,15 @@ kind of error, and the mean score of each kind of concordant rewrite.
 
     .venv/bin/python benchmarks/metric_validity.py [--half heldout|dev|all] [--split all] [--no-meteor]
                                                    [--resamples 200] [--show 2]
+
+With `--tcga`, the same measure on the real TCGA OCR reports
+(`$PATHKIT_REALDATA/reports/tcga_ocr_reports_sample.json`): graded pairs from
+`benchmarks/tcga_report_pairs.py` (its docstring lists the rewrite kinds), halves by report
+(sha256 of the TCGA patient id), CRQS with the TCGA schema against METEOR, BLEU-4 and ROUGE-L;
+`--tcga-reports N` scores a fixed sample of N reports of the half, `--organs BLADDER,KIDNEY` some
+organ groups only; it also counts the clinically wrong pairs that CRQS scores 1.0.
+
+    .venv/bin/python benchmarks/metric_validity.py --tcga --half heldout [--no-nlg] [--tcga-reports 150]
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ import random
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -410,7 +420,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=200, help="bootstrap resamples for AUROC intervals (0: none)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=0, help="print this many example pairs per kind")
+    parser.add_argument("--tcga", action="store_true",
+                        help="the TCGA OCR report pairs (benchmarks/tcga_report_pairs.py) instead of REG")
+    parser.add_argument("--organs", default="", help="TCGA only: comma-separated organ groups (default all)")
+    parser.add_argument("--tcga-reports", type=int, default=0,
+                        help="TCGA only: score the pairs of this many reports of the half (a fixed sample: the "
+                             "first by sha256 of the patient id); 0 = all")
     args = parser.parse_args(argv)
+    if args.tcga:
+        return run_tcga(args)
 
     from pathkit_metrics.crqs import CRQSMetric
 
@@ -456,35 +474,9 @@ def main(argv: list[str] | None = None) -> int:
 
     concordant_kinds = [k for k in counts if k != "identical" and k in CONCORDANT]
     error_kinds = [k for k in counts if k in ERRORS]
-    header = ["metric", "AUROC concordant vs different", "95% CI", *[f"vs {k}" for k in error_kinds]]
     print()
-    print(" | ".join(header))
-    print(" | ".join("---" for _ in header))
-    for name, values in scores.items():
-        pos = [v for v, k in zip(values, kinds, strict=True) if k in concordant_kinds]
-        neg = [v for v, c in zip(values, correct, strict=True) if not c]
-        cells = [name, f"{auroc(pos, neg):.3f}"]
-        if args.resamples:
-            low, high = auroc_ci(pos, neg, args.resamples, args.seed)
-            cells.append(f"{low:.3f}-{high:.3f}")
-        else:
-            cells.append("")
-        for kind in error_kinds:
-            wrong = [v for v, k in zip(values, kinds, strict=True) if k == kind]
-            cells.append(f"{auroc(pos, wrong):.3f}")
-        print(" | ".join(cells))
-    header = ["metric", *[f"mean {k}" for k in concordant_kinds], "mean different"]
-    print()
-    print(" | ".join(header))
-    print(" | ".join("---" for _ in header))
-    for name, values in scores.items():
-        cells = [name]
-        for kind in concordant_kinds:
-            chosen_values = [v for v, k in zip(values, kinds, strict=True) if k == kind]
-            cells.append(f"{sum(chosen_values) / len(chosen_values):.3f}")
-        neg = [v for v, c in zip(values, correct, strict=True) if not c]
-        cells.append(f"{sum(neg) / len(neg):.3f}")
-        print(" | ".join(cells))
+    _auroc_table(scores, kinds, correct, concordant_kinds, error_kinds, args.resamples, args.seed)
+    _means_table(scores, kinds, correct, concordant_kinds)
     print(f"\nCRQS scored {len(rows)} pairs twice in {crqs_seconds:.2f} s; nlg in {nlg_seconds:.2f} s")
 
     print("\nThe paper's Table 3 examples (published METEOR / CRQS in brackets):")
@@ -499,6 +491,131 @@ def main(argv: list[str] | None = None) -> int:
             value = NLGMetric().compute([prediction], [reference]).summary["METEOR"]
             meteor = f"{value:.4f}"
         print(f"  [{dataset}] METEOR {meteor} ({published[0]})  CRQS {crqs_value:.4f} ({published[1]})")
+    return 0
+
+
+def _auroc_table(scores: dict[str, list[float]], kinds: list[str], correct: list[bool], concordant_kinds: list[str],
+                 error_kinds: list[str], resamples: int, seed: int) -> None:
+    header = ["metric", "AUROC concordant vs different", "95% CI", *[f"vs {k}" for k in error_kinds]]
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for name, values in scores.items():
+        pos = [v for v, k in zip(values, kinds, strict=True) if k in concordant_kinds]
+        neg = [v for v, c in zip(values, correct, strict=True) if not c]
+        cells = [name, f"{auroc(pos, neg):.3f}"]
+        if resamples:
+            low, high = auroc_ci(pos, neg, resamples, seed)
+            cells.append(f"{low:.3f}-{high:.3f}")
+        else:
+            cells.append("")
+        for kind in error_kinds:
+            wrong = [v for v, k in zip(values, kinds, strict=True) if k == kind]
+            cells.append(f"{auroc(pos, wrong):.3f}")
+        print(" | ".join(cells))
+
+
+def _means_table(scores: dict[str, list[float]], kinds: list[str], correct: list[bool],
+                 concordant_kinds: list[str]) -> None:
+    """Mean score of each kind of concordant rewrite, and of the clinically different pairs."""
+    header = ["metric", *[f"mean {k}" for k in concordant_kinds], "mean different"]
+    print()
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for name, values in scores.items():
+        cells = [name]
+        for kind in concordant_kinds:
+            chosen = [v for v, k in zip(values, kinds, strict=True) if k == kind]
+            cells.append(f"{sum(chosen) / len(chosen):.3f}")
+        neg = [v for v, c in zip(values, correct, strict=True) if not c]
+        cells.append(f"{sum(neg) / len(neg):.3f}")
+        print(" | ".join(cells))
+
+
+def run_tcga(args: argparse.Namespace) -> int:
+    """Graded pairs from the TCGA OCR reports, split by report (patient id)."""
+    import tcga_report_pairs as tcga
+    from pathkit_metrics.crqs import CRQSMetric
+
+    path = Path(args.data) / "reports" / "tcga_ocr_reports_sample.json"
+    if not path.is_file():
+        print(f"error: {path} not found (set PATHKIT_REALDATA or --data)", file=sys.stderr)
+        return 2
+    records = json.loads(path.read_text(encoding="utf-8"))
+    organs = {o.strip().upper() for o in args.organs.split(",") if o.strip()}
+    records = [r for r in records if (args.half == "all" or tcga.half_of(r["patient_id"]) == args.half)
+               and (not organs or r["organ_group"] in organs)]
+    if args.tcga_reports:
+        records = sorted(records, key=lambda r: hashlib.sha256(r["patient_id"].encode("utf-8")).hexdigest())
+        records = records[:args.tcga_reports]
+    rows = tcga.build_pairs(records)
+    predictions = [r["prediction"] for r in rows]
+    references = [r["reference"] for r in rows]
+    kinds = [r["kind"] for r in rows]
+    correct = [r["correct"] for r in rows]
+    counts = {k: kinds.count(k) for k in ("identical", *tcga.CONCORDANT, *tcga.ERRORS) if k in kinds}
+    print(f"{len(records)} TCGA reports ({args.half} half) -> {len(rows)} pairs: "
+          + ", ".join(f"{k} {n}" for k, n in counts.items()))
+
+    scores: dict[str, list[float]] = {}
+    started = time.perf_counter()
+    crqs = CRQSMetric().compute(predictions, references, ids=[str(i) for i in range(len(rows))],
+                                context={"dataset": "tcga-pathtext", "bootstrap_resamples": 0})
+    scores["CRQS"] = [float("nan") if v is None else v for v in crqs.per_case.get_column("CRQS").to_list()]
+    crqs_seconds = time.perf_counter() - started
+    nlg_seconds = 0.0
+    if not args.no_nlg:
+        from pathkit_metrics.nlg import NLGMetric
+
+        started = time.perf_counter()
+        # a long OCR report can pass METEOR's default 3,000-word guard
+        nlg = NLGMetric().compute(predictions, references, context={"options": {
+            "meteor": not args.no_meteor, "meteor_max_words": 20000}})
+        for name in ("METEOR", "BLEU-4", "ROUGE-L"):
+            if name in nlg.per_case.columns:
+                scores[name] = nlg.per_case.get_column(name).to_list()
+        nlg_seconds = time.perf_counter() - started
+
+    # a pair whose reference states nothing the schema scores has no CRQS (its reason is in the
+    # per-case `unscored_reason`); it is left out of every metric's AUROC, so all compare on the same pairs
+    reasons = (crqs.per_case.get_column("unscored_reason").to_list() if "unscored_reason" in crqs.per_case.columns
+               else [None] * len(rows))  # an earlier pathkit (`PYTHONPATH` on its checkout) has no such column
+    unscored = [i for i, v in enumerate(scores["CRQS"]) if v != v]
+    keep = [i for i in range(len(rows)) if scores["CRQS"][i] == scores["CRQS"][i]]
+    all_kinds, all_correct = kinds, correct
+    kinds = [all_kinds[i] for i in keep]
+    correct = [all_correct[i] for i in keep]
+    scores = {name: [values[i] for i in keep] for name, values in scores.items()}
+    concordant_kinds = [k for k in counts if k in tcga.CONCORDANT]
+    error_kinds = [k for k in counts if k in tcga.ERRORS]
+    print(f"\n{len(unscored)} pairs without CRQS (their reference states no TCGA field), left out: "
+          + ", ".join(f"{k} {n}" for k, n in Counter(all_kinds[i] for i in unscored).items()))
+    for index in unscored[:3]:
+        print(f"  [{rows[index]['report']}, {all_kinds[index]}]: {reasons[index]}")
+    print()
+    _auroc_table(scores, kinds, correct, concordant_kinds, error_kinds, args.resamples, args.seed)
+    _means_table(scores, kinds, correct, concordant_kinds)
+    crqs_values = scores["CRQS"]
+    identical = [v for v, k in zip(crqs_values, kinds, strict=True) if k == "identical"]
+    wrong_at_one = [i for i, (v, c) in enumerate(zip(crqs_values, correct, strict=True)) if not c and v >= 1.0 - 1e-9]
+    print(f"\nCRQS: identical pairs scoring 1.0: {sum(v == 1.0 for v in identical)} of {len(identical)}; "
+          f"clinically wrong pairs scoring 1.0: {len(wrong_at_one)} of {correct.count(False)} ("
+          + ", ".join(f"{k} {n}" for k, n in Counter(kinds[i] for i in wrong_at_one).items()) + ")")
+    rows = [rows[i] for i in keep]
+    references = [references[i] for i in keep]
+    predictions = [predictions[i] for i in keep]
+    for index in wrong_at_one[: max(args.show, 0) or 0]:
+        print(f"  wrong at 1.0 [{rows[index]['report']}, {kinds[index]}]")
+    if args.show:
+        import difflib
+
+        for kind in [*concordant_kinds, *error_kinds]:
+            shown = [i for i, k in enumerate(kinds) if k == kind and (crqs_values[i] < 1.0) == correct[i]]
+            for index in shown[: args.show]:
+                diff = [line for line in difflib.unified_diff(references[index].split("\n"),
+                                                              predictions[index].split("\n"), lineterm="", n=0)
+                        if line[:1] in "+-" and line[:3] not in ("---", "+++")]
+                print(f"[{kind}] {rows[index]['report']} CRQS {crqs_values[index]:.3f}: {' || '.join(diff)[:300]}")
+    print(f"\nCRQS scored {len(rows)} pairs in {crqs_seconds:.2f} s; nlg in {nlg_seconds:.2f} s")
     return 0
 
 

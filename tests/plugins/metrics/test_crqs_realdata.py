@@ -61,6 +61,21 @@ def test_all_tcga_reports(tcga_reports):
     _check_reports(tcga_reports)
 
 
+def test_every_tcga_report_scores_one_against_itself_or_says_why(tcga_reports):
+    # no silent null: a TCGA report scored against itself gets 1.0, or a stated reason for none
+    assert len(tcga_reports) == 1939
+    result = CRQSMetric().compute(tcga_reports, tcga_reports, context={"dataset": "tcga", "bootstrap_resamples": 0})
+    table = result.per_case
+    scored = table.filter(table["CRQS"].is_not_null())
+    assert scored["CRQS"].min() == pytest.approx(1.0) and scored["CRQS"].max() == pytest.approx(1.0)
+    unscored = table.filter(table["CRQS"].is_null())
+    assert unscored["unscored_reason"].null_count() == 0
+    assert unscored.height < 0.02 * table.height
+    assert table["reference_section"].null_count() == 0
+    # most reports are read from a diagnosis or synoptic section, not whole
+    assert (table["reference_section"] == "whole report").mean() < 0.02
+
+
 def _check_reports(reports):
     extractor = ClinicalExtractor()
     n_with_fields = 0

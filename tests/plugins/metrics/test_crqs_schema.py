@@ -5,19 +5,42 @@ from __future__ import annotations
 import pytest
 from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 from pathkit_metrics._crqs.extract import EXTRACTED_FIELDS
-from pathkit_metrics._crqs.schemas import GENERIC, HISTAI, REG, TCGA, resolve_schema, schema_by_name
+from pathkit_metrics._crqs.schemas import GENERIC, HISTAI, REG, TCGA, TCGA_PAPER, resolve_schema, schema_by_name
 
 from pathkit_core.contracts import PathkitError
 
 
 @pytest.mark.parametrize(
     ("schema", "n_fields", "n_key"),
-    [(REG, 18, 5), (HISTAI, 38, 10), (TCGA, 33, 9)],
+    [(REG, 18, 5), (HISTAI, 38, 10), (TCGA_PAPER, 33, 9)],
 )
 def test_schema_sizes_match_paper_tables(schema, n_fields, n_key):
     # PathReportEval appendix A.7: REG 18 fields / 5 key (Tables 7-8), HistAI 38 / 10 (9-10), TCGA 33 / 9 (11-12)
     assert len(schema.fields) == n_fields
     assert len(schema.key_fields) == n_key
+
+
+def test_tcga_schema_is_table_11_plus_the_report_fields_with_severity_weights():
+    # pathkit's TCGA schema keeps every field of Tables 11-12 and adds what TCGA reports state
+    assert TCGA.fields[:33] == TCGA_PAPER.fields and TCGA.key_fields[:9] == TCGA_PAPER.key_fields
+    added = set(TCGA.fields) - set(TCGA_PAPER.fields)
+    assert added == {"nuclear_grade", "gleason_score", "invasion_depth", "pathologic_t", "pathologic_n",
+                     "pathologic_m", "stage_group", "lymph_node_ratios", "extranodal_extension", "laterality",
+                     "specimen_parts"}
+    for name in ("histologic_type", "tumor_grade", "pathologic_t", "margin_status", "lymph_node_involvement",
+                 "specimen_parts"):
+        assert TCGA.weight(name) == 3.0
+    assert TCGA.weight("lymphovascular_invasion") == 2.0 and TCGA.weight("necrosis") == 1.0
+    assert REG.weight("diagnosis") == 1.0 and not REG.field_weights  # the paper's counts elsewhere
+    assert schema_by_name("tcga-paper") is TCGA_PAPER and schema_by_name("tcga") is TCGA
+    assert ClinicalSchema.from_dict(TCGA.to_dict()) == TCGA
+
+
+def test_clinical_schema_rejects_bad_weights():
+    with pytest.raises(PathkitError, match="field_weights for unknown field 'grade'"):
+        ClinicalSchema("x", fields=("diagnosis",), key_fields=(), field_weights={"grade": 2})
+    with pytest.raises(PathkitError, match=r"field_weights\['diagnosis'\] must be a number > 0"):
+        ClinicalSchema("x", fields=("diagnosis",), key_fields=(), field_weights={"diagnosis": 0})
 
 
 def test_reg_key_fields_are_table_8():
@@ -27,7 +50,7 @@ def test_reg_key_fields_are_table_8():
 
 
 def test_every_schema_field_is_one_the_extractor_fills():
-    for schema in (REG, HISTAI, TCGA, GENERIC):
+    for schema in (REG, HISTAI, TCGA, TCGA_PAPER, GENERIC):
         missing = [f for f in schema.fields if f not in EXTRACTED_FIELDS]
         assert not missing, (schema.name, missing)
 

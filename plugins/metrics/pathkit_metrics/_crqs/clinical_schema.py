@@ -37,6 +37,8 @@ class ClinicalSchema:
       phrase match, no numeric tolerance);
     - `numeric_fields`: compared by number, within `numeric_tolerance[field]` (absolute, in
       the field's unit; a field missing from the mapping uses the metric's default for it);
+    - `field_weights`: how much a field counts in CFC, KIR, HR and CDS (default 1 for every
+      field, the paper's counts); a field missing from the mapping weighs 1;
     - `source`: where the lists come from (paper table, public code, or "dataset plugin").
     """
 
@@ -47,6 +49,7 @@ class ClinicalSchema:
     numeric_fields: tuple[str, ...] = ()
     numeric_tolerance: Mapping[str, float] = field(default_factory=dict)
     source: str = ""
+    field_weights: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -72,10 +75,23 @@ class ClinicalSchema:
                     f"got {value!r}"
                 )
         object.__setattr__(self, "numeric_tolerance", {k: float(v) for k, v in tolerance.items()})
+        weights = dict(self.field_weights or {})
+        for name, value in weights.items():
+            if name not in known:
+                raise PathkitError(f"clinical schema {self.name!r}: field_weights for unknown field {name!r}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise PathkitError(
+                    f"clinical schema {self.name!r}: field_weights[{name!r}] must be a number > 0, got {value!r}"
+                )
+        object.__setattr__(self, "field_weights", {k: float(v) for k, v in weights.items()})
 
     def __hash__(self) -> int:
         return hash((self.name, self.fields, self.key_fields, self.strict_fields, self.numeric_fields,
-                     tuple(sorted(self.numeric_tolerance.items())), self.source))
+                     tuple(sorted(self.numeric_tolerance.items())), self.source,
+                     tuple(sorted(self.field_weights.items()))))
+
+    def weight(self, field_name: str) -> float:
+        return self.field_weights.get(field_name, 1.0)
 
     def is_key(self, field_name: str) -> bool:
         return field_name in self.key_fields
@@ -95,6 +111,7 @@ class ClinicalSchema:
             "strict_fields": list(self.strict_fields),
             "numeric_fields": list(self.numeric_fields),
             "numeric_tolerance": dict(self.numeric_tolerance),
+            "field_weights": dict(self.field_weights),
             "source": self.source,
         }
 
@@ -103,7 +120,7 @@ class ClinicalSchema:
         if not isinstance(data, Mapping):
             raise PathkitError(f"clinical schema must be a mapping, got {type(data).__name__}")
         allowed = {"format", "name", "fields", "key_fields", "strict_fields", "numeric_fields",
-                   "numeric_tolerance", "source"}
+                   "numeric_tolerance", "source", "field_weights"}
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise PathkitError(f"clinical schema: unknown entries {', '.join(unknown)}")
@@ -118,6 +135,7 @@ class ClinicalSchema:
             numeric_fields=tuple(data.get("numeric_fields", ())),
             numeric_tolerance=dict(data.get("numeric_tolerance", {}) or {}),
             source=str(data.get("source", "")),
+            field_weights=dict(data.get("field_weights", {}) or {}),
         )
 
     def restricted_to(self, names: Iterable[str]) -> ClinicalSchema:
@@ -131,6 +149,7 @@ class ClinicalSchema:
             numeric_fields=tuple(f for f in self.numeric_fields if f in keep),
             numeric_tolerance={k: v for k, v in self.numeric_tolerance.items() if k in keep},
             source=self.source,
+            field_weights={k: v for k, v in self.field_weights.items() if k in keep},
         )
 
 

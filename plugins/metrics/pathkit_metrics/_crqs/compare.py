@@ -32,6 +32,7 @@ FIELD_RULES: dict[str, str] = {
     "tumor_volume": RULE_NUMERIC,
     "tumor_extent": RULE_NUMERIC,
     "tumor_size": RULE_NUMERIC,
+    "specimen_parts": RULE_FINDINGS,
     **{name: RULE_ORDINAL for name in ORDINAL_SCALES},
 }
 
@@ -184,16 +185,24 @@ def compare_fields(
     discordant: list[str] = []
     partial: dict[str, float] = {}
     agreed = agreed_key = disagreed = 0.0
-    key_total = 0
+    key_total = 0.0
+    # weighted counts (`ClinicalSchema.field_weights`; every weight 1 gives the paper's counts)
+    w_reference = w_prediction = w_common = w_hallucinated = 0.0
     for name in schema.fields:
         ref_value = reference.get(name)
         pred_value = prediction.get(name)
+        weight = schema.weight(name)
+        if ref_value is not None:
+            w_reference += weight
+        if pred_value is not None:
+            w_prediction += weight
         if ref_value is not None and pred_value is not None:
+            w_common += weight
             agreement = values_agreement(name, ref_value, pred_value, schema)
-            agreed += agreement
-            disagreed += 1.0 - agreement
+            agreed += weight * agreement
+            disagreed += weight * (1.0 - agreement)
             if schema.is_key(name):
-                agreed_key += agreement
+                agreed_key += weight * agreement
             if agreement == 1.0:
                 matched.append(name)
             else:
@@ -204,14 +213,14 @@ def compare_fields(
             missed.append(name)
         elif pred_value is not None:
             hallucinated.append(name)
+            w_hallucinated += weight
         if ref_value is not None and schema.is_key(name):
-            key_total += 1
+            key_total += weight
     n_reference = len(matched) + len(discordant) + len(missed)
     n_prediction = len(matched) + len(discordant) + len(hallucinated)
-    n_common = len(matched) + len(discordant)
-    hr = len(hallucinated) / n_prediction if n_prediction else 0.0
-    cds = disagreed / n_common if n_common else 0.0
-    cfc = agreed / n_reference if n_reference else None
+    hr = w_hallucinated / w_prediction if w_prediction else 0.0
+    cds = disagreed / w_common if w_common else 0.0
+    cfc = agreed / w_reference if w_reference else None
     kir = agreed_key / key_total if key_total else None
     if cfc is None:
         raw = norm = eq6_raw = eq6 = None
@@ -228,7 +237,7 @@ def compare_fields(
         discordant=tuple(discordant),
         n_reference=n_reference,
         n_prediction=n_prediction,
-        n_reference_key=key_total,
+        n_reference_key=sum(1 for name in schema.key_fields if name in reference),
         cfc=cfc,
         kir=kir,
         hr=hr,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -14,9 +15,12 @@ from pathkit_metrics._crqs.normalise import (
     ORDINAL_SCALES,
     STRUCTURED_ITEM_RE,
     format_number,
+    normalise_names,
     prepare_text,
     roman_or_int,
 )
+from pathkit_metrics._crqs.ocr import KNOWN_WORDS, SpellingRepair, clinical_words
+from pathkit_metrics._crqs.sections import Section, read_spans, specimen_parts, strip_clutter
 from pathkit_metrics._crqs.vocabulary import (
     BENIGN,
     BUILTIN_VOCABULARY,
@@ -45,7 +49,8 @@ EXTRACTED_FIELDS: tuple[str, ...] = (
     "hemorrhage", "papillary_features", "cystic_change", "tumor_extent", "tumor_volume", "tumor_size",
     "margin_status", "muscle_proper_status", "atrophy", "intestinal_metaplasia", "metaplasia_type",
     "hpylori_status", "gastritis_type", "olga_stage", "olgim_stage", "polyp_type", "serrated_lesion",
-    "adenoma_type", "tumor_origin", "laterality",
+    "adenoma_type", "tumor_origin", "laterality", "pathologic_t", "pathologic_n", "pathologic_m", "stage_group",
+    "lymph_node_ratios", "extranodal_extension", "specimen_parts",
 )
 
 # Findings of the `diagnosis` field are joined with this (sorted, so the value is order-free).
@@ -109,12 +114,16 @@ class Extraction:
     fields: Mapping[str, str]
     uncertain: Mapping[str, str] = field(default_factory=dict)
     unread: tuple[str, ...] = ()
+    # which text was read: "whole report" for a short one, else the sections of a long one with
+    # their character spans in the report ("final pathologic diagnosis [212:1490]; ...")
+    section: str = "whole report"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"fields": dict(self.fields), "uncertain": dict(self.uncertain), "unread": list(self.unread)}
+        return {"fields": dict(self.fields), "uncertain": dict(self.uncertain), "unread": list(self.unread),
+                "section": self.section}
 
 
-EMPTY_EXTRACTION = Extraction({}, {})
+EMPTY_EXTRACTION = Extraction({}, {}, section="")
 
 # ----------------------------------------------------------------------------- patterns
 
@@ -145,6 +154,11 @@ _ORGANS: dict[str, str] = {
     "esophagus": "esophagus", "duodenum": "duodenum", "small intestine": "small intestine",
     "skin": "skin", "lymph node": "lymph node", "adrenal gland": "adrenal gland", "adrenal": "adrenal gland",
     "oral cavity": "oral cavity", "tongue": "tongue", "larynx": "larynx", "pleura": "pleura",
+    "ureter": "ureter", "urethra": "urethra", "renal pelvis": "renal pelvis", "tonsil": "tonsil",
+    "pharynx": "pharynx", "oropharynx": "oropharynx", "hypopharynx": "hypopharynx", "nasopharynx": "nasopharynx",
+    "floor of mouth": "floor of mouth", "lip": "lip", "bile duct": "bile duct", "ampulla": "ampulla",
+    "temporal lobe": "temporal lobe", "frontal lobe": "frontal lobe", "parietal lobe": "parietal lobe",
+    "occipital lobe": "occipital lobe", "cerebellum": "cerebellum", "mandible": "mandible",
     "gallbladder": "gallbladder", "bone marrow": "bone marrow", "soft tissue": "soft tissue",
     "omentum": "omentum", "fallopian tube": "fallopian tube", "vulva": "vulva", "vagina": "vagina",
 }
@@ -226,7 +240,8 @@ _GRADE_TIER_RE = re.compile(
     r"(?:dysplasia|intraepithelial|squamous intraepithelial|pin\b|adenoma))"
 )
 _TIER_RANK = {"low": 1, "intermediate": 2, "high": 3}
-_FUHRMAN_RE = re.compile(r"\b(?:fuhrman|isup|who/isup)(?: nuclear| nucleolar)? grade *:? *" + _ROMAN_OR_DIGIT + r"\b")
+_FUHRMAN_RE = re.compile(r"\b(?:fuhrman|isup|who/isup)(?:'s)?(?: nuclear| nucleolar)? grade *(?:is )?:? *"
+                         + _ROMAN_OR_DIGIT + r"\b")
 _DIFFERENTIATION_RE = re.compile(
     r"\b(?:(well|moderately|moderate|poorly|poor)(?: to | and |/| )(?:(moderately|moderate|poorly|poor) )?)?"
     r"(well|moderately|poorly|un) ?differentiated\b|\bundifferentiated\b|"
@@ -241,7 +256,7 @@ _GLEASON_PARTS_RE = re.compile(
 _GLEASON_TOTAL_RE = re.compile(r"gleason(?:'s)?(?: score| sum) *[:=]? *(\d{1,2})\b(?! *\+)")
 _GRADE_GROUP_RE = re.compile(r"\b(?:isup |who )?grade group *[:=]? *(v|iv|iii|ii|i|[1-5])\b")
 _NUCLEAR_GRADE_RE = re.compile(
-    r"\bnuclear grade *[:=]? *(low|intermediate|moderate|high|iii|ii|i|[1-4])\b|"
+    r"\bnuclear grade *(?:is )?[:=]? *(low|intermediate|moderate|high|iv|iii|ii|i|[1-4])\b|"
     r"\b(low|intermediate|high) nuclear grade\b"
 )
 _MITOSES_SCORE_RE = re.compile(r"\b(?:mitoses|mitosis|mitotic score|mitotic count) *[:=] *(\d{1,3})\b(?! *(?:/|per))")
@@ -250,26 +265,27 @@ _MITOSES_COUNT_RE = re.compile(
 )
 _TUBULE_RE = re.compile(r"\btubul(?:e|ar) (?:formation|score) *[:=]? *([1-3])\b")
 
+# What leads a depth of invasion: "invading (through) the", "infiltration of", "extending into",
+# "depth of invasion: outer half of the", ...
+_TO_DEPTH = (
+    r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|invad\w* (?:into |through |thru )?(?:the )?|"
+    r"invasion (?:of|into) (?:the )?|extend\w* (?:into|to|through) (?:the )?|extension (?:into|to|through) (?:the )?|"
+    r"depth of invasion *:? *(?:through |into )?(?:the )?(?:inner |outer |superficial |deep )?(?:half of )?(?:the )?)"
+)
 _DEPTH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)"
-                r"(?:subepithelial connective tissue|lamina propria)\b|\blamina propria invasion\b"),
+    (re.compile(_TO_DEPTH + r"(?:subepithelial connective tissue|lamina propria)\b|\blamina propria invasion\b"),
      "subepithelial connective tissue"),
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)"
-                r"(?:muscle proper|muscularis propria|detrusor muscle|muscular layer)\b|"
+    (re.compile(_TO_DEPTH + r"(?:muscle proper|muscularis propria|detrusor muscle|muscular layer)\b|"
                 r"\b(?:muscularis propria|detrusor muscle) invasion\b"),
      "muscle proper"),
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)submucosa\b"), "submucosa"),
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to) (?:the )?|depth of invasion *:? *)subserosa\b"), "subserosa"),
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into |through )?(?:the )?|invasion (?:of|into) (?:the )?|"
-                r"extends? (?:into|to|through) (?:the )?|depth of invasion *:? *)"
-                r"(?:perivesical|perivesicular|extravesical|extravesicular|pericolorectal|pericolic|perirectal|"
-                r"peripancreatic|perinephric|perirenal|periprostatic) (?:soft )?(?:tissue|fat)\b"),
+    (re.compile(_TO_DEPTH + r"submucosa\b"), "submucosa"),
+    (re.compile(_TO_DEPTH + r"subserosa\b"), "subserosa"),
+    (re.compile(_TO_DEPTH + r"(?:perivesical|perivesicular|extravesical|extravesicular|pericolorectal|pericolic|"
+                r"perirectal|peripancreatic|perinephric|perirenal|periprostatic) "
+                r"(?:soft |fatty |adipose )?(?:tissue|fat)\b"),
      "perivisceral tissue"),
-    (re.compile(r"\b(?:involvement of |invad\w* (?:into |through )?(?:the )?|penetrat\w* (?:the )?)"
+    (re.compile(r"\b(?:involvement of |infiltrat\w* (?:of |into )?(?:the )?|"
+                r"invad\w* (?:into |through |thru )?(?:the )?|penetrat\w* (?:the )?)"
                 r"(?:visceral peritoneum|serosa|serosal surface)\b"), "serosa"),
 )
 _NON_INVASIVE_RE = re.compile(r"\bnon ?invasive\b|\bno (?:stromal |definite |evidence of )?invasion\b")
@@ -323,7 +339,7 @@ _ORGAN_INVASION_RE = re.compile(
 _METASTASIS_RE = re.compile(r"\bmetasta(?:tic|sis|ses|sized|sizing)\b")
 _LN_RE = re.compile(r"\blymph nodes?\b|\bnodal\b")
 _LN_RATIO_RE = re.compile(
-    r"\( *(\d{1,2}) */ *(\d{1,3}) *\)|\b(\d{1,2}) *(?:of|/) *(\d{1,3}) +(?:\w+ +){0,2}lymph nodes?\b"
+    r"\( *(\d{1,2}) *(?:/|of) *(\d{1,3}) *\)|\b(\d{1,2}) *(?:of|/) *(\d{1,3}) +(?:\w+ +){0,2}lymph nodes?\b"
 )
 _LN_NEGATIVE_RE = re.compile(
     r"\b(?:negative|benign|uninvolved|free of (?:tumor|carcinoma|metasta\w*)|no (?:tumor|carcinoma|"
@@ -331,6 +347,25 @@ _LN_NEGATIVE_RE = re.compile(
 )
 _LN_POSITIVE_RE = re.compile(r"\b(?:positive|involved|metastatic|metastasis|metastases|carcinoma)\b")
 _PN_STAGE_RE = re.compile(r"\bp?t(?:[0-4][a-c]?|is|a|x) *,? *p?n([0-3x])[a-c]?\b")
+# Pathologic TNM (AJCC): pT3a, ypT2, pNO (OCR "O" for zero), pMX, "T3 N0", "pT2aN1M0"; the
+# stage group (stage IIIB, FIGO stage IC).
+_T_VALUE, _N_VALUE, _M_VALUE = r"(is|x|[0-4](?:[a-d][12]?)?)", r"([0-3xl]|o)([a-c]?)", r"([01x]|o)([a-c]?)"
+_PT_RE = re.compile(r"(?<![a-z0-9])y?pt" + _T_VALUE + r"(?![a-z0-9])|(?<![a-z0-9])t" + _T_VALUE +
+                    r"(?= *[,;]? *p?n(?:[0-3xl]|o)[a-c]?)"
+                    # a bare T after a staging label: "AJCC stage: T3", "Primary tumor (pT): T2"
+                    r"|(?:stage|tnm|classification|primary tumor|pathologic(?:al)? t)[^\n]{0,20}?(?<![a-z0-9])t"
+                    + _T_VALUE + r"(?![a-z0-9])")
+_AFTER_T = r"(?:(?<=t[0-4x])|(?<=t[0-4][a-d])|(?<=tis)|(?<=t[0-4][a-d][12]))"
+_AFTER_N = r"(?:(?<=n[0-3xol])|(?<=n[0-3][a-c]))"
+_PN_RE = re.compile(r"(?<![a-z0-9])y?pn" + _N_VALUE + r"(?![a-z0-9])|" + _AFTER_T + r" *[,;]? *p?n" + _N_VALUE +
+                    r"(?![a-z0-9])")
+_PM_RE = re.compile(r"(?<![a-z0-9])y?pm" + _M_VALUE + r"(?![a-z0-9])|" + _AFTER_N + r" *[,;]? *p?m" + _M_VALUE +
+                    r"(?![a-z0-9])")
+_STAGE_GROUP_RE = re.compile(
+    r"\b(?:ajcc |tnm |figo |pathologic(?:al)? |overall |anatomic )?stage(?: group(?:ing)?)? *:? *"
+    r"(iv|iii|ii|i|[1-4])([abc][12]?)?(?![a-z0-9])"
+)
+_ENE_RE = re.compile(r"\b(?:extra ?nodal|extra ?capsular) (?:extension|spread|invasion|tumor extension)\b")
 _MARGIN_RE = re.compile(r"\bmargins?\b")
 _MARGIN_NEG_RE = re.compile(
     r"\b(?:negative|free|uninvolved|clear|not involved|no (?:tumor|carcinoma)|widely free)\b"
@@ -502,6 +537,11 @@ _ORGAN_INVASION_RE = _Gate(_ORGAN_INVASION_RE, "invasion", "extension", "involve
 _METASTASIS_RE = _Gate(_METASTASIS_RE, "metasta")
 _LN_RE = _Gate(_LN_RE, "lymph node", "nodal")
 _PN_STAGE_RE = _Gate(_PN_STAGE_RE, "n0", "n1", "n2", "n3")
+_PT_RE = _Gate(_PT_RE, "t")
+_PN_RE = _Gate(_PN_RE, "n")
+_PM_RE = _Gate(_PM_RE, "m")
+_STAGE_GROUP_RE = _Gate(_STAGE_GROUP_RE, "stage")
+_ENE_RE = _Gate(_ENE_RE, "extra")
 _MARGIN_RE = _Gate(_MARGIN_RE, "margin")
 _MARGIN_BEFORE_RE = _Gate(_MARGIN_BEFORE_RE, "margin")
 _R_STATUS_RE = _Gate(_R_STATUS_RE, "r0", "r1", "r2")
@@ -618,6 +658,11 @@ class _Candidate:
         where it comes from."""
         return f"{self.term.canonical}, origin {self.origin}" if self.origin else self.term.canonical
 
+    def specific_key(self) -> tuple[Any, ...]:
+        """`principal_key` with the more specific name (more words) first among equals."""
+        key = self.principal_key()
+        return (*key[:-1], -len(self.term.canonical.split()), key[-1])
+
     def principal_key(self) -> tuple[Any, ...]:
         """Smaller is more principal, whatever the order the findings were written in: the worst
         category, a primary before a metastasis, invasive before in situ, a neoplasm before a
@@ -627,6 +672,77 @@ class _Candidate:
         return (-CATEGORY_RANK[term.category], self.metastatic, bool(_IN_SITU_RE.search(term.canonical)),
                 term.histologic_type is None, self.unread, term.canonical == NEGATIVE_FOR_MALIGNANCY,
                 term.canonical)
+
+
+_LETTERS_RE = re.compile(r"[A-Za-z]")
+_MIN_READ_LETTERS = 15  # a read section with fewer letters (a form, a barcode) is no diagnosis
+
+_POLARITY_MARK = {AFFIRMED: "+", NEGATED: "-", UNCERTAIN: "?"}
+_ROMAN_DIGITS = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "o": "0", "l": "1"}
+# anatomical words of a tumour's extent, whatever verb leads them ("extending into the perivesical fat")
+_EXTENT_WORD_RE = re.compile(
+    r"\b(lamina propria|muscularis propria|muscularis mucosae|submucosa|subserosa|serosa|perivesical|perirenal|"
+    r"perinephric|renal sinus|renal vein|renal capsule|gerota's fascia|adrenal gland|seminal vesicles?|"
+    r"extraprostatic|periprostatic|pericolonic|pericolorectal|perirectal|mesorectal|visceral peritoneum|"
+    r"extrathyroidal|myometrium|myometrial|parametri\w*|peripancreatic|duodenal wall|bone|cartilage|"
+    r"perineural|intrarenal|intraprostatic)\b"
+)
+# statements read as present / absent / doubtful (see `_mentions`)
+_STATE_MENTIONS = (
+    (_LVI_RE, "lvi"), (_PNI_RE, "pni"), (_ENE_RE, "ene"), (_EPE_RE, "epe"), (_CAPSULAR_RE, "capsule"),
+    (_ORGAN_INVASION_RE, "organ-invasion"), (_INVASION_RE, "invasion"), (_NECROSIS_RE, "necrosis"),
+)
+# statements read as a value
+_VALUE_MENTIONS = (
+    (_GRADE_NUMBER_RE, "grade"), (_GRADE_TIER_RE, "tier"), (_GRADE_G_RE, "g"), (_DIFFERENTIATION_RE, "diff"),
+    (_GLEASON_PARTS_RE, "gleason"), (_NUCLEAR_GRADE_RE, "nuclear"), (_PT_RE, "t"), (_PN_RE, "n"), (_PM_RE, "m"),
+    (_STAGE_GROUP_RE, "stage"),
+)
+# tumour subtype words ("mucinous, moderately differentiated adenocarcinoma")
+_SUBTYPE_WORD_RE = re.compile(
+    r"\b(serous|mucinous|endometrioid|clear cell|chromophobe|papillary|squamous|sarcomatoid|signet ring|"
+    r"micropapillary|cribriform|acinar|ductal|lobular|follicular|medullary|anaplastic|keratinizing|basaloid|"
+    r"verrucous|spindle cell|small cell|large cell|neuroendocrine|fibrolamellar|"
+    r"glandular|solid|lepidic|mucoepidermoid)\b"
+)
+# a count written "(k/n)" or "(k of n)": in a diagnosis, nodes involved of nodes examined
+_ANY_RATIO_RE = re.compile(r"\( *(\d{1,2}) *(?:/|of) *(\d{1,3}) *\)")
+
+
+def _principal_line(scope: str, principal: int | None) -> tuple[int, int] | None:
+    """(start, end) of the principal diagnosis' line up to the end of its name (at most 250
+    characters back): where its part names the organ, side and procedure."""
+    if principal is None:
+        return None
+    end = scope.find("\n", principal)
+    end = len(scope) if end < 0 else end
+    return max(scope.rfind("\n", 0, principal) + 1, principal - 250), min(end, principal + 80)
+
+
+def _margin_counts(scope: str) -> tuple[int, int]:
+    """(positive, negative) margin statements of `scope`."""
+    positive = negative = 0
+    for match in _MARGIN_BEFORE_RE.finditer(scope):
+        if match.group(1) in ("positive", "involved"):
+            positive += 1
+        else:
+            negative += 1
+    for match in _MARGIN_RE.finditer(scope):
+        after = scope[match.end():match.end() + 60]
+        stop = min((i for i in (after.find("."), after.find(";"), after.find("\n")) if i >= 0), default=-1)
+        if stop >= 0:
+            after = after[:stop]
+        if _MARGIN_NEG_RE.search(after):
+            negative += 1
+        elif _MARGIN_POS_RE.search(after):
+            positive += 1
+    status = _R_STATUS_RE.search(scope)
+    if status is not None:
+        if status.group(1) == "0":
+            negative += 1
+        else:
+            positive += 1
+    return positive, negative
 
 
 class ClinicalExtractor:
@@ -639,6 +755,7 @@ class ClinicalExtractor:
     def __init__(self, vocabulary: Vocabulary | None = None, *, cache_size: int = 200_000) -> None:
         self.vocabulary = vocabulary if vocabulary is not None else BUILTIN_VOCABULARY
         self._pattern = self.vocabulary.pattern
+        self._spelling = SpellingRepair(clinical_words(self.vocabulary.terms), KNOWN_WORDS)
         self._cache: dict[str, Extraction] = {}
         self._cache_size = cache_size
         self._cached_chars = 0
@@ -662,6 +779,8 @@ class ClinicalExtractor:
     # ------------------------------------------------------------------ the pipeline
 
     def _extract(self, report: str) -> Extraction:
+        if len(report) >= _SHORT_REPORT_CHARS:
+            return self._extract_long(report)
         text = prepare_text(report)
         facts: dict[str, str] = {}
         doubts: dict[str, str] = {}
@@ -689,6 +808,12 @@ class ClinicalExtractor:
 
         unread: list[str] = []
         self._diagnosis(scope, body, facts, doubts, unread)
+        self._read_fields(scope, facts, doubts)
+        facts.pop("_principal_start", None)
+        return Extraction(facts, doubts, tuple(unread))
+
+    def _read_fields(self, scope: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
+        """Every field but the diagnosis hierarchy, read from `scope`."""
         self._behaviour(scope, facts)
         self._grades(scope, facts)
         self._invasion(scope, facts)
@@ -697,7 +822,166 @@ class ClinicalExtractor:
         self._morphology(scope, facts, doubts)
         self._measurements(scope, facts)
         self._gastrointestinal(scope, facts, doubts)
-        return Extraction(facts, doubts, tuple(unread))
+
+    # ------------------------------------------------------------------ long reports (TCGA)
+
+    def _prepare_long(self, raw: str) -> str:
+        return normalise_names(self._spelling.repair(prepare_text(raw, upper_abbreviations=False)))
+
+    def _extract_long(self, report: str) -> Extraction:
+        """A long report: read from its diagnosis and synoptic sections (`sections.read_spans`),
+        clutter removed, names and OCR misspellings normalised; the findings of each specimen part
+        kept apart (`specimen_parts`); the site from the tumour's own part of the diagnosis."""
+        sections = read_spans(report)
+        raws = [strip_clutter(report[s.start:s.end]) for s in sections]
+        if sum(len(_LETTERS_RE.findall(raw)) for raw in raws) < _MIN_READ_LETTERS:
+            sections = (Section(0, len(report), "whole report", "fallback"),)
+            raws = [strip_clutter(report)]
+        # each section's specimen parts (a section without parts, a synoptic block, or the text
+        # before a section's first part is one part of its own)
+        part_texts: list[str] = []
+        for raw in raws:
+            parts = specimen_parts(raw)
+            pieces = [(0, parts[0][1]), *((start, end) for _, start, end in parts)] if parts else [(0, len(raw))]
+            for start, end in pieces:
+                prepared = self._prepare_long(raw[start:end])
+                if prepared:
+                    part_texts.append(prepared)
+        scope = "\n".join(part_texts)
+        facts: dict[str, str] = {}
+        doubts: dict[str, str] = {}
+        unread: list[str] = []
+        self._diagnosis(scope, scope, facts, doubts, unread, is_report=True, specific_first=True)
+        principal = facts.pop("_principal_start", None)
+        self._read_fields(scope, facts, doubts)
+        self._long_fields(scope, facts)
+        line = _principal_line(scope, int(principal) if principal else None)
+        organ = self._primary_site(scope, line)
+        if organ is not None:
+            facts["organ_site"] = organ
+        specimen = self._first_word(_SPECIMEN_RE, _specimen_words(scope[line[0]:line[1]] if line else scope))
+        specimen = specimen or self._first_word(_SPECIMEN_RE, _specimen_words(scope))
+        if specimen:
+            facts["specimen_type"] = _SPECIMENS[specimen]
+        # the side on the tumour's line, else every side the report names (in no order)
+        side = _first_affirmed(scope[line[0]:line[1]], _LATERALITY_RE) if line else None
+        sides = [side.group(1)] if side is not None else sorted({m.group(1) for m in _LATERALITY_RE.finditer(scope)})
+        if sides:
+            facts["laterality"] = " and ".join(sides)
+        bounds, offset = [], 0
+        for text in part_texts:
+            bounds.append(offset + len(text))
+            offset += len(text) + 1
+        signatures = self._part_signatures(scope, bounds)
+        if signatures:
+            facts["specimen_parts"] = FINDING_SEPARATOR.join(sorted(signatures))
+        return Extraction(facts, doubts, tuple(unread), "; ".join(s.describe() for s in sections))
+
+    def _long_fields(self, scope: str, facts: dict[str, str]) -> None:
+        """Fields only a long report states: pathologic TNM and stage group, node counts; the
+        differentiation read as the grade where no grade is written."""
+        for name, pattern in (("pathologic_t", _PT_RE), ("pathologic_n", _PN_RE), ("pathologic_m", _PM_RE)):
+            values = set()
+            for match in pattern.finditer(scope):
+                groups = [g for g in match.groups() if g is not None]
+                values.add("".join(groups).replace("o", "0").replace("l", "1"))
+            if values:
+                facts[name] = ",".join(sorted(values))
+        groups = set()
+        for match in _STAGE_GROUP_RE.finditer(scope):
+            value = roman_or_int(match.group(1))
+            if value is not None:
+                groups.add(f"{value}{match.group(2) or ''}")
+        if groups:
+            facts["stage_group"] = ",".join(sorted(groups))
+        state, _ = _presence(scope, _ENE_RE)
+        if state is not None:
+            facts["extranodal_extension"] = state
+        ratios = self._node_ratios(scope)
+        if ratios:
+            facts["lymph_node_ratios"] = ",".join(ratios)
+        if "tumor_grade" not in facts and "differentiation" in facts:
+            facts["tumor_grade"] = str(DIFFERENTIATION_RANK[facts["differentiation"]])
+
+    @staticmethod
+    def _node_ratios(scope: str) -> list[str]:
+        """Every "involved/examined" count stated for lymph nodes, sorted ("0/8", "3/16")."""
+        ratios = []
+        for match in _LN_RE.finditer(scope):  # counts on the line (the part) of a node mention
+            lo = scope.rfind("\n", 0, match.start())
+            hi = scope.find("\n", match.end())
+            hi = len(scope) if hi < 0 else hi
+            for ratio in _LN_RATIO_RE.finditer(scope, lo + 1, hi):
+                involved = ratio.group(1) or ratio.group(3)
+                total = ratio.group(2) or ratio.group(4)
+                ratios.append((ratio.start(), f"{int(involved)}/{int(total)}"))
+        return sorted(value for _, value in set(ratios))
+
+    def _part_signatures(self, scope: str, bounds: list[int]) -> list[str]:
+        """One string per specimen part (`bounds`: where each part of `scope` ends): the clinical
+        statements it makes, in the order it makes them (`_mentions`), a statement repeated
+        straight after itself counted once. Parts compare as a set, so their order does not
+        matter; a change to any statement of any part changes that part's string."""
+        tokens: list[list[str]] = [[] for _ in bounds]
+        for position, token in sorted(self._mentions(scope)):
+            part = bisect.bisect_left(bounds, position)
+            if part < len(tokens) and (not tokens[part] or tokens[part][-1] != token):
+                tokens[part].append(token)
+        return [" ".join(t) for t in tokens if t]
+
+    def _mentions(self, scope: str) -> list[tuple[int, str]]:
+        """(position, token) of every clinical statement of `scope`: diagnosis terms (with their
+        polarity), grades, differentiation, Gleason patterns, margins, node counts, invasion
+        and extension states, depths, TNM values, sides and organs."""
+        found: list[tuple[int, str]] = []
+        for match in self._pattern.finditer(scope):
+            term = self.vocabulary.lookup(match.group(0))
+            if term is not None:
+                state = polarity(scope, match.start(), match.end())
+                found.append((match.start(), _POLARITY_MARK[state] + term.canonical))
+        for pattern, name in _STATE_MENTIONS:
+            for match in pattern.finditer(scope):
+                state = polarity(scope, match.start(), match.end())
+                found.append((match.start(), name + _POLARITY_MARK[state]))
+        for pattern, name in _VALUE_MENTIONS:
+            for match in pattern.finditer(scope):
+                value = " ".join(_ROMAN_DIGITS.get(g.strip(), g.strip()) for g in match.groups() if g)
+                found.append((match.start(), name + "=" + value))
+        for match in _MARGIN_RE.finditer(scope):
+            after = scope[match.end():match.end() + 60]
+            if _MARGIN_NEG_RE.search(after):
+                found.append((match.start(), "margin-"))
+            elif _MARGIN_POS_RE.search(after):
+                found.append((match.start(), "margin+"))
+        for match in _MARGIN_BEFORE_RE.finditer(scope):
+            found.append((match.start(), "margin+" if match.group(1) in ("positive", "involved") else "margin-"))
+        for match in _ANY_RATIO_RE.finditer(scope):
+            found.append((match.start(), f"ratio={int(match.group(1))}/{int(match.group(2))}"))
+        for pattern, value in _DEPTH_RULES:
+            for match in pattern.finditer(scope):
+                found.append((match.start(), "depth=" + value))
+        for match in _LATERALITY_RE.finditer(scope):
+            found.append((match.start(), "side=" + match.group(1)))
+        for match in _SUBTYPE_WORD_RE.finditer(scope):
+            found.append((match.start(), "kind=" + match.group(1)))
+        for match in _EXTENT_WORD_RE.finditer(scope):
+            found.append((match.start(), "extent=" + match.group(1)))
+        for match in _ORGAN_RE.finditer(scope):
+            found.append((match.start(), "organ=" + _ORGANS[match.group(1)]))
+        return found
+
+    @staticmethod
+    def _primary_site(scope: str, line: tuple[int, int] | None) -> str | None:
+        """The organ of the tumour: the organs named on the line of the principal diagnosis up
+        to it (its part's heading: "uterus, cervix, biopsy: ..." -> "cervix and uterus"), else
+        the first organ of the text; a lymph node only when nothing else is named."""
+        if line is not None:
+            named = {_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(scope, line[0], line[1])}
+            named.discard("lymph node")
+            if named:
+                return " and ".join(sorted(named))
+        named_all = [_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(scope)]
+        return next((o for o in named_all if o != "lymph node"), named_all[0] if named_all else None)
 
     @staticmethod
     def _first_word(pattern: Any, text: str) -> str | None:
@@ -811,13 +1095,13 @@ class ClinicalExtractor:
         return found
 
     def _diagnosis(self, scope: str, body: str, facts: dict[str, str], doubts: dict[str, str],
-                   unread: list[str]) -> None:
+                   unread: list[str], is_report: bool = False, specific_first: bool = False) -> None:
         mentions: list[tuple[int, int]] = []
         candidates = self._candidates(scope, doubts, mentions)
         if not candidates and scope is not body:
             scope, mentions = body, []
             candidates = self._candidates(body, doubts, mentions)
-        if "organ_site" in facts or "specimen_type" in facts:  # a report, not any text
+        if is_report or "organ_site" in facts or "specimen_type" in facts:  # a report, not any text
             extra = self._unread_findings(scope, candidates, mentions)
             unread.extend(c.term.canonical for c in extra)
             candidates += extra
@@ -828,8 +1112,14 @@ class ClinicalExtractor:
         # than the finding: a benign diagnosis implies it, a malignancy elsewhere is not denied by it.
         if any(c.term.canonical != NEGATIVE_FOR_MALIGNANCY for c in candidates):
             candidates = [c for c in candidates if c.term.canonical != NEGATIVE_FOR_MALIGNANCY]
-        principal = min(candidates, key=_Candidate.principal_key)
+        # in a long report a specific name ("squamous cell carcinoma") leads a bare "carcinoma"
+        if specific_first:  # equal findings in two parts: the choice must not depend on the parts' order
+            principal = min(candidates, key=lambda c: (c.specific_key(),
+                                                       scope[scope.rfind("\n", 0, c.start) + 1:c.start]))
+        else:
+            principal = min(candidates, key=_Candidate.principal_key)
         term = principal.term
+        facts["_principal_start"] = str(principal.start)
         facts["diagnosis"] = FINDING_SEPARATOR.join(sorted({c.finding for c in candidates}))
         facts["benign_vs_malignant"] = term.category
         if principal.origin:
@@ -1110,27 +1400,7 @@ class ClinicalExtractor:
 
     @staticmethod
     def _margins(scope: str) -> str | None:
-        positive = negative = False
-        for match in _MARGIN_BEFORE_RE.finditer(scope):
-            if match.group(1) in ("positive", "involved"):
-                positive = True
-            else:
-                negative = True
-        for match in _MARGIN_RE.finditer(scope):
-            after = scope[match.end():match.end() + 60]
-            stop = min((i for i in (after.find("."), after.find(";"), after.find("\n")) if i >= 0), default=-1)
-            if stop >= 0:
-                after = after[:stop]
-            if _MARGIN_NEG_RE.search(after):
-                negative = True
-            elif _MARGIN_POS_RE.search(after):
-                positive = True
-        status = _R_STATUS_RE.search(scope)
-        if status is not None:
-            if status.group(1) == "0":
-                negative = True
-            else:
-                positive = True
+        positive, negative = _margin_counts(scope)
         if positive:
             return "positive"
         if negative:

@@ -218,13 +218,15 @@ def _break_inline_lists(text: str) -> str:
     return "".join(parts)
 
 
-def prepare_text(text: str) -> str:
+def prepare_text(text: str, upper_abbreviations: bool = True) -> str:
     """Lower-case, abbreviation-expanded, whitespace-normalised report text.
 
     A newline in the result always marks a clause break (paragraph or list item, also the items
     of a numbered list written on one line); dashes and underscores become spaces so
     "high-grade" and "high grade" read the same; the short forms of "invasive carcinoma of no
-    special type" ("invasive carcinoma, NST") read as the WHO name.
+    special type" ("invasive carcinoma, NST") read as the WHO name. `upper_abbreviations=False`
+    leaves the capitals-only abbreviations (NET, CIS, PIN, IM, ...) as words: in a report written
+    in capitals, as many OCR'd TCGA reports are, they are ambiguous.
     """
     if len(text) > MAX_REPORT_CHARS:
         text = text[:MAX_REPORT_CHARS]
@@ -232,7 +234,8 @@ def prepare_text(text: str) -> str:
         text = _QUOTES_RE.sub("'", unicodedata.normalize("NFKC", text))
     # tabs, form feeds and other control characters (\x1e, the break sentinel, included) become spaces
     text = _CONTROL_RE.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
-    text = _UPPER_RE.sub(_expand_upper, text)
+    if upper_abbreviations:
+        text = _UPPER_RE.sub(_expand_upper, text)
     text = text.lower()
     text = _PARAGRAPH_RE.sub(_BREAK, text)
     if "note" in text:
@@ -253,6 +256,30 @@ def prepare_text(text: str) -> str:
         text = _break_inline_lists(text)
     text = _AROUND_BREAK_RE.sub("\n", text)
     return text.strip()
+
+
+# A subtype written after its family ("renal cell carcinoma, chromophobe type", "adenocarcinoma
+# (serous type)", "renal cell carcinoma, conventional (clear cell) type"): the WHO name puts it
+# first, and the vocabulary knows that spelling.
+_SUBTYPE_AFTER_RE = re.compile(
+    r"\b(renal cell carcinoma|adenocarcinoma|carcinoma) *[,:(]? *(?:(conventional) *[,(]? *)?"
+    r"(clear cell|papillary|chromophobe|serous|endometrioid|mucinous|sarcomatoid|collecting duct)? *\)? *"
+    r"(?:types?|subtype|variant)\b *\)?"
+)
+
+
+def _subtype_first(match: re.Match[str]) -> str:
+    subtype = match.group(3) or ("clear cell" if match.group(2) else None)
+    if subtype is None:
+        return match.group(0)
+    return f"{subtype} {match.group(1)} "
+
+
+def normalise_names(text: str) -> str:
+    """Prepared text with a tumour subtype written after its family moved before it (long reports)."""
+    if "type" in text or "variant" in text:
+        text = _SUBTYPE_AFTER_RE.sub(_subtype_first, text)
+    return text
 
 
 _PHRASE_PUNCT_RE = re.compile(r"[^a-z0-9' ]+")
@@ -312,6 +339,7 @@ def format_number(value: float) -> str:
 __all__ = [
     "MAX_REPORT_CHARS",
     "prepare_text",
+    "normalise_names",
     "trie_pattern",
     "STRUCTURED_ITEM_RE",
     "normalise_phrase",

@@ -145,9 +145,10 @@ HISTAI = ClinicalSchema(
 )
 
 # Paper Table 11 (33 fields) and Table 12 (9 key fields); strict and numeric fields from
-# PathBench crqs_tcga config.
-TCGA = ClinicalSchema(
-    name="tcga-pathtext",
+# PathBench crqs_tcga config. Kept as published (`tcga-pathreporteval`); the default TCGA schema
+# below adds what real TCGA reports state.
+TCGA_PAPER = ClinicalSchema(
+    name="tcga-pathreporteval",
     fields=(
         # 1. diagnosis hierarchy
         "benign_vs_malignant",
@@ -220,6 +221,37 @@ TCGA = ClinicalSchema(
     source="PathReportEval Tables 11-12; strict/numeric fields from PathBench crqs_tcga config",
 )
 
+# pathkit's TCGA schema (docs/metrics.md, "TCGA schema and severity"): Table 11's fields plus what
+# the real TCGA surgical pathology reports state and a reviewer checks first (nuclear grade,
+# Gleason score, pathologic TNM and stage group, node counts, laterality, depth of invasion, and
+# each specimen part's own findings). Severity weights: a wrong diagnosis, type, grade, stage,
+# margin, node status, site or part weighs 3 fields, a wrong invasion status 2, anything else 1.
+_TCGA_SEVERE = (
+    "diagnosis", "histologic_type", "tumor_grade", "differentiation", "nuclear_grade", "gleason_score",
+    "pathologic_t", "pathologic_n", "pathologic_m", "stage_group", "margin_status", "lymph_node_involvement",
+    "lymph_node_ratios", "specimen_parts", "organ_site", "laterality", "benign_vs_malignant",
+    "metastatic_involvement",
+)
+_TCGA_SERIOUS = ("invasion_status", "lymphovascular_invasion", "perineural_invasion", "invasion_depth",
+                 "extranodal_extension",
+                 "in_situ_vs_invasive", "capsular_invasion", "organ_specific_invasion")
+_TCGA_ADDED = ("nuclear_grade", "gleason_score", "invasion_depth", "pathologic_t", "pathologic_n", "pathologic_m",
+               "stage_group", "lymph_node_ratios", "extranodal_extension", "laterality", "specimen_parts")
+TCGA = ClinicalSchema(
+    name="tcga-pathtext",
+    fields=TCGA_PAPER.fields + _TCGA_ADDED,
+    key_fields=TCGA_PAPER.key_fields + ("margin_status", "lymph_node_involvement", "pathologic_t", "pathologic_n",
+                                        "stage_group", "specimen_parts"),
+    strict_fields=TCGA_PAPER.strict_fields + ("margin_status", "lymph_node_involvement", "nuclear_grade",
+                                              "gleason_score", "pathologic_t", "pathologic_n", "pathologic_m",
+                                              "stage_group", "lymph_node_ratios", "laterality", "specimen_parts",
+                                              "invasion_depth"),
+    numeric_fields=TCGA_PAPER.numeric_fields,
+    field_weights={**{name: 3.0 for name in _TCGA_SEVERE}, **{name: 2.0 for name in _TCGA_SERIOUS}},
+    source="PathReportEval Tables 11-12 (strict/numeric from PathBench crqs_tcga) plus pathkit's TCGA fields "
+           "and severity weights",
+)
+
 # Not in the paper: pathkit's dataset-agnostic schema for report datasets without their own.
 # It keeps the fields of the paper's pathologist-informed hierarchy (appendix A.7 prompt) that
 # are common to most organ systems, with the key fields shared by Tables 8, 10 and 12.
@@ -273,7 +305,7 @@ GENERIC = ClinicalSchema(
     source="pathkit generic schema (not from the paper)",
 )
 
-BUILTIN_SCHEMAS: dict[str, ClinicalSchema] = {s.name: s for s in (REG, HISTAI, TCGA, GENERIC)}
+BUILTIN_SCHEMAS: dict[str, ClinicalSchema] = {s.name: s for s in (REG, HISTAI, TCGA, TCGA_PAPER, GENERIC)}
 
 # Dataset names (pathkit dataset plugins and common spellings) -> schema name.
 DATASET_ALIASES: dict[str, str] = {
@@ -287,6 +319,8 @@ DATASET_ALIASES: dict[str, str] = {
     "tcga_pathtext": "tcga-pathtext",
     "tcga": "tcga-pathtext",
     "pathtext": "tcga-pathtext",
+    "tcga-pathreporteval": "tcga-pathreporteval",
+    "tcga-paper": "tcga-pathreporteval",
     "generic": "generic",
 }
 
@@ -336,4 +370,4 @@ def resolve_schema(context: Mapping[str, Any] | None) -> ClinicalSchema:
     return GENERIC
 
 
-__all__ = ["REG", "HISTAI", "TCGA", "GENERIC", "BUILTIN_SCHEMAS", "schema_by_name", "resolve_schema"]
+__all__ = ["REG", "HISTAI", "TCGA", "TCGA_PAPER", "GENERIC", "BUILTIN_SCHEMAS", "schema_by_name", "resolve_schema"]

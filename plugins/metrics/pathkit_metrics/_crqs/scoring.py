@@ -181,6 +181,7 @@ def score_reports(
     # gathered for every case that has it.
     pair_row: dict[tuple[str, str], int] = {}
     rows: list[tuple[CaseComparison, str, str, Extraction, Extraction, list[str]]] = []
+    row_references: list[str] = []
     case_rows: list[int] = []
     for prediction, reference in zip(predictions, references, strict=True):
         key = (reference, prediction)
@@ -192,6 +193,7 @@ def score_reports(
             rows.append((compare_fields(ref_fields, pred_fields, schema), ref_json, pred_json, ref_extraction,
                          pred_extraction, _outside_schema(ref_extraction, pred_extraction, outside)))
             pair_row[key] = row
+            row_references.append(reference)
         case_rows.append(row)
 
     comparisons = [r[0] for r in rows]
@@ -219,6 +221,11 @@ def score_reports(
             "reference_unread": _list_column([r[3].unread for r in rows]),
             "prediction_unread": _list_column([r[4].unread for r in rows]),
             "outside_schema": _list_column([r[5] for r in rows]),
+            "reference_section": pl.Series([r[3].section for r in rows], dtype=pl.Utf8),
+            "prediction_section": pl.Series([r[4].section for r in rows], dtype=pl.Utf8),
+            "unscored_reason": pl.Series([_unscored_reason(r[0], reference, r[3], schema)
+                                          for r, reference in zip(rows, row_references, strict=True)],
+                                         dtype=pl.Utf8),
         }
     )
     n = len(case_ids)
@@ -247,6 +254,21 @@ def _list_column(lists: Sequence[Sequence[str]]) -> Any:
     joined = pl.Series([_SEP.join(items) for items in lists], dtype=pl.Utf8)
     empty = pl.lit([], dtype=pl.List(pl.Utf8))
     return pl.select(pl.when(joined == "").then(empty).otherwise(joined.str.split(_SEP))).to_series()
+
+
+def _unscored_reason(case: CaseComparison, reference: str, extraction: Extraction,
+                     schema: ClinicalSchema) -> str | None:
+    """Why a case has no CRQS (None when it has one): the reference states nothing the schema
+    scores, and why that is."""
+    if case.crqs is not None:
+        return None
+    if not reference.strip():
+        return "empty reference report"
+    if not extraction.fields:
+        return (f"no clinical statement read from the reference (read: {extraction.section or 'whole report'}); "
+                "nothing to recover")
+    return (f"the reference states no field of schema {schema.name} (it states "
+            f"{', '.join(sorted(extraction.fields))}); nothing to recover")
 
 
 def _outside_schema(reference: Extraction, prediction: Extraction, names: Sequence[str]) -> list[str]:

@@ -1,0 +1,413 @@
+"""Clinically graded report pairs built from real TCGA surgical pathology reports (OCR text).
+
+Used by `benchmarks/metric_validity.py --tcga`. Every pair is (prediction, reference): the
+reference is a real report as OCR gave it, the prediction the same report rewritten by one rule.
+
+- concordant rewrites (a pathologist would sign out the same report): equivalent names of the
+  same tumour and finding, another notation of the same grade, stage or node count, specimen parts
+  in another order, a boilerplate sentence, a page marker and a barcode added, one OCR-style
+  misspelling of a clinical word, the text in another letter case;
+- clinically wrong changes, made inside the report's diagnosis (below): histologic type, grade,
+  stage, margin, node status, a negation flipped, the site (side or organ), the depth or kind of
+  invasion, the principal diagnosis dropped.
+
+Where a wrong change is made. A change is clinically wrong only where the pathologist signs it
+out, so every error rule edits the diagnosis region that these rules find on their own (not with
+CRQS's section finder): from a line that is a diagnosis header (FINAL DIAGNOSIS, PATHOLOGIC
+DIAGNOSIS, DIAGNOSIS: ...) to the next gross / clinical / comment / signature line (at most
+3,000 characters); in a report without such a header, the 25 lines from the first line that
+names a malignancy before any such line. A report in which an error rule finds nothing to change gives no pair of that
+kind. Concordant rewrites may touch the whole report: they change no clinical fact anywhere.
+
+The split into development and held-out halves is by report: sha256 of the TCGA patient id,
+first byte even = development.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+
+Rule = Callable[[str, tuple[int, int]], str | None]
+
+# ----------------------------------------------------------------------------- the diagnosis region
+_HEADER_RE = re.compile(
+    r"(?im)^[ \t]*(?:final |pathologic(?:al)? |surgical pathology |histopatholog(?:ic|ical) |"
+    r"histologic(?:al)? )*diagnos[ie]s\b(?![^\n]*discrepan)[^\n]{0,40}$"
+)
+_STOP_RE = re.compile(
+    r"(?im)^[ \t]*(?:gross|clinical|comment|microscopic|electronically|specimens? (?:received|submitted)|"
+    r"(?:clinical |brief )?history|i attest|i,? the undersigned|frozen|intraoperative|criteria|"
+    r"diagnosis discrepan|signed|pathologist|page \d|operative|pre-?operative|post-?operative)"
+)
+_MALIGNANT_LINE_RE = re.compile(
+    r"(?im)^.*\b(?:carcinoma|adenocarcinoma|glioblastoma|astrocytoma|oligodendroglioma|glioma|sarcoma|"
+    r"melanoma|lymphoma|mesothelioma)\b.*$"
+)
+_REGION_MAX = 3000
+
+
+def diagnosis_region(text: str) -> tuple[int, int] | None:
+    """(start, end) of the text a wrong change is made in, or None."""
+    header = _HEADER_RE.search(text)
+    if header is not None:
+        start = header.end()
+    else:
+        # the first line naming a malignancy that no gross / clinical / comment header precedes
+        first_stop = _STOP_RE.search(text)
+        line = _MALIGNANT_LINE_RE.search(text, 0, first_stop.start() if first_stop is not None else len(text))
+        if line is None:
+            return None
+        start = line.start()
+    stop = _STOP_RE.search(text, start + 1)
+    end = min(stop.start() if stop is not None else len(text), start + _REGION_MAX)
+    if header is None:
+        lines = text[start:end].split("\n")
+        end = start + len("\n".join(lines[:25]))
+    return (start, end) if end - start >= 20 else None
+
+
+_NEGATED_BEFORE_RE = re.compile(r"(?i)\b(?:no|not|without|negative for|free of|absence of)\b[^\n.;]*$")
+_CONTEXT_BEFORE_RE = re.compile(r"(?i)\b(?:invad\w*|invasion|extends?|extension|infiltrat\w*|involv\w*|into|through)"
+                                r"\b[^\n.;]*$")
+
+
+def _in_region(pattern: str, replacement: str | Callable[[re.Match[str]], str], flags: int = re.IGNORECASE,
+               affirmed: bool = True, after_invasion: bool = False) -> Rule:
+    """Replace the first match of `pattern` inside the diagnosis region; with `affirmed`, only a
+    match that no negation before it on its line denies ("no high grade dysplasia" is no grade);
+    with `after_invasion`, only one that an invasion word leads on its line (a depth, not a margin)."""
+    compiled = re.compile(pattern, flags)
+
+    def apply(text: str, region: tuple[int, int]) -> str | None:
+        for match in compiled.finditer(text, region[0], region[1]):
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            before = text[max(line_start, match.start() - 60):match.start()]
+            if affirmed and _NEGATED_BEFORE_RE.search(before):
+                continue
+            if after_invasion and not _CONTEXT_BEFORE_RE.search(before):
+                continue
+            new = match.expand(replacement) if isinstance(replacement, str) else replacement(match)
+            return text[:match.start()] + new + text[match.end():]
+        return None
+
+    return apply
+
+
+def _anywhere(pattern: str, replacement: str | Callable[[re.Match[str]], str], flags: int = re.IGNORECASE
+              ) -> Rule:
+    compiled = re.compile(pattern, flags)
+
+    def apply(text: str, region: tuple[int, int]) -> str | None:
+        new = compiled.sub(replacement, text)
+        return new if new != text else None
+
+    return apply
+
+
+def _case_like(template: str, word: str) -> str:
+    """`word` in the letter case of `template` (upper, capitalised or lower)."""
+    if template.isupper():
+        return word.upper()
+    if template[:1].isupper():
+        return word[:1].upper() + word[1:]
+    return word
+
+
+def _swap(table: dict[str, str]) -> Callable[[re.Match[str]], str]:
+    def replace(match: re.Match[str]) -> str:
+        return _case_like(match.group(0), table[match.group(0).lower()])
+
+    return replace
+
+
+def _words(table: dict[str, str]) -> str:
+    return r"\b(?:" + "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True)) + r")\b"
+
+
+# ----------------------------------------------------------------------------- concordant rewrites
+_SYNONYMS = {
+    "squamous cell carcinoma": "squamous carcinoma",
+    "serous adenocarcinoma": "serous carcinoma",
+    "serous carcinoma": "serous adenocarcinoma",
+    "endometrioid adenocarcinoma": "endometrioid carcinoma",
+    "glioblastoma multiforme": "glioblastoma",
+    "hepatocellular carcinoma": "hepatocellular carcinoma (HCC)",
+    "lymphovascular invasion": "lymph-vascular invasion",
+    "angiolymphatic invasion": "lymphovascular invasion",
+    "not identified": "not seen",
+    "free of tumor": "negative for tumor",
+}
+_TYPE_ORDER_RE = (r"\b(clear cell|papillary|chromophobe) renal cell carcinoma\b")
+
+
+def _type_order(match: re.Match[str]) -> str:
+    family = _case_like(match.group(0), "renal cell carcinoma")
+    return f"{family}, {match.group(1)} type"
+
+
+def _urothelial(text: str, region: tuple[int, int]) -> str | None:
+    # "transitional cell" names urothelial carcinoma in the urinary tract only
+    if not re.search(r"(?i)\b(?:bladder|ureter|renal pelvis|urethra)\b", text):
+        return None
+    new = re.sub(r"(?i)\burothelial carcinoma\b", lambda m: _case_like(m.group(0), "transitional cell carcinoma"),
+                 text)
+    return new if new != text else None
+
+
+NAMES: list[tuple[str, Rule]] = [
+    ("synonyms", _anywhere(_words(_SYNONYMS), _swap(_SYNONYMS))),
+    ("type order", _anywhere(_TYPE_ORDER_RE, _type_order)),
+    ("transitional", _urothelial),
+]
+
+_ARABIC = {"i": "1", "ii": "2", "iii": "3", "iv": "4"}
+_ROMAN = {v: k.upper() for k, v in _ARABIC.items()}
+NOTATIONS: list[tuple[str, Rule]] = [
+    ("grade roman->arabic", _anywhere(r"(?<!gleason )\b(grade:?[ \t]*)(IV|III|II|I)\b(?![/\w]| *\+)",
+                                      lambda m: m.group(1) + _ARABIC[m.group(2).lower()])),
+    ("grade arabic->roman", _anywhere(r"(?<!gleason )\b(grade:?[ \t]*)([1-4])\b(?![/.]\d| *\+)",
+                                      lambda m: m.group(1) + _ROMAN[m.group(2)])),
+    ("node ratio", _anywhere(r"\((\d{1,2})\s*/\s*(\d{1,2})\)", r"(\1 of \2)")),
+    ("tnm comma", _anywhere(r"\b(p?T[0-4][abc]?)\s*,?\s*(N[0-3][abc]?)\b", r"\1, p\2")),
+]
+
+
+def _all_of(rules: list[tuple[str, Rule]]) -> Rule:
+    """Every rule of `rules` that applies, one after the other."""
+
+    def apply(text: str, region: tuple[int, int]) -> str | None:
+        out, changed = text, False
+        for _, rule in rules:
+            new = rule(out, region)
+            if new is not None:
+                out, changed = new, True
+        return out if changed else None
+
+    return apply
+
+
+notation = _all_of(NOTATIONS)
+names = _all_of(NAMES)
+
+
+_PART_RE = re.compile(r"(?m)^[ \t]*([A-H])[.):][ \t]*\S")
+
+
+def part_order(text: str, region: tuple[int, int]) -> str | None:
+    """The first two lettered specimen parts of the diagnosis in swapped order (letters kept)."""
+    start, end = region
+    marks = [m for m in _PART_RE.finditer(text, start, end)]
+    if len(marks) < 3 or marks[0].group(1) != "A" or marks[1].group(1) != "B" or marks[2].group(1) != "C":
+        return None
+    a, b, c = marks[0].start(), marks[1].start(), marks[2].start()
+    first, second = text[a:b], text[b:c]
+    if not first.endswith("\n") or not second.endswith("\n"):
+        return None
+    return text[:a] + second + first + text[c:]
+
+
+def boilerplate(text: str, region: tuple[int, int]) -> str | None:
+    start, end = region
+    cut = text.rfind("\n", start, end)
+    if cut < 0:
+        return None
+    return (text[:cut] + "\nClinical correlation is recommended.\nPage 1 of 2\nTCGA-XX-0000-01A-PR\n"
+            + text[cut + 1:])
+
+
+_TYPO_WORDS = re.compile(
+    r"\b(?:adenocarcinoma|carcinoma|glioblastoma|astrocytoma|oligodendroglioma|urothelial|hepatocellular|"
+    r"differentiated|lymphovascular|perineural|endometrioid|squamous|papillary|chromophobe|metastatic|"
+    r"invasive|margins)\b", re.IGNORECASE)
+
+
+def ocr_typo(text: str, region: tuple[int, int]) -> str | None:
+    """One letter dropped from the first clinical word of the diagnosis (an OCR miss)."""
+    match = _TYPO_WORDS.search(text, region[0], region[1])
+    if match is None:
+        return None
+    word = match.group(0)
+    cut = len(word) // 2
+    return text[:match.start()] + word[:cut] + word[cut + 1:] + text[match.end():]
+
+
+def letter_case(text: str, region: tuple[int, int]) -> str | None:
+    start, end = region
+    part = text[start:end]
+    other = part.lower() if sum(c.isupper() for c in part) > sum(c.islower() for c in part) else part.upper()
+    return text[:start] + other + text[end:] if other != part else None
+
+
+CONCORDANT: dict[str, Rule] = {
+    "equivalent names": names,
+    "notation": notation,
+    "part order": part_order,
+    "boilerplate": boilerplate,
+    "ocr typo": ocr_typo,
+    "letter case": letter_case,
+}
+
+# ----------------------------------------------------------------------------- clinically wrong changes
+_TYPES = {
+    "adenocarcinoma": "squamous cell carcinoma", "squamous cell carcinoma": "adenocarcinoma",
+    "clear cell": "papillary", "chromophobe": "clear cell", "serous": "endometrioid", "endometrioid": "serous",
+    "hepatocellular carcinoma": "cholangiocarcinoma", "cholangiocarcinoma": "hepatocellular carcinoma",
+    "glioblastoma": "oligodendroglioma", "astrocytoma": "oligodendroglioma", "oligodendroglioma": "astrocytoma",
+    "urothelial carcinoma": "squamous cell carcinoma", "transitional cell carcinoma": "squamous cell carcinoma",
+    "mucinous": "serous", "small cell carcinoma": "adenocarcinoma",
+}
+_PAPILLARY_RCC = r"\bpapillary(?= renal cell carcinoma)"
+
+
+def _histologic_type(text: str, region: tuple[int, int]) -> str | None:
+    for rule in (_in_region(_PAPILLARY_RCC, lambda m: _case_like(m.group(0), "clear cell")),
+                 _in_region(_words(_TYPES), _swap(_TYPES))):
+        new = rule(text, region)
+        if new is not None:
+            return new
+    return None
+
+
+_DIFF = {"well": "poorly", "moderately": "poorly", "poorly": "well"}
+_TIER = {"high": "low", "low": "high"}
+_NEXT = {"1": "3", "2": "3", "3": "1", "4": "2", "i": "iii", "ii": "iii", "iii": "i", "iv": "ii"}
+
+
+def _grade_number(match: re.Match[str]) -> str:
+    value = match.group(2)
+    new = _NEXT[value.lower()]
+    return match.group(1) + (new.upper() if value.isupper() else new)
+
+
+GRADES: list[Rule] = [
+    _in_region(r"\b(well|moderately|poorly)(?=[ -]+differentiated)", _swap(_DIFF)),
+    _in_region(r"(?<!gleason )\b((?:fuhrman|nuclear|who|histologic|tumor)?[ \t]*grade:?[ \t]*)(IV|III|II|I|[1-4])\b"
+               r"(?![/.]\d| *\+)", _grade_number),
+    _in_region(r"\b(high|low)(?=[ -]grade\b)", _swap(_TIER)),
+    _in_region(r"\bgleason(?:'s)? (?:score|grade|sum)?:?\s*(\d)\s*\+\s*(\d)",
+               lambda m: m.group(0)[:m.start(1) - m.start(0)] + ("4 + 4" if m.group(1) != "4" or m.group(2) != "4"
+                                                                 else "3 + 3")),
+]
+
+
+def _first_rule(rules: list[Rule]) -> Rule:
+    def apply(text: str, region: tuple[int, int]) -> str | None:
+        for rule in rules:
+            new = rule(text, region)
+            if new is not None:
+                return new
+        return None
+
+    return apply
+
+
+def _stage_t(match: re.Match[str]) -> str:
+    number = int(match.group(2))
+    return match.group(1) + str(number + 1 if number < 4 else 2)
+
+
+STAGES: list[Rule] = [
+    _in_region(r"\b(p?T)([0-4])(?=[abc]?\b)", _stage_t, 0),
+    _in_region(r"\b(p?N)([0-2])(?=[abc]?\b)", lambda m: m.group(1) + ("1" if m.group(2) == "0" else "0"), 0),
+    _in_region(r"\b(stage:?\s*)(IV|III|II|I)(?=[ABC]?\b)",
+               lambda m: m.group(1) + {"I": "III", "II": "IV", "III": "I", "IV": "II"}[m.group(2).upper()]),
+]
+MARGINS: list[Rule] = [
+    _in_region(r"(\bmargins?\b[^.\n]{0,40}?\b)(negative|free|uninvolved|clear)\b",
+               lambda m: m.group(1) + _case_like(m.group(2), "positive" if m.group(2).lower() == "negative"
+                                                 else "involved")),
+    _in_region(r"(\bmargins?\b[^.\n]{0,40}?\b)(positive|involved)\b",
+               lambda m: m.group(1) + _case_like(m.group(2), "negative" if m.group(2).lower() == "positive"
+                                                 else "free")),
+    _in_region(r"\b(negative|free|uninvolved|clear)(?= (?:surgical |resection |inked )?margins?\b)",
+               lambda m: _case_like(m.group(0), "positive" if m.group(1).lower() == "negative" else "involved")),
+]
+NODES: list[Rule] = [
+    _in_region(r"\(0\s*/\s*(\d{1,2})\)", lambda m: f"({min(2, int(m.group(1)))}/{m.group(1)})", 0, affirmed=False),
+    _in_region(r"\(([1-9]\d?)\s*/\s*(\d{1,2})\)", lambda m: f"(0/{m.group(2)})", 0, affirmed=False),
+    _in_region(r"(lymph nodes?[^.\n]{0,40}?)\b(negative|benign)\b",
+               lambda m: m.group(1) + _case_like(m.group(2), "positive for metastatic carcinoma"), affirmed=False),
+]
+NEGATIONS: list[Rule] = [
+    _in_region(r"\bno (?:evidence of )?(lymphovascular|lympho-vascular|angiolymphatic|vascular|perineural|"
+               r"extranodal|extracapsular|capsular)( invasion| extension)",
+               lambda m: _case_like(m.group(0), f"{m.group(1)}{m.group(2)} present"), affirmed=False),
+    _in_region(r"\b(lymphovascular|lympho-vascular|angiolymphatic|vascular|perineural)( invasion)\s*:?\s*"
+               r"(not identified|absent|negative|none)", lambda m: f"{m.group(1)}{m.group(2)}: present",
+               affirmed=False),
+    _in_region(r"\b(lymphovascular|lympho-vascular|angiolymphatic|vascular|perineural)( invasion)\s*:?\s*"
+               r"(present|identified|positive)", lambda m: f"{m.group(1)}{m.group(2)}: not identified"),
+    _in_region(r"\bno (?:evidence of )?(?:residual )?(tumor|carcinoma|malignancy)\b",
+               lambda m: _case_like(m.group(0), f"{m.group(1)} present"), affirmed=False),
+]
+_SIDES = {"left": "right", "right": "left"}
+_ORGANS = {"ovary": "fallopian tube", "colon": "stomach", "rectum": "stomach", "cervix": "endometrium",
+           "bladder": "ureter", "tongue": "larynx", "larynx": "tongue", "kidney": "adrenal gland",
+           "pancreas": "duodenum", "liver": "gallbladder", "prostate": "bladder", "lung": "pleura"}
+SITES: list[Rule] = [
+    _in_region(r"\b(left|right)\b", _swap(_SIDES)),
+    _in_region(_words(_ORGANS), _swap(_ORGANS)),
+]
+_DEPTHS = {"muscularis propria": "lamina propria", "lamina propria": "muscularis propria",
+           "subserosa": "submucosa", "submucosa": "muscularis propria", "perivesical": "subepithelial",
+           "perirectal": "submucosal", "pericolonic": "submucosal", "serosa": "submucosa",
+           "renal sinus": "renal capsule", "perinephric": "intrarenal", "seminal vesicle": "prostatic capsule",
+           "extraprostatic extension": "intraprostatic tumor", "myometrium": "endometrium"}
+INVASIONS: list[Rule] = [
+    _in_region(_words(_DEPTHS), _swap(_DEPTHS), after_invasion=True),
+    _in_region(r"\b(invasive|infiltrating) ((?:\w+ ){0,2}carcinoma)\b",
+               lambda m: f"{m.group(2)} in situ"),
+]
+_PRINCIPAL_LINE_RE = re.compile(
+    r"(?im)^(?!.*\b(?:no|negative for|free of|without|specimens?|probes?|studies)\b).*\b(?:carcinoma|"
+    r"adenocarcinoma|glioblastoma|"
+    r"astrocytoma|oligodendroglioma|glioma|sarcoma|melanoma|lymphoma|mesothelioma)\b.*(?:\n|$)"
+)
+
+
+def dropped_diagnosis(text: str, region: tuple[int, int]) -> str | None:
+    """Every line of the diagnosis that names a malignancy (and is not a negation) removed."""
+    start, end = region
+    part = _PRINCIPAL_LINE_RE.sub("", text[start:end])
+    return text[:start] + part + text[end:] if part != text[start:end] else None
+
+
+ERRORS: dict[str, Rule] = {
+    "histologic type": _histologic_type,
+    "grade": _first_rule(GRADES),
+    "stage": _first_rule(STAGES),
+    "margin": _first_rule(MARGINS),
+    "node status": _first_rule(NODES),
+    "negation": _first_rule(NEGATIONS),
+    "site": _first_rule(SITES),
+    "invasion": _first_rule(INVASIONS),
+    "diagnosis dropped": dropped_diagnosis,
+}
+
+
+def half_of(patient_id: str) -> str:
+    return "heldout" if hashlib.sha256(patient_id.encode("utf-8")).digest()[0] % 2 else "dev"
+
+
+def build_pairs(records: list[dict]) -> list[dict]:
+    """(prediction, reference, kind, correct, report, organ) rows: for each report, itself, and
+    one pair of each concordant and each wrong kind that applies."""
+    rows = []
+    for record in records:
+        reference = record["ocr_text"]
+        meta = {"reference": reference, "report": record["patient_id"], "organ": record["organ_group"]}
+        rows.append({**meta, "prediction": reference, "kind": "identical", "correct": True})
+        region = diagnosis_region(reference)
+        for table, correct in ((CONCORDANT, True), (ERRORS, False)):
+            for kind, rule in table.items():
+                if region is None:
+                    continue
+                new = rule(reference, region)
+                if new is not None and new != reference:
+                    rows.append({**meta, "prediction": new, "kind": kind, "correct": correct})
+    return rows
+
+
+__all__ = ["CONCORDANT", "ERRORS", "build_pairs", "diagnosis_region", "half_of"]
