@@ -9,21 +9,58 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.table import Table
 
 from pathkit_core.contracts import PathkitError
 
-console = Console()
-err_console = Console(stderr=True)
+# Width of output that goes to a file or a pipe when COLUMNS does not say: wide enough that no table
+# folds a path or a metric name (a log keeps every line whole), not so wide that rules fill a screen.
+PIPE_WIDTH = 1000
+# A rule (`pathkit run`'s heading per cell) is never longer than this outside a terminal.
+PIPE_RULE_WIDTH = 100
+
+
+class PathkitConsole(Console):
+    """A rich console that is plain and full-width when its stream is not a terminal: `COLUMNS`
+    when set, else `PIPE_WIDTH` (rich's own default there is 80 columns or the width of whichever
+    std stream is a terminal, which folds tables and breaks paths in a log)."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = Console.size.fget(self)  # type: ignore[attr-defined]
+        columns = self._environ.get("COLUMNS", "")
+        if self._width is None and not columns.isdigit() and not self.is_terminal:
+            return ConsoleDimensions(PIPE_WIDTH, dims.height)
+        return dims
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+    def rule(self, title: Any = "", **kwargs: Any) -> None:
+        if self.is_terminal:
+            return super().rule(title, **kwargs)
+        from rich.rule import Rule
+
+        self.print(Rule(title, **kwargs), width=min(self.width, PIPE_RULE_WIDTH))
+        return None
+
+
+console = PathkitConsole()
+err_console = PathkitConsole(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+INTERRUPTED = "interrupted; rerun the same command to resume"
 
 
 def user_errors(func: F) -> F:
     """Turn a PathkitError into a one-line message and exit status 2 (no traceback); so too a
-    write the filesystem refused (full, read-only) wherever it happened."""
+    write the filesystem refused (full, read-only) wherever it happened. Ctrl-C prints one line
+    (`INTERRUPTED`) and exits with 130, the shell's status for SIGINT, without a traceback: every
+    stage resumes from what it finished."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -31,6 +68,9 @@ def user_errors(func: F) -> F:
 
         try:
             return func(*args, **kwargs)
+        except KeyboardInterrupt:
+            err_console.print(INTERRUPTED, highlight=False, soft_wrap=True)
+            raise typer.Exit(130) from None
         except PathkitError as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
