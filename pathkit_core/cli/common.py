@@ -91,13 +91,19 @@ def print_json(obj: Any) -> None:
 def print_table(
     title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, target: Console | None = None
 ) -> None:
+    target = target or console
+    if title and not target.is_terminal:
+        # rich wraps a title to its table's width, splitting a path in it; a log gets it whole
+        # (up to the console's width: PIPE_WIDTH, or COLUMNS when set)
+        target.print(title, highlight=False)
+        title = None
     table = Table(title=title, show_lines=False, header_style="bold")
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
         # cells are text, not rich markup: "[ids]" or "[0.1, 0.2]" must print as written
         table.add_row(*("" if v is None else (f"{v:.4f}" if isinstance(v, float) else escape(str(v))) for v in row))
-    (target or console).print(table)
+    target.print(table)
 
 
 def split_names(values: Sequence[str] | None) -> list[str]:
