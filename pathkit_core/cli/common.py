@@ -95,8 +95,10 @@ def print_table(
     if title and not target.is_terminal:
         # rich wraps a title to its table's width, splitting a path in it; a log gets it whole
         # (up to the console's width: PIPE_WIDTH, or COLUMNS when set)
-        target.print(title, highlight=False)
+        target.print(escape(title), highlight=False)
         title = None
+    elif title:
+        title = escape(title)  # "(mean [mean of the cells' CI bounds])" is text, not a markup tag
     table = Table(title=title, show_lines=False, header_style="bold")
     for col in columns:
         table.add_column(col, overflow="fold")
