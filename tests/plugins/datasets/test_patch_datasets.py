@@ -180,3 +180,25 @@ def test_patch_folder_with_repeated_file_names_and_a_class_order(tmp_path):
     empty.mkdir()
     with pytest.raises(PathkitError, match="holds no class folder"):
         PatchFolderDataset(empty).validate()
+
+
+def test_patch_folder_warns_when_patches_come_in_several_sizes(tmp_path):
+    for label, value in (("tumour", 40), ("stroma", 200)):
+        folder = tmp_path / label
+        folder.mkdir()
+        for i in range(6):
+            (folder / f"{i}.png").write_bytes(png(px=224, value=value + i))
+    one_size = PatchFolderDataset(tmp_path)
+    one_size.validate()
+    assert not any("sizes" in w for w in one_size.summary().get("warnings", []))
+    (tmp_path / "tumour" / "big.png").write_bytes(png(px=512, value=50))
+    out = io.BytesIO()
+    Image.fromarray(np.full((50, 30, 3), 60, np.uint8)).save(out, format="PNG")
+    (tmp_path / "stroma" / "odd.png").write_bytes(out.getvalue())
+    mixed = PatchFolderDataset(tmp_path)
+    mixed.validate()
+    summary = mixed.summary()
+    assert summary["patch_sizes"] == {"224x224": 12, "512x512": 1, "30x50": 1}
+    warning = [w for w in summary["warnings"] if "sizes" in w]
+    assert len(warning) == 1 and warning[0].startswith(
+        "patches of 3 sizes in one dataset (224x224 px: 12, 30x50 px: 1, 512x512 px: 1)")
