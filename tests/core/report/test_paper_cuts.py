@@ -56,3 +56,25 @@ def test_table_titles_with_brackets_print_as_written():
                     target=console)
         # in a terminal rich wraps the title to the table's width; the words are all there
         assert "(mean [mean of the cells' CI bounds])" in " ".join(buffer.getvalue().split())
+
+
+class _Figures:
+    def figure(self, name, fig, caption, data):
+        return f"<figure>{name}</figure>"
+
+
+def _run_with_history(history, fit):
+    return SimpleNamespace(history=history, selected_epoch=fit.get("best_epoch"), stages={"fit": fit},
+                           figures=_Figures(), metrics={})
+
+
+def test_training_by_steps_counts_steps_as_its_plot_does():
+    from pathkit_core.report.html import training_section
+
+    history = [{"epoch": e, "step": 250 * e, "train_loss": 1.0 / e, "val_loss": 1.0, "lr": 1e-3, "seconds": 2.0}
+               for e in range(1, 11)]
+    body = training_section(_run_with_history(history, {"epochs_run": 10, "best_step": 2500})).body
+    assert "2500 training steps (10 validation period(s)) run in 20 s" in body
+    assert "10 training step(s)" not in body
+    by_epoch = [{k: v for k, v in h.items() if k != "step"} for h in history[:3]]
+    assert "3 epoch(s) run in 6 s" in training_section(_run_with_history(by_epoch, {"epochs_run": 3})).body
