@@ -78,3 +78,13 @@ def test_training_by_steps_counts_steps_as_its_plot_does():
     assert "10 training step(s)" not in body
     by_epoch = [{k: v for k, v in h.items() if k != "step"} for h in history[:3]]
     assert "3 epoch(s) run in 6 s" in training_section(_run_with_history(by_epoch, {"epochs_run": 3})).body
+
+
+def test_the_class_map_has_a_legend_in_the_overlay_colours():
+    from pathkit_core.report.segmentation import class_legend
+    from pathkit_core.wsi.overlay import class_colours
+
+    html = class_legend(["tumour", "stroma", "<necrosis>"])
+    colours = class_colours(3)
+    for name, colour in zip(["tumour", "stroma", "&lt;necrosis&gt;"], colours, strict=True):
+        assert f'background:rgb{tuple(colour)}"></span>{name}</span>' in html
