@@ -57,22 +57,29 @@ def test_defaults_follow_pathbench_and_unknown_options_fail():
         TrainConfig.from_mapping({"learning_rate": 1.0})
 
 
+def crashing_in_epoch_three() -> TinyRegressor:
+    """A new model whose training is cut (KeyboardInterrupt) at the second step of epoch 3 (4 steps
+    per epoch)."""
+    model = new_model()
+    original = model.training_step
+    calls = {"train": 0}
+
+    def crash_in_epoch_three(batch):
+        if model.training:
+            calls["train"] += 1
+            if calls["train"] == 4 * 2 + 2:
+                raise KeyboardInterrupt("power cut")
+        return original(batch)
+
+    model.training_step = crash_in_epoch_three
+    return model
+
+
 def test_resume_after_an_interruption_continues_exactly(tmp_path):
     straight = new_model()
     fit(straight, TRAIN, VAL, config(), tmp_path / "straight")
 
-    interrupted = new_model()
-    original = interrupted.training_step
-    calls = {"train": 0}
-
-    def crash_in_epoch_three(batch):
-        if interrupted.training:
-            calls["train"] += 1
-            if calls["train"] == 4 * 2 + 2:  # second step of epoch 3 (4 steps per epoch)
-                raise KeyboardInterrupt("power cut")
-        return original(batch)
-
-    interrupted.training_step = crash_in_epoch_three
+    interrupted = crashing_in_epoch_three()
     with pytest.raises(KeyboardInterrupt):
         fit(interrupted, TRAIN, VAL, config(), tmp_path / "resumed")
     assert json.loads((tmp_path / "resumed" / "last.json").read_text())["trainer_state"]["epoch"] == 2
@@ -108,18 +115,7 @@ def test_resume_after_a_skipped_last_write_retrains_from_the_earlier_one(tmp_pat
     # at most one `last` a minute: the clock reads 0 at the start, 61 s after epoch 1 (written),
     # 100 s after epoch 2 (39 s since: skipped); epoch 3 crashes
     monkeypatch.setattr(trainer, "time", _Clock([0.0, 61.0, 61.0, 100.0]))
-    interrupted = new_model()
-    original = interrupted.training_step
-    calls = {"train": 0}
-
-    def crash_in_epoch_three(batch):
-        if interrupted.training:
-            calls["train"] += 1
-            if calls["train"] == 4 * 2 + 2:
-                raise KeyboardInterrupt("power cut")
-        return original(batch)
-
-    interrupted.training_step = crash_in_epoch_three
+    interrupted = crashing_in_epoch_three()
     with pytest.raises(KeyboardInterrupt):
         fit(interrupted, TRAIN, VAL, config(checkpoint_every_minutes=1), tmp_path / "resumed")
     assert json.loads((tmp_path / "resumed" / "last.json").read_text())["trainer_state"]["epoch"] == 1

@@ -162,12 +162,17 @@ def test_a_split_column_is_used_as_given_and_checked_for_leakage(demo, tmp_path)
         HepatoBenchDataset(root).validate()
 
 
-def test_patch_folder_with_repeated_file_names_and_a_class_order(tmp_path):
+def class_folders(root, n, px):
+    """Folders tumour/ and stroma/ of `n` grey `px`-pixel PNGs each (0.png, 1.png, ...)."""
     for label, value in (("tumour", 40), ("stroma", 200)):
-        folder = tmp_path / label
+        folder = root / label
         folder.mkdir()
-        for i in range(12):
-            (folder / f"{i}.png").write_bytes(png(px=64, value=value + i))
+        for i in range(n):
+            (folder / f"{i}.png").write_bytes(png(px=px, value=value + i))
+
+
+def test_patch_folder_with_repeated_file_names_and_a_class_order(tmp_path):
+    class_folders(tmp_path, 12, 64)
     ds = PatchFolderDataset(tmp_path, classes="tumour,stroma")
     ds.validate()
     assert ds.class_names() == ("tumour", "stroma")
@@ -183,11 +188,7 @@ def test_patch_folder_with_repeated_file_names_and_a_class_order(tmp_path):
 
 
 def test_patch_folder_warns_when_patches_come_in_several_sizes(tmp_path):
-    for label, value in (("tumour", 40), ("stroma", 200)):
-        folder = tmp_path / label
-        folder.mkdir()
-        for i in range(6):
-            (folder / f"{i}.png").write_bytes(png(px=224, value=value + i))
+    class_folders(tmp_path, 6, 224)
     one_size = PatchFolderDataset(tmp_path)
     one_size.validate()
     assert not any("sizes" in w for w in one_size.summary().get("warnings", []))
