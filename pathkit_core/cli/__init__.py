@@ -47,7 +47,22 @@ def build_app(*, with_plugins: bool = True) -> typer.Typer:
     return app
 
 
+# Third-party warnings pathkit knows to be harmless, kept from the user (message regex, category).
+# PyTorch's "NumPy array is not writable": torch.from_numpy / as_tensor over a read-only array
+# (pixels decoded into an immutable buffer, a column read from Arrow) shares memory it may not
+# write; pathkit never writes into an input tensor (every transform makes a new one).
+HARMLESS_WARNINGS = ((r"The given NumPy array is not writable", UserWarning),)
+
+
+def quiet_harmless_warnings() -> None:
+    import warnings
+
+    for message, category in HARMLESS_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
+
+
 def main(argv: list[str] | None = None) -> None:
+    quiet_harmless_warnings()
     app = build_app()
     try:
         app(args=argv, prog_name="pathkit", standalone_mode=True)

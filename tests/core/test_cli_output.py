@@ -43,3 +43,21 @@ def test_status_without_a_path_reads_the_default_workspace(cli, monkeypatch, tmp
     result = cli("status", "--json")
     assert result.exit_code == 0, result.output
     assert result.output.count('"path": "pathkit-work"') == 1
+
+
+def test_the_known_harmless_torch_warning_is_not_shown_and_others_are():
+    import warnings
+
+    import numpy as np
+    import torch
+
+    from pathkit_core.cli import quiet_harmless_warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet_harmless_warnings()
+        frozen = np.zeros(3)
+        frozen.flags.writeable = False
+        torch.as_tensor(frozen)
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in caught] == ["something else"]
