@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -79,10 +80,107 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def training_estimate(first_epoch_seconds: float, epochs_left: int, patience: int | None) -> str:
-    """The line printed after the first epoch: how long the remaining epochs take at most."""
-    if epochs_left <= 0:
-        return ""
-    stop = f" (early stopping after {patience} epochs without improvement may end it sooner)" if patience else ""
-    return (f"epoch 1 took {duration(first_epoch_seconds)}: up to {epochs_left} more epoch(s), about "
-            f"{duration(first_epoch_seconds * epochs_left)}{stop}")
+class TrainingEstimate:
+    """Time left in a training loop, from the periods (epochs, or validation periods by steps)
+    measured so far.
+
+    The first `warmup` periods a process runs are not used when later ones exist: they pay for
+    lazy initialisation, allocator growth and cold caches, so a first-period estimate runs short
+    or long by far more than the later periods vary. Training and validation are timed apart,
+    because validation may run only at some periods (GOLDMARK's 2, 5, 10, ... epochs) and can
+    cost more than the training pass (decoding reports). `validates_at(period)` says which ones.
+
+    With early stopping, the loop can end at any validation after the patience runs out, so the
+    total is not knowable in advance: the estimate then gives the longest it can take and the
+    earliest period at which it could stop.
+    """
+
+    def __init__(self, n_periods: int, validates_at: Callable[[int], bool], patience: int | None, *,
+                 warmup: int = 1, unit: str = "epoch") -> None:
+        self.n_periods = n_periods
+        self.validates_at = validates_at
+        self.patience = patience
+        self.warmup = warmup
+        self.unit = unit
+        self._train: list[float] = []
+        self._val: list[float] = []
+        self._val_warm: list[float] = []  # validations inside the warm-up periods
+
+    def record(self, train_seconds: float, val_seconds: float | None) -> None:
+        """One period done: its training seconds, and its validation seconds (None: not validated)."""
+        if val_seconds is not None:
+            (self._val if len(self._train) >= self.warmup else self._val_warm).append(float(val_seconds))
+        self._train.append(float(train_seconds))
+
+    @property
+    def measured(self) -> int:
+        """Periods measured in this process."""
+        return len(self._train)
+
+    @property
+    def ready(self) -> bool:
+        """Whether a period after the warm-up has been measured (until then there is no estimate)."""
+        return len(self._train) > self.warmup
+
+    @staticmethod
+    def _mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else 0.0
+
+    def _paces(self) -> tuple[float, float]:
+        """Seconds per training period and per validation, after the warm-up when measured."""
+        train = self._train[self.warmup:] or self._train
+        return self._mean(train), self._mean(self._val or self._val_warm)
+
+    def seconds_for(self, first: int, last: int) -> float:
+        """Estimated seconds for periods `first`..`last` (1-based, inclusive)."""
+        train, val = self._paces()
+        n_val = sum(1 for p in range(first, last + 1) if self.validates_at(p))
+        return max(0, last - first + 1) * train + n_val * val
+
+    def earliest_stop(self, period: int, bad_validations: int) -> int | None:
+        """The first period at which early stopping could end training, if no validation after
+        `period` improves; None when it cannot end before the last period."""
+        if self.patience is None:
+            return None
+        needed = self.patience - bad_validations
+        p = period
+        while needed > 0 and p < self.n_periods:
+            p += 1
+            needed -= self.validates_at(p)
+        return p if needed <= 0 and p < self.n_periods else None
+
+    def left(self, period: int, bad_validations: int) -> str:
+        """A short "time left" for the progress bar ("" during the warm-up)."""
+        if not self.ready or period >= self.n_periods:
+            return ""
+        full = duration(self.seconds_for(period + 1, self.n_periods))
+        stop = self.earliest_stop(period, bad_validations)
+        if stop is None:
+            return f"~{full} left"
+        return f"{duration(self.seconds_for(period + 1, stop))}-{full} left (early stopping)"
+
+    def line(self, period: int, bad_validations: int) -> str:
+        """The line printed once the warm-up is over: the measured pace and the time left."""
+        if not self.ready or period >= self.n_periods:
+            return ""
+        train, val = self._paces()
+        validated = self._val or self._val_warm
+        pace = f"{duration(train)} per {self.unit}" + (f" + {duration(val)} per validation" if validated else "")
+        left = self.n_periods - period
+        full = duration(self.seconds_for(period + 1, self.n_periods))
+        head = f"{self.unit} {period}/{self.n_periods}: {pace} (measured after {self.warmup} warm-up {self.unit}(s))"
+        stop = self.earliest_stop(period, bad_validations)
+        if stop is None:
+            why = (f" (no early stopping in this protocol: all {self.n_periods} {self.unit}s run, as GOLDMARK's "
+                   "fixed 120)" if self.patience is None else "")
+            return f"{head}; about {full} for the {left} {self.unit}(s) left{why}"
+        soonest = duration(self.seconds_for(period + 1, stop))
+        return (f"{head}; at most {full} for the {left} {self.unit}(s) left. Early stopping (patience "
+                f"{self.patience}) may end it from {self.unit} {stop} on (in {soonest}), so the total cannot be "
+                "known in advance")
+
+
+def early_stop_line(epoch: int, patience: int, best_epoch: int, unit: str = "epoch") -> str:
+    """The line printed when early stopping ends training."""
+    return (f"early stopping after {unit} {epoch}: no better validation score in {patience} validation(s) "
+            f"(patience {patience}); the best {unit} is {best_epoch}")

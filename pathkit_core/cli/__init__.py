@@ -61,7 +61,22 @@ def _requested_command(argv: list[str]) -> str | None:
     return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
+# Third-party warnings pathkit knows to be harmless, kept from the user (message regex, category).
+# PyTorch's "NumPy array is not writable": torch.from_numpy / as_tensor over a read-only array
+# (pixels decoded into an immutable buffer, a column read from Arrow) shares memory it may not
+# write; pathkit never writes into an input tensor (every transform makes a new one).
+HARMLESS_WARNINGS = ((r"The given NumPy array is not writable", UserWarning),)
+
+
+def quiet_harmless_warnings() -> None:
+    import warnings
+
+    for message, category in HARMLESS_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
+
+
 def main(argv: list[str] | None = None) -> None:
+    quiet_harmless_warnings()
     app = build_app(command=_requested_command(sys.argv[1:] if argv is None else list(argv)))
     try:
         app(args=argv, prog_name="pathkit", standalone_mode=True)

@@ -9,22 +9,59 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.table import Table
 
 from pathkit_core.contracts import PathkitError
 
-console = Console()
-err_console = Console(stderr=True)
+# Width of output that goes to a file or a pipe when COLUMNS does not say: wide enough that no table
+# folds a path or a metric name (a log keeps every line whole), not so wide that rules fill a screen.
+PIPE_WIDTH = 1000
+# A rule (`pathkit run`'s heading per cell) is never longer than this outside a terminal.
+PIPE_RULE_WIDTH = 100
+
+
+class PathkitConsole(Console):
+    """A rich console that is plain and full-width when its stream is not a terminal: `COLUMNS`
+    when set, else `PIPE_WIDTH` (rich's own default there is 80 columns or the width of whichever
+    std stream is a terminal, which folds tables and breaks paths in a log)."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = Console.size.fget(self)  # type: ignore[attr-defined]
+        columns = self._environ.get("COLUMNS", "")
+        if self._width is None and not columns.isdigit() and not self.is_terminal:
+            return ConsoleDimensions(PIPE_WIDTH, dims.height)
+        return dims
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+    def rule(self, title: Any = "", **kwargs: Any) -> None:
+        if self.is_terminal:
+            return super().rule(title, **kwargs)
+        from rich.rule import Rule
+
+        self.print(Rule(title, **kwargs), width=min(self.width, PIPE_RULE_WIDTH))
+        return None
+
+
+console = PathkitConsole()
+err_console = PathkitConsole(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+INTERRUPTED = "interrupted; rerun the same command to resume"
 
 
 def user_errors(func: F) -> F:
     """Turn a PathkitError into a one-line message and exit status 2 (no traceback); so too a
     write the filesystem refused (full, read-only) wherever it happened, and any other OS error
-    about a named path (a file this user may not read, a path through a file)."""
+    about a named path (a file this user may not read, a path through a file). Ctrl-C prints one
+    line (`INTERRUPTED`) and exits with 130, the shell's status for SIGINT, without a traceback:
+    every stage resumes from what it finished."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -32,6 +69,9 @@ def user_errors(func: F) -> F:
 
         try:
             return func(*args, **kwargs)
+        except KeyboardInterrupt:
+            err_console.print(INTERRUPTED, highlight=False, soft_wrap=True)
+            raise typer.Exit(130) from None
         except PathkitError as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
@@ -56,13 +96,21 @@ def print_json(obj: Any) -> None:
 def print_table(
     title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, target: Console | None = None
 ) -> None:
+    target = target or console
+    if title and not target.is_terminal:
+        # rich wraps a title to its table's width, splitting a path in it; a log gets it whole
+        # (up to the console's width: PIPE_WIDTH, or COLUMNS when set)
+        target.print(escape(title), highlight=False)
+        title = None
+    elif title:
+        title = escape(title)  # "(mean [mean of the cells' CI bounds])" is text, not a markup tag
     table = Table(title=title, show_lines=False, header_style="bold")
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
         # cells are text, not rich markup: "[ids]" or "[0.1, 0.2]" must print as written
         table.add_row(*("" if v is None else (f"{v:.4f}" if isinstance(v, float) else escape(str(v))) for v in row))
-    (target or console).print(table)
+    target.print(table)
 
 
 def split_names(values: Sequence[str] | None) -> list[str]:

@@ -27,7 +27,7 @@ def _tile_first(
     have one (this shard's and other shards' so far), the ids of all slides given and the ids of
     those with a manifest."""
     from pathkit_core.wsi.slide import MPP_FIX_EXTRACT, find_slides, slide_id_for
-    from pathkit_core.wsi.tiling import TilingParams, manifest_path_for, tile_slides
+    from pathkit_core.wsi.tiling import TilingParams, low_tissue_note, manifest_path_for, tile_slides
 
     spec = encoder_cls.tile_spec
     params = TilingParams(target_mpp=spec.mpp, tile_px=spec.tile_px)
@@ -39,6 +39,9 @@ def _tile_first(
     for r in results:
         if r.status == "failed":
             err_console.print(f"[yellow]tiling failed[/] {r.slide_id}: {r.reason}", highlight=False)
+    note = low_tissue_note(results, params) if shard.rank == 0 else None
+    if note:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
     ids = [slide_id_for(p) for p in paths]
     found = {sid: manifest_path_for(tiles_dir, sid) for sid in ids}
     found = {sid: m for sid, m in found.items() if m.is_file()}

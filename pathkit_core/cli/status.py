@@ -1,4 +1,4 @@
-"""`pathkit status PATH`: per stage and encoder, the slides done, failed (why), pending and locked (by whom)."""
+"""`pathkit status [PATH]`: per stage and encoder, the slides done, failed (why), pending and locked (by whom)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from pathkit_core.cli.common import console, print_json, print_table, user_errors
+from pathkit_core.contracts import PathkitError
 
 _MAX_ROWS = 40
 
@@ -15,7 +16,9 @@ def register(app: typer.Typer) -> None:
     @app.command("status")
     @user_errors
     def status_cmd(
-        path: Path = typer.Argument(..., help="A workspace, an `extract --out` folder, a tile or feature store."),
+        path: Path | None = typer.Argument(
+            None, help="A workspace, an `extract --out` folder, a tile or feature store (default: the "
+                       "workspace `pathkit run` uses, ./pathkit-work)."),
         as_json: bool = typer.Option(False, "--json", help="Print everything as JSON (ids of failed, "
                                                             "pending and locked slides included)."),
     ) -> None:
@@ -23,8 +26,12 @@ def register(app: typer.Typer) -> None:
         and encoder, and the finished stages of each run. Reads records and headers only
         (`pathkit qc` verifies the feature files themselves)."""
         from pathkit_core.status import collect
+        from pathkit_core.workspace import DEFAULT_WORKDIR
 
-        report = collect(path)
+        if path is None and not DEFAULT_WORKDIR.is_dir():
+            raise PathkitError(f"no workspace here ({DEFAULT_WORKDIR}/ does not exist): give the path of one, "
+                               "e.g. the --workdir of `pathkit run`")
+        report = collect(DEFAULT_WORKDIR if path is None else path)
         if as_json:
             print_json({"path": report["path"], "stores": [s.as_dict() for s in report["stores"]],
                         "runs": [vars(r) for r in report["runs"]]})

@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
         from pathkit_core.shard import current_shard, shard_summary
         from pathkit_core.workspace import check_writable_dir
         from pathkit_core.wsi.slide import MPP_FIX_TILE, find_slides, read_mpp_csv, slide_id_for
-        from pathkit_core.wsi.tiling import TilingFailed, TilingParams, tile_slides
+        from pathkit_core.wsi.tiling import TilingFailed, TilingParams, low_tissue_note, tile_slides
 
         shard = current_shard(shard_option)
         if list_only:  # e.g. to stage this shard's slides on node-local disk (docs/scale.md)
@@ -123,6 +123,9 @@ def register(app: typer.Typer) -> None:
             print_json([r.as_dict() for r in results])
         else:
             _summary(results, out, params.params_hash())
+            note = low_tissue_note(results, params)
+            if note:
+                err_console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
         if failed:
             raise typer.Exit(1)
 

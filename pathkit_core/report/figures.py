@@ -190,7 +190,11 @@ def heatmap(matrix: Any, row_labels: Sequence[str], col_labels: Sequence[str], *
     finite = values[np.isfinite(values)]
     lo = vmin if vmin is not None else (float(finite.min()) if finite.size else 0.0)
     hi = vmax if vmax is not None else (float(finite.max()) if finite.size else 1.0)
-    image = ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi if hi > lo else lo + 1e-9, aspect="auto")
+    if hi <= lo:
+        # one value in the panel (one cell, or every cell equal): each is the best, drawn at the
+        # dark end as the caption's "darker is better" says (not at the pale end, i.e. white)
+        lo, hi = (lo, lo + 1.0) if cmap.endswith("_r") else (lo - 1.0, lo)
+    image = ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, aspect="auto")
     ax.set_xticks(range(len(col_labels)), col_labels, rotation=35 if len(col_labels) > 3 else 0,
                   ha="right" if len(col_labels) > 3 else "center")
     ax.set_yticks(range(len(row_labels)), row_labels)
@@ -198,11 +202,12 @@ def heatmap(matrix: Any, row_labels: Sequence[str], col_labels: Sequence[str], *
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize="medium")
-    mid = lo + (hi - lo) / 2
     for (i, j), v in np.ndenumerate(values):
         text = "n/a" if not math.isfinite(v) else fmt.format(v)
+        # white on a dark cell, whichever end of the colour map is dark (reversed maps included)
+        red, green, blue, _ = image.cmap(image.norm(v)) if math.isfinite(v) else (1.0, 1.0, 1.0, 1.0)
         ax.text(j, i, text, ha="center", va="center", fontsize="small",
-                color="white" if math.isfinite(v) and v > mid else "black")
+                color="white" if 0.299 * red + 0.587 * green + 0.114 * blue < 0.5 else "black")
     if colorbar and fig is not None:
         fig.colorbar(image, ax=ax, label=colorbar, shrink=0.85)
     return fig

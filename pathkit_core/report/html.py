@@ -204,7 +204,10 @@ def training_section(run: RunFolder) -> Section | None:
     body = run.figures.figure("training_curves", fig, caption, data)
     epochs = fit.get("epochs_run") or len(history)
     seconds = sum(float(h.get("seconds") or 0) for h in history)
-    body += (f"<p class=note>{epochs} {x_label}(s) run in {seconds:.0f} s; selection by {esc(selection)}"
+    # by steps, an "epoch" of the history is a validation period: the count under the plot is its steps
+    done = (f"{int(xs[-1])} training steps ({epochs} validation period(s))" if by_step and xs[-1] is not None
+            else f"{epochs} {x_label}(s)")
+    body += (f"<p class=note>{done} run in {seconds:.0f} s; selection by {esc(selection)}"
              f"{' (higher is better)' if selection != 'val_loss' else ' (lower is better)'}.</p>")
     checkpoints = run.metrics.get("checkpoints") or {}
     if checkpoints:

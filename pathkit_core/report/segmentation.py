@@ -171,10 +171,27 @@ def masks_section(run: Any) -> Section | None:
         if overlay and (run.path / overlay).is_file():  # the task's own class map over the thumbnail
             figures.append(run.figures.image(f"overlay_{cid}", run.path / overlay,
                                              f"{cid}: predicted class map over the slide", max_side=520))
+            names = (pred.get("class_names") or []) if isinstance(pred, dict) else []
+            if names:
+                figures.append(class_legend(names))
     if not figures:
         return None
     return Section("Predicted and reference masks", "<p>The slides with the lowest and highest Dice.</p>" +
                    "".join(figures), key="masks", order=110)
+
+
+def class_legend(names: list[str]) -> str:
+    """The class map's key: each class name beside the colour the overlay draws it in."""
+    from html import escape
+
+    from pathkit_core.wsi.overlay import class_colours
+
+    items = "".join(
+        f'<span class="legend-item" style="margin-right:1em;white-space:nowrap"><span style="display:inline-block;'
+        f'width:0.9em;height:0.9em;vertical-align:middle;margin-right:0.3em;background:rgb{tuple(colour)}">'
+        f"</span>{escape(str(name))}</span>"
+        for name, colour in zip(names, class_colours(len(names)), strict=True))
+    return f'<p class="legend" aria-label="class map colours">class map: {items}</p>'
 
 
 def _mask_extent(prediction: Any, shape: tuple[int, int]) -> tuple[float, float, float, float]:

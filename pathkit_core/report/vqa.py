@@ -200,11 +200,21 @@ BUDGET_ROWS = (("selector", "selector"), ("relevance", "relevance scorer"), ("bu
                ("selected_total", "selected features, total"), ("retention", "retention (selected / available)"))
 
 
+# Budget entries that count things: shown as integers (metrics.json may hold them as floats, 927.0).
+BUDGET_COUNTS = frozenset({"budget_K", "candidates_M", "questions", "available_max", "available_total",
+                           "selected_total"})
+
+
+def _count(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def budget_section(run: Any) -> Section | None:
     budget = run.metrics.get("budget")
     if not isinstance(budget, dict) or not budget:
         return None
-    rows = [[label, budget[key]] for key, label in BUDGET_ROWS if key in budget]
+    rows = [[label, _count(budget[key]) if key in BUDGET_COUNTS else budget[key]]
+            for key, label in BUDGET_ROWS if key in budget]
     rows += [[f"share of questions with N > {k.removeprefix('above_').removesuffix('_fraction')}", v]
              for k, v in budget.items() if k.startswith("above_")]
     return Section("Evidence budget", table(["", "value"], rows, table_id="budget"), key="budget", order=120)

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from pathkit_core.contracts import PathkitError, TaskModel
 from pathkit_core.distributed import close_process_group_at_exit
-from pathkit_core.progress import ProgressBar, training_estimate
+from pathkit_core.progress import ProgressBar, TrainingEstimate, early_stop_line
 from pathkit_core.workspace import atomic_write_json, atomic_write_text, atomic_write_with, json_default
 
 # A selection function scores validation predictions: (predictions, references) -> float.
@@ -64,6 +64,12 @@ class TrainConfig:
     num_workers: int = 0
     log_every: int = 0
     progress: bool = True
+    # The `last` checkpoint (what a resumed run continues from: weights, optimizer, scheduler and
+    # RNG state) is written at most every this many minutes, and always after the final period
+    # (the last one, or the one early stopping ends on); 0 writes it after every period. A run
+    # killed in between resumes from the previous `last` and retrains the periods since, exactly
+    # (batches and RNG state follow from the period number). `best` is written whenever it changes.
+    checkpoint_every_minutes: float = 10.0
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> TrainConfig:
@@ -79,6 +85,9 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise PathkitError(f"{name} must be a positive number of steps (or None), got {value!r}")
+        if not isinstance(self.checkpoint_every_minutes, int | float) or self.checkpoint_every_minutes < 0:
+            raise PathkitError(f"checkpoint_every_minutes must be >= 0 (0: after every period), got "
+                               f"{self.checkpoint_every_minutes!r}")
         if self.plateau_on not in ("val_loss", "selection", "none"):
             raise PathkitError(f"plateau_on must be 'val_loss', 'selection' or 'none', got {self.plateau_on!r}")
         epochs = self.validation_epochs
@@ -89,7 +98,7 @@ class TrainConfig:
             self.validation_epochs = tuple(sorted(set(epochs)))
 
     # Fields that change how the run looks, not what it computes: left out of the fit key.
-    NOT_RESULTS: ClassVar[tuple[str, ...]] = ("progress", "log_every", "num_workers", "cpu")
+    NOT_RESULTS: ClassVar[tuple[str, ...]] = ("progress", "log_every", "num_workers", "cpu", "checkpoint_every_minutes")
 
     def result_settings(self) -> dict[str, Any]:
         """The settings a trained model depends on (every field but `NOT_RESULTS`), for the fit key."""
@@ -444,6 +453,12 @@ def fit(
     if resume and last.exists():
         meta = load_checkpoint(last, module, optimizer=optimizer, scheduler=scheduler)
         state.update(meta.get("trainer_state", {}))
+        if state.pop("final", False) and state["epoch"] < n_periods and not (
+                cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience):
+            raise PathkitError(
+                f"{last} is the checkpoint of a training that early stopping ended after {state['epoch']} "
+                f"period(s) (it keeps no optimizer state); with early_stop_patience {cfg.early_stop_patience} "
+                "it would train on, which cannot continue exactly: train in a new folder")
         accelerator.print(f"resuming from {last} after epoch {state['epoch']}")
     stepper = _StepModule.wrap(module)
     stepper, optimizer = accelerator.prepare(stepper, optimizer)
@@ -459,14 +474,20 @@ def fit(
         return score > state["best_score"] if maximize else score < state["best_score"]
 
     stopped_early = False
-    progress = _progress(accelerator, cfg)
+    unit = "epoch" if cfg.max_steps is None else "period"
+    estimate = TrainingEstimate(n_periods, cfg.validates_at, cfg.early_stop_patience, unit=unit)
+    last_written = time.monotonic()
+    progress = _progress(accelerator, cfg, unit)
     with progress:
-        task = progress.add_task("training", total=n_periods, completed=state["epoch"])
+        task = progress.add_task("training", total=n_periods, completed=state["epoch"], left="")
         while state["epoch"] < n_periods:
             # checked before an epoch, so that resuming a run that already stopped early (its
             # stage markers lost, say) trains nothing more
             if cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience:
                 stopped_early = True
+                if cfg.progress:
+                    accelerator.print(early_stop_line(state["epoch"], cfg.early_stop_patience,
+                                                      state["best_epoch"], unit))
                 break
             epoch = state["epoch"] + 1
             stepper.train()
@@ -485,6 +506,7 @@ def fit(
             record = {"epoch": epoch, "train_loss": sum(losses) / max(len(losses), 1)}
             validated = cfg.validates_at(epoch) and len(val_items) > 0
             score = math.nan
+            t_train = time.perf_counter() - t0
             if validated:
                 val_loss = _val_loss(accelerator, inner, val_items, cfg.batch_size)
                 if selection is not None:
@@ -503,6 +525,7 @@ def fit(
                 record["step"] = state["step"]
             state["history"].append(record)
             state["epoch"] = epoch
+            estimate.record(t_train, record["seconds"] - t_train if validated else None)
             if (validated or not cfg.model_selection) and better(score):
                 state.update(best_epoch=epoch, best_score=score, bad_epochs=0)
                 if cfg.max_steps is not None:
@@ -511,17 +534,27 @@ def fit(
                     save_checkpoint(out_dir, "best", inner, config=config, trainer_state=state)
             elif validated:
                 state["bad_epochs"] += 1
+            stopping = cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience
+            final = stopping or epoch >= n_periods
             if accelerator.is_main_process:
-                save_checkpoint(out_dir, "last", inner, config=config, optimizer=optimizer,
-                                scheduler=scheduler, trainer_state=state)
+                if stopping:
+                    # early stopping has ended training for good (a resumed run stops at once, whatever
+                    # its max_epochs): the AdamW moments, two thirds of the file, are not needed
+                    save_checkpoint(out_dir, "last", inner, config=config, trainer_state={**state, "final": True})
+                elif final or time.monotonic() - last_written >= 60.0 * cfg.checkpoint_every_minutes:
+                    # after the last epoch the optimizer state stays: a run given more epochs continues
+                    save_checkpoint(out_dir, "last", inner, config=config, optimizer=optimizer,
+                                    scheduler=scheduler, trainer_state=state)
+                    last_written = time.monotonic()
                 atomic_write_json(out_dir / "history.json", state["history"])
             accelerator.wait_for_everyone()
             if on_epoch is not None:
                 on_epoch(record)
-            if epoch == 1 and cfg.progress and n_periods > 1:  # periods: epochs, or validation periods by steps
-                accelerator.print(training_estimate(record["seconds"], n_periods - 1, cfg.early_stop_patience))
+            if cfg.progress and estimate.measured == estimate.warmup + 1 and not final:
+                accelerator.print(estimate.line(epoch, state["bad_epochs"]))
             shown = f" sel {score:.4f}" if validated else ""
-            progress.update(task, completed=epoch, description=f"epoch {epoch} loss {record['train_loss']:.3f}{shown}")
+            progress.update(task, completed=epoch, left=estimate.left(epoch, state["bad_epochs"]),
+                            description=f"{unit} {epoch} loss {record['train_loss']:.3f}{shown}")
     return FitResult(
         best_epoch=int(state["best_epoch"]),
         best_score=float(state["best_score"]),
@@ -575,15 +608,20 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
     return out
 
 
-def _progress(accelerator: Any, cfg: TrainConfig):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+def _progress(accelerator: Any, cfg: TrainConfig, unit: str = "epoch"):
+    """The training bar; its time left is `TrainingEstimate.left` (rich's own extrapolates the
+    bar's rate, which counts the warm-up and cannot see validation-only periods or early stopping)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from pathkit_core.cli.common import err_console
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total} epochs"),
+        TextColumn(f"{{task.completed}}/{{task.total}} {unit}s"),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        TextColumn("{task.fields[left]}"),
+        console=err_console,
         disable=not (cfg.progress and accelerator.is_main_process),
         transient=False,
     )

@@ -233,6 +233,15 @@ class OtsuTissueSegmenter(TissueSegmenter):
 
     def pen_mask(self, rgb: np.ndarray, hue: np.ndarray, sat: np.ndarray, val: np.ndarray,
                  mpp: float) -> np.ndarray:
+        """Pixels of marker ink: a colour H&E does not have, in a stroke wider than ink is drawn.
+
+        The colour rules are per pixel (docs/wsi.md, "Pen and marker ink"); each colour's pixels
+        then have to survive an opening by a disk of radius `pen_min_width_um` (red:
+        `pen_red_min_width_um`), i.e. lie in a stroke at least twice that wide. A marker stroke is
+        0.3-2 mm wide; the scattered blue-cyan fringes of loose tissue and single dark nuclei are
+        a few micrometres, so the colour alone no longer removes them. The survivors take in their
+        blurred rim (`_rim`, up to `pen_rim_um`) and then grow by `pen_margin_um`.
+        """
         import numpy as np
 
         p = self.params
@@ -240,29 +249,58 @@ class OtsuTissueSegmenter(TissueSegmenter):
         pen = np.zeros(sat.shape, dtype=bool)
         if "blue" in colours:
             # Blue ink has green >= red (hue <= 240 deg); haematoxylin is violet (red > green).
-            pen |= (hue >= 185.0) & (hue <= 240.0) & (sat >= 0.35) & (val >= 0.2)
+            pen |= self._stroke((hue >= 185.0) & (hue <= 240.0) & (sat >= 0.35) & (val >= 0.2), p.pen_min_width_um, mpp)
         if "green" in colours:
-            # H&E has no green or cyan: any clearly saturated green-cyan is ink.
-            pen |= (hue >= 75.0) & (hue < 185.0) & (sat >= 0.25) & (val >= 0.15)
+            # H&E has no green or cyan: any clearly saturated green-cyan stroke is ink.
+            pen |= self._stroke((hue >= 75.0) & (hue < 185.0) & (sat >= 0.25) & (val >= 0.15), p.pen_min_width_um, mpp)
         if "black" in colours:
-            # Grey-black ink; dark haematoxylin or keratin is as dark but strongly saturated.
-            pen |= (val < 70.0 / 255.0) & (sat < 0.4)
+            # Black ink, and the dark core of thickly laid markers (black-violet, V < 0.33):
+            # stained tissue that dark comes in nuclei and thin basal layers, never a 40-um stroke.
+            pen |= self._stroke((val < 0.33) & (sat < 0.6), p.pen_min_width_um, mpp)
         if "red" in colours:
-            red = ((hue >= 340.0) | (hue <= 20.0)) & (sat >= 0.6) & (val >= 0.3)
-            # Red blood cells have the same colour; only broad strokes (wider than
-            # 2 * pen_red_min_width_um) count as marker.
-            r = _px(p.pen_red_min_width_um, mpp)
-            if r >= 1 and red.any():
-                from skimage.morphology import opening
-
-                red = opening(red, _disk(r))
-            pen |= red
+            # Bright red marker, and where it is laid thick its dark red-violet core (V < 0.45,
+            # hue from 320 deg): eosin of the same hue is never that dark, haematoxylin is bluer
+            # (hue < 320 deg). Red blood cells have the colour of the bright part: only broad
+            # strokes (wider than 2 * pen_red_min_width_um) count.
+            bright = ((hue >= 340.0) | (hue <= 20.0)) & (sat >= 0.6) & (val >= 0.3)
+            dark = ((hue >= 320.0) | (hue <= 20.0)) & (sat >= 0.45) & (val >= 0.12) & (val < 0.45)
+            pen |= self._stroke(bright | dark, p.pen_red_min_width_um, mpp)
+        if pen.any():
+            pen = self._rim(pen, sat, val, mpp)
         grow = _px(p.pen_margin_um, mpp)
         if grow >= 1 and pen.any():
             from skimage.morphology import dilation
 
             pen = dilation(pen, _disk(grow))
         return pen
+
+    def _rim(self, strokes: np.ndarray, sat: np.ndarray, val: np.ndarray, mpp: float) -> np.ndarray:
+        """`strokes` with their blurred rim: the coloured (not glass) pixels connected to a stroke
+        and within `pen_rim_um` of it. Ink sits above the focal plane, so its edge is a soft band
+        of paler or darker tints that, alone, look like eosin or haematoxylin."""
+        import numpy as np
+        from scipy import ndimage as ndi
+        from skimage.morphology import dilation
+
+        p = self.params
+        r = _px(p.pen_rim_um, mpp)
+        if r < 1:
+            return strokes
+        coloured = ~((val > p.background_value) & (sat < p.background_saturation)) & (sat >= 0.1)
+        near = dilation(strokes, _disk(r)) & (coloured | strokes)
+        labels, _ = ndi.label(near)
+        touching = np.unique(labels[strokes])
+        return np.isin(labels, touching[touching > 0])
+
+    @staticmethod
+    def _stroke(colour: np.ndarray, radius_um: float, mpp: float) -> np.ndarray:
+        """The pixels of `colour` inside a stroke at least 2 * `radius_um` wide (an opening)."""
+        r = _px(radius_um, mpp)
+        if r < 1 or not colour.any():
+            return colour
+        from skimage.morphology import opening
+
+        return opening(colour, _disk(r))
 
     def segment(self, rgb: np.ndarray, mpp: float) -> TissueMask:
         from scipy import ndimage as ndi

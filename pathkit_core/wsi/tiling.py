@@ -77,6 +77,8 @@ class TilingParams:
     background_saturation: float = 15.0 / 255.0
     pen_colours: tuple[str, ...] = ("blue", "green", "black", "red")
     pen_margin_um: float = 16.0
+    pen_min_width_um: float = 20.0
+    pen_rim_um: float = 80.0
     pen_red_min_width_um: float = 40.0
     open_radius_um: float = 8.0
     close_radius_um: float = 16.0
@@ -483,12 +485,9 @@ def _tile_unlocked(
             f"resampled up {geometry.level_downsample * slide.mpp / params.target_mpp - 1:.1%} "
             f"from level {geometry.level} ({geometry.level_downsample * slide.mpp:.4g} um/px)"
         )
+    # Recorded per slide (manifest `below_min_tissue_area`) and said once per batch
+    # (`low_tissue_note`): a biopsy cohort would otherwise repeat it for every slide.
     below = area < params.min_tissue_area_mm2
-    if below:
-        notes.append(
-            f"tissue area {area:.2f} mm^2 is below the minimum {params.min_tissue_area_mm2:g} mm^2"
-            + (" (slide excluded)" if params.exclude_below_min_area else "")
-        )
     if area == 0:
         status, reason = "empty", "no tissue found"
         tiles = tiles.head(0)
@@ -538,6 +537,20 @@ def _tile_unlocked(
         slide_id, str(path), status, reason, int(tiles.height), manifest_file,
         warnings=notes, tissue_area_mm2=round(area, 4),
     )
+
+
+def low_tissue_note(results: Iterable[TileResult], params: TilingParams) -> str | None:
+    """One line for a whole batch on the slides with less tissue than `min_tissue_area_mm2`
+    (GOLDMARK's cohort rule, which biopsies never meet), or None when there are none."""
+    low = [r for r in results if r.status in ("ok", "skipped", "empty") and r.tissue_area_mm2
+           and r.tissue_area_mm2 < params.min_tissue_area_mm2]
+    if not low:
+        return None
+    smallest = min(r.tissue_area_mm2 or 0.0 for r in low)
+    what = ("excluded (empty manifests)" if params.exclude_below_min_area
+            else "kept, flagged `below_min_tissue_area` in their manifests (exclude_below_min_area leaves them out)")
+    return (f"{len(low)} slide(s) have less tissue than the {params.min_tissue_area_mm2:g} mm^2 cohort minimum "
+            f"(GOLDMARK; biopsies usually do; smallest {smallest:.2f} mm^2): {what}")
 
 
 def _slide_meta(slide: Slide, params: TilingParams, g: TileGeometry, st: os.stat_result) -> dict[str, Any]:

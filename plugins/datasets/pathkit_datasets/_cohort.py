@@ -610,6 +610,40 @@ def check_part_classes(parts: Mapping[str, Sequence[str]], labels: Mapping[str, 
                                "or more")
 
 
+def check_slide_mpps(rows: Sequence[CohortRow], *, where: Path, mpp_column: str | None, what: str = "slide") -> None:
+    """Stop before any tiling when a slide without an mpp in the table has none usable of its own.
+
+    Only the rows whose `mpp` is empty are looked at (the column, or `--dataset-option mpp`,
+    overrides the file); their metadata is read with OpenSlide (the header only, no pixels) and
+    resolved as tiling would. The error names every such row and its file, the table's mpp
+    column and the option. Files OpenSlide cannot open are left to tiling, whose error names them."""
+    import openslide
+
+    from pathkit_core.wsi.slide import MPP_CODES, SlideError, resolve_mpp
+
+    problems = []
+    for r in rows:
+        if r.mpp is not None or r.file is None or not r.file.is_file():
+            continue
+        try:
+            with openslide.OpenSlide(str(r.file)) as handle:
+                properties = dict(handle.properties)
+        except (openslide.OpenSlideError, OSError):
+            continue
+        try:
+            resolve_mpp(properties, path=r.file)
+        except SlideError as exc:
+            if exc.code not in MPP_CODES:
+                raise
+            problems.append(f"{r.place} ({r.file.name}): {exc.detail.split('; supply it with')[0]}")
+    if problems:
+        shown = "; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else "")
+        column = (f"the table's `{mpp_column}` column for those rows" if mpp_column
+                  else "an `mpp` column in the table (one value per row)")
+        raise PathkitError(f"{where}: {len(problems)} {what}(s) have no usable resolution (mpp): {shown}. Give it "
+                           f"in {column}, or for every slide with --dataset-option mpp=MICRONS (e.g. mpp=0.25)")
+
+
 # --------------------------------------------------------------------------- dataset base
 
 
@@ -705,6 +739,7 @@ __all__ = [
     "cell",
     "check_duplicates",
     "check_part_classes",
+    "check_slide_mpps",
     "choose_split",
     "class_order",
     "column_split",

@@ -348,6 +348,14 @@ class PatchFolderDataset(CohortDataset):
             if out["n_other_size"]:
                 warnings.append(f"{out['n_other_size']} patch(es) are not {expected} px (accepted: the encoder "
                                 "resizes every patch; sizes in the dataset summary)")
+        elif len(sizes) > 1:
+            common = sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+            shown = ", ".join(f"{size} px: {n}" for size, n in common)
+            more = f" and {len(sizes) - 5} more" if len(sizes) > 5 else ""
+            warnings.append(f"patches of {len(sizes)} sizes in one dataset ({shown}{more}): accepted, but the encoder "
+                            "resizes each to its input, so a patch's field of view (and its micrometres per pixel) "
+                            "differs with its size; cut every patch at one size and resolution for comparable "
+                            "features")
         if warnings:
             out["warnings"] = warnings
         return out

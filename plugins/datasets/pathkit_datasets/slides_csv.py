@@ -26,10 +26,12 @@ from pathkit_datasets._cohort import (
     cell,
     check_duplicates,
     check_part_classes,
+    check_slide_mpps,
     choose_split,
     class_order,
     cohort_rows,
     drop_missing_files,
+    find_column,
     find_table,
     group_rows,
     read_table,
@@ -87,6 +89,7 @@ class SlidesCSV(CohortDataset):
         check_duplicates(rows, lambda r: slide_id_for(r.file), "slide file name", path)
         check_duplicates(rows, lambda r: r.case_id, "case id", path)
         rows, excluded = drop_missing_files(rows, skip_missing=bool(self.options["skip_missing"]), where=path)
+        check_slide_mpps(rows, where=path, mpp_column=find_column(table.columns, "mpp"))
         groups = {g.case_id: g for g in group_rows(rows, str(self.options["case"]), path)}
         labels = {c: str(g.value) for c, g in groups.items()}
         self._classes = class_order(list(labels.values()), self.options.get("classes"), path)

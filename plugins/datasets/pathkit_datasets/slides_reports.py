@@ -26,6 +26,7 @@ from pathkit_core.report_text import CLEANING_STYLES
 from pathkit_datasets._cohort import (
     COHORT_OPTIONS,
     check_duplicates,
+    check_slide_mpps,
     choose_split,
     cohort_rows,
     drop_missing_files,
@@ -88,6 +89,7 @@ class SlidesReports(ReportDataset):
         else:
             check_duplicates(rows, lambda r: str(r.file.resolve()), "slide path", path)
         rows, excluded = drop_missing_files(rows, skip_missing=bool(self.options["skip_missing"]), where=path)
+        check_slide_mpps(rows, where=path, mpp_column=find_column(table.columns, "mpp"))
         groups = {g.case_id: g for g in group_rows(rows, str(self.options["case"]), path, value_name="report")}
         cases: dict[str, Case] = {}
         for case_id, group in groups.items():

@@ -118,7 +118,14 @@ class VQAMetric(Metric):
         def mean(flags: Sequence[bool]) -> float:
             return sum(flags) / len(flags)
 
+        from pathkit_core.report.vqa import wilson
+
+        correct = sum(bool(r["correct"]) for r in rows)
         out: dict[str, float] = {"Overall": mean([r["correct"] for r in rows]), "n_questions": float(len(rows))}
+        # the headline's interval: Wilson's, as the report's capability table gives each accuracy
+        interval = wilson(correct, len(rows))
+        if interval is not None:
+            out["Overall_ci_low"], out["Overall_ci_high"] = interval
         capabilities = sorted({r["capability"] for r in rows if r["capability"] is not None})
         for cap in capabilities:
             if cap in RESERVED:

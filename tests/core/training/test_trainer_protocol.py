@@ -37,7 +37,7 @@ def new_model() -> TinyRegressor:
 
 def config(**overrides) -> TrainConfig:
     values = {"max_epochs": 4, "lr": 1e-2, "batch_size": 4, "progress": False, "cpu": True,
-              "early_stop_patience": None}
+              "early_stop_patience": None, "checkpoint_every_minutes": 0}
     return TrainConfig(**{**values, **overrides})
 
 
@@ -57,22 +57,29 @@ def test_defaults_follow_pathbench_and_unknown_options_fail():
         TrainConfig.from_mapping({"learning_rate": 1.0})
 
 
+def crashing_in_epoch_three() -> TinyRegressor:
+    """A new model whose training is cut (KeyboardInterrupt) at the second step of epoch 3 (4 steps
+    per epoch)."""
+    model = new_model()
+    original = model.training_step
+    calls = {"train": 0}
+
+    def crash_in_epoch_three(batch):
+        if model.training:
+            calls["train"] += 1
+            if calls["train"] == 4 * 2 + 2:
+                raise KeyboardInterrupt("power cut")
+        return original(batch)
+
+    model.training_step = crash_in_epoch_three
+    return model
+
+
 def test_resume_after_an_interruption_continues_exactly(tmp_path):
     straight = new_model()
     fit(straight, TRAIN, VAL, config(), tmp_path / "straight")
 
-    interrupted = new_model()
-    original = interrupted.training_step
-    calls = {"train": 0}
-
-    def crash_in_epoch_three(batch):
-        if interrupted.training:
-            calls["train"] += 1
-            if calls["train"] == 4 * 2 + 2:  # second step of epoch 3 (4 steps per epoch)
-                raise KeyboardInterrupt("power cut")
-        return original(batch)
-
-    interrupted.training_step = crash_in_epoch_three
+    interrupted = crashing_in_epoch_three()
     with pytest.raises(KeyboardInterrupt):
         fit(interrupted, TRAIN, VAL, config(), tmp_path / "resumed")
     assert json.loads((tmp_path / "resumed" / "last.json").read_text())["trainer_state"]["epoch"] == 2
@@ -86,6 +93,74 @@ def test_resume_after_an_interruption_continues_exactly(tmp_path):
     reference = json.loads((tmp_path / "straight" / "history.json").read_text())
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in history]
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in reference]
+
+
+class _Clock:
+    """time.monotonic for the trainer: each call returns the next of `ticks` (seconds)."""
+
+    def __init__(self, ticks):
+        import time as real
+
+        self._ticks, self.perf_counter = iter(ticks), real.perf_counter
+
+    def monotonic(self):
+        return next(self._ticks)
+
+
+def test_resume_after_a_skipped_last_write_retrains_from_the_earlier_one(tmp_path, monkeypatch):
+    import pathkit_core.training.trainer as trainer
+
+    straight = new_model()
+    fit(straight, TRAIN, VAL, config(), tmp_path / "straight")
+    # at most one `last` a minute: the clock reads 0 at the start, 61 s after epoch 1 (written),
+    # 100 s after epoch 2 (39 s since: skipped); epoch 3 crashes
+    monkeypatch.setattr(trainer, "time", _Clock([0.0, 61.0, 61.0, 100.0]))
+    interrupted = crashing_in_epoch_three()
+    with pytest.raises(KeyboardInterrupt):
+        fit(interrupted, TRAIN, VAL, config(checkpoint_every_minutes=1), tmp_path / "resumed")
+    assert json.loads((tmp_path / "resumed" / "last.json").read_text())["trainer_state"]["epoch"] == 1
+    assert len(json.loads((tmp_path / "resumed" / "history.json").read_text())) == 2
+    monkeypatch.undo()
+
+    resumed = new_model()
+    result = fit(resumed, TRAIN, VAL, config(checkpoint_every_minutes=1), tmp_path / "resumed")
+    assert result.epochs_run == 4 and len(result.history) == 4
+    for key, value in weights(straight).items():
+        torch.testing.assert_close(resumed.state_dict()[key], value, rtol=0, atol=0)
+    history = json.loads((tmp_path / "resumed" / "history.json").read_text())
+    reference = json.loads((tmp_path / "straight" / "history.json").read_text())
+    assert [{k: v for k, v in r.items() if k != "seconds"} for r in history] == [
+        {k: v for k, v in r.items() if k != "seconds"} for r in reference]
+
+
+def test_last_is_written_at_most_every_n_minutes_and_always_at_the_end(tmp_path, monkeypatch):
+    import pathkit_core.training.trainer as trainer
+
+    writes = []
+    save = trainer.save_checkpoint
+    monkeypatch.setattr(trainer, "save_checkpoint", lambda d, stem, *a, **k: (
+        writes.append((stem, k["trainer_state"]["epoch"], k.get("optimizer") is not None)), save(d, stem, *a, **k))[1])
+    fit(new_model(), TRAIN, VAL, config(max_epochs=6, checkpoint_every_minutes=1e6), tmp_path / "a")
+    assert [w for w in writes if w[0] == "last"] == [("last", 6, True)]  # the final epoch, resumable
+    writes.clear()
+    fit(new_model(), TRAIN, VAL, config(max_epochs=3), tmp_path / "b")
+    assert [w for w in writes if w[0] == "last"] == [("last", 1, True), ("last", 2, True), ("last", 3, True)]
+
+
+def test_an_early_stopped_last_keeps_no_optimizer_state_and_is_not_continued(tmp_path, capsys):
+    scores = iter([0.5, 0.4, 0.3, 0.2])
+    cfg = config(max_epochs=6, early_stop_patience=2, progress=True)
+    result = fit(new_model(), TRAIN, VAL, cfg, tmp_path, selection=lambda preds, refs: next(scores))
+    assert result.stopped_early and result.epochs_run == 3
+    assert "early stopping after epoch 3: no better validation score in 2 validation(s) (patience 2); " \
+           "the best epoch is 1" in capsys.readouterr().out
+    tensors = load_file(str(tmp_path / "last.safetensors"))
+    assert all(k.startswith("model.") for k in tensors)  # weights only: a third of a resumable `last`
+    assert json.loads((tmp_path / "last.json").read_text())["trainer_state"]["final"] is True
+    again = fit(new_model(), TRAIN, VAL, config(max_epochs=6, early_stop_patience=2), tmp_path)
+    assert again.epochs_run == 3 and again.stopped_early  # resuming trains nothing more
+    with pytest.raises(PathkitError, match="early stopping ended after 3 period"):
+        fit(new_model(), TRAIN, VAL, config(max_epochs=6, early_stop_patience=5), tmp_path)
 
 
 def test_selection_picks_the_best_epoch_and_stops_early(tmp_path):

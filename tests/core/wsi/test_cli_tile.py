@@ -94,3 +94,20 @@ def test_sigkill_then_rerun_matches_an_uninterrupted_run(tmp_path):
     assert statuses.count("skipped") >= done and "failed" not in statuses
     assert _outputs(killed) == _outputs(ref)
     assert not list(killed.glob(".*.tmp")) and not list(killed.glob(".*.lock"))
+
+
+def test_piped_output_keeps_every_path_on_one_line(synthetic_slides, tmp_path):
+    # `pathkit tile ... | cat`: stdout is a pipe, COLUMNS unset; rich's own default (80 columns)
+    # folded the table and split the output folder's path across lines
+    out = tmp_path / ("a-long-folder-name-" * 6) / "tiles"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.run([sys.executable, "-m", "pathkit_core.cli", "tile", str(synthetic_slides["tissue"]),
+                           "--out", str(out), *FAST], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert len(str(out)) > 120 and any(str(out) in line for line in proc.stdout.splitlines())
+    assert "\x1b[" not in proc.stdout  # plain: no colour codes in a log
+    # COLUMNS, when set, is the width
+    narrow = subprocess.run([sys.executable, "-m", "pathkit_core.cli", "tile", str(synthetic_slides["tissue"]),
+                             "--out", str(out), *FAST], capture_output=True, text=True,
+                            env={**env, "COLUMNS": "70"}, timeout=300)
+    assert narrow.returncode == 0 and max(len(line) for line in narrow.stdout.splitlines()) <= 70

@@ -80,3 +80,39 @@ def test_a_batch_with_every_problem_file_finishes_the_good_slides(realdata, tmp_
 def test_open_slide_reports_vendor_metadata(realdata):
     with open_slide(realdata / "slides" / "CMU-1-Small-Region.svs") as s:
         assert s.vendor == "aperio" and s.dimensions == (2220, 2967)
+
+
+def test_cmu1_has_no_ink_and_loses_no_tissue_to_it(cmu1):
+    # the magenta eosin edges and the blue-cyan fringes of its loose tissue are not marker ink
+    _, manifest = cmu1
+    assert manifest.meta["segmentation"]["pen_fraction"] <= 0.005
+
+
+def _patch_pen(path):
+    from PIL import Image
+
+    from pathkit_core.wsi.segmentation import OtsuTissueSegmenter, hsv_channels
+
+    params = TilingParams()
+    rgb = np.asarray(Image.open(path).convert("RGB"))
+    hue, sat, val = hsv_channels(rgb)
+    pen = OtsuTissueSegmenter(params).pen_mask(rgb, hue, sat, val, params.seg_mpp)
+    glass = (val > params.background_value) & (sat < params.background_saturation)
+    return pen, sat, glass
+
+
+@pytest.mark.parametrize("name", ["no-tissue-green-pen.png", "no-tissue-red-pen.png"])
+def test_real_marker_ink_is_found(realdata, name):
+    # the ink: visibly coloured pixels that are not glass (benchmarks/pen_validity.py, docs/wsi.md)
+    pen, sat, glass = _patch_pen(realdata / "patches" / name)
+    ink = ~glass & (sat >= 0.2)
+    assert ink.mean() > 0.5 and (pen & ink).sum() / ink.sum() >= 0.9
+
+
+@pytest.mark.parametrize("name", ["tissue-level0-4302-10273-4814-10785.png", "tissue-level0-7352-11762-7864-12274.png",
+                                  "tissue-level2-1784-6289-5880-10386.png", "tissue-level2-3000-7666-7096-11763.png",
+                                  "tissue-level2-4640-4649-8736-8746.png", "tissue-level2-4760-5241-8856-9338.png",
+                                  "MUC-TCGA-ACCPKIPN.tif", "TUM-TCGA-ACRLPPQE.tif"])
+def test_real_he_tissue_has_no_ink(realdata, name):
+    pen, _, glass = _patch_pen(realdata / "patches" / name)
+    assert (~glass).mean() > 0.5 and not pen.any()

@@ -97,6 +97,40 @@ def test_haematoxylin_and_small_red_blood_cells_are_not_pen():
     assert mask.tissue[tissue].mean() > 0.97
 
 
+def test_tissue_fringes_and_magenta_edges_are_not_pen():
+    # CMU-1's loose tissue has scattered steel-blue and cyan pixels at its edges, and eosin turns
+    # magenta (hue 320-335 deg, S 0.55) at tissue borders; dark nuclei are near-black violet
+    img = _image()
+    tissue = _disc(img, 100, 150, 80, PINK)
+    rng = np.random.default_rng(0)
+    for y, x in rng.integers(30, 170, size=(40, 2)):
+        img[y:y + 2, x + 60:x + 63] = (40, 80, 105) if y % 2 else (94, 175, 182)  # blue / cyan specks, 8-12 um
+    ring = tissue & ~_disc(np.zeros_like(img), 100, 150, 74, (1, 1, 1))
+    img[ring] = (200, 90, 160)  # a 24-um magenta rim of eosin
+    for cx in (120, 140, 160):
+        _disc(img, 100, cx, 3, (60, 35, 70))  # dark nuclei, 24 um
+    mask = OtsuTissueSegmenter(TilingParams()).segment(img, mpp=4.0)
+    assert not mask.pen.any() and mask.info["pen_fraction"] == 0.0
+    assert mask.tissue[tissue].mean() > 0.97
+
+
+def test_a_dark_marker_core_and_its_blurred_rim_are_pen():
+    # a red marker stroke laid thick: dark red-violet core (V 0.27, hue 330 deg), bright red sides,
+    # and a pale pink rim (S 0.15) that alone looks like eosin
+    img = _image(200, 300)
+    img[60:140, 40:260] = (215, 180, 195)  # the rim, 20 px (80 um) beyond the stroke
+    img[70:130, 50:250] = (200, 40, 60)  # bright red
+    img[85:115, 50:250] = (69, 32, 50)  # the dark core
+    tissue = _disc(img, 170, 40, 20, PINK)
+    mask = OtsuTissueSegmenter(TilingParams()).segment(img, mpp=4.0)
+    assert mask.pen[60:140, 40:260].all()
+    assert not mask.tissue[60:140, 40:260].any()
+    assert not mask.pen[tissue].any()
+    without_rim = OtsuTissueSegmenter(TilingParams(pen_rim_um=0, pen_margin_um=0)).segment(img, mpp=4.0)
+    # an opening rounds the corners of a stroke by its radius (40 um); the inside is all ink
+    assert without_rim.pen[70:130, 60:240].all() and not without_rim.pen[62, 100]
+
+
 def test_small_holes_are_filled_and_large_ones_kept():
     img = _image(300, 300)
     _disc(img, 150, 150, 120, PINK)

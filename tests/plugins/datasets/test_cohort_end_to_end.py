@@ -89,8 +89,9 @@ def test_slides_csv_runs_with_the_users_split_and_reports_auroc_with_its_interva
 
 
 def test_a_slide_without_resolution_names_the_option_of_the_command(cli, tmp_path):
-    """Without its mpp cell, the slide with no resolution fails, and the error names the fix that
-    fits `pathkit run --dataset slides-csv` (and only the tiling options for `pathkit tile`)."""
+    """Without its mpp cell, the slide with no resolution stops the run before any tiling, and the
+    error names the row, the table's mpp column and the option that fit `pathkit run --dataset
+    slides-csv` (and only the tiling options for `pathkit tile`)."""
     root = tmp_path / "c"
     (root / "s").mkdir(parents=True)
     rows = []
@@ -102,9 +103,16 @@ def test_a_slide_without_resolution_names_the_option_of_the_command(cli, tmp_pat
                  "gma-mil", "--max-epochs", "1", "--workdir", tmp_path / "w", "--cpu")
     assert result.exit_code == 2
     output = flat(result.output)
-    assert "x0: tiling failed" in output and "no resolution (mpp)" in output
-    assert "--dataset-option mpp=MPP (level-0 micrometres per pixel of slides without an mpp column" in output
-    assert "--mpp-csv" not in output
+    assert (f"{root / 'cohort.csv'}: 1 slide(s) have no usable resolution (mpp): line 2 (x0.tiff): no resolution "
+            "(mpp) in the slide's metadata. Give it in an `mpp` column in the table (one value per row), or for "
+            "every slide with --dataset-option mpp=MICRONS") in output
+    assert "--mpp-csv" not in output and "tiling" not in output
+    assert not (tmp_path / "w" / "tiles").exists()  # raised before any slide was tiled
+    # with an mpp column, the error names that column
+    write_rows(root / "cohort.csv", [{**r, "mpp": "" if k == 0 else "1.0"} for k, r in enumerate(rows)])
+    result = cli("run", "--dataset", "slides-csv", "--dataset-root", root, "--encoder", "tiny-vit", "--generator",
+                 "gma-mil", "--max-epochs", "1", "--workdir", tmp_path / "w", "--cpu")
+    assert result.exit_code == 2 and "Give it in the table's `mpp` column for those rows" in flat(result.output)
     assert cli("tile", root / "s" / "x0.tiff", "--out", tmp_path / "t").exit_code != 0
     reason = json.loads((tmp_path / "t" / "tiling_status.json").read_text())["slides"]["x0"]["reason"]
     assert reason.endswith("supply it with --slide-mpp MPP (one slide) or --mpp-csv FILE (columns slide,mpp)")

@@ -162,12 +162,17 @@ def test_a_split_column_is_used_as_given_and_checked_for_leakage(demo, tmp_path)
         HepatoBenchDataset(root).validate()
 
 
-def test_patch_folder_with_repeated_file_names_and_a_class_order(tmp_path):
+def class_folders(root, n, px):
+    """Folders tumour/ and stroma/ of `n` grey `px`-pixel PNGs each (0.png, 1.png, ...)."""
     for label, value in (("tumour", 40), ("stroma", 200)):
-        folder = tmp_path / label
+        folder = root / label
         folder.mkdir()
-        for i in range(12):
-            (folder / f"{i}.png").write_bytes(png(px=64, value=value + i))
+        for i in range(n):
+            (folder / f"{i}.png").write_bytes(png(px=px, value=value + i))
+
+
+def test_patch_folder_with_repeated_file_names_and_a_class_order(tmp_path):
+    class_folders(tmp_path, 12, 64)
     ds = PatchFolderDataset(tmp_path, classes="tumour,stroma")
     ds.validate()
     assert ds.class_names() == ("tumour", "stroma")
@@ -236,3 +241,21 @@ def test_two_members_of_one_name_in_a_class_zip_are_an_error_naming_them(release
     with pytest.raises(PathkitError, match=r"01_TUM\.zip: 1 member name\(s\) appear more than once in the zip: "
                                            r"TUM_1\.png"):
         HepatoBenchDataset(release).patches()
+
+
+def test_patch_folder_warns_when_patches_come_in_several_sizes(tmp_path):
+    class_folders(tmp_path, 6, 224)
+    one_size = PatchFolderDataset(tmp_path)
+    one_size.validate()
+    assert not any("sizes" in w for w in one_size.summary().get("warnings", []))
+    (tmp_path / "tumour" / "big.png").write_bytes(png(px=512, value=50))
+    out = io.BytesIO()
+    Image.fromarray(np.full((50, 30, 3), 60, np.uint8)).save(out, format="PNG")
+    (tmp_path / "stroma" / "odd.png").write_bytes(out.getvalue())
+    mixed = PatchFolderDataset(tmp_path)
+    mixed.validate()
+    summary = mixed.summary()
+    assert summary["patch_sizes"] == {"224x224": 12, "512x512": 1, "30x50": 1}
+    warning = [w for w in summary["warnings"] if "sizes" in w]
+    assert len(warning) == 1 and warning[0].startswith(
+        "patches of 3 sizes in one dataset (224x224 px: 12, 30x50 px: 1, 512x512 px: 1)")
