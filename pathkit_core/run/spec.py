@@ -95,13 +95,18 @@ def load_run_config(path: str | Path) -> dict[str, Any]:
     """A TOML run config: top-level run options and optional [hparams], [train],
     [dataset_options], [tiling] and [metric_options.METRIC] tables. Components are named, never
     imported: a config can only choose among the registered plugins (`pathkit list`)."""
+    data = read_toml(path, "config")
+    return data.get("run", data)
+
+
+def read_toml(path: str | Path, what: str) -> dict[str, Any]:
+    """A TOML file (a run config, a suite); errors name the file and say what is wrong with it."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise PathkitError(f"{path}: no such config file") from None
+        raise PathkitError(f"{path}: no such {what} file") from None
     except IsADirectoryError:
-        raise PathkitError(f"{path}: is a folder, not a TOML config file") from None
+        raise PathkitError(f"{path}: is a folder, not a TOML {what} file") from None
     except tomllib.TOMLDecodeError as exc:
         raise PathkitError(f"{path}: invalid TOML ({exc})") from exc
-    return data.get("run", data)

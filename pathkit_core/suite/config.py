@@ -30,7 +30,6 @@ Components are named, never imported: a suite can only choose among registered p
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,15 +204,11 @@ def _refuse_shared_run_folders(tasks: list[SuiteTask], where: str) -> None:
 
 
 def load_suite(path: str | Path) -> SuiteConfig:
-    path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PathkitError(f"{path}: no such suite file") from None
-    except IsADirectoryError:
-        raise PathkitError(f"{path}: is a folder, not a TOML suite file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PathkitError(f"{path}: invalid TOML ({exc})") from exc
+    from pathkit_core.run.spec import read_toml
+    from pathkit_core.workspace import check_regular_file
+
+    path = check_regular_file(path, "suite") if Path(path).exists() else Path(path)  # a named pipe would block
+    data = read_toml(path, "suite")
     return parse_suite(data.get("suite", data), path)
 
 

@@ -84,6 +84,17 @@ def test_missing_file(tmp_path):
         load_suite(tmp_path / "none.toml")
 
 
+def test_a_named_pipe_as_suite_is_refused_without_blocking(tmp_path):
+    import os
+
+    from tests._pipes import without_blocking
+
+    fifo = tmp_path / "suite.toml"
+    os.mkfifo(fifo)
+    found = without_blocking(lambda: load_suite(fifo), fifo)
+    assert isinstance(found, PathkitError) and f"suite {fifo} is not a regular file" in str(found)
+
+
 def test_shards_split_the_cells_exactly_once(tmp_path):
     cells = load_suite(write(tmp_path, BASIC)).cells()
     parts = [parse_shard(f"{i}/3").select(cells, key=lambda c: c.label) for i in (1, 2, 3)]
