@@ -458,6 +458,8 @@ class ClassificationMetric(Metric):
         DatasetOption("n_resamples", "int", DEFAULT_RESAMPLES, "bootstrap resamples (0: no CI)"),
         DatasetOption("ci_level", "float", DEFAULT_LEVEL, "confidence level of the CIs"),
         DatasetOption("seed", "int", 0, "bootstrap seed"),
+        DatasetOption("proportion_ci", "str", DEFAULT_PROPORTION_CI,
+                      "interval of proportions (accuracy, sensitivity, ...): wilson, or exact (Clopper-Pearson)"),
         DatasetOption("classes", "any", None, "class order (a list of names)"),
         DatasetOption("n_classes", "int", None, "number of classes, when no names are known"),
         DatasetOption("selection", "bool", False, "true: the per-epoch selection score, without CIs"),

@@ -83,7 +83,7 @@ class NLGMetric(Metric):
         from pathkit_metrics._nlg import meteor as meteor_mod
 
         try:
-            use_meteor = option_bool(metric_options(context, OPTIONS, self.name), "meteor", True, self.name)
+            use_meteor = option_bool(metric_options(context, type(self)), "meteor", True, self.name)
         except PathkitError:
             return  # compute reports a bad option
         if use_meteor:

@@ -106,6 +106,8 @@ def classification_run(run_dir: Path, probs, labels, ids=None, *, encoder: str =
     from pathkit_core.run.score import write_test_cases
 
     ids = ids or [f"C{i:03d}" for i in range(len(labels))]
+    probs = np.asarray(probs, dtype=float)
+    probs = probs / probs.sum(1, keepdims=True)  # scores as class probabilities (the metric refuses others)
     preds = {i: {"label": int(np.argmax(p)), "probabilities": [float(x) for x in p]}
              for i, p in zip(ids, probs, strict=True)}
     refs = {i: int(y) for i, y in zip(ids, labels, strict=True)}

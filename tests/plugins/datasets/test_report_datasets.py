@@ -98,8 +98,9 @@ def test_reg2025_falls_back_to_a_seeded_split_on_a_subset(tmp_path, caplog):
     assert "drawing a seeded patient-disjoint 80/10/10 split" in caplog.text
     assert "drawn by pathkit (no split given)" in caplog.text
     # drawn splits live in the workspace, never in the user's dataset folder
-    saved = work / "splits" / "reg2025" / "reg2025-random-seed0.csv"
-    assert saved.exists() and REG2025(root, workdir=str(work)).splits() == parts
+    # one file per cohort: its name carries a digest of the cases it splits
+    (saved,) = (work / "splits" / "reg2025").glob("reg2025-random-seed0-cases*.csv")
+    assert REG2025(root, workdir=str(work)).splits() == parts
     assert not (root / "pathkit-splits").exists() and sorted(p.name for p in root.iterdir()) == sorted(
         [f"{c}.tiff" for c in chosen] + ["train.json"])
     facts = ds.split_facts()
@@ -212,7 +213,8 @@ def test_histai_reads_metadata_links_repeated_slide_names_and_saves_its_split(tm
     assert all(s.is_symlink() and s.resolve().name.startswith("slide_") for s in case.slides)
     assert ds.excluded_cases() == {"HISTAI-skin-b2_case_00099": "report is empty (fields micro_protocol, "
                                                                 "conclusion, diagnosis)"}
-    assert (work / "splits" / "histai" / "histai-seed0.csv").exists() and not (root / "pathkit-splits").exists()
+    assert len(list((work / "splits" / "histai").glob("histai-seed0-cases*.csv"))) == 1
+    assert not (root / "pathkit-splits").exists()
     he_only = HistAI(root, stains="HE", workdir=str(work))
     assert all(len(c.slides) == 1 for c in he_only.cases("train"))
     write_json(root / "metadata.json", [{"diagnosis": "x"}])

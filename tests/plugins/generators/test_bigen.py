@@ -305,7 +305,8 @@ def test_memory_is_two_tokens_and_bad_settings_are_clear_errors():
 
 
 def test_overfits_one_batch():
-    model, batch, _, targets = overfit_one_batch(lambda t: build(t, dropout=0.0, drop_prob_lm=0.0), steps=80)
+    # on one torch thread the four reports are all right from about step 100 on (80 was on the edge)
+    model, batch, _, targets = overfit_one_batch(lambda t: build(t, dropout=0.0, drop_prob_lm=0.0), steps=160)
     assert isinstance(model, TaskModel)
     assert model.predict(batch) == targets
 

@@ -257,7 +257,7 @@ def test_pathkit_score_takes_the_train_vocabulary(cli, tmp_path):
         assert table["reference_unread"].to_list() == [[]]  # the term is known, not unread
     result = cli("score", "--metric", "crqs", "--predictions", predictions, "--references", references,
                  "--option", f"train_reports={tmp_path / 'missing.json'}")
-    assert result.exit_code != 0 and "missing.json: no such file" in result.output
+    assert result.exit_code != 0 and "missing.json does not exist" in result.output
 
 
 @pytest.mark.realdata
