@@ -9,7 +9,7 @@ headline scores first (`Metric.headline_scores`, in its order), confidence-inter
 Informational keys (counts, `Metric.informational`) get no arrow. A score whose CI bounds are in
 the summary but not finite had an interval the metric could not estimate (a bootstrap that cannot
 vary): its CI cell says "not estimable (n=...)", never "[x, x]". A metric that records its test set
-as small (details["sample"]["warning"], pathkit_core.evaluation.intervals) gets that warning on
+as small (`details["sample"]["warning"]`, `pathkit_core.evaluation.intervals`) gets that warning on
 each of its rows (`ScoreRow.note`), printed beside the table.
 """
 
