@@ -117,6 +117,33 @@ class Encoder(Component):
     # The joint image-text space the embeddings lie in (e.g. "conch-v1": CONCH v1 after its
     # contrastive projection), None when they are image-only: text relevance needs one.
     joint_space: ClassVar[str | None] = None
+    # How a whole image (a patch of a patch-classification dataset) is brought to the input size:
+    # "bicubic" or "bilinear" resampling (timm's ViT default is bicubic); `resize_px` the shorter
+    # side before a centre crop to `crop_px` (torchvision's Resize(int) + CenterCrop), both None:
+    # the image is resized whole to the input size. Tiles at the tile spec need none of this.
+    interpolation: ClassVar[str] = "bicubic"
+    resize_px: ClassVar[int | None] = None
+    crop_px: ClassVar[int | None] = None
+    # True: `transform` runs on the extraction device (a GPU) on uint8 tiles moved there first.
+    transform_on_device: ClassVar[bool] = False
+    # The seed `load` initialises the architecture from when the encoder ships no checkpoint
+    # (`ships_checkpoint()` False) and none is given: the features' identity names it.
+    random_init_seed: ClassVar[int] = 0
+
+    @property
+    def feature_dim(self) -> int:
+        """Width of this instance's features (an architecture override may change `embed_dim`)."""
+        return self.embed_dim
+
+    def architecture_label(self) -> str:
+        """The architecture as written into feature files and error messages."""
+        return self.name
+
+    def ships_checkpoint(self) -> bool:
+        """False when no published checkpoint exists and `load` without a weights path initialises
+        randomly from `random_init_seed`; True (the default) when `load` finds or builds its
+        weights itself."""
+        return True
 
     def load(self, device: str = "cpu", weights_path: str | Path | None = None) -> torch.nn.Module:
         raise NotImplementedError

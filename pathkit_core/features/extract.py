@@ -171,10 +171,8 @@ def _weights_identity(
     """(checkpoint path, identity) known before loading, so resume needs no model."""
     from pathkit_core.features import weights as W
 
-    ships = getattr(encoder, "ships_checkpoint", None)
-    if weights_path is None and callable(ships) and not ships():
-        seed = getattr(encoder, "random_init_seed", 0)
-        return None, f"random-init:seed={seed}"
+    if weights_path is None and not encoder.ships_checkpoint():
+        return None, f"random-init:seed={encoder.random_init_seed}"
     if weights_path is None and encoder.weights is None:
         return None, "built-in"
     path = W.resolve_weights(type(encoder), weights_path, allow_download=allow_download)
@@ -375,7 +373,7 @@ def extract_features(
 
     _warn_tile_spec(enc, mine, rank)
     resolved_weights, weights_id = _weights_identity(enc, weights_path, allow_download)
-    arch = getattr(enc, "architecture_label", lambda: enc.name)()
+    arch = enc.architecture_label()
     # what the extraction key names as the model: its architecture, and the code when given
     keyed_arch = arch if code_key is None else f"{arch}|code:{code_key}"
     results: list[ExtractResult] = []
@@ -708,7 +706,7 @@ def _run(
         **extra,
     )
     out_type = store._torch_dtype(feature_dtype)
-    expected_dim = int(getattr(enc, "feature_dim", enc.embed_dim) or 0)
+    expected_dim = int(enc.feature_dim or 0)
     total = sum(j.n_tiles for j in jobs)
     last_flush = time.monotonic()
 

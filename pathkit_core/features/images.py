@@ -137,10 +137,11 @@ class Preprocessing:
         size = int(weights.input_size if weights else encoder.tile_spec.tile_px)
         mean = tuple(weights.mean) if weights else (0.485, 0.456, 0.406)
         std = tuple(weights.std) if weights else (0.229, 0.224, 0.225)
-        interpolation = str(getattr(encoder, "interpolation", "bicubic") or "bicubic")
+        interpolation = encoder.interpolation
         if interpolation not in _INTERPOLATIONS:
-            interpolation = "bicubic"
-        resize_px, crop_px = getattr(encoder, "resize_px", None), getattr(encoder, "crop_px", None)
+            raise PathkitError(f"encoder {encoder.name!r}: interpolation {interpolation!r} is not one of "
+                               f"{', '.join(sorted(_INTERPOLATIONS))}")
+        resize_px, crop_px = encoder.resize_px, encoder.crop_px
         resize = int(resize_px) if crop_px is not None and resize_px is not None and resize_px != crop_px else None
         return cls(size, mean, std, interpolation, resize)  # type: ignore[arg-type]
 
@@ -286,7 +287,7 @@ def encode_images(
     order = sorted(range(len(images)), key=lambda k: ids[k])
     prep = Preprocessing.of(enc)
     resolved, weights_id = _weights_identity(enc, weights_path, allow_download)
-    arch = getattr(enc, "architecture_label", lambda: enc.name)()
+    arch = enc.architecture_label()
     folder = Path(out_dir) / enc.name
     result = ImageEncoding()
     todo: list[tuple[Path, str, list[int]]] = []

@@ -148,7 +148,7 @@ class EncoderRunner:
                 self._compiled = True
             except Exception as exc:  # noqa: BLE001 - compiling is an optimisation, never a failure
                 self._compile_failed(exc)
-        on_device = self.device.type != "cpu" and bool(getattr(encoder, "transform_on_device", False))
+        on_device = self.device.type != "cpu" and bool(encoder.transform_on_device)
         self.preprocess = Preprocess(encoder, on_device=on_device)
         self.threads = default_threads(self.device) if threads is None else (threads or None)
 
