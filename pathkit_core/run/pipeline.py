@@ -16,6 +16,7 @@ from pathkit_core.run.dataset import DatasetStage, dataset_stage
 from pathkit_core.run.features import FeatureStage, feature_stage, shard_stage, write_features_qc
 from pathkit_core.run.fit import FitPlan, fit_stage, plan_fit
 from pathkit_core.run.identity import code_identity, features_identity, weights_identity
+from pathkit_core.run.items import task_items
 from pathkit_core.run.predict import checkpoint_names, predict_stage
 from pathkit_core.run.report import report_stage
 from pathkit_core.run.score import score_stage
@@ -124,7 +125,7 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
         if feats.skipped:
             log(f"skipping {len(feats.skipped)} case(s) without usable features (recorded in results)")
         write_features_qc(ctx.run_dir / "features_qc.csv", ds.cases, feats)
-        items = {name: ctx.task.items(cases, feats.inputs, ds.dataset, facts, targets=name != "test")
+        items = {name: task_items(ctx.task, cases, feats.inputs, ds.dataset, facts, targets=name != "test")
                  for name, cases in ds.cases.items()}
         if len(items["test"]) == 0:
             raise PathkitError("the test split has no case with usable features")

@@ -13,8 +13,8 @@ from pathkit_core.contracts import PathkitError
 from pathkit_core.evaluation.scores import score_rows
 from pathkit_core.report.html import write_run_report
 from pathkit_core.report.run_folder import RunFolder
-from pathkit_core.report.text_reports import field_accuracy
-from pathkit_core.report.vqa import wilson
+from pathkit_tasks.report.sections import field_accuracy
+from pathkit_tasks.vqa.sections import wilson
 
 from ._runs import report_run, tiny_synthetic_run
 
@@ -160,7 +160,7 @@ def test_segmentation_and_vqa_reports(runs):
 
 
 def test_a_failing_task_section_is_reported_and_the_rest_is_kept(runs, monkeypatch, tmp_path):
-    from pathkit_core.tasks.report import ReportTask
+    from pathkit_tasks.report.task import ReportTask
 
     def broken(self, run):
         raise ValueError("no such column")

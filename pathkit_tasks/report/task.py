@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pathkit_core.contracts import TASK_REPORT, Case, Dataset, Task
-from pathkit_core.tasks._common import most_frequent
+from pathkit_tasks._common import most_frequent
 
 
 class ReportTask(Task):
@@ -40,6 +40,6 @@ class ReportTask(Task):
     def report_sections(self, run: Any) -> list[Any]:
         """Every case's reference and generated report with its scores and CRQS evidence, the
         distinct-prediction fraction, the per-case score distribution and CRQS per field."""
-        from pathkit_core.report.text_reports import report_sections
+        from pathkit_tasks.report.sections import report_sections
 
         return report_sections(run)

@@ -251,7 +251,7 @@ def _ramp_legend(run: Any) -> str:
     import numpy as np
     from matplotlib.colors import LinearSegmentedColormap
 
-    from pathkit_core.evaluation.attention import HEATMAP_RAMP
+    from pathkit_tasks.classification.attention import HEATMAP_RAMP
 
     cmap = LinearSegmentedColormap.from_list("attention", [tuple(c / 255 for c in rgb) for rgb in HEATMAP_RAMP])
     fig, axes = new_figure(5.0, 0.95)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core.contracts import (
@@ -21,8 +22,9 @@ from pathkit_core.contracts import (
     Dataset,
     RunFacts,
     Task,
+    TileAttentionModel,
 )
-from pathkit_core.tasks._common import most_frequent
+from pathkit_tasks._common import most_frequent
 
 # A probability vector may miss 1 by rounding (float16 softmax, JSON round trips) but not more.
 _SUM_TOLERANCE = 1e-3
@@ -131,10 +133,21 @@ class SlideClassificationTask(ClassificationTask):
     description: ClassVar[str] = "a class per slide or patient from its tile-feature bag (GOLDMARK biomarkers)"
     inputs: ClassVar[tuple[str, ...]] = (INPUT_SLIDES, INPUT_FEATURES)
 
+    def export_evidence(self, model: Any, items: Any, cases: Sequence[Case], out_dir: Path, facts: RunFacts) -> None:
+        """Each test tile's attention (a Parquet/CSV table per slide aligned with its tile manifest
+        and a heatmap), when the model is an attention MIL model (`TileAttentionModel`)."""
+        if not isinstance(model, TileAttentionModel):
+            return
+        from pathkit_core.run.features import store_folders
+        from pathkit_tasks.classification.attention import export_run_attention
+
+        tile_dir, _ = store_folders(facts.workdir, facts.tile_spec.key(), facts.tiling)
+        export_run_attention(model, items, list(cases), out_dir, tile_dir=tile_dir)
+
     def report_sections(self, run: Any) -> list[Any]:
         """ROC and PR curves, the reliability diagram, the confusion matrix, attention heatmaps of
         the best and worst test slides, every case's prediction."""
-        from pathkit_core.report.classification import slide_classification_sections
+        from pathkit_tasks.classification.sections import slide_classification_sections
 
         return slide_classification_sections(run)
 
@@ -149,6 +162,6 @@ class PatchClassificationTask(ClassificationTask):
     def report_sections(self, run: Any) -> list[Any]:
         """The confusion matrix (counts and row-normalised), per-class F1, example patches of the
         most confused class pairs, every case's prediction."""
-        from pathkit_core.report.classification import patch_classification_sections
+        from pathkit_tasks.classification.sections import patch_classification_sections
 
         return patch_classification_sections(run)

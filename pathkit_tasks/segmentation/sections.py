@@ -184,7 +184,7 @@ def class_legend(names: list[str]) -> str:
     """The class map's key: each class name beside the colour the overlay draws it in."""
     from html import escape
 
-    from pathkit_core.wsi.overlay import class_colours
+    from pathkit_tasks.segmentation.overlay import class_colours
 
     items = "".join(
         f'<span class="legend-item" style="margin-right:1em;white-space:nowrap"><span style="display:inline-block;'

@@ -5,7 +5,7 @@ Training cases are labelled patches (images or feature files, target a class nam
 are slides whose target names their ground truth (`{"mask": path to a mask image or GeoJSON,
 "foreground": class name}`). The slides are tiled at the encoder's tile spec with 50 % overlap by
 default and windows over the slide edges; the head gives class probabilities per window; windows
-stream into a per-slide probability map (pathkit_core.wsi.stitch), and the foreground mask is the
+stream into a per-slide probability map (pathkit_tasks.segmentation.stitch), and the foreground mask is the
 foreground class's argmax (or its probability above a threshold) inside the tissue.
 
 A head trained on patches sees one field of view; windows of another size show it the tissue at
@@ -177,7 +177,7 @@ class SegmentationTask(Task):
 
     def output(self, prediction: Any, case: Case, dataset: Dataset) -> Any:
         if case.input_kind != INPUT_SLIDES:  # a validation patch: a patch classifier's prediction
-            from pathkit_core.tasks.classification import PatchClassificationTask
+            from pathkit_tasks.classification.task import PatchClassificationTask
 
             return PatchClassificationTask().output(prediction, case, dataset)
         classes = list(dataset.class_names())
@@ -245,7 +245,7 @@ class SegmentationTask(Task):
 
     def report_sections(self, run: Any) -> list[Any]:
         """Per-slide Dice/IoU, predicted against reference masks over the thumbnail, tissue composition."""
-        from pathkit_core.report.segmentation import segmentation_sections
+        from pathkit_tasks.segmentation.sections import segmentation_sections
 
         return segmentation_sections(run)
 
@@ -317,7 +317,7 @@ def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta:
 
     from pathkit_core.features.store import iter_feature_rows
     from pathkit_core.workspace import atomic_write_with
-    from pathkit_core.wsi.stitch import ProbabilityMap, StitchGrid, tissue_cells
+    from pathkit_tasks.segmentation.stitch import ProbabilityMap, StitchGrid, tissue_cells
 
     if len(feature_files) != 1:
         raise PathkitError(f"segmentation case {case_id}: one slide per case, got {len(feature_files)} feature files")
@@ -437,11 +437,11 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
     import numpy as np
 
     from pathkit_core.workspace import atomic_write_with
-    from pathkit_core.wsi.mask_tiff import write_mask_tiff
     from pathkit_core.wsi.masks import MaskFrame, geojson_features, vectorise, write_geojson
-    from pathkit_core.wsi.overlay import class_colours, draw_overlay, write_overlay
     from pathkit_core.wsi.quantify import composition_rows, slide_composition
-    from pathkit_core.wsi.stitch import class_map, foreground_mask
+    from pathkit_tasks.segmentation.mask_tiff import write_mask_tiff
+    from pathkit_tasks.segmentation.overlay import class_colours, draw_overlay, write_overlay
+    from pathkit_tasks.segmentation.stitch import class_map, foreground_mask
 
     entry = {k: v for k, v in prediction.items() if k != "staged"}
     staged = prediction.get("staged")

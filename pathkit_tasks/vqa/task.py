@@ -12,7 +12,7 @@ The reader never sees the answer: test items carry no target, and the task hands
 case meta without the metric-only keys (`READER_HIDDEN`: group and condition give an ESG answer
 away). Before the reader, an evidence selector (`pathkit list selectors`) keeps at most K of
 the case's N patch features, scoring at most M candidates; the dataset names it and the budget
-(options `selector`, `budget`, `candidates`; see `pathkit_core.tasks.vqa_evidence`), and each
+(options `selector`, `budget`, `candidates`; see `pathkit_tasks.vqa.evidence`), and each
 prediction records what was kept (`evidence`), summarised as the paper's table 4 in metrics.json.
 """
 
@@ -33,7 +33,7 @@ from pathkit_core.contracts import (
     RunFacts,
     Task,
 )
-from pathkit_core.tasks._common import most_frequent
+from pathkit_tasks._common import most_frequent
 
 LETTERS = string.ascii_uppercase
 # Case meta that metrics get and readers never see (an ESG row's condition is its answer).
@@ -245,7 +245,7 @@ class MultipleChoiceVQATask(Task):
               facts: RunFacts, *, targets: bool = True) -> Sequence[dict[str, Any]]:
         """Each question's K selected features (`vqa_evidence.EvidenceItems`), never its answer on
         the test split; the selector is fitted on the first split given with targets (train)."""
-        from pathkit_core.tasks.vqa_evidence import evidence_items
+        from pathkit_tasks.vqa.evidence import evidence_items
 
         return evidence_items(cases, inputs, dataset, facts, targets=targets)
 
@@ -253,10 +253,11 @@ class MultipleChoiceVQATask(Task):
                 batch_size: int, cfg: Any) -> dict[str, Any]:
         """The reader's answers, each with the evidence record of its question's selection, and
         under a K sweep (`budget=64,128,256,512`) its answers at the other K ("sweep": {K: answer})."""
-        from pathkit_core.tasks.vqa_evidence import attach_evidence, sweep_predictions
+        from pathkit_core.training.trainer import predict
+        from pathkit_tasks.vqa.evidence import attach_evidence, sweep_predictions
 
         def answers(these: Sequence[dict[str, Any]]) -> dict[str, Any]:
-            return super(MultipleChoiceVQATask, self).predict(model, these, facts, batch_size=batch_size, cfg=cfg)
+            return predict(model, these, batch_size=batch_size, cfg=cfg)
 
         out = attach_evidence(answers(items), items)
         for case_id, by_budget in sweep_predictions(answers, items).items():
@@ -267,20 +268,20 @@ class MultipleChoiceVQATask(Task):
         return out
 
     def components(self, dataset: Dataset) -> list[tuple[str, str]]:
-        from pathkit_core.tasks.vqa_evidence import selection_protocol
+        from pathkit_tasks.vqa.evidence import selection_protocol
 
         protocol = selection_protocol(dataset)
         return [("selector", name) for name in dict.fromkeys((protocol.selector, *protocol.audit))]
 
     def metric_context(self, dataset: Dataset, facts: RunFacts) -> dict[str, Any]:
-        from pathkit_core.tasks.vqa_evidence import selection_protocol
+        from pathkit_tasks.vqa.evidence import selection_protocol
 
         options = getattr(dataset, "options", None) or {}
         scoring = {"drop_incomplete_groups": True} if options.get("drop_incomplete_groups") else {}
         return {"selection": selection_protocol(dataset).as_dict(), **({"options": scoring} if scoring else {})}
 
     def run_summary(self, predictions: Mapping[str, Any], references: Mapping[str, Any]) -> dict[str, Any]:
-        from pathkit_core.tasks.vqa_evidence import budget_summary
+        from pathkit_tasks.vqa.evidence import budget_summary
 
         budget = budget_summary(predictions)
         return {"budget": budget, "report_sections": ["budget"]} if budget else {}
@@ -291,7 +292,7 @@ class MultipleChoiceVQATask(Task):
     def report_sections(self, run: Any) -> list[Any]:
         """Accuracy per capability with intervals, QExact, evidence accessibility per selector, the
         evidence budget, every question with its answers."""
-        from pathkit_core.report.vqa import vqa_sections
+        from pathkit_tasks.vqa.sections import vqa_sections
 
         return vqa_sections(run)
 

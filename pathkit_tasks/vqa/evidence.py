@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import Case, Dataset, EvidencePool, PathkitError, RunFacts, Selection, Selector
+from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
+from pathkit_tasks.vqa.selection import EvidencePool, Selection, Selector
 
 PROTOCOL_DEFAULTS: dict[str, Any] = {"selector": "pathoargus", "budget": 512, "candidates": 10_000,
                                      "selector_options": {}, "audit_selectors": None}
@@ -353,7 +354,7 @@ def _check_selection(selection: Any, pool: EvidencePool, protocol: SelectionProt
 def evidence_items(cases: Sequence[Case], inputs: Mapping[str, Any], dataset: Dataset, facts: RunFacts, *,
                    targets: bool) -> EvidenceItems:
     """The split's items; the first call with targets (the train split) fits the selectors."""
-    from pathkit_core.tasks.vqa import reader_meta, slide_sets
+    from pathkit_tasks.vqa.task import reader_meta, slide_sets
 
     selectors = _selectors_for(dataset, facts, cases)
     entries = []
