@@ -9,6 +9,7 @@ from typing import Any
 from pathkit_core.contracts import INPUT_IMAGES, Case, Dataset, PathkitError, Task
 from pathkit_core.evaluation.provenance import mark_synthetic
 from pathkit_core.run.spec import RunSpec
+from pathkit_core.run.state import RunState
 from pathkit_core.workspace import FileLock, content_hash
 
 SPLITS = ("train", "val", "test")
@@ -120,3 +121,27 @@ def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir
     facts = realised_split(dataset, cases, dict(dataset.split_facts() or {}))
     return DatasetStage(dataset, cases, content_hash(ids), dataset_identity(dataset, cases, read_files),
                         dict(dataset.excluded_cases()), facts, dict(dataset.summary()))
+
+
+def stage(state: RunState) -> RunState:
+    """Open the dataset, name the run folder by its content (a dataset that fails to open leaves no
+    folder behind) and record its cases; a sharded run takes no run lock (shards share the stores)."""
+    ctx, spec = state.ctx, state.spec
+    needs_fit = ctx.generator_cls.needs_fit and (spec.frozen_from is None or state.shard.count > 1)
+    ds = dataset_stage(spec, ctx.dataset_cls, ctx.task, ctx.workdir, needs_fit=needs_fit)
+    state.dataset = ds
+    ctx.open_folder(ds.data_key, lock=state.shard.count <= 1)
+    state.keys["dataset"] = ds.data_key
+    if state.shard.count > 1:
+        return state
+    ctx.log(f"run folder: {ctx.run_dir}")
+    if ctx.marker("dataset") is not None and ctx.done("dataset", ds.data_key) is None:
+        ctx.log("the dataset's content changed since this folder's last run: every stage is redone")
+    ctx.mark("dataset", ds.data_key, {"n_cases": {k: len(v) for k, v in ds.ids.items()},
+                                      "root": str(ds.dataset.root), "n_excluded": len(ds.excluded)})
+    ctx.log(ds.split_line())
+    if ds.excluded:
+        ctx.log(f"the dataset excluded {len(ds.excluded)} case(s) (filters and QC; reasons in metrics.json)")
+    for warning in ds.summary.get("warnings", []):
+        ctx.log(f"WARNING: {warning}")
+    return state

@@ -11,6 +11,8 @@ from typing import Any
 from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
 from pathkit_core.run.fit import FitPlan
 from pathkit_core.run.items import task_predict, task_read_predictions, task_write_predictions
+from pathkit_core.run.state import RunState
+from pathkit_core.workspace import content_hash
 
 
 @dataclass
@@ -97,3 +99,19 @@ def predict_stage(ctx: Any, plan: FitPlan, predict_key: str, names: Sequence[str
         evaluated[name] = Evaluated(task_read_predictions(task, path), _epoch_of(plan, name))
     return evaluated
 
+
+
+def stage(state: RunState) -> RunState:
+    """Predict the test cases with every evaluated checkpoint (unless done) and read them back."""
+    from pathkit_core.run.features import split_inputs
+    from pathkit_core.run.identity import features_identity
+
+    state.needs("dataset", "items", "plan")
+    ctx, ds, plan = state.ctx, state.dataset, state.plan
+    state.checkpoints = checkpoint_names(ctx.spec.checkpoints, ctx.dataset_cls.evaluate_checkpoints,
+                                         trained=plan.checkpoint_dir is not None)
+    state.keys["predict"] = content_hash({"fit": state.keys["fit"],
+                                          "test": features_identity(split_inputs(state, "test"))})
+    state.evaluated = predict_stage(ctx, plan, state.keys["predict"], state.checkpoints, state.items["test"],
+                                    ds.cases["test"], ds.dataset, state.facts)
+    return state
