@@ -85,6 +85,6 @@ def matrix_report_sections(board: Any) -> list[Any] | None:
 
 @hookspec
 def suite_report_sections(suite: Any) -> list[Any] | None:
-    """Sections this plugin adds to a suite report (`suite`: a `pathkit_core.suite.analysis.SuiteAnalysis`,
+    """Sections this plugin adds to a suite report (`suite`: a `pathkit_bench.suite.analysis.SuiteAnalysis`,
     with its tidy leaderboard `suite.frame` and figure writer `suite.figures`; the goldmark plugin adds
     its encoder rank-sums)."""

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pathkit_bench.suite.config import load_suite
 from pathkit_core.contracts import PathkitError
 from pathkit_core.shard import parse_shard
-from pathkit_core.suite.config import load_suite
 
 SUITES = Path(__file__).resolve().parents[3] / "examples" / "suites"
 

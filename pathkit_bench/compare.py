@@ -4,7 +4,7 @@ Each summary key is compared on per-case values read from what a run folder alre
 (`per_case.parquet`, `test_cases.jsonl`, `metrics.json`): the metric says how
 (`Metric.paired_scores`): AUROC by DeLong's test on the per-case class probabilities, accuracy by
 McNemar's exact test on per-case correctness, any key with a per-case column of its name by the
-paired bootstrap of the mean difference. The statistics are `pathkit_core.stats`; this module only
+paired bootstrap of the mean difference. The statistics are `pathkit_bench.stats`; this module only
 finds the values and refuses, naming the cases, when the two runs were not scored on the same cases.
 """
 
@@ -153,7 +153,7 @@ def compare_values(a: PairedValues, b: PairedValues, *, n_resamples: int = 2000,
     """The test `a.test` names on two runs' per-case values of one key (same cases, same order)."""
     import numpy as np
 
-    from pathkit_core.stats import delong_test, delong_test_ovr, mcnemar_exact, paired_bootstrap
+    from pathkit_bench.stats import delong_test, delong_test_ovr, mcnemar_exact, paired_bootstrap
 
     n = len(a.values)
     notes = []
@@ -203,7 +203,7 @@ def compare_runs(a: Any, b: Any, keys: Sequence[str] = (), *, n_resamples: int =
                  registry: Any = None) -> tuple[list[Comparison], list[str]]:
     """Compare run folders `a` and `b` (RunFolder) on each key, p-values adjusted over the keys;
     with no keys, on the headline scores, leaving out (and listing) those without per-case values."""
-    from pathkit_core.stats import adjust_pvalues
+    from pathkit_bench.stats import adjust_pvalues
 
     ids = same_test_cases(a, b)
     chosen = list(keys) or default_keys(a, b, registry)

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.bootstrap import bootstrap_ci
-from pathkit_core.stats import (
+from pathkit_bench.stats import (
     mcnemar_exact,
     paired_bootstrap,
     pairwise_bootstrap,
     seed_bootstrap_ci,
     sign_flip_test,
 )
+from pathkit_core.contracts import PathkitError
+from pathkit_core.evaluation.bootstrap import bootstrap_ci
 
 
 def constructed_pair():
@@ -117,7 +117,7 @@ def test_mcnemar_against_exact_binomial_by_hand():
 
 def test_normal_p_keeps_its_resolution_under_holm():
     """40 models (780 pairs): the count p cannot pass Holm with 2,000 resamples; the normal one can."""
-    from pathkit_core.stats import holm
+    from pathkit_bench.stats import holm
 
     rng = np.random.default_rng(11)
     base = rng.random((400, 1))

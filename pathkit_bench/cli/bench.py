@@ -25,10 +25,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run a benchmark suite (resumable: a rerun reuses every finished cell) and write its leaderboard,
         comparisons and report under <workdir>/suites/<name>/."""
-        from pathkit_core.report.suite import write_suite_report
-        from pathkit_core.suite.analysis import SuiteAnalysis
-        from pathkit_core.suite.config import load_suite
-        from pathkit_core.suite.runner import run_cells, suite_folder, write_leaderboard
+        from pathkit_bench.report.suite import write_suite_report
+        from pathkit_bench.suite.analysis import SuiteAnalysis
+        from pathkit_bench.suite.config import load_suite
+        from pathkit_bench.suite.runner import run_cells, suite_folder, write_leaderboard
 
         suite = load_suite(config)
         folder = suite_folder(workdir, suite)

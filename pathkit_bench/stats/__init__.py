@@ -11,9 +11,9 @@ Nothing here reads files or knows about runs; docs/comparisons.md names the pape
 function follows.
 """
 
-from pathkit_core.stats.delong import DeLongResult, auroc_covariance, delong_test, delong_test_ovr, weighted_auroc
-from pathkit_core.stats.multiple import adjust_pvalues, benjamini_hochberg, holm
-from pathkit_core.stats.paired import (
+from pathkit_bench.stats.delong import DeLongResult, auroc_covariance, delong_test, delong_test_ovr, weighted_auroc
+from pathkit_bench.stats.multiple import adjust_pvalues, benjamini_hochberg, holm
+from pathkit_bench.stats.paired import (
     BootstrapComparison,
     McNemarResult,
     PairwiseBootstrap,
@@ -27,7 +27,7 @@ from pathkit_core.stats.paired import (
     seed_bootstrap_ci,
     sign_flip_test,
 )
-from pathkit_core.stats.ranks import (
+from pathkit_bench.stats.ranks import (
     FriedmanResult,
     average_ranks,
     cd_cliques,

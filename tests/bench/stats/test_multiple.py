@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pathkit_bench.stats import adjust_pvalues, benjamini_hochberg, holm
 from pathkit_core.contracts import PathkitError
-from pathkit_core.stats import adjust_pvalues, benjamini_hochberg, holm
 
 
 def test_holm_by_hand():

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from pathkit_bench.stats import average_ranks, cd_cliques, friedman_test, nemenyi_cd, nemenyi_q, win_tie_loss
 from pathkit_core.contracts import PathkitError
-from pathkit_core.stats import average_ranks, cd_cliques, friedman_test, nemenyi_cd, nemenyi_q, win_tie_loss
 
 # Demšar (2006), table 5(a): q_0.05 of the two-tailed Nemenyi test, k = 2..10 (three decimals).
 DEMSAR_Q05 = [1.960, 2.343, 2.569, 2.728, 2.850, 2.949, 3.031, 3.102, 3.164]

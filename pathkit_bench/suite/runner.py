@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pathkit_bench.suite.config import Cell, SuiteConfig
 from pathkit_core.contracts import PathkitError
-from pathkit_core.suite.config import Cell, SuiteConfig
 
 LEADERBOARD = "leaderboard"
 CELLS = "cells"

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pathkit_bench.stats.multiple import METHODS
 from pathkit_core.contracts import PathkitError
-from pathkit_core.stats.multiple import METHODS
 
 SUITE_KEYS = ("name", "encoders", "generators", "seeds", "metrics", "correction", "alpha", "resamples", "level",
               "run", "tasks")

@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Paired tests of A - B on every case both runs scored: DeLong (AUROC), McNemar (accuracy), paired
         bootstrap (per-case scores); refuses, naming the cases, when the test cases differ."""
-        from pathkit_core.evaluation.compare import compare_runs
+        from pathkit_bench.compare import compare_runs
         from pathkit_core.report.run_folder import RunFolder
 
         a, b = RunFolder(run_a), RunFolder(run_b)

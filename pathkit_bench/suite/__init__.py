@@ -7,6 +7,6 @@ ranks across tasks (docs/comparisons.md).
 - `analysis`: per-task pairwise tests and the across-task ranks, Friedman, Nemenyi, win/tie/loss.
 """
 
-from pathkit_core.suite.config import Cell, SuiteConfig, SuiteTask, load_suite
+from pathkit_bench.suite.config import Cell, SuiteConfig, SuiteTask, load_suite
 
 __all__ = ["Cell", "SuiteConfig", "SuiteTask", "load_suite"]

@@ -11,8 +11,8 @@ import pytest
 from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
+from pathkit_bench.stats import auroc_covariance, delong_test, delong_test_ovr
 from pathkit_core.contracts import PathkitError
-from pathkit_core.stats import auroc_covariance, delong_test, delong_test_ovr
 
 
 def psi(x: float, y: float) -> float:
@@ -127,7 +127,7 @@ def test_ovr_macro_matches_sklearn_and_reference_variance():
 
 
 def test_weighted_auroc_is_the_auroc_of_repeated_cases():
-    from pathkit_core.stats import weighted_auroc
+    from pathkit_bench.stats import weighted_auroc
 
     rng = np.random.default_rng(8)
     y = rng.random(40) < 0.4
@@ -141,7 +141,7 @@ def test_weighted_auroc_is_the_auroc_of_repeated_cases():
 
 
 def test_bootstrap_auroc_comparison_agrees_with_delong():
-    from pathkit_core.stats import pairwise_bootstrap_auroc
+    from pathkit_bench.stats import pairwise_bootstrap_auroc
 
     rng = np.random.default_rng(9)
     y = rng.random(300) < 0.5

@@ -2,7 +2,7 @@
 (paired, seeds and cases resampled together; p-values adjusted over the task's table), and across
 tasks, average ranks of the encoders and of the generators, Friedman's test, the Nemenyi critical
 difference and win/tie/loss counts (docs/comparisons.md). Reads only the suite folder
-(leaderboard.parquet, cells.csv) and the cells' run folders; the statistics are `pathkit_core.stats`.
+(leaderboard.parquet, cells.csv) and the cells' run folders; the statistics are `pathkit_bench.stats`.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _paired_data(task: TaskComparison, registry: Any) -> tuple[str, Any, Any]:
     """(kind, values, labels) of every cell and seed: (seeds, cases, cells[, classes])."""
     import numpy as np
 
-    from pathkit_core.evaluation.compare import case_difference, paired_values, test_case_ids
+    from pathkit_bench.compare import case_difference, paired_values, test_case_ids
     from pathkit_core.report.run_folder import RunFolder
 
     ids: list[str] | None = None
@@ -114,7 +114,7 @@ def compare_task(task: TaskComparison, *, correction: str, level: float, resampl
     """Fill in the task's pairwise comparison (or its note saying why there is none)."""
     import numpy as np
 
-    from pathkit_core.stats import adjust_pvalues, pairwise_bootstrap, pairwise_bootstrap_auroc
+    from pathkit_bench.stats import adjust_pvalues, pairwise_bootstrap, pairwise_bootstrap_auroc
 
     if len(task.cells) < 2:
         task.note = "one cell: nothing to compare"
@@ -181,7 +181,7 @@ class SuiteAnalysis:
     def compared_key(self, task: str) -> str | None:
         """The score a task is compared and ranked on: the suite's `compare`, else the first headline
         score of its metrics that has per-case values."""
-        from pathkit_core.evaluation.compare import paired_test
+        from pathkit_bench.compare import paired_test
         from pathkit_core.evaluation.scores import metric_classes
         from pathkit_core.report.run_folder import RunFolder
 
@@ -229,7 +229,7 @@ class SuiteAnalysis:
         (task x a level of the other factor in which every one of them has a score)."""
         import numpy as np
 
-        from pathkit_core.stats import average_ranks, cd_cliques, friedman_test, nemenyi_cd, win_tie_loss
+        from pathkit_bench.stats import average_ranks, cd_cliques, friedman_test, nemenyi_cd, win_tie_loss
 
         other = "generator" if factor == "encoder" else "encoder"
         pick = 0 if factor == "encoder" else 1

@@ -81,7 +81,7 @@ def pairwise_section(analysis: Any, figures: FigureWriter) -> Section:
 
 
 def ranks_section(analysis: Any, figures: FigureWriter) -> Section:
-    from pathkit_core.report.cd_diagram import cd_data, cd_diagram
+    from pathkit_bench.report.cd_diagram import cd_data, cd_diagram
 
     parts = ["<p class=note>Within each block (a task and one level of the other factor) the models are ranked by "
              "their mean compared score (1 = best; ties share ranks); the average rank over blocks, Friedman's "

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pathkit_core.suite.analysis import SuiteAnalysis
+from pathkit_bench.suite.analysis import SuiteAnalysis
 
 from ._suite import synthetic_suite
 
@@ -62,7 +62,7 @@ def test_tables_written(planted):
 
 
 def test_a_task_whose_cells_differ_in_test_cases_is_not_compared(tmp_path):
-    from pathkit_core.suite.analysis import TaskComparison, compare_task
+    from pathkit_bench.suite.analysis import TaskComparison, compare_task
 
     from ._suite import classification_run
 
@@ -79,8 +79,8 @@ def test_a_task_whose_cells_differ_in_test_cases_is_not_compared(tmp_path):
 
 
 def test_best_is_marked_when_one_cell_beats_every_other():
-    from pathkit_core.stats import pairwise_bootstrap
-    from pathkit_core.suite.analysis import TaskComparison
+    from pathkit_bench.stats import pairwise_bootstrap
+    from pathkit_bench.suite.analysis import TaskComparison
 
     rng = np.random.default_rng(3)
     scores = rng.random((2, 300, 1)) + np.array([0.0, 0.1, 0.3])[None, None, :] + rng.normal(0, 0.01, (2, 300, 3))

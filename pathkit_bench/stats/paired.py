@@ -173,7 +173,7 @@ def bootstrap_aurocs_on(probabilities: Any, labels: Any, counts: Any):
 def _aurocs(p, y, classes, counts):
     import numpy as np
 
-    from pathkit_core.stats.delong import weighted_auroc
+    from pathkit_bench.stats.delong import weighted_auroc
 
     n_seeds, _, n_models = p.shape[:3]
     out = np.empty((counts.shape[0], n_seeds, n_models))

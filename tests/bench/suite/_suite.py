@@ -124,9 +124,9 @@ def synthetic_suite(root: Path, n_cases: int = 120) -> Path:
     """A suite folder written without training: 2 tasks x 3 encoders x 2 generators x 2 seeds of
     classification cells whose skill is planted ("strong" far ahead on task "easy"; "tiny" and "small"
     alike), their leaderboard, cells and run reports."""
+    from pathkit_bench.suite.config import parse_suite
+    from pathkit_bench.suite.runner import CellResult, write_leaderboard
     from pathkit_core.report.html import write_run_report
-    from pathkit_core.suite.config import parse_suite
-    from pathkit_core.suite.runner import CellResult, write_leaderboard
 
     config = parse_suite({"name": "planted", "encoders": ["strong", "small", "tiny"], "generators": ["g1", "g2"],
                           "seeds": [0, 1], "resamples": 400,

@@ -1,4 +1,4 @@
-"""`pathkit compare` and `pathkit_core.evaluation.compare`: two run folders scored on the same test
+"""`pathkit compare` and `pathkit_bench.compare`: two run folders scored on the same test
 cases, each score by the test its metric declares (DeLong, McNemar, paired bootstrap); refusals
 that name the differing cases."""
 
@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
+from pathkit_bench.compare import compare_runs
+from pathkit_bench.stats import delong_test, delong_test_ovr, mcnemar_exact
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.compare import compare_runs
 from pathkit_core.report.run_folder import RunFolder
-from pathkit_core.stats import delong_test, delong_test_ovr, mcnemar_exact
-from tests.core.suite._suite import classification_run
+from tests.bench.suite._suite import classification_run
 
 
 def binary_pair(tmp_path, n=120, seed=0):
