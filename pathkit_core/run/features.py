@@ -7,26 +7,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, Case, PathkitError
 from pathkit_core.run.identity import features_identity, source_identity
 from pathkit_core.run.spec import RunSpec
-from pathkit_core.run.state import RunState
+from pathkit_core.run.state import FeatureStage, RunState
 from pathkit_core.workspace import atomic_write_json, content_hash
 
 # How often a run waiting for slides another process is extracting looks again.
 LOCK_POLL_SECONDS = 2.0
-
-
-@dataclass
-class FeatureStage:
-    """Usable inputs by case id (feature-file tuples or image-feature rows) and why others have none."""
-
-    inputs: dict[str, Any] = field(default_factory=dict)
-    skipped: dict[str, str] = field(default_factory=dict)
 
 
 def store_folders(workdir: Path, tile_key: str, tiling: Mapping[str, Any]) -> tuple[Path, Path]:

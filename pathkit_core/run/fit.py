@@ -5,27 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import Case, Dataset, Generator, GeneratorSpec, PathkitError, Task
-from pathkit_core.run.state import RunState
+from pathkit_core.contracts import Case, Dataset, GeneratorSpec, PathkitError, Task
+from pathkit_core.run.state import FitPlan, RunState
 from pathkit_core.workspace import content_hash, sha256_file
-
-
-@dataclass
-class FitPlan:
-    """What the fit and predict stages build the model from, and where its checkpoints are."""
-
-    generator: Generator
-    gspec: GeneratorSpec
-    train_cfg: Any  # TrainConfig
-    checkpoint_dir: Path | None  # None: a generator that needs no fit (no checkpoints)
-    selection: str | None
-    key_facts: dict[str, Any]
-    # The fit key the checkpoints must have been written under (None: frozen or no fit).
-    stage_key: str | None = None
 
 
 def plan_fit(ctx: Any, dataset: Dataset, train_items: Sequence[dict[str, Any]], val_items: Sequence[dict[str, Any]],

@@ -5,22 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
-from pathkit_core.run.fit import FitPlan
 from pathkit_core.run.items import task_predict, task_read_predictions, task_write_predictions
-from pathkit_core.run.state import RunState
+from pathkit_core.run.state import Evaluated, FitPlan, RunState
 from pathkit_core.workspace import content_hash
-
-
-@dataclass
-class Evaluated:
-    """One checkpoint's test predictions (output form) and the epoch it was saved at."""
-
-    predictions: dict[str, Any]
-    epoch: int | None = None
 
 
 def checkpoint_names(spec_checkpoints: Sequence[str] | None, dataset_default: Sequence[str], *,

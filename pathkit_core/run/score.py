@@ -10,8 +10,7 @@ from typing import Any
 
 from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
 from pathkit_core.progress import ProgressBar
-from pathkit_core.run.predict import Evaluated
-from pathkit_core.run.state import RunResult, RunState
+from pathkit_core.run.state import Evaluated, RunResult, RunState
 from pathkit_core.workspace import atomic_write_text, atomic_write_with, content_hash, json_default
 
 

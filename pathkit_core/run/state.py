@@ -13,14 +13,61 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pathkit_core.contracts import Case, Dataset, Generator, GeneratorSpec
+
 if TYPE_CHECKING:
     from pathkit_core.contracts import RunFacts
     from pathkit_core.run.context import RunContext
-    from pathkit_core.run.dataset import DatasetStage
-    from pathkit_core.run.features import FeatureStage
-    from pathkit_core.run.fit import FitPlan
-    from pathkit_core.run.predict import Evaluated
     from pathkit_core.shard import Shard
+
+
+@dataclass
+class DatasetStage:
+    """The opened dataset, its cases per split, the split's hash, the cases it left out and how
+    the split was made (`Dataset.split_facts()`: the user's, the benchmark's, or drawn)."""
+
+    dataset: Dataset
+    cases: dict[str, list[Case]]
+    split_hash: str
+    # The content key of the data (`run.identity.dataset_identity`): names the run folder.
+    data_key: str = ""
+    excluded: dict[str, str] = field(default_factory=dict)
+    split: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)  # Dataset.summary(): checksums, protocol, warnings
+
+    @property
+    def ids(self) -> dict[str, list[str]]:
+        return {name: [c.case_id for c in cases] for name, cases in self.cases.items()}
+
+
+@dataclass
+class FeatureStage:
+    """Usable inputs by case id (feature-file tuples or image-feature rows) and why others have none."""
+
+    inputs: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FitPlan:
+    """What the fit and predict stages build the model from, and where its checkpoints are."""
+
+    generator: Generator
+    gspec: GeneratorSpec
+    train_cfg: Any  # TrainConfig
+    checkpoint_dir: Path | None  # None: a generator that needs no fit (no checkpoints)
+    selection: str | None
+    key_facts: dict[str, Any]
+    # The fit key the checkpoints must have been written under (None: frozen or no fit).
+    stage_key: str | None = None
+
+
+@dataclass
+class Evaluated:
+    """One checkpoint's test predictions (output form) and the epoch it was saved at."""
+
+    predictions: dict[str, Any]
+    epoch: int | None = None
 
 
 @dataclass

@@ -354,7 +354,7 @@ def _check_selection(selection: Any, pool: EvidencePool, protocol: SelectionProt
 def evidence_items(cases: Sequence[Case], inputs: Mapping[str, Any], dataset: Dataset, facts: RunFacts, *,
                    targets: bool) -> EvidenceItems:
     """The split's items; the first call with targets (the train split) fits the selectors."""
-    from pathkit_tasks.vqa.task import reader_meta, slide_sets
+    from pathkit_tasks.vqa.cases import reader_meta, slide_sets
 
     selectors = _selectors_for(dataset, facts, cases)
     entries = []

@@ -10,8 +10,9 @@ import pytest
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, PathkitError
+from pathkit_tasks.vqa.cases import parse_answer, reader_meta
 from pathkit_tasks.vqa.selection import EvidencePool, Selection, Selector
-from pathkit_tasks.vqa.task import MultipleChoiceVQATask, parse_answer, reader_meta
+from pathkit_tasks.vqa.task import MultipleChoiceVQATask
 
 CHOICES = ["adenocarcinoma", "lymphoma", "melanoma", "sarcoma"]
 

@@ -20,14 +20,8 @@ from typing import Any
 
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._reports import FEATURE_SUFFIXES
-from pathkit_tasks.vqa.task import (
-    LETTERS,
-    candidate_set_problem,
-    choice_problem,
-    evidence_problem,
-    group_problems,
-    slide_sets,
-)
+from pathkit_tasks.vqa.cases import LETTERS, candidate_set_problem, choice_problem, evidence_problem, slide_sets
+from pathkit_tasks.vqa.task import group_problems
 
 
 class JsonOption(DatasetOption):
@@ -218,7 +212,7 @@ def answer_option_audit(parts: Mapping[str, Sequence[Case]]) -> dict[str, dict[s
     when one clinical option is usually right): {part: {"all" | capability: [{"option", "offered",
     "correct", "support" = correct / offered}, ...]}}, options (white space and case folded) by
     support, then by how often they are offered."""
-    from pathkit_tasks.vqa.task import normalise_text
+    from pathkit_tasks.vqa.cases import normalise_text
 
     out: dict[str, dict[str, Any]] = {}
     for part, cases in parts.items():

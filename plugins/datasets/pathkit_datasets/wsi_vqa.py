@@ -32,7 +32,7 @@ from pathkit_datasets._vqa_table import (
     question_case,
 )
 from pathkit_datasets.tcga_pathtext import files_by_patient
-from pathkit_tasks.vqa.task import normalise_text
+from pathkit_tasks.vqa.cases import normalise_text
 
 QUESTION_FILE = "WsiVQA_test.json"
 OPEN_REASON = "open question (no choices): excluded from closed-set scoring"

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, Metric, MetricResult, PathkitError
-from pathkit_tasks.vqa.task import LETTERS, parse_answer
+from pathkit_tasks.vqa.cases import LETTERS, parse_answer
 
 RESERVED = ("Overall", "QExact")
 GROUP_SIZE = 4  # an ESG quartet: target in set 1, 2, 3, or absent

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from pathkit_core.contracts import PathkitError
-from pathkit_tasks.vqa.task import LETTERS, parse_answer
+from pathkit_tasks.vqa.cases import LETTERS, parse_answer
 
 IMAGE_TOKEN = "<image>"
 INSTRUCTION = "Answer with the option's letter from the given choices directly."
