@@ -106,11 +106,11 @@ def metric_of(run: Any, key: str) -> str:
 def paired_test(metric_cls: Any, key: str, columns: Sequence[str]) -> tuple[str, str] | None:
     """(test, per-case column) by which `key` of a metric is compared, or None when there are no
     per-case values of it."""
-    declared = dict(getattr(metric_cls, "paired_scores", {}) or {})
+    declared = dict(metric_cls.paired_scores)
     if key in declared:
         test, column = declared[key]
         if test not in TESTS:
-            raise PathkitError(f"metric {getattr(metric_cls, 'name', '?')!r}: paired test {test!r} of {key!r} is "
+            raise PathkitError(f"metric {metric_cls.name!r}: paired test {test!r} of {key!r} is "
                                f"not one of {', '.join(TESTS)}")
         return (test, column) if column in columns else None
     return ("mean", key) if key in columns else None

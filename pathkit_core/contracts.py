@@ -382,6 +382,13 @@ class Dataset(Component):
         return ()
 
     @property
+    def task_defaults(self) -> dict[str, Any]:
+        """Settings of its task's protocol this dataset fixes (the multiple-choice VQA task reads
+        `selector`, `budget`, `candidates`, `selector_options`, `audit_selectors`); the user's
+        dataset options of the same names win over them. {}: the task's own defaults."""
+        return {}
+
+    @property
     def train_overrides(self) -> dict[str, Any]:
         """Training options (TrainConfig fields) this dataset's protocol fixes, applied over the
         generator's defaults and under the run's own (GOLDMARK's paper-70-30 split: no model
@@ -573,6 +580,8 @@ class Metric(Component):
     # each case's class probabilities and the "target" column its class (DeLong's test). A key not
     # named here is compared on the per-case column of its own name when there is one ("mean").
     paired_scores: ClassVar[dict[str, tuple[str, str]]] = {}
+    # The reference a report and the Hugging Face `evaluate` module of the metric cite (BibTeX).
+    citation: ClassVar[str] = ""
     # The options the metric reads from `context["options"]` (`--option KEY=VALUE`, a dataset's
     # metric options), with type, default and meaning. The metric runner checks the options
     # against it before the metric runs (`checked_options`): an unknown one is warned about and

@@ -95,7 +95,7 @@ def _whole_records(names: list[str]) -> bool:
     """Whether the metrics read whole records (`Metric.whole_records`); one call cannot mix both."""
     from pathkit_core.plugins import get_component
 
-    wants = {name: bool(getattr(get_component("metric", name), "whole_records", False)) for name in names}
+    wants = {name: get_component("metric", name).whole_records for name in names}
     if len(set(wants.values())) > 1:
         whole = ", ".join(n for n, w in wants.items() if w)
         plain = ", ".join(n for n, w in wants.items() if not w)

@@ -129,7 +129,7 @@ def as_evaluate_module(
     metric_cls = _resolve_metric_class(metric_cls_or_name)
     given_instance = metric_cls_or_name if isinstance(metric_cls_or_name, Metric) else None
     features = _feature_options(metric_cls)
-    citation = str(getattr(metric_cls, "citation", "") or "")
+    citation = metric_cls.citation
     description = metric_cls.description or f"pathkit metric {metric_cls.name!r}"
 
     def _info(self: evaluate.Metric) -> evaluate.MetricInfo:

@@ -36,9 +36,9 @@ def mark_synthetic(root: str | Path, dataset: str) -> Path:
 def synthetic_reason(dataset: Any, summary: Mapping[str, Any] | None = None) -> str:
     """Why the cases of the opened `dataset` are synthetic ("" when nothing says they are);
     `summary` is its `Dataset.summary()`, whose "synthetic" may say so."""
-    if getattr(type(dataset), "synthetic", False):
+    if type(dataset).synthetic:
         return f"dataset {dataset.name!r} is synthetic by design"
-    root = getattr(dataset, "root", None)
+    root = dataset.root
     if root is not None:
         marker = Path(root) / SYNTHETIC_MARKER
         try:
@@ -73,7 +73,7 @@ def run_provenance(dataset: Any, encoder: str, weights: Iterable[str],
     weights = sorted({str(w) for w in weights if w})
     why = synthetic_reason(dataset, summary)
     kind = weights_kind(weights)
-    out: dict[str, Any] = {"dataset": getattr(dataset, "name", None), "synthetic_data": bool(why),
+    out: dict[str, Any] = {"dataset": dataset.name, "synthetic_data": bool(why),
                            "encoder": encoder, "encoder_weights": kind,
                            "weights": weights}
     if why:

@@ -26,7 +26,7 @@ class ScoreResult:
     @property
     def details(self) -> dict[str, dict[str, Any]]:
         """Each metric's non-scalar results (`MetricResult.details`), for those that have any."""
-        return {name: dict(r.details) for name, r in self.results.items() if getattr(r, "details", None)}
+        return {name: dict(r.details) for name, r in self.results.items() if r.details}
 
     def flat_summary(self) -> dict[str, float]:
         """`{"BLEU-4": ..., "CRQS": ...}`; a key two metrics share is prefixed with the metric."""

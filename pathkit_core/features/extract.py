@@ -407,7 +407,7 @@ def extract_features(
                 "architecture": arch,
                 "encoder_description": enc.description,
                 "is_pathology_model": str(bool(enc.is_pathology_model)).lower(),
-                "joint_space": str(getattr(enc, "joint_space", None) or ""),
+                "joint_space": str(enc.joint_space or ""),
                 "weights_path": str(resolved_weights) if resolved_weights else "",
                 "weights_sha256": weights_id,
                 "compute_dtype": precision,

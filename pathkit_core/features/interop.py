@@ -84,7 +84,7 @@ def _check_encoder_dim(encoder: str, dim: int, path: Path) -> None:
         cls = get_component("encoder", encoder)
     except UnknownComponentError:
         return
-    expected = int(getattr(cls, "embed_dim", 0) or 0)
+    expected = int(cls.embed_dim)
     if expected and expected != dim:
         raise PathkitError(
             f"{path}: {dim}-d features cannot be stored as encoder {encoder!r}, whose features are "

@@ -22,7 +22,9 @@ from typing import Any
 from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
 from pathkit_tasks.vqa.selection import EvidencePool, Selection, Selector
 
-PROTOCOL_DEFAULTS: dict[str, Any] = {"selector": "pathoargus", "budget": 512, "candidates": 10_000,
+# The task's defaults, under a dataset's `task_defaults` and the user's options: a dataset that names
+# no selector gets the uniform one (the benchmarks name theirs).
+PROTOCOL_DEFAULTS: dict[str, Any] = {"selector": "uniform", "budget": 512, "candidates": 10_000,
                                      "selector_options": {}, "audit_selectors": None}
 # Selected items kept in memory (the rest are selected again from their files when read).
 CACHE_BYTES = 2 << 30
@@ -46,9 +48,9 @@ class SelectionProtocol:
 
 
 def selection_protocol(dataset: Dataset) -> SelectionProtocol:
-    """The dataset's selection settings: PROTOCOL_DEFAULTS < `selection_defaults` < its options."""
-    values = {**PROTOCOL_DEFAULTS, **dict(getattr(dataset, "selection_defaults", None) or {})}
-    options = getattr(dataset, "options", None) or {}
+    """The dataset's selection settings: PROTOCOL_DEFAULTS < `Dataset.task_defaults` < its options."""
+    values = {**PROTOCOL_DEFAULTS, **dict(dataset.task_defaults)}
+    options = dataset.options
     values.update({k: options[k] for k in PROTOCOL_DEFAULTS if options.get(k) is not None})
     name = dataset.name if dataset is not None else "?"
     budget, candidates = values["budget"], values["candidates"]
@@ -93,7 +95,7 @@ def budget_sweep(value: Any, dataset: str) -> tuple[int, ...]:
 def _audit_names(protocol: SelectionProtocol, dataset: Dataset, cases: Sequence[Case]) -> tuple[str, ...]:
     """The audited selectors: the dataset's `audit_selectors` if it sets them, else every
     registered selector when the cases carry planted evidence, else none."""
-    given = [getattr(dataset, "selection_defaults", None) or {}, getattr(dataset, "options", None) or {}]
+    given = [dataset.task_defaults, dataset.options]
     if any(g.get("audit_selectors") is not None for g in given):
         return protocol.audit
     if not any(c.meta.get("evidence") for c in cases):
@@ -133,7 +135,7 @@ class _Selectors:
         answers = [e.target for e in entries]
         data_key = _data_key(entries)
         for selector in self.by_name.values():
-            if getattr(selector, "needs_fit", False):
+            if selector.needs_fit:
                 # a selector that cannot learn from what it is given (no train split) says so itself
                 selector.fit(pools, answers, cache_dir=Path(facts.workdir) / "selectors", seed=facts.seed,
                              data_key=data_key)

@@ -169,7 +169,7 @@ class MultipleChoiceVQATask(Task):
     def metric_context(self, dataset: Dataset, facts: RunFacts) -> dict[str, Any]:
         from pathkit_tasks.vqa.evidence import selection_protocol
 
-        options = getattr(dataset, "options", None) or {}
+        options = dataset.options
         scoring = {"drop_incomplete_groups": True} if options.get("drop_incomplete_groups") else {}
         return {"selection": selection_protocol(dataset).as_dict(), **({"options": scoring} if scoring else {})}
 

@@ -389,7 +389,7 @@ def test_vqa_meta_reaches_the_reader_but_the_answer_does_not(fresh_registry, toy
         name = "questions"
         task = TASK_MULTIPLE_CHOICE_VQA
         default_metrics = ("vqa-acc",)
-        selection_defaults = {"selector": "first-rows", "budget": 4, "candidates": 4}
+        task_defaults = {"selector": "first-rows", "budget": 4, "candidates": 4}
 
         def cases(self, split):
             for case in super().cases(split):

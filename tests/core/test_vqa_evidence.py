@@ -119,12 +119,12 @@ def test_selection_protocol_checks_the_dataset_options():
 
     class D:
         name = "d"
-        selection_defaults = {"budget": 12, "candidates": 48}
+        task_defaults = {"budget": 12, "candidates": 48}
 
         def __init__(self, **options):
             self.options = options
 
-    assert selection_protocol(D()).budget == 12 and selection_protocol(D()).selector == "pathoargus"
+    assert selection_protocol(D()).budget == 12 and selection_protocol(D()).selector == "uniform"
     assert selection_protocol(D(budget=None, candidates=64)).candidates == 64  # None: the default
     with pytest.raises(PathkitError, match="must be at least the budget"):
         selection_protocol(D(budget=100))

@@ -101,18 +101,19 @@ class PathoArgus(CohortDataset):
     demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "attention-reader"}
 
     @property
-    def selection_defaults(self) -> dict[str, Any]:
-        """The K and M a release states in protocol.json (the miniature's: 16 and 48)."""
+    def task_defaults(self) -> dict[str, Any]:
+        """PathoArgus's hierarchical evidence selector (paper section 3.3), and the K and M a release
+        states in protocol.json (the miniature's: 16 and 48)."""
         path = Path(self.root) / "protocol.json" if self.root is not None else None
         if path is None or not path.is_file():
-            return {}
+            return {"selector": "pathoargus"}
         try:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise PathkitError(f"pathoargus: {path} is not valid JSON ({exc})") from None
         if not isinstance(data, dict) or set(data) - {"budget", "candidates", "selector"}:
             raise PathkitError(f"pathoargus: {path} must be an object with budget, candidates (and selector)")
-        return data
+        return {"selector": "pathoargus", **data}
 
     def make_demo(self, path: str | Path) -> Path:
         from pathkit_datasets._pathoargus_synthetic import DEMO_VERSION, build_demo, parse_counts

@@ -68,6 +68,12 @@ class WsiVQA(CohortDataset):
     layout: ClassVar[str] = (f"<root>/{QUESTION_FILE} (or option questions=FILE), TCGA slides or feature files "
                              "TCGA-XX-XXXX-*.svs / *.safetensors / *.h5 anywhere below the root (or slides_dir)")
 
+    @property
+    def task_defaults(self) -> dict[str, Any]:
+        """WSI-VQA's readers see every patch; under pathkit's budget K its questions are served the
+        way PathoArgus serves its own, by the hierarchical `pathoargus` selector (docs/pathoargus.md)."""
+        return {"selector": "pathoargus"}
+
     def questions_file(self) -> Path:
         path = self.option_path("questions") or Path(self.root) / QUESTION_FILE
         if not path.is_file():
