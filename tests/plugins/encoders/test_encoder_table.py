@@ -1,0 +1,162 @@
+"""Every registered encoder, pinned: its record, its preprocessing and its features.
+
+`encoder_table_fixture.json` was written from the encoder classes as they were before the
+encoders became rows of one table (`pathkit_encoders.table`), and the table must reproduce it:
+for each encoder, `describe()`, the whole-image preprocessing key, the contract attributes the
+core reads, the sha256 of `transform` on fixed uint8 tiles, the sha256 of the features of a small
+seeded configuration (tiny-vit at its own size), the checkpoint a seeded small configuration
+exports and what loading it back returns, and the state-dict key names and shapes of the FULL
+published architecture (checkpoint layout and embedding module, built on the meta device).
+
+The feature hashes are of float32 bytes computed on one torch thread on the CPU: they hold for
+one machine and torch build (the project's), which is what "bit-identical" means here. To write
+the fixture again on purpose (a new row, a deliberate change): `python
+tests/plugins/encoders/test_encoder_table.py --write`, and say why in the commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pathkit_encoders")
+
+FIXTURE = Path(__file__).with_name("encoder_table_fixture.json")
+
+# A small configuration of each published architecture (as the other encoder tests build them).
+TINY = {"depth": 1, "embed_dim": 32, "num_heads": 2}
+SMALL = {"conch15": {**TINY, "pooler_dim": 16, "pooler_heads": 2},
+         "conch": {**TINY, "contrast_dim": 16, "pooler_heads": 2}}
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _tensor_sha(t: Any) -> str:
+    return _sha(t.detach().cpu().contiguous().numpy().tobytes())
+
+
+def _state_sha(state: dict[str, Any]) -> str:
+    """Key names, shapes, dtypes and bytes of a state dict, in key order."""
+    h = hashlib.sha256()
+    for key in sorted(state):
+        value = state[key]
+        h.update(f"{key}:{tuple(value.shape)}:{value.dtype};".encode())
+        if value.device.type != "meta":
+            h.update(value.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _layout(state: dict[str, Any]) -> dict[str, Any]:
+    """Key names and shapes of a state dict (meta tensors: no values)."""
+    lines = [f"{k}:{tuple(v.shape)}" for k, v in sorted(state.items())]
+    return {"keys": len(lines), "numel": int(sum(v.numel() for v in state.values())),
+            "sha256": _sha("\n".join(lines).encode())}
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=repr))
+
+
+def _tiles(px: int, n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (n, px, px, 3), dtype=np.uint8)
+
+
+def snapshot(name: str, tmp: Path) -> dict[str, Any]:
+    """What the fixture pins for encoder `name`."""
+    import torch
+    from pathkit_encoders._vit import seeded
+
+    from pathkit_core.features.images import Preprocessing
+    from pathkit_core.plugins import get_component
+
+    cls = get_component("encoder", name)
+    full = cls()
+    small = cls(arch_overrides=None if name.startswith("tiny-vit") else SMALL.get(name, TINY))
+    out: dict[str, Any] = {
+        "describe": cls.describe(),
+        "preprocessing_key": Preprocessing.of(full).key(),
+        "contract": {
+            "interpolation": full.interpolation, "resize_px": full.resize_px, "crop_px": full.crop_px,
+            "transform_on_device": full.transform_on_device, "random_init_seed": full.random_init_seed,
+            "feature_dim": full.feature_dim, "small_feature_dim": small.feature_dim,
+            "architecture_label": full.architecture_label(), "small_label": small.architecture_label(),
+            "ships_checkpoint": full.ships_checkpoint(), "input_px": full.input_px,
+            "mean": full.mean, "std": full.std,
+            "architecture": repr(sorted(full.architecture().items())),
+            "small_architecture": repr(sorted(small.architecture().items())),
+        },
+    }
+    # transform: tiles at the tile spec, and a non-square tile of another size (resize + crop)
+    spec_tiles = _tiles(cls.tile_spec.tile_px, 2, 0)
+    odd_tile = np.random.default_rng(1).integers(0, 256, (301, 263, 3), dtype=np.uint8)
+    x = small.transform(spec_tiles)
+    out["transform"] = {"tile_spec": _tensor_sha(x), "odd": _tensor_sha(full.transform(odd_tile)),
+                        "shape": list(x.shape)}
+    # features of the small seeded configuration
+    with seeded(3):
+        model = small.wrap(small.build_backbone("cpu")).eval()
+    with torch.inference_mode():
+        feats = model(x)
+    out["features"] = {"shape": list(feats.shape), "sha256": _tensor_sha(feats)}
+    # checkpoint export and loading back through the real path
+    path = small.random_checkpoint(tmp / f"{name}.safetensors", seed=5)
+    from safetensors.torch import load_file
+
+    out["checkpoint"] = _state_sha(load_file(str(path)))
+    loaded_enc = cls(arch_overrides=small.arch_overrides or None)
+    loaded = loaded_enc.load("cpu", weights_path=path)
+    with torch.inference_mode():
+        out["loaded_features"] = _tensor_sha(loaded(x))
+    if not full.ships_checkpoint():  # built from its seed without a path
+        built = cls()
+        with torch.inference_mode():
+            out["seeded_load_features"] = _tensor_sha(built.load("cpu")(x))
+        out["seeded_load_sha"] = built.weights_sha256
+    # the full published architecture on the meta device
+    backbone = full.build_backbone("meta")
+    out["meta_backbone"] = _layout(full.export_state_dict(backbone))
+    out["meta_model"] = _layout(full.wrap(backbone).state_dict())
+    return _jsonable(out)
+
+
+def _registered() -> list[str]:
+    from pathkit_core.plugins import get_plugin_manager
+
+    return sorted(get_plugin_manager().names("encoder"))
+
+
+def test_every_registered_encoder_is_pinned():
+    pinned = set(json.loads(FIXTURE.read_text()))
+    assert set(_registered()) == pinned, "a new encoder row needs its snapshot (see the module docstring)"
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("name", sorted(json.loads(FIXTURE.read_text())) if FIXTURE.exists() else [])
+def test_encoder_matches_its_pinned_snapshot(name, tmp_path):
+    want = json.loads(FIXTURE.read_text())[name]
+    got = snapshot(name, tmp_path)
+    for part in want:
+        assert got.get(part) == want[part], f"{name}: {part} changed"
+    assert set(got) == set(want)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        raise SystemExit("usage: python tests/plugins/encoders/test_encoder_table.py --write")
+    import tempfile
+
+    import torch
+
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        table = {name: snapshot(name, Path(tmp)) for name in _registered()}
+    FIXTURE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {FIXTURE} ({len(table)} encoders)")
