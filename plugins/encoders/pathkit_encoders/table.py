@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from pathkit_core.contracts import PretrainedWeights, TileSpec
+from pathkit_core.contracts import PathkitError, PretrainedWeights, TileSpec
 from pathkit_encoders._adapters import COCA_NOT_CONTRAST, COCA_NOT_VISION, coca_vision_tower, strip_data_parallel
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -85,10 +85,10 @@ class EncoderSpec:
         object.__setattr__(self, "arch", MappingProxyType(dict(self.arch)))
         object.__setattr__(self, "pooler", MappingProxyType(dict(self.pooler)))
         if self.tower is None and self.pooling not in WRAPPERS:
-            raise ValueError(f"encoder row {self.name!r}: pooling {self.pooling!r} is not one of "
+            raise PathkitError(f"encoder row {self.name!r}: pooling {self.pooling!r} is not one of "
                              f"{', '.join(WRAPPERS)} and no tower builds it")
         if self.interpolation not in ("bicubic", "bilinear"):
-            raise ValueError(f"encoder row {self.name!r}: interpolation {self.interpolation!r} is not "
+            raise PathkitError(f"encoder row {self.name!r}: interpolation {self.interpolation!r} is not "
                              "bicubic or bilinear")
 
     def replace(self, **changes: Any) -> EncoderSpec:

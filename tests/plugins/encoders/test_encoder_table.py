@@ -17,8 +17,10 @@ tests/plugins/encoders/test_encoder_table.py --write`, and say why in the commit
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -169,6 +171,97 @@ def test_each_correction_changes_a_pinned_value():
     table = json.loads(FIXTURE.read_text())
     for name, fix in CORRECTIONS.items():
         assert _corrected(table[name], fix) != table[name], name
+
+
+
+# --------------------------------------------------------------------------- the table itself
+
+
+def test_every_row_is_registered_under_its_name_and_states_its_preprocessing():
+    from pathkit_encoders.table import ROWS
+
+    from pathkit_core.plugins import get_component
+
+    assert sorted(ROWS) == _registered()
+    for name, spec in ROWS.items():
+        cls = get_component("encoder", name)
+        assert cls.spec is spec and cls.name == name
+        assert (cls.interpolation, cls.resize_px, cls.crop_px) == (spec.interpolation, spec.resize_px, spec.crop_px)
+
+
+def test_a_variant_is_a_row_registered_like_any_plugin():
+    """A row written outside the table (as a third-party plugin would) registers and builds."""
+    import torch
+    from pathkit_encoders._vit import encoder_class, registrar
+    from pathkit_encoders.table import TINY_VIT
+
+    from pathkit_core.plugins import Registry
+
+    spec = TINY_VIT.replace(name="tiny-vit-deep", description="deeper tiny ViT",
+                            arch={**TINY_VIT.arch, "depth": 3}, random_init_seed=7)
+    cls = encoder_class(spec, __name__, "TinyDeep")
+    plugin = type(sys)("tiny_deep_plugin")
+    plugin.register_encoders = registrar(cls)
+    registry = Registry()
+    registry.add_plugin("tiny-deep", plugin)
+    registry.check()
+    registry.collect()
+    assert registry.components["encoder"]["tiny-vit-deep"] is cls
+    enc = cls()
+    model = enc.load()
+    assert len(model.blocks) == 3 and enc.weights_sha256 == "random-init:seed=7"
+    with torch.inference_mode():
+        assert tuple(model(enc.transform(_tiles(128, 2, 0))).shape) == (2, 64)
+    assert cls.describe()["architecture"]["depth"] == 3 and TINY_VIT.arch["depth"] == 2
+
+
+def test_rows_are_read_only():
+    from pathkit_encoders.table import UNI
+
+    with pytest.raises(TypeError):
+        UNI.arch["depth"] = 1  # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        UNI.name = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"pooling": "mean"}, "pooling 'mean' is not one of model, cls+patch-mean and no tower builds it"),
+    ({"interpolation": "nearest"}, "interpolation 'nearest' is not bicubic or bilinear"),
+])
+def test_a_row_with_an_unknown_pooling_or_interpolation_is_refused(changes, message):
+    from pathkit_encoders.table import UNI
+
+    from pathkit_core.contracts import PathkitError
+
+    with pytest.raises(PathkitError, match=re.escape(f"encoder row 'uni': {message}")):
+        UNI.replace(**changes)
+
+
+def test_feature_dim_follows_an_override_of_the_feature_width_only():
+    """Virchow's embedding is twice the trunk width: an override of the width doubles, one of the
+    depth leaves the published 2560 (the class-per-encoder code answered 5120 there)."""
+    import torch
+
+    from pathkit_core.plugins import get_component
+
+    virchow = get_component("encoder", "virchow")
+    for overrides, dim in (({"depth": 1}, 2560), ({"depth": 1, "embed_dim": 32, "num_heads": 2}, 64)):
+        enc = virchow(arch_overrides=overrides)
+        model = enc.wrap(enc.build_backbone("meta"))
+        with torch.no_grad():
+            out = model(torch.empty(1, 3, enc.input_px, enc.input_px, device="meta"))
+        assert enc.feature_dim == dim == out.shape[-1]
+
+
+def test_encoders_pickle_by_their_module_and_class_name():
+    import pickle
+
+    from pathkit_core.plugins import get_component
+
+    for name in ("uni", "tiny-vit-wide"):
+        cls = get_component("encoder", name)
+        enc = pickle.loads(pickle.dumps(cls(arch_overrides={"depth": 1})))
+        assert type(enc) is cls and enc.arch_overrides == {"depth": 1}
 
 
 if __name__ == "__main__":
