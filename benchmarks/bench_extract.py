@@ -42,8 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _vit_small_class() -> type:
     """ViT-S/16 (22 M parameters), random weights: the size class the CPU target names, as a row
     of the encoder table."""
-    from pathkit_encoders._vit import encoder_class
-    from pathkit_encoders.table import EncoderSpec
+    from pathkit_encoders import EncoderSpec, encoder_class
 
     spec = EncoderSpec(
         name="bench-vit-s", description="benchmark ViT-S/16 with random weights (not a pathology model)",

@@ -1,7 +1,6 @@
 """Prov-GigaPath tile encoder: row "gigapath" of `pathkit_encoders.table`, registered as its own plugin."""
 
-from pathkit_encoders._vit import encoder_class, registrar
-from pathkit_encoders.table import ROWS
+from pathkit_encoders import ROWS, encoder_class, registrar
 
 GigaPathEncoder = encoder_class(ROWS["gigapath"], __name__, "GigaPathEncoder")
 register_encoders = registrar(GigaPathEncoder)

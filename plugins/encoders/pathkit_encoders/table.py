@@ -47,7 +47,9 @@ WRAPPERS: Mapping[str, str | None] = MappingProxyType({
 
 @dataclasses.dataclass(frozen=True)
 class EncoderSpec:
-    """One tile encoder as data. The first block is the `Encoder` contract's attributes (same names).
+    """One tile encoder as data. The fields named like the `Encoder` contract's attributes (name,
+    description, embed_dim, tile_spec, precision, weights, interpolation, resize_px, crop_px,
+    joint_space, is_pathology_model, random_init_seed) become those attributes.
 
     `arch` holds the timm keyword arguments of the published architecture; a `tower`
     ("@module.Class") is built around the timm trunk as `Tower(trunk, **pooler)`, its state dict
@@ -86,10 +88,10 @@ class EncoderSpec:
         object.__setattr__(self, "pooler", MappingProxyType(dict(self.pooler)))
         if self.tower is None and self.pooling not in WRAPPERS:
             raise PathkitError(f"encoder row {self.name!r}: pooling {self.pooling!r} is not one of "
-                             f"{', '.join(WRAPPERS)} and no tower builds it")
+                               f"{', '.join(WRAPPERS)} and no tower builds it")
         if self.interpolation not in ("bicubic", "bilinear"):
             raise PathkitError(f"encoder row {self.name!r}: interpolation {self.interpolation!r} is not "
-                             "bicubic or bilinear")
+                               "bicubic or bilinear")
 
     def replace(self, **changes: Any) -> EncoderSpec:
         """A variant of this row (timm's cfg inheritance): the fields given changed."""

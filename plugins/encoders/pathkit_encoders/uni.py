@@ -1,7 +1,6 @@
 """UNI v1 (Mahmood Lab): row "uni" of `pathkit_encoders.table`, registered as its own plugin."""
 
-from pathkit_encoders._vit import encoder_class, registrar
-from pathkit_encoders.table import ROWS
+from pathkit_encoders import ROWS, encoder_class, registrar
 
 UniEncoder = encoder_class(ROWS["uni"], __name__, "UniEncoder")
 register_encoders = registrar(UniEncoder)

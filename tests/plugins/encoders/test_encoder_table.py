@@ -192,7 +192,7 @@ def test_every_row_is_registered_under_its_name_and_states_its_preprocessing():
 def test_a_variant_is_a_row_registered_like_any_plugin():
     """A row written outside the table (as a third-party plugin would) registers and builds."""
     import torch
-    from pathkit_encoders._vit import encoder_class, registrar
+    from pathkit_encoders import encoder_class, registrar
     from pathkit_encoders.table import TINY_VIT
 
     from pathkit_core.plugins import Registry
