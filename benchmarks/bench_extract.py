@@ -32,7 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pathkit_core.contracts import PretrainedWeights, TileSpec
 
@@ -40,25 +40,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _vit_small_class() -> type:
-    from pathkit_encoders._vit import ViTTileEncoder
+    """ViT-S/16 (22 M parameters), random weights: the size class the CPU target names, as a row
+    of the encoder table."""
+    from pathkit_encoders import EncoderSpec, encoder_class
 
-    class ViTSmallBench(ViTTileEncoder):
-        """ViT-S/16 (22 M parameters), random weights: the size class the CPU target names."""
-
-        name: ClassVar[str] = "bench-vit-s"
-        description: ClassVar[str] = "benchmark ViT-S/16 with random weights (not a pathology model)"
-        embed_dim: ClassVar[int] = 384
-        tile_spec: ClassVar[TileSpec] = TileSpec(256, 0.5)
-        precision: ClassVar[str] = "bf16"
-        is_pathology_model: ClassVar[bool] = False
-        timm_name: ClassVar[str] = "vit_small_patch16_224"
-        resize_px: ClassVar[int] = 224
-        crop_px: ClassVar[int | None] = 224
-        weights: ClassVar[PretrainedWeights] = PretrainedWeights(hf_hub_id=None, filename=None)
-
-        arch_kwargs: ClassVar[dict[str, Any]] = dict(img_size=224, num_classes=0)
-
-    return ViTSmallBench
+    spec = EncoderSpec(
+        name="bench-vit-s", description="benchmark ViT-S/16 with random weights (not a pathology model)",
+        embed_dim=384, tile_spec=TileSpec(256, 0.5), precision="bf16", is_pathology_model=False,
+        weights=PretrainedWeights(hf_hub_id=None, filename=None),
+        interpolation="bilinear", resize_px=224, crop_px=224,
+        timm_name="vit_small_patch16_224", arch=dict(img_size=224, num_classes=0),
+    )
+    return encoder_class(spec, __name__, "ViTSmallBench")
 
 
 def make_encoder(name: str, workdir: Path) -> tuple[Any, Path | None]:

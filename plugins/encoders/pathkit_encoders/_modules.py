@@ -144,13 +144,13 @@ class ConchV1VisionTower(nn.Module):
     captioning pooler, unused for embeddings, is dropped by the encoder).
     """
 
-    def __init__(self, trunk: nn.Module, embed_dim: int = 512, pooler_heads: int = 8) -> None:
+    def __init__(self, trunk: nn.Module, contrast_dim: int = 512, pooler_heads: int = 8) -> None:
         super().__init__()
         self.trunk = trunk
         context_dim = int(trunk.embed_dim)
-        self.attn_pool_contrast = ContrastPooler(embed_dim, context_dim, n_head=pooler_heads)
-        self.ln_contrast = nn.LayerNorm(embed_dim)
-        self.proj_contrast = nn.Parameter(context_dim ** -0.5 * torch.randn(embed_dim, embed_dim))
+        self.attn_pool_contrast = ContrastPooler(contrast_dim, context_dim, n_head=pooler_heads)
+        self.ln_contrast = nn.LayerNorm(contrast_dim)
+        self.proj_contrast = nn.Parameter(context_dim ** -0.5 * torch.randn(contrast_dim, contrast_dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         pooled = self.ln_contrast(self.attn_pool_contrast(self.trunk.forward_features(x))[:, 0])

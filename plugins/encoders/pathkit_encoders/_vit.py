@@ -1,27 +1,26 @@
-"""Shared machinery of the ViT tile encoders: timm architectures, preprocessing and checkpoint loading.
+"""The one builder of the ViT tile encoders: a row of `pathkit_encoders.table` made an `Encoder`.
 
-An encoder plugin only declares its architecture (a timm model name and explicit keyword
-arguments, never an `hf-hub:` name, which would fetch a config from the network), its
-pooling, its preprocessing and its `PretrainedWeights` record. Finding, reading and fitting
-the checkpoint is done once, by `pathkit_core.features.weights`.
+`ViTTileEncoder` reads everything from its `spec` (an `EncoderSpec`): the timm architecture, the
+module built around the trunk, the pooling, the preprocessing and the `PretrainedWeights` record.
+`encoder_class(spec, module, class_name)` makes the registered class of a row. Finding, reading
+and fitting the checkpoint is done once, by `pathkit_core.features.weights`.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pathkit_core import hookimpl
 from pathkit_core.contracts import Encoder, PathkitError
+from pathkit_encoders.table import WRAPPERS, EncoderSpec
 
 if TYPE_CHECKING:
     import numpy as np
     import torch
     from torch import nn
-
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 @contextlib.contextmanager
@@ -51,21 +50,40 @@ def build_on(device: str) -> contextlib.AbstractContextManager[Any]:
     return torch.device(device)
 
 
-class ViTTileEncoder(Encoder):
-    """A tile encoder whose backbone is a timm VisionTransformer.
+# The `Encoder` contract attributes a row states (EncoderSpec fields of the same names).
+_CONTRACT_FIELDS = ("name", "description", "embed_dim", "tile_spec", "precision", "weights", "interpolation",
+                    "resize_px", "crop_px", "joint_space", "is_pathology_model", "random_init_seed")
 
-    `arch_overrides` replaces architecture keyword arguments (e.g. depth=2, embed_dim=64 in
-    tests): the model is then of the same family but not the published one, and cannot load
-    the published checkpoint.
+
+def encoder_class(spec: EncoderSpec, module: str, class_name: str) -> type[ViTTileEncoder]:
+    """The registered `Encoder` class of one table row, defined as `module.class_name` (so that
+    it pickles and reads like a written class)."""
+    attrs: dict[str, Any] = {field: getattr(spec, field) for field in _CONTRACT_FIELDS}
+    attrs.update(spec=spec, __module__=module, __qualname__=class_name,
+                 __doc__=f"{spec.description} (row {spec.name!r} of pathkit_encoders.table).")
+    return type(class_name, (ViTTileEncoder,), attrs)
+
+
+def registrar(*classes: type[Encoder]) -> Callable[..., None]:
+    """A plugin module's `register_encoders` hook registering `classes`."""
+
+    @hookimpl
+    def register_encoders(register: Callable[[type[Encoder]], Any]) -> None:
+        for cls in classes:
+            register(cls)
+
+    return register_encoders
+
+
+class ViTTileEncoder(Encoder):
+    """A tile encoder whose backbone is a timm VisionTransformer, described by one table row.
+
+    `arch_overrides` replaces architecture keyword arguments, of the trunk or of the tower's
+    `pooler` (e.g. depth=2, embed_dim=64 in tests): the model is then of the same family but not
+    the published one, and cannot load the published checkpoint.
     """
 
-    timm_name: ClassVar[str] = ""
-    pooling: ClassVar[str] = "model"  # "model": timm's own pooling; "cls+patch-mean": Virchow
-    resize_px: ClassVar[int] = 224  # shorter side after resizing (torchvision Resize(int))
-    crop_px: ClassVar[int | None] = None  # centre crop after resizing, if any
-    interpolation: ClassVar[str] = "bilinear"
-    random_init_seed: ClassVar[int] = 0  # used only when an encoder ships no checkpoint
-    checkpoint_wrappers: ClassVar[tuple[str, ...]] = ()  # payload keys holding the state dict (EAGLE)
+    spec: ClassVar[EncoderSpec]
     # `transform` is plain torch on the batch's device: on a GPU the extraction runner sends
     # uint8 tiles there and resamples and normalises them on the device.
     transform_on_device: ClassVar[bool] = True
@@ -76,24 +94,11 @@ class ViTTileEncoder(Encoder):
         self.weights_sha256: str = ""
 
     # ------------------------------------------------------------------ architecture
-    # timm keyword arguments of the published architecture (REFERENCES.md). Layer classes are
-    # written "@module.Name" and imported only when a model is built, so that listing encoders
-    # never imports torch or timm.
-    arch_kwargs: ClassVar[dict[str, Any]] = {}
-
-    @classmethod
-    def base_architecture(cls) -> dict[str, Any]:
-        """`arch_kwargs` with "@module.Name" references resolved to the objects."""
-        return {k: resolve_reference(v) for k, v in cls.arch_kwargs.items()}
-
-    # Keyword arguments of a module built around the timm trunk (CONCH's poolers), overridable
-    # like the trunk's; `architecture()` holds both.
-    pooler_defaults: ClassVar[dict[str, int]] = {}
-
     def split_architecture(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(timm trunk keyword arguments, pooler keyword arguments), overrides applied."""
-        trunk = {**self.base_architecture()}
-        pooler: dict[str, Any] = dict(self.pooler_defaults)
+        """(timm trunk keyword arguments, tower keyword arguments), overrides applied, "@module.Name"
+        references resolved to the objects."""
+        trunk = {k: resolve_reference(v) for k, v in self.spec.arch.items()}
+        pooler: dict[str, Any] = dict(self.spec.pooler)
         for key, value in self.arch_overrides.items():
             (pooler if key in pooler else trunk)[key] = value
         return self.sized_for_input(trunk), pooler
@@ -118,41 +123,42 @@ class ViTTileEncoder(Encoder):
         return arch
 
     def architecture_label(self) -> str:
-        label = f"{self.name} ({self.timm_name})"
+        label = f"{self.name} ({self.spec.timm_name})"
         if self.arch_overrides:
             label += " with overrides " + ", ".join(f"{k}={v}" for k, v in sorted(self.arch_overrides.items()))
         return label
 
     def build_backbone(self, device: str = "cpu") -> nn.Module:
-        """The module whose state dict is the checkpoint, randomly initialised (or on meta)."""
+        """The module whose state dict is the checkpoint, randomly initialised (or on meta): the
+        timm trunk, or the row's tower built around it."""
         import timm
 
+        trunk_args, pooler = self.split_architecture()
         with build_on(device):
-            return timm.create_model(self.timm_name, pretrained=False, **self.architecture())
+            trunk = timm.create_model(self.spec.timm_name, pretrained=False, **trunk_args)
+            return resolve_reference(self.spec.tower)(trunk, **pooler) if self.spec.tower else trunk
 
     def wrap(self, backbone: nn.Module) -> nn.Module:
         """The module mapping a normalised batch (B, 3, H, W) to embeddings (B, D)."""
-        if self.pooling == "model":
-            return backbone
-        if self.pooling == "cls+patch-mean":
-            from pathkit_encoders._modules import ClassAndPatchMean
-
-            return ClassAndPatchMean(backbone)
-        raise PathkitError(f"encoder {self.name!r}: unknown pooling {self.pooling!r}")
+        wrapper = None if self.spec.tower else WRAPPERS[self.spec.pooling]
+        return resolve_reference(wrapper)(backbone) if wrapper else backbone
 
     def adapt_state_dict(
         self, state_dict: dict[str, torch.Tensor], backbone: nn.Module
     ) -> dict[str, torch.Tensor]:
-        """Map a published checkpoint's key layout onto the backbone's (identity by default)."""
-        return state_dict
+        """Map a published checkpoint's key layout onto the backbone's (the row's adapter; identity
+        without one)."""
+        adapt = self.spec.adapt_state_dict
+        return adapt(state_dict, backbone) if adapt else state_dict
 
     @property
     def feature_dim(self) -> int:
-        """Output dimension of this instance (differs from `embed_dim` under arch_overrides)."""
-        if not self.arch_overrides:
+        """Output dimension of this instance (differs from `embed_dim` when an override sets the
+        row's feature width)."""
+        if self.spec.feature_key not in self.arch_overrides:
             return self.embed_dim
-        width = int(self.architecture().get("embed_dim", self.embed_dim))
-        return 2 * width if self.pooling == "cls+patch-mean" else width
+        width = int(self.arch_overrides[self.spec.feature_key])
+        return 2 * width if self.spec.pooling == "cls+patch-mean" else width
 
     def parameter_count(self) -> int:
         """Parameters of the full model, counted on the meta device (no memory, no weights)."""
@@ -191,7 +197,7 @@ class ViTTileEncoder(Encoder):
             path = W.resolve_weights(type(self), weights_path, allow_download=allow_download)
             expected = self.weights.sha256 if (self.weights and not self.arch_overrides) else None
             sha = W.verify_sha256(path, expected, self.name)
-            state = W.read_state_dict(path, wrappers=self.checkpoint_wrappers)
+            state = W.read_state_dict(path, wrappers=self.spec.checkpoint_wrappers)
             backbone = self.build_backbone("meta")
             state = self.adapt_state_dict(state, backbone)
             W.load_state_dict_checked(backbone, state, source=path, architecture=self.architecture_label())
@@ -229,11 +235,11 @@ class ViTTileEncoder(Encoder):
     # ------------------------------------------------------------------ preprocessing
     @property
     def mean(self) -> tuple[float, float, float]:
-        return self.weights.mean if self.weights else IMAGENET_MEAN
+        return self.weights.mean
 
     @property
     def std(self) -> tuple[float, float, float]:
-        return self.weights.std if self.weights else IMAGENET_STD
+        return self.weights.std
 
     def transform(self, tiles: np.ndarray | torch.Tensor) -> torch.Tensor:
         """uint8 tiles (B, H, W, 3) or one tile (H, W, 3) -> normalised float batch (B, 3, S, S).
@@ -270,10 +276,11 @@ class ViTTileEncoder(Encoder):
     @classmethod
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
+        spec = cls.spec
         out.update(
-            timm_model=cls.timm_name,
-            architecture={k: v.lstrip("@") if isinstance(v, str) else v for k, v in cls.arch_kwargs.items()},
-            pooling=cls.pooling,
+            timm_model=spec.timm_name,
+            architecture={k: v.lstrip("@") if isinstance(v, str) else v for k, v in spec.arch.items()},
+            pooling=spec.pooling,
             preprocessing={
                 "resize": cls.resize_px,
                 "center_crop": cls.crop_px,
