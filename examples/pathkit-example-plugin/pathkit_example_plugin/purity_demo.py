@@ -25,7 +25,7 @@ SPLIT_COUNTS = {"train": 16, "val": 6, "test": 6}
 def write_demo(folder: Path, seed: int = 0) -> Path:
     """Write the demo slides and `purity.csv` (last, so a complete table means a complete demo)."""
     from pathkit_core.workspace import atomic_write_text
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     table = folder / "purity.csv"
     if table.exists():
