@@ -74,14 +74,14 @@ class _Text:
 
 def _value_text(value: Any, namespace: dict[str, Any]) -> str:
     """A default value as code: a module constant by its name, a function or class by its name,
-    else its repr (an object whose repr holds a memory address by its type)."""
+    else its repr, sets sorted (an object whose repr holds a memory address by its type)."""
     if not isinstance(value, _PLAIN):
         for name, obj in namespace.items():
             if obj is value and not name.startswith("_"):
                 return name
     if inspect.isfunction(value) or inspect.isclass(value):
         return value.__qualname__
-    text = repr(value)
+    text = pprint.pformat(value, width=10**6, sort_dicts=False)  # sets in a stable order, unlike repr
     return f"{type(value).__name__}(...)" if " at 0x" in text else text
 
 
@@ -183,6 +183,9 @@ def stub(name: str, obj: Any, module: Any = None) -> str:
     """One name as code: a class stub, a `def` line, or a constant with its value."""
     if inspect.isclass(obj):
         return class_stub(obj)
+    if inspect.ismodule(obj):
+        alias = "" if obj.__name__.rsplit(".", 1)[-1] == name else f" as {name}"
+        return f"import {obj.__name__}{alias}"
     if callable(obj) and (inspect.isfunction(obj) or inspect.isbuiltin(obj) or hasattr(obj, "__wrapped__")):
         return f"def {signature_text(obj, name)}"
     annotation = None
