@@ -71,9 +71,9 @@ def facts(run_dir: Path, tile_spec, tiling):
 def segment(model, feature_file: Path, run_dir: Path, tile_spec, tiling, class_names,
             stitch: dict | None = None) -> dict:
     """Predict, stitch and write one slide's outputs, as `pathkit run` does; returns its record."""
-    from pathkit_core.tasks.segmentation import SegmentationTask
     from pathkit_core.training.bags import BagDataset, BagSpec
     from pathkit_core.training.trainer import TrainConfig
+    from pathkit_tasks.segmentation.task import SegmentationTask
 
     task = SegmentationTask()
     items = BagDataset([BagSpec("slide", (feature_file,), None, {"stitch": stitch} if stitch else {})])

@@ -82,8 +82,8 @@ def main() -> int:
     from pathkit_generators._selection.relevance import LearnedRelevance
     from pathkit_generators.selectors import FlatTopKSelector, PathoArgusSelector
 
-    from pathkit_core.contracts import EvidencePool
     from pathkit_core.features.store import load_feature_file
+    from pathkit_tasks.vqa.selection import EvidencePool
 
     torch.set_num_threads(1)
     print(f"load average: {Path('/proc/loadavg').read_text().strip()}  (cpus: {os.cpu_count()})")
@@ -94,7 +94,7 @@ def main() -> int:
               f"({size_mb:.0f} MiB on disk), K = {args.budget}, M = {args.candidates:,}")
 
         def read(verify: bool):
-            # what the VQA items do per question (pathkit_core.tasks.vqa_evidence.load_pool): every
+            # what the VQA items do per question (pathkit_tasks.vqa.evidence.load_pool): every
             # file of the case read and its rows concatenated in slide order
             loaded = [load_feature_file(p, verify=verify) for p in paths]
             features = torch.cat([torch.as_tensor(f.features) for f in loaded])

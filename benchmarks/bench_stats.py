@@ -30,7 +30,7 @@ def synthetic_scores(rng, seeds: int, cases: int, cells: int):
 def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
-    from pathkit_core.stats import (
+    from pathkit_bench.stats import (
         adjust_pvalues,
         average_ranks,
         friedman_test,

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
+import stat
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +17,7 @@ if TYPE_CHECKING:  # heavy imports stay out of `pathkit --help`
     import polars as pl
     import torch
 
-# The built-in task types (DESIGN.md section 4), registered by pathkit_core.tasks through the same
+# The built-in task types (DESIGN.md section 4), registered by the pathkit_tasks packages through the same
 # `register_tasks` hook a third-party plugin uses: the list of task types is open.
 TASK_REPORT = "report"
 TASK_SLIDE_CLASSIFICATION = "slide-classification"
@@ -22,7 +25,9 @@ TASK_PATCH_CLASSIFICATION = "patch-classification"
 TASK_SEGMENTATION = "segmentation"
 TASK_MULTIPLE_CHOICE_VQA = "multiple-choice-vqa"
 
-COMPONENT_KINDS: tuple[str, ...] = ("task", "encoder", "generator", "dataset", "metric", "segmenter", "selector")
+# The core's component kinds; a task package may add one (the VQA package adds "selector") through
+# the `add_component_kinds` hook.
+COMPONENT_KINDS: tuple[str, ...] = ("task", "encoder", "generator", "dataset", "metric", "segmenter")
 
 # What a case may carry as its input (DESIGN.md section 4): slides to tile and extract,
 # precomputed feature files, or whole images (patches) encoded one image each.
@@ -54,6 +59,8 @@ class Component:
     kind: ClassVar[str] = ""
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    # The `describe()` fields `pathkit list <kind>s` shows as columns, besides name and description.
+    list_columns: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def describe(cls) -> dict[str, Any]:
@@ -109,6 +116,7 @@ class Encoder(Component):
     """
 
     kind: ClassVar[str] = "encoder"
+    list_columns: ClassVar[tuple[str, ...]] = ("embed_dim", "tile_px", "mpp", "precision")
     embed_dim: ClassVar[int] = 0
     tile_spec: ClassVar[TileSpec] = TileSpec(224, 0.5)
     precision: ClassVar[str] = "fp32"  # autocast dtype on GPU: "bf16", "fp16" or "fp32"
@@ -212,6 +220,29 @@ def case_id_problem(case_id: Any) -> str | None:
     return None
 
 
+def regular_file_problem(path: str | Path) -> tuple[str, str] | None:
+    """(code, message) when `path` is not a readable regular file, else None.
+
+    Codes: not-found, symlink-loop, directory, not-a-file (named pipe, socket, device),
+    unreadable. Opening a named pipe blocks until a writer appears, so this looks first.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "not-found", "does not exist"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink-loop", "is a symbolic link loop (it resolves to itself)"
+        return "unreadable", f"cannot be read: {exc.strerror or exc}"
+    if stat.S_ISDIR(st.st_mode):
+        return "directory", "is a directory, not a file"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a named pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device")
+        return "not-a-file", f"is not a regular file ({kind})"
+    return None
+
+
 _TRUE = {"true", "yes", "y", "1", "on"}
 _FALSE = {"false", "no", "n", "0", "off"}
 
@@ -244,8 +275,6 @@ class DatasetOption:
             return value
         if kind == "file":
             if isinstance(value, str | Path):
-                from pathkit_core.workspace import regular_file_problem
-
                 problem = regular_file_problem(value)
                 if problem is not None:
                     raise PathkitError(f"{where}: {value} {problem[1]}")
@@ -281,6 +310,7 @@ class Dataset(Component):
     """A benchmark dataset rooted at a folder. `cases(split)` yields `Case` records."""
 
     kind: ClassVar[str] = "dataset"
+    list_columns: ClassVar[tuple[str, ...]] = ("task", "demo")
     task: ClassVar[str] = ""
     license: ClassVar[str] = ""
     citation: ClassVar[str] = ""
@@ -466,6 +496,7 @@ class Generator(Component):
     """A trainable head over tile features (report generator, MIL classifier, ...)."""
 
     kind: ClassVar[str] = "generator"
+    list_columns: ClassVar[tuple[str, ...]] = ("tasks", "needs_fit")
     tasks: ClassVar[tuple[str, ...]] = ()
     default_hparams: ClassVar[dict[str, Any]] = {}
     # Training-loop overrides of the core defaults (pathkit_core.training.TrainConfig fields).
@@ -516,6 +547,7 @@ class Metric(Component):
     """A scorer. `compute` takes aligned lists of predictions and references."""
 
     kind: ClassVar[str] = "metric"
+    list_columns: ClassVar[tuple[str, ...]] = ("tasks",)
     tasks: ClassVar[tuple[str, ...]] = ()
     higher_is_better: ClassVar[bool] = True
     # Summary keys shown first in tables and leaderboards, in this order (the paper's columns).
@@ -634,6 +666,7 @@ class Task(Component):
     """
 
     kind: ClassVar[str] = "task"
+    list_columns: ClassVar[tuple[str, ...]] = ("inputs", "baselines")
     # Input kinds its cases may carry (Case.input_kind): INPUT_SLIDES, INPUT_FEATURES, INPUT_IMAGES.
     inputs: ClassVar[tuple[str, ...]] = (INPUT_SLIDES, INPUT_FEATURES)
     # Human-readable formats, shown by `pathkit info TASK` and in validation errors.
@@ -687,35 +720,38 @@ class Task(Component):
         return {**dict(dataset.tiling_options), **dict(run_tiling)}
 
     def items(self, cases: Sequence[Case], inputs: Mapping[str, Any], dataset: Dataset,
-              facts: RunFacts, *, targets: bool = True) -> Sequence[dict[str, Any]]:
-        """The items of `cases` (those with usable inputs) that reach `TaskModel.collate`:
-        feature bags for slides and feature files, one vector per case for images. With
+              facts: RunFacts, *, targets: bool = True) -> Sequence[dict[str, Any]] | None:
+        """The items of `cases` (those with usable inputs) that reach `TaskModel.collate`. With
         `targets=False` (the test split) no item carries its target: a model predicting test
-        cases never sees their answers."""
-        from pathkit_core.run.items import case_items
-
-        return case_items(self, cases, inputs, dataset, facts, targets=targets)
+        cases never sees their answers. None (the default): the run's standard items
+        (`pathkit_core.run.items`): feature bags for slides and feature files, one vector per
+        case for images, each with the model target and the case's meta."""
+        return None
 
     def predict(self, model: TaskModel, items: Sequence[dict[str, Any]], facts: RunFacts, *,
-                batch_size: int, cfg: Any) -> dict[str, Any]:
-        """Raw predictions by case id (before `output`); the core trainer's sharded predict."""
-        from pathkit_core.training.trainer import predict
-
-        return predict(model, items, batch_size=batch_size, cfg=cfg)
+                batch_size: int, cfg: Any) -> dict[str, Any] | None:
+        """Raw predictions by case id (before `output`). None (the default): the run's standard,
+        the trainer's batched (and sharded) predict over `items`."""
+        return None
 
     # ------------------------------------------------------------------ outputs
 
     def write_predictions(self, path: Path, predictions: Mapping[str, Any], ids: Sequence[str],
-                          facts: RunFacts) -> Path:
-        """Write predictions for `ids` (JSON lines `{"id", "prediction"}` by default)."""
-        from pathkit_core.training.trainer import write_predictions
+                          facts: RunFacts) -> Path | None:
+        """Write predictions for `ids` to `path`. None (the default): the run's standard, JSON
+        lines `{"id", "prediction"}`."""
+        return None
 
-        return write_predictions(path, predictions, ids)
+    def read_predictions(self, path: Path) -> dict[str, Any] | None:
+        """Predictions by case id as `write_predictions` wrote them. None (the default): the
+        run's standard JSON lines."""
+        return None
 
-    def read_predictions(self, path: Path) -> dict[str, Any]:
-        from pathkit_core.training.trainer import read_predictions
-
-        return read_predictions(path)
+    def export_evidence(self, model: TaskModel, items: Sequence[dict[str, Any]], cases: Sequence[Case],
+                        out_dir: Path, facts: RunFacts) -> None:
+        """Write what a model shows of its reasons for the test predictions under `out_dir` (the
+        slide-classification task: each tile's attention), when the run exports evidence
+        (`RunSpec.export_attention`); nothing by default."""
 
     def metric_context(self, dataset: Dataset, facts: RunFacts) -> dict[str, Any]:
         """Run facts its metrics receive in `context` (tile geometry, class names, budget)."""
@@ -799,127 +835,9 @@ class TissueSegmenter(Component):
         raise NotImplementedError
 
 
-# --------------------------------------------------------------------------- evidence selectors
-
-
-@dataclass
-class EvidencePool:
-    """The patch features one question's case offers a selector, in slide order.
-
-    `features` (N, D) and `coords` (N, 2; level-0 pixels) are the case's slides concatenated in
-    order (numpy or torch arrays, any float dtype); `slide` (N,) is each row's slide ordinal
-    (non-decreasing); `slide_sets[j]` is the candidate set (0, 1, ...) of slide j. `question` and
-    `choices` are what a reader sees: never the answer. A selector reads feature rows through
-    `rows(indices)`, so it touches only the candidates it scores. `joint_space` is the image-text
-    space the features lie in, as their files record it (`Encoder.joint_space`; None: image-only
-    or unknown).
-    """
-
-    features: Any
-    coords: Any
-    slide: Any
-    slide_sets: tuple[int, ...]
-    question: str = ""
-    choices: tuple[str, ...] = ()
-    case_id: str = ""
-    joint_space: str | None = None
-
-    @property
-    def n(self) -> int:
-        return int(len(self.slide))
-
-    @property
-    def n_slides(self) -> int:
-        return len(self.slide_sets)
-
-    @property
-    def n_sets(self) -> int:
-        return max(self.slide_sets) + 1 if self.slide_sets else 0
-
-    def rows(self, indices: Any) -> np.ndarray:
-        """float32 feature rows `indices` as a numpy array."""
-        import numpy as np
-
-        picked = self.features[np.asarray(indices, dtype=np.int64)]
-        if hasattr(picked, "numpy"):
-            picked = picked.float().numpy()
-        return np.asarray(picked, dtype=np.float32)
-
-
-@dataclass
-class Selection:
-    """What a selector kept of a pool: at most K row `indices`, ascending (the original slide
-    order), with the allocation per candidate set and per slide, the number of candidates it
-    scored and its facts (relevance used, options)."""
-
-    indices: Any
-    per_set: list[int]
-    per_slide: list[int]
-    n_scored: int = 0
-    facts: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, indices: Any, pool: EvidencePool, *, n_scored: int = 0,
-           facts: Mapping[str, Any] | None = None) -> Selection:
-        """The selection of `indices` (merged, de-duplicated, restored to slide order) with its
-        per-set and per-slide counts."""
-        import numpy as np
-
-        kept = np.unique(np.asarray(indices, dtype=np.int64))
-        if kept.size and (kept[0] < 0 or kept[-1] >= pool.n):
-            raise PathkitError(f"selection of case {pool.case_id!r}: row {int(kept[-1])} outside 0..{pool.n - 1}")
-        slides = np.asarray(pool.slide, dtype=np.int64)[kept]
-        per_slide = np.bincount(slides, minlength=pool.n_slides).tolist()
-        per_set = [0] * pool.n_sets
-        for j, count in enumerate(per_slide):
-            per_set[pool.slide_sets[j]] += count
-        return cls(kept, per_set, per_slide, n_scored, dict(facts or {}))
-
-
-class Selector(Component):
-    """Evidence selection under a budget: at most K of a case's N patch features for one question.
-
-    Registered through `register_selectors` and named by the dataset option `selector`. `select`
-    scores at most `candidates` (M) rows and returns a `Selection` (build it with
-    `Selection.of`); a selector that `needs_fit` (a learned relevance) is first given the train
-    split's pools and answers. Options are checked against `default_options`.
-    """
-
-    kind: ClassVar[str] = "selector"
-    default_options: ClassVar[dict[str, Any]] = {}
-    needs_fit: ClassVar[bool] = False
-
-    def __init__(self, **options: Any) -> None:
-        unknown = sorted(set(options) - set(self.default_options))
-        if unknown:
-            raise PathkitError(f"selector {self.name!r} has no option(s) {', '.join(unknown)}; "
-                               f"known: {', '.join(sorted(self.default_options)) or 'none'}")
-        self.options = {**self.default_options, **options}
-
-    def fit(self, pools: Sequence[EvidencePool], answers: Sequence[int], *, cache_dir: Path | None = None,
-            seed: int = 0, data_key: str | None = None) -> None:
-        """Learn from the train split (pools load lazily, one at a time); called when `needs_fit`
-        (an instance may set it). `data_key` is a content key of the pools and answers, for a
-        cache of what was learned under `cache_dir` (None: do not cache)."""
-
-    def select(self, pool: EvidencePool, *, budget: int, candidates: int) -> Selection:
-        raise NotImplementedError
-
-    def facts(self) -> dict[str, Any]:
-        """JSON facts recorded with the run's selections (the relevance actually used, options)."""
-        return {"selector": self.name, **self.options}
-
-    @classmethod
-    def describe(cls) -> dict[str, Any]:
-        out = super().describe()
-        out.update(default_options=dict(cls.default_options), needs_fit=cls.needs_fit)
-        return out
-
-
 COMPONENT_BASES: dict[str, type[Component]] = {
     "task": Task,
     "segmenter": TissueSegmenter,
-    "selector": Selector,
     "encoder": Encoder,
     "generator": Generator,
     "dataset": Dataset,

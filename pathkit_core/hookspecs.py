@@ -17,7 +17,7 @@ Register = Callable[[type], Any]
 @hookspec
 def register_tasks(register: Register) -> None:
     """Call `register(TaskClass)` for each task type the plugin provides (the built-in tasks
-    register through this hook too, from pathkit_core.tasks)."""
+    register through this hook too, from the `pathkit_tasks` packages)."""
 
 
 @hookspec
@@ -50,10 +50,12 @@ def register_segmenters(register: Register) -> None:
     """Call `register(SegmenterClass)` for each tissue segmenter (a `TissueSegmenter`) the plugin provides."""
 
 
-@hookspec
-def register_selectors(register: Register) -> None:
-    """Call `register(SelectorClass)` for each evidence selector (a `Selector`: at most K of a case's
-    patch features for one question) the plugin provides."""
+@hookspec(historic=True)
+def add_component_kinds(add: Callable[..., None]) -> None:
+    """Call `add(kind, base, hook, specs)` for each component kind the plugin adds to the core's:
+    components of `kind` subclass `base` and are registered through the hook named `hook`, whose
+    specification is in the module `specs` (as pytest plugins add hooks; the VQA task package adds
+    the evidence `selector` kind this way)."""
 
 
 @hookspec
@@ -83,6 +85,6 @@ def matrix_report_sections(board: Any) -> list[Any] | None:
 
 @hookspec
 def suite_report_sections(suite: Any) -> list[Any] | None:
-    """Sections this plugin adds to a suite report (`suite`: a `pathkit_core.suite.analysis.SuiteAnalysis`,
+    """Sections this plugin adds to a suite report (`suite`: a `pathkit_bench.suite.analysis.SuiteAnalysis`,
     with its tidy leaderboard `suite.frame` and figure writer `suite.figures`; the goldmark plugin adds
     its encoder rank-sums)."""

@@ -20,7 +20,6 @@ import pluggy
 from pathkit_core import PROJECT_NAME, hookspecs
 from pathkit_core.contracts import (
     COMPONENT_BASES,
-    COMPONENT_KINDS,
     Component,
     PathkitError,
 )
@@ -28,15 +27,15 @@ from pathkit_core.contracts import (
 ENTRY_POINT_GROUP = PROJECT_NAME
 ENV_LOAD = "PATHKIT_LOAD_PLUGINS"
 ENV_DISABLE = "PATHKIT_DISABLE_PLUGINS"
-# The core's own components (the task types, the Otsu tissue segmenter) come in through the same
-# hooks as any plugin's, from these modules; allow/block lists do not apply to them.
-BUILTIN_PLUGINS = (("pathkit.tasks", "pathkit_core.tasks"), ("pathkit.segmenters", "pathkit_core.wsi.segmentation"))
+# The `pathkit` distribution's own entry points (the built-in task packages, the Otsu tissue
+# segmenter) are loaded like any plugin's, always: allow/block lists do not apply to them.
+BUILTIN_DISTRIBUTION = PROJECT_NAME
 
-# Tasks first: the other kinds' declared tasks are checked against the registered ones.
+# The core's kinds and their hooks; tasks first: the other kinds' declared tasks are checked
+# against the registered ones. A plugin adds kinds through `add_component_kinds`.
 _HOOK_FOR_KIND = {
     "task": "register_tasks",
     "segmenter": "register_segmenters",
-    "selector": "register_selectors",
     "encoder": "register_encoders",
     "generator": "register_generators",
     "dataset": "register_datasets",
@@ -62,7 +61,7 @@ class PluginRecord:
     version: str = ""
     status: str = "ok"  # "ok", "error" or "disabled"
     error: str = ""
-    components: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in COMPONENT_KINDS})
+    components: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in _HOOK_FOR_KIND})
 
     def fail(self, message: str) -> None:
         self.status = "error"
@@ -98,28 +97,51 @@ class Registry:
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
-        self.components: dict[str, dict[str, type[Component]]] = {k: {} for k in COMPONENT_KINDS}
+        self.hooks: dict[str, str] = dict(_HOOK_FOR_KIND)
+        self.bases: dict[str, type[Component]] = dict(COMPONENT_BASES)
+        self.components: dict[str, dict[str, type[Component]]] = {k: {} for k in self.hooks}
         self.owners: dict[tuple[str, str], str] = {}
         self.conflicts: dict[tuple[str, str], list[str]] = {}
+        self.pm.hook.add_component_kinds.call_historic(kwargs={"add": self.add_kind})
+
+    @property
+    def kinds(self) -> list[str]:
+        """Every component kind: the core's, then those plugins added."""
+        return list(self.hooks)
+
+    def add_kind(self, kind: str, base: type[Component], hook: str, specs: Any) -> None:
+        """A component kind a plugin adds (`add_component_kinds`): its base class, its register
+        hook and the module holding that hook's specification."""
+        if kind in self.hooks and self.bases.get(kind) is not base:
+            raise PathkitError(f"component kind {kind!r} is added twice, with different base classes")
+        if kind not in self.hooks:
+            self.pm.add_hookspecs(specs)
+        self.hooks[kind], self.bases[kind] = hook, base
+        self.components.setdefault(kind, {})
 
     # ------------------------------------------------------------------ loading
     def load_entry_points(
-        self, allow: set[str] | None = None, block: set[str] | None = None
+        self, allow: set[str] | None = None, block: set[str] | None = None, *, builtin_only: bool = False
     ) -> None:
-        """Load each `pathkit` entry point on its own; a failure is recorded, never fatal."""
+        """Load each `pathkit` entry point on its own; a failure is recorded, never fatal. The
+        `pathkit` distribution's own entry points are always loaded; with `builtin_only`, only they."""
         seen: set[str] = set()
         for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             if ep.name in seen:  # the same distribution visible twice on sys.path
                 continue
             seen.add(ep.name)
-            dist = getattr(ep, "dist", None)
+            dist = ep.dist
+            distribution = dist.metadata["Name"] if dist is not None else ""
+            builtin = distribution == BUILTIN_DISTRIBUTION
+            if builtin_only and not builtin:
+                continue
             record = PluginRecord(
                 name=ep.name,
                 module=ep.value,
-                distribution=dist.metadata["Name"] if dist is not None else "",
+                distribution=distribution,
                 version=dist.version if dist is not None else "",
             )
-            if (allow is not None and ep.name not in allow) or (block and ep.name in block):
+            if not builtin and ((allow is not None and ep.name not in allow) or (block and ep.name in block)):
                 record.status = "disabled"
                 self.records[ep.name] = record
                 continue
@@ -171,7 +193,7 @@ class Registry:
 
     def collect(self) -> None:
         """Call every register_* hook plugin by plugin, attributing each component."""
-        for kind, hook_name in _HOOK_FOR_KIND.items():
+        for kind, hook_name in self.hooks.items():
             caller = getattr(self.pm.hook, hook_name)
             for impl in caller.get_hookimpls():  # registration order
                 rec = self.records.setdefault(impl.plugin_name, PluginRecord(impl.plugin_name))
@@ -182,19 +204,19 @@ class Registry:
                     rec.fail(f"{hook_name} raised {_short_error(exc)}")
 
     def _make_register(self, kind: str, plugin_name: str, rec: PluginRecord):
-        base = COMPONENT_BASES[kind]
+        base = self.bases[kind]
 
         def register(component: type[Component]) -> type[Component]:
             if not (isinstance(component, type) and issubclass(component, base)):
                 raise PathkitError(
-                    f"{_HOOK_FOR_KIND[kind]} got {component!r}, which is not a subclass of "
-                    f"pathkit_core.contracts.{base.__name__}"
+                    f"{self.hooks[kind]} got {component!r}, which is not a subclass of "
+                    f"{base.__module__}.{base.__name__}"
                 )
-            name = getattr(component, "name", "")
+            name = component.name
             if not name or not isinstance(name, str):
                 raise PathkitError(f"{component.__name__} has no `name` attribute")
-            declared = [component.task] if kind == "dataset" else list(getattr(component, "tasks", ()) or ())
             if kind in ("dataset", "generator", "metric"):
+                declared = [component.task] if kind == "dataset" else list(component.tasks)
                 bad = [t for t in declared if t not in self.components["task"]]
                 if bad or (kind == "dataset" and not declared[0]):
                     raise PathkitError(
@@ -216,7 +238,7 @@ class Registry:
                 return component
             self.components[kind][name] = component
             self.owners[key] = plugin_name
-            rec.components[kind].append(name)
+            rec.components.setdefault(kind, []).append(name)
             return component
 
         return register
@@ -228,7 +250,7 @@ class Registry:
     def get(self, kind: str, name: str) -> type[Component]:
         """The component class registered as `name`; errors list close matches."""
         if kind not in self.components:
-            raise PathkitError(f"unknown component kind {kind!r}; known: {', '.join(COMPONENT_KINDS)}")
+            raise PathkitError(f"unknown component kind {kind!r}; known: {', '.join(self.kinds)}")
         if (kind, name) in self.conflicts:
             owners = " and ".join(repr(p) for p in self.conflicts[(kind, name)])
             raise AmbiguousComponentError(
@@ -312,14 +334,11 @@ def build_registry(
     filtered by `allow`/`block` (default: the PATHKIT_LOAD_PLUGINS / PATHKIT_DISABLE_PLUGINS
     environment variables); `plugins` adds inline plugin objects by name."""
     registry = Registry()
-    core_version = _core_version()
-    for name, module in BUILTIN_PLUGINS:
-        registry.add_plugin(name, importlib.import_module(module), distribution="pathkit", version=core_version)
-    if autoload:
-        registry.load_entry_points(
-            allow if allow is not None else _env_list(ENV_LOAD),
-            block if block is not None else (_env_list(ENV_DISABLE) or set()),
-        )
+    registry.load_entry_points(
+        allow if allow is not None else _env_list(ENV_LOAD),
+        block if block is not None else (_env_list(ENV_DISABLE) or set()),
+        builtin_only=not autoload,
+    )
     items = plugins.items() if isinstance(plugins, Mapping) else plugins
     for name, plugin in items:
         if isinstance(plugin, str):
@@ -415,8 +434,8 @@ def _write_index(registry: Registry) -> None:
     path = _index_path()
     if path is None:
         return
-    builtin = {name for name, _module in BUILTIN_PLUGINS}
-    providers: dict[str, dict[str, list[str]]] = {kind: {} for kind in COMPONENT_KINDS}
+    builtin = {name for name, rec in registry.records.items() if rec.distribution == BUILTIN_DISTRIBUTION}
+    providers: dict[str, dict[str, list[str]]] = {kind: {} for kind in registry.kinds}
     for (kind, name), owner in registry.owners.items():
         providers[kind][name] = registry.conflicts.get((kind, name), [owner])
     index = {"key": _entry_points_key(), "builtin": sorted(builtin), "providers": providers}

@@ -11,7 +11,6 @@ import os
 import platform
 import shutil
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import PathkitError, regular_file_problem
 
 DEFAULT_WORKDIR = Path("pathkit-work")
 _HASH_CHUNK = 1 << 20
@@ -102,29 +101,6 @@ def check_writable_dir(path: str | Path, what: str) -> Path:
         err = storage_error(exc, probe)
         raise (err or PathkitError(f"{what} {path}: cannot write in {probe}: {exc.strerror or exc}")) from None
     return path
-
-
-def regular_file_problem(path: str | Path) -> tuple[str, str] | None:
-    """(code, message) when `path` is not a readable regular file, else None.
-
-    Codes: not-found, symlink-loop, directory, not-a-file (named pipe, socket, device),
-    unreadable. Opening a named pipe blocks until a writer appears, so this looks first.
-    """
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "not-found", "does not exist"
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "symlink-loop", "is a symbolic link loop (it resolves to itself)"
-        return "unreadable", f"cannot be read: {exc.strerror or exc}"
-    if stat.S_ISDIR(st.st_mode):
-        return "directory", "is a directory, not a file"
-    if not stat.S_ISREG(st.st_mode):
-        kind = ("a named pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
-                else "a device")
-        return "not-a-file", f"is not a regular file ({kind})"
-    return None
 
 
 def check_regular_file(path: str | Path, what: str) -> Path:

@@ -10,12 +10,12 @@ import typer
 from pathkit_core.contracts import PathkitError
 
 # Core command modules; each exposes `register(app)`. Plugins add theirs via `register_commands`.
-COMMAND_MODULES = ("listing", "doctor", "score", "run", "report", "tile", "extract", "status", "compare", "bench")
+COMMAND_MODULES = ("listing", "doctor", "score", "run", "report", "tile", "extract", "status")
 # Which module registers each core command (tests/core/test_cli.py checks it against the modules):
 # a process running one core command imports and builds that module only.
 CORE_COMMANDS = {"list": "listing", "info": "listing", "doctor": "doctor", "score": "score", "run": "run",
                  "report": "report", "tile": "tile", "extract": "extract", "qc": "extract", "features": "extract",
-                 "status": "status", "compare": "compare", "bench": "bench"}
+                 "status": "status"}
 
 
 def _version_callback(value: bool) -> None:

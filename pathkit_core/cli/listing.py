@@ -8,10 +8,8 @@ import typer
 from rich.markup import escape
 
 from pathkit_core.cli.common import console, print_json, print_table, user_errors
-from pathkit_core.contracts import COMPONENT_KINDS, PathkitError
+from pathkit_core.contracts import PathkitError
 from pathkit_core.plugins import get_plugin_manager
-
-_KIND_OF = {f"{k}s": k for k in COMPONENT_KINDS}
 
 
 def _list_plugins(as_json: bool) -> None:
@@ -40,15 +38,7 @@ def _list_kind(kind: str, as_json: bool) -> None:
     if as_json:
         print_json(items)
         return
-    extra = {
-        "task": ("inputs", "baselines"),
-        "encoder": ("embed_dim", "tile_px", "mpp", "precision"),
-        "generator": ("tasks", "needs_fit"),
-        "dataset": ("task", "demo"),
-        "metric": ("tasks",),
-        "segmenter": (),
-        "selector": ("needs_fit",),
-    }[kind]
+    extra = registry.bases[kind].list_columns
     rows = [
         (i["name"], *(", ".join(i[c]) if isinstance(i[c], list) else i[c] for c in extra),
          i["distribution"], i["description"])
@@ -77,12 +67,13 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ) -> None:
         """List plugins, or the registered components of one kind."""
+        kind_of = {f"{k}s": k for k in get_plugin_manager().kinds}
         if what == "plugins":
             _list_plugins(as_json)
-        elif what in _KIND_OF:
-            _list_kind(_KIND_OF[what], as_json)
+        elif what in kind_of:
+            _list_kind(kind_of[what], as_json)
         else:
-            options = ["plugins", *_KIND_OF]
+            options = ["plugins", *kind_of]
             close = difflib.get_close_matches(what, options, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise PathkitError(f"cannot list {what!r}{hint}; choose one of {', '.join(options)}")
@@ -97,7 +88,7 @@ def register(app: typer.Typer) -> None:
         registry = get_plugin_manager()
         found = registry.find(name) or registry.find(name.partition(":")[0])
         if not found:
-            every = sorted({n for kind in COMPONENT_KINDS for n in registry.names(kind)})
+            every = sorted({n for kind in registry.kinds for n in registry.names(kind)})
             close = difflib.get_close_matches(name, every, n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise PathkitError(f"no component named {name!r}{hint}")

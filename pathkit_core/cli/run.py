@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
                               f"evidence in {result.run_dir / 'report.html'}", highlight=False)
             console.print(f"run folder: {result.run_dir}")
         if len(results) > 1:
-            from pathkit_core.evaluation.leaderboard import write_leaderboard
+            from pathkit_core.report.matrix import write_leaderboard
 
             write_leaderboard(results, Path(values.get("workdir", "pathkit-work")), values["dataset"],
                               console=console)

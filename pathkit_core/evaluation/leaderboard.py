@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from pathkit_core.evaluation.scores import CI_SUFFIXES as _CI_SUFFIXES
 from pathkit_core.evaluation.scores import format_bounds
-from pathkit_core.workspace import atomic_write_with
 
 CELL_COLUMNS = ("dataset", "encoder", "generator", "run_dir")
 
@@ -59,7 +57,7 @@ def headline_columns(columns: Sequence[str], key: str, headline: Sequence[str] =
                       if c not in (key, "cells") and not c.endswith(("_sd", *_CI_SUFFIXES))]
 
 
-def _with_ci(row: dict[str, Any], col: str) -> str:
+def with_ci(row: dict[str, Any], col: str) -> str:
     value, low, high = row.get(col), row.get(f"{col}_ci_low"), row.get(f"{col}_ci_high")
     if value is None:
         return ""
@@ -76,31 +74,3 @@ def summary_view(board, by: str):
     aggs += [pl.col(c).std().alias(f"{c}_sd") for c in point_cols]
     aggs.append(pl.len().alias("cells"))
     return board.group_by(by, maintain_order=True).agg(aggs).sort(by)
-
-
-def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, dataset: str, *,
-                      console: Any = None) -> Path:
-    board = leaderboard_frame(results, dataset)
-    out = Path(workdir) / "leaderboards" / dataset.replace(":", "_")
-    atomic_write_with(out / "leaderboard.parquet", board.write_parquet)
-    atomic_write_with(out / "leaderboard.csv", board.write_csv)
-    by_generator = summary_view(board, "generator")
-    by_encoder = summary_view(board, "encoder")
-    headline = headline_scores(sorted({m for _, _, result in results for m in result.summary}))
-    atomic_write_with(out / "by_generator.csv", by_generator.write_csv)
-    atomic_write_with(out / "by_encoder.csv", by_encoder.write_csv)
-    from pathkit_core.report.matrix import Leaderboards, write_matrix_report
-
-    named = Leaderboards(out)  # read once: the report and the terminal's column names
-    report = write_matrix_report(out, board=named)
-    if console is not None:
-        from pathkit_core.cli.common import print_table
-
-        for title, view, key in (("per generator, averaged over encoders", by_generator, "generator"),
-                                 ("per encoder, averaged over generators", by_encoder, "encoder")):
-            cols = headline_columns(view.columns, key, headline)
-            rows = [[row[key]] + [_with_ci(row, c) for c in cols] for row in view.iter_rows(named=True)]
-            print_table(f"{title} (mean [mean of the cells' CI bounds])", [key, *(named.header(c) for c in cols)],
-                        rows, target=console)
-        console.print(f"leaderboard written to {out}; matrix report: {report}", highlight=False)
-    return out

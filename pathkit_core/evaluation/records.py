@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import PathkitError, brief_list, repeats_text
-from pathkit_core.workspace import regular_file_problem
+from pathkit_core.contracts import PathkitError, brief_list, regular_file_problem, repeats_text
 
 # Keys that may hold a record's value, in order of preference.
 VALUE_KEYS = ("report", "prediction", "pred", "answer", "label", "target", "text", "caption")

@@ -16,11 +16,12 @@ import json
 import re
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.features.h5 import read_h5_features
+from pathkit_core.features.record import COORDS_LEVEL0_PX, FeatureFile
 from pathkit_core.workspace import object_records
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ FEATURE_FORMAT = "pathkit-features/1"
 STATUS_FORMAT = "pathkit-extraction-status/1"
 STATUS_FILE = "extraction_status.json"
 FEATURE_SUFFIX = ".safetensors"
-COORDS_LEVEL0_PX = "level0_px"
 _SLIDE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-+ ]*$")
 _CHECKSUM_KEY = "content_sha256"
 
@@ -120,43 +120,6 @@ def _meta_string(value: Any) -> str:
 
 
 # --------------------------------------------------------------------------- reading and writing
-
-
-@dataclass
-class FeatureFile:
-    """Features of one slide. `coords` are level-0 pixels (`coords_unit` "level0_px"); None
-    when the file carries none or only micrometres without an mpp to convert them (the h5
-    reader itself may return micrometres, `coords_unit` "um")."""
-
-    path: Path
-    features: torch.Tensor
-    coords: torch.Tensor | None
-    meta: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def slide_id(self) -> str:
-        return self.meta.get("slide_id") or self.path.name.split(".")[0]
-
-    @property
-    def encoder(self) -> str:
-        return self.meta.get("encoder", "")
-
-    @property
-    def n_tiles(self) -> int:
-        return int(self.features.shape[0])
-
-    @property
-    def embed_dim(self) -> int:
-        return int(self.features.shape[1])
-
-    @property
-    def coords_unit(self) -> str:
-        return self.meta.get("coords_unit", COORDS_LEVEL0_PX if self.coords is not None else "none")
-
-    @property
-    def qc(self) -> dict[str, Any]:
-        raw = self.meta.get("qc")
-        return json.loads(raw) if raw else {}
 
 
 def _as_tensor(value: Any) -> torch.Tensor:
@@ -511,8 +474,6 @@ def load_feature_file(
     if suffix == FEATURE_SUFFIX:
         return read_features(path, verify=verify)
     if suffix in (".h5", ".hdf5"):
-        from pathkit_core.features.interop import read_h5_features
-
         ff = read_h5_features(path, mpp=mpp)
         if ff.coords is not None and ff.coords_unit != COORDS_LEVEL0_PX:
             # `coords` promise level-0 pixels; micrometres without an mpp cannot keep that promise.

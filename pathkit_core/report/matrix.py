@@ -12,16 +12,25 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.evaluation.leaderboard import (
+    headline_columns,
+    headline_scores,
+    leaderboard_frame,
+    score_columns,
+    summary_view,
+    with_ci,
+)
 from pathkit_core.evaluation.scores import ARROWS, CI_SUFFIXES, format_bounds, metric_classes
 from pathkit_core.report.figures import PALETTE, FigureWriter, heatmap, new_figure
 from pathkit_core.report.page import Section, esc, link, page, plugin_sections, table
 from pathkit_core.report.run_folder import read_json
-from pathkit_core.workspace import atomic_write_text
+from pathkit_core.workspace import atomic_write_text, atomic_write_with
 
 BOARD_FILE = "leaderboard.parquet"
 # At most this many headline scores get a heatmap panel and a column in the views.
@@ -77,7 +86,6 @@ class Leaderboards:
     def metric_of(self) -> dict[str, str]:
         """Which metric each score column belongs to, read from the cells' metrics.json and named
         as the leaderboard names them (`evaluation.leaderboard.score_columns`)."""
-        from pathkit_core.evaluation.leaderboard import score_columns
 
         out: dict[str, str] = {}
         for saved in self.cell_metrics.values():
@@ -132,7 +140,6 @@ def _fmt(value: Any) -> str:
 
 
 def view_section(board: Leaderboards, by: str, other: str, order: int) -> Section:
-    from pathkit_core.evaluation.leaderboard import summary_view
 
     cols = board.score_columns
     parts = []
@@ -256,3 +263,29 @@ def write_matrix_report(path: str | Path, registry: Any = None, *, board: Leader
 
 
 __all__ = ["BOARD_FILE", "Leaderboards", "is_leaderboard", "matrix_sections", "write_matrix_report"]
+
+
+def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, dataset: str, *,
+                      console: Any = None) -> Path:
+    board = leaderboard_frame(results, dataset)
+    out = Path(workdir) / "leaderboards" / dataset.replace(":", "_")
+    atomic_write_with(out / "leaderboard.parquet", board.write_parquet)
+    atomic_write_with(out / "leaderboard.csv", board.write_csv)
+    by_generator = summary_view(board, "generator")
+    by_encoder = summary_view(board, "encoder")
+    headline = headline_scores(sorted({m for _, _, result in results for m in result.summary}))
+    atomic_write_with(out / "by_generator.csv", by_generator.write_csv)
+    atomic_write_with(out / "by_encoder.csv", by_encoder.write_csv)
+    named = Leaderboards(out)  # read once: the report and the terminal's column names
+    report = write_matrix_report(out, board=named)
+    if console is not None:
+        from pathkit_core.cli.common import print_table
+
+        for title, view, key in (("per generator, averaged over encoders", by_generator, "generator"),
+                                 ("per encoder, averaged over generators", by_encoder, "encoder")):
+            cols = headline_columns(view.columns, key, headline)
+            rows = [[row[key]] + [with_ci(row, c) for c in cols] for row in view.iter_rows(named=True)]
+            print_table(f"{title} (mean [mean of the cells' CI bounds])", [key, *(named.header(c) for c in cols)],
+                        rows, target=console)
+        console.print(f"leaderboard written to {out}; matrix report: {report}", highlight=False)
+    return out

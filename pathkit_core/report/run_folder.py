@@ -137,7 +137,9 @@ class RunFolder:
             return {}
         task = self.task
         if task is not None:
-            return task.read_predictions(path)
+            from pathkit_core.run.items import task_read_predictions
+
+            return task_read_predictions(task, path)
         return {r["id"]: r.get("prediction") for r in read_jsonl(path)}
 
     @cached_property

@@ -11,7 +11,7 @@ from typing import Any
 from pathkit_core.contracts import Dataset, Encoder, Generator, PathkitError, RunFacts, Task
 from pathkit_core.plugins import get_plugin_manager
 from pathkit_core.run.spec import RunSpec
-from pathkit_core.workspace import atomic_write_json, content_hash
+from pathkit_core.workspace import FileLock, atomic_write_json, content_hash
 
 STAGES = ("dataset", "features", "fit", "predict", "score")
 
@@ -44,6 +44,7 @@ class RunContext:
         # The run folder is named once the data is known (`open_folder`): no folder for a dataset
         # that fails to open, and two cohorts (or one cohort before and after an edit) never share one.
         self._run_dir: Path | None = None
+        self._lock: FileLock | None = None
         self.data_key = ""
         self.resumed: list[str] = []
         self._markers: dict[str, Any] = {}
@@ -54,14 +55,24 @@ class RunContext:
             raise RuntimeError("the run folder is named after the dataset stage (RunContext.open_folder)")
         return self._run_dir
 
-    def open_folder(self, data_key: str) -> Path:
-        """Name and create the run folder from the run's settings and its data's content key."""
+    def open_folder(self, data_key: str, *, lock: bool = True) -> Path:
+        """Name and create the run folder from the run's settings and its data's content key; with
+        `lock`, hold its run lock until `close` (a second run of the same cell is refused)."""
         self.data_key = data_key
         self._run_dir = self.cell_dir / content_hash({**self.spec.identity(), "data": data_key})
         self._run_dir.mkdir(parents=True, exist_ok=True)
+        if lock:
+            self._lock = FileLock(self._run_dir / "run.lock", timeout=0)
+            self._lock.acquire()
         self.markers_path = self.run_dir / "stages.json"
         self._markers = self._read_markers()
         return self.run_dir
+
+    def close(self) -> None:
+        """Release the run lock (if held)."""
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            lock.release()
 
     # ------------------------------------------------------------------ facts
 

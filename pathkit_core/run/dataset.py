@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import INPUT_IMAGES, Case, Dataset, PathkitError, Task
 from pathkit_core.evaluation.provenance import mark_synthetic
 from pathkit_core.run.spec import RunSpec
+from pathkit_core.run.state import DatasetStage, RunState
 from pathkit_core.workspace import FileLock, content_hash
 
 SPLITS = ("train", "val", "test")
-
-
-@dataclass
-class DatasetStage:
-    """The opened dataset, its cases per split, the split's hash, the cases it left out and how
-    the split was made (`Dataset.split_facts()`: the user's, the benchmark's, or drawn)."""
-
-    dataset: Dataset
-    cases: dict[str, list[Case]]
-    split_hash: str
-    # The content key of the data (`run.identity.dataset_identity`): names the run folder.
-    data_key: str = ""
-    excluded: dict[str, str] = field(default_factory=dict)
-    split: dict[str, Any] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)  # Dataset.summary(): checksums, protocol, warnings
-
-    def split_line(self) -> str:
-        """One log line: how the split was made and what it holds, as realised (`split_statement`)."""
-        return f"split: {self.split.get('statement') or describe_split(self.dataset, self.cases, self.split)}"
-
-    @property
-    def ids(self) -> dict[str, list[str]]:
-        return {name: [c.case_id for c in cases] for name, cases in self.cases.items()}
 
 
 def dataset_options(spec: RunSpec, dataset_cls: type[Dataset], workdir: Path) -> dict[str, Any]:
@@ -120,3 +97,32 @@ def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir
     facts = realised_split(dataset, cases, dict(dataset.split_facts() or {}))
     return DatasetStage(dataset, cases, content_hash(ids), dataset_identity(dataset, cases, read_files),
                         dict(dataset.excluded_cases()), facts, dict(dataset.summary()))
+
+
+def split_line(ds: DatasetStage) -> str:
+    """One log line: how the split was made and what it holds, as realised (`split_statement`)."""
+    return f"split: {ds.split.get('statement') or describe_split(ds.dataset, ds.cases, ds.split)}"
+
+
+def stage(state: RunState) -> RunState:
+    """Open the dataset, name the run folder by its content (a dataset that fails to open leaves no
+    folder behind) and record its cases; a sharded run takes no run lock (shards share the stores)."""
+    ctx, spec = state.ctx, state.spec
+    needs_fit = ctx.generator_cls.needs_fit and (spec.frozen_from is None or state.shard.count > 1)
+    ds = dataset_stage(spec, ctx.dataset_cls, ctx.task, ctx.workdir, needs_fit=needs_fit)
+    state.dataset = ds
+    ctx.open_folder(ds.data_key, lock=state.shard.count <= 1)
+    state.keys["dataset"] = ds.data_key
+    if state.shard.count > 1:
+        return state
+    ctx.log(f"run folder: {ctx.run_dir}")
+    if ctx.marker("dataset") is not None and ctx.done("dataset", ds.data_key) is None:
+        ctx.log("the dataset's content changed since this folder's last run: every stage is redone")
+    ctx.mark("dataset", ds.data_key, {"n_cases": {k: len(v) for k, v in ds.ids.items()},
+                                      "root": str(ds.dataset.root), "n_excluded": len(ds.excluded)})
+    ctx.log(split_line(ds))
+    if ds.excluded:
+        ctx.log(f"the dataset excluded {len(ds.excluded)} case(s) (filters and QC; reasons in metrics.json)")
+    for warning in ds.summary.get("warnings", []):
+        ctx.log(f"WARNING: {warning}")
+    return state

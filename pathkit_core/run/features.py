@@ -7,25 +7,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, Case, PathkitError
-from pathkit_core.run.identity import source_identity
+from pathkit_core.run.identity import features_identity, source_identity
 from pathkit_core.run.spec import RunSpec
+from pathkit_core.run.state import FeatureStage, RunState
 from pathkit_core.workspace import atomic_write_json, content_hash
 
 # How often a run waiting for slides another process is extracting looks again.
 LOCK_POLL_SECONDS = 2.0
-
-
-@dataclass
-class FeatureStage:
-    """Usable inputs by case id (feature-file tuples or image-feature rows) and why others have none."""
-
-    inputs: dict[str, Any] = field(default_factory=dict)
-    skipped: dict[str, str] = field(default_factory=dict)
 
 
 def store_folders(workdir: Path, tile_key: str, tiling: Mapping[str, Any]) -> tuple[Path, Path]:
@@ -53,8 +45,8 @@ def slide_mpps(case: Case) -> dict[str, float]:
 
 def mpp_fix(dataset: Any) -> str:
     """How the user of `pathkit run` gives a slide's mpp: the dataset's mpp option, when it has one."""
-    option = next((o for o in getattr(dataset, "option_table", ()) if o.name == "mpp"), None)
-    if option is None and getattr(dataset, "option_table", ()):
+    option = next((o for o in dataset.option_table if o.name == "mpp"), None)
+    if option is None and dataset.option_table:
         return (f"a dataset that states its slides' mpp (dataset {dataset.name!r} has no mpp option; "
                 f"`pathkit info {dataset.name}`)")
     meaning = f" ({option.help})" if option is not None and option.help else ""
@@ -303,3 +295,43 @@ def write_features_qc(path: Path, cases: Mapping[str, Sequence[Case]], stage: Fe
                                  for c in QC_COLUMNS},
                          strict=False)
     return atomic_write_with(path, table.write_csv)
+
+
+def stage(state: RunState) -> RunState:
+    """Every case's model input and the items of each split; in a sharded run, this shard's tiling
+    and extraction only (a last run without a shard finds every slide done)."""
+    from pathkit_core.run.items import task_items
+    from pathkit_core.run.state import RunResult
+
+    state.needs("dataset")
+    ctx, spec, ds = state.ctx, state.spec, state.dataset
+    tiling = ctx.task.tiling(ds.dataset, spec.tiling)
+    if state.shard.count > 1:
+        outer = state.shard.outer()
+        mine, failed = shard_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, state.shard, ctx.log,
+                                   ds.dataset)
+        ctx.log(f"{outer.label()}: features of {mine - len(failed)} of {mine} slide(s) ready"
+                + (f", {len(failed)} failed" if failed else "") + "; run without --shard to train and score")
+        state.result = RunResult(ctx.run_dir, {}, skipped_cases={s: f"failed: {why}" for s, why in failed.items()})
+        return state
+    state.facts = ctx.facts(tiling)
+    feats = feature_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, spec.dataset, ctx.log, ds.dataset)
+    state.features = feats
+    if feats.skipped:
+        ctx.log(f"skipping {len(feats.skipped)} case(s) without usable features (recorded in results)")
+    write_features_qc(ctx.run_dir / "features_qc.csv", ds.cases, feats)
+    state.items = {name: task_items(ctx.task, cases, feats.inputs, ds.dataset, state.facts, targets=name != "test")
+                   for name, cases in ds.cases.items()}
+    if len(state.items["test"]) == 0:
+        raise PathkitError("the test split has no case with usable features")
+    state.train_targets = [ctx.task.model_target(c, ds.dataset) for c in ds.cases["train"] if c.case_id in feats.inputs]
+    state.keys["features"] = content_hash({"data": ds.data_key, "encoder": spec.encoder,
+                                           "inputs": features_identity(split_inputs(state, "train", "val", "test"))})
+    ctx.mark("features", state.keys["features"], {"skipped": feats.skipped})
+    return state
+
+
+def split_inputs(state: RunState, *splits: str) -> dict[str, Any]:
+    """The usable inputs of the cases of `splits`, by case id."""
+    ds, inputs = state.dataset, state.features.inputs
+    return {c.case_id: inputs[c.case_id] for s in splits for c in ds.cases[s] if c.case_id in inputs}

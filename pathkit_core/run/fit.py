@@ -5,26 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import Case, Dataset, Generator, GeneratorSpec, PathkitError, Task
-from pathkit_core.workspace import sha256_file
-
-
-@dataclass
-class FitPlan:
-    """What the fit and predict stages build the model from, and where its checkpoints are."""
-
-    generator: Generator
-    gspec: GeneratorSpec
-    train_cfg: Any  # TrainConfig
-    checkpoint_dir: Path | None  # None: a generator that needs no fit (no checkpoints)
-    selection: str | None
-    key_facts: dict[str, Any]
-    # The fit key the checkpoints must have been written under (None: frozen or no fit).
-    stage_key: str | None = None
+from pathkit_core.contracts import Case, Dataset, GeneratorSpec, PathkitError, Task
+from pathkit_core.run.state import FitPlan, RunState
+from pathkit_core.workspace import content_hash, sha256_file
 
 
 def plan_fit(ctx: Any, dataset: Dataset, train_items: Sequence[dict[str, Any]], val_items: Sequence[dict[str, Any]],
@@ -132,3 +118,27 @@ def spec_json(gspec: GeneratorSpec, model: Any) -> dict[str, Any]:
     state = model.export_state() if hasattr(model, "export_state") else {}
     return {"task": gspec.task, "feature_dim": gspec.feature_dim, "hparams": gspec.hparams,
             "dataset": gspec.dataset, "state": state}
+
+
+def stage(state: RunState) -> RunState:
+    """Plan the model, key the fit by everything it reads, and train unless done."""
+    from pathkit_core.run.features import split_inputs
+    from pathkit_core.run.identity import code_identity, features_identity, weights_identity
+
+    state.needs("dataset", "features", "items")
+    ctx, spec, ds, items = state.ctx, state.spec, state.dataset, state.items
+    plan = plan_fit(ctx, ds.dataset, items["train"], items["val"], state.train_targets)
+    # the settings as training uses them: the generator's defaults and the dataset's protocol
+    # under the user's values, not only what the user typed
+    settings = {"hparams": plan.gspec.hparams, "train": plan.train_cfg.result_settings(), "selection": plan.selection}
+    key = content_hash({"data": ds.data_key, "split": ds.split_hash, "skipped": sorted(state.features.skipped),
+                        "id": spec.identity(), "settings": settings,
+                        "code": code_identity(ctx.registry, [*ctx.components([]), *ctx.task.components(ds.dataset)]),
+                        "inputs": features_identity(split_inputs(state, "train", "val")),
+                        "weights": weights_identity(state.features.inputs), **plan.key_facts})
+    state.keys["fit"] = key
+    if plan.checkpoint_dir is not None and spec.frozen_from is None:
+        plan.stage_key = key
+    state.plan = plan
+    fit_stage(ctx, plan, key, ds.dataset, items["train"], items["val"], ds.cases["val"])
+    return state

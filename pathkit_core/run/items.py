@@ -1,8 +1,11 @@
-"""The items a split's cases give the model: feature bags, or whole-image feature vectors."""
+"""What the run does with a task's cases and predictions: the items a split's cases give the model
+(feature bags, or whole-image feature vectors), and the standard predict, write and read a task
+leaves to the run by returning None."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts, Task
@@ -29,3 +32,44 @@ def case_items(task: Task, cases: Sequence[Case], inputs: Mapping[str, Any], dat
         return BagDataset([BagSpec(c.case_id, inputs[c.case_id], target(c), c.meta)
                            for c in files], max_tiles=facts.max_tiles, seed=facts.seed)
     return ImageItems([(c.case_id, inputs[c.case_id], target(c), c.meta) for c in usable])
+
+
+# The run's standard behaviour where a task's method returns None (contracts.Task).
+
+
+def task_items(task: Task, cases: Sequence[Case], inputs: Mapping[str, Any], dataset: Dataset,
+               facts: RunFacts, *, targets: bool = True) -> Sequence[dict[str, Any]]:
+    """The task's items of `cases`, else the standard ones (`case_items`)."""
+    made = task.items(cases, inputs, dataset, facts, targets=targets)
+    return case_items(task, cases, inputs, dataset, facts, targets=targets) if made is None else made
+
+
+def task_predict(task: Task, model: Any, items: Any, facts: RunFacts, *, batch_size: int, cfg: Any) -> dict[str, Any]:
+    """The task's raw predictions, else the trainer's batched predict."""
+    made = task.predict(model, items, facts, batch_size=batch_size, cfg=cfg)
+    if made is not None:
+        return made
+    from pathkit_core.training.trainer import predict
+
+    return predict(model, items, batch_size=batch_size, cfg=cfg)
+
+
+def task_write_predictions(task: Task, path: Path, predictions: Mapping[str, Any], ids: Sequence[str],
+                           facts: RunFacts) -> Path:
+    """The task's prediction file, else JSON lines."""
+    written = task.write_predictions(path, predictions, ids, facts)
+    if written is not None:
+        return written
+    from pathkit_core.training.trainer import write_predictions
+
+    return write_predictions(path, predictions, ids)
+
+
+def task_read_predictions(task: Task, path: Path) -> dict[str, Any]:
+    """Predictions as the task wrote them, else as JSON lines."""
+    read = task.read_predictions(path)
+    if read is not None:
+        return read
+    from pathkit_core.training.trainer import read_predictions
+
+    return read_predictions(path)

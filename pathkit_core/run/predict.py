@@ -5,20 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts, TileAttentionModel
-from pathkit_core.run.fit import FitPlan
-
-
-@dataclass
-class Evaluated:
-    """One checkpoint's test predictions (output form) and the epoch it was saved at."""
-
-    predictions: dict[str, Any]
-    epoch: int | None = None
+from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
+from pathkit_core.run.items import task_predict, task_read_predictions, task_write_predictions
+from pathkit_core.run.state import Evaluated, FitPlan, RunState
+from pathkit_core.workspace import content_hash
 
 
 def checkpoint_names(spec_checkpoints: Sequence[str] | None, dataset_default: Sequence[str], *,
@@ -87,19 +79,29 @@ def predict_stage(ctx: Any, plan: FitPlan, predict_key: str, names: Sequence[str
         path = ctx.run_dir / f"predictions{suffix}.jsonl"
         if not ctx.done(f"predict{suffix}", predict_key) or not path.exists():
             model = _model_for(plan, name)
-            raw = task.predict(model, test_items, facts, batch_size=cfg.eval_batch_size or cfg.batch_size, cfg=cfg)
+            raw = task_predict(task, model, test_items, facts, batch_size=cfg.eval_batch_size or cfg.batch_size,
+                               cfg=cfg)
             outputs = _checked_outputs(ctx, raw, test_cases, dataset)
-            task.write_predictions(path, outputs, [i for i in test_items.case_ids if i in outputs], facts)
-            if ctx.spec.export_attention and isinstance(model, TileAttentionModel):
-                export_attention(ctx, model, test_items, test_cases, ctx.run_dir / "attention" / name, facts)
+            task_write_predictions(task, path, outputs, [i for i in test_items.case_ids if i in outputs], facts)
+            if ctx.spec.export_attention:
+                task.export_evidence(model, test_items, test_cases, ctx.run_dir / "attention" / name, facts)
             ctx.mark(f"predict{suffix}", predict_key, {"n": len(outputs)})
-        evaluated[name] = Evaluated(task.read_predictions(path), _epoch_of(plan, name))
+        evaluated[name] = Evaluated(task_read_predictions(task, path), _epoch_of(plan, name))
     return evaluated
 
 
-def export_attention(ctx: Any, model: Any, items: Any, cases: Sequence[Case], out_dir: Path, facts: RunFacts) -> None:
-    from pathkit_core.evaluation.attention import export_run_attention
-    from pathkit_core.run.features import store_folders
 
-    tile_dir, _ = store_folders(facts.workdir, facts.tile_spec.key(), facts.tiling)
-    export_run_attention(model, items, list(cases), out_dir, tile_dir=tile_dir)
+def stage(state: RunState) -> RunState:
+    """Predict the test cases with every evaluated checkpoint (unless done) and read them back."""
+    from pathkit_core.run.features import split_inputs
+    from pathkit_core.run.identity import features_identity
+
+    state.needs("dataset", "items", "plan")
+    ctx, ds, plan = state.ctx, state.dataset, state.plan
+    state.checkpoints = checkpoint_names(ctx.spec.checkpoints, ctx.dataset_cls.evaluate_checkpoints,
+                                         trained=plan.checkpoint_dir is not None)
+    state.keys["predict"] = content_hash({"fit": state.keys["fit"],
+                                          "test": features_identity(split_inputs(state, "test"))})
+    state.evaluated = predict_stage(ctx, plan, state.keys["predict"], state.checkpoints, state.items["test"],
+                                    ds.cases["test"], ds.dataset, state.facts)
+    return state

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.run.spec import RunSpec
+from pathkit_core.run.state import RunState
 from pathkit_core.workspace import atomic_write_json, collect_provenance
 
 
@@ -41,3 +42,21 @@ def report_stage(ctx: Any, spec: RunSpec, inputs: dict[str, Any], seconds: float
     except Exception as exc:  # noqa: BLE001 - the results are written; a report bug must not fail the run
         ctx.log(f"[yellow]report.html could not be written ({type(exc).__name__}: {exc}); the results are in "
                 f"{ctx.run_dir}; rebuild it with `pathkit report {ctx.run_dir}`[/]")
+
+
+def stage(state: RunState) -> RunState:
+    """provenance.json and report.html; the run's result."""
+    import time
+
+    from pathkit_core.run.state import RunResult
+
+    state.needs("dataset", "features", "scores")
+    ctx, spec, ds, feats = state.ctx, state.spec, state.dataset, state.features
+    report_stage(ctx, spec, {"dataset_root": str(ds.dataset.root), "split_hash": ds.split_hash,
+                             "data_key": ds.data_key, "feature_files": len(feats.inputs),
+                             "stage_keys": dict(state.keys), **({"dataset": ds.summary} if ds.summary else {})},
+                 time.perf_counter() - state.started)
+    scores = state.scores
+    state.result = RunResult(ctx.run_dir, scores["summary"], scores["baselines"], feats.skipped, ctx.resumed,
+                             scores["checkpoints"], ds.excluded)
+    return state

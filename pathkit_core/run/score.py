@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import Case, Dataset, RunFacts
+from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
 from pathkit_core.progress import ProgressBar
-from pathkit_core.run.predict import Evaluated
-from pathkit_core.workspace import atomic_write_text, atomic_write_with, json_default
+from pathkit_core.run.state import Evaluated, RunResult, RunState
+from pathkit_core.workspace import atomic_write_text, atomic_write_with, content_hash, json_default
 
 
 def score_stage(ctx: Any, metrics: Sequence[str], evaluated: Mapping[str, Evaluated], test_cases: Sequence[Case],
@@ -89,3 +89,43 @@ def write_test_cases(path: Path, cases: Sequence[Case], references: Mapping[str,
             row["meta"] = meta
         lines.append(json.dumps(row, default=json_default))
     return atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def stage(state: RunState) -> RunState:
+    """Score every evaluated checkpoint and the baselines (unless done: then the saved results are
+    the run's result) and write metrics.json and per_case.parquet."""
+    from pathkit_core.evaluation.provenance import run_provenance
+    from pathkit_core.run.identity import code_identity, weights_identity
+
+    state.needs("dataset", "features", "evaluated")
+    ctx, spec, ds, feats = state.ctx, state.spec, state.dataset, state.features
+    metrics = list(spec.metrics) or list(ctx.dataset_cls.default_metrics)
+    if not metrics:
+        raise PathkitError(f"no metric given and dataset {spec.dataset!r} declares no default; use --metric")
+    state.metrics = metrics
+    # everything the metrics are handed beyond predictions: the task's metric context, the
+    # dataset's and the user's metric options
+    handed = {**ctx.task.metric_context(ds.dataset, state.facts),
+              "dataset_options": {m: dict(o) for m, o in ctx.dataset_cls.metric_options.items()},
+              "metric_options": spec.metric_options}
+    names = state.checkpoints
+    state.keys["score"] = key = content_hash({"predict": state.keys["predict"], "metrics": metrics, "options": handed,
+                                              "code": code_identity(ctx.registry, [("metric", m) for m in metrics]),
+                                              **({"checkpoints": names} if names != ["best"] else {})})
+    if ctx.done("score", key) and (ctx.run_dir / "metrics.json").exists():
+        saved = json.loads((ctx.run_dir / "metrics.json").read_text())
+        ctx.log("this cell is finished; reusing its results")
+        state.result = RunResult(ctx.run_dir, saved["metrics"], saved.get("baselines", {}),
+                                 saved.get("skipped_cases", {}), ctx.resumed, saved.get("checkpoints", {}),
+                                 saved.get("excluded_cases", {}))
+        return state
+    extra = {"run": spec.identity(), "task": ctx.task.name, "skipped_cases": feats.skipped,
+             "dataset_root": str(ds.dataset.root), "data_key": ds.data_key,
+             **({"split": ds.split} if ds.split else {}),
+             **({"excluded_cases": ds.excluded, "n_excluded_cases": len(ds.excluded)} if ds.excluded else {}),
+             **({"dataset": ds.summary} if ds.summary else {}),
+             "provenance": run_provenance(ds.dataset, spec.encoder, weights_identity(feats.inputs), ds.summary)}
+    state.scores = score_stage(ctx, metrics, state.evaluated, ds.cases["test"], state.train_targets, ds.dataset,
+                               state.facts, extra)
+    ctx.mark("score", key, {})
+    return state

@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     import numpy as np
     import polars as pl
 
+    from pathkit_core.wsi.params import TileGeometry
     from pathkit_core.wsi.segmentation import Thumbnail, TissueMask
-    from pathkit_core.wsi.tiling import TileGeometry
 
 TISSUE_CONTOUR = (0, 200, 0)
 PEN_TINT = (255, 0, 255)

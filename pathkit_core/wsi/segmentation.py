@@ -12,8 +12,8 @@ from pathkit_core.contracts import PathkitError, TissueSegmenter
 if TYPE_CHECKING:
     import numpy as np
 
+    from pathkit_core.wsi.params import TilingParams
     from pathkit_core.wsi.slide import Slide
-    from pathkit_core.wsi.tiling import TilingParams
 
 # Largest region read in one call while building a thumbnail: bounds memory whatever the slide size.
 _THUMB_READ_BLOCK = 4096

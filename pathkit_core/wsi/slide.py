@@ -414,7 +414,7 @@ def _read_rgb_pil(
 def check_slide_file(path: str | Path) -> Path:
     """`path` if it can be opened as a slide file; else a SlideError saying why (a missing
     file, a symbolic link loop, a named pipe that would block the reader, a folder)."""
-    from pathkit_core.workspace import regular_file_problem
+    from pathkit_core.contracts import regular_file_problem
 
     p = Path(path)
     problem = regular_file_problem(p)

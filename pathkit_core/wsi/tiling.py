@@ -20,11 +20,11 @@ from pathkit_core.workspace import (
     FileLock,
     StorageError,
     atomic_write_json,
-    content_hash,
     object_records,
     remove_stale_temporaries,
     sha256_file,
 )
+from pathkit_core.wsi.params import TileGeometry, TilingParams
 from pathkit_core.wsi.slide import SlideError, check_slide_file, slide_id_for
 
 if TYPE_CHECKING:
@@ -33,9 +33,6 @@ if TYPE_CHECKING:
 
     from pathkit_core.wsi.slide import Slide
 
-# Bumped whenever a change to the algorithm changes manifests for the same parameters, so old
-# manifests are not silently resumed.
-TILING_VERSION = 1
 STATUS_FILE = "tiling_status.json"
 CANNOT_WRITE = "cannot-write"
 # A level up to this much coarser than the target is still read (and resampled up by at most
@@ -50,129 +47,7 @@ class TilingWarning(UserWarning):
     """A slide that tiled but deserves attention (little tissue, no tissue, upsampled)."""
 
 
-@dataclass
-class TilingParams:
-    """Everything that decides a tile manifest; `params_hash()` keys resume and caches.
-
-    The physical tile is `tile_px * target_mpp` micrometres (256 px at 0.5 mpp = 128 um, the
-    GOLDMARK field of view); `tile_um` sets it directly (`tile_px = round(tile_um/target_mpp)`).
-    """
-
-    target_mpp: float = 0.5
-    tile_px: int | None = 256
-    tile_um: float | None = None
-    stride_px: int | None = None  # in output pixels; default: tile_px * (1 - overlap)
-    overlap: float = 0.0
-    min_tissue_fraction: float = 0.5
-    min_tissue_area_mm2: float = 25.0
-    exclude_below_min_area: bool = False
-    segmenter: str = "otsu"
-    segmenter_options: dict[str, Any] = field(default_factory=dict)
-    thumbnail_px: int = 2048
-    seg_mpp: float = 4.0
-    blur_sigma_um: float = 8.0
-    sat_min: float = 0.07
-    sat_max: float = 0.15
-    background_value: float = 220.0 / 255.0
-    background_saturation: float = 15.0 / 255.0
-    pen_colours: tuple[str, ...] = ("blue", "green", "black", "red")
-    pen_margin_um: float = 16.0
-    pen_min_width_um: float = 20.0
-    pen_rim_um: float = 80.0
-    pen_red_min_width_um: float = 40.0
-    open_radius_um: float = 8.0
-    close_radius_um: float = 16.0
-    min_hole_area_mm2: float = 0.1
-    min_region_area_mm2: float = 0.01
-    # Windows also over the right and bottom edges, read past the slide as glass (stitched
-    # segmentation covers the whole slide; MONAI and TIAToolbox pad the image the same way).
-    pad_edges: bool = False
-
-    def __post_init__(self) -> None:
-        if self.tile_um is not None:
-            if self.tile_um <= 0:
-                raise PathkitError(f"tile size {self.tile_um} um must be positive")
-            derived = round(self.tile_um / self.target_mpp)
-            if self.tile_px not in (None, 256, derived):
-                raise PathkitError(
-                    f"give a tile size in pixels ({self.tile_px}) or in micrometres "
-                    f"({self.tile_um}), not both"
-                )
-            self.tile_px = int(derived)
-        if self.tile_px is None:
-            raise PathkitError("a tile size is needed: tile_px or tile_um")
-        self.tile_px = int(self.tile_px)
-        self.pen_colours = tuple(self.pen_colours)
-        problems = []
-        if not (0.05 <= self.target_mpp <= 20):
-            problems.append(f"target mpp {self.target_mpp} outside 0.05-20 um/px")
-        if not (8 <= self.tile_px <= 8192):
-            problems.append(f"tile size {self.tile_px} px outside 8-8192")
-        if not (0.0 <= self.overlap < 1.0):
-            problems.append(f"overlap {self.overlap} must be in [0, 1)")
-        if self.stride_px is not None and self.stride_px < 1:
-            problems.append(f"stride {self.stride_px} px must be positive")
-        if not (0.0 <= self.min_tissue_fraction <= 1.0):
-            problems.append(f"min tissue fraction {self.min_tissue_fraction} must be in [0, 1]")
-        if self.min_tissue_area_mm2 < 0:
-            problems.append("min tissue area must be >= 0")
-        unknown_pen = set(self.pen_colours) - {"blue", "green", "black", "red"}
-        if unknown_pen:
-            problems.append(f"unknown pen colour(s) {sorted(unknown_pen)}")
-        if self.thumbnail_px < 64:
-            problems.append(f"thumbnail size {self.thumbnail_px} px is too small")
-        if problems:
-            raise PathkitError("invalid tiling parameters: " + "; ".join(problems))
-
-    @property
-    def stride(self) -> int:
-        """Grid step in output pixels."""
-        if self.stride_px is not None:
-            return int(self.stride_px)
-        return max(1, round(self.tile_px * (1.0 - self.overlap)))  # type: ignore[operator]
-
-    @property
-    def tile_size_um(self) -> float:
-        return float(self.tile_px) * self.target_mpp  # type: ignore[arg-type]
-
-    def as_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["pen_colours"] = list(self.pen_colours)
-        if not self.pad_edges:
-            del out["pad_edges"]  # added later: manifests made before it keep their hash
-        return out
-
-    def params_hash(self) -> str:
-        """Stable hash of every parameter (and the algorithm version); slide-independent."""
-        return content_hash({"tiling_version": TILING_VERSION, **self.as_dict()})
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TilingParams:
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
 # --------------------------------------------------------------------------- geometry
-
-
-@dataclass(frozen=True)
-class TileGeometry:
-    """How one output tile maps onto the slide: level-0 extent, read level and read size."""
-
-    slide_mpp: float
-    target_mpp: float
-    tile_px: int
-    stride_px: int
-    level: int
-    level_downsample: float
-    read_px: int  # pixels read at `level` (then resized to tile_px)
-    size0: float  # tile extent in level-0 pixels (exact, fractional)
-    stride0: float  # grid step in level-0 pixels
-
-    @property
-    def scale(self) -> float:
-        """Output pixels per level-0 pixel (slide mpp / target mpp)."""
-        return self.slide_mpp / self.target_mpp
 
 
 def choose_geometry(

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.attention import (
+from pathkit_tasks.classification.attention import (
     attention_table,
     read_tile_table,
     render_heatmap,

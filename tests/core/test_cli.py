@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import polars as pl
@@ -180,15 +179,17 @@ def _pathkit() -> str:
     return str(Path(sys.executable).with_name("pathkit"))
 
 
-def test_help_is_fast_and_does_not_import_torch():
-    start = time.perf_counter()
+def test_help_imports_no_heavy_library():
+    """`pathkit --help` stays fast because it imports none of the heavy libraries (whole-process
+    start-up is measured by benchmarks/bench_score_cold.py, not asserted here: a timed test fails
+    on a busy machine)."""
     out = subprocess.run([_pathkit(), "--help"], capture_output=True, text=True, check=True)
-    elapsed = time.perf_counter() - start
     assert "score" in out.stdout and "run" in out.stdout
-    assert elapsed < 1.5, f"pathkit --help took {elapsed:.2f}s"
-    code = "import sys; from pathkit_core.cli import build_app; build_app(); print('torch' in sys.modules)"
+    heavy = "('torch', 'timm', 'polars', 'openslide', 'scipy', 'sklearn')"
+    code = ("import sys; from pathkit_core.cli import build_app; build_app(); "
+            f"print(sorted(m for m in {heavy} if m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip() == "False"
+                          check=True).stdout.strip() == "[]"
 
 
 def test_installed_example_plugin_is_discovered_and_scores(files, tmp_path):

@@ -106,6 +106,10 @@ def test_register_rejects_a_non_component_and_unknown_task():
     assert registry.names("metric") == []
 
 
+# The distribution's own entry points (the task packages): always loaded, so fakes come beside them.
+_BUILTIN = [ep for ep in metadata.entry_points(group="pathkit") if ep.dist.metadata["Name"] == "pathkit"]
+
+
 class _FakeDist:
     def __init__(self, name):
         self.metadata = {"Name": name}
@@ -127,7 +131,7 @@ def test_entry_point_that_raises_on_import_is_reported_and_others_work(monkeypat
         _FakeEntryPoint("broken", ImportError("no module named 'cuda_magic'")),
         _FakeEntryPoint("works", _plugin("fine")),
     ]
-    monkeypatch.setattr(metadata, "entry_points", lambda group: eps)
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [*_BUILTIN, *eps])
     registry = build_registry(autoload=True, allow=None, block=set())
     assert registry.records["broken"].status == "error"
     assert "cuda_magic" in registry.records["broken"].error
@@ -138,7 +142,7 @@ def test_entry_point_that_raises_on_import_is_reported_and_others_work(monkeypat
 
 def test_allow_and_block_lists_from_environment(monkeypatch):
     eps = [_FakeEntryPoint("one", _plugin("m1")), _FakeEntryPoint("two", _plugin("m2"))]
-    monkeypatch.setattr(metadata, "entry_points", lambda group: eps)
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [*_BUILTIN, *eps])
     monkeypatch.setenv("PATHKIT_LOAD_PLUGINS", "one")
     reg = build_registry()
     assert reg.names("metric") == ["m1"] and reg.records["two"].status == "disabled"

@@ -18,11 +18,10 @@ from pathkit_core.contracts import (
     Metric,
     MetricResult,
     PathkitError,
-    Selection,
-    Selector,
     Task,
     TileSpec,
 )
+from pathkit_tasks.vqa.selection import Selection, Selector
 from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
 
 BUILTIN = {"report", "slide-classification", "patch-classification", "segmentation", "multiple-choice-vqa"}
@@ -34,7 +33,8 @@ def test_the_five_builtin_tasks_register_through_the_hook(fresh_registry, cli):
     assert set(registry.names("task")) == BUILTIN
     # they come in through the same door as a plugin's: a plugin record of the core's own
     owner = registry.owner_of("task", "report")
-    assert owner.name == "pathkit.tasks" and owner.distribution == "pathkit"
+    assert owner.name == "task-report" and owner.distribution == "pathkit"
+    assert owner.module == "pathkit_tasks.report"
     listed = json.loads(cli("list", "tasks", "--json").stdout)
     assert {t["name"] for t in listed} == BUILTIN
     info = json.loads(cli("info", "slide-classification", "--json").stdout)[0]
@@ -304,7 +304,7 @@ class _Classes(Dataset):
 
 
 def test_classification_prediction_forms():
-    from pathkit_core.tasks.classification import SlideClassificationTask
+    from pathkit_tasks.classification.task import SlideClassificationTask
 
     task, ds, case = SlideClassificationTask(), _Classes(), Case("c", "p", target="MSI")
     assert task.model_target(case, ds) == 1 and task.reference(case, ds) == 1
@@ -324,7 +324,7 @@ def test_classification_prediction_forms():
 
 
 def test_vqa_answer_forms_and_majority_position():
-    from pathkit_core.tasks.vqa import MultipleChoiceVQATask
+    from pathkit_tasks.vqa.task import MultipleChoiceVQATask
 
     task = MultipleChoiceVQATask()
     meta = {"question": "Which grade?", "choices": ["G1", "G2", "G3", "G4"], "capability": "GR", "group": "q1"}
@@ -348,7 +348,7 @@ def test_vqa_answer_forms_and_majority_position():
 def test_segmentation_targets_outputs_and_the_heads_that_solve_it(tmp_path, installed_registry):
     from pathlib import Path
 
-    from pathkit_core.tasks.segmentation import SegmentationTask, output_folder, stitch_settings
+    from pathkit_tasks.segmentation.task import SegmentationTask, output_folder, stitch_settings
 
     class Liver(Dataset):
         name = "liver"
@@ -447,7 +447,7 @@ def test_vqa_meta_reaches_the_reader_but_the_answer_does_not(fresh_registry, toy
 
 def test_case_ids_must_be_plain_and_unique():
     from pathkit_core.contracts import case_id_problem
-    from pathkit_core.tasks.report import ReportTask
+    from pathkit_tasks.report.task import ReportTask
 
     for bad in ("../../escape.tiff", "a/b", "..", "", "x\x00y", 3):
         assert case_id_problem(bad), bad
@@ -474,8 +474,8 @@ def test_segmentation_calls_a_patch_head_on_the_window_matrix_as_predict_would()
     from pathkit_generators.knn import KNearestNeighbours
 
     from pathkit_core.contracts import GeneratorSpec
-    from pathkit_core.tasks.segmentation import _probabilities, _window_items, _window_probabilities
     from pathkit_core.training.trainer import TrainConfig, make_accelerator, predict
+    from pathkit_tasks.segmentation.task import _probabilities, _window_items, _window_probabilities
 
     g = torch.Generator().manual_seed(0)
     items = [{"case_id": f"p{i}", "features": torch.randn(1, 8, generator=g), "target": i % 3} for i in range(30)]
@@ -503,7 +503,7 @@ def _segmentation_facts(run_dir):
 
 
 def test_segmentation_outputs_replace_the_folder_as_a_whole_and_clean_a_killed_runs_temporaries(tmp_path):
-    from pathkit_core.tasks.segmentation import SegmentationTask
+    from pathkit_tasks.segmentation.task import SegmentationTask
 
     run_dir = tmp_path / "run"
     old = run_dir / "segmentation"
@@ -523,7 +523,7 @@ def test_segmentation_outputs_replace_the_folder_as_a_whole_and_clean_a_killed_r
 
 
 def test_segmentation_outputs_of_a_run_that_dies_while_writing_leave_the_old_ones_whole(tmp_path, monkeypatch):
-    import pathkit_core.tasks.segmentation as seg
+    import pathkit_tasks.segmentation.task as seg
 
     run_dir = tmp_path / "run"
     (run_dir / "segmentation" / "maps").mkdir(parents=True)

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Case, EvidencePool, PathkitError, Selection, Selector
-from pathkit_core.tasks.vqa import MultipleChoiceVQATask, parse_answer, reader_meta
+from pathkit_core.contracts import Case, PathkitError
+from pathkit_tasks.vqa.cases import parse_answer, reader_meta
+from pathkit_tasks.vqa.selection import EvidencePool, Selection, Selector
+from pathkit_tasks.vqa.task import MultipleChoiceVQATask
 
 CHOICES = ["adenocarcinoma", "lymphoma", "melanoma", "sarcoma"]
 
@@ -82,7 +84,7 @@ def test_selection_records_its_allocation_in_slide_order():
 
 
 def test_accessibility_of_planted_evidence():
-    from pathkit_core.tasks.vqa_evidence import evidence_accessible
+    from pathkit_tasks.vqa.evidence import evidence_accessible
 
     pool = _pool()  # row r sits at x = 100 r; tiles are 100 px wide
     region = {"regions": [{"slide": 2, "box": [660, 0, 900, 100]}]}  # 40% of row 6, all of rows 7 and 8
@@ -98,7 +100,7 @@ def test_accessibility_of_planted_evidence():
 
 
 def test_budget_summary_as_table_4():
-    from pathkit_core.tasks.vqa_evidence import budget_summary
+    from pathkit_tasks.vqa.evidence import budget_summary
 
     records = {f"q{i}": {"answer": 0, "evidence": {"n_available": n, "n_selected": min(n, 512), "budget": 512,
                                                    "candidates": 10000, "selector": "pathoargus"}}
@@ -113,7 +115,7 @@ def test_budget_summary_as_table_4():
 
 
 def test_selection_protocol_checks_the_dataset_options():
-    from pathkit_core.tasks.vqa_evidence import selection_protocol
+    from pathkit_tasks.vqa.evidence import selection_protocol
 
     class D:
         name = "d"
@@ -169,4 +171,4 @@ def test_register_selectors_refuses_a_class_that_is_not_a_selector(fresh_registr
 
     registry = fresh_registry({"bad": P()})
     assert registry.records["bad"].status == "error"
-    assert "not a subclass of pathkit_core.contracts.Selector" in registry.records["bad"].error
+    assert "not a subclass of pathkit_tasks.vqa.selection.Selector" in registry.records["bad"].error

@@ -55,8 +55,9 @@ def test_the_moved_modules_left_no_private_copy_behind():
     assert not (REPO / "plugins" / "datasets" / "pathkit_datasets" / "_cohort.py").exists()
     assert not (REPO / "pathkit_core" / "wsi" / "synthetic.py").exists()
     gone = {"pathkit_datasets._cohort", "pathkit_core.wsi.synthetic"}
-    users = [f"{path.relative_to(REPO)}:{line}"
-             for folder in ("pathkit_core", "pathkit_sdk", "plugins", "tests", "benchmarks", "examples")
+    folders = ("pathkit_core", "pathkit_sdk", "pathkit_tasks", "pathkit_bench", "plugins", "tests", "benchmarks",
+               "examples")
+    users = [f"{path.relative_to(REPO)}:{line}" for folder in folders
              for path in (REPO / folder).rglob("*.py") for line, module in _imported_modules(path) if module in gone]
     assert not users
 

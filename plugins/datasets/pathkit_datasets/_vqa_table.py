@@ -1,7 +1,7 @@
 """What the multiple-choice VQA datasets share: question rows to cases, the selection options,
 slide-disjoint split checks and the answer-position audit.
 
-A question row becomes a `Case` of task `multiple-choice-vqa` (pathkit_core.tasks.vqa): its
+A question row becomes a `Case` of task `multiple-choice-vqa` (pathkit_tasks.vqa.task): its
 slides (or feature files) are its candidate sets concatenated in order, `meta` holds the
 question, choices, capability, candidate sets and (for metrics only) group, condition and
 planted evidence; the target is the answer index. Every rule on choices, answers, candidate
@@ -19,15 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_core.tasks.vqa import (
-    LETTERS,
-    candidate_set_problem,
-    choice_problem,
-    evidence_problem,
-    group_problems,
-    slide_sets,
-)
 from pathkit_datasets._reports import FEATURE_SUFFIXES
+from pathkit_tasks.vqa.cases import LETTERS, candidate_set_problem, choice_problem, evidence_problem, slide_sets
+from pathkit_tasks.vqa.task import group_problems
 
 
 class JsonOption(DatasetOption):
@@ -49,13 +43,13 @@ class BudgetOption(DatasetOption):
     """K: one number, or several (64,128,256,512) for a K sweep."""
 
     def parse(self, value: Any, dataset: str) -> Any:
-        from pathkit_core.tasks.vqa_evidence import budget_sweep
+        from pathkit_tasks.vqa.evidence import budget_sweep
 
         sweep = budget_sweep(value, dataset)
         return list(sweep) if sweep else super().parse(value, dataset)
 
 
-# The evidence-selection protocol (pathkit_core.tasks.vqa_evidence); None: the dataset's default.
+# The evidence-selection protocol (pathkit_tasks.vqa.evidence); None: the dataset's default.
 SELECTION_OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("selector", "str", None, "evidence selector (pathkit list selectors); default pathoargus"),
     BudgetOption("budget", "int", None, "K: features a reader sees per question (PathoArgus: 512); several "
@@ -218,7 +212,7 @@ def answer_option_audit(parts: Mapping[str, Sequence[Case]]) -> dict[str, dict[s
     when one clinical option is usually right): {part: {"all" | capability: [{"option", "offered",
     "correct", "support" = correct / offered}, ...]}}, options (white space and case folded) by
     support, then by how often they are offered."""
-    from pathkit_core.tasks.vqa import normalise_text
+    from pathkit_tasks.vqa.cases import normalise_text
 
     out: dict[str, dict[str, Any]] = {}
     for part, cases in parts.items():

@@ -27,8 +27,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import EvidencePool, PathkitError, Selection, Selector
+from pathkit_core.contracts import PathkitError
 from pathkit_generators._selection import RELEVANCE_CHOICES, RELEVANCE_OPTIONS
+from pathkit_tasks.vqa.selection import EvidencePool, Selection, Selector
 
 CANDIDATE_CHOICES = ("linspace", "stratified")
 SET_SPLITS = ("equal", "proportional")

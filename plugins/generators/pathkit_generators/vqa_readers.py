@@ -46,8 +46,8 @@ class MajorityPositionReader(Generator):
     default_max_tiles: ClassVar[int | None] = _ALL_TILES
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
-        from pathkit_core.tasks._common import most_frequent
         from pathkit_generators._vqa.fixed import PositionModel
+        from pathkit_tasks._common import most_frequent
 
         saved = (spec.state or {}).get("position")
         position = saved if saved is not None else most_frequent([t for t in spec.train_targets if t is not None])

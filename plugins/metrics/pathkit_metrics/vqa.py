@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, Metric, MetricResult, PathkitError
-from pathkit_core.tasks.vqa import LETTERS, parse_answer
+from pathkit_tasks.vqa.cases import LETTERS, parse_answer
 
 RESERVED = ("Overall", "QExact")
 GROUP_SIZE = 4  # an ESG quartet: target in set 1, 2, 3, or absent
@@ -118,7 +118,7 @@ class VQAMetric(Metric):
         def mean(flags: Sequence[bool]) -> float:
             return sum(flags) / len(flags)
 
-        from pathkit_core.report.vqa import wilson
+        from pathkit_tasks.vqa.sections import wilson
 
         correct = sum(bool(r["correct"]) for r in rows)
         out: dict[str, float] = {"Overall": mean([r["correct"] for r in rows]), "n_questions": float(len(rows))}

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.features import h5 as h5_reader
 from pathkit_core.features import interop, store
 
 
@@ -42,15 +43,15 @@ def test_flavours(tmp_path):
     _stamp(tmp_path / "s.h5")
     with h5py.File(tmp_path / "coords.h5", "w") as h5:
         h5["coords"] = np.zeros((2, 2))
-    assert interop.h5_flavour(tmp_path / "c.h5") == "clam"
-    assert interop.h5_flavour(tmp_path / "t.h5") == "trident"
-    assert interop.h5_flavour(tmp_path / "s.h5") == "stamp"
-    assert interop.h5_flavour(tmp_path / "coords.h5") == "coords-only"
+    assert h5_reader.h5_flavour(tmp_path / "c.h5") == "clam"
+    assert h5_reader.h5_flavour(tmp_path / "t.h5") == "trident"
+    assert h5_reader.h5_flavour(tmp_path / "s.h5") == "stamp"
+    assert h5_reader.h5_flavour(tmp_path / "coords.h5") == "coords-only"
     with pytest.raises(PathkitError, match="coordinates only"):
-        interop.read_h5_features(tmp_path / "coords.h5")
+        h5_reader.read_h5_features(tmp_path / "coords.h5")
     (tmp_path / "junk.h5").write_bytes(b"not hdf5")
     with pytest.raises(PathkitError, match="not a readable HDF5"):
-        interop.h5_flavour(tmp_path / "junk.h5")
+        h5_reader.h5_flavour(tmp_path / "junk.h5")
 
 
 def test_clam_import_keeps_level0_coordinates_and_runs_qc(tmp_path):
@@ -74,7 +75,7 @@ def test_trident_name_attribute_gives_the_slide_id(tmp_path):
 
 def test_stamp_micrometres_become_level0_pixels(tmp_path):
     feats, px = _stamp(tmp_path / "S2.h5")
-    raw = interop.read_h5_features(tmp_path / "S2.h5")
+    raw = h5_reader.read_h5_features(tmp_path / "S2.h5")
     assert raw.coords_unit == "um" and raw.meta["source_extractor"] == "test-extractor"
     with pytest.raises(PathkitError, match="micrometres"):
         interop.import_h5(tmp_path / "S2.h5", tmp_path / "store", "enc")
@@ -95,14 +96,14 @@ def test_generic_loader_never_passes_micrometres_off_as_pixels(tmp_path):
 def test_stamp_with_the_wrong_mpp_is_refused(tmp_path):
     _stamp(tmp_path / "S3.h5")
     with pytest.raises(PathkitError, match="off the pixel grid"):
-        interop.read_h5_features(tmp_path / "S3.h5", mpp=0.25)
+        h5_reader.read_h5_features(tmp_path / "S3.h5", mpp=0.25)
 
 
 def test_stamp_without_a_unit_needs_one(tmp_path):
     _, px = _stamp(tmp_path / "old.h5", unit=None, mpp=1.0)
     with pytest.raises(PathkitError, match="pixels or micrometres"):
-        interop.read_h5_features(tmp_path / "old.h5")
-    ff = interop.read_h5_features(tmp_path / "old.h5", coords_unit="px")
+        h5_reader.read_h5_features(tmp_path / "old.h5")
+    ff = h5_reader.read_h5_features(tmp_path / "old.h5", coords_unit="px")
     assert np.array_equal(ff.coords.numpy(), px)
 
 
@@ -145,7 +146,7 @@ def test_export_trident_round_trip(tmp_path):
         attrs = dict(h5["coords"].attrs)
     assert attrs["patch_size"] == 256 and attrs["patch_size_level0"] == 512
     assert attrs["level0_magnification"] == 40 and attrs["target_magnification"] == 20
-    assert attrs["name"] == "S9" and interop.h5_flavour(out) == "trident"
+    assert attrs["name"] == "S9" and h5_reader.h5_flavour(out) == "trident"
     back = store.read_features(interop.import_h5(out, tmp_path / "store", "enc", dtype="float32"))
     assert torch.equal(back.features, feats) and torch.equal(back.coords, coords.int())
 

@@ -97,7 +97,7 @@ def report_run(run_dir: Path) -> Path:
 
 
 def _heatmap(folder: Path, slide_id: str, rng: np.random.Generator) -> None:
-    from pathkit_core.evaluation.attention import attention_table, render_heatmap, write_attention
+    from pathkit_tasks.classification.attention import attention_table, render_heatmap, write_attention
 
     n = 36
     weights = rng.random(n)
@@ -230,7 +230,7 @@ def vqa_run(run_dir: Path) -> Path:
     ids = [c.case_id for c in test]
     result = score(["vqa"], preds, refs, ids=ids)
     majority = {i: {"answer": 0, "letter": "A"} for i in ids}
-    from pathkit_core.tasks.vqa_evidence import budget_summary
+    from pathkit_tasks.vqa.evidence import budget_summary
 
     return _write(run_dir, result, "multiple-choice-vqa", "pathoargus", preds, test, refs,
                   {"majority-position": score(["vqa"], majority, refs, ids=ids).summary},
@@ -264,7 +264,7 @@ def tiny_synthetic_run(run_dir: Path) -> Path:
 
 def matrix(workdir: Path) -> Path:
     """A dataset x 2 encoders x 2 generators leaderboard whose cells are report runs."""
-    from pathkit_core.evaluation.leaderboard import write_leaderboard
+    from pathkit_core.report.matrix import write_leaderboard
 
     results = []
     for k, (enc, gen) in enumerate([(e, g) for e in ("enc-a", "enc-b") for g in ("gen-x", "gen-y")]):

@@ -37,7 +37,7 @@ def test_darker_is_better_in_both_directions():
 
 
 def test_budget_counts_are_integers():
-    from pathkit_core.report.vqa import budget_section
+    from pathkit_tasks.vqa.sections import budget_section
 
     run = SimpleNamespace(metrics={"budget": {"questions": 927.0, "budget_K": 256.0, "available_mean": 12.5,
                                               "retention": 0.25, "available_total": 10400.0}})
@@ -81,8 +81,8 @@ def test_training_by_steps_counts_steps_as_its_plot_does():
 
 
 def test_the_class_map_has_a_legend_in_the_overlay_colours():
-    from pathkit_core.report.segmentation import class_legend
-    from pathkit_core.wsi.overlay import class_colours
+    from pathkit_tasks.segmentation.overlay import class_colours
+    from pathkit_tasks.segmentation.sections import class_legend
 
     html = class_legend(["tumour", "stroma", "<necrosis>"])
     colours = class_colours(3)

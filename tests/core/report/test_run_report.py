@@ -13,8 +13,8 @@ from pathkit_core.contracts import PathkitError
 from pathkit_core.evaluation.scores import score_rows
 from pathkit_core.report.html import write_run_report
 from pathkit_core.report.run_folder import RunFolder
-from pathkit_core.report.text_reports import field_accuracy
-from pathkit_core.report.vqa import wilson
+from pathkit_tasks.report.sections import field_accuracy
+from pathkit_tasks.vqa.sections import wilson
 
 from ._runs import report_run, tiny_synthetic_run
 
@@ -160,7 +160,7 @@ def test_segmentation_and_vqa_reports(runs):
 
 
 def test_a_failing_task_section_is_reported_and_the_rest_is_kept(runs, monkeypatch, tmp_path):
-    from pathkit_core.tasks.report import ReportTask
+    from pathkit_tasks.report.task import ReportTask
 
     def broken(self, run):
         raise ValueError("no such column")
@@ -296,8 +296,7 @@ def test_a_score_key_two_metrics_share_keeps_its_metric_and_direction(tmp_path):
     name the columns alike, or the shared key loses its metric (and its direction arrow)."""
     from types import SimpleNamespace
 
-    from pathkit_core.evaluation.leaderboard import write_leaderboard
-    from pathkit_core.report.matrix import Leaderboards
+    from pathkit_core.report.matrix import Leaderboards, write_leaderboard
 
     results = []
     for k, enc in enumerate(("enc-a", "enc-b")):
@@ -369,7 +368,7 @@ def test_the_terminal_prints_banners_and_the_small_sample_warning(tmp_path):
 def test_the_matrix_report_names_synthetic_cells(tmp_path):
     from types import SimpleNamespace
 
-    from pathkit_core.evaluation.leaderboard import write_leaderboard
+    from pathkit_core.report.matrix import write_leaderboard
 
     results = []
     for enc in ("enc-a", "enc-b"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pathkit_core.wsi.mask_tiff import level_sizes, write_mask_tiff
+from pathkit_tasks.segmentation.mask_tiff import level_sizes, write_mask_tiff
 
 
 def test_mask_tiff_opens_in_openslide_at_the_slides_geometry(tmp_path):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.wsi.stitch import (
+from pathkit_tasks.segmentation.stitch import (
     GAUSSIAN_FLOOR,
     ProbabilityMap,
     StitchGrid,

@@ -269,12 +269,12 @@ def test_the_manifest_keeps_the_tissue_mask_that_stitching_reads(synthetic_slide
     """Tiling stores its tissue mask in the manifest; stitched segmentation reads that mask instead
     of segmenting the slide again, and gets what segmenting again gives (the fallback for
     manifests written before the mask was kept). A damaged mask is an error naming the manifest."""
-    from pathkit_core.tasks.segmentation import _tissue, slide_geometry
     from pathkit_core.wsi.manifest import read_manifest_meta
     from pathkit_core.wsi.masks import unpack_mask
     from pathkit_core.wsi.segmentation import segment_slide
     from pathkit_core.wsi.slide import open_slide
     from pathkit_core.wsi.tiling import tile_slide
+    from pathkit_tasks.segmentation.task import _tissue, slide_geometry
 
     slide = synthetic_slides["pen"]
     result = tile_slide(slide, tmp_path / "tiles", fast_params)

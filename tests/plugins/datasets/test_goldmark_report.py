@@ -43,7 +43,7 @@ def test_cross_site_results_join_the_cell_report(tmp_path):
 
 
 def test_rank_sums_join_the_matrix_report(tmp_path):
-    from pathkit_core.evaluation.leaderboard import write_leaderboard
+    from pathkit_core.report.matrix import write_leaderboard
     from pathkit_core.workspace import atomic_write_with
 
     workdir = tmp_path / "ws"

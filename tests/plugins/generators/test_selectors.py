@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pathkit_core.contracts import EvidencePool, PathkitError
+from pathkit_core.contracts import PathkitError
+from pathkit_tasks.vqa.selection import EvidencePool
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -147,7 +147,7 @@ def test_a_run_passes_drop_incomplete_groups_from_the_dataset_option():
     from pathkit_datasets.pathoargus import PathoArgus
 
     from pathkit_core.evaluation.runner import context_for, metric_context
-    from pathkit_core.tasks.vqa import MultipleChoiceVQATask
+    from pathkit_tasks.vqa.task import MultipleChoiceVQATask
 
     task = MultipleChoiceVQATask()
     assert "options" not in task.metric_context(PathoArgus(None), None)

@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from pathkit_core.contracts import EvidencePool, PathkitError
+from pathkit_core.contracts import PathkitError
+from pathkit_tasks.vqa.selection import EvidencePool
 
 log = logging.getLogger(__name__)
 

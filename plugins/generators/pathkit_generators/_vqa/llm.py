@@ -7,7 +7,7 @@ has one (Qwen2.5-Instruct for SlideChat and PathoArgus). Two modes:
 - "loglik" (default): the log-likelihood of each option letter as the answer's first token(s);
   the highest wins, so nothing has to be parsed;
 - "generate": greedy decoding of at most `max_new_tokens`, read by the strict parser of
-  `pathkit_core.tasks.vqa.parse_answer`; an unparseable answer is no answer (counted wrong) and
+  `pathkit_tasks.vqa.task.parse_answer`; an unparseable answer is no answer (counted wrong) and
   is flagged `parse_failed`, which the `vqa` metric reports as the parse-failure rate.
 
 Multimodal readers subclass `LLMReaderModel` and return, from `visual_embeddings(item)`, the
@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.tasks.vqa import LETTERS, parse_answer
+from pathkit_tasks.vqa.cases import LETTERS, parse_answer
 
 IMAGE_TOKEN = "<image>"
 INSTRUCTION = "Answer with the option's letter from the given choices directly."

@@ -1,0 +1,1 @@
+"""`pathkit bench` and `pathkit compare`, each module exposing `register(app)`."""

@@ -1,0 +1,59 @@
+"""`pathkit compare A B`: is run A better than run B on the same test cases, and are we sure?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pathkit_core.cli.common import console, print_json, print_table, split_names, user_errors
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare")
+    @user_errors
+    def compare_cmd(
+        run_a: Path = typer.Argument(..., help="Run folder A (with metrics.json); any workspace or machine."),
+        run_b: Path = typer.Argument(..., help="Run folder B, scored on the same test cases."),
+        metric: list[str] = typer.Option([], "--metric", "-m",
+                                         help="Score(s) to compare (AUROC, accuracy, CRQS, BLEU-4, ...); "
+                                              "default: the headline scores with per-case values."),
+        resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the resampling."),
+        level: float = typer.Option(0.95, "--level", help="Confidence level of the intervals."),
+        correction: str = typer.Option("holm", "--correction", help="Over the scores compared: holm, bh or none."),
+        as_json: bool = typer.Option(False, "--json", help="Print the comparisons as JSON."),
+        out: Path | None = typer.Option(None, "--out", help="Also write the comparisons to this CSV file."),
+    ) -> None:
+        """Paired tests of A - B on every case both runs scored: DeLong (AUROC), McNemar (accuracy), paired
+        bootstrap (per-case scores); refuses, naming the cases, when the test cases differ."""
+        from pathkit_bench.compare import compare_runs
+        from pathkit_core.report.run_folder import RunFolder
+
+        a, b = RunFolder(run_a), RunFolder(run_b)
+        rows, skipped = compare_runs(a, b, split_names(metric), n_resamples=resamples, seed=seed, level=level,
+                                     correction=correction)
+        if out is not None:
+            import polars as pl
+
+            from pathkit_core.workspace import atomic_write_with
+
+            frame = pl.DataFrame([r.row() for r in rows]).with_columns(pl.lit(str(a.path)).alias("run_a"),
+                                                                       pl.lit(str(b.path)).alias("run_b"))
+            atomic_write_with(out, frame.write_csv)
+        if as_json:
+            print_json({"run_a": str(a.path), "run_b": str(b.path), "comparisons": [r.row() for r in rows],
+                        "not_compared": skipped})
+            return
+        console.print(f"A: {a.path}\nB: {b.path}", highlight=False)
+        print_table(f"A - B on {rows[0].n_cases} shared test cases (p adjusted: {correction})",
+                    ["score", "test", "A", "B", "A - B", f"{int(level * 100)}% CI", "p", "p adj."],
+                    [[r.key, r.test, r.a, r.b, r.difference, f"[{r.ci_low:.4f}, {r.ci_high:.4f}]", r.p_value,
+                      r.p_adjusted] for r in rows])
+        for r in rows:
+            if r.note:
+                console.print(f"{r.key}: {r.note}", highlight=False)
+        for line in skipped:
+            console.print(f"not compared: {line}", highlight=False)
+        if out is not None:
+            console.print(f"comparisons written to {out}", highlight=False)

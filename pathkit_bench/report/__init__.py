@@ -1,0 +1,1 @@
+"""The suite report (`suite`) and its critical-difference diagram (`cd_diagram`)."""

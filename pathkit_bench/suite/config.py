@@ -1,0 +1,215 @@
+"""A suite config (TOML): tasks (a dataset with its options and root), encoders, generators (per task
+where they differ), metrics, seeds, and the run options every cell shares.
+
+    name = "my-suite"
+    encoders = ["uni2h", "virchow2"]
+    generators = ["gma-mil"]          # default for tasks that name none
+    seeds = [0, 1, 2]
+    correction = "holm"               # or "bh", "none": over every comparison of a task's table
+    alpha = 0.05
+    resamples = 2000
+
+    [run]                             # any `pathkit run` option (RunSpec field) shared by every cell
+    max_tiles = 1000
+    [run.train]
+    max_epochs = 20
+
+    [[tasks]]
+    dataset = "goldmark:COAD-MSI"
+    name = "COAD-MSI"                 # the task's label (default: the dataset)
+    dataset_root = "/data/goldmark"
+    compare = "AUROC"                 # the score compared and ranked (default: the first headline score)
+    generators = ["gma-mil", "clam"]  # this task's own (optional)
+    metrics = ["classification"]
+    [tasks.dataset_options]
+    fold = 1
+    [tasks.train]                     # over [run.train] for this task's cells
+
+Components are named, never imported: a suite can only choose among registered plugins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathkit_bench.stats.multiple import METHODS
+from pathkit_core.contracts import PathkitError
+
+SUITE_KEYS = ("name", "encoders", "generators", "seeds", "metrics", "correction", "alpha", "resamples", "level",
+              "run", "tasks")
+TASK_KEYS = ("name", "dataset", "dataset_root", "dataset_options", "encoders", "generators", "metrics", "compare",
+             "hparams", "train", "tiling", "options")
+# Run options a suite decides per cell; the [run] table may not set them.
+CELL_FIELDS = ("dataset", "encoder", "generator", "seed", "shard")
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    name: str
+    dataset: str
+    encoders: tuple[str, ...]
+    generators: tuple[str, ...]
+    metrics: tuple[str, ...] = ()
+    compare: str | None = None
+    run: Mapping[str, Any] = field(default_factory=dict)  # this task's run options (over the suite's)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the suite: a task, an encoder, a generator, a seed."""
+
+    task: SuiteTask
+    encoder: str
+    generator: str
+    seed: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.task.name}/{self.encoder}/{self.generator}/seed{self.seed}"
+
+    def run_values(self, workdir: Path) -> dict[str, Any]:
+        """The RunSpec mapping of this cell (the suite's options, the task's over them, the cell's)."""
+        values = {**dict(self.task.run), "dataset": self.task.dataset, "encoder": self.encoder,
+                  "generator": self.generator, "seed": self.seed, "workdir": workdir,
+                  # the cell trains and scores whole: a suite shards over cells, not over slides
+                  "shard": "1/1"}
+        if self.task.metrics:
+            values["metrics"] = list(self.task.metrics)
+        return values
+
+
+@dataclass(frozen=True)
+class SuiteConfig:
+    name: str
+    path: Path
+    tasks: tuple[SuiteTask, ...]
+    seeds: tuple[int, ...] = (0,)
+    correction: str = "holm"
+    alpha: float = 0.05
+    level: float = 0.95
+    resamples: int = 2000
+
+    def cells(self) -> list[Cell]:
+        return [Cell(t, e, g, s) for t in self.tasks for e in t.encoders for g in t.generators for s in self.seeds]
+
+
+def _names(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise PathkitError(f"{where} must be a list of names, got {value!r}")
+    if len(set(value)) != len(value):
+        raise PathkitError(f"{where} names {sorted({v for v in value if value.count(v) > 1})} more than once")
+    return tuple(value)
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base`, tables merged one level deep ([run.train] then [tasks.train])."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def _resolve(path_value: Any, base: Path) -> str:
+    path = Path(str(path_value)).expanduser()
+    return str(path if path.is_absolute() else (base / path))
+
+
+def parse_suite(data: Mapping[str, Any], path: Path) -> SuiteConfig:
+    where = str(path)
+    unknown = sorted(set(data) - set(SUITE_KEYS))
+    if unknown:
+        raise PathkitError(f"{where}: unknown suite key(s) {unknown}; known: {list(SUITE_KEYS)}")
+    run = data.get("run", {})
+    if not isinstance(run, Mapping):
+        raise PathkitError(f"{where}: [run] must be a table of run options")
+    fixed = sorted(set(run) & set(CELL_FIELDS))
+    if fixed:
+        raise PathkitError(f"{where}: [run] sets {fixed}, which the suite decides per cell (tasks, encoders, "
+                           "generators, seeds; shard with `pathkit bench --shard`)")
+    encoders = _names(data.get("encoders"), f"{where}: encoders")
+    generators = _names(data.get("generators"), f"{where}: generators")
+    metrics = _names(data.get("metrics"), f"{where}: metrics")
+    seeds = data.get("seeds", [0])
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        seeds = list(range(seeds))
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool)
+                                                            for s in seeds):
+        raise PathkitError(f"{where}: seeds must be a list of integers (or a count), got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise PathkitError(f"{where}: seeds repeat a value: {seeds}")
+    correction = str(data.get("correction", "holm"))
+    if correction not in METHODS:
+        raise PathkitError(f"{where}: correction {correction!r} is not one of {', '.join(METHODS)}")
+    tables = data.get("tasks")
+    if not isinstance(tables, list) or not tables:
+        raise PathkitError(f"{where}: no [[tasks]]; a suite names at least one dataset")
+    tasks: list[SuiteTask] = []
+    for n, entry in enumerate(tables, start=1):
+        at = f"{where}: task {n}"
+        if not isinstance(entry, Mapping) or not entry.get("dataset"):
+            raise PathkitError(f"{at}: needs dataset = NAME")
+        bad = sorted(set(entry) - set(TASK_KEYS))
+        if bad:
+            raise PathkitError(f"{at} ({entry['dataset']}): unknown key(s) {bad}; known: {list(TASK_KEYS)}")
+        name = str(entry.get("name") or entry["dataset"])
+        own = {k: entry[k] for k in ("dataset_options", "hparams", "train", "tiling") if k in entry}
+        if "options" in entry:  # any other run option of this task (max_tiles, checkpoints, ...)
+            if not isinstance(entry["options"], Mapping) or set(entry["options"]) & set(CELL_FIELDS):
+                raise PathkitError(f"{at} ({name}): options must be a table of run options other than "
+                                   f"{list(CELL_FIELDS)}")
+            own.update(entry["options"])
+        if entry.get("dataset_root"):
+            own["dataset_root"] = _resolve(entry["dataset_root"], path.parent)
+        task_encoders = _names(entry.get("encoders"), f"{at}: encoders") or encoders
+        task_generators = _names(entry.get("generators"), f"{at}: generators") or generators
+        if not task_encoders or not task_generators:
+            raise PathkitError(f"{at} ({name}): no encoders or no generators (set them for the suite or the task)")
+        tasks.append(SuiteTask(name, str(entry["dataset"]), task_encoders, task_generators,
+                               _names(entry.get("metrics"), f"{at}: metrics") or metrics,
+                               str(entry["compare"]) if entry.get("compare") else None, _merge(run, own)))
+    names = [t.name for t in tasks]
+    if len(set(names)) != len(names):
+        raise PathkitError(f"{where}: two tasks are named alike ({sorted({x for x in names if names.count(x) > 1})});"
+                           " give each a distinct name")
+    _refuse_shared_run_folders(tasks, where)
+    return SuiteConfig(str(data.get("name") or path.stem), path, tuple(tasks), tuple(seeds), correction,
+                       float(data.get("alpha", 0.05)), float(data.get("level", 0.95)),
+                       int(data.get("resamples", 2000)))
+
+
+def _refuse_shared_run_folders(tasks: list[SuiteTask], where: str) -> None:
+    """Two tasks of one dataset with the same options and root would run the same cells (the same run
+    folders, each overwriting the other's results under its own task name): refuse them."""
+    import json
+
+    seen: dict[str, SuiteTask] = {}
+    for task in tasks:
+        key = json.dumps([task.dataset, dict(task.run)], sort_keys=True, default=str)
+        other = seen.get(key)
+        if other is not None and set(other.encoders) & set(task.encoders) and set(other.generators) & set(
+                task.generators):
+            raise PathkitError(f"{where}: tasks {other.name!r} and {task.name!r} would run the same cells (one "
+                               "dataset, the same root and options); keep one")
+        seen[key] = task
+
+
+def load_suite(path: str | Path) -> SuiteConfig:
+    from pathkit_core.run.spec import read_toml
+    from pathkit_core.workspace import check_regular_file
+
+    path = check_regular_file(path, "suite") if Path(path).exists() else Path(path)  # a named pipe would block
+    data = read_toml(path, "suite")
+    return parse_suite(data.get("suite", data), path)
+
+
+__all__ = ["Cell", "SuiteConfig", "SuiteTask", "load_suite", "parse_suite"]

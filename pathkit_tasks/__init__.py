@@ -1,0 +1,11 @@
+"""The built-in task types, one package each, shipped in the `pathkit` distribution and registered
+through its `pathkit` entry points like any plugin (DESIGN.md sections 2 and 4).
+
+- `pathkit_tasks.report`: report generation (PathReportEval);
+- `pathkit_tasks.classification`: slide and patch classification, with MIL attention export;
+- `pathkit_tasks.segmentation`: stitched sliding-window slide segmentation, mask and overlay writers;
+- `pathkit_tasks.vqa`: budgeted multiple-choice VQA, with the evidence-selector kind it adds.
+
+Each package holds its protocol (`task.py`), its report sections (`sections.py`) and the machinery
+only it uses; what several tasks share stays in `pathkit_core`.
+"""
