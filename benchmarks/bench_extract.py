@@ -71,8 +71,8 @@ def make_slide(workdir: Path, spec: TileSpec, n_tiles: int, tag: str, slide_mpp:
     returns the manifest folder."""
     import math
 
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
     from pathkit_core.wsi.tiling import TilingParams, tile_slides
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     slide_mpp = slide_mpp or spec.mpp
     side_tiles = math.ceil(math.sqrt(n_tiles / 0.70))  # the ellipse covers ~70% of the grid in tiles

@@ -147,8 +147,8 @@ def prepare_memory_slide(size: int, cache: Path) -> tuple[Path, Path]:
 
     from pathkit_core.features.store import write_features
     from pathkit_core.wsi.manifest import read_manifest
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
     from pathkit_core.wsi.tiling import TilingParams, tile_slides
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     slide = cache / f"square-{size}.tiff"
     if not slide.exists():

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def _make(path: Path, **kwargs) -> Path:
-    from pathkit_core.wsi.synthetic import write_synthetic_slide
+    from pathkit_sdk.synthetic import write_synthetic_slide
 
     stamp = path.with_suffix(".json")
     wanted = json.dumps(kwargs, sort_keys=True, default=str)
@@ -48,7 +48,7 @@ def _make(path: Path, **kwargs) -> Path:
 
 
 def _flat_blobs():
-    from pathkit_core.wsi.synthetic import Blob
+    from pathkit_sdk.synthetic import Blob
 
     return [
         Blob(0.3, 0.5, 0.2, 0.3, texture="flat"),

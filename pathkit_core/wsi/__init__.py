@@ -8,5 +8,4 @@ Modules (each imports OpenSlide, numpy and friends lazily or only when used):
 - `manifest`: the per-slide Parquet tile manifest (`read_manifest`, `write_manifest`)
 - `qc`: the QC thumbnail with tissue contour and tile grid
 - `reader`: `TileReader`, a torch Dataset streaming uint8 tiles from a manifest
-- `synthetic`: small pyramidal TIFF slides with a controllable tissue layout
 """

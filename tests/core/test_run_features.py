@@ -36,7 +36,7 @@ def test_a_run_waits_for_slides_another_process_is_extracting(tmp_path, monkeypa
 
     import pathkit_core.run.features as features
     from pathkit_core.workspace import FileLock
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     slides = []
     for i in range(2):
@@ -66,7 +66,7 @@ def test_sharded_runs_extract_their_own_slides_and_a_last_run_scores(fresh_regis
     """Two `pathkit run --shard i/2` share the stores; the run without a shard finds every slide done."""
     from pathkit_core.features.store import usable_feature_files
     from pathkit_core.shard import parse_shard
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
     from tests.core.test_run_identity import N_SLIDES, identity_plugin
 
     for i in range(N_SLIDES):

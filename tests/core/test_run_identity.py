@@ -100,7 +100,7 @@ def identity_plugin():
 
 @pytest.fixture(scope="module")
 def slides(tmp_path_factory):
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     root = tmp_path_factory.mktemp("id-slides")
     for i in range(N_SLIDES):

@@ -48,7 +48,7 @@ def test_installed_example_plugin_adds_a_task_type(cli, installed_registry):
     tasks = {t["name"]: t for t in listed}
     assert BUILTIN | {"slide-regression"} <= set(tasks)
     assert tasks["slide-regression"]["distribution"] == "pathkit-example-plugin"
-    assert info["datasets"] == ["demo-purity"] and info["generators"] == ["mean-pool-regressor"]
+    assert info["datasets"] == ["demo-purity", "purity-table"] and info["generators"] == ["mean-pool-regressor"]
     assert info["metrics"] == ["regression"]
 
 

@@ -61,7 +61,7 @@ def write_table(root: Path, rows=ROWS, mpp: dict | None = None, note: str = "") 
 
 
 def write_slide(path: Path, seed: int, dark: bool) -> None:
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     colour = (120, 60, 140) if dark else (230, 170, 210)
     write_synthetic_slide(path, width=512, height=512, mpp=1.0, seed=seed,

@@ -5,7 +5,7 @@ Each slide's layout is shapely geometry in level-0 pixels (class regions painted
 parenchyma), so its ground truth is exact: the viable tumour as GeoJSON polygons (necrosis as
 holes) and as a mask image, and each class's true area. Textures are functions of level-0
 coordinates (continuous across tiles and levels), rendered through
-`pathkit_core.wsi.synthetic.write_synthetic_slide`'s function path; training patches are cut from
+`pathkit_sdk.synthetic.write_synthetic_slide`'s function path; training patches are cut from
 the same renderer, so a patch head learnt on them applies to the slides' windows. Stand-ins, not
 histology: one colour and pattern per HepatoBench class.
 """
@@ -181,7 +181,7 @@ def liver_layout(seed: int, width: int = 6144, height: int = 4608, mpp: float = 
 
 def write_liver_slide(path: str | Path, layout: LiverLayout, *, seed: int = 0) -> Path:
     """The layout as a pyramidal TIFF at its mpp (JPEG tiles, OpenSlide `generic-tiff`)."""
-    from pathkit_core.wsi.synthetic import write_synthetic_slide
+    from pathkit_sdk.synthetic import write_synthetic_slide
 
     return write_synthetic_slide(path, width=layout.width, height=layout.height, mpp=layout.mpp,
                                  tissue=layout.renderer(), seed=seed, jpeg_quality=90)

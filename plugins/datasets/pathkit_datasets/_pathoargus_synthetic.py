@@ -103,7 +103,7 @@ def _plan_case(case_id: str, lesion: int, rng: random.Random) -> dict[str, Any]:
 
 
 def _slide_job(job: dict[str, Any]) -> str:
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     path = Path(job["path"])
     if path.exists():

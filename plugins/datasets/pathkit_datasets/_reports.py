@@ -1,6 +1,6 @@
 """Shared machinery of the report datasets (reg2025, histai, tcga-pathtext, demo-reports, slides-reports).
 
-`ReportDataset` loads its release once (lazily, `_cohort.CohortDataset`), keeps the usable cases,
+`ReportDataset` loads its release once (lazily, `pathkit_sdk.cohort.CohortDataset`), keeps the usable cases,
 the split and how it was made, and the cases it left out with the reason (`excluded_cases()`:
 empty or non-UTF-8 reports, ids outside the published split, cases without a slide), and
 validates the folder with errors that say what layout was expected. References are the
@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from pathkit_core.contracts import TASK_REPORT, Case, PathkitError
 from pathkit_core.report_text import clean_report, invalid_text_reason
 from pathkit_core.workspace import plain_name
-from pathkit_datasets._cohort import CohortDataset, drawn_split, file_split
+from pathkit_sdk.cohort import CohortDataset, drawn_split, file_split
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def assemble_report(record: dict[str, Any], fields: tuple[str, ...]) -> str:
 
 class ReportDataset(CohortDataset):
     """Base of the report datasets: report cleaning, selection by BLEU-4, the cohort machinery
-    (lazy loading, splits, exclusions, validation) of `_cohort.CohortDataset`."""
+    (lazy loading, splits, exclusions, validation) of `pathkit_sdk.cohort.CohortDataset`."""
 
     task: ClassVar[str] = TASK_REPORT
     default_metrics: ClassVar[tuple[str, ...]] = ("nlg", "crqs")

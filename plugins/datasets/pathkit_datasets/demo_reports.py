@@ -27,9 +27,9 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import atomic_write_json, plain_name
-from pathkit_datasets._cohort import part_counts
 from pathkit_datasets._demo_build import already_built, write_slides
 from pathkit_datasets._reports import ReportDataset, find_file, read_json, strip_slide_suffix
+from pathkit_sdk.cohort import part_counts
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def grade_visible(class_index: int, slide_index: int) -> bool:
 
 
 def _slide_job(job: dict[str, Any]) -> str:
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     path = Path(job["path"])
     if path.exists():

@@ -26,8 +26,8 @@ from pathkit_core.contracts import (
     brief_list,
 )
 from pathkit_core.workspace import path_inside, plain_name
-from pathkit_datasets._cohort import find_column, plausible_mpp, read_table, splits_folder
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
+from pathkit_sdk.cohort import find_column, plausible_mpp, read_table, splits_folder
 
 MANIFEST_NAMES = ("manifest.csv", "manifest.parquet", "slides.csv", "slides.parquet")
 LABEL_NAMES = ("labels.csv", "labels.parquet")

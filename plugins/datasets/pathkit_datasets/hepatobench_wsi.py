@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_SEGMENTATION, Case, DatasetOption, PathkitError
 from pathkit_core.wsi.masks import MASK_SUFFIXES
-from pathkit_datasets._cohort import (
+from pathkit_sdk.cohort import (
     COLUMN_ALIASES,
     CohortDataset,
     check_duplicates,

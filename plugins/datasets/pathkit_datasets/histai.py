@@ -37,7 +37,6 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
-from pathkit_datasets._cohort import option
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     SLIDE_SUFFIXES,
@@ -46,6 +45,7 @@ from pathkit_datasets._reports import (
     find_file,
     read_json,
 )
+from pathkit_sdk.cohort import option
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Case, DatasetOption, PathkitError, brief_list
 from pathkit_core.workspace import sha256_file
-from pathkit_datasets._cohort import (
+from pathkit_sdk.cohort import (
     COLUMN_ALIASES,
     CohortDataset,
     cell,

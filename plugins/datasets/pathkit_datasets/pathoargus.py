@@ -22,19 +22,6 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, Case, DatasetOption, PathkitError
-from pathkit_datasets._cohort import (
-    CaseRows,
-    CohortDataset,
-    CohortRow,
-    cell,
-    check_duplicates,
-    choose_split,
-    find_table,
-    option,
-    read_table,
-    require_columns,
-    resolve_file,
-)
 from pathkit_datasets._references import PublishedReference, PublishedScore
 from pathkit_datasets._vqa_table import (
     SELECTION_OPTIONS,
@@ -46,6 +33,19 @@ from pathkit_datasets._vqa_table import (
     check_groups,
     check_slides_disjoint,
     question_case,
+)
+from pathkit_sdk.cohort import (
+    CaseRows,
+    CohortDataset,
+    CohortRow,
+    cell,
+    check_duplicates,
+    choose_split,
+    find_table,
+    option,
+    read_table,
+    require_columns,
+    resolve_file,
 )
 
 TABLE_NAMES = ("questions.jsonl", "questions.parquet", "questions.json", "questions.csv")

@@ -34,7 +34,6 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
-from pathkit_datasets._cohort import SPLIT_LAYOUT_KEYS, column_split, option, part_counts
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     ReportDataset,
@@ -42,6 +41,7 @@ from pathkit_datasets._reports import (
     read_json,
     strip_slide_suffix,
 )
+from pathkit_sdk.cohort import SPLIT_LAYOUT_KEYS, column_split, option, part_counts
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TASK_SLIDE_CLASSIFICATION, Case, DatasetOption, PathkitError
-from pathkit_datasets._cohort import (
+from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     CohortDataset,
     cell,

@@ -29,7 +29,6 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_datasets._cohort import option
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     SLIDE_SUFFIXES,
@@ -38,6 +37,7 @@ from pathkit_datasets._reports import (
     read_json,
     strip_slide_suffix,
 )
+from pathkit_sdk.cohort import option
 
 FRACTIONS = (884 / 8843, 885 / 8843)  # PathReportEval Table 1: 7074 / 884 / 885
 ANNOTATION_NAMES = ("PathText.json", "pathtext.json", "TCGA_PathText.json")

@@ -53,7 +53,7 @@ def write_cohort(path: Path, slides: list[Path], label, split) -> None:
 
 
 def build_slides(root: Path) -> list[Path]:
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     out = []
     for k in range(N_SLIDES):

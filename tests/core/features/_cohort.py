@@ -8,8 +8,8 @@ from pathlib import Path
 def tiled_cohort(root: Path, n_slides: int, *, size_px: int = 640) -> Path:
     """`n_slides` synthetic slides of `size_px`^2 at 0.5 um/px under `root/slides`, tiled for
     tiny-vit (128 px at 1 um/px) into `root/tiles`; returns the tiles folder."""
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
     from pathkit_core.wsi.tiling import TilingParams, tile_slides
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     slides = []
     for i in range(n_slides):

@@ -67,8 +67,8 @@ class NaNOnDarkEncoder(PixelStatsEncoder):
 @pytest.fixture(scope="session")
 def tiled_slides(tmp_path_factory) -> dict[str, Path]:
     """Two small synthetic slides (pink tissue / dark tissue) and their tile manifests."""
-    from pathkit_core.wsi.synthetic import HAEMATOXYLIN, Blob, write_synthetic_slide
     from pathkit_core.wsi.tiling import TilingParams, tile_slides
+    from pathkit_sdk.synthetic import HAEMATOXYLIN, Blob, write_synthetic_slide
 
     root = tmp_path_factory.mktemp("slides")
     pink = write_synthetic_slide(root / "slides" / "pink-01.tiff", width=1536, height=1536, mpp=0.5, seed=1)

@@ -81,8 +81,8 @@ def test_an_encoder_producing_nan_fails_its_slide_and_the_run_goes_on(tiled_slid
 
 
 def test_a_slide_changed_since_tiling_is_failed(tmp_path):
-    from pathkit_core.wsi.synthetic import write_synthetic_slide
     from pathkit_core.wsi.tiling import TilingParams, tile_slides
+    from pathkit_sdk.synthetic import write_synthetic_slide
 
     slide = write_synthetic_slide(tmp_path / "s" / "edited.tiff", width=768, height=768, mpp=0.5, seed=5)
     params = TilingParams(target_mpp=2.0, tile_px=64, min_tissue_area_mm2=0.0)
@@ -112,8 +112,8 @@ def test_unreadable_tiles_fail_only_their_slide(tiled_slides, tmp_path, monkeypa
 
 
 def test_empty_manifest_and_missing_slide_are_failed(tmp_path):
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
     from pathkit_core.wsi.tiling import TilingParams, tile_slides
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     params = TilingParams(target_mpp=2.0, tile_px=64, min_tissue_area_mm2=0.0)
     glass = write_synthetic_slide(tmp_path / "s" / "glass.tiff", width=512, height=512, mpp=0.5,

@@ -11,7 +11,7 @@ WIDTH, HEIGHT, MPP = 3072, 2048, 0.5
 
 
 def tissue_blobs():
-    from pathkit_core.wsi.synthetic import Blob
+    from pathkit_sdk.synthetic import Blob
 
     return [
         Blob(0.3, 0.5, 0.18, 0.3, texture="noise"),
@@ -21,7 +21,7 @@ def tissue_blobs():
 
 @pytest.fixture(scope="session")
 def synthetic_slides(tmp_path_factory) -> dict[str, Path]:
-    from pathkit_core.wsi.synthetic import PenStroke, write_synthetic_slide
+    from pathkit_sdk.synthetic import PenStroke, write_synthetic_slide
 
     root = tmp_path_factory.mktemp("wsi_slides")
     out = {

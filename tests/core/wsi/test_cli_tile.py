@@ -65,7 +65,7 @@ def _outputs(folder: Path) -> dict[str, bytes]:
 
 
 def test_sigkill_then_rerun_matches_an_uninterrupted_run(tmp_path):
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     slides = tmp_path / "slides"
     for i in range(6):

@@ -81,7 +81,7 @@ def test_sub_pixel_level_positions_are_left_to_openslide(synthetic_slides):
 def test_formats_it_does_not_decode(synthetic_slides, tmp_path):
     import openslide
 
-    from pathkit_core.wsi.synthetic import write_synthetic_slide
+    from pathkit_sdk.synthetic import write_synthetic_slide
 
     deflate = write_synthetic_slide(tmp_path / "deflate.tiff", width=512, height=512, mpp=0.5,
                                     compression="deflate", tile_size=128)

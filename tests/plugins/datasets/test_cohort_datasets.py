@@ -1,4 +1,4 @@
-"""The cohort datasets (slides-csv, slides-reports) and their shared conventions (_cohort): tables,
+"""The cohort datasets (slides-csv, slides-reports) and their shared conventions (pathkit_sdk.cohort): tables,
 columns, rows, user splits kept exactly, drawn splits, and every documented bad input."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from pathkit_datasets._cohort import class_order, read_table
 from pathkit_datasets.reg2025 import REG2025, patient_of
 from pathkit_datasets.slides_csv import SlidesCSV
 from pathkit_datasets.slides_reports import SlidesReports
 
 from pathkit_core.contracts import PathkitError
+from pathkit_sdk.cohort import class_order, read_table
 
 
 def touch(path: Path) -> Path:
@@ -429,7 +429,7 @@ def test_every_slide_dataset_declares_an_mpp_option():
 
 
 def test_a_million_row_table_repeating_one_slide_gives_a_short_error():
-    from pathkit_datasets._cohort import CohortRow, check_duplicates
+    from pathkit_sdk.cohort import CohortRow, check_duplicates
 
     rows = [CohortRow(i, f"line {i + 2}", "S1", "P1") for i in range(1_000_000)]
     with pytest.raises(PathkitError) as caught:

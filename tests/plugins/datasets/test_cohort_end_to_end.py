@@ -16,7 +16,7 @@ PINK, PURPLE = (226, 150, 200), (160, 110, 205)
 
 
 def synthetic(path: Path, colour: tuple[int, int, int], seed: int, *, mpp: float | None = 1.0) -> Path:
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     return write_synthetic_slide(path, width=512, height=512, mpp=mpp, seed=seed, compression="deflate",
                                  tissue=[Blob(0.5, 0.5, 0.42, 0.4, colour=colour, texture="noise")])

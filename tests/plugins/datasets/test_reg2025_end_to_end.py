@@ -50,7 +50,7 @@ def real_reports() -> dict[str, str]:
 
 def reg_release(root: Path, per_split: dict[str, int]) -> list[str]:
     """Slides <root>/<id>.tiff and <root>/train.json like the REG 2025 release."""
-    from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
 
     published, texts = published_split(), real_reports()
     ids = [c for part, n in per_split.items() for c in published[part][:n]]

@@ -1,5 +1,6 @@
 """Users' own cohorts: the table conventions every generic dataset shares (docs/file-formats.md,
-"Cohort tables").
+"Cohort tables"). Public: the built-in table datasets and a plugin's own use it alike
+(docs/api/sdk.md).
 
 The generic datasets (`slides-csv`, `slides-reports`, and the patch-folder and VQA tables built
 on this module) read a plain table whose rows are slides (or images, or questions) and build

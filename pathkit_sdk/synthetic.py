@@ -1,4 +1,5 @@
-"""Synthetic pyramidal TIFF slides with a controllable tissue layout, for tests, benchmarks and demos.
+"""Synthetic pyramidal TIFF slides with a controllable tissue layout, for tests, benchmarks and demos
+(public: a plugin's demo and tests write their slides with it; docs/api/sdk.md).
 
 OpenSlide opens the result as `generic-tiff` (mpp from the TIFF resolution tags) or, with
 `aperio=True`, as `aperio` (mpp and objective power from the ImageDescription): every level is a
@@ -342,3 +343,7 @@ def write_synthetic_slide(
                 kwargs["resolutionunit"] = resolution_unit.upper()
             tw.write(tiles_for(level, lw, lh), **kwargs)
     return target
+
+
+__all__ = ["EOSIN", "GLASS", "HAEMATOXYLIN", "NUCLEUS", "PEN_COLOURS", "RGB", "Blob", "PenStroke", "TissueFn",
+           "default_layout", "write_synthetic_slide"]

@@ -1,0 +1,168 @@
+"""The public helper API for plugin authors: import from here, never from a `_private` module.
+
+What a third-party dataset, metric or test needs and would otherwise rewrite, in one place,
+documented with every signature in docs/api/sdk.md (written into the page, checked against this
+code by tests/sdk/test_sdk_docs.py):
+
+- **Cohort tables** (`pathkit_sdk.cohort`): read a user's table (CSV, TSV, Parquet, JSON, JSONL,
+  the REG layout) with `read_table`, turn its rows into cases with `cohort_rows` and
+  `group_rows`, check them (`check_duplicates`, `drop_missing_files` for `--skip-missing`), choose
+  the split (`choose_split`: option `splits_file`, a split column, or a seeded draw kept in the
+  workspace) and let `CohortDataset` do loading, splits, exclusions and validation. `COHORT_OPTIONS`
+  are the options every table dataset shares. docs/file-formats.md, "Cohort tables", has the
+  conventions.
+- **Splits** (`pathkit_core.splits`): a user's split checked and used exactly
+  (`check_user_split`, `read_split_file`, `match_split_ids`), a seeded patient-disjoint split
+  drawn only when none is given (`draw_split`, `load_or_draw_split`), what a split holds in one
+  sentence (`split_statement`), and stratified fold manifests (`make_splits`,
+  `load_or_create_splits`).
+- **Confidence intervals** (`pathkit_core.evaluation.bootstrap`, `.intervals`): percentile
+  bootstrap intervals of a per-case mean or of a corpus statistic (`bootstrap_ci`,
+  `bootstrap_statistic_ci`, `bootstrap_statistics_ci`), Wilson / exact intervals of proportions
+  (`proportion_ci`), and the test-set size facts a metric records (`sample_facts` under
+  `details[SAMPLE_KEY]`).
+- **Synthetic slides** (`pathkit_sdk.synthetic`): `write_synthetic_slide` writes a small
+  pyramidal TIFF OpenSlide opens at a given mpp, its tissue made of `Blob`s whose colour and
+  texture can encode a label, for a plugin's demo and tests.
+
+This package only re-exports; the core never imports it.
+"""
+
+from __future__ import annotations
+
+from pathkit_core.evaluation.bootstrap import (
+    bootstrap_ci,
+    bootstrap_distribution,
+    bootstrap_statistic_ci,
+    bootstrap_statistics_ci,
+    resample_indices,
+)
+from pathkit_core.evaluation.intervals import (
+    MIN_CASES,
+    MIN_CASES_PER_CLASS,
+    PROPORTION_METHODS,
+    SAMPLE_KEY,
+    proportion_ci,
+    sample_facts,
+    small_sample_warning,
+)
+from pathkit_core.splits import (
+    SPLIT_PARTS,
+    DrawnSplit,
+    SplitManifest,
+    SplitParams,
+    SplitRecord,
+    as_records,
+    check_disjoint,
+    check_user_split,
+    draw_split,
+    load_or_create_splits,
+    load_or_draw_split,
+    load_splits,
+    make_splits,
+    match_split_ids,
+    patient_disjoint_split,
+    read_split_file,
+    split_part,
+    split_statement,
+    stratified_patient_split,
+    write_split_file,
+)
+from pathkit_sdk.cohort import (
+    COHORT_OPTIONS,
+    COLUMN_ALIASES,
+    TABLE_SUFFIXES,
+    CaseRows,
+    CohortDataset,
+    CohortRow,
+    Table,
+    cell,
+    check_duplicates,
+    check_part_classes,
+    check_slide_mpps,
+    choose_split,
+    class_order,
+    cohort_rows,
+    column_split,
+    drawn_split,
+    drop_missing_files,
+    file_split,
+    find_column,
+    find_table,
+    group_rows,
+    option,
+    part_counts,
+    plausible_mpp,
+    read_table,
+    require_columns,
+    resolve_file,
+    splits_folder,
+)
+from pathkit_sdk.synthetic import Blob, PenStroke, default_layout, write_synthetic_slide
+
+__all__ = [
+    "as_records",
+    "Blob",
+    "bootstrap_ci",
+    "bootstrap_distribution",
+    "bootstrap_statistic_ci",
+    "bootstrap_statistics_ci",
+    "CaseRows",
+    "cell",
+    "check_disjoint",
+    "check_duplicates",
+    "check_part_classes",
+    "check_slide_mpps",
+    "check_user_split",
+    "choose_split",
+    "class_order",
+    "COHORT_OPTIONS",
+    "cohort_rows",
+    "CohortDataset",
+    "CohortRow",
+    "COLUMN_ALIASES",
+    "column_split",
+    "default_layout",
+    "draw_split",
+    "drawn_split",
+    "DrawnSplit",
+    "drop_missing_files",
+    "file_split",
+    "find_column",
+    "find_table",
+    "group_rows",
+    "load_or_create_splits",
+    "load_or_draw_split",
+    "load_splits",
+    "make_splits",
+    "match_split_ids",
+    "MIN_CASES",
+    "MIN_CASES_PER_CLASS",
+    "option",
+    "part_counts",
+    "patient_disjoint_split",
+    "PenStroke",
+    "plausible_mpp",
+    "proportion_ci",
+    "PROPORTION_METHODS",
+    "read_split_file",
+    "read_table",
+    "require_columns",
+    "resample_indices",
+    "resolve_file",
+    "sample_facts",
+    "SAMPLE_KEY",
+    "small_sample_warning",
+    "split_part",
+    "SPLIT_PARTS",
+    "split_statement",
+    "SplitManifest",
+    "SplitParams",
+    "SplitRecord",
+    "splits_folder",
+    "stratified_patient_split",
+    "Table",
+    "TABLE_SUFFIXES",
+    "write_split_file",
+    "write_synthetic_slide",
+]
