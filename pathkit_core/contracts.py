@@ -580,6 +580,11 @@ class Metric(Component):
     # each case's class probabilities and the "target" column its class (DeLong's test). A key not
     # named here is compared on the per-case column of its own name when there is one ("mean").
     paired_scores: ClassVar[dict[str, tuple[str, str]]] = {}
+    # Per-case columns of `MetricResult.per_case` a run report shows beside each case: scores
+    # (`case_scores`, e.g. "BLEU-4"), and for a field-based clinical score the field lists behind it
+    # (`case_evidence`: "matched", "missed", "hallucinated", "discordant", as the report task reads them).
+    case_scores: ClassVar[tuple[str, ...]] = ()
+    case_evidence: ClassVar[tuple[str, ...]] = ()
     # The reference a report and the Hugging Face `evaluate` module of the metric cite (BibTeX).
     citation: ClassVar[str] = ""
     # The options the metric reads from `context["options"]` (`--option KEY=VALUE`, a dataset's
@@ -686,6 +691,10 @@ class Task(Component):
     # Other task types whose generators also solve this one (segmentation: any patch-classification
     # head, applied window by window), besides generators that name this task in their `tasks`.
     generator_tasks: ClassVar[tuple[str, ...]] = ()
+    # The input kinds a metric of this task takes as a Hugging Face `evaluate` module, first the
+    # preferred (pathkit_core.evaluation.hf_evaluate.INPUT_KINDS: "text", "multi_reference",
+    # "label", "probabilities", "score", "mask").
+    evaluate_inputs: ClassVar[tuple[str, ...]] = ("text", "label", "probabilities", "score")
 
     @classmethod
     def solved_by(cls, generator: type[Generator]) -> bool:

@@ -171,8 +171,8 @@ class TrainingEstimate:
         head = f"{self.unit} {period}/{self.n_periods}: {pace} (measured after {self.warmup} warm-up {self.unit}(s))"
         stop = self.earliest_stop(period, bad_validations)
         if stop is None:
-            why = (f" (no early stopping in this protocol: all {self.n_periods} {self.unit}s run, as GOLDMARK's "
-                   "fixed 120)" if self.patience is None else "")
+            why = (f" (no early stopping in this protocol: all {self.n_periods} {self.unit}s run)"
+                   if self.patience is None else "")
             return f"{head}; about {full} for the {left} {self.unit}(s) left{why}"
         soonest = duration(self.seconds_for(period + 1, stop))
         return (f"{head}; at most {full} for the {left} {self.unit}(s) left. Early stopping (patience "

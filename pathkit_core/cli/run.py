@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
             [], "--dataset-option", "-o", help="Dataset option KEY=VALUE (repeatable), e.g. split=random."),
         metric_option: list[str] = typer.Option(
             [], "--metric-option", help="Option of one metric, METRIC.KEY=VALUE (repeatable), e.g. "
-                                        "crqs.variants=true; a change rescores only."),
+                                        "mymetric.threshold=0.5; a change rescores only."),
     ) -> None:
         """Run the benchmark pipeline; with no arguments, the embedded demo."""
         from pathkit_core.plugins import get_plugin_manager
@@ -78,7 +78,8 @@ def register(app: typer.Typer) -> None:
         for dotted, value in parse_key_values(metric_option, "--metric-option").items():
             metric_name, _, key = dotted.partition(".")
             if not metric_name or not key:
-                raise PathkitError(f"--metric-option {dotted}={value}: write METRIC.KEY=VALUE, e.g. crqs.variants=true")
+                raise PathkitError(f"--metric-option {dotted}={value}: write METRIC.KEY=VALUE, "
+                                   "e.g. mymetric.threshold=0.5")
             values.setdefault("metric_options", {}).setdefault(metric_name, {})[key] = value
         encoders = split_names(encoder) or _as_list(values.pop("encoder", None))
         generators = split_names(generator) or _as_list(values.pop("generator", None))

@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
                                          "or a folder of per-case files (masks: s1.png, ...)."),
         references: Path | None = typer.Option(None, "--references", "-r",
                                                help="References file or folder (not for PathBench)."),
-        dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset (selects e.g. the CRQS schema)."),
+        dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset (schema-aware metrics read it)."),
         out: Path | None = typer.Option(None, "--out", "-o", help="Write metrics.json and per_case.parquet here."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
         option: list[str] = typer.Option([], "--option", help="Metric option KEY=VALUE (repeatable)."),

@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
             None, "--tile-px", help="Tile size in pixels at the target mpp (default 256)."
         ),
         tile_um: float | None = typer.Option(
-            None, "--tile-um", help="Tile size in micrometres instead (128 = GOLDMARK's field of view)."
+            None, "--tile-um", help="Tile size in micrometres instead (128 = 256 px at 0.5 um/px)."
         ),
         stride_px: int | None = typer.Option(
             None, "--stride", help="Grid step in target pixels (default: the tile size)."
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
             25.0, "--min-tissue-area", help="Minimum tissue per slide in mm^2 (below: warned)."
         ),
         exclude_low_tissue: bool = typer.Option(
-            False, "--exclude-low-tissue", help="Give slides below --min-tissue-area no tiles (GOLDMARK)."
+            False, "--exclude-low-tissue", help="Give slides below --min-tissue-area no tiles (a cohort minimum)."
         ),
         segmenter: str = typer.Option("otsu", "--segmenter", help="Tissue segmenter by name."),
         thumbnail_px: int = typer.Option(2048, "--thumbnail-px", help="Longest side of the thumbnail."),

@@ -12,15 +12,8 @@ import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pathkit_core.contracts import (
-    TASK_MULTIPLE_CHOICE_VQA,
-    TASK_PATCH_CLASSIFICATION,
-    TASK_REPORT,
-    TASK_SEGMENTATION,
-    TASK_SLIDE_CLASSIFICATION,
-    Metric,
-    PathkitError,
-)
+from pathkit_core.contracts import Metric, PathkitError
+from pathkit_core.plugins import get_component
 
 if TYPE_CHECKING:
     import evaluate
@@ -28,6 +21,9 @@ if TYPE_CHECKING:
 # Keyword arguments of `compute` that become the `context` of `Metric.compute`; any other
 # keyword is a metric option (e.g. `meteor=False`), gathered into `context["options"]`.
 CONTEXT_KEYS = ("dataset",)
+# The input kinds a task may accept (`Task.evaluate_inputs`): (prediction, reference) value types.
+INPUT_KINDS = {"text": ("string", "string"), "multi_reference": ("string", "strings"), "label": ("int", "int"),
+               "probabilities": ("floats", "int"), "score": ("float", "int"), "mask": ("matrix", "matrix")}
 
 _INPUTS_DESCRIPTION = """
 Args:
@@ -55,34 +51,24 @@ def _feature_options(metric_cls: type[Metric]) -> Any:
         options = [Features(dict(spec)) for spec in declared]
         return options[0] if len(options) == 1 else options
 
-    text = Features({"predictions": Value("string"), "references": Value("string")})
-    # several reference reports for one case (nlg accepts them, as pycocoevalcap does)
-    multi_reference = Features({"predictions": Value("string"), "references": Sequence(Value("string"))})
-    label = Features({"predictions": Value("int64"), "references": Value("int64")})
-    probabilities = Features(
-        {"predictions": Sequence(Value("float64")), "references": Value("int64")}
-    )
-    score = Features({"predictions": Value("float64"), "references": Value("int64")})
-    mask = Features(
-        {
-            "predictions": Sequence(Sequence(Value("float32"))),
-            "references": Sequence(Sequence(Value("float32"))),
-        }
-    )
-    by_task = {
-        TASK_REPORT: [text, multi_reference],
-        TASK_SLIDE_CLASSIFICATION: [probabilities, label, score, text],
-        TASK_PATCH_CLASSIFICATION: [probabilities, label, score, text],
-        TASK_MULTIPLE_CHOICE_VQA: [label, text],
-        TASK_SEGMENTATION: [mask],
-    }
+    value = {"string": Value("string"), "int": Value("int64"), "float": Value("float64"),
+             "strings": Sequence(Value("string")), "floats": Sequence(Value("float64")),
+             "matrix": Sequence(Sequence(Value("float32")))}
+    kinds = {name: Features({"predictions": value[p], "references": value[r]})
+             for name, (p, r) in INPUT_KINDS.items()}
+    by_task = {}
+    for task in metric_cls.tasks:
+        try:
+            by_task[task] = [kinds[k] for k in get_component("task", task).evaluate_inputs if k in kinds]
+        except PathkitError:  # a task no installed plugin provides: the generic kinds below
+            continue
     options: list[Any] = []
     for task in metric_cls.tasks or ():
         for candidate in by_task.get(task, []):
             if candidate not in options:
                 options.append(candidate)
     if not options:
-        options = [text, label, probabilities, score]
+        options = [kinds[k] for k in ("text", "label", "probabilities", "score")]
     return options[0] if len(options) == 1 else options
 
 

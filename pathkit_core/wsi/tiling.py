@@ -425,7 +425,7 @@ def low_tissue_note(results: Iterable[TileResult], params: TilingParams) -> str 
     what = ("excluded (empty manifests)" if params.exclude_below_min_area
             else "kept, flagged `below_min_tissue_area` in their manifests (exclude_below_min_area leaves them out)")
     return (f"{len(low)} slide(s) have less tissue than the {params.min_tissue_area_mm2:g} mm^2 cohort minimum "
-            f"(GOLDMARK; biopsies usually do; smallest {smallest:.2f} mm^2): {what}")
+            f"(a resection-cohort minimum, which biopsies usually fall below; smallest {smallest:.2f} mm^2): {what}")
 
 
 def _slide_meta(slide: Slide, params: TilingParams, g: TileGeometry, st: os.stat_result) -> dict[str, Any]:

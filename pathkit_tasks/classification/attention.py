@@ -18,19 +18,18 @@ ATTENTION_COLUMNS = ("slide_id", "tile_index", "x", "y", "attention", "attention
                      "attention_percentile")
 # Anchor colours of the heatmap scale, low attention to high (a perceptually ordered blue-to-red ramp).
 HEATMAP_RAMP = ((48, 18, 59), (65, 125, 235), (40, 210, 165), (240, 215, 55), (190, 25, 10))
-# GOLDMARK release prefix of feature files: features_<slide_id>.pt
-_GOLDMARK_PREFIX = "features_"
 
 
 def slide_id_of(feature_file: str | Path) -> str:
-    """The slide id a feature file belongs to (`<id>.safetensors`, `features_<id>.pt`, `<id>.h5`)."""
+    """The slide id a feature file is named by (`<id>.safetensors`, `<id>.pt`, `<id>.h5`), when the
+    case does not state it (`Case.meta["slide_ids"]`, as a dataset whose files carry a prefix does)."""
     name = Path(feature_file).name
     stem = name.split(".FAILED")[0]
     for suffix in (".safetensors", ".pt", ".pth", ".h5", ".hdf5"):
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]
             break
-    return stem[len(_GOLDMARK_PREFIX):] if stem.startswith(_GOLDMARK_PREFIX) else stem
+    return stem
 
 
 def read_tile_table(path: str | Path) -> tuple[pl.DataFrame, dict[str, Any]]:

@@ -39,6 +39,7 @@ class ClassificationTask(Task):
         "or a class index, or a class name; written as {\"label\", \"class\", \"probabilities\"}"
     )
     baselines: ClassVar[tuple[str, ...]] = ("majority-class", "class-prior")
+    evaluate_inputs: ClassVar[tuple[str, ...]] = ("probabilities", "label", "score", "text")
 
     @staticmethod
     def classes(dataset: Dataset) -> tuple[str, ...]:

@@ -7,11 +7,11 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from pathkit_core.evaluation.scores import metric_classes
 from pathkit_core.report.figures import new_figure
 from pathkit_core.report.page import Section, esc, table, tags
 
-# Per-case score columns shown, in this order, when the per-case table has them (nlg, crqs, hare).
-CASE_SCORES = ("BLEU-4", "METEOR", "ROUGE-L", "CRQS", "HARE")
+# The field lists of a field-based clinical score (`Metric.case_evidence`), as this report reads them.
 EVIDENCE = ("matched", "missed", "hallucinated", "discordant")
 MAX_ROWS = 2000
 
@@ -29,9 +29,12 @@ def case_table(run: Any) -> Section | None:
     if not preds:
         return None
     refs = run.references()
-    present, rows_by_id = run.per_case_rows([*CASE_SCORES, *EVIDENCE])
-    scores = [c for c in present if c in CASE_SCORES]
-    evidence = [c for c in present if c in EVIDENCE]
+    declared = metric_classes(run.summary, run.registry).values()
+    case_scores = [c for cls in declared for c in cls.case_scores]
+    case_evidence = [c for cls in declared for c in cls.case_evidence if c in EVIDENCE]
+    present, rows_by_id = run.per_case_rows([*case_scores, *case_evidence])
+    scores = [c for c in present if c in case_scores]
+    evidence = [c for c in present if c in case_evidence]
     ids = list(preds)[:MAX_ROWS]
     headers = ["id", "reference", "prediction", *scores, *(["CRQS fields"] if evidence else [])]
     rows, export = [], []

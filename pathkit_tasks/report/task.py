@@ -17,6 +17,7 @@ class ReportTask(Task):
     target_format: ClassVar[str] = "the reference report: a non-empty string"
     prediction_format: ClassVar[str] = "the generated report: a string"
     baselines: ClassVar[tuple[str, ...]] = ("most-frequent-report",)
+    evaluate_inputs: ClassVar[tuple[str, ...]] = ("text", "multi_reference")
 
     def check_target(self, case: Case, dataset: Dataset) -> str | None:
         if not isinstance(case.target, str) or not case.target.strip():

@@ -55,8 +55,11 @@ log = logging.getLogger(__name__)
 # them is tissue (the mask is cut to the tissue afterwards, so tissue borders get windows).
 DEFAULT_TILING: dict[str, Any] = {"overlap": 0.5, "pad_edges": True, "min_tissue_fraction": 0.1}
 # How windows become a mask, per slide (`Case.meta["stitch"]` overrides each).
+# `region_name`: the class the foreground region carries in the GeoJSON (a viewer's class name,
+# e.g. QuPath's "Tumor"); None: the foreground class name.
 STITCH_DEFAULTS: dict[str, Any] = {"blend": "average", "subdivide": 1, "threshold": None,
-                                   "cell_tissue_fraction": 0.5, "tissue_weighting": True, "overlay": True}
+                                   "cell_tissue_fraction": 0.5, "tissue_weighting": True, "overlay": True,
+                                   "region_name": None}
 # Windows read from the feature file and predicted at once (memory: this many feature rows).
 CHUNK_ROWS = 4096
 # Windows whose side differs from the training patches' by more than this share are reported.
@@ -96,6 +99,7 @@ class SegmentationTask(Task):
         "(docs/segmentation.md)"
     )
     baselines: ClassVar[tuple[str, ...]] = ("all-background",)
+    evaluate_inputs: ClassVar[tuple[str, ...]] = ("mask",)
     generator_tasks: ClassVar[tuple[str, ...]] = (TASK_PATCH_CLASSIFICATION,)
 
     # ------------------------------------------------------------------ targets
@@ -184,7 +188,8 @@ class SegmentationTask(Task):
         foreground = case.target["foreground"]
         settings = stitch_settings(case.meta)
         return {**prediction, "foreground": classes.index(foreground), "foreground_class": foreground,
-                "class_names": classes, "threshold": settings["threshold"]}
+                "class_names": classes, "threshold": settings["threshold"],
+                "region_name": settings["region_name"] or foreground}
 
     def baseline_predictions(self, name: str, train_targets: Sequence[Any], test_cases: Sequence[Case],
                              dataset: Dataset) -> dict[str, Any] | None:
@@ -483,7 +488,7 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
                     description=f"pathkit class map of {case_id}: value 0 none, " +
                     ", ".join(f"{i + 1} {c}" for i, c in enumerate(classes)))
     region = vectorise(foreground, cell_frame)
-    write_geojson(target["geojson"], geojson_features(region, "Tumor" if fg_name == "TUM" else fg_name,
+    write_geojson(target["geojson"], geojson_features(region, prediction.get("region_name") or fg_name,
                                                      properties={"source": "pathkit", "slide_id": case_id}))
     if thumbnail is not None:
         th, tw = thumbnail.shape[:2]

@@ -58,6 +58,7 @@ class MultipleChoiceVQATask(Task):
         'or the index or letter itself; written as {"answer", "letter", "evidence", ...}'
     )
     baselines: ClassVar[tuple[str, ...]] = ("majority-position",)
+    evaluate_inputs: ClassVar[tuple[str, ...]] = ("label", "text")
 
     # ------------------------------------------------------------------ targets
 

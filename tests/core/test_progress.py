@@ -36,7 +36,7 @@ def test_the_estimate_waits_out_the_warm_up_and_times_training_and_validation_ap
     assert est.seconds_for(3, 10) == 120.0
     assert est.line(2, 0) == ("epoch 2/10: 10 s per epoch + 20 s per validation (measured after 1 warm-up "
                               "epoch(s)); about 2.0 min for the 8 epoch(s) left (no early stopping in this protocol: "
-                              "all 10 epochs run, as GOLDMARK's fixed 120)")
+                              "all 10 epochs run)")
     assert est.left(2, 0) == "~2.0 min left"
     est.record(14.0, None)  # later periods are averaged: (10 + 14) / 2 = 12 s
     assert est.seconds_for(4, 4) == 12.0

@@ -196,8 +196,10 @@ class HepatoBenchWSI(CohortDataset):
                     "or pass --dataset-option drop_training_slides=true to leave them out (recorded)")
             excluded.update({r["case_id"]: "gave patches to the patch classifier's training set" for r in used})
             rows = [r for r in rows if r not in used]
+        # the tumour region under QuPath's own class name in the GeoJSON
+        region = "Tumor" if self.options["foreground"] == "TUM" else None
         stitch = {"blend": self.options["blend"], "subdivide": int(self.options["subdivide"]),
-                  "threshold": self.options.get("threshold")}
+                  "threshold": self.options.get("threshold"), "region_name": region}
         field_um = self.training_field_um()
         cases: dict[str, Case] = {}
         for r in rows:

@@ -46,6 +46,8 @@ class CRQSMetric(Metric):
     tasks: ClassVar[tuple[str, ...]] = (TASK_REPORT,)
     higher_is_better: ClassVar[bool] = True
     headline_scores: ClassVar[tuple[str, ...]] = ("CRQS",)
+    case_scores: ClassVar[tuple[str, ...]] = ("CRQS",)
+    case_evidence: ClassVar[tuple[str, ...]] = ("matched", "missed", "hallucinated", "discordant")
     # hallucination rate and clinical discordance are penalties (PathReportEval section 3.4)
     lower_is_better: ClassVar[tuple[str, ...]] = ("HR", "CDS")
     # CRQS = CRQS_raw / 0.7; Eq. 6 as printed adds 0.2 and 0.4 (docs/metrics.md, "Formula")

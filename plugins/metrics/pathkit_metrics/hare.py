@@ -508,6 +508,7 @@ class HAREMetric(Metric):
     tasks: ClassVar[tuple[str, ...]] = (TASK_REPORT,)
     higher_is_better: ClassVar[bool] = True
     headline_scores: ClassVar[tuple[str, ...]] = ("HARE",)
+    case_scores: ClassVar[tuple[str, ...]] = ("HARE",)
     citation: ClassVar[str] = (
         "Kim et al. 2025, HARE: an entity and relation centric evaluation framework for "
         "histopathology reports, arXiv:2509.16326"

@@ -72,6 +72,7 @@ class NLGMetric(Metric):
     tasks: ClassVar[tuple[str, ...]] = (TASK_REPORT,)
     higher_is_better: ClassVar[bool] = True
     headline_scores: ClassVar[tuple[str, ...]] = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L")
+    case_scores: ClassVar[tuple[str, ...]] = ("BLEU-4", "METEOR", "ROUGE-L")
     citation: ClassVar[str] = (
         "Papineni et al. 2002 (BLEU); Lin 2004 (ROUGE); Denkowski & Lavie 2014 (METEOR 1.5); "
         "Vedantam et al. 2015 (CIDEr); pycocoevalcap (Chen et al. 2015, Microsoft COCO Captions)"
