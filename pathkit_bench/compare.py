@@ -106,7 +106,7 @@ def metric_of(run: Any, key: str) -> str:
 def paired_test(metric_cls: Any, key: str, columns: Sequence[str]) -> tuple[str, str] | None:
     """(test, per-case column) by which `key` of a metric is compared, or None when there are no
     per-case values of it."""
-    declared = dict(metric_cls.paired_scores)
+    declared = dict(metric_cls.paired_scores) if metric_cls is not None else {}
     if key in declared:
         test, column = declared[key]
         if test not in TESTS:

@@ -168,10 +168,10 @@ def score_rows(summary: Mapping[str, Mapping[str, Any]],
     for metric, values in summary.items():
         cls = classes.get(metric)
         keys = _point_keys(values)
-        declared = [k for k in cls.headline_scores if k in values]
+        declared = [k for k in cls.headline_scores if k in values] if cls is not None else []
         informational = cls.is_informational if cls is not None else (lambda k: k.startswith("n_"))
         headline = declared or [k for k in keys if not informational(k)]
-        ranges = dict(cls.score_ranges)
+        ranges = dict(cls.score_ranges) if cls is not None else {}
         own = (details or {}).get(metric) or {}
         warning = sample_warning(own)
         n_cases = (own.get("sample") or {}).get("n_cases") if isinstance(own.get("sample"), Mapping) else None
