@@ -507,6 +507,33 @@ class _Gate:
     def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
         return self.pattern.search(text, pos) if self._open(text) else None
 
+
+class _LineGate(_Gate):
+    """A pattern that is only run on the lines (clauses) of the text that hold a `hint` match:
+    the pathologic TNM patterns open with look-behinds, which Python's regex engine tries at every
+    position of a 5,000-character report, while their hint (a t, n or m before a stage value) is
+    a fast character scan. Every match lies within one line, so the result is the same."""
+
+    __slots__ = ("hint",)
+
+    def __init__(self, pattern: re.Pattern[str], hint: re.Pattern[str]) -> None:
+        super().__init__(pattern)
+        self.hint = hint
+
+    def finditer(self, text: str) -> Any:
+        end = -1
+        for hit in self.hint.finditer(text):
+            if hit.start() < end:
+                continue
+            start = text.rfind("\n", 0, hit.start()) + 1
+            end = text.find("\n", hit.end())
+            end = len(text) if end < 0 else end
+            yield from self.pattern.finditer(text, start, end)
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return next((m for m in self.finditer(text) if m.start() >= pos), None)
+
+
 # Literal keywords without which a pattern cannot match (see _Gate).
 _GRADE_NUMBER_RE = _Gate(_GRADE_NUMBER_RE, "grade")
 _GRADE_G_RE = _Gate(_GRADE_G_RE, "g1", "g2", "g3", "g4")
@@ -540,9 +567,10 @@ _ORGAN_INVASION_RE = _Gate(_ORGAN_INVASION_RE, "invasion", "extension", "involve
 _METASTASIS_RE = _Gate(_METASTASIS_RE, "metasta")
 _LN_RE = _Gate(_LN_RE, "lymph node", "nodal")
 _PN_STAGE_RE = _Gate(_PN_STAGE_RE, "n0", "n1", "n2", "n3")
-_PT_RE = _Gate(_PT_RE, "t")
-_PN_RE = _Gate(_PN_RE, "n")
-_PM_RE = _Gate(_PM_RE, "m")
+# hints: a T value; a pN or a T value (an N follows one); a pM or an N value with an M after it
+_PT_RE = _LineGate(_PT_RE, re.compile(r"t(?:[0-4x]|is(?![a-z]))"))
+_PN_RE = _LineGate(_PN_RE, re.compile(r"pn[0-3xlo]|t(?:[0-4x]|is(?![a-z]))"))
+_PM_RE = _LineGate(_PM_RE, re.compile(r"pm[01xo]|n[0-3xlo][a-c]? *[,;]? *p?m[01xo]"))
 _STAGE_GROUP_RE = _Gate(_STAGE_GROUP_RE, "stage")
 _ENE_RE = _Gate(_ENE_RE, "extra")
 _MARGIN_RE = _Gate(_MARGIN_RE, "margin")
@@ -679,7 +707,7 @@ class _Candidate:
 
 # OCR glues words at a change of letter case ("carcinomaHistologic Grade", "DIFFERENTIATEDReported"):
 # split there (long reports).
-_GLUED_CASE_RE = re.compile(r"(?<=[a-z]{3})(?=[A-Z][a-z])|(?<=[A-Z]{3})(?=[A-Z][a-z]{2})")
+_GLUED_CASE_RE = re.compile(r"([a-z]{3}(?=[A-Z][a-z])|[A-Z]{3}(?=[A-Z][a-z]{2}))")
 # A line that starts a synoptic item ("Perineural Invasion: Absent", "Vascular Invasion:") is a
 # clause of its own, so that one item's value never negates or affirms the next item (long reports).
 _LABEL_LINE_RE = re.compile(r"[ \t]*\n(?=[ \t]*[A-Za-z][A-Za-z /()'\-]{1,40}[ \t]*:)")
@@ -687,7 +715,7 @@ _LABEL_LINE_RE = re.compile(r"[ \t]*\n(?=[ \t]*[A-Za-z][A-Za-z /()'\-]{1,40}[ \t
 _STAGING_HINT_RE = re.compile(r"\bp?[tnm][0-4xo]|\bstage\b|/ *\d|\bof \d|extra ?(?:nodal|capsular)")
 _LETTERS_RE = re.compile(r"[A-Za-z]")
 _MIN_READ_LETTERS = 15  # a read section with fewer letters (a form, a barcode) is no diagnosis
-_MAX_ELSEWHERE_CHARS = 20_000  # of the text outside the diagnosis sections (`statements_elsewhere`)
+_MAX_ELSEWHERE_CHARS = 6_000  # of the text outside the diagnosis sections (`statements_elsewhere`)
 
 _POLARITY_MARK = {AFFIRMED: "+", NEGATED: "-", UNCERTAIN: "?"}
 _ROMAN_DIGITS = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "o": "0", "l": "1"}
@@ -852,7 +880,7 @@ class ClinicalExtractor:
     # ------------------------------------------------------------------ long reports (TCGA)
 
     def _prepare_long(self, raw: str) -> str:
-        raw = _GLUED_CASE_RE.sub(" ", raw)
+        raw = _GLUED_CASE_RE.sub(r"\1 ", raw)
         raw = _LABEL_LINE_RE.sub("\n\n", raw)
         return normalise_names(self._spelling.repair(prepare_text(raw, upper_abbreviations=False)))
 
@@ -915,7 +943,8 @@ class ClinicalExtractor:
         diagnosis (a comment, an addendum, a microscopic description, a page the sections missed),
         as a multiset: each statement with its count where it recurs (a statement repeated straight
         after itself counted once), in sorted order, so that neither the order of the text nor a
-        repeat in place changes it, but a statement changed, added or dropped anywhere does. At most `_MAX_ELSEWHERE_CHARS` are read."""
+        repeat in place changes it, but a statement changed, added or dropped anywhere does. At
+        most `_MAX_ELSEWHERE_CHARS` are read (the CRQS throughput budget on long reports)."""
         pieces, last = [], 0
         for section in sorted(sections, key=lambda sec: sec.start):
             pieces.append(report[last:section.start])
