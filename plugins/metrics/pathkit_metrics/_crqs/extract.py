@@ -715,7 +715,7 @@ _LABEL_LINE_RE = re.compile(r"[ \t]*\n(?=[ \t]*[A-Za-z][A-Za-z /()'\-]{1,40}[ \t
 _STAGING_HINT_RE = re.compile(r"\bp?[tnm][0-4xo]|\bstage\b|/ *\d|\bof \d|extra ?(?:nodal|capsular)")
 _LETTERS_RE = re.compile(r"[A-Za-z]")
 _MIN_READ_LETTERS = 15  # a read section with fewer letters (a form, a barcode) is no diagnosis
-_MAX_ELSEWHERE_CHARS = 6_000  # of the text outside the diagnosis sections (`statements_elsewhere`)
+_MAX_ELSEWHERE_CHARS = 4_000  # of the text outside the diagnosis sections (`statements_elsewhere`)
 
 _POLARITY_MARK = {AFFIRMED: "+", NEGATED: "-", UNCERTAIN: "?"}
 _ROMAN_DIGITS = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "o": "0", "l": "1"}

@@ -118,9 +118,14 @@ class SpellingRepair:
     def repair(self, text: str) -> str:
         """`text` (prepared, lower case) with every repairable token replaced."""
 
+        known, memo = self.known, self._memo
+
         def replace(match: re.Match[str]) -> str:
-            fixed = self.correction(match.group(0))
-            return match.group(0) if fixed is None else fixed
+            token = match.group(0)
+            if token in known:  # most tokens: answered here, without a call
+                return token
+            fixed = memo[token] if token in memo else self.correction(token)
+            return token if fixed is None else fixed
 
         return _TOKEN_RE.sub(replace, text)
 
