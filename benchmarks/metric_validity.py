@@ -36,7 +36,11 @@ With `--tcga`, the same measure on the real TCGA OCR reports
 `--tcga-reports N` scores a fixed sample of N reports of the half, `--organs BLADDER,KIDNEY` some
 organ groups only; it also counts the clinically wrong pairs that CRQS scores 1.0.
 
-    .venv/bin/python benchmarks/metric_validity.py --tcga --half heldout [--no-nlg] [--tcga-reports 150]
+    .venv/bin/python benchmarks/metric_validity.py --tcga --half heldout [--no-nlg] [--tcga-reports 30]
+                                                   [--meteor-timeout 3600]
+
+METEOR 1.5 on pairs of 5,000-character reports is slow (about 600 s for the 259 pairs of 30 reports
+on a shared 2-core machine), hence the sample and the long wait allowed for one answer of the jar.
 """
 
 from __future__ import annotations
