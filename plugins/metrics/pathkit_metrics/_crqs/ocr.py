@@ -7,7 +7,9 @@ substitution or transposition of neighbours) of exactly one clinical word; with 
 candidates ("serous"/"serosa" both one edit from "serousa") it is left as written. Clinical
 words are the words of the built-in vocabulary's terms and of the field rules (`FIELD_WORDS`);
 ordinary words one edit from a clinical word ("capillary" / "papillary") are listed in
-`KNOWN_WORDS` so they are never "corrected".
+`KNOWN_WORDS` so they are never "corrected". A token no edit repairs that is a clinical word
+glued to a short word (`GLUE_WORDS`) or to another clinical word, in one way only
+("differentiatedwith"), is read as the two words.
 """
 
 from __future__ import annotations

@@ -8,8 +8,11 @@ DIAGNOSIS, ... at the start of a line; never "clinical", "postoperative", "froze
 "intraoperative" diagnoses or the TCGA discrepancy form) or a synoptic header opens a section,
 which runs to the next gross / clinical / comment / signature / form header. A report without a
 diagnosis header is read up to its first such header (the diagnosis is on top), and one that
-opens with such a header is read whole. `strip_clutter` drops barcodes, page markers and
-sign-out boilerplate; `specimen_parts` cuts the read text into its specimen parts (A., B:,
+opens with such a header is read whole; one with headers also from its top when that names a
+malignancy. A "(Continued)" diagnosis header reads back to the top of the page before it; a
+synoptic summary runs past its own item labels ("Procedure:"); the TCGA QC stamp is blanked
+before any of this. `strip_clutter` drops barcodes, the QC stamp, page markers and sign-out
+boilerplate; `specimen_parts` cuts the read text into its specimen parts (A., B:,
 PART 1, 1) ...).
 """
 
