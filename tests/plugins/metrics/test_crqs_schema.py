@@ -26,11 +26,13 @@ def test_tcga_schema_is_table_11_plus_the_report_fields_with_severity_weights():
     added = set(TCGA.fields) - set(TCGA_PAPER.fields)
     assert added == {"nuclear_grade", "gleason_score", "invasion_depth", "pathologic_t", "pathologic_n",
                      "pathologic_m", "stage_group", "lymph_node_ratios", "extranodal_extension", "laterality",
-                     "specimen_parts"}
+                     "specimen_parts", "statements_elsewhere"}
     for name in ("histologic_type", "tumor_grade", "pathologic_t", "margin_status", "lymph_node_involvement",
                  "specimen_parts"):
         assert TCGA.weight(name) == 3.0
     assert TCGA.weight("lymphovascular_invasion") == 2.0 and TCGA.weight("necrosis") == 1.0
+    # what the report states outside its diagnosis counts as one descriptive field, never a key one
+    assert TCGA.weight("statements_elsewhere") == 1.0 and "statements_elsewhere" not in TCGA.key_fields
     assert REG.weight("diagnosis") == 1.0 and not REG.field_weights  # the paper's counts elsewhere
     assert schema_by_name("tcga-paper") is TCGA_PAPER and schema_by_name("tcga") is TCGA
     assert ClinicalSchema.from_dict(TCGA.to_dict()) == TCGA

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +51,7 @@ EXTRACTED_FIELDS: tuple[str, ...] = (
     "margin_status", "muscle_proper_status", "atrophy", "intestinal_metaplasia", "metaplasia_type",
     "hpylori_status", "gastritis_type", "olga_stage", "olgim_stage", "polyp_type", "serrated_lesion",
     "adenoma_type", "tumor_origin", "laterality", "pathologic_t", "pathologic_n", "pathologic_m", "stage_group",
-    "lymph_node_ratios", "extranodal_extension", "specimen_parts",
+    "lymph_node_ratios", "extranodal_extension", "specimen_parts", "statements_elsewhere",
 )
 
 # Findings of the `diagnosis` field are joined with this (sorted, so the value is order-free).
@@ -236,7 +237,8 @@ _GRADE_NUMBER_RE = re.compile(
 )
 _GRADE_G_RE = re.compile(r"(?<![\w/])g([1-4])\b")
 _GRADE_TIER_RE = re.compile(
-    r"\b(high|low|intermediate) grade\b(?! (?:glandular |squamous |cervical |prostatic |biliary )?"
+    r"\b(high|low|intermediate) (?:histologic(?:al)? )?grade\b"
+    r"(?! (?:glandular |squamous |cervical |prostatic |biliary )?"
     r"(?:dysplasia|intraepithelial|squamous intraepithelial|pin\b|adenoma))"
 )
 _TIER_RANK = {"low": 1, "intermediate": 2, "high": 3}
@@ -370,7 +372,8 @@ _MARGIN_RE = re.compile(r"\bmargins?\b")
 _MARGIN_NEG_RE = re.compile(
     r"\b(?:negative|free|uninvolved|clear|not involved|no (?:tumor|carcinoma)|widely free)\b"
 )
-_MARGIN_POS_RE = re.compile(r"\b(?:positive|involved|(?:tumor|carcinoma) (?:at|extends to)|transected)\b")
+_MARGIN_POS_RE = re.compile(r"\b(?:positive|involved|(?:tumor|carcinoma) (?:at|extends to)|transected|"
+                            r"not (?:free|clear|negative|uninvolved))\b")
 _MARGIN_BEFORE_RE = re.compile(
     r"\b(negative|free|uninvolved|clear|positive|involved) (?:surgical |resection |inked |deep |lateral )?margins?\b"
 )
@@ -387,7 +390,7 @@ _BILATERAL_RE = re.compile(r"\bbilateral(?:ly)?\b")
 _UNILATERAL_RE = re.compile(r"\bunilateral\b")
 _DYSPLASIA_RE = re.compile(
     r"\b(low|high|mild|moderate|severe) grade (?:glandular |squamous |columnar )?dysplasia\b|"
-    r"\b(low|high) grade (?:(?:glandular|cervical|prostatic|biliary) )?intraepithelial neoplasia\b|"
+    r"\b(low|high) grade (?:(?:glandular|cervical|prostatic|biliary|squamous) )?intraepithelial neoplasia\b|"
     r"\b(low|high) grade squamous intraepithelial lesion\b|"
     r"\b(mild|moderate|severe|low grade|high grade) (?:squamous |glandular |epithelial )?dysplasia\b|"
     r"\bdysplasia *: *(low|high|mild|moderate|severe)\b|"
@@ -504,6 +507,33 @@ class _Gate:
     def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
         return self.pattern.search(text, pos) if self._open(text) else None
 
+
+class _LineGate(_Gate):
+    """A pattern that is only run on the lines (clauses) of the text that hold a `hint` match:
+    the pathologic TNM patterns open with look-behinds, which Python's regex engine tries at every
+    position of a 5,000-character report, while their hint (a t, n or m before a stage value) is
+    a fast character scan. Every match lies within one line, so the result is the same."""
+
+    __slots__ = ("hint",)
+
+    def __init__(self, pattern: re.Pattern[str], hint: re.Pattern[str]) -> None:
+        super().__init__(pattern)
+        self.hint = hint
+
+    def finditer(self, text: str) -> Any:
+        end = -1
+        for hit in self.hint.finditer(text):
+            if hit.start() < end:
+                continue
+            start = text.rfind("\n", 0, hit.start()) + 1
+            end = text.find("\n", hit.end())
+            end = len(text) if end < 0 else end
+            yield from self.pattern.finditer(text, start, end)
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return next((m for m in self.finditer(text) if m.start() >= pos), None)
+
+
 # Literal keywords without which a pattern cannot match (see _Gate).
 _GRADE_NUMBER_RE = _Gate(_GRADE_NUMBER_RE, "grade")
 _GRADE_G_RE = _Gate(_GRADE_G_RE, "g1", "g2", "g3", "g4")
@@ -537,9 +567,10 @@ _ORGAN_INVASION_RE = _Gate(_ORGAN_INVASION_RE, "invasion", "extension", "involve
 _METASTASIS_RE = _Gate(_METASTASIS_RE, "metasta")
 _LN_RE = _Gate(_LN_RE, "lymph node", "nodal")
 _PN_STAGE_RE = _Gate(_PN_STAGE_RE, "n0", "n1", "n2", "n3")
-_PT_RE = _Gate(_PT_RE, "t")
-_PN_RE = _Gate(_PN_RE, "n")
-_PM_RE = _Gate(_PM_RE, "m")
+# hints: a T value; a pN or a T value (an N follows one); a pM or an N value with an M after it
+_PT_RE = _LineGate(_PT_RE, re.compile(r"t(?:[0-4x]|is(?![a-z]))"))
+_PN_RE = _LineGate(_PN_RE, re.compile(r"pn[0-3xlo]|t(?:[0-4x]|is(?![a-z]))"))
+_PM_RE = _LineGate(_PM_RE, re.compile(r"pm[01xo]|n[0-3xlo][a-c]? *[,;]? *p?m[01xo]"))
 _STAGE_GROUP_RE = _Gate(_STAGE_GROUP_RE, "stage")
 _ENE_RE = _Gate(_ENE_RE, "extra")
 _MARGIN_RE = _Gate(_MARGIN_RE, "margin")
@@ -674,8 +705,17 @@ class _Candidate:
                 term.canonical)
 
 
+# OCR glues words at a change of letter case ("carcinomaHistologic Grade", "DIFFERENTIATEDReported"):
+# split there (long reports).
+_GLUED_CASE_RE = re.compile(r"([a-z]{3}(?=[A-Z][a-z])|[A-Z]{3}(?=[A-Z][a-z]{2}))")
+# A line that starts a synoptic item ("Perineural Invasion: Absent", "Vascular Invasion:") is a
+# clause of its own, so that one item's value never negates or affirms the next item (long reports).
+_LABEL_LINE_RE = re.compile(r"[ \t]*\n(?=[ \t]*[A-Za-z][A-Za-z /()'\-]{1,40}[ \t]*:)")
+# a short report that may state pathologic staging or node counts (`_staging`)
+_STAGING_HINT_RE = re.compile(r"\bp?[tnm][0-4xo]|\bstage\b|/ *\d|\bof \d|extra ?(?:nodal|capsular)")
 _LETTERS_RE = re.compile(r"[A-Za-z]")
 _MIN_READ_LETTERS = 15  # a read section with fewer letters (a form, a barcode) is no diagnosis
+_MAX_ELSEWHERE_CHARS = 4_000  # of the text outside the diagnosis sections (`statements_elsewhere`)
 
 _POLARITY_MARK = {AFFIRMED: "+", NEGATED: "-", UNCERTAIN: "?"}
 _ROMAN_DIGITS = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "o": "0", "l": "1"}
@@ -696,14 +736,14 @@ _STATE_MENTIONS = (
 _VALUE_MENTIONS = (
     (_GRADE_NUMBER_RE, "grade"), (_GRADE_TIER_RE, "tier"), (_GRADE_G_RE, "g"), (_DIFFERENTIATION_RE, "diff"),
     (_GLEASON_PARTS_RE, "gleason"), (_NUCLEAR_GRADE_RE, "nuclear"), (_PT_RE, "t"), (_PN_RE, "n"), (_PM_RE, "m"),
-    (_STAGE_GROUP_RE, "stage"),
+    (_STAGE_GROUP_RE, "stage"), (_DYSPLASIA_RE, "dysplasia"),
 )
 # tumour subtype words ("mucinous, moderately differentiated adenocarcinoma")
 _SUBTYPE_WORD_RE = re.compile(
     r"\b(serous|mucinous|endometrioid|clear cell|chromophobe|papillary|squamous|sarcomatoid|signet ring|"
     r"micropapillary|cribriform|acinar|ductal|lobular|follicular|medullary|anaplastic|keratinizing|basaloid|"
     r"verrucous|spindle cell|small cell|large cell|neuroendocrine|fibrolamellar|"
-    r"glandular|solid|lepidic|mucoepidermoid)\b"
+    r"glandular|solid|lepidic|mucoepidermoid|gemistocytic)\b"
 )
 # a count written "(k/n)" or "(k of n)": in a diagnosis, nodes involved of nodes examined
 _ANY_RATIO_RE = re.compile(r"\( *(\d{1,2}) *(?:/|of) *(\d{1,3}) *\)")
@@ -719,6 +759,21 @@ def _principal_line(scope: str, principal: int | None) -> tuple[int, int] | None
     return max(scope.rfind("\n", 0, principal) + 1, principal - 250), min(end, principal + 80)
 
 
+def _margin_after(scope: str, end: int) -> str | None:
+    """'+' or '-' for the margin word ending at `end`: the status word nearest after it in its
+    clause ("margin is negative for tumor (tumor free margin ...)" is negative, "margins not free"
+    positive, "margin: positive, distal margin: negative" positive), or None."""
+    after = scope[end:end + 60]
+    stop = min((i for i in (after.find("."), after.find(";"), after.find("\n")) if i >= 0), default=-1)
+    if stop >= 0:
+        after = after[:stop]
+    negative = _MARGIN_NEG_RE.search(after)
+    positive = _MARGIN_POS_RE.search(after)
+    if negative is not None and (positive is None or negative.start() <= positive.start()):
+        return "-"
+    return "+" if positive is not None else None
+
+
 def _margin_counts(scope: str) -> tuple[int, int]:
     """(positive, negative) margin statements of `scope`."""
     positive = negative = 0
@@ -728,13 +783,10 @@ def _margin_counts(scope: str) -> tuple[int, int]:
         else:
             negative += 1
     for match in _MARGIN_RE.finditer(scope):
-        after = scope[match.end():match.end() + 60]
-        stop = min((i for i in (after.find("."), after.find(";"), after.find("\n")) if i >= 0), default=-1)
-        if stop >= 0:
-            after = after[:stop]
-        if _MARGIN_NEG_RE.search(after):
+        state = _margin_after(scope, match.end())
+        if state == "-":
             negative += 1
-        elif _MARGIN_POS_RE.search(after):
+        elif state == "+":
             positive += 1
     status = _R_STATUS_RE.search(scope)
     if status is not None:
@@ -809,6 +861,8 @@ class ClinicalExtractor:
         unread: list[str] = []
         self._diagnosis(scope, body, facts, doubts, unread)
         self._read_fields(scope, facts, doubts)
+        if _STAGING_HINT_RE.search(scope):
+            self._staging(scope, facts)
         facts.pop("_principal_start", None)
         return Extraction(facts, doubts, tuple(unread))
 
@@ -826,6 +880,8 @@ class ClinicalExtractor:
     # ------------------------------------------------------------------ long reports (TCGA)
 
     def _prepare_long(self, raw: str) -> str:
+        raw = _GLUED_CASE_RE.sub(r"\1 ", raw)
+        raw = _LABEL_LINE_RE.sub("\n\n", raw)
         return normalise_names(self._spelling.repair(prepare_text(raw, upper_abbreviations=False)))
 
     def _extract_long(self, report: str) -> Extraction:
@@ -875,11 +931,48 @@ class ClinicalExtractor:
         signatures = self._part_signatures(scope, bounds)
         if signatures:
             facts["specimen_parts"] = FINDING_SEPARATOR.join(sorted(signatures))
+        # what the rest of the report states supplements a diagnosis that was read; it never makes a
+        # report without one scorable
+        elsewhere = self._statements_elsewhere(report, sections) if facts else None
+        if elsewhere:
+            facts["statements_elsewhere"] = elsewhere
         return Extraction(facts, doubts, tuple(unread), "; ".join(s.describe() for s in sections))
 
+    def _statements_elsewhere(self, report: str, sections: tuple[Section, ...]) -> str | None:
+        """The clinical statements (`_mentions`) the report makes outside the sections read as its
+        diagnosis (a comment, an addendum, a microscopic description, a page the sections missed),
+        as a multiset: each statement with its count where it recurs (a statement repeated straight
+        after itself counted once), in sorted order, so that neither the order of the text nor a
+        repeat in place changes it, but a statement changed, added or dropped anywhere does. At
+        most `_MAX_ELSEWHERE_CHARS` are read (the CRQS throughput budget on long reports)."""
+        pieces, last = [], 0
+        for section in sorted(sections, key=lambda sec: sec.start):
+            pieces.append(report[last:section.start])
+            last = max(last, section.end)
+        pieces.append(report[last:])
+        rest = "\n\n".join(piece for piece in pieces if piece.strip())
+        if len(rest) > _MAX_ELSEWHERE_CHARS:
+            rest = rest[:_MAX_ELSEWHERE_CHARS]
+        if len(_LETTERS_RE.findall(rest)) < _MIN_READ_LETTERS:
+            return None
+        tokens, last_token = [], None
+        for _, token in sorted(self._mentions(self._prepare_long(strip_clutter(rest)))):
+            if token != last_token:  # "hepatocellular carcinoma (HCC)" is one statement
+                tokens.append(token)
+            last_token = token
+        counts = Counter(tokens)
+        return " ".join(f"{token}*{n}" if n > 1 else token for token, n in sorted(counts.items())) or None
+
     def _long_fields(self, scope: str, facts: dict[str, str]) -> None:
-        """Fields only a long report states: pathologic TNM and stage group, node counts; the
+        """Fields of a long report: pathologic TNM and stage group, node counts (`_staging`); the
         differentiation read as the grade where no grade is written."""
+        self._staging(scope, facts)
+        if "tumor_grade" not in facts and "differentiation" in facts:
+            facts["tumor_grade"] = str(DIFFERENTIATION_RANK[facts["differentiation"]])
+
+    def _staging(self, scope: str, facts: dict[str, str]) -> None:
+        """Pathologic TNM, stage group, extranodal extension and node counts, which a short
+        report may state too (a TCGA report under 400 characters); no REG field."""
         for name, pattern in (("pathologic_t", _PT_RE), ("pathologic_n", _PN_RE), ("pathologic_m", _PM_RE)):
             values = set()
             for match in pattern.finditer(scope):
@@ -900,8 +993,6 @@ class ClinicalExtractor:
         ratios = self._node_ratios(scope)
         if ratios:
             facts["lymph_node_ratios"] = ",".join(ratios)
-        if "tumor_grade" not in facts and "differentiation" in facts:
-            facts["tumor_grade"] = str(DIFFERENTIATION_RANK[facts["differentiation"]])
 
     @staticmethod
     def _node_ratios(scope: str) -> list[str]:
@@ -948,11 +1039,9 @@ class ClinicalExtractor:
                 value = " ".join(_ROMAN_DIGITS.get(g.strip(), g.strip()) for g in match.groups() if g)
                 found.append((match.start(), name + "=" + value))
         for match in _MARGIN_RE.finditer(scope):
-            after = scope[match.end():match.end() + 60]
-            if _MARGIN_NEG_RE.search(after):
-                found.append((match.start(), "margin-"))
-            elif _MARGIN_POS_RE.search(after):
-                found.append((match.start(), "margin+"))
+            state = _margin_after(scope, match.end())
+            if state is not None:
+                found.append((match.start(), "margin" + state))
         for match in _MARGIN_BEFORE_RE.finditer(scope):
             found.append((match.start(), "margin+" if match.group(1) in ("positive", "involved") else "margin-"))
         for match in _ANY_RATIO_RE.finditer(scope):

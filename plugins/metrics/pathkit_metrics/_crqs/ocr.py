@@ -7,7 +7,9 @@ substitution or transposition of neighbours) of exactly one clinical word; with 
 candidates ("serous"/"serosa" both one edit from "serousa") it is left as written. Clinical
 words are the words of the built-in vocabulary's terms and of the field rules (`FIELD_WORDS`);
 ordinary words one edit from a clinical word ("capillary" / "papillary") are listed in
-`KNOWN_WORDS` so they are never "corrected".
+`KNOWN_WORDS` so they are never "corrected". A token no edit repairs that is a clinical word
+glued to a short word (`GLUE_WORDS`) or to another clinical word, in one way only
+("differentiatedwith"), is read as the two words.
 """
 
 from __future__ import annotations
@@ -42,6 +44,14 @@ KNOWN_WORDS = frozenset((
     "tonsils", "involve", "absence", "present", "presence", "radical", "typical", "pyloric", "identifier",
     "diseased", "tubulare",
 ))
+
+# Short words OCR glues onto a clinical word ("differentiatedwith", "ofcarcinoma"): a token that is a
+# clinical word and one of these, or two clinical words, is read as the two words.
+GLUE_WORDS = frozenset((
+    "with", "and", "of", "the", "in", "to", "for", "or", "by", "at", "on", "from", "is", "are", "no", "not",
+    "reported", "see", "type", "grade",
+))
+_MIN_GLUED_PART = 6  # the clinical word of a glued pair has at least this many letters
 
 _TOKEN_RE = re.compile(rf"[a-z]{{{MIN_LENGTH},}}")
 
@@ -88,18 +98,36 @@ class SpellingRepair:
         for deleted in _deletions(token):
             candidates |= self._index.get(deleted, set())
         candidates = {c for c in candidates if c != token and _one_edit(c, token)}
-        fixed = next(iter(candidates)) if len(candidates) == 1 else None
+        fixed = next(iter(candidates)) if len(candidates) == 1 else self._unglued(token)
         if len(self._memo) > 200_000:
             self._memo.clear()
         self._memo[token] = fixed
         return fixed
 
+    def _unglued(self, token: str) -> str | None:
+        """"a b" for a token that is two words OCR glued together: a clinical word of at least
+        `_MIN_GLUED_PART` letters and a short word (`GLUE_WORDS`) or another clinical word; None
+        when no split, or more than one, reads so."""
+        splits = []
+        for cut in range(2, len(token) - 1):
+            head, tail = token[:cut], token[cut:]
+            head_clinical = len(head) >= _MIN_GLUED_PART and head in self.words
+            tail_clinical = len(tail) >= _MIN_GLUED_PART and tail in self.words
+            if (head_clinical and (tail in GLUE_WORDS or tail_clinical)) or (tail_clinical and head in GLUE_WORDS):
+                splits.append(f"{head} {tail}")
+        return splits[0] if len(splits) == 1 else None
+
     def repair(self, text: str) -> str:
         """`text` (prepared, lower case) with every repairable token replaced."""
 
+        known, memo = self.known, self._memo
+
         def replace(match: re.Match[str]) -> str:
-            fixed = self.correction(match.group(0))
-            return match.group(0) if fixed is None else fixed
+            token = match.group(0)
+            if token in known:  # most tokens: answered here, without a call
+                return token
+            fixed = memo[token] if token in memo else self.correction(token)
+            return token if fixed is None else fixed
 
         return _TOKEN_RE.sub(replace, text)
 
@@ -112,4 +140,4 @@ def clinical_words(phrases: Iterable[str]) -> set[str]:
     return words
 
 
-__all__ = ["SpellingRepair", "clinical_words", "FIELD_WORDS", "KNOWN_WORDS", "MIN_LENGTH"]
+__all__ = ["SpellingRepair", "clinical_words", "FIELD_WORDS", "GLUE_WORDS", "KNOWN_WORDS", "MIN_LENGTH"]

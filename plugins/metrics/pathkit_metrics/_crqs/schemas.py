@@ -236,7 +236,8 @@ _TCGA_SERIOUS = ("invasion_status", "lymphovascular_invasion", "perineural_invas
                  "extranodal_extension",
                  "in_situ_vs_invasive", "capsular_invasion", "organ_specific_invasion")
 _TCGA_ADDED = ("nuclear_grade", "gleason_score", "invasion_depth", "pathologic_t", "pathologic_n", "pathologic_m",
-               "stage_group", "lymph_node_ratios", "extranodal_extension", "laterality", "specimen_parts")
+               "stage_group", "lymph_node_ratios", "extranodal_extension", "laterality", "specimen_parts",
+               "statements_elsewhere")
 TCGA = ClinicalSchema(
     name="tcga-pathtext",
     fields=TCGA_PAPER.fields + _TCGA_ADDED,
@@ -245,6 +246,7 @@ TCGA = ClinicalSchema(
     strict_fields=TCGA_PAPER.strict_fields + ("margin_status", "lymph_node_involvement", "nuclear_grade",
                                               "gleason_score", "pathologic_t", "pathologic_n", "pathologic_m",
                                               "stage_group", "lymph_node_ratios", "laterality", "specimen_parts",
+                                              "statements_elsewhere",
                                               "invasion_depth"),
     numeric_fields=TCGA_PAPER.numeric_fields,
     field_weights={**{name: 3.0 for name in _TCGA_SEVERE}, **{name: 2.0 for name in _TCGA_SERIOUS}},

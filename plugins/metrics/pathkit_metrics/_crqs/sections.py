@@ -8,8 +8,11 @@ DIAGNOSIS, ... at the start of a line; never "clinical", "postoperative", "froze
 "intraoperative" diagnoses or the TCGA discrepancy form) or a synoptic header opens a section,
 which runs to the next gross / clinical / comment / signature / form header. A report without a
 diagnosis header is read up to its first such header (the diagnosis is on top), and one that
-opens with such a header is read whole. `strip_clutter` drops barcodes, page markers and
-sign-out boilerplate; `specimen_parts` cuts the read text into its specimen parts (A., B:,
+opens with such a header is read whole; one with headers also from its top when that names a
+malignancy. A "(Continued)" diagnosis header reads back to the top of the page before it; a
+synoptic summary runs past its own item labels ("Procedure:"); the TCGA QC stamp is blanked
+before any of this. `strip_clutter` drops barcodes, the QC stamp, page markers and sign-out
+boilerplate; `specimen_parts` cuts the read text into its specimen parts (A., B:,
 PART 1, 1) ...).
 """
 
@@ -23,12 +26,14 @@ from dataclasses import dataclass
 _DIAGNOSIS_HEADER_RE = re.compile(
     # qualified ("FINAL PATHOLOGIC DIAGNOSIS ...", "Final Diagnosis (Verified)"): whatever follows
     r"(?im)^[ \t\W]{0,4}(?:(?:final|pathologic(?:al)?|surgical pathology|histopatholog(?:ic|ical)|"
-    r"histologic(?:al)?|anatomic(?:al)?|consolidated|revised|amended|pathology)[ \t]+)+"
+    r"histologic(?:al)?|histology|anatomic(?:al)?|consolidated|revised|amended|addendum|pathology)[ \t]+)+"
     r"diagnos[ie]s(?:[ \t]*\(es\))?[ \t]*(?:\([^)\n]{0,20}\))?[ \t]*[:.\-]?[ \t]*"
     # bare: "DIAGNOSIS:", "Diagnosis", "DIAGNOSIS -", "DIAGNOSIS ," (OCR), "Diagnosis /"
     r"|^[ \t\W]{0,4}diagnos[ie]s(?:[ \t]*\(es\))?(?:[ \t]+details)?[ \t]*(?:\([^)\n]{0,20}\))?[ \t]*"
     r"(?:[:.,/\-][ \t]*|(?=\n)|$)"
     r"|^[ \t\W]{0,4}(?:impression|interpretation|conclusions?)[ \t]*:[ \t]*"
+    # an amended report's own diagnosis: "Final Addendum Pathology Report"
+    r"|^[ \t\W]{0,4}final[ \t]+addendum[ \t]+(?:pathology[ \t]+)?report\b[^\n]*"
 )
 _SYNOPTIC_HEADER_RE = re.compile(
     r"(?im)^[ \t\W]{0,4}(?:[a-z]+[ \t]+){0,3}(?:synoptic|case synopsis|tumor characteristics|"
@@ -42,17 +47,70 @@ _STOP_HEADER_RE = re.compile(
     r"(?:\*+[ \t]*)?(?:report[ \t]+)?electronically|signed\b|i[ \t]+(?:attest|have[ \t]+personally|personally)|"
     r"attestation|specimens?(?:\(s\))?[ \t]+(?:received|submitted|source)|source[ \t]+of[ \t]+(?:specimen|tissue)|"
     r"frozen[ \t]+section|intra[ \t-]?operative|(?:pre|post)[ \t-]?op(?:erative)?\b|operative|procedures?[ \t]*:|"
-    r"addendum|criteria\b|diagnosis[ \t]+discrepan\w*|primary[ \t]+tumor[ \t]+site[ \t]+discrepan\w*|"
-    r"case[ \t]+is[ \t]+\(circle\)|special[ \t]+(?:studies|stains)|summary[ \t]+of[ \t]+sections|"
+    r"addendum(?![ \t]+(?:diagnos|pathology[ \t]+report))|criteria\b|diagnosis[ \t]+discrepan\w*|"
+    r"primary[ \t]+tumor[ \t]+site[ \t]+discrepan\w*|case[ \t]+is[ \t]+\(circle\)|special[ \t]+(?:studies|stains)|"
+    r"summary[ \t]+of[ \t]+sections|"
     r"(?:block|cassette|section)[ \t]+(?:summary|code)|immunohistochemi\w*|molecular|"
     r"interpretation[ \t]+performed|dictated|transcribed|printed|ink[ \t]+code)"
 )
+# Stop keywords that a synoptic summary also uses as item labels ("Procedure: Resection",
+# "Specimen received: ..."): inside a synoptic section they do not end it.
+_ITEM_STOP_RE = re.compile(
+    r"(?i)[ \t\W]{0,4}(?:specimens?|source|frozen|intra|pre|post|operative|procedure|special|summary|block|"
+    r"cassette|section|immunohistochemi|molecular|interpretation|ink)"
+)
+# The TCGA quality-control stamp ("Criteria", "Diagnosis Discrepancy", ..., "Case is (circle):",
+# "Reviewer Initials"), which OCR often interleaves with the report's own lines: blanked, so that
+# it neither ends a section nor is read.
+_QC_FORM_RE = re.compile(
+    r"(?im)^[ \t\W]{0,4}criteria\b[^\n]{0,30}$"
+    r"|\b(?:diagnosis|primary[ \t]+tumor[ \t]+site|hipaa)[ \t]*discrep[a-z]{0,5}(?:[ \t]+n?cy\b)?"
+    r"|\bprior[ \t]+malignan\w*[ \t]+histor\w*|\bdual[ \t]*/[ \t]*synchronous[ \t]+primar\w*"
+    r"|\bcase[ \t]+is[ \t]+\(circle[)}]?[ \t]*:?|\breviewer[ \t]+in\w*|\bdate[ \t]+reviewed\b[ \t:]*"
+    r"|\bdisqualified\b|^[ \t\W]*qualified[ \t\W]*$"
+)
+# (searched in the lower-cased text: a case-blind search of literals is ten times slower)
+_QC_HINT_RE = re.compile(r"criteria|discrep|malignan|synchronous|circle|reviewe|qualified")
+
+
+def _without_qc_form(text: str, blank: bool) -> str:
+    """`text` with the QC stamp's phrases blanked (same length, `blank`) or removed: the stamp's
+    pattern runs only on the lines that hold one of its words, a fast scan."""
+    pieces, last, end = [], 0, -1
+    lower = text.lower()
+    if len(lower) != len(text):  # a character whose lower case is longer: no stamp is looked for
+        return text
+    for hit in _QC_HINT_RE.finditer(lower):
+        if hit.start() < end:
+            continue
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        end = len(text) if end < 0 else end
+        for match in _QC_FORM_RE.finditer(text, start, end):
+            pieces.append(text[last:match.start()])
+            pieces.append(" " * len(match.group(0)) if blank else "")
+            last = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+# A line that names a malignant tumour (a diagnosis standing on top of a report without its header).
+_MALIGNANCY_RE = re.compile(
+    r"(?i)\b(?:\w*carcinoma|\w*sarcoma|melanoma|lymphoma|leuka?emia|\w*glioma|glioblastoma|\w*blastoma|"
+    r"astrocytoma|mesothelioma|seminoma|malignan\w*)\b"
+)
+# A page break: a page marker line or an OCR'd "(Continued)" line.
+_PAGE_BREAK_RE = re.compile(r"(?im)^[^\n]*\bpage[ \t]*\d+\b[^\n]*$|^[ \t\W]*\(?[ \t]*conti[ \t]*nu\w*[ \t\W]*$")
 _MAX_SECTION_CHARS = 6000
 _MIN_SECTION_CHARS = 20
 
 # Clutter: barcodes and record numbers, OCR'd barcode stripes, page markers, sign-out boilerplate.
 _CLUTTER_LINE_RE = re.compile(
-    r"(?im)\buuid *:? *[0-9a-z][0-9a-z.\- ]{18,48}[0-9a-z]"  # record identifiers
+    # a record identifier: 32 letters or digits (a UUID), OCR separators between them, no more, so a
+    # word glued to its end ("...F52DURETER RIGHT") stays
+    r"(?im)\buuid *:? *(?:[0-9a-z][ .\-]{0,2}){31}[0-9a-z]"
     r"|\btcga-[a-z0-9]{2}-[a-z0-9]{4}[a-z0-9\-]*(?:[ \t]*redacted)?"
     r"|^[ \t]*[il1|!\[\]](?:[ \t]*[il1|!\[\]]){7,}[^\n]*$"  # a barcode stripe read as I, l, 1 and |
     r"|^[ \t]*page[ \t]+\d+(?:[ \t]+of[ \t]+\d+)?[ \t]*$"
@@ -109,24 +167,60 @@ def _header_like(text: str, match: re.Match[str]) -> bool:
     return bool(letters) and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
 
 
+def _continued_start(text: str, header: re.Match[str], stops: list[int]) -> int:
+    """Where a "FINAL DIAGNOSIS (Continued)" header's section really starts: at the top of the
+    page before it (after the page break that precedes the header's own page top), when no stop
+    header lies between, since OCR often loses the first page's header; else at the header."""
+    breaks = [m.end() for m in _PAGE_BREAK_RE.finditer(text, 0, header.start())]
+    # the breaks straight above the header are the top of its own page
+    while breaks and not text[breaks[-1]:header.start()].strip(" \t\n*()-:"):
+        breaks.pop()
+    while breaks and len(text[breaks[-1]:header.start()].strip()) < _MIN_SECTION_CHARS:
+        breaks.pop()
+    if not breaks or breaks[-1] < header.start() - _MAX_SECTION_CHARS:
+        return header.end()
+    start = breaks[-1]
+    if any(start <= stop < header.start() for stop in stops):
+        return header.end()
+    return start
+
+
 def read_spans(text: str) -> tuple[Section, ...]:
     """The sections of `text` that hold its diagnosis (see the module docstring), in text order."""
-    stops = [m.start() for m in _STOP_HEADER_RE.finditer(text) if _header_like(text, m)]
+    scan = _without_qc_form(text, blank=True)
+    stop_matches = [m for m in _STOP_HEADER_RE.finditer(scan) if _header_like(scan, m)]
+    stops = [m.start() for m in stop_matches]
+    # a synoptic summary runs past its own item labels ("Procedure:", "Specimen received:")
+    hard_stops = [m.start() for m in stop_matches if not _ITEM_STOP_RE.match(scan, m.start())]
 
     def section_from(match: re.Match[str], start: int, kind: str) -> Section | None:
-        end = next((s for s in stops if s > match.start()), len(text))
+        ends = hard_stops if kind == "synoptic" else stops
+        end = next((s for s in ends if s > match.start()), len(text))
         end = min(end, start + _MAX_SECTION_CHARS)
         if len(text[start:end].strip()) < _MIN_SECTION_CHARS:
             return None
         return Section(start, end, _header_label(match), kind)
 
-    diagnoses = [sec for m in _DIAGNOSIS_HEADER_RE.finditer(text) if (sec := section_from(m, m.end(), "diagnosis"))]
-    synoptic = [sec for m in _SYNOPTIC_HEADER_RE.finditer(text) if (sec := section_from(m, m.start(), "synoptic"))]
+    diagnoses = []
+    for match in _DIAGNOSIS_HEADER_RE.finditer(scan):
+        line_end = scan.find("\n", match.end())
+        line = scan[match.start():line_end if line_end >= 0 else len(scan)].lower()
+        start = _continued_start(scan, match, stops) if "contin" in line else match.end()
+        if (section := section_from(match, start, "diagnosis")) is not None:
+            diagnoses.append(section)
+    synoptic = [sec for m in _SYNOPTIC_HEADER_RE.finditer(scan) if (sec := section_from(m, m.start(), "synoptic"))]
     if not diagnoses:
         first_stop = stops[0] if stops else len(text)
         if len(text[:first_stop].strip()) >= _MIN_SECTION_CHARS:
             diagnoses = [Section(0, min(first_stop, _MAX_SECTION_CHARS), "before first non-diagnosis header",
                                  "fallback")]
+    else:
+        # a diagnosis on top, before any header, that names a malignancy (the header lost by OCR, or
+        # a report whose headers come later): read too
+        first = min([*stops, *(sec.start for sec in diagnoses + synoptic)])
+        top = scan[:min(first, _MAX_SECTION_CHARS)]
+        if _MALIGNANCY_RE.search(top) and len(top.strip()) >= _MIN_SECTION_CHARS:
+            diagnoses.append(Section(0, len(top), "before first header", "fallback"))
     sections: list[Section] = []
     for section in sorted(diagnoses + synoptic, key=lambda sec: sec.start):
         if sections and section.start < sections[-1].end:
@@ -144,6 +238,7 @@ def strip_clutter(text: str) -> str:
     """`text` without barcodes, record identifiers, page markers and sign-out boilerplate (the
     sentence that holds a boilerplate phrase)."""
     text = _CLUTTER_LINE_RE.sub("", text)
+    text = _without_qc_form(text, blank=False)
     cuts = []
     for match in _BOILERPLATE_RE.finditer(text):
         start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start())) + 1

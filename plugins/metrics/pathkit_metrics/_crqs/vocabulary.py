@@ -175,6 +175,7 @@ _CURATED: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
     ("astrocytoma", _M, True, ("diffuse astrocytoma", "anaplastic astrocytoma")),
     ("oligodendroglioma", _M, True, ("anaplastic oligodendroglioma",)),
     ("oligoastrocytoma", _M, True, ()),
+    ("glioma", _M, True, ("malignant glioma", "diffuse glioma")),
     ("seminoma", _M, True, ("classic seminoma", "classical seminoma")),
     ("mixed germ cell tumor", _M, True, ()),
     ("melanoma", _M, True, ("malignant melanoma",)),
