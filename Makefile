@@ -8,7 +8,7 @@ PLUGINS := plugins/encoders plugins/generators plugins/datasets plugins/metrics
 EXAMPLE := examples/pathkit-example-plugin
 INSTALL_INPUTS := pyproject.toml constraints.txt requirements-dev.txt $(addsuffix /pyproject.toml,$(PLUGINS)) $(EXAMPLE)/pyproject.toml $(wildcard $(EXAMPLE)/pathkit_example_plugin/*.py)
 
-.PHONY: install run test test-all docs bench lint clean
+.PHONY: install run test test-all test-suite docs bench lint clean
 
 $(STAMP): $(INSTALL_INPUTS)
 	@echo "pathkit install 1/5: virtual environment $(VENV) ($(PYTHON) -m venv; kept when it exists)"
@@ -38,6 +38,11 @@ test: install
 test-all: install
 	$(BIN)/python -m pytest -q
 
+# The synthetic all-tasks suite (examples/suites/all-tasks-synthetic.toml) run end to end and again,
+# the second time reusing every cell; CI runs it after `make test`.
+test-suite: install
+	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py -k all_tasks_synthetic
+
 # The documentation site (mkdocs.yml) into site/; --strict fails on a broken link or a page left out.
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
@@ -47,7 +52,7 @@ bench: install
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 lint: install
-	$(BIN)/ruff check pathkit_core plugins tests benchmarks examples
+	$(BIN)/ruff check pathkit_core pathkit_tasks pathkit_bench pathkit_sdk plugins tests benchmarks examples docs
 
 clean:
 	rm -rf $(VENV) pathkit-work site

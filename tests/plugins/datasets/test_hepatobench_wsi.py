@@ -39,7 +39,7 @@ def test_slides_are_the_test_split_and_patches_train_the_head(small_demo, tmp_pa
     geo, png = (next(ds.cases("test")), list(ds.cases("test"))[1])
     assert geo.target["mask"].endswith("LIVER-101.geojson") and geo.target["foreground"] == "TUM"
     assert png.target["mask"].endswith("LIVER-102.png") and png.target["mask_downsample"] == 16.0
-    assert geo.meta["stitch"] == {"blend": "average", "subdivide": 1, "threshold": None}
+    assert geo.meta["stitch"] == {"blend": "average", "subdivide": 1, "threshold": None, "region_name": "Tumor"}
     patch = next(ds.cases("train"))
     assert patch.images and patch.target in CLASSES and patch.meta["slide_id"].startswith("LIVER-")
     summary = ds.summary()
