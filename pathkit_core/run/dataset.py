@@ -115,6 +115,14 @@ def stage(state: RunState) -> RunState:
     state.keys["dataset"] = ds.data_key
     if state.shard.count > 1:
         return state
+    state.metrics = list(spec.metrics) or list(ctx.dataset_cls.default_metrics)
+    if not state.metrics:
+        raise PathkitError(f"no metric given and dataset {spec.dataset!r} declares no default; use --metric")
+    # what the metrics will wait for (METEOR's JVM) starts now and loads while the slides are tiled
+    # and the model trains
+    from pathkit_core.evaluation.runner import prepare_metrics
+
+    prepare_metrics(state.metrics, dataset=spec.dataset, context={"metric_options": dict(spec.metric_options)})
     ctx.log(f"run folder: {ctx.run_dir}")
     if ctx.marker("dataset") is not None and ctx.done("dataset", ds.data_key) is None:
         ctx.log("the dataset's content changed since this folder's last run: every stage is redone")

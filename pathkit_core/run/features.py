@@ -212,8 +212,13 @@ def feature_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping
     without a usable mpp is reported with the fix that fits `pathkit run` on `dataset`."""
     stage = FeatureStage()
     fix = mpp_fix(dataset) if dataset is not None else None
+    # every split's slides in one pass: one tiling pool and one encoder load for the whole run
+    every = [c for split in cases.values() for c in split]
+    found_all, missing_all = case_inputs(spec, encoder_cls, workdir, every, tiling, dataset_name, log, fix)
     for split_name, split in cases.items():
-        found, missing = case_inputs(spec, encoder_cls, workdir, split, tiling, dataset_name, log, fix)
+        ids = {c.case_id for c in split}
+        found = {cid: v for cid, v in found_all.items() if cid in ids}
+        missing = {cid: why for cid, why in missing_all.items() if cid in ids}
         stage.inputs.update(found)
         if missing and not spec.skip_missing:
             listing = "; ".join(f"{cid} ({why})" for cid, why in list(missing.items())[:20])

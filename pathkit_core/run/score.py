@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
+from pathkit_core.contracts import Case, Dataset, RunFacts
 from pathkit_core.progress import ProgressBar
 from pathkit_core.run.state import Evaluated, RunResult, RunState
 from pathkit_core.workspace import atomic_write_text, atomic_write_with, content_hash, json_default
@@ -97,12 +97,8 @@ def stage(state: RunState) -> RunState:
     from pathkit_core.evaluation.provenance import run_provenance
     from pathkit_core.run.identity import code_identity, weights_identity
 
-    state.needs("dataset", "features", "evaluated")
-    ctx, spec, ds, feats = state.ctx, state.spec, state.dataset, state.features
-    metrics = list(spec.metrics) or list(ctx.dataset_cls.default_metrics)
-    if not metrics:
-        raise PathkitError(f"no metric given and dataset {spec.dataset!r} declares no default; use --metric")
-    state.metrics = metrics
+    state.needs("dataset", "features", "evaluated", "metrics")
+    ctx, spec, ds, feats, metrics = state.ctx, state.spec, state.dataset, state.features, state.metrics
     # everything the metrics are handed beyond predictions: the task's metric context, the
     # dataset's and the user's metric options
     handed = {**ctx.task.metric_context(ds.dataset, state.facts),

@@ -103,7 +103,7 @@ class RunState:
     # predict: the checkpoints evaluated and their test predictions
     checkpoints: list[str] = field(default_factory=list)
     evaluated: dict[str, Evaluated] = field(default_factory=dict)
-    # score: the metrics and the scores
+    # the metrics (the dataset stage names them and starts what they wait for) and the scores
     metrics: list[str] = field(default_factory=list)
     scores: dict[str, Any] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)

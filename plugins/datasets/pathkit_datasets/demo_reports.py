@@ -136,7 +136,7 @@ class DemoReports(ReportDataset):
         "encoder": "tiny-vit",
         "generator": "wsi-caption",
         "hparams": {"d_model": 128, "d_ff": 256, "num_heads": 4, "num_layers": 1, "drop_prob_lm": 0.1},
-        "train": {"max_epochs": 25, "lr": 2e-3, "batch_size": 4, "eval_batch_size": 16,
+        "train": {"max_epochs": 20, "lr": 2e-3, "batch_size": 4, "eval_batch_size": 16,
                   "early_stop_patience": 6, "plateau_patience": 3},
         "max_tiles": 64,
     }
