@@ -38,10 +38,12 @@ test: install
 test-all: install
 	$(BIN)/python -m pytest -q
 
-# The synthetic all-tasks suite (examples/suites/all-tasks-synthetic.toml) run end to end and again,
-# the second time reusing every cell; CI runs it after `make test`.
+# The long end-to-end tests CI runs after `make test`: the benchmark suites (a 12-cell suite over
+# shared slides, sharded and resumed; the synthetic all-tasks suite run and rerun reusing every
+# cell) and the REG release folder with weights.
 test-suite: install
-	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py -k all_tasks_synthetic
+	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
+		tests/plugins/datasets/test_reg2025_end_to_end.py::test_reg2025_release_folder_runs_end_to_end_with_weights
 
 # The documentation site (mkdocs.yml) into site/; --strict fails on a broken link or a page left out.
 docs: install

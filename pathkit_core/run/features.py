@@ -331,12 +331,7 @@ def stage(state: RunState) -> RunState:
         raise PathkitError("the test split has no case with usable features")
     state.train_targets = [ctx.task.model_target(c, ds.dataset) for c in ds.cases["train"] if c.case_id in feats.inputs]
     state.keys["features"] = content_hash({"data": ds.data_key, "encoder": spec.encoder,
-                                           "inputs": features_identity(split_inputs(state, "train", "val", "test"))})
+                                           "inputs": features_identity(state.inputs_of("train", "val", "test"))})
     ctx.mark("features", state.keys["features"], {"skipped": feats.skipped})
     return state
 
-
-def split_inputs(state: RunState, *splits: str) -> dict[str, Any]:
-    """The usable inputs of the cases of `splits`, by case id."""
-    ds, inputs = state.dataset, state.features.inputs
-    return {c.case_id: inputs[c.case_id] for s in splits for c in ds.cases[s] if c.case_id in inputs}

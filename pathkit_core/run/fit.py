@@ -122,7 +122,6 @@ def spec_json(gspec: GeneratorSpec, model: Any) -> dict[str, Any]:
 
 def stage(state: RunState) -> RunState:
     """Plan the model, key the fit by everything it reads, and train unless done."""
-    from pathkit_core.run.features import split_inputs
     from pathkit_core.run.identity import code_identity, features_identity, weights_identity
 
     state.needs("dataset", "features", "items")
@@ -134,7 +133,7 @@ def stage(state: RunState) -> RunState:
     key = content_hash({"data": ds.data_key, "split": ds.split_hash, "skipped": sorted(state.features.skipped),
                         "id": spec.identity(), "settings": settings,
                         "code": code_identity(ctx.registry, [*ctx.components([]), *ctx.task.components(ds.dataset)]),
-                        "inputs": features_identity(split_inputs(state, "train", "val")),
+                        "inputs": features_identity(state.inputs_of("train", "val")),
                         "weights": weights_identity(state.features.inputs), **plan.key_facts})
     state.keys["fit"] = key
     if plan.checkpoint_dir is not None and spec.frozen_from is None:

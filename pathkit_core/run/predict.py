@@ -93,7 +93,6 @@ def predict_stage(ctx: Any, plan: FitPlan, predict_key: str, names: Sequence[str
 
 def stage(state: RunState) -> RunState:
     """Predict the test cases with every evaluated checkpoint (unless done) and read them back."""
-    from pathkit_core.run.features import split_inputs
     from pathkit_core.run.identity import features_identity
 
     state.needs("dataset", "items", "plan")
@@ -101,7 +100,7 @@ def stage(state: RunState) -> RunState:
     state.checkpoints = checkpoint_names(ctx.spec.checkpoints, ctx.dataset_cls.evaluate_checkpoints,
                                          trained=plan.checkpoint_dir is not None)
     state.keys["predict"] = content_hash({"fit": state.keys["fit"],
-                                          "test": features_identity(split_inputs(state, "test"))})
+                                          "test": features_identity(state.inputs_of("test"))})
     state.evaluated = predict_stage(ctx, plan, state.keys["predict"], state.checkpoints, state.items["test"],
                                     ds.cases["test"], ds.dataset, state.facts)
     return state

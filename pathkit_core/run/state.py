@@ -113,6 +113,11 @@ class RunState:
     def spec(self) -> Any:
         return self.ctx.spec
 
+    def inputs_of(self, *splits: str) -> dict[str, Any]:
+        """The usable inputs of the cases of `splits`, by case id."""
+        inputs = self.features.inputs
+        return {c.case_id: inputs[c.case_id] for s in splits for c in self.dataset.cases[s] if c.case_id in inputs}
+
     def needs(self, *parts: str) -> None:
         """Fail loudly when a stage runs before the stages it reads (a wiring error, not the user's)."""
         missing = [p for p in parts if getattr(self, p) in (None, {}, [])]

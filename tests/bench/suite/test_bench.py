@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 
+@pytest.mark.slow  # 12 cells: `make test-suite`, which CI runs after `make test`
 def test_every_cell_runs_once_across_shards_and_the_last_run_reuses_them(shared_suite):
     first, second, whole = shared_suite["outputs"]
     assert "shard 1/2 (--shard)" in first and "shard 2/2 (--shard)" in second
@@ -20,6 +21,7 @@ def test_every_cell_runs_once_across_shards_and_the_last_run_reuses_them(shared_
     assert "12 cell(s) finished (12 reused), 0 failed" in " ".join(whole.split())
 
 
+@pytest.mark.slow  # 12 cells: `make test-suite`, which CI runs after `make test`
 def test_a_slide_shared_by_two_tasks_is_extracted_once(shared_suite):
     work = shared_suite["work"]
     for encoder in ("tiny-vit", "tiny-vit-wide"):
@@ -27,6 +29,7 @@ def test_a_slide_shared_by_two_tasks_is_extracted_once(shared_suite):
         assert files == [f"S{k:02d}" for k in range(12)]  # 12 slides, two tasks: one file each
 
 
+@pytest.mark.slow  # 12 cells: `make test-suite`, which CI runs after `make test`
 def test_tidy_leaderboard_has_one_row_per_cell_and_score(shared_suite):
     board = pl.read_parquet(shared_suite["folder"] / "leaderboard.parquet")
     assert board.columns == ["suite", "task", "dataset", "encoder", "generator", "seed", "metric", "score", "value",
@@ -45,6 +48,7 @@ def test_tidy_leaderboard_has_one_row_per_cell_and_score(shared_suite):
     assert csv.height == board.height
 
 
+@pytest.mark.slow  # 12 cells: `make test-suite`, which CI runs after `make test`
 def test_comparisons_ranks_and_report(shared_suite):
     folder = shared_suite["folder"]
     comparisons = pl.read_csv(folder / "comparisons.csv")

@@ -65,6 +65,7 @@ def reg_release(root: Path, per_split: dict[str, int]) -> list[str]:
     return ids
 
 
+@pytest.mark.slow  # 85 s: `make test-suite`, which CI runs after `make test`
 def test_reg2025_release_folder_runs_end_to_end_with_weights(cli, tmp_path):
     from pathkit_encoders.tiny_vit import TinyViTEncoder
 
