@@ -38,12 +38,17 @@ test: install
 test-all: install
 	$(BIN)/python -m pytest -q
 
-# The long end-to-end tests CI runs after `make test`: the benchmark suites (a 12-cell suite over
-# shared slides, sharded and resumed; the synthetic all-tasks suite run and rerun reusing every
-# cell) and the REG release folder with weights.
+# The long end-to-end and multi-process tests CI runs after `make test`: the benchmark suites (a
+# 12-cell suite over shared slides, sharded and resumed; the synthetic all-tasks suite run and rerun
+# reusing every cell), the REG release folder with weights, the extraction soaks (killed workers; a
+# failing disk and another host's locks) and the two-process extraction and training checks.
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
-		tests/plugins/datasets/test_reg2025_end_to_end.py::test_reg2025_release_folder_runs_end_to_end_with_weights
+		tests/plugins/datasets/test_reg2025_end_to_end.py::test_reg2025_release_folder_runs_end_to_end_with_weights \
+		tests/core/features/test_sharded_extraction.py::test_soak_four_workers_two_killed_and_restarted \
+		tests/core/features/test_sharded_extraction.py::test_soak_with_a_failing_disk_and_another_hosts_locks \
+		tests/core/features/test_feature_cli.py::test_two_gloo_processes_give_the_same_features_as_one \
+		tests/core/training/test_trainer_protocol.py::test_two_cpu_processes_train_one_synchronised_model
 
 # The documentation site (mkdocs.yml) into site/; --strict fails on a broken link or a page left out.
 docs: install

@@ -31,6 +31,7 @@ def _env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # multi-process: `make test-suite`, which CI runs after `make test`
 def test_two_gloo_processes_give_the_same_features_as_one(tiled_slides, tmp_path):
     pytest.importorskip("pathkit_encoders.tiny_vit")
     manifests = tmp_path / "manifests"

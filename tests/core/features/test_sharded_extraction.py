@@ -342,12 +342,14 @@ def test_two_shards_started_at_once_extract_every_slide_once_as_one_process_woul
     assert features["pending"] == [] and features["name"] == ENCODER
 
 
+@pytest.mark.slow  # multi-process: `make test-suite`, which CI runs after `make test`
 def test_soak_four_workers_two_killed_and_restarted(cohort, tmp_path):
     seed = int(os.environ.get("PATHKIT_SOAK_SEED", random.SystemRandom().randrange(2**31)))
     report = soak(cohort["tiles"], cohort["reference"], tmp_path / "store", workers=4, kills=2, seed=seed)
     print(report)
 
 
+@pytest.mark.slow  # multi-process: `make test-suite`, which CI runs after `make test`
 def test_soak_with_a_failing_disk_and_another_hosts_locks(cohort, tmp_path):
     """A Slurm array over a shared filesystem: one worker's writes fail midway (ENOSPC or EIO) and
     another node's locks are taken over only once their heartbeat has stopped for the documented

@@ -305,6 +305,7 @@ def test_fit_needs_train_and_validation_cases(tmp_path):
         fit(new_model(), TRAIN, [], config(), tmp_path)
 
 
+@pytest.mark.slow  # multi-process: `make test-suite`, which CI runs after `make test`
 def test_two_cpu_processes_train_one_synchronised_model(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(
         [str(HERE.parents[2]), os.environ.get("PYTHONPATH", "")])}
