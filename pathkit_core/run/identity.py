@@ -206,7 +206,8 @@ def case_identity(case: Any) -> dict[str, Any]:
 def dataset_identity(dataset: Any, cases: Mapping[str, Iterable[Any]], read_files: Iterable[Path] = ()) -> str:
     """The content key of a dataset as a run uses it: its name, folder and resolved options (the
     files they name by content), the files it read to make its cases (`pathkit_core.sources`),
-    and every case of every split (membership, target, meta, input files by content). Two
+    every case of every split (membership, target, meta, input files by content) and the task
+    settings it fixes (`Dataset.task_defaults`). Two
     folders with different content, a changed label, mask, split or slide give other keys; the
     same content gives the same key wherever and whenever it is read."""
     files = sorted({str(Path(p).resolve()) for p in read_files})
@@ -225,6 +226,8 @@ def dataset_identity(dataset: Any, cases: Mapping[str, Iterable[Any]], read_file
         "options": options,
         "read": {p: path_identity(p) for p in files},
         "splits": {name: [case_identity(c) for c in split] for name, split in cases.items()},
+        # the task settings the dataset fixes (a VQA release's K and M from its protocol file)
+        **({"task_defaults": _with_identities(dict(defaults))} if (defaults := dataset.task_defaults) else {}),
     }, length=32)
 
 

@@ -361,3 +361,33 @@ def test_a_checkpoint_is_resumed_only_under_its_own_key(tmp_path, capsys):
     assert "not resuming" in said and "key-a" in said and "key-b" in said and said.count("\n") == 1
     assert "resuming from" not in said and len(fresh.history) == 3  # started over: three new epochs
     assert checkpoint_stage_key(out / "last.safetensors") == "key-b"
+
+
+def test_the_task_settings_a_dataset_fixes_key_its_data(tmp_path):
+    """A dataset's `task_defaults` (a VQA release's K and M, read from its protocol file) change
+    what is trained and scored: they are part of the data key, so a changed file gives another run
+    folder (every run stage redone; tiles and features, keyed by slide content, are kept), and the
+    same content gives the same key."""
+    from pathkit_core.run.identity import dataset_identity
+
+    class WithProtocol(Dataset):
+        name = "with-protocol"
+        task = TASK_SLIDE_CLASSIFICATION
+
+        @property
+        def task_defaults(self):
+            return json.loads((self.root / "protocol.json").read_text())
+
+    class Without(WithProtocol):
+        @property
+        def task_defaults(self):
+            return {}
+
+    cases = {"test": [Case("c1", "p1", target="a")]}
+    (tmp_path / "protocol.json").write_text(json.dumps({"budget": 16, "candidates": 48}))
+    first = dataset_identity(WithProtocol(tmp_path), cases)
+    assert dataset_identity(WithProtocol(tmp_path), cases) == first
+    (tmp_path / "protocol.json").write_text(json.dumps({"budget": 32, "candidates": 48}))
+    assert dataset_identity(WithProtocol(tmp_path), cases) != first
+    # the same data with no task settings is another key
+    assert dataset_identity(Without(tmp_path), cases) != first
