@@ -46,6 +46,9 @@ def test_status_without_a_path_reads_the_default_workspace(cli, monkeypatch, tmp
     result = cli("status", "--json")
     assert result.exit_code == 0, result.output
     assert result.output.count('"path": "pathkit-work"') == 1
+    plain = cli("status")  # as a user types it: the table of the workspace's runs
+    assert plain.exit_code == 0, plain.output
+    assert "demo/enc/gen/abc" in plain.output and "finished stages" in plain.output
 
 
 def test_the_known_harmless_torch_warning_is_not_shown_and_others_are():
