@@ -14,20 +14,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ._browser import Browser, find_browser
-
 pytest.importorskip("websocket", reason="websocket-client (requirements-dev.txt) drives the browser")
 
 CLASSES = ["TUM", "FIB", "NOR"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if find_browser() is None:
-        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; CI installs it)")
-    b = Browser()
-    yield b
-    b.close()
 
 
 def _mixed_size_warnings(folder: Path) -> list[str]:
