@@ -264,7 +264,7 @@ def tiny_synthetic_run(run_dir: Path) -> Path:
 
 def matrix(workdir: Path) -> Path:
     """A dataset x 2 encoders x 2 generators leaderboard whose cells are report runs."""
-    from pathkit_core.report.matrix import write_leaderboard
+    from pathkit_bench.report.matrix import write_leaderboard
 
     results = []
     for k, (enc, gen) in enumerate([(e, g) for e in ("enc-a", "enc-b") for g in ("gen-x", "gen-y")]):
