@@ -569,7 +569,7 @@ class Metric(Component):
     # read apart (CRQS in [-0.857, 1] beside CFC in [0, 1]); shown by `pathkit info`.
     score_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
     # Hugging Face `evaluate` feature types of predictions/references; None: plain values (see
-    # pathkit_core.evaluation.hf_evaluate).
+    # pathkit_interop.evaluate_modules).
     evaluate_features: ClassVar[Any] = None
     # True: `pathkit score` hands this metric each file record without its id (every field, e.g.
     # a VQA reference's answer, capability and group) instead of the record's one value.
@@ -692,7 +692,7 @@ class Task(Component):
     # head, applied window by window), besides generators that name this task in their `tasks`.
     generator_tasks: ClassVar[tuple[str, ...]] = ()
     # The input kinds a metric of this task takes as a Hugging Face `evaluate` module, first the
-    # preferred (pathkit_core.evaluation.hf_evaluate.INPUT_KINDS: "text", "multi_reference",
+    # preferred (pathkit_interop.evaluate_modules.INPUT_KINDS: "text", "multi_reference",
     # "label", "probabilities", "score", "mask").
     evaluate_inputs: ClassVar[tuple[str, ...]] = ("text", "label", "probabilities", "score")
 

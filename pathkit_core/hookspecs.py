@@ -58,6 +58,13 @@ def add_component_kinds(add: Callable[..., None]) -> None:
     the evidence `selector` kind this way)."""
 
 
+@hookspec(firstresult=True)
+def read_feature_file(path: Any, mpp: float | None) -> Any:
+    """A `pathkit_core.features.record.FeatureFile` read from `path` when it is a feature file of a
+    format this plugin reads (the interop package: CLAM/TRIDENT/STAMP h5, GOLDMARK-style torch
+    files), else None; `mpp` (level-0 um/px) converts micrometre coordinates. First answer wins."""
+
+
 @hookspec(historic=True)
 def add_hookspecs(add: Callable[[Any], None]) -> None:
     """Call `add(module)` with each module of hook specifications the plugin adds for other

@@ -14,7 +14,7 @@ COMMAND_MODULES = ("listing", "doctor", "score", "run", "report", "tile", "extra
 # Which module registers each core command (tests/core/test_cli.py checks it against the modules):
 # a process running one core command imports and builds that module only.
 CORE_COMMANDS = {"list": "listing", "info": "listing", "doctor": "doctor", "score": "score", "run": "run",
-                 "report": "report", "tile": "tile", "extract": "extract", "qc": "extract", "features": "extract",
+                 "report": "report", "tile": "tile", "extract": "extract", "qc": "extract",
                  "status": "status"}
 
 

@@ -191,7 +191,7 @@ def test_import_touches_no_network_and_no_torch():
         "def refuse(*a, **k): raise RuntimeError('network')\n"
         "socket.socket.connect = refuse\n"
         "import pathkit_core.features.weights, pathkit_core.features.store, pathkit_core.features.extract\n"
-        "import pathkit_core.features.qc, pathkit_core.features.interop\n"
+        "import pathkit_core.features.qc, pathkit_interop.feature_exchange\n"
         "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

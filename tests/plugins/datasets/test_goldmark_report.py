@@ -11,8 +11,8 @@ import pytest
 from pathkit_datasets._goldmark_crossval import aggregate, write_crossval
 from pathkit_datasets._goldmark_ranksum import encoder_rank_sums
 
-from pathkit_core.report.html import write_run_report
 from pathkit_bench.report.matrix import write_matrix_report
+from pathkit_core.report.html import write_run_report
 from tests.core.report._runs import slide_classification_run
 
 

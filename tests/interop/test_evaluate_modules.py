@@ -17,7 +17,7 @@ from pathkit_core.contracts import (
 
 evaluate = pytest.importorskip("evaluate")
 
-from pathkit_core.evaluation.hf_evaluate import as_evaluate_module  # noqa: E402
+from pathkit_interop.evaluate_modules import as_evaluate_module  # noqa: E402
 
 
 class ExactMatch(Metric):
