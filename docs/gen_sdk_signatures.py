@@ -58,7 +58,8 @@ SDK_SECTIONS: dict[str, tuple[str, ...]] = {
 
 WIDTH = 100  # longer signatures are written one parameter a line
 # Sections whose module's docstring opens them on the page (the conventions the helpers share).
-SECTION_MODULES = {"Cohort tables": "pathkit_sdk.cohort", "Synthetic slides": "pathkit_sdk.synthetic"}
+SECTION_MODULES = {"Cohort tables": "pathkit_sdk.cohort", "Splits": "pathkit_sdk.splits",
+                   "Synthetic slides": "pathkit_sdk.synthetic"}
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 
 

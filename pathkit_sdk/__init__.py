@@ -11,8 +11,8 @@ code by tests/sdk/test_sdk_docs.py):
   workspace) and let `CohortDataset` do loading, splits, exclusions and validation. `COHORT_OPTIONS`
   are the options every table dataset shares. docs/file-formats.md, "Cohort tables", has the
   conventions.
-- **Splits** (`pathkit_core.splits`): a user's split checked and used exactly
-  (`check_user_split`, `read_split_file`, `match_split_ids`), a seeded patient-disjoint split
+- **Splits** (`pathkit_sdk.splits`; `split_statement` is the run's own): a user's split checked
+  and used exactly (`check_user_split`, `read_split_file`, `match_split_ids`), a seeded patient-disjoint split
   drawn only when none is given (`draw_split`, `load_or_draw_split`), what a split holds in one
   sentence (`split_statement`), and stratified fold manifests (`make_splits`,
   `load_or_create_splits`).
@@ -25,7 +25,7 @@ code by tests/sdk/test_sdk_docs.py):
   pyramidal TIFF OpenSlide opens at a given mpp, its tissue made of `Blob`s whose colour and
   texture can encode a label, for a plugin's demo and tests.
 
-This package only re-exports; the core never imports it.
+The core never imports this package.
 """
 
 from __future__ import annotations
@@ -46,28 +46,7 @@ from pathkit_core.evaluation.intervals import (
     sample_facts,
     small_sample_warning,
 )
-from pathkit_core.splits import (
-    SPLIT_PARTS,
-    DrawnSplit,
-    SplitManifest,
-    SplitParams,
-    SplitRecord,
-    as_records,
-    check_disjoint,
-    check_user_split,
-    draw_split,
-    load_or_create_splits,
-    load_or_draw_split,
-    load_splits,
-    make_splits,
-    match_split_ids,
-    patient_disjoint_split,
-    read_split_file,
-    split_part,
-    split_statement,
-    stratified_patient_split,
-    write_split_file,
-)
+from pathkit_core.run.dataset import split_statement
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     COLUMN_ALIASES,
@@ -97,6 +76,27 @@ from pathkit_sdk.cohort import (
     require_columns,
     resolve_file,
     splits_folder,
+)
+from pathkit_sdk.splits import (
+    SPLIT_PARTS,
+    DrawnSplit,
+    SplitManifest,
+    SplitParams,
+    SplitRecord,
+    as_records,
+    check_disjoint,
+    check_user_split,
+    draw_split,
+    load_or_create_splits,
+    load_or_draw_split,
+    load_splits,
+    make_splits,
+    match_split_ids,
+    patient_disjoint_split,
+    read_split_file,
+    split_part,
+    stratified_patient_split,
+    write_split_file,
 )
 from pathkit_sdk.synthetic import Blob, PenStroke, default_layout, write_synthetic_slide
 
