@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pathkit_core.contracts import Encoder, PathkitError, PretrainedWeights
 
@@ -348,10 +348,3 @@ def verify_sha256(path: str | Path, expected: str | None, encoder: str) -> str:
             f"checkpoint has {expected}: the file is corrupt, truncated or another model"
         )
     return actual
-
-
-def describe_source(path: Path | None) -> dict[str, Any]:
-    """JSON-able facts about a loaded checkpoint for feature metadata."""
-    if path is None:
-        return {"weights_path": "", "weights_sha256": ""}
-    return {"weights_path": str(path), "weights_sha256": file_sha256(path)}

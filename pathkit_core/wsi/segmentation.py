@@ -120,13 +120,6 @@ class TissueMask:
         return float(self.tissue.sum()) * self.mpp * self.mpp / 1e6
 
 
-def segmenter_names() -> list[str]:
-    """Names of the registered tissue segmenters (`register_segmenters` hook)."""
-    from pathkit_core.plugins import get_plugin_manager
-
-    return get_plugin_manager().names("segmenter")
-
-
 def get_segmenter(name: str) -> type[TissueSegmenter]:
     """The segmenter class registered as `name`; an unknown name lists the registered ones."""
     from pathkit_core.plugins import get_plugin_manager
