@@ -6,6 +6,8 @@ and registered through its `pathkit` entry point like any plugin:
   inputs);
 - `feature_exchange` and `cli`: `pathkit features import|export` between those h5 files and the
   feature store;
+- `records` and `score_cli`: `pathkit score`, scoring prediction files written elsewhere (REG JSON,
+  JSONL, PathBench JSON, folders of per-case files) against references with any metric;
 - `evaluate_modules`: any pathkit metric as a local Hugging Face `evaluate` module.
 """
 
@@ -16,9 +18,10 @@ from pathkit_core import hookimpl
 
 @hookimpl
 def register_commands(app):
-    from pathkit_interop import cli
+    from pathkit_interop import cli, score_cli
 
     cli.register(app)
+    score_cli.register(app)
 
 
 @hookimpl
