@@ -21,6 +21,10 @@ code by tests/sdk/test_sdk_docs.py):
   `bootstrap_statistic_ci`, `bootstrap_statistics_ci`), Wilson / exact intervals of proportions
   (`proportion_ci`), and the test-set size facts a metric records (`sample_facts` under
   `details[SAMPLE_KEY]`).
+- **Checkpoints** (`pathkit_sdk.checkpoints`): an encoder's or generator's checkpoint read safely
+  (`read_state_dict`: safetensors, or a pickle loaded weights-only) and fitted strictly
+  (`load_state_dict_checked`, `state_dict_mismatches`: every missing, unexpected or misshapen key
+  named).
 - **Synthetic slides** (`pathkit_sdk.synthetic`): `write_synthetic_slide` writes a small
   pyramidal TIFF OpenSlide opens at a given mpp, its tissue made of `Blob`s whose colour and
   texture can encode a label, for a plugin's demo and tests.
@@ -47,6 +51,7 @@ from pathkit_core.evaluation.intervals import (
     small_sample_warning,
 )
 from pathkit_core.run.dataset import split_statement
+from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict, state_dict_mismatches
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     COLUMN_ALIASES,
@@ -134,6 +139,7 @@ __all__ = [
     "load_or_create_splits",
     "load_or_draw_split",
     "load_splits",
+    "load_state_dict_checked",
     "make_splits",
     "match_split_ids",
     "MIN_CASES",
@@ -146,6 +152,7 @@ __all__ = [
     "proportion_ci",
     "PROPORTION_METHODS",
     "read_split_file",
+    "read_state_dict",
     "read_table",
     "require_columns",
     "resample_indices",
@@ -160,6 +167,7 @@ __all__ = [
     "SplitParams",
     "SplitRecord",
     "splits_folder",
+    "state_dict_mismatches",
     "stratified_patient_split",
     "Table",
     "TABLE_SUFFIXES",
