@@ -17,18 +17,6 @@ if TYPE_CHECKING:  # heavy imports stay out of `pathkit --help`
     import polars as pl
     import torch
 
-# The built-in task types (DESIGN.md section 4), registered by the pathkit_tasks packages through the same
-# `register_tasks` hook a third-party plugin uses: the list of task types is open.
-TASK_REPORT = "report"
-TASK_SLIDE_CLASSIFICATION = "slide-classification"
-TASK_PATCH_CLASSIFICATION = "patch-classification"
-TASK_SEGMENTATION = "segmentation"
-TASK_MULTIPLE_CHOICE_VQA = "multiple-choice-vqa"
-
-# The core's component kinds; a task package may add one (the VQA package adds "selector") through
-# the `add_component_kinds` hook.
-COMPONENT_KINDS: tuple[str, ...] = ("task", "encoder", "generator", "dataset", "metric", "segmenter")
-
 # What a case may carry as its input (DESIGN.md section 4): slides to tile and extract,
 # precomputed feature files, or whole images (patches) encoded one image each.
 INPUT_SLIDES = "slides"
@@ -484,19 +472,6 @@ class TaskModel(Protocol):
     def predict(self, batch: Any) -> list[Any]: ...
 
     def export_state(self) -> dict[str, Any]: ...
-
-
-@runtime_checkable
-class TileAttentionModel(Protocol):
-    """An optional TaskModel method: per-tile evidence for each case of a batch.
-
-    `tile_attention(batch)` returns per case a dict with "case_id", "tile_index" and
-    "tile_file" (as in the items), "attention" (weights summing to 1 over the case's tiles)
-    and "attention_score" (raw scores). A model that has it gets its test-split attention
-    exported as per-slide tables and heatmaps (`<run>/attention/`).
-    """
-
-    def tile_attention(self, batch: Any) -> list[dict[str, Any]]: ...
 
 
 class Generator(Component):

@@ -27,8 +27,9 @@ from pathkit_core.contracts import (
 ENTRY_POINT_GROUP = PROJECT_NAME
 ENV_LOAD = "PATHKIT_LOAD_PLUGINS"
 ENV_DISABLE = "PATHKIT_DISABLE_PLUGINS"
-# The `pathkit` distribution's own entry points (the built-in task packages, the Otsu tissue
-# segmenter) are loaded like any plugin's, always: allow/block lists do not apply to them.
+# The `pathkit` distribution's own entry points (the built-in task packages, the bench and interop
+# packages, the Otsu tissue segmenter) are loaded like any plugin's, always: allow/block lists do
+# not apply to them.
 BUILTIN_DISTRIBUTION = PROJECT_NAME
 
 # The core's kinds and their hooks; tasks first: the other kinds' declared tasks are checked

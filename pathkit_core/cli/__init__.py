@@ -67,9 +67,7 @@ def _builtin_command(app: typer.Typer, command: str) -> bool:
 
     trial = typer.Typer()
     build_registry(autoload=False).call_register_commands(trial)
-    names = {c.name or (c.callback.__name__ if c.callback else "") for c in trial.registered_commands}
-    names |= {g.name for g in trial.registered_groups}
-    if command not in names:
+    if command not in {c.name for c in trial.registered_commands} | {g.name for g in trial.registered_groups}:
         return False
     app.registered_commands.extend(trial.registered_commands)
     app.registered_groups.extend(trial.registered_groups)

@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import Metric, MetricResult, PathkitError
+from pathkit_tasks import TASK_REPORT
 from tests._pipes import without_blocking
 
 PREDS = [{"id": "a", "report": "invasive carcinoma grade 2"}, {"id": "b", "report": "benign"}]

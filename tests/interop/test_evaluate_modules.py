@@ -7,13 +7,8 @@ from typing import Any, ClassVar
 import pytest
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import (
-    TASK_REPORT,
-    TASK_SLIDE_CLASSIFICATION,
-    Metric,
-    MetricResult,
-    PathkitError,
-)
+from pathkit_core.contracts import Metric, MetricResult, PathkitError
+from pathkit_tasks import TASK_REPORT, TASK_SLIDE_CLASSIFICATION
 
 evaluate = pytest.importorskip("evaluate")
 

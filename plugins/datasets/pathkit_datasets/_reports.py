@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import TASK_REPORT, Case, PathkitError
+from pathkit_core.contracts import Case, PathkitError
 from pathkit_core.workspace import plain_name
 from pathkit_sdk.cohort import CohortDataset, drawn_split, file_split
+from pathkit_tasks import TASK_REPORT
 from pathkit_tasks.report.text import clean_report, invalid_text_reason
 
 log = logging.getLogger(__name__)

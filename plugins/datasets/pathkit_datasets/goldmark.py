@@ -17,17 +17,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import (
-    TASK_SLIDE_CLASSIFICATION,
-    Case,
-    Dataset,
-    DatasetOption,
-    PathkitError,
-    brief_list,
-)
+from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError, brief_list
 from pathkit_core.workspace import path_inside, plain_name
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
 from pathkit_sdk.cohort import find_column, plausible_mpp, read_table, splits_folder
+from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 MANIFEST_NAMES = ("manifest.csv", "manifest.parquet", "slides.csv", "slides.parquet")
 LABEL_NAMES = ("labels.csv", "labels.parquet")
