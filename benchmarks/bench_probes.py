@@ -39,8 +39,9 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, GeneratorSpec
+    from pathkit_core.contracts import GeneratorSpec
     from pathkit_core.plugins import get_component
+    from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
     torch.set_num_threads(args.threads)
     feats, labels = synthetic_features(args.n, args.dim)

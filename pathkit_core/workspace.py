@@ -764,11 +764,6 @@ def git_commit(path: str | Path | None = None) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def _module_version(name: str) -> str | None:
-    mod = sys.modules.get(name)
-    return getattr(mod, "__version__", None) if mod else None
-
-
 def collect_provenance(
     *,
     config: Mapping[str, Any] | None = None,

@@ -75,7 +75,7 @@ def headline_section(run: RunFolder) -> Section:
 
 def split_section(run: RunFolder) -> Section | None:
     """How the split was made and what it holds, as realised: patients (or slides, images) and
-    cases per part with their fractions (pathkit_core.splits.split_statement)."""
+    cases per part with their fractions (pathkit_core.run.dataset.split_statement)."""
     split = run.metrics.get("split") or {}
     if not split:
         return None

@@ -38,8 +38,6 @@ from pathkit_core.contracts import (
     INPUT_FEATURES,
     INPUT_IMAGES,
     INPUT_SLIDES,
-    TASK_PATCH_CLASSIFICATION,
-    TASK_SEGMENTATION,
     Case,
     Dataset,
     PathkitError,
@@ -47,6 +45,7 @@ from pathkit_core.contracts import (
     Task,
 )
 from pathkit_core.wsi.masks import MASK_SUFFIXES
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SEGMENTATION
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_SEGMENTATION, DatasetOption, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
 from pathkit_core.evaluation.intervals import SAMPLE_KEY, sample_facts
+from pathkit_tasks import TASK_SEGMENTATION
 
 EMPTY_RULES = ("seed", "ignore", "one")
 REGIONS = ("tissue", "slide")

@@ -30,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import Metric, MetricResult, PathkitError
+from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA
 from pathkit_tasks.vqa.cases import LETTERS, parse_answer
 
 RESERVED = ("Overall", "QExact")

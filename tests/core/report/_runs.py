@@ -265,7 +265,7 @@ def tiny_synthetic_run(run_dir: Path) -> Path:
 def matrix(workdir: Path, encoders: tuple[str, ...] = ("enc-a", "enc-b"),
            generators: tuple[str, ...] = ("gen-x", "gen-y")) -> Path:
     """A dataset x encoders x generators leaderboard (2 x 2 unless told) whose cells are report runs."""
-    from pathkit_core.report.matrix import write_leaderboard
+    from pathkit_bench.report.matrix import write_leaderboard
 
     results = []
     for k, (enc, gen) in enumerate([(e, g) for e in encoders for g in generators]):

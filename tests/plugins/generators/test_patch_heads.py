@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, GeneratorSpec, PathkitError
+from pathkit_core.contracts import GeneratorSpec, PathkitError
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 sklearn = pytest.importorskip("sklearn")
 
