@@ -75,12 +75,14 @@ def _runs(index: np.ndarray) -> list[tuple[np.ndarray, tuple[int, ...]]]:
     return out
 
 
-def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample: int) -> Iterator[bytes]:
+def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample: int, *, plain: dict[int, bytes],
+           pool: ThreadPoolExecutor) -> Iterator[bytes]:
     """Deflate-compressed tiles of one level, each pixel the cell under its centre. Which tiles lie
     on one value is found for the whole level at once (summed-area tables of where neighbouring
-    cells differ), so those, most of a slide, cost a cache lookup. A tile across cell borders is
-    the few cells under it, each repeated over its pixels; tiles made of the same cells at the same
-    offsets (along a straight border) are compressed once."""
+    cells differ), and their values read at once: a tile of one value, most of a slide, is its
+    value's compressed tile in `plain` (shared by the levels). A tile across cell borders is the
+    few cells under it, each repeated over its pixels; tiles made of the same cells at the same
+    offsets (along a straight border) are compressed once, a tile row's in `pool`."""
     import numpy as np
 
     rows_n, cols_n = cells.shape
@@ -93,33 +95,37 @@ def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample:
     down = _block_sums(cells[1:, :] != cells[:-1, :], r0, r1, c0, c1 + 1)
     whole = ((np.arange(n_ty) + 1) * TILE <= height)[:, None] & ((np.arange(n_tx) + 1) * TILE <= width)[None, :]
     uniform = (across == 0) & (down == 0) & whole
+    first = cells[r0, c0]  # (n_ty, n_tx): the cell under each tile's first pixel, its value if uniform
+    for value in np.unique(first[uniform]).tolist():
+        if value not in plain:
+            plain[value] = _deflate(np.full((TILE, TILE), value, dtype=np.uint8))
     row_runs, col_runs = _runs(row_of), _runs(col_of)
     cache: dict[Any, bytes] = {}
-    with ThreadPoolExecutor(max_workers=_threads()) as pool:  # zlib lets go of the GIL
-        for ty in range(n_ty):
-            r_cells, r_span = row_runs[ty]
-            inside_h = min(TILE, max(0, height - ty * TILE))
-            keys, todo = [], {}
-            for tx in range(n_tx):
-                if uniform[ty, tx]:
-                    key: Any = int(cells[r_cells[0], col_runs[tx][0][0]])
-                    if key not in cache and key not in todo:
-                        todo[key] = np.full((TILE, TILE), key, dtype=np.uint8)
-                else:
-                    c_cells, c_span = col_runs[tx]
-                    block = cells[np.ix_(r_cells, c_cells)]
-                    inside_w = min(TILE, max(0, width - tx * TILE))
-                    key = (block.tobytes(), block.shape, r_span, c_span, inside_h, inside_w)
-                    if key not in cache and key not in todo:
-                        tile = np.repeat(np.repeat(block, r_span, axis=0), c_span, axis=1)
-                        tile[inside_h:, :] = 0  # beyond the image edge: padding, not tissue
-                        tile[:, inside_w:] = 0
-                        todo[key] = tile
-                keys.append(key)
-            for key, data in zip(todo, pool.map(_deflate, todo.values()), strict=True):
-                cache[key] = data
-            for key in keys:
-                yield cache[key]
+    for ty in range(n_ty):
+        values, mixed = first[ty].tolist(), np.flatnonzero(~uniform[ty]).tolist()
+        row = [plain.get(v) for v in values]
+        if not mixed:
+            yield from row
+            continue
+        r_cells, r_span = row_runs[ty]
+        inside_h = min(TILE, max(0, height - ty * TILE))
+        keys, todo = {}, {}
+        for tx in mixed:
+            c_cells, c_span = col_runs[tx]
+            block = cells[np.ix_(r_cells, c_cells)]
+            inside_w = min(TILE, max(0, width - tx * TILE))
+            key = (block.tobytes(), block.shape, r_span, c_span, inside_h, inside_w)
+            if key not in cache and key not in todo:
+                tile = np.repeat(np.repeat(block, r_span, axis=0), c_span, axis=1)
+                tile[inside_h:, :] = 0  # beyond the image edge: padding, not tissue
+                tile[:, inside_w:] = 0
+                todo[key] = tile
+            keys[tx] = key
+        packed = pool.map(_deflate, todo.values()) if len(todo) > 1 else map(_deflate, todo.values())
+        cache.update(zip(todo, packed, strict=True))
+        for tx, key in keys.items():
+            row[tx] = cache[key]
+        yield from row
 
 
 def _deflate(tile: np.ndarray) -> bytes:
@@ -146,7 +152,9 @@ def write_mask_tiff(path: str | Path, cells: np.ndarray, *, cell0: float, slide_
         raise PathkitError(f"{path}: a mask TIFF needs a 2-D cell map and a positive cell size")
     width0, height0 = int(slide_size[0]), int(slide_size[1])
     target = Path(path)
-    with atomic_path(target) as tmp, tifffile.TiffWriter(tmp, bigtiff=width0 * height0 > 2**31) as tw:
+    plain: dict[int, bytes] = {}
+    with ThreadPoolExecutor(max_workers=_threads()) as pool, atomic_path(target) as tmp, \
+            tifffile.TiffWriter(tmp, bigtiff=width0 * height0 > 2**31) as tw:
         for level, (w, h, d) in enumerate(level_sizes(width0, height0)):
             kwargs: dict[str, Any] = dict(
                 shape=(h, w), dtype=np.uint8, tile=(TILE, TILE), compression="deflate",
@@ -161,5 +169,5 @@ def write_mask_tiff(path: str | Path, cells: np.ndarray, *, cell0: float, slide_
                 # pixels per centimetre of this level (its downsample measured from sizes, as OpenSlide does)
                 kwargs.update(resolution=(1e4 / (slide_mpp * width0 / w), 1e4 / (slide_mpp * height0 / h)),
                               resolutionunit="CENTIMETER")
-            tw.write(_tiles(cells, cell0, w, h, d), **kwargs)
+            tw.write(_tiles(cells, cell0, w, h, d, plain=plain, pool=pool), **kwargs)
     return target

@@ -65,8 +65,10 @@ CHUNK_ROWS = 4096
 # Windows whose side differs from the training patches' by more than this share are reported.
 FIELD_TOLERANCE = 0.10
 # Longest side of the thumbnail the overlay is drawn on (a picture for the eye; the map has far
-# fewer cells than this has pixels).
+# fewer cells than this has pixels): the coarsest pyramid level at least OVERLAY_MIN_PX long, read
+# as stored (no resampling: a quarter of the decoding of a level twice as large), at most OVERLAY_PX.
 OVERLAY_PX = 1024
+OVERLAY_MIN_PX = 768
 
 
 def output_folder(predictions_path: Path) -> Path:
@@ -425,13 +427,21 @@ def _tissue(geo: Mapping[str, Any]) -> tuple[Any, tuple[float, float]]:
 
 
 def _overlay_thumbnail(geo: Mapping[str, Any]) -> Any:
-    """The slide's thumbnail for the overlay (longest side `OVERLAY_PX`), from its coarsest
+    """The slide's thumbnail for the overlay (longest side `overlay_side`), from its coarsest
     sufficient level."""
     from pathkit_core.wsi.segmentation import read_thumbnail
     from pathkit_core.wsi.slide import open_slide
 
     with open_slide(geo["slide_path"], mpp=geo.get("mpp_override")) as slide:
-        return read_thumbnail(slide, OVERLAY_PX)
+        return read_thumbnail(slide, overlay_side(slide.level_dimensions))
+
+
+def overlay_side(level_dimensions: Sequence[tuple[int, int]]) -> int:
+    """Longest side of the overlay: that of the coarsest level at least `OVERLAY_MIN_PX` long (read
+    as stored), capped at `OVERLAY_PX` (then resampled); a slide smaller than that: level 0."""
+    sides = [max(int(w), int(h)) for w, h in level_dimensions]
+    fitting = [side for side in sides if side >= OVERLAY_MIN_PX]
+    return min(OVERLAY_PX, min(fitting) if fitting else max(sides))
 
 
 def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_dir: Path, *,
