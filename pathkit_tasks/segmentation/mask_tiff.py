@@ -5,15 +5,19 @@ level halves it, down to one tile. Every level is a tiled page in the main IFD c
 reduced ones carry subfiletype=1: OpenSlide opens such a file as `generic-tiff` and ignores
 `subifds` pyramids (REFERENCES, tooling facts). Pixels come from a cell map by their centres, tile
 by tile, so a 100,000 px slide is written in constant memory; tiles of one value (most of them)
-are compressed once. Deflate: masks must stay exact (JPEG would blur the labels).
+are compressed once, and a run of identical tiles in file order (background, the inside of a
+region) is stored once, every tile of the run pointing at the same bytes (tifffile's iterator of
+(bytes, byte count) items; libtiff, OpenSlide and tifffile read tiles by offset and count, so
+shared data reads as repeated tiles). Deflate: masks must stay exact (JPEG would blur the labels).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,6 +132,24 @@ def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample:
         yield from row
 
 
+def _shared_runs(tiles: Iterable[bytes]) -> Iterator[tuple[bytes, int]]:
+    """tifffile's (bytes written, byte count) item per tile: a run of consecutive identical tiles
+    writes its bytes once, with its last tile; the others write nothing, so that their offsets
+    are where those bytes land."""
+    previous, run = None, 0
+    for data in tiles:
+        if data is previous or (run and data == previous):
+            run += 1
+            continue
+        if run:
+            yield from itertools.repeat((b"", len(previous)), run - 1)
+            yield previous, len(previous)
+        previous, run = data, 1
+    if run:
+        yield from itertools.repeat((b"", len(previous)), run - 1)
+        yield previous, len(previous)
+
+
 def _deflate(tile: np.ndarray) -> bytes:
     import numpy as np
 
@@ -169,5 +191,5 @@ def write_mask_tiff(path: str | Path, cells: np.ndarray, *, cell0: float, slide_
                 # pixels per centimetre of this level (its downsample measured from sizes, as OpenSlide does)
                 kwargs.update(resolution=(1e4 / (slide_mpp * width0 / w), 1e4 / (slide_mpp * height0 / h)),
                               resolutionunit="CENTIMETER")
-            tw.write(_tiles(cells, cell0, w, h, d, plain=plain, pool=pool), **kwargs)
+            tw.write(_shared_runs(_tiles(cells, cell0, w, h, d, plain=plain, pool=pool)), **kwargs)
     return target
