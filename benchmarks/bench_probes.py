@@ -40,6 +40,17 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def split_features(args, dtype):
+    """(train features, test features, train labels, test labels): `args.n` synthetic patches of
+    `args.dim` features in `dtype`, the first fifth the test part; sets torch's threads."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    feats, labels = synthetic_features(args.n, args.dim)
+    n_test = args.n // 5
+    return feats[n_test:].to(dtype), feats[:n_test].to(dtype), labels[n_test:], labels[:n_test]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000, help="patches (a fifth of them the test part)")
@@ -59,11 +70,8 @@ def main() -> None:
     from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, GeneratorSpec
     from pathkit_core.plugins import get_component
 
-    torch.set_num_threads(args.threads)
-    feats, labels = synthetic_features(args.n, args.dim)
-    n_test = args.n // 5
-    train_x, test_x = feats[n_test:].float(), feats[:n_test].float()
-    train_y, test_y = labels[n_test:], labels[:n_test]
+    train_x, test_x, train_y, test_y = split_features(args, torch.float32)
+    n_test = len(test_y)
     try:
         from sklearn.linear_model import LogisticRegression
         from sklearn.neighbors import KNeighborsClassifier
@@ -181,11 +189,8 @@ def solvers(args) -> None:
     except ImportError:
         print("scikit-learn: not installed, the solver comparison needs it as the reference; skipped")
         return
-    torch.set_num_threads(args.threads)
-    feats, labels = synthetic_features(args.n, args.dim)
-    n_test = args.n // 5
-    train_x, test_x = feats[n_test:].double(), feats[:n_test].double()
-    train_y, test_y = labels[n_test:], labels[:n_test]
+    train_x, test_x, train_y, test_y = split_features(args, torch.float64)
+    n_test = len(test_y)
     index = torch.as_tensor(train_y, dtype=torch.int64)
     k, c = 7, args.dim * 7 / 100
     print(f"solvers: {len(train_y):,} train / {n_test:,} test, {args.dim}-d, 7 classes, C = {c:g}, {args.threads} "
