@@ -6,15 +6,15 @@ import numpy as np
 
 from pathkit_core.wsi.masks import MaskFrame
 from pathkit_tasks.segmentation.overlay import ALPHA, OUTLINE, draw_overlay
-from pathkit_tasks.segmentation.task import OVERLAY_MIN_PX, OVERLAY_PX, overlay_side
+from pathkit_tasks.segmentation.task import OVERLAY_MIN_PX, overlay_level
 
 
 def test_the_overlay_is_the_coarsest_level_long_enough_read_as_stored():
     halving = [(30000, 20000), (15000, 10000), (7500, 5000), (3750, 2500), (1875, 1250), (938, 625), (469, 313)]
-    assert overlay_side(halving) == 938  # read as stored, no resampling
-    assert overlay_side([(46000, 32914), (11500, 8228), (2875, 2057)]) == OVERLAY_PX  # resampled from 2,875
-    assert overlay_side([(600, 400)]) == 600  # a small slide: level 0
-    assert overlay_side([(5000, 5000), (OVERLAY_MIN_PX, OVERLAY_MIN_PX)]) == OVERLAY_MIN_PX
+    assert overlay_level(halving) == 5  # 938 px, read as stored, no resampling
+    assert overlay_level([(46000, 32914), (11500, 8228), (2875, 2057)]) is None  # resampled to 1,024 px
+    assert overlay_level([(600, 400)]) == 0  # a small slide: level 0
+    assert overlay_level([(5000, 5000), (OVERLAY_MIN_PX, OVERLAY_MIN_PX), (300, 300)]) == 1
 
 
 def test_overlay_colours_blend_at_alpha_and_outline_the_foreground():
