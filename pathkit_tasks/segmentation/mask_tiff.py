@@ -18,7 +18,7 @@ import math
 import os
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,17 +66,22 @@ def _block_sums(flags: np.ndarray, r0: np.ndarray, r1: np.ndarray, c0: np.ndarra
     return sat[r1, c1] - sat[r0, c1] - sat[r1, c0] + sat[r0, c0]
 
 
-def _runs(index: np.ndarray) -> list[tuple[np.ndarray, tuple[int, ...]]]:
-    """Per tile of `TILE` entries of `index` (the cell of each pixel, non-decreasing): the distinct
-    cells in order and how many pixels each spans."""
-    import numpy as np
+class _Runs(dict):
+    """Per tile t of `TILE` entries of `index` (the cell of each pixel, non-decreasing), worked out
+    when first asked (only tiles across cell borders ask): the distinct cells in order and how
+    many pixels each spans."""
 
-    out = []
-    for start in range(0, len(index), TILE):
-        part = index[start:start + TILE]
-        first = np.flatnonzero(np.r_[True, part[1:] != part[:-1]])
-        out.append((part[first], tuple(np.diff(np.r_[first, len(part)]).tolist())))
-    return out
+    def __init__(self, index: np.ndarray) -> None:
+        super().__init__()
+        self.index = index
+
+    def __missing__(self, t: int) -> tuple[np.ndarray, tuple[int, ...]]:
+        import numpy as np
+
+        part = self.index[t * TILE:(t + 1) * TILE]
+        bounds = [0, *(np.flatnonzero(part[1:] != part[:-1]) + 1).tolist(), len(part)]
+        self[t] = runs = (part[bounds[:-1]], tuple(b - a for a, b in zip(bounds, bounds[1:], strict=False)))
+        return runs
 
 
 def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample: int, *, plain: dict[int, bytes],
@@ -103,32 +108,36 @@ def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample:
     for value in np.unique(first[uniform]).tolist():
         if value not in plain:
             plain[value] = _deflate(np.full((TILE, TILE), value, dtype=np.uint8))
-    row_runs, col_runs = _runs(row_of), _runs(col_of)
-    cache: dict[Any, bytes] = {}
+    row_runs, col_runs = _Runs(row_of), _Runs(col_of)
+    packed: dict[Any, Future[bytes]] = {}  # border tiles by content, compressed in the pool
+
+    def submit(ty: int) -> tuple[list[Any], dict[int, Any]]:
+        """Row ty's uniform tiles and its border tiles' keys, their compression started."""
+        row: list[Any] = [plain.get(v) for v in first[ty].tolist()]
+        keys: dict[int, Any] = {}
+        mixed = np.flatnonzero(~uniform[ty]).tolist()
+        if mixed:
+            r_cells, r_span = row_runs[ty]
+            inside_h = min(TILE, max(0, height - ty * TILE))
+            for tx in mixed:
+                c_cells, c_span = col_runs[tx]
+                block = cells[r_cells[:, None], c_cells]
+                inside_w = min(TILE, max(0, width - tx * TILE))
+                keys[tx] = key = (block.tobytes(), block.shape, r_span, c_span, inside_h, inside_w)
+                if key not in packed:
+                    tile = np.repeat(np.repeat(block, r_span, axis=0), c_span, axis=1)
+                    tile[inside_h:, :] = 0  # beyond the image edge: padding, not tissue
+                    tile[:, inside_w:] = 0
+                    packed[key] = pool.submit(_deflate, tile)
+        return row, keys
+
+    # one row ahead: the pool compresses row ty + 1's border tiles while row ty is handed over
+    ahead = submit(0) if n_ty else None
     for ty in range(n_ty):
-        values, mixed = first[ty].tolist(), np.flatnonzero(~uniform[ty]).tolist()
-        row = [plain.get(v) for v in values]
-        if not mixed:
-            yield from row
-            continue
-        r_cells, r_span = row_runs[ty]
-        inside_h = min(TILE, max(0, height - ty * TILE))
-        keys, todo = {}, {}
-        for tx in mixed:
-            c_cells, c_span = col_runs[tx]
-            block = cells[np.ix_(r_cells, c_cells)]
-            inside_w = min(TILE, max(0, width - tx * TILE))
-            key = (block.tobytes(), block.shape, r_span, c_span, inside_h, inside_w)
-            if key not in cache and key not in todo:
-                tile = np.repeat(np.repeat(block, r_span, axis=0), c_span, axis=1)
-                tile[inside_h:, :] = 0  # beyond the image edge: padding, not tissue
-                tile[:, inside_w:] = 0
-                todo[key] = tile
-            keys[tx] = key
-        packed = pool.map(_deflate, todo.values()) if len(todo) > 1 else map(_deflate, todo.values())
-        cache.update(zip(todo, packed, strict=True))
+        row, keys = ahead
+        ahead = submit(ty + 1) if ty + 1 < n_ty else None
         for tx, key in keys.items():
-            row[tx] = cache[key]
+            row[tx] = packed[key].result()
         yield from row
 
 
