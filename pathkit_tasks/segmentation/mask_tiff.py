@@ -91,7 +91,8 @@ def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample:
     cells differ), and their values read at once: a tile of one value, most of a slide, is its
     value's compressed tile in `plain` (shared by the levels). A tile across cell borders is the
     few cells under it, each repeated over its pixels; tiles made of the same cells at the same
-    offsets (along a straight border) are compressed once, a tile row's in `pool`."""
+    offsets (along a straight border) are compressed once, in `pool`, one tile row ahead of the
+    row being handed out."""
     import numpy as np
 
     rows_n, cols_n = cells.shape
