@@ -195,14 +195,10 @@ def _fsync_file(path: Path) -> None:
 
 
 def _together(sync: Callable[[Path], None], paths: list[Path]) -> None:
-    """`sync` every path, concurrently when there are several; the first error is raised."""
-    if len(paths) < 2:
-        for path in paths:
-            sync(path)
-        return
+    """`sync` every path at once (threads); the first error is raised."""
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=min(8, len(paths))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(paths)))) as pool:
         list(pool.map(sync, paths))
 
 

@@ -1,5 +1,4 @@
-"""Tissue segmentation on a slide thumbnail: thumbnail reading and pluggable segmenters by name
-(`register_segmenters`; the default, "otsu", is the `pathkit_tissue` package's)."""
+"""Tissue segmentation on a slide thumbnail: thumbnail reading and pluggable segmenters by name."""
 
 from __future__ import annotations
 

@@ -202,7 +202,7 @@ class SegmentationTask(Task):
                           facts: RunFacts) -> Path:
         from pathkit_core.training.trainer import write_predictions
         from pathkit_core.workspace import atomic_write_with, durable_batch, replaced_folder
-        from pathkit_core.wsi.quantify import composition_table
+        from pathkit_tasks.segmentation.quantify import composition_table
 
         folder = output_folder(path)
         index, rows = {}, []
@@ -461,9 +461,9 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
 
     from pathkit_core.workspace import atomic_write_with
     from pathkit_core.wsi.masks import MaskFrame, geojson_features, vectorise, write_geojson
-    from pathkit_core.wsi.quantify import composition_rows, slide_composition
     from pathkit_tasks.segmentation.mask_tiff import write_mask_tiff
     from pathkit_tasks.segmentation.overlay import class_colours, draw_overlay, write_overlay
+    from pathkit_tasks.segmentation.quantify import composition_rows, slide_composition
     from pathkit_tasks.segmentation.stitch import class_map, foreground_mask
 
     entry = {k: v for k, v in prediction.items() if k != "staged"}
