@@ -15,8 +15,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "pathkit-example-plugin"
-# what the example may import from pathkit: the distribution it depends on ships these packages
+# what the example may import from pathkit: the distribution it depends on ships these packages,
+# and the built-in task names of `pathkit_tasks` (its package face, not its task modules)
 PUBLIC_PACKAGES = ("pathkit_core", "pathkit_sdk")
+PUBLIC_MODULES = ("pathkit_tasks",)
 SPLITS = {"train": 4, "val": 2, "test": 2}
 
 
@@ -36,8 +38,8 @@ def private_imports(source: str, where: str) -> list[str]:
             parts = module.split(".")
             if not parts[0].startswith("pathkit_") or parts[0] == "pathkit_example_plugin":
                 continue
-            if parts[0] not in PUBLIC_PACKAGES or any(p.startswith("_") for p in parts) \
-                    or (name is not None and name.startswith("_")):
+            public = parts[0] in PUBLIC_PACKAGES or module in PUBLIC_MODULES
+            if not public or any(p.startswith("_") for p in parts) or (name is not None and name.startswith("_")):
                 found.append(f"{where}:{node.lineno}: {module}{'.' + name if name else ''}")
     return found
 
@@ -48,11 +50,13 @@ def test_the_private_import_check_finds_what_it_looks_for():
            "import pathkit_core.run._private\n"
            "from pathkit_core.wsi import _helper\n"
            "from pathkit_core.contracts import _hidden\n"
+           "from pathkit_tasks.report.task import ReportTask\n"
            "def later():\n    from pathkit_metrics._text_inputs import option_number\n")
-    assert len(private_imports(bad, "bad.py")) == 6
+    assert len(private_imports(bad, "bad.py")) == 7
     good = ("from pathkit_sdk import read_table, CohortDataset\nfrom pathkit_core.contracts import Case\n"
             "import torch\nfrom pathkit_example_plugin.regression import TASK_SLIDE_REGRESSION\n"
-            "from __future__ import annotations\nfrom .regression import _number\n")
+            "from __future__ import annotations\nfrom .regression import _number\n"
+            "from pathkit_tasks import TASK_REPORT\n")
     assert private_imports(good, "good.py") == []
 
 
