@@ -1,5 +1,6 @@
 """CRQS reading rules for real TCGA OCR text: where OCR hides the diagnosis, glued words, synoptic
-items, margins, the statements outside the diagnosis sections, and short TCGA reports.
+items, margins, the statements outside the diagnosis sections, short TCGA reports, repeated
+statements, T and N categories without their p, and boilerplate glued to a diagnosis line.
 
 The unit tests use text written for them. The real-data tests (skipped without
 PATHKIT_REALDATA) check each rule on a short excerpt typed in from a report of the *development*
@@ -188,6 +189,56 @@ def test_a_short_tcga_report_states_its_stage(extractor):
     assert crqs(text.replace("(pT3)", "(pT4)"), text) < 1.0
 
 
+def test_a_statement_repeated_with_words_between_counts_twice(extractor):
+    # "Duodenum and Pancreas" -> "Duodenum and Duodenum": two statements, not one said twice
+    reference = ("FINAL DIAGNOSIS:\nA. Lymph nodes, excision: negative for carcinoma (0/5).\n"
+                 "B. Duodenum and Pancreas, pancreaticoduodenectomy: ductal adenocarcinoma, moderately "
+                 "differentiated.\n" + GROSS)
+    wrong = reference.replace("Duodenum and Pancreas", "Duodenum and Duodenum")
+    assert crqs(wrong, reference) < 1.0
+    assert "organ=duodenum organ=duodenum" in extractor.extract(wrong).fields["specimen_parts"]
+    # nothing but punctuation between two readings of one statement: counted once
+    fields = extractor.extract(reference.replace("ductal adenocarcinoma", "hepatocellular carcinoma (HCC)")).fields
+    assert "+hepatocellular carcinoma +hepatocellular carcinoma" not in fields["specimen_parts"]
+    # "no tumor present" dropped to "tumor present" right after another "tumor present" in the comment
+    comment = ("FINAL DIAGNOSIS:\nA. Larynx, laryngectomy: squamous cell carcinoma.\nCOMMENT:\nNodes with "
+               "tumor present. Nodes, no tumor present. Nodes, no tumor present.\n" + GROSS)
+    assert crqs(comment.replace("Nodes, no tumor present. N", "Nodes, tumor present. N"), comment) < 1.0
+
+
+@pytest.mark.parametrize(("line", "change"), [
+    ("Histologic type: ductal adenocarcinoma P,uti, T3-S$Histologic grade: poorly differentiated", ("T3", "T4")),
+    ("Margins: free\nLymph nodes: N1=Positive (1/26)\nStage: pT3", ("N1=", "N0=")),
+])
+def test_a_t_or_n_category_without_its_p_is_a_statement(line, change):
+    reference = "FINAL DIAGNOSIS:\nA. Pancreas, resection:\n" + line + "\n" + GROSS
+    assert crqs(reference.replace(*change), reference) < 1.0
+
+
+def test_a_block_name_is_not_a_stage(extractor):
+    text = ("FINAL DIAGNOSIS:\nA. Liver, resection: hepatocellular carcinoma.\nNOTE: Recommend "
+            "immunohistochemistry for block T1.\n" + GROSS)
+    assert "t=1" not in extractor.extract(text).fields["specimen_parts"]
+    assert "t=2" in extractor.extract(text.replace("block T1", "pT2")).fields["specimen_parts"]
+
+
+def test_a_short_report_holds_its_statements_as_one_part(extractor):
+    text = ("Colon: invasive adenocarcinoma with infiltration of the perimuscular fatty tissue, two regional lymph "
+            "node metastases and liver metastases (G2, pT4 pN1 pM1).")
+    assert len(text) < 400
+    assert "organ=liver" in extractor.extract(text).fields["specimen_parts"]
+    assert crqs(text.replace("liver metastases", "gallbladder metastases"), text) < 1.0
+
+
+def test_boilerplate_glued_to_a_diagnosis_line_keeps_the_diagnosis():
+    line = "POORLY DIFFERENTIATED SQUAMOUS CELL CARCINOMA0-7BY is signature ,Iattest that the above diagnosis is based"
+    assert "POORLY DIFFERENTIATED SQUAMOUS CELL CARCINOMA" in strip_clutter(line + " on my examination.\n")
+    # a sentence that is all boilerplate still goes whole
+    assert strip_clutter("A. Colon.\nI attest that the above diagnosis is based on my review.\n").strip() == "A. Colon."
+    reference = "FINAL DIAGNOSIS:\nUTERUS, CERVIX, BIOPSY\n" + line + " on my examination.\n" + GROSS
+    assert crqs(reference.replace("POORLY", "WELL"), reference) < 1.0
+
+
 # ----------------------------------------------------------------------------- real reports (development half)
 
 
@@ -242,6 +293,17 @@ REAL_CASES = [
                                                             "ductal squamous cell carcinoma with a low")),
     # a TCGA report under 400 characters: its pT
     ("TCGA-AA-3848", "parietal  layers (pT3)", ("(pT3)", "(pT4)")),
+    # third round: a statement repeated with words between (an organ list; a negation in an OCR copy)
+    ("TCGA-IB-AAUV", "C.Duodenum and Pancreas", ("Duodenum and Pancreas", "Duodenum and Duodenum")),
+    ("TCGA-CV-7410", "no~es, no tumor present.", ("no~es, no tumor present.", "no~es, tumor present.")),
+    # a T without its p, garbled by OCR; an N after a lymph-node label
+    ("TCGA-L1-A7W4", "P„uti, T3-S$Histologic", ("T3-S$", "T4-S$")),
+    ("TCGA-G4-6293", "Lymph nodes: N1=Positive", ("N1=Positive", "N0=Positive")),
+    # a 390-character report's organ of metastasis
+    ("TCGA-AA-3693", "liver metastases", ("liver metastases", "gallbladder metastases")),
+    # the attestation OCR glued to the last diagnosis line
+    ("TCGA-C5-A7X5", "CARCINOMA0-7BY is signature", ("POORLY DIFFERENTIATED SQUAMOUS CELL CARCINOMA0",
+                                                     "WELL DIFFERENTIATED SQUAMOUS CELL CARCINOMA0")),
 ]
 
 

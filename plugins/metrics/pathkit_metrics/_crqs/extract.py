@@ -87,8 +87,25 @@ _LOOKBACK = 60
 _LOOKAHEAD = 50
 
 
+# The polarities found in the last text asked about, (text, {(start, end): polarity}): the field
+# rules and the part statements ask about the same mentions of the same read text. A new text
+# replaces the whole entry, so an answer is only ever given for the very text it was found in.
+_POLARITIES: list[tuple[str, dict[tuple[int, int], int]]] = [("", {})]
+
+
 def polarity(text: str, start: int, end: int) -> int:
     """AFFIRMED, NEGATED or UNCERTAIN for the mention text[start:end] within its clause."""
+    memo = _POLARITIES[0]
+    if memo[0] is not text:
+        memo = (text, {})
+        _POLARITIES[0] = memo
+    state = memo[1].get((start, end))
+    if state is None:
+        state = memo[1][(start, end)] = _polarity(text, start, end)
+    return state
+
+
+def _polarity(text: str, start: int, end: int) -> int:
     lo = max(0, start - _LOOKBACK)
     cut = max(text.rfind(".", lo, start), text.rfind(";", lo, start), text.rfind("\n", lo, start),
               text.rfind(",", lo, start))
@@ -199,7 +216,10 @@ _SPECIMEN_WORDS: dict[str, str] = {
     "vacuum assisted breast": "vacuum assisted",
 }
 _SPECIMEN_WORD_RE = re.compile(r"\b(" + "|".join(sorted(_SPECIMEN_WORDS, key=len, reverse=True)) + r")\b")
-_LATERALITY_RE = re.compile(r"\b(left|right|bilateral)\b")
+# `\b(left|right|bilateral)\b`, the boundary tested after the first letter: a pattern whose every
+# alternative opens with a literal lets the regex engine skip to the l, r and b of the text (half
+# the time on a long report; a leading \b is the better filter where the first letters are many)
+_LATERALITY_RE = re.compile(r"(l(?<=\bl)eft|r(?<=\br)ight|b(?<=\bb)ilateral)\b")
 
 # Where a tumour comes from ("metastatic carcinoma, from breast primary", "favor colorectal
 # primary"): the organ word -> one site name, so "colon" and "colorectal" agree.
@@ -609,11 +629,28 @@ _SERRATED_RE = _Gate(_SERRATED_RE, "serrated", "hyperplastic polyp")
 
 
 
+# The matches of a pattern over the last text it was run on: the field rules (`_read_fields`,
+# `_staging`) and the part statements (`_mentions`) run many of the same patterns over the same
+# read text, which is scanned once. The entry holds the text itself and is used only for that very
+# object, so a stale entry can never answer for another text.
+_SCANS: dict[int, tuple[str, list[re.Match[str]]]] = {}
+
+
+def _scan(pattern: Any, text: str) -> list[re.Match[str]]:
+    """Every match of `pattern` (a compiled pattern or a gate) in `text`, in text order."""
+    hit = _SCANS.get(id(pattern))
+    if hit is not None and hit[0] is text:
+        return hit[1]
+    found = list(pattern.finditer(text))
+    _SCANS[id(pattern)] = (text, found)
+    return found
+
+
 def _presence(text: str, pattern: Any, skip: Callable[[re.Match[str]], bool] | None = None
               ) -> tuple[str | None, bool]:
     """('present' | 'absent' | None, stated-with-doubt) for the finding `pattern` names."""
     negated = uncertain = False
-    for match in pattern.finditer(text):
+    for match in _scan(pattern, text):
         if skip is not None and skip(match):
             continue
         state = polarity(text, match.start(), match.end())
@@ -643,7 +680,7 @@ _STATEMENT_END_RE = re.compile(r"[\n;]|\.(?!\d)")
 def _statements(text: str) -> list[tuple[int, int]]:
     """(start, end) of each line, ";"-clause and sentence of `text` (a decimal point is no end)."""
     spans, start = [], 0
-    for match in _STATEMENT_END_RE.finditer(text):
+    for match in _scan(_STATEMENT_END_RE, text):
         if text[start:match.start()].strip():
             spans.append((start, match.start()))
         start = match.end()
@@ -668,7 +705,8 @@ def _specimen_words(text: str) -> str:
 
 
 def _first_affirmed(text: str, pattern: Any) -> re.Match[str] | None:
-    for match in pattern.finditer(text):
+    hit = _SCANS.get(id(pattern))  # the scan already made of this text, else a lazy one
+    for match in hit[1] if hit is not None and hit[0] is text else pattern.finditer(text):
         if polarity(text, match.start(), match.end()) == AFFIRMED:
             return match
     return None
@@ -713,8 +751,9 @@ _GLUED_CASE_RE = re.compile(r"([a-z]{3}(?=[A-Z][a-z])|[A-Z]{3}(?=[A-Z][a-z]{2}))
 _LABEL_LINE_RE = re.compile(r"[ \t]*\n(?=[ \t]*[A-Za-z][A-Za-z /()'\-]{1,40}[ \t]*:)")
 # a short report that may state pathologic staging or node counts (`_staging`)
 _STAGING_HINT_RE = re.compile(r"\bp?[tnm][0-4xo]|\bstage\b|/ *\d|\bof \d|extra ?(?:nodal|capsular)")
-_LETTERS_RE = re.compile(r"[A-Za-z]")
 _MIN_READ_LETTERS = 15  # a read section with fewer letters (a form, a barcode) is no diagnosis
+# matches where a text holds `_MIN_READ_LETTERS` letters (stops there instead of counting them all)
+_ENOUGH_LETTERS_RE = re.compile(r"(?:[^A-Za-z]*[A-Za-z]){" + str(_MIN_READ_LETTERS) + "}")
 _MAX_ELSEWHERE_CHARS = 4_000  # of the text outside the diagnosis sections (`statements_elsewhere`)
 
 _POLARITY_MARK = {AFFIRMED: "+", NEGATED: "-", UNCERTAIN: "?"}
@@ -747,6 +786,37 @@ _SUBTYPE_WORD_RE = re.compile(
 )
 # a count written "(k/n)" or "(k of n)": in a diagnosis, nodes involved of nodes examined
 _ANY_RATIO_RE = re.compile(r"\( *(\d{1,2}) *(?:/|of) *(\d{1,3}) *\)")
+# a T or N category written without its "p" (OCR lost it, "P„uti, T3-S", or the report omits it:
+# "Lymph nodes: N1=Positive"), which `_PT_RE` / `_PN_RE` read only next to each other or after a
+# staging label; a block, cassette or slide name ("for block T1") is not a stage. The letter opens
+# the pattern (the boundary is a look-behind after it), so the engine skips to the t's and n's.
+_BARE_T_RE = re.compile(r"t(?<![a-z0-9]t)(?<!block t)(?<!blocks t)(?<!cassette t)(?<!slide t)([0-4][a-d]?)"
+                        r"(?![a-z0-9])")
+_BARE_N_RE = re.compile(r"n(?<![a-z0-9]n)([0-3][a-c]?)(?![a-z0-9])")
+# statements named by a word: "side=left", "kind=serous", "extent=perivesical", "t=3", "n=1"
+_WORD_MENTIONS = (
+    (_LATERALITY_RE, "side="), (_SUBTYPE_WORD_RE, "kind="), (_EXTENT_WORD_RE, "extent="), (_BARE_T_RE, "t="),
+    (_BARE_N_RE, "n="),
+)
+# between two readings of one statement ("hepatocellular carcinoma (hcc)" read twice): no word
+_NO_WORD_RE = re.compile(r"[^a-z0-9]*")
+
+
+def _statement_tokens(scope: str, mentions: Callable[[str], list[tuple[int, str, int]]],
+                      positions: bool = False) -> list[Any]:
+    """The statements of `scope` (`mentions`) in text order, a statement repeated straight after
+    itself with no word between the two ("hepatocellular carcinoma (HCC)", a T read by two rules)
+    counted once: "duodenum and duodenum" or "no tumor present. nodes, no tumor present" are two
+    statements. (position, token) pairs with `positions`, else the tokens."""
+    out: list[Any] = []
+    last_token, last_end = None, -1
+    for start, token, end in sorted(mentions(scope)):
+        if token == last_token and (start <= last_end or _NO_WORD_RE.fullmatch(scope, last_end, start)):
+            last_end = max(last_end, end)
+            continue
+        out.append((start, token) if positions else token)
+        last_token, last_end = token, end
+    return out
 
 
 def _principal_line(scope: str, principal: int | None) -> tuple[int, int] | None:
@@ -777,12 +847,12 @@ def _margin_after(scope: str, end: int) -> str | None:
 def _margin_counts(scope: str) -> tuple[int, int]:
     """(positive, negative) margin statements of `scope`."""
     positive = negative = 0
-    for match in _MARGIN_BEFORE_RE.finditer(scope):
+    for match in _scan(_MARGIN_BEFORE_RE, scope):
         if match.group(1) in ("positive", "involved"):
             positive += 1
         else:
             negative += 1
-    for match in _MARGIN_RE.finditer(scope):
+    for match in _scan(_MARGIN_RE, scope):
         state = _margin_after(scope, match.end())
         if state == "-":
             negative += 1
@@ -864,6 +934,12 @@ class ClinicalExtractor:
         if _STAGING_HINT_RE.search(scope):
             self._staging(scope, facts)
         facts.pop("_principal_start", None)
+        # a short report is one part: its statements, as a long report's parts hold them (no REG
+        # field; a 390-character TCGA report's "liver metastases" -> "gallbladder metastases")
+        if facts:
+            signature = self._part_signatures(text, [len(text)])
+            if signature:
+                facts["specimen_parts"] = signature[0]
         return Extraction(facts, doubts, tuple(unread))
 
     def _read_fields(self, scope: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
@@ -890,7 +966,7 @@ class ClinicalExtractor:
         kept apart (`specimen_parts`); the site from the tumour's own part of the diagnosis."""
         sections = read_spans(report)
         raws = [strip_clutter(report[s.start:s.end]) for s in sections]
-        if sum(len(_LETTERS_RE.findall(raw)) for raw in raws) < _MIN_READ_LETTERS:
+        if not _ENOUGH_LETTERS_RE.match("".join(raws)):
             sections = (Section(0, len(report), "whole report", "fallback"),)
             raws = [strip_clutter(report)]
         # each section's specimen parts (a section without parts, a synoptic block, or the text
@@ -921,7 +997,7 @@ class ClinicalExtractor:
             facts["specimen_type"] = _SPECIMENS[specimen]
         # the side on the tumour's line, else every side the report names (in no order)
         side = _first_affirmed(scope[line[0]:line[1]], _LATERALITY_RE) if line else None
-        sides = [side.group(1)] if side is not None else sorted({m.group(1) for m in _LATERALITY_RE.finditer(scope)})
+        sides = [side.group(1)] if side is not None else sorted({m.group(1) for m in _scan(_LATERALITY_RE, scope)})
         if sides:
             facts["laterality"] = " and ".join(sides)
         bounds, offset = [], 0
@@ -953,14 +1029,9 @@ class ClinicalExtractor:
         rest = "\n\n".join(piece for piece in pieces if piece.strip())
         if len(rest) > _MAX_ELSEWHERE_CHARS:
             rest = rest[:_MAX_ELSEWHERE_CHARS]
-        if len(_LETTERS_RE.findall(rest)) < _MIN_READ_LETTERS:
+        if not _ENOUGH_LETTERS_RE.match(rest):
             return None
-        tokens, last_token = [], None
-        for _, token in sorted(self._mentions(self._prepare_long(strip_clutter(rest)))):
-            if token != last_token:  # "hepatocellular carcinoma (HCC)" is one statement
-                tokens.append(token)
-            last_token = token
-        counts = Counter(tokens)
+        counts = Counter(_statement_tokens(self._prepare_long(strip_clutter(rest)), self._mentions))
         return " ".join(f"{token}*{n}" if n > 1 else token for token, n in sorted(counts.items())) or None
 
     def _long_fields(self, scope: str, facts: dict[str, str]) -> None:
@@ -975,13 +1046,13 @@ class ClinicalExtractor:
         report may state too (a TCGA report under 400 characters); no REG field."""
         for name, pattern in (("pathologic_t", _PT_RE), ("pathologic_n", _PN_RE), ("pathologic_m", _PM_RE)):
             values = set()
-            for match in pattern.finditer(scope):
+            for match in _scan(pattern, scope):
                 groups = [g for g in match.groups() if g is not None]
                 values.add("".join(groups).replace("o", "0").replace("l", "1"))
             if values:
                 facts[name] = ",".join(sorted(values))
         groups = set()
-        for match in _STAGE_GROUP_RE.finditer(scope):
+        for match in _scan(_STAGE_GROUP_RE, scope):
             value = roman_or_int(match.group(1))
             if value is not None:
                 groups.add(f"{value}{match.group(2) or ''}")
@@ -998,7 +1069,7 @@ class ClinicalExtractor:
     def _node_ratios(scope: str) -> list[str]:
         """Every "involved/examined" count stated for lymph nodes, sorted ("0/8", "3/16")."""
         ratios = []
-        for match in _LN_RE.finditer(scope):  # counts on the line (the part) of a node mention
+        for match in _scan(_LN_RE, scope):  # counts on the line (the part) of a node mention
             lo = scope.rfind("\n", 0, match.start())
             hi = scope.find("\n", match.end())
             hi = len(scope) if hi < 0 else hi
@@ -1014,49 +1085,48 @@ class ClinicalExtractor:
         straight after itself counted once. Parts compare as a set, so their order does not
         matter; a change to any statement of any part changes that part's string."""
         tokens: list[list[str]] = [[] for _ in bounds]
-        for position, token in sorted(self._mentions(scope)):
+        for position, token in _statement_tokens(scope, self._mentions, positions=True):
             part = bisect.bisect_left(bounds, position)
-            if part < len(tokens) and (not tokens[part] or tokens[part][-1] != token):
+            if part < len(tokens):
                 tokens[part].append(token)
         return [" ".join(t) for t in tokens if t]
 
-    def _mentions(self, scope: str) -> list[tuple[int, str]]:
-        """(position, token) of every clinical statement of `scope`: diagnosis terms (with their
+    def _mentions(self, scope: str) -> list[tuple[int, str, int]]:
+        """(start, token, end) of every clinical statement of `scope`: diagnosis terms (with their
         polarity), grades, differentiation, Gleason patterns, margins, node counts, invasion
-        and extension states, depths, TNM values, sides and organs."""
-        found: list[tuple[int, str]] = []
-        for match in self._pattern.finditer(scope):
+        and extension states, depths, TNM values (also a T category without its "p"), sides and
+        organs."""
+        found: list[tuple[int, str, int]] = []
+        for match in _scan(self._pattern, scope):
             term = self.vocabulary.lookup(match.group(0))
             if term is not None:
                 state = polarity(scope, match.start(), match.end())
-                found.append((match.start(), _POLARITY_MARK[state] + term.canonical))
+                found.append((match.start(), _POLARITY_MARK[state] + term.canonical, match.end()))
         for pattern, name in _STATE_MENTIONS:
-            for match in pattern.finditer(scope):
+            for match in _scan(pattern, scope):
                 state = polarity(scope, match.start(), match.end())
-                found.append((match.start(), name + _POLARITY_MARK[state]))
+                found.append((match.start(), name + _POLARITY_MARK[state], match.end()))
         for pattern, name in _VALUE_MENTIONS:
-            for match in pattern.finditer(scope):
+            for match in _scan(pattern, scope):
                 value = " ".join(_ROMAN_DIGITS.get(g.strip(), g.strip()) for g in match.groups() if g)
-                found.append((match.start(), name + "=" + value))
-        for match in _MARGIN_RE.finditer(scope):
+                found.append((match.start(), name + "=" + value, match.end()))
+        for match in _scan(_MARGIN_RE, scope):
             state = _margin_after(scope, match.end())
             if state is not None:
-                found.append((match.start(), "margin" + state))
-        for match in _MARGIN_BEFORE_RE.finditer(scope):
-            found.append((match.start(), "margin+" if match.group(1) in ("positive", "involved") else "margin-"))
-        for match in _ANY_RATIO_RE.finditer(scope):
-            found.append((match.start(), f"ratio={int(match.group(1))}/{int(match.group(2))}"))
+                found.append((match.start(), "margin" + state, match.end()))
+        for match in _scan(_MARGIN_BEFORE_RE, scope):
+            found.append((match.start(), "margin+" if match.group(1) in ("positive", "involved") else "margin-",
+                          match.end()))
+        for match in _scan(_ANY_RATIO_RE, scope):
+            found.append((match.start(), f"ratio={int(match.group(1))}/{int(match.group(2))}", match.end()))
         for pattern, value in _DEPTH_RULES:
-            for match in pattern.finditer(scope):
-                found.append((match.start(), "depth=" + value))
-        for match in _LATERALITY_RE.finditer(scope):
-            found.append((match.start(), "side=" + match.group(1)))
-        for match in _SUBTYPE_WORD_RE.finditer(scope):
-            found.append((match.start(), "kind=" + match.group(1)))
-        for match in _EXTENT_WORD_RE.finditer(scope):
-            found.append((match.start(), "extent=" + match.group(1)))
-        for match in _ORGAN_RE.finditer(scope):
-            found.append((match.start(), "organ=" + _ORGANS[match.group(1)]))
+            for match in _scan(pattern, scope):
+                found.append((match.start(), "depth=" + value, match.end()))
+        for pattern, name in _WORD_MENTIONS:
+            for match in _scan(pattern, scope):
+                found.append((match.start(), name + match.group(1), match.end()))
+        for match in _scan(_ORGAN_RE, scope):
+            found.append((match.start(), "organ=" + _ORGANS[match.group(1)], match.end()))
         return found
 
     @staticmethod
@@ -1069,7 +1139,7 @@ class ClinicalExtractor:
             named.discard("lymph node")
             if named:
                 return " and ".join(sorted(named))
-        named_all = [_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(scope)]
+        named_all = [_ORGANS[m.group(1)] for m in _scan(_ORGAN_RE, scope)]
         return next((o for o in named_all if o != "lymph node"), named_all[0] if named_all else None)
 
     @staticmethod
@@ -1109,7 +1179,7 @@ class ClinicalExtractor:
         """The affirmed vocabulary findings of `scope`; `mentions` collects the span of every
         term, affirmed or not."""
         found: list[_Candidate] = []
-        for match in self._pattern.finditer(scope):
+        for match in _scan(self._pattern, scope):
             term = self.vocabulary.lookup(match.group(0))
             if term is None:
                 continue
@@ -1276,7 +1346,7 @@ class ClinicalExtractor:
         is the dysplasia grade."""
         negated = False
         kinds: list[tuple[int, str]] = []
-        for match in _IN_SITU_RE.finditer(scope):
+        for match in _scan(_IN_SITU_RE, scope):
             state = polarity(scope, match.start(), match.end())
             if state == NEGATED:
                 negated = True
@@ -1335,7 +1405,7 @@ class ClinicalExtractor:
         """The worst affirmed tumour grade, so that the order of a report's findings does not
         matter: a number (grade II, WHO grade 2) before a tier (high grade) before G1-4."""
         numbers = []
-        for match in _GRADE_NUMBER_RE.finditer(scope):
+        for match in _scan(_GRADE_NUMBER_RE, scope):
             qualifier = (match.group(1) or "").strip()
             if qualifier in ("nuclear", "nucleolar", "gleason"):
                 continue
@@ -1346,18 +1416,18 @@ class ClinicalExtractor:
                 numbers.append(value)
         if numbers:
             return str(max(numbers))
-        tiers = [m.group(1) for m in _GRADE_TIER_RE.finditer(scope)
+        tiers = [m.group(1) for m in _scan(_GRADE_TIER_RE, scope)
                  if polarity(scope, m.start(), m.end()) == AFFIRMED]
         if tiers:
             return max(tiers, key=_TIER_RANK.__getitem__)
-        levels = [int(m.group(1)) for m in _GRADE_G_RE.finditer(scope)
+        levels = [int(m.group(1)) for m in _scan(_GRADE_G_RE, scope)
                   if polarity(scope, m.start(), m.end()) == AFFIRMED]
         return str(max(levels)) if levels else None
 
     @staticmethod
     def _differentiation(scope: str) -> str | None:
         worst: str | None = None
-        for match in _DIFFERENTIATION_RE.finditer(scope):
+        for match in _scan(_DIFFERENTIATION_RE, scope):
             if polarity(scope, match.start(), match.end()) != AFFIRMED:
                 continue
             words = [w for w in match.groups() if w]
@@ -1387,7 +1457,7 @@ class ClinicalExtractor:
     @staticmethod
     def _nuclear_grade(scope: str) -> str | None:
         values = []
-        for match in _NUCLEAR_GRADE_RE.finditer(scope):  # the worst, whatever the order of findings
+        for match in _scan(_NUCLEAR_GRADE_RE, scope):  # the worst, whatever the order of findings
             if polarity(scope, match.start(), match.end()) != AFFIRMED:
                 continue
             token = match.group(1) or match.group(2)
@@ -1417,7 +1487,7 @@ class ClinicalExtractor:
 
     @staticmethod
     def _muscle_proper(scope: str) -> str | None:
-        for match in _MUSCLE_PROPER_RE.finditer(scope):
+        for match in _scan(_MUSCLE_PROPER_RE, scope):
             lead, state = match.group(1), match.group(2)
             if lead is not None:
                 if lead in ("includes", "include", "contains", "with"):
@@ -1454,7 +1524,7 @@ class ClinicalExtractor:
     @staticmethod
     def _lymph_nodes(scope: str) -> str | None:
         positive = negative = False
-        for match in _LN_RE.finditer(scope):
+        for match in _scan(_LN_RE, scope):
             # the clause around the mention: "lymph nodes: negative (0/12)", "2 of 10 lymph nodes involved"
             lo = max(scope.rfind(".", 0, match.start()), scope.rfind(";", 0, match.start()),
                      scope.rfind("\n", 0, match.start()), match.start() - 80)
@@ -1501,7 +1571,7 @@ class ClinicalExtractor:
     def _premalignant(self, scope: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
         worst: str | None = None
         order = {"negative": 0, "indefinite": 1, "low": 2, "high": 3}
-        for match in _DYSPLASIA_RE.finditer(scope):
+        for match in _scan(_DYSPLASIA_RE, scope):
             word = next((g for g in match.groups() if g), "")
             if word == "dysplasia":  # "no dysplasia"
                 value = "negative"
@@ -1615,7 +1685,7 @@ class ClinicalExtractor:
     @staticmethod
     def _hpylori(scope: str) -> str | None:
         negative = False
-        for match in _HPYLORI_RE.finditer(scope):
+        for match in _scan(_HPYLORI_RE, scope):
             value = _HPYLORI_VALUE_RE.match(scope, match.end())
             if value is not None:
                 word = value.group(1)
