@@ -745,10 +745,26 @@ class _Candidate:
 
 # OCR glues words at a change of letter case ("carcinomaHistologic Grade", "DIFFERENTIATEDReported"):
 # split there (long reports).
-_GLUED_CASE_RE = re.compile(r"([a-z]{3}(?=[A-Z][a-z])|[A-Z]{3}(?=[A-Z][a-z]{2}))")
+# (the capital opens the pattern, so that the engine skips the other characters; a space is put
+# before it: the same as splitting after `[a-z]{3}(?=[A-Z][a-z])|[A-Z]{3}(?=[A-Z][a-z]{2})`)
+_GLUED_CASE_RE = re.compile(r"[A-Z](?=[a-z])(?:(?<=[a-z]{3}[A-Z])|(?<=[A-Z]{4})(?=[a-z]{2}))")
 # A line that starts a synoptic item ("Perineural Invasion: Absent", "Vascular Invasion:") is a
 # clause of its own, so that one item's value never negates or affirms the next item (long reports).
-_LABEL_LINE_RE = re.compile(r"[ \t]*\n(?=[ \t]*[A-Za-z][A-Za-z /()'\-]{1,40}[ \t]*:)")
+_LABEL_LINE_RE = re.compile(r"\n(?=[ \t]*[A-Za-z][A-Za-z /()'\-]{1,40}[ \t]*:)")
+
+
+def _label_lines(raw: str) -> str:
+    """A blank line before each line that starts with an item label (`_LABEL_LINE_RE`), the blanks
+    ending the line before it dropped (the pattern opens with the line break, a fast scan)."""
+    pieces, last = [], 0
+    for match in _LABEL_LINE_RE.finditer(raw):
+        pieces.append(raw[last:match.start()].rstrip(" \t"))
+        pieces.append("\n\n")
+        last = match.end()
+    if not pieces:
+        return raw
+    pieces.append(raw[last:])
+    return "".join(pieces)
 # a short report that may state pathologic staging or node counts (`_staging`)
 _STAGING_HINT_RE = re.compile(r"\bp?[tnm][0-4xo]|\bstage\b|/ *\d|\bof \d|extra ?(?:nodal|capsular)")
 _MIN_READ_LETTERS = 15  # a read section with fewer letters (a form, a barcode) is no diagnosis
@@ -931,13 +947,13 @@ class ClinicalExtractor:
         unread: list[str] = []
         self._diagnosis(scope, body, facts, doubts, unread)
         self._read_fields(scope, facts, doubts)
+        facts.pop("_principal_start", None)
         if _STAGING_HINT_RE.search(scope):
             self._staging(scope, facts)
-        facts.pop("_principal_start", None)
-        # a short report is one part: its statements, as a long report's parts hold them (no REG
-        # field; a 390-character TCGA report's "liver metastases" -> "gallbladder metastases")
-        if facts:
-            signature = self._part_signatures(text, [len(text)])
+            # a short report that stages a tumour (a TCGA report under 400 characters; REG reports
+            # do not) is one part: its statements, as a long report's parts hold them (no REG
+            # field): a 390-character report's "liver metastases" -> "gallbladder metastases"
+            signature = self._part_signatures(text, [len(text)]) if facts else []
             if signature:
                 facts["specimen_parts"] = signature[0]
         return Extraction(facts, doubts, tuple(unread))
@@ -956,8 +972,8 @@ class ClinicalExtractor:
     # ------------------------------------------------------------------ long reports (TCGA)
 
     def _prepare_long(self, raw: str) -> str:
-        raw = _GLUED_CASE_RE.sub(r"\1 ", raw)
-        raw = _LABEL_LINE_RE.sub("\n\n", raw)
+        raw = _GLUED_CASE_RE.sub(r" \g<0>", raw)
+        raw = _label_lines(raw)
         return normalise_names(self._spelling.repair(prepare_text(raw, upper_abbreviations=False)))
 
     def _extract_long(self, report: str) -> Extraction:
@@ -1020,13 +1036,16 @@ class ClinicalExtractor:
         as a multiset: each statement with its count where it recurs (a statement repeated straight
         after itself counted once), in sorted order, so that neither the order of the text nor a
         repeat in place changes it, but a statement changed, added or dropped anywhere does. At
-        most `_MAX_ELSEWHERE_CHARS` are read (the CRQS throughput budget on long reports)."""
+        most `_MAX_ELSEWHERE_CHARS` are read (the CRQS throughput budget on long reports): first
+        the text after the first diagnosis section (where comments, immunohistochemistry
+        conclusions and addenda follow the diagnosis), then the text above it (clinical history,
+        a gross description written first)."""
         pieces, last = [], 0
         for section in sorted(sections, key=lambda sec: sec.start):
             pieces.append(report[last:section.start])
             last = max(last, section.end)
         pieces.append(report[last:])
-        rest = "\n\n".join(piece for piece in pieces if piece.strip())
+        rest = "\n\n".join(piece for piece in (*pieces[1:], pieces[0]) if piece.strip())
         if len(rest) > _MAX_ELSEWHERE_CHARS:
             rest = rest[:_MAX_ELSEWHERE_CHARS]
         if not _ENOUGH_LETTERS_RE.match(rest):

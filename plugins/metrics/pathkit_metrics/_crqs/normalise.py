@@ -180,6 +180,7 @@ _NST_RE = re.compile(
     r"(?:breast |mammary )?(?:of )?no special type(?: type)? *\)?"
 )
 _COMMA_NOS_RE = re.compile(r" *, *(?=nos\b)")
+_COMMA_NOS_HINT_RE = re.compile(r", *nos\b")  # opens with a literal: a fast test before the sub
 
 
 def _list_markers(text: str) -> list[int]:
@@ -243,7 +244,7 @@ def prepare_text(text: str, upper_abbreviations: bool = True) -> str:
     text = _PARAGRAPH_RE.sub(_BREAK, text)
     if "note" in text:
         text = _NOTE_RE.sub(lambda m: _BREAK + m.group(0).strip() + " " if m.start() else m.group(0), text)
-    text = _WRAP_RE.sub(" ", text).replace(_BREAK, "\n")
+    text = _join_wraps(text).replace(_BREAK, "\n")
     text = _DASHES_RE.sub(" ", text)
     text = _WORD_REWRITE_RE.sub(_rewrite_word, text)
     if "pylori" in text or "helicobacter" in text:
@@ -253,12 +254,25 @@ def prepare_text(text: str, upper_abbreviations: bool = True) -> str:
     text = _SPACES_RE.sub(" ", text)
     if "no special type" in text:
         text = _NST_RE.sub("invasive carcinoma of no special type", text)
-    if "nos" in text:
+    if "nos" in text and _COMMA_NOS_HINT_RE.search(text):
         text = _COMMA_NOS_RE.sub(" ", text)
     if ". " in text or ") " in text:
         text = _break_inline_lists(text)
-    text = _AROUND_BREAK_RE.sub("\n", text)
+    if " " in text and "\n" in text:  # " ?\n ?" -> "\n", spaces already single (`_SPACES_RE`)
+        text = text.replace(" \n", "\n").replace("\n ", "\n")
     return text.strip()
+
+
+def _join_wraps(text: str) -> str:
+    """`_WRAP_RE.sub(" ", text)` (every line break with the blanks around it made one space) for a
+    text whose tabs and control characters are already spaces, by splitting at the line breaks:
+    a pattern that opens with `[ ]*` is tried at every position of a long report."""
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    last = len(lines) - 1
+    return " ".join(line.strip(" ") if 0 < i < last else (line.rstrip(" ") if i == 0 else line.lstrip(" "))
+                    for i, line in enumerate(lines))
 
 
 # A subtype written after its family ("renal cell carcinoma, chromophobe type", "adenocarcinoma
