@@ -19,6 +19,7 @@ from pathkit_metrics._crqs.normalise import (
     normalise_names,
     prepare_text,
     roman_or_int,
+    trie_pattern,
 )
 from pathkit_metrics._crqs.ocr import KNOWN_WORDS, SpellingRepair, clinical_words
 from pathkit_metrics._crqs.sections import Section, read_spans, specimen_parts, strip_clutter
@@ -180,7 +181,16 @@ _ORGANS: dict[str, str] = {
     "gallbladder": "gallbladder", "bone marrow": "bone marrow", "soft tissue": "soft tissue",
     "omentum": "omentum", "fallopian tube": "fallopian tube", "vulva": "vulva", "vagina": "vagina",
 }
-_ORGAN_RE = re.compile(r"\b(" + "|".join(sorted(_ORGANS, key=len, reverse=True)) + r")\b")
+def _word_list_re(words: list[str], extra: str = "") -> re.Pattern[str]:
+    """`\\b(w1|w2|...)\\b`, the longest word that ends on a word boundary, as group 1, folded into a
+    prefix tree (`trie_pattern`): at each word start the engine follows the one branch of its
+    first letter instead of trying every word (a third of the time on a long report); `extra`, an
+    alternative that is no plain word ("parametri\\w*"), is tried after the tree."""
+    tree = trie_pattern(words)[2:-2]  # without its \b ... \b
+    return re.compile(r"\b(" + tree + ("|" + extra if extra else "") + r")\b")
+
+
+_ORGAN_RE = _word_list_re(list(_ORGANS))
 _SPECIMENS: dict[str, str] = {
     "core needle biopsy": "core needle biopsy", "core biopsy": "core needle biopsy",
     "sono guided core biopsy": "core needle biopsy", "sono guided core needle biopsy": "core needle biopsy",
@@ -202,7 +212,7 @@ _SPECIMENS: dict[str, str] = {
     "endoscopic mucosal resection": "endoscopic mucosal resection", "wedge resection": "wedge resection",
     "resection": "resection", "excision": "excision", "biopsy": "biopsy",
 }
-_SPECIMEN_RE = re.compile(r"\b(" + "|".join(sorted(_SPECIMENS, key=len, reverse=True)) + r")\b")
+_SPECIMEN_RE = _word_list_re(list(_SPECIMENS))
 # Ways of naming one procedure: the noun and the adjective of an endoscopy, the guidance by
 # ultrasound, the vacuum-assisted devices (Mammotome, EnCor) and needle-core word order.
 _SPECIMEN_WORDS: dict[str, str] = {
@@ -775,13 +785,12 @@ _MAX_ELSEWHERE_CHARS = 4_000  # of the text outside the diagnosis sections (`sta
 _POLARITY_MARK = {AFFIRMED: "+", NEGATED: "-", UNCERTAIN: "?"}
 _ROMAN_DIGITS = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "o": "0", "l": "1"}
 # anatomical words of a tumour's extent, whatever verb leads them ("extending into the perivesical fat")
-_EXTENT_WORD_RE = re.compile(
-    r"\b(lamina propria|muscularis propria|muscularis mucosae|submucosa|subserosa|serosa|perivesical|perirenal|"
-    r"perinephric|renal sinus|renal vein|renal capsule|gerota's fascia|adrenal gland|seminal vesicles?|"
-    r"extraprostatic|periprostatic|pericolonic|pericolorectal|perirectal|mesorectal|visceral peritoneum|"
-    r"extrathyroidal|myometrium|myometrial|parametri\w*|peripancreatic|duodenal wall|bone|cartilage|"
-    r"perineural|intrarenal|intraprostatic)\b"
-)
+_EXTENT_WORD_RE = _word_list_re((
+    "lamina propria|muscularis propria|muscularis mucosae|submucosa|subserosa|serosa|perivesical|perirenal|"
+    "perinephric|renal sinus|renal vein|renal capsule|gerota's fascia|adrenal gland|seminal vesicle|"
+    "seminal vesicles|extraprostatic|periprostatic|pericolonic|pericolorectal|perirectal|mesorectal|"
+    "visceral peritoneum|extrathyroidal|myometrium|myometrial|peripancreatic|duodenal wall|bone|cartilage|"
+    "perineural|intrarenal|intraprostatic").split("|"), extra=r"parametri\w*")
 # statements read as present / absent / doubtful (see `_mentions`)
 _STATE_MENTIONS = (
     (_LVI_RE, "lvi"), (_PNI_RE, "pni"), (_ENE_RE, "ene"), (_EPE_RE, "epe"), (_CAPSULAR_RE, "capsule"),
@@ -794,12 +803,11 @@ _VALUE_MENTIONS = (
     (_STAGE_GROUP_RE, "stage"), (_DYSPLASIA_RE, "dysplasia"),
 )
 # tumour subtype words ("mucinous, moderately differentiated adenocarcinoma")
-_SUBTYPE_WORD_RE = re.compile(
-    r"\b(serous|mucinous|endometrioid|clear cell|chromophobe|papillary|squamous|sarcomatoid|signet ring|"
-    r"micropapillary|cribriform|acinar|ductal|lobular|follicular|medullary|anaplastic|keratinizing|basaloid|"
-    r"verrucous|spindle cell|small cell|large cell|neuroendocrine|fibrolamellar|"
-    r"glandular|solid|lepidic|mucoepidermoid|gemistocytic)\b"
-)
+_SUBTYPE_WORD_RE = _word_list_re((
+    "serous|mucinous|endometrioid|clear cell|chromophobe|papillary|squamous|sarcomatoid|signet ring|"
+    "micropapillary|cribriform|acinar|ductal|lobular|follicular|medullary|anaplastic|keratinizing|basaloid|"
+    "verrucous|spindle cell|small cell|large cell|neuroendocrine|fibrolamellar|"
+    "glandular|solid|lepidic|mucoepidermoid|gemistocytic").split("|"))
 # a count written "(k/n)" or "(k of n)": in a diagnosis, nodes involved of nodes examined
 _ANY_RATIO_RE = re.compile(r"\( *(\d{1,2}) *(?:/|of) *(\d{1,3}) *\)")
 # a T or N category written without its "p" (OCR lost it, "P„uti, T3-S", or the report omits it:
