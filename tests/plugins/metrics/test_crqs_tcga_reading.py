@@ -317,3 +317,46 @@ def test_real_development_report_change_is_seen(dev_reports, patient, excerpt, c
     wrong = reference.replace(change[0], change[1], 1)
     assert crqs(reference, reference) == pytest.approx(1.0)
     assert crqs(wrong, reference) < 1.0
+
+
+# ----------------------------------------------------------------------------- the TCGA pair builder
+
+
+@pytest.fixture(scope="module")
+def pairs_module():
+    """`benchmarks/tcga_report_pairs.py`, the graded TCGA pairs of the validity benchmark."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "tcga_report_pairs.py"
+    spec = importlib.util.spec_from_file_location("tcga_report_pairs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PAIR_REPORT = ("FINAL DIAGNOSIS:\nA. Left kidney, nephrectomy: clear cell renal cell carcinoma, Fuhrman grade 2, "
+               "pT1a N0.\nB. Lymph node, excision: one lymph node, negative (0/1).\nC. Adrenal gland: no tumor.\n"
+               "D. Right ureter margin: free of tumor; lymphovascular invasion not identified.\n"
+               "NOTE: Recommend immunohistochemistry for block T1.\nN2. Involvement by renal neoplasm: absent\n"
+               "GROSS DESCRIPTION:\nReceived fresh.\n")
+
+
+def test_pair_seeds_draw_other_places_reproducibly(pairs_module):
+    record = {"ocr_text": PAIR_REPORT, "patient_id": "TCGA-00-0000", "organ_group": "KIDNEY"}
+    first = pairs_module.build_pairs([record], 0)
+    assert first == pairs_module.build_pairs([record])  # seed 0 is the default
+    drawn = {seed: pairs_module.build_pairs([record], seed) for seed in range(1, 21)}
+    assert drawn[3] == pairs_module.build_pairs([record], 3)  # a seed is a reproducible draw
+    part_orders = {next(r["prediction"] for r in rows if r["kind"] == "part order") for rows in drawn.values()}
+    assert len(part_orders) > 1  # A-B or B-C or C-D swapped
+    # every draw keeps identical reports identical and changes every error pair
+    for rows in (first, *drawn.values()):
+        assert all((r["prediction"] == r["reference"]) == (r["kind"] == "identical") for r in rows)
+
+
+def test_the_stage_rewrite_leaves_block_names_and_form_labels(pairs_module):
+    record = {"ocr_text": PAIR_REPORT, "patient_id": "TCGA-00-0000", "organ_group": "KIDNEY"}
+    for seed in range(0, 12):
+        stage = next(r for r in pairs_module.build_pairs([record], seed) if r["kind"] == "stage")["prediction"]
+        assert "block T1" in stage and "N2. Involvement" in stage
