@@ -73,10 +73,10 @@ _UNCERTAIN_PRE_RE = re.compile(
     r"concerning for|may represent|might represent|suggestive of|differential diagnosis)\b"
 )
 _NEG_POST_RE = re.compile(
-    # "necrosis: absent", "lvi: not identified"; a bare "no"/"none" only as the whole value, since
-    # "prostate biopsy: no evidence of carcinoma" negates what follows, not what precedes
+    # "necrosis: absent", "lvi: not identified", "lvi: none identified"; a bare "no"/"none" only as
+    # the whole value, since "prostate biopsy: no evidence of carcinoma" negates what follows
     r"^ *(?:: *\(? *(?:not (?:identified|seen|present|detected|found|evident|observed|noted)|absent\b|"
-    r"negative\b|(?:no|none)(?= *(?:$|[,;(])))"
+    r"negative\b|none (?:identified|seen|present|detected|found|noted)\b|(?:no|none)(?= *(?:$|[,;(])))"
     r"|\(? *(?:is|are|was|were|has been|have been) +(?:not\b|absent|negative|none)"
     r"|(?:not (?:identified|seen|present|detected|found|evident|observed|noted)|absent\b|negative\b))"
 )
@@ -1044,16 +1044,24 @@ class ClinicalExtractor:
         as a multiset: each statement with its count where it recurs (a statement repeated straight
         after itself counted once), in sorted order, so that neither the order of the text nor a
         repeat in place changes it, but a statement changed, added or dropped anywhere does. At
-        most `_MAX_ELSEWHERE_CHARS` are read (the CRQS throughput budget on long reports): first
-        the text after the first diagnosis section (where comments, immunohistochemistry
-        conclusions and addenda follow the diagnosis), then the text above it (clinical history,
-        a gross description written first)."""
+        most `_MAX_ELSEWHERE_CHARS` are read (the CRQS throughput budget on long reports), the
+        text nearest the diagnosis first: the text after the first diagnosis section (where
+        comments, immunohistochemistry conclusions and addenda follow it), then the end of the text
+        above it, from a line start (a comment or a summary template written just above the
+        diagnosis; clinical history and a gross description written first come last)."""
         pieces, last = [], 0
         for section in sorted(sections, key=lambda sec: sec.start):
             pieces.append(report[last:section.start])
             last = max(last, section.end)
         pieces.append(report[last:])
-        rest = "\n\n".join(piece for piece in (*pieces[1:], pieces[0]) if piece.strip())
+        rest = "\n\n".join(piece for piece in pieces[1:] if piece.strip())
+        room = _MAX_ELSEWHERE_CHARS - len(rest) - 2
+        above = pieces[0]
+        if room > 0 and above.strip():
+            if len(above) > room:
+                above = above[-room:]
+                above = above[above.find("\n") + 1:]  # from a line start
+            rest = rest + "\n\n" + above if rest else above
         if len(rest) > _MAX_ELSEWHERE_CHARS:
             rest = rest[:_MAX_ELSEWHERE_CHARS]
         if not _ENOUGH_LETTERS_RE.match(rest):
