@@ -239,6 +239,28 @@ def test_boilerplate_glued_to_a_diagnosis_line_keeps_the_diagnosis():
     assert crqs(reference.replace("POORLY", "WELL"), reference) < 1.0
 
 
+def test_none_identified_is_a_negative_item_value(extractor):
+    reference = ("FINAL DIAGNOSIS:\nA. Bladder, cystectomy: urothelial carcinoma, high grade.\n"
+                 "5. Lymphatic/vascular invasion: None identified.\n6. Perineural invasion: none seen.\n" + GROSS)
+    fields = extractor.extract(reference).fields
+    assert fields["lymphovascular_invasion"] == "absent" and fields["perineural_invasion"] == "absent"
+    assert crqs(reference.replace("None identified", "present"), reference) < 1.0
+
+
+def test_text_nearest_the_diagnosis_is_read_first():
+    # a long report whose diagnosis comes last, after more than 4,000 characters: the template
+    # summary written just above it is read, the start of the report (clinical history) is not
+    history = "CLINICAL HISTORY:\n" + "Patient with a renal mass, for nephrectomy; no prior history.\n" * 80
+    summary = ("The following template summarizes the findings in this case:\nHistologic type: Papillary renal "
+               "cell carcinoma, solid variant.\n")
+    reference = (history + summary + "FINAL DIAGNOSIS:\nA. Kidney, left, nephrectomy: renal cell carcinoma, "
+                 "Fuhrman nuclear grade 3, pT1b.\nB. Adrenal gland: no tumor.\n")
+    assert len(history) > 4000
+    assert crqs(reference.replace("Papillary renal", "Clear cell renal"), reference) < 1.0
+    elsewhere = ClinicalExtractor().extract(reference).fields["statements_elsewhere"]
+    assert "kind=papillary" in elsewhere
+
+
 # ----------------------------------------------------------------------------- real reports (development half)
 
 
