@@ -104,9 +104,7 @@ _SPACES_RE = re.compile(r"  +")
 _PARAGRAPH_RE = re.compile(r"\n\s*\n\s*|\n\s*(?=(?:\d{1,2}\s*[.)]|[a-z][.)]\s|[-*\u2022]))")
 # "Note)" / "Note:" opens a remark of its own (REG: "Note) The specimen includes muscle proper.")
 _NOTE_RE = re.compile(r"\s*\bnote *[):] *")
-_WRAP_RE = re.compile(r"[ \t\f\v]*\n[ \t\f\v]*")
 _BREAK = "\x1e"  # clause-break sentinel while wraps are joined
-_AROUND_BREAK_RE = re.compile(r" ?\n ?")
 _CONTROL_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 _QUOTES_RE = re.compile(r"[\u2018\u2019\u201b\u0060\u00b4]")
 _DASHES_RE = re.compile(r"[\u2010\u2011\u2012\u2013\u2014\u2015\u2212_-]+")
@@ -264,7 +262,7 @@ def prepare_text(text: str, upper_abbreviations: bool = True) -> str:
 
 
 def _join_wraps(text: str) -> str:
-    """`_WRAP_RE.sub(" ", text)` (every line break with the blanks around it made one space) for a
+    """Every line break with the blanks around it made one space (`[ ]*\\n[ ]*` -> " ") for a
     text whose tabs and control characters are already spaces, by splitting at the line breaks:
     a pattern that opens with `[ ]*` is tried at every position of a long report."""
     if "\n" not in text:
