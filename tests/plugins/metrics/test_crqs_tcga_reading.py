@@ -345,16 +345,9 @@ def test_real_development_report_change_is_seen(dev_reports, patient, excerpt, c
 
 
 @pytest.fixture(scope="module")
-def pairs_module():
+def pairs_module(load_benchmark):
     """`benchmarks/tcga_report_pairs.py`, the graded TCGA pairs of the validity benchmark."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "tcga_report_pairs.py"
-    spec = importlib.util.spec_from_file_location("tcga_report_pairs", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("tcga_report_pairs")
 
 
 PAIR_REPORT = ("FINAL DIAGNOSIS:\nA. Left kidney, nephrectomy: clear cell renal cell carcinoma, Fuhrman grade 2, "
