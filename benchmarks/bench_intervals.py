@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import pathkit_metrics.classification as C
 
-    from pathkit_core.splits import split_statement
+    from pathkit_sdk.splits import split_statement
 
     rng = np.random.default_rng(0)
     labels = rng.integers(0, args.classes, args.cases)

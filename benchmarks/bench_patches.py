@@ -150,8 +150,9 @@ def head_child(name: str, n: int, dim: int, test_fraction: float) -> None:
     sizes like HepatoBench's): build (index or fit) and predict the test part; prints JSON."""
     import torch
 
-    from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, GeneratorSpec
+    from pathkit_core.contracts import GeneratorSpec
     from pathkit_core.plugins import get_component
+    from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
     feats, labels = synthetic_features(n, dim)
     n_test = int(n * test_fraction)

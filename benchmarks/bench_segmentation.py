@@ -22,6 +22,12 @@
 
     .venv/bin/python benchmarks/bench_segmentation.py [--pairs 3] [--sizes 10000,30000,100000] [--cache DIR]
     .venv/bin/python benchmarks/bench_segmentation.py --monai --pairs 5 --skip-overhead --sizes ""
+    .venv/bin/python benchmarks/bench_segmentation.py --before /path/to/older/checkout --skip-overhead --sizes ""
+
+4. Before and after (`--before ROOT`): part 3's pathkit run with every output file (the 30,000 px
+   slide's tissue windows) timed in alternating fresh processes, one with the code of the
+   checkout ROOT (its own benchmarks/bench_segmentation.py `segment`), one with this one's; each
+   process times three runs after an untimed one and reports their median.
 
 Slides are written once into the cache folder (the 100,000 px one takes a minute or two and ~350 MB).
 """
@@ -256,6 +262,23 @@ def _write_window_features(path: Path, grid, xs, manifest_path: Path, keep) -> N
                                          "tile_px": "224"})
 
 
+def _tissue_windows(size: int, cache: Path):
+    """(grid features, window positions, manifest path, (rows, cols) tissue windows, the feature
+    file of the tissue windows, written into the cache)."""
+    import numpy as np
+
+    from pathkit_core.wsi.manifest import read_manifest
+
+    grid, xs, manifest_path = _full_grid_features(size, cache)
+    n = len(xs)
+    coords = read_manifest(manifest_path).coords()
+    tissue = np.zeros((n, n), dtype=bool)
+    tissue[np.searchsorted(xs, coords[:, 1]), np.searchsorted(xs, coords[:, 0])] = True
+    tissue_file = cache / f"monai-tissue-{size}.safetensors"
+    _write_window_features(tissue_file, grid, xs, manifest_path, tissue)
+    return grid, xs, manifest_path, tissue, tissue_file
+
+
 def _stored_map(run_dir: Path):
     import numpy as np
 
@@ -273,17 +296,11 @@ def monai_side_by_side(pairs: int, cache: Path, size: int = 30000) -> None:
         print("monai: not installed, skipped (a separate environment with `pip install monai` compares it)")
         return
     from pathkit_core.contracts import TileSpec
-    from pathkit_core.wsi.manifest import read_manifest
 
     torch.set_num_threads(1)
-    grid, xs, manifest_path = _full_grid_features(size, cache)
+    grid, xs, manifest_path, tissue, tissue_file = _tissue_windows(size, cache)
     n = len(xs)
-    manifest = read_manifest(manifest_path)
-    tissue = np.zeros((n, n), dtype=bool)
-    coords = manifest.coords()
-    tissue[np.searchsorted(xs, coords[:, 1]), np.searchsorted(xs, coords[:, 0])] = True
-    tissue_file, every_file = cache / f"monai-tissue-{size}.safetensors", cache / f"monai-every-{size}.safetensors"
-    _write_window_features(tissue_file, grid, xs, manifest_path, tissue)
+    every_file = cache / f"monai-every-{size}.safetensors"
     _write_window_features(every_file, grid, xs, manifest_path, np.ones((n, n), dtype=bool))
     model = knn_head(64).eval()
     classes = [f"C{k}" for k in range(7)]
@@ -364,6 +381,56 @@ def monai_side_by_side(pairs: int, cache: Path, size: int = 30000) -> None:
     print(f"  median MONAI {sorted(times['monai'])[len(times['monai']) // 2]:.3f} s")
 
 
+# --------------------------------------------------------------------------- 4. before and after
+
+_TIMED_CHILD = """
+import json, os, sys, tempfile, time
+from pathlib import Path
+sys.path.insert(0, os.path.join(sys.argv[1], "benchmarks"))
+import bench_segmentation as b
+import pathkit_tasks
+import torch
+from pathkit_core.contracts import TileSpec
+if not pathkit_tasks.__file__.startswith(sys.argv[1]):
+    raise SystemExit(f"pathkit_tasks came from {pathkit_tasks.__file__}, not {sys.argv[1]}")
+torch.set_num_threads(1)
+model = b.knn_head(64).eval()
+times = []
+for i in range(4):
+    with tempfile.TemporaryDirectory(dir=sys.argv[2]) as tmp:
+        t0 = time.perf_counter()
+        b.segment(model, Path(sys.argv[3]), Path(tmp), TileSpec(224, 0.5),
+                  {"overlap": 0.5, "pad_edges": True, "min_tissue_fraction": 0.1},
+                  [f"C{k}" for k in range(7)], {"tissue_weighting": False})
+        if i:
+            times.append(time.perf_counter() - t0)
+print(json.dumps(sorted(times)[1]))
+"""
+
+
+def before_and_after(before: Path, pairs: int, cache: Path, size: int = 30000) -> None:
+    *_, features = _tissue_windows(size, cache)
+    roots = {"before": before.resolve(), "after": HERE.parents[1]}
+
+    def timed(root: Path) -> float:
+        path = os.pathsep.join(str(root / sub) for sub in ("", "plugins/encoders", "plugins/generators",
+                                                           "plugins/datasets", "plugins/metrics"))
+        out = subprocess.run([sys.executable, "-c", _TIMED_CHILD, str(root), str(cache), str(features)], check=True,
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path}, cwd=root)
+        return float(out.stdout.strip().splitlines()[-1])
+
+    print(f"before and after: pathkit on the {size:,} px slide's tissue windows, every output file; {before} against "
+          f"this checkout, alternating fresh processes, {pairs} pairs")
+    ratios = []
+    for pair in range(pairs):
+        order = ("before", "after") if pair % 2 == 0 else ("after", "before")
+        got = {side: timed(roots[side]) for side in order}
+        ratios.append(got["before"] / got["after"])
+        print(f"  pair {pair + 1}: load {Path('/proc/loadavg').read_text().split()[0]}, before {got['before']:.3f} s, "
+              f"after {got['after']:.3f} s, before / after {ratios[-1]:.2f}")
+    print(f"  median before / after {sorted(ratios)[len(ratios) // 2]:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=3)
@@ -372,6 +439,7 @@ def main() -> None:
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--skip-overhead", action="store_true")
     parser.add_argument("--monai", action="store_true", help="the side by side against MONAI's sliding window")
+    parser.add_argument("--before", type=Path, default=None, help="an older checkout to time part 3 against")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PATHKIT_DIRECT_TIFF", "1")
@@ -381,6 +449,8 @@ def main() -> None:
     print(f"load average: {Path('/proc/loadavg').read_text().strip()}")
     if args.monai:
         monai_side_by_side(args.pairs, args.cache)
+    if args.before is not None:
+        before_and_after(args.before, args.pairs, args.cache)
     if not args.skip_overhead:
         overhead(args.pairs, args.cache)
     memory([int(s) for s in args.sizes.split(",") if s], args.cache)

@@ -265,7 +265,7 @@ def bench_segmentation(out: Path) -> float:
 
 def _old_morphology(tissue, r_open: int, r_close: int):
     """The tissue-mask morphology as it was: scikit-image opening/closing with the disk sequence,
-    SciPy's hole filling (the reference `pathkit_core.wsi.morphology` must equal)."""
+    SciPy's hole filling (the reference `pathkit_tissue.morphology` must equal)."""
     from scipy import ndimage as ndi
     from skimage.morphology import closing, disk, opening
 
@@ -275,7 +275,7 @@ def _old_morphology(tissue, r_open: int, r_close: int):
 
 
 def _new_morphology(tissue, r_open: int, r_close: int):
-    from pathkit_core.wsi.morphology import binary_closing, binary_opening, fill_holes
+    from pathkit_tissue.morphology import binary_closing, binary_opening, fill_holes
 
     return fill_holes(binary_closing(binary_opening(tissue, r_open), r_close))
 
@@ -291,9 +291,10 @@ def bench_large_slides(out: Path, pairs: int) -> None:
     import numpy as np
 
     from pathkit_core.wsi.qc import render_qc
-    from pathkit_core.wsi.segmentation import hsv_channels, read_thumbnail, segment_slide
+    from pathkit_core.wsi.segmentation import read_thumbnail, segment_slide
     from pathkit_core.wsi.slide import open_slide
     from pathkit_core.wsi.tiling import TilingParams, choose_geometry, plan_grid, tile_slide
+    from pathkit_tissue.otsu import hsv_channels
 
     params = TilingParams(target_mpp=0.5, tile_px=256)
     for peer in ("trident", "lazyslide"):

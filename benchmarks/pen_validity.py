@@ -26,7 +26,7 @@ INK_MIN_SATURATION = 0.2
 
 
 def _pen(rgb, params, mpp):  # noqa: ANN001, ANN202
-    from pathkit_core.wsi.segmentation import OtsuTissueSegmenter, hsv_channels
+    from pathkit_tissue.otsu import OtsuTissueSegmenter, hsv_channels
 
     hue, sat, val = hsv_channels(rgb)
     pen = OtsuTissueSegmenter(params).pen_mask(rgb, hue, sat, val, mpp)

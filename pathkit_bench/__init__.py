@@ -7,7 +7,9 @@ it builds on `pathkit run` and adds commands, nothing the run needs.
   Friedman and Nemenyi (arrays in, numbers out);
 - `compare`: paired comparisons of two run folders scored on the same test cases;
 - `suite`: the suite TOML, its cells, the tidy leaderboard and the across-task analysis;
-- `report`: the suite report and its critical-difference diagram; `cli`: the two commands.
+- `leaderboard`: the leaderboard of one dataset's cells (`pathkit run` with several encoders or
+  generators) and its paper-style views; `report`: its matrix report, the suite report and the
+  critical-difference diagram; `cli`: the two commands; `hookspecs`: the report hooks it adds.
 """
 
 from __future__ import annotations
@@ -21,3 +23,29 @@ def register_commands(app):
 
     bench.register(app)
     compare.register(app)
+
+
+@hookimpl
+def add_hookspecs(add):
+    from pathkit_bench import hookspecs
+
+    add(hookspecs)
+
+
+@hookimpl
+def cells_finished(results, workdir, dataset, console):
+    if len(results) > 1:
+        from pathkit_bench.report.matrix import write_leaderboard
+
+        write_leaderboard(results, workdir, dataset, console=console)
+
+
+@hookimpl
+def folder_reports(path):
+    from pathkit_bench.report.matrix import is_leaderboard, write_matrix_report
+
+    if is_leaderboard(path):
+        return [write_matrix_report(path)]
+    if (path / "runs").is_dir() and is_leaderboard(path / "leaderboards"):
+        return [write_matrix_report(path / "leaderboards")]
+    return None

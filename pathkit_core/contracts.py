@@ -17,18 +17,6 @@ if TYPE_CHECKING:  # heavy imports stay out of `pathkit --help`
     import polars as pl
     import torch
 
-# The built-in task types (DESIGN.md section 4), registered by the pathkit_tasks packages through the same
-# `register_tasks` hook a third-party plugin uses: the list of task types is open.
-TASK_REPORT = "report"
-TASK_SLIDE_CLASSIFICATION = "slide-classification"
-TASK_PATCH_CLASSIFICATION = "patch-classification"
-TASK_SEGMENTATION = "segmentation"
-TASK_MULTIPLE_CHOICE_VQA = "multiple-choice-vqa"
-
-# The core's component kinds; a task package may add one (the VQA package adds "selector") through
-# the `add_component_kinds` hook.
-COMPONENT_KINDS: tuple[str, ...] = ("task", "encoder", "generator", "dataset", "metric", "segmenter")
-
 # What a case may carry as its input (DESIGN.md section 4): slides to tile and extract,
 # precomputed feature files, or whole images (patches) encoded one image each.
 INPUT_SLIDES = "slides"
@@ -486,19 +474,6 @@ class TaskModel(Protocol):
     def export_state(self) -> dict[str, Any]: ...
 
 
-@runtime_checkable
-class TileAttentionModel(Protocol):
-    """An optional TaskModel method: per-tile evidence for each case of a batch.
-
-    `tile_attention(batch)` returns per case a dict with "case_id", "tile_index" and
-    "tile_file" (as in the items), "attention" (weights summing to 1 over the case's tiles)
-    and "attention_score" (raw scores). A model that has it gets its test-split attention
-    exported as per-slide tables and heatmaps (`<run>/attention/`).
-    """
-
-    def tile_attention(self, batch: Any) -> list[dict[str, Any]]: ...
-
-
 class Generator(Component):
     """A trainable head over tile features (report generator, MIL classifier, ...)."""
 
@@ -569,7 +544,7 @@ class Metric(Component):
     # read apart (CRQS in [-0.857, 1] beside CFC in [0, 1]); shown by `pathkit info`.
     score_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
     # Hugging Face `evaluate` feature types of predictions/references; None: plain values (see
-    # pathkit_core.evaluation.hf_evaluate).
+    # pathkit_interop.evaluate_modules).
     evaluate_features: ClassVar[Any] = None
     # True: `pathkit score` hands this metric each file record without its id (every field, e.g.
     # a VQA reference's answer, capability and group) instead of the record's one value.
@@ -692,7 +667,7 @@ class Task(Component):
     # head, applied window by window), besides generators that name this task in their `tasks`.
     generator_tasks: ClassVar[tuple[str, ...]] = ()
     # The input kinds a metric of this task takes as a Hugging Face `evaluate` module, first the
-    # preferred (pathkit_core.evaluation.hf_evaluate.INPUT_KINDS: "text", "multi_reference",
+    # preferred (pathkit_interop.evaluate_modules.INPUT_KINDS: "text", "multi_reference",
     # "label", "probabilities", "score", "mask").
     evaluate_inputs: ClassVar[tuple[str, ...]] = ("text", "label", "probabilities", "score")
 

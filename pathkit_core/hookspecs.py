@@ -58,6 +58,33 @@ def add_component_kinds(add: Callable[..., None]) -> None:
     the evidence `selector` kind this way)."""
 
 
+@hookspec(firstresult=True)
+def read_feature_file(path: Any, mpp: float | None) -> Any:
+    """A `pathkit_core.features.record.FeatureFile` read from `path` when it is a feature file of a
+    format this plugin reads (the interop package: CLAM/TRIDENT/STAMP h5, GOLDMARK-style torch
+    files), else None; `mpp` (level-0 um/px) converts micrometre coordinates. First answer wins."""
+
+
+@hookspec(historic=True)
+def add_hookspecs(add: Callable[[Any], None]) -> None:
+    """Call `add(module)` with each module of hook specifications the plugin adds for other
+    plugins to implement (the bench package adds its leaderboard and suite report hooks)."""
+
+
+@hookspec
+def cells_finished(results: list[tuple[str, str, Any]], workdir: Any, dataset: str, console: Any) -> None:
+    """`pathkit run` ran several cells of `dataset` (every encoder x generator it was given):
+    `results` holds (encoder, generator, `RunResult`) of the scored ones. The bench package
+    writes their leaderboard and matrix report here."""
+
+
+@hookspec
+def folder_reports(path: Any) -> list[Any] | None:
+    """(Re)build the reports of `path` when it is a folder this plugin writes (a leaderboard, a
+    suite) or a workspace holding one, and return the files written; None or [] otherwise.
+    `pathkit report` calls it after the core has written any run folder's report."""
+
+
 @hookspec
 def doctor_checks() -> list[tuple[str, str, str]]:
     """Checks `pathkit doctor` runs for this plugin: (name, status, detail) rows, status one of
@@ -75,16 +102,3 @@ def report_sections(run: Any) -> list[Any] | None:
     """Sections (`pathkit_core.report.Section`) this plugin adds to the report of a run (`run`: a
     `pathkit_core.report.RunFolder`), beside its task's own (`Task.report_sections`); return
     None or [] for runs it has nothing to say about (the goldmark plugin adds cross-site results)."""
-
-
-@hookspec
-def matrix_report_sections(board: Any) -> list[Any] | None:
-    """Sections this plugin adds to the report of a leaderboard folder (`board`: a
-    `pathkit_core.report.matrix.Leaderboards`; the goldmark plugin adds encoder rank-sums)."""
-
-
-@hookspec
-def suite_report_sections(suite: Any) -> list[Any] | None:
-    """Sections this plugin adds to a suite report (`suite`: a `pathkit_bench.suite.analysis.SuiteAnalysis`,
-    with its tidy leaderboard `suite.frame` and figure writer `suite.figures`; the goldmark plugin adds
-    its encoder rank-sums)."""

@@ -27,8 +27,9 @@ from pathkit_core.contracts import (
 ENTRY_POINT_GROUP = PROJECT_NAME
 ENV_LOAD = "PATHKIT_LOAD_PLUGINS"
 ENV_DISABLE = "PATHKIT_DISABLE_PLUGINS"
-# The `pathkit` distribution's own entry points (the built-in task packages, the Otsu tissue
-# segmenter) are loaded like any plugin's, always: allow/block lists do not apply to them.
+# The `pathkit` distribution's own entry points (the built-in task packages, the bench and interop
+# packages, the Otsu tissue segmenter) are loaded like any plugin's, always: allow/block lists do
+# not apply to them.
 BUILTIN_DISTRIBUTION = PROJECT_NAME
 
 # The core's kinds and their hooks; tasks first: the other kinds' declared tasks are checked
@@ -102,6 +103,7 @@ class Registry:
         self.components: dict[str, dict[str, type[Component]]] = {k: {} for k in self.hooks}
         self.owners: dict[tuple[str, str], str] = {}
         self.conflicts: dict[tuple[str, str], list[str]] = {}
+        self.pm.hook.add_hookspecs.call_historic(kwargs={"add": self.pm.add_hookspecs})
         self.pm.hook.add_component_kinds.call_historic(kwargs={"add": self.add_kind})
 
     @property
@@ -296,7 +298,7 @@ class Registry:
 
     def report_sections(self, hook_name: str, subject: Any) -> list[tuple[str, list[Any] | BaseException]]:
         """(plugin, its sections) from each implementation of report hook `hook_name`
-        ("report_sections", "matrix_report_sections"); a plugin that raises gives its exception,
+        ("report_sections", or one a plugin added); a plugin that raises gives its exception,
         so that the report shows the failure and every other section."""
         out: list[tuple[str, list[Any] | BaseException]] = []
         for impl in getattr(self.pm.hook, hook_name).get_hookimpls():

@@ -11,8 +11,8 @@ code by tests/sdk/test_sdk_docs.py):
   workspace) and let `CohortDataset` do loading, splits, exclusions and validation. `COHORT_OPTIONS`
   are the options every table dataset shares. docs/file-formats.md, "Cohort tables", has the
   conventions.
-- **Splits** (`pathkit_core.splits`): a user's split checked and used exactly
-  (`check_user_split`, `read_split_file`, `match_split_ids`), a seeded patient-disjoint split
+- **Splits** (`pathkit_sdk.splits`; `split_statement` is the run's own): a user's split checked
+  and used exactly (`check_user_split`, `read_split_file`, `match_split_ids`), a seeded patient-disjoint split
   drawn only when none is given (`draw_split`, `load_or_draw_split`), what a split holds in one
   sentence (`split_statement`), and stratified fold manifests (`make_splits`,
   `load_or_create_splits`).
@@ -21,11 +21,15 @@ code by tests/sdk/test_sdk_docs.py):
   `bootstrap_statistic_ci`, `bootstrap_statistics_ci`), Wilson / exact intervals of proportions
   (`proportion_ci`), and the test-set size facts a metric records (`sample_facts` under
   `details[SAMPLE_KEY]`).
+- **Checkpoints** (`pathkit_sdk.checkpoints`): an encoder's or generator's checkpoint read safely
+  (`read_state_dict`: safetensors, or a pickle loaded weights-only) and fitted strictly
+  (`load_state_dict_checked`, `state_dict_mismatches`: every missing, unexpected or misshapen key
+  named).
 - **Synthetic slides** (`pathkit_sdk.synthetic`): `write_synthetic_slide` writes a small
   pyramidal TIFF OpenSlide opens at a given mpp, its tissue made of `Blob`s whose colour and
   texture can encode a label, for a plugin's demo and tests.
 
-This package only re-exports; the core never imports it.
+The core never imports this package.
 """
 
 from __future__ import annotations
@@ -46,28 +50,8 @@ from pathkit_core.evaluation.intervals import (
     sample_facts,
     small_sample_warning,
 )
-from pathkit_core.splits import (
-    SPLIT_PARTS,
-    DrawnSplit,
-    SplitManifest,
-    SplitParams,
-    SplitRecord,
-    as_records,
-    check_disjoint,
-    check_user_split,
-    draw_split,
-    load_or_create_splits,
-    load_or_draw_split,
-    load_splits,
-    make_splits,
-    match_split_ids,
-    patient_disjoint_split,
-    read_split_file,
-    split_part,
-    split_statement,
-    stratified_patient_split,
-    write_split_file,
-)
+from pathkit_core.run.dataset import split_statement
+from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict, state_dict_mismatches
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     COLUMN_ALIASES,
@@ -97,6 +81,27 @@ from pathkit_sdk.cohort import (
     require_columns,
     resolve_file,
     splits_folder,
+)
+from pathkit_sdk.splits import (
+    SPLIT_PARTS,
+    DrawnSplit,
+    SplitManifest,
+    SplitParams,
+    SplitRecord,
+    as_records,
+    check_disjoint,
+    check_user_split,
+    draw_split,
+    load_or_create_splits,
+    load_or_draw_split,
+    load_splits,
+    make_splits,
+    match_split_ids,
+    patient_disjoint_split,
+    read_split_file,
+    split_part,
+    stratified_patient_split,
+    write_split_file,
 )
 from pathkit_sdk.synthetic import Blob, PenStroke, default_layout, write_synthetic_slide
 
@@ -134,6 +139,7 @@ __all__ = [
     "load_or_create_splits",
     "load_or_draw_split",
     "load_splits",
+    "load_state_dict_checked",
     "make_splits",
     "match_split_ids",
     "MIN_CASES",
@@ -146,6 +152,7 @@ __all__ = [
     "proportion_ci",
     "PROPORTION_METHODS",
     "read_split_file",
+    "read_state_dict",
     "read_table",
     "require_columns",
     "resample_indices",
@@ -160,6 +167,7 @@ __all__ = [
     "SplitParams",
     "SplitRecord",
     "splits_folder",
+    "state_dict_mismatches",
     "stratified_patient_split",
     "Table",
     "TABLE_SUFFIXES",

@@ -27,7 +27,7 @@ their cases with the same rules, so a researcher learns them once:
   the order the user gives (option `classes=a,b`); the order is recorded in the split facts.
 - **Splits** (`choose_split`): the user's when given (the `split` column, or option
   `splits_file=FILE`: CSV `case_id,split` or the JSON REG layout), used exactly and only
-  checked (pathkit_core.splits.check_user_split); otherwise drawn once (seeded, patient-disjoint,
+  checked (pathkit_sdk.splits.check_user_split); otherwise drawn once (seeded, patient-disjoint,
   stratified by label where labels allow) and saved in the workspace
   (`<workdir>/splits/<dataset>/`), never in the user's folder. Its parts, for datasets with
   their own split rules: `file_split` (a split file), `column_split` (per-row values),
@@ -511,7 +511,7 @@ def part_counts(parts: Mapping[str, Sequence[str]], patients: Mapping[str, str])
 
 def _finish(parts: dict[str, list[str]], patients: Mapping[str, str], where: str,
             facts: dict[str, Any]) -> tuple[dict[str, list[str]], dict[str, Any]]:
-    from pathkit_core.splits import check_user_split
+    from pathkit_sdk.splits import check_user_split
 
     check_user_split(parts, patients, where)
     return parts, {**facts, **part_counts(parts, patients)}
@@ -521,7 +521,7 @@ def file_split(path: Path, patients: Mapping[str, str], *, normalise_id: Callabl
                excluded: Mapping[str, str] | None = None) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """The user's split file (CSV `case_id,split` or the JSON REG layout), mapped onto the cases
     exactly (`match_split_ids`) and checked: (parts, split facts)."""
-    from pathkit_core.splits import match_split_ids, read_split_file
+    from pathkit_sdk.splits import match_split_ids, read_split_file
 
     where = f"split file {path}"
     parts = match_split_ids(read_split_file(path), list(patients), where, normalise=normalise_id, excluded=excluded)
@@ -533,7 +533,7 @@ def column_split(table: Path, splits: Mapping[str, tuple[str | None, str]], pati
                  source: str = "the split column") -> tuple[dict[str, list[str]], dict[str, Any]]:
     """The split the table's rows give ({case id: (split cell, row place)}), used exactly and
     checked; a split filled on some rows only is an error listing the empty rows."""
-    from pathkit_core.splits import SPLIT_PARTS, split_part
+    from pathkit_sdk.splits import SPLIT_PARTS, split_part
 
     where = f"{table}: {source}"
     empty = [f"{c} ({place})" for c, (value, place) in splits.items() if not value]
@@ -556,8 +556,8 @@ def drawn_split(name: str, patients: Mapping[str, str], *, seed: int, fractions:
     `<workdir>/splits/<name>/`, said in the log with what it holds (`split_statement`). The file's
     name carries a digest of the cases and patients it splits, so two cohorts (or datasets that
     share a name's folder) never read each other's split; a changed label keeps the split."""
-    from pathkit_core.splits import load_or_draw_split, split_statement
     from pathkit_core.workspace import content_hash
+    from pathkit_sdk.splits import load_or_draw_split, split_statement
 
     if not (0 < fractions[0] < 1 and 0 < fractions[1] < 1 and sum(fractions) < 1):
         raise PathkitError(f"{name}: val_fraction {fractions[0]} and test_fraction {fractions[1]} must each lie "

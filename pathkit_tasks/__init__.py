@@ -9,3 +9,11 @@ through its `pathkit` entry points like any plugin (DESIGN.md sections 2 and 4).
 Each package holds its protocol (`task.py`), its report sections (`sections.py`) and the machinery
 only it uses; what several tasks share stays in `pathkit_core`.
 """
+
+# The built-in task types' names (DESIGN.md section 4), what datasets, generators and metrics declare
+# in `tasks`; registered through the same `register_tasks` hook a third-party plugin uses.
+TASK_REPORT = "report"
+TASK_SLIDE_CLASSIFICATION = "slide-classification"
+TASK_PATCH_CLASSIFICATION = "patch-classification"
+TASK_SEGMENTATION = "segmentation"
+TASK_MULTIPLE_CHOICE_VQA = "multiple-choice-vqa"

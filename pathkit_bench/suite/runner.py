@@ -65,7 +65,7 @@ def run_cells(config: SuiteConfig, workdir: Path, *, shard: str | None = None, o
 def tidy_rows(config: SuiteConfig, results: list[CellResult], registry: Any = None) -> list[dict[str, Any]]:
     """One row per cell and summary score, its CI bounds (when the metric gives them) beside it."""
     from pathkit_core.evaluation.scores import CI_SUFFIXES, metric_classes
-    from pathkit_core.evaluation.scores import _finite as number
+    from pathkit_core.evaluation.scores import finite_number as number
 
     rows = []
     names = sorted({m for r in results for m in r.summary})

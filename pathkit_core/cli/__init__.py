@@ -10,11 +10,11 @@ import typer
 from pathkit_core.contracts import PathkitError
 
 # Core command modules; each exposes `register(app)`. Plugins add theirs via `register_commands`.
-COMMAND_MODULES = ("listing", "doctor", "score", "run", "report", "tile", "extract", "status")
+COMMAND_MODULES = ("listing", "doctor", "run", "report", "tile", "extract", "status")
 # Which module registers each core command (tests/core/test_cli.py checks it against the modules):
 # a process running one core command imports and builds that module only.
-CORE_COMMANDS = {"list": "listing", "info": "listing", "doctor": "doctor", "score": "score", "run": "run",
-                 "report": "report", "tile": "tile", "extract": "extract", "qc": "extract", "features": "extract",
+CORE_COMMANDS = {"list": "listing", "info": "listing", "doctor": "doctor", "run": "run",
+                 "report": "report", "tile": "tile", "extract": "extract", "qc": "extract",
                  "status": "status"}
 
 
@@ -46,13 +46,32 @@ def build_app(*, with_plugins: bool = True, command: str | None = None) -> typer
         """pathkit: tile, extract, train, decode and score, resumably."""
 
     only = CORE_COMMANDS.get(command or "")
-    for name in (only,) if only else COMMAND_MODULES:
+    if only:
+        importlib.import_module(f"pathkit_core.cli.{only}").register(app)
+        return app
+    if with_plugins and command and _builtin_command(app, command):
+        return app  # a command of the pathkit distribution's own plugins (`pathkit score`): nothing else loaded
+    for name in COMMAND_MODULES:
         importlib.import_module(f"pathkit_core.cli.{name}").register(app)
-    if with_plugins and not only:
+    if with_plugins:
         from pathkit_core.plugins import get_plugin_manager
 
         get_plugin_manager().call_register_commands(app)
     return app
+
+
+def _builtin_command(app: typer.Typer, command: str) -> bool:
+    """Add the commands of the built-in plugins (the `pathkit` distribution's own entry points) to
+    `app` when one of them is `command`; else leave `app` as it was and return False."""
+    from pathkit_core.plugins import build_registry
+
+    trial = typer.Typer()
+    build_registry(autoload=False).call_register_commands(trial)
+    if command not in {c.name for c in trial.registered_commands} | {g.name for g in trial.registered_groups}:
+        return False
+    app.registered_commands.extend(trial.registered_commands)
+    app.registered_groups.extend(trial.registered_groups)
+    return True
 
 
 def _requested_command(argv: list[str]) -> str | None:

@@ -47,21 +47,15 @@ def _workspace(workdir: Path) -> tuple[str, str]:
 
 
 def _encoder_weights() -> list[tuple[str, str, str]]:
+    from pathkit_core.features.weights import find_weights
     from pathkit_core.plugins import get_plugin_manager
 
     registry = get_plugin_manager()
     rows = []
-    try:
-        from pathkit_core.features.weights import find_weights
-    except ImportError:
-        find_weights = None
     for name in registry.names("encoder"):
         cls = registry.get("encoder", name)
         if cls.weights is None or not cls.weights.hf_hub_id and not cls.weights.filename:
             rows.append((f"weights {name}", "ok", "built in (no checkpoint needed)"))
-            continue
-        if find_weights is None:
-            rows.append((f"weights {name}", "unknown", "weights resolution not available"))
             continue
         path, looked = find_weights(cls)
         if path is not None:

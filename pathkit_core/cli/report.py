@@ -11,10 +11,10 @@ from pathkit_core.contracts import PathkitError
 
 
 def build_reports(path: Path) -> list[Path]:
-    """The reports `path` calls for: a run folder's, a leaderboard folder's (one dataset's or the
-    folder of all), or, for a workspace, every run's and its leaderboards'."""
+    """The reports `path` calls for: a run folder's; for a workspace every run's; and those
+    plugins build for folders they write (`folder_reports`: a leaderboard's, a suite's)."""
+    from pathkit_core.plugins import get_plugin_manager
     from pathkit_core.report.html import write_run_report
-    from pathkit_core.report.matrix import is_leaderboard, write_matrix_report
     from pathkit_core.report.run_folder import is_run_folder
 
     path = Path(path)
@@ -22,14 +22,13 @@ def build_reports(path: Path) -> list[Path]:
         raise PathkitError(f"{path} does not exist")
     if is_run_folder(path):
         return [write_run_report(path)]
-    if is_leaderboard(path):
-        return [write_matrix_report(path)]
+    written = []
     if (path / "runs").is_dir():
         written = [write_run_report(m.parent) for m in sorted((path / "runs").rglob("metrics.json"))]
-        if is_leaderboard(path / "leaderboards"):
-            written.append(write_matrix_report(path / "leaderboards"))
-        if written:
-            return written
+    for found in get_plugin_manager().pm.hook.folder_reports(path=path):
+        written.extend(found or [])
+    if written:
+        return written
     raise PathkitError(f"{path} is neither a run folder (with metrics.json), a leaderboard folder (with "
                        "leaderboard.parquet) nor a workspace with finished runs")
 

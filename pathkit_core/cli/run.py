@@ -110,11 +110,12 @@ def register(app: typer.Typer) -> None:
                 console.print(f"{hidden} more score(s) in {result.run_dir / 'metrics.json'}; figures and per-case "
                               f"evidence in {result.run_dir / 'report.html'}", highlight=False)
             console.print(f"run folder: {result.run_dir}")
-        if len(results) > 1:
-            from pathkit_core.report.matrix import write_leaderboard
+        if len(cells) > 1:
+            from pathkit_core.plugins import get_plugin_manager
 
-            write_leaderboard(results, Path(values.get("workdir", "pathkit-work")), values["dataset"],
-                              console=console)
+            get_plugin_manager().pm.hook.cells_finished(
+                results=results, workdir=Path(values.get("workdir") or DEFAULT_WORKDIR), dataset=values["dataset"],
+                console=console)
 
 
 def _as_list(value) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,18 +28,6 @@ class ScoreResult:
     def details(self) -> dict[str, dict[str, Any]]:
         """Each metric's non-scalar results (`MetricResult.details`), for those that have any."""
         return {name: dict(r.details) for name, r in self.results.items() if r.details}
-
-    def flat_summary(self) -> dict[str, float]:
-        """`{"BLEU-4": ..., "CRQS": ...}`; a key two metrics share is prefixed with the metric."""
-        counts: dict[str, int] = {}
-        for values in self.summary.values():
-            for key in values:
-                counts[key] = counts.get(key, 0) + 1
-        return {
-            (key if counts[key] == 1 else f"{metric}:{key}"): value
-            for metric, values in self.summary.items()
-            for key, value in values.items()
-        }
 
 
 def metric_context(dataset: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -95,11 +84,29 @@ def prepare_metrics(metric_names: Sequence[str], *, dataset: str | None = None,
 INPUT_FLAGS = "input_flags"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_flags(text: object) -> list[str]:
+    """What is wrong with a text that can still be scored: lone surrogates (a JSON
+    `"\\ud800"` escape decodes to one; no UTF-8 encoding holds it, so tools that encode the
+    text drop or replace it) and U+FFFD replacement characters (bytes lost in decoding)."""
+    if not isinstance(text, str):
+        return []
+    flags = []
+    surrogates = [(m.start(), m.group()) for m in _SURROGATE.finditer(text)]
+    if surrogates:
+        where = ", ".join(f"U+{ord(c):04X} at character {i}" for i, c in surrogates[:3])
+        more = f" and {len(surrogates) - 3} more" if len(surrogates) > 3 else ""
+        flags.append(f"lone surrogate {where}{more}")
+    if "\ufffd" in text:
+        flags.append(f"U+FFFD replacement character at character {text.index(chr(0xFFFD))}")
+    return flags
+
+
 def input_flags(predictions: Sequence[Any], references: Sequence[Any]) -> list[str]:
     """Per case, what is wrong with its texts though they can be scored ("" when nothing):
     "prediction: lone surrogate U+D800 at character 15"."""
-    from pathkit_core.report_text import text_flags
-
     out = []
     for pred, ref in zip(predictions, references, strict=True):
         refs = ref if isinstance(ref, list | tuple) else [ref]

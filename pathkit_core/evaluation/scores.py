@@ -66,7 +66,7 @@ class ScoreRow:
         return ARROWS.get(self.direction or "", "")
 
 
-def _finite(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -76,13 +76,13 @@ def _finite(value: Any) -> float | None:
 
 def interval(values: Mapping[str, Any], key: str) -> tuple[float, float] | None:
     """(low, high) of `key` when both bounds are finite numbers, else None."""
-    low, high = _finite(values.get(f"{key}_ci_low")), _finite(values.get(f"{key}_ci_high"))
+    low, high = finite_number(values.get(f"{key}_ci_low")), finite_number(values.get(f"{key}_ci_high"))
     return (low, high) if low is not None and high is not None else None
 
 
 def format_value(value: Any, digits: int = 4) -> str:
     """A score as tables print it: 4 decimals, counts as integers, "n/a" for NaN or missing."""
-    number = _finite(value)
+    number = finite_number(value)
     if number is None:
         return "n/a" if value is not None else ""
     if number.is_integer() and abs(number) >= 10:
@@ -99,7 +99,7 @@ def format_bounds(low: Any, high: Any, digits: int = 3, sep: str = " ") -> str:
     finite (an interval the metric could not estimate); "" when there are none."""
     if low is None or high is None:
         return ""
-    lo, hi = _finite(low), _finite(high)
+    lo, hi = finite_number(low), finite_number(high)
     if lo is None or hi is None:
         return f" {NOT_ESTIMABLE}"
     return f" [{lo:.{digits}f},{sep}{hi:.{digits}f}]"
@@ -128,7 +128,7 @@ def not_estimable(values: Mapping[str, Any], key: str) -> bool:
     the metric tried an interval and could not estimate it."""
     if f"{key}_ci_low" not in values or f"{key}_ci_high" not in values:
         return False
-    return _finite(values.get(key)) is not None and interval(values, key) is None
+    return finite_number(values.get(key)) is not None and interval(values, key) is None
 
 
 def sample_warning(details: Mapping[str, Any] | None) -> str:
@@ -176,7 +176,7 @@ def score_rows(summary: Mapping[str, Mapping[str, Any]],
         warning = sample_warning(own)
         n_cases = (own.get("sample") or {}).get("n_cases") if isinstance(own.get("sample"), Mapping) else None
         for key in headline + [k for k in keys if k not in headline]:
-            row = ScoreRow(metric=metric, key=key, value=_finite(values.get(key)), ci=interval(values, key),
+            row = ScoreRow(metric=metric, key=key, value=finite_number(values.get(key)), ci=interval(values, key),
                            direction=cls.direction(key) if cls is not None else None, headline=key in headline,
                            score_range=tuple(ranges[key]) if key in ranges else None,  # type: ignore[arg-type]
                            label=key if counts.get(key, 0) == 1 else f"{key} ({metric})",
@@ -184,7 +184,7 @@ def score_rows(summary: Mapping[str, Mapping[str, Any]],
                            note="" if informational(key) else warning)
             for name, scored in baselines.items():
                 theirs = (scored or {}).get(metric) or {}
-                row.baselines[name] = _finite(theirs.get(key))
+                row.baselines[name] = finite_number(theirs.get(key))
                 row.baseline_cis[name] = interval(theirs, key)
             (headline_rows if row.headline else other_rows).append(row)
     return headline_rows if headline_only else headline_rows + other_rows

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.features.h5 import read_h5_features
 from pathkit_core.features.record import COORDS_LEVEL0_PX, FeatureFile
 from pathkit_core.workspace import object_records
 
@@ -462,61 +461,26 @@ def load_feature_file(
     verify: bool = True,
     mpp: float | None = None,
 ) -> FeatureFile:
-    """Features from any supported file: pathkit safetensors, CLAM/TRIDENT h5, STAMP h5, or a
-    GOLDMARK-style torch file ({"features": tensor} or a bare tensor, read weights-only).
+    """Features from any supported file: pathkit safetensors here; other formats through the
+    `read_feature_file` hook (the interop package reads CLAM/TRIDENT/STAMP h5 and GOLDMARK-style
+    torch files).
 
     `mpp` (level-0 micrometres per pixel) converts STAMP micrometre coordinates to pixels.
     """
     path = Path(path)
     if not path.is_file():
         raise PathkitError(f"feature file {path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix == FEATURE_SUFFIX:
+    if path.suffix.lower() == FEATURE_SUFFIX:
         return read_features(path, verify=verify)
-    if suffix in (".h5", ".hdf5"):
-        ff = read_h5_features(path, mpp=mpp)
-        if ff.coords is not None and ff.coords_unit != COORDS_LEVEL0_PX:
-            # `coords` promise level-0 pixels; micrometres without an mpp cannot keep that promise.
-            ff.coords = None
-            ff.meta["coords_unit"] = "none"
-            ff.meta["note"] = "micrometre coordinates left out: pass mpp= to convert them to pixels"
-        return ff
-    if suffix in (".pt", ".pth"):
-        return _read_torch_features(path)
-    raise PathkitError(
-        f"{path}: unknown feature file type {suffix!r} (expected .safetensors, .h5 or .pt)"
-    )
+    from pathkit_core.plugins import get_plugin_manager
 
-
-def _read_torch_features(path: Path) -> FeatureFile:
-    import torch
-
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - pickled code is refused by weights_only
-        raise PathkitError(f"{path} cannot be read as a weights-only torch file: {exc}") from None
-    coords = None
-    if isinstance(obj, torch.Tensor):
-        feats = obj
-    elif isinstance(obj, Mapping):
-        key = next((k for k in ("features", "feats") if k in obj), None)
-        if key is None or not isinstance(obj[key], torch.Tensor):
-            raise PathkitError(f"{path} holds no 'features' tensor (keys: {sorted(map(str, obj))})")
-        feats = obj[key]
-        raw = obj.get("coords")
-        if isinstance(raw, torch.Tensor):
-            coords = raw
-    else:
-        raise PathkitError(f"{path} holds a {type(obj).__name__}, not a features tensor")
-    if feats.ndim == 3 and feats.shape[0] == 1:
-        feats = feats[0]
-    if feats.ndim != 2:
-        raise PathkitError(f"{path}: features must be 2-D (tiles x dim), got shape {tuple(feats.shape)}")
-    if coords is not None:
-        if coords.ndim != 2 or coords.shape[0] != feats.shape[0] or coords.shape[1] < 2:
-            raise PathkitError(f"{path}: coords of shape {tuple(coords.shape)} do not match {feats.shape[0]} tiles")
-        coords = coords[:, :2].to(torch.int32)
-    meta = {"source": "torch", "slide_id": path.name.split(".")[0]}
-    if coords is None:
-        meta["coords_unit"] = "none"
-    return FeatureFile(path=path, features=feats, coords=coords, meta=meta)
+    ff = get_plugin_manager().pm.hook.read_feature_file(path=path, mpp=mpp)
+    if ff is None:
+        raise PathkitError(f"{path}: unknown feature file type {path.suffix.lower()!r} (expected {FEATURE_SUFFIX} "
+                           "or a type an installed plugin reads: .h5, .hdf5, .pt, .pth with pathkit's own)")
+    if ff.coords is not None and ff.coords_unit != COORDS_LEVEL0_PX:
+        # `coords` promise level-0 pixels; micrometres without an mpp cannot keep that promise.
+        ff.coords = None
+        ff.meta["coords_unit"] = "none"
+        ff.meta["note"] = "micrometre coordinates left out: pass mpp= to convert them to pixels"
+    return ff

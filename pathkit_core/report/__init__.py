@@ -1,5 +1,5 @@
-"""HTML reports and their figures: the run report, the matrix report of a leaderboard, and the
-pieces a task or plugin builds its own report sections from.
+"""HTML reports and their figures: the run report and the pieces a task or plugin builds its own
+report sections from.
 
 - `RunFolder`: a run folder's artifacts, what `Task.report_sections(run)` and the
   `report_sections` hook receive;

@@ -9,13 +9,12 @@ beside it under `<run>/figures/`. Task-specific parts come from the run's task
 from __future__ import annotations
 
 import json
-import math
 import traceback
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.evaluation.provenance import banners
-from pathkit_core.evaluation.scores import ScoreRow, format_ci, sample_warnings, score_rows
+from pathkit_core.evaluation.scores import ScoreRow, finite_number, format_ci, sample_warnings, score_rows
 from pathkit_core.report.figures import integer_bins, line_chart, new_figure
 from pathkit_core.report.page import Section, details, esc, page, pre_json, table
 from pathkit_core.report.run_folder import RunFolder
@@ -75,7 +74,7 @@ def headline_section(run: RunFolder) -> Section:
 
 def split_section(run: RunFolder) -> Section | None:
     """How the split was made and what it holds, as realised: patients (or slides, images) and
-    cases per part with their fractions (pathkit_core.splits.split_statement)."""
+    cases per part with their fractions (pathkit_core.run.dataset.split_statement)."""
     split = run.metrics.get("split") or {}
     if not split:
         return None
@@ -169,7 +168,7 @@ def training_section(run: RunFolder) -> Section | None:
         chosen_x = next((h.get("step") for h in history if h.get("epoch") == selected), None)
     panels = [("loss", [("training loss", "train_loss"), ("validation loss", "val_loss")],
                "loss (training objective)")]
-    if selection != "val_loss" and any(_finite(h.get("selection")) for h in history):
+    if selection != "val_loss" and any(finite_number(h.get("selection")) is not None for h in history):
         short = selection.rpartition(":")[2]
         panels.append(("selection", [(f"validation {selection}", "selection")], f"validation {short}"))
     lrs = {h.get("lr") for h in history if h.get("lr") is not None}
@@ -180,7 +179,7 @@ def training_section(run: RunFolder) -> Section | None:
     for ax, (_, series, ylabel) in zip(axes[0], panels, strict=True):
         lines = {}
         for label, key in series:
-            pts = [(x, h.get(key)) for x, h in zip(xs, history, strict=True) if _finite(h.get(key))]
+            pts = [(x, h.get(key)) for x, h in zip(xs, history, strict=True) if finite_number(h.get(key)) is not None]
             data[key] = [h.get(key) for h in history]
             if pts:
                 lines[label] = ([p[0] for p in pts], [p[1] for p in pts])
@@ -232,10 +231,6 @@ def _with_ci(row: ScoreRow) -> str:
     if row.value is None:
         return "n/a"
     return f"{row.value:.4f} {row.ci_text}".strip()
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # --------------------------------------------------------------------------- QC

@@ -250,16 +250,6 @@ class RunFolder:
             best = ((self.metrics.get("checkpoints") or {}).get("best") or {}).get("epoch")
         return int(best) if isinstance(best, int | float) else None
 
-    def attention_index(self, checkpoint: str = "best") -> list[dict[str, str]]:
-        """Rows of `<run>/attention/<checkpoint>/index.csv` (case, slide, table, heatmap, note)."""
-        import csv
-
-        path = self.path / "attention" / checkpoint / "index.csv"
-        if not path.exists():
-            return []
-        with open(path, newline="", encoding="utf-8") as fh:
-            return list(csv.DictReader(fh))
-
 
 __all__ = ["FEATURES_QC_FILE", "FIGURES_FOLDER", "TEST_CASES_FILE", "RunFolder", "is_run_folder", "read_json",
            "read_jsonl"]

@@ -60,7 +60,7 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     feature file by slide id, failures)."""
     from pathkit_core.features.extract import extract_features
     from pathkit_core.features.store import failed_slides, usable_feature_files
-    from pathkit_core.wsi.tiling import TilingParams, tile_slides
+    from pathkit_core.wsi.tiling import TilingParams, low_tissue_note, tile_slides
 
     slides = sorted({s for c in cases for s in c.slides}, key=str)
     if not slides:
@@ -80,6 +80,10 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     tiled = tile_slides(slides, tile_dir, params, workers=max(spec.extract_workers, 1),
                         mpp_overrides=mpp_overrides or None, mpp_fix=fix, shard=shard, overwrite=True,
                         code_key=source_identity("pathkit_core.wsi"))
+    # the cohort-minimum flag in one line for all the slides (every split's are tiled in this one call)
+    note = low_tissue_note(tiled, params)
+    if note:
+        log(f"note: {note}")
     failed: dict[str, str] = {}
     for r in tiled:
         if r.status == "failed":

@@ -62,7 +62,6 @@ class TrainConfig:
     seed: int = 0
     cpu: bool = False
     num_workers: int = 0
-    log_every: int = 0
     progress: bool = True
     # The `last` checkpoint (what a resumed run continues from: weights, optimizer, scheduler and
     # RNG state) is written at most every this many minutes, and always after the final period
@@ -98,7 +97,7 @@ class TrainConfig:
             self.validation_epochs = tuple(sorted(set(epochs)))
 
     # Fields that change how the run looks, not what it computes: left out of the fit key.
-    NOT_RESULTS: ClassVar[tuple[str, ...]] = ("progress", "log_every", "num_workers", "cpu", "checkpoint_every_minutes")
+    NOT_RESULTS: ClassVar[tuple[str, ...]] = ("progress", "num_workers", "cpu", "checkpoint_every_minutes")
 
     def result_settings(self) -> dict[str, Any]:
         """The settings a trained model depends on (every field but `NOT_RESULTS`), for the fit key."""

@@ -29,9 +29,9 @@ def _upsample_nearest(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 
 
 def _outline(mask: np.ndarray, width: int) -> np.ndarray:
-    from pathkit_core.wsi.morphology import erode_cross
+    from scipy.ndimage import binary_erosion
 
-    return mask & ~erode_cross(mask, width)
+    return mask & ~binary_erosion(mask, iterations=width)
 
 
 def draw_qc(thumb: Thumbnail, mask: TissueMask, tiles: pl.DataFrame, geometry: TileGeometry) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pathkit_core.contracts import Case, PathkitError
 from pathkit_core.workspace import atomic_write_text, atomic_write_with
@@ -18,6 +18,20 @@ ATTENTION_COLUMNS = ("slide_id", "tile_index", "x", "y", "attention", "attention
                      "attention_percentile")
 # Anchor colours of the heatmap scale, low attention to high (a perceptually ordered blue-to-red ramp).
 HEATMAP_RAMP = ((48, 18, 59), (65, 125, 235), (40, 210, 165), (240, 215, 55), (190, 25, 10))
+
+
+@runtime_checkable
+class TileAttentionModel(Protocol):
+    """An optional method of a slide-classification `TaskModel`: per-tile evidence for each case of a
+    batch.
+
+    `tile_attention(batch)` returns per case a dict with "case_id", "tile_index" and
+    "tile_file" (as in the items), "attention" (weights summing to 1 over the case's tiles)
+    and "attention_score" (raw scores). A model that has it gets its test-split attention
+    exported as per-slide tables and heatmaps (`<run>/attention/`).
+    """
+
+    def tile_attention(self, batch: Any) -> list[dict[str, Any]]: ...
 
 
 def slide_id_of(feature_file: str | Path) -> str:
@@ -310,3 +324,13 @@ __all__ = [
     "slide_id_of",
     "write_attention",
 ]
+
+
+def attention_index(run_dir: str | Path, checkpoint: str = "best") -> list[dict[str, str]]:
+    """Rows of `<run>/attention/<checkpoint>/index.csv` (case, slide, table, heatmap, note) as
+    `export_run_attention` wrote them; [] when the run exported none."""
+    path = Path(run_dir) / "attention" / checkpoint / "index.csv"
+    if not path.exists():
+        return []
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))

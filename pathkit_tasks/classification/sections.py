@@ -213,7 +213,9 @@ def cases_section(run: Any, rows: list[dict[str, Any]]) -> Section | None:
 def attention_section(run: Any, rows: list[dict[str, Any]]) -> Section | None:
     """Attention heatmaps of the test slides the model got most and least right (by the probability
     it gave the reference class), as `<run>/attention/best/` holds them."""
-    index = run.attention_index("best")
+    from pathkit_tasks.classification.attention import attention_index
+
+    index = attention_index(run.path, "best")
     if not index:
         return None
     by_case: dict[str, list[dict[str, str]]] = {}

@@ -16,15 +16,14 @@ from pathkit_core.contracts import (
     INPUT_FEATURES,
     INPUT_IMAGES,
     INPUT_SLIDES,
-    TASK_PATCH_CLASSIFICATION,
-    TASK_SLIDE_CLASSIFICATION,
     Case,
     Dataset,
     RunFacts,
     Task,
-    TileAttentionModel,
 )
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SLIDE_CLASSIFICATION
 from pathkit_tasks._common import most_frequent
+from pathkit_tasks.classification.attention import TileAttentionModel
 
 # A probability vector may miss 1 by rounding (float16 softmax, JSON round trips) but not more.
 _SUM_TOLERANCE = 1e-3

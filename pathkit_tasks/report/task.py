@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import TASK_REPORT, Case, Dataset, Task
+from pathkit_core.contracts import Case, Dataset, Task
+from pathkit_tasks import TASK_REPORT
 from pathkit_tasks._common import most_frequent
 
 

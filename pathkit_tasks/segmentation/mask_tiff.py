@@ -5,16 +5,20 @@ level halves it, down to one tile. Every level is a tiled page in the main IFD c
 reduced ones carry subfiletype=1: OpenSlide opens such a file as `generic-tiff` and ignores
 `subifds` pyramids (REFERENCES, tooling facts). Pixels come from a cell map by their centres, tile
 by tile, so a 100,000 px slide is written in constant memory; tiles of one value (most of them)
-are compressed once. Deflate: masks must stay exact (JPEG would blur the labels).
+are compressed once, and a run of identical tiles in file order (background, the inside of a
+region) is stored once, every tile of the run pointing at the same bytes (tifffile's iterator of
+(bytes, byte count) items; libtiff, OpenSlide and tifffile read tiles by offset and count, so
+shared data reads as repeated tiles). Deflate: masks must stay exact (JPEG would blur the labels).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import zlib
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,25 +66,33 @@ def _block_sums(flags: np.ndarray, r0: np.ndarray, r1: np.ndarray, c0: np.ndarra
     return sat[r1, c1] - sat[r0, c1] - sat[r1, c0] + sat[r0, c0]
 
 
-def _runs(index: np.ndarray) -> list[tuple[np.ndarray, tuple[int, ...]]]:
-    """Per tile of `TILE` entries of `index` (the cell of each pixel, non-decreasing): the distinct
-    cells in order and how many pixels each spans."""
-    import numpy as np
+class _Runs(dict):
+    """Per tile t of `TILE` entries of `index` (the cell of each pixel, non-decreasing), worked out
+    when first asked (only tiles across cell borders ask): the distinct cells in order and how
+    many pixels each spans."""
 
-    out = []
-    for start in range(0, len(index), TILE):
-        part = index[start:start + TILE]
-        first = np.flatnonzero(np.r_[True, part[1:] != part[:-1]])
-        out.append((part[first], tuple(np.diff(np.r_[first, len(part)]).tolist())))
-    return out
+    def __init__(self, index: np.ndarray) -> None:
+        super().__init__()
+        self.index = index
+
+    def __missing__(self, t: int) -> tuple[np.ndarray, tuple[int, ...]]:
+        import numpy as np
+
+        part = self.index[t * TILE:(t + 1) * TILE]
+        bounds = [0, *(np.flatnonzero(part[1:] != part[:-1]) + 1).tolist(), len(part)]
+        self[t] = runs = (part[bounds[:-1]], tuple(b - a for a, b in zip(bounds, bounds[1:], strict=False)))
+        return runs
 
 
-def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample: int) -> Iterator[bytes]:
+def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample: int, *, plain: dict[int, bytes],
+           pool: ThreadPoolExecutor) -> Iterator[bytes]:
     """Deflate-compressed tiles of one level, each pixel the cell under its centre. Which tiles lie
     on one value is found for the whole level at once (summed-area tables of where neighbouring
-    cells differ), so those, most of a slide, cost a cache lookup. A tile across cell borders is
-    the few cells under it, each repeated over its pixels; tiles made of the same cells at the same
-    offsets (along a straight border) are compressed once."""
+    cells differ), and their values read at once: a tile of one value, most of a slide, is its
+    value's compressed tile in `plain` (shared by the levels). A tile across cell borders is the
+    few cells under it, each repeated over its pixels; tiles made of the same cells at the same
+    offsets (along a straight border) are compressed once, in `pool`, one tile row ahead of the
+    row being handed out."""
     import numpy as np
 
     rows_n, cols_n = cells.shape
@@ -93,33 +105,59 @@ def _tiles(cells: np.ndarray, cell0: float, width: int, height: int, downsample:
     down = _block_sums(cells[1:, :] != cells[:-1, :], r0, r1, c0, c1 + 1)
     whole = ((np.arange(n_ty) + 1) * TILE <= height)[:, None] & ((np.arange(n_tx) + 1) * TILE <= width)[None, :]
     uniform = (across == 0) & (down == 0) & whole
-    row_runs, col_runs = _runs(row_of), _runs(col_of)
-    cache: dict[Any, bytes] = {}
-    with ThreadPoolExecutor(max_workers=_threads()) as pool:  # zlib lets go of the GIL
-        for ty in range(n_ty):
+    first = cells[r0, c0]  # (n_ty, n_tx): the cell under each tile's first pixel, its value if uniform
+    for value in np.unique(first[uniform]).tolist():
+        if value not in plain:
+            plain[value] = _deflate(np.full((TILE, TILE), value, dtype=np.uint8))
+    row_runs, col_runs = _Runs(row_of), _Runs(col_of)
+    packed: dict[Any, Future[bytes]] = {}  # border tiles by content, compressed in the pool
+
+    def submit(ty: int) -> tuple[list[Any], dict[int, Any]]:
+        """Row ty's uniform tiles and its border tiles' keys, their compression started."""
+        row: list[Any] = [plain.get(v) for v in first[ty].tolist()]
+        keys: dict[int, Any] = {}
+        mixed = np.flatnonzero(~uniform[ty]).tolist()
+        if mixed:
             r_cells, r_span = row_runs[ty]
             inside_h = min(TILE, max(0, height - ty * TILE))
-            keys, todo = [], {}
-            for tx in range(n_tx):
-                if uniform[ty, tx]:
-                    key: Any = int(cells[r_cells[0], col_runs[tx][0][0]])
-                    if key not in cache and key not in todo:
-                        todo[key] = np.full((TILE, TILE), key, dtype=np.uint8)
-                else:
-                    c_cells, c_span = col_runs[tx]
-                    block = cells[np.ix_(r_cells, c_cells)]
-                    inside_w = min(TILE, max(0, width - tx * TILE))
-                    key = (block.tobytes(), block.shape, r_span, c_span, inside_h, inside_w)
-                    if key not in cache and key not in todo:
-                        tile = np.repeat(np.repeat(block, r_span, axis=0), c_span, axis=1)
-                        tile[inside_h:, :] = 0  # beyond the image edge: padding, not tissue
-                        tile[:, inside_w:] = 0
-                        todo[key] = tile
-                keys.append(key)
-            for key, data in zip(todo, pool.map(_deflate, todo.values()), strict=True):
-                cache[key] = data
-            for key in keys:
-                yield cache[key]
+            for tx in mixed:
+                c_cells, c_span = col_runs[tx]
+                block = cells[r_cells[:, None], c_cells]
+                inside_w = min(TILE, max(0, width - tx * TILE))
+                keys[tx] = key = (block.tobytes(), block.shape, r_span, c_span, inside_h, inside_w)
+                if key not in packed:
+                    tile = np.repeat(np.repeat(block, r_span, axis=0), c_span, axis=1)
+                    tile[inside_h:, :] = 0  # beyond the image edge: padding, not tissue
+                    tile[:, inside_w:] = 0
+                    packed[key] = pool.submit(_deflate, tile)
+        return row, keys
+
+    # one row ahead: the pool compresses row ty + 1's border tiles while row ty is handed over
+    ahead = submit(0) if n_ty else None
+    for ty in range(n_ty):
+        row, keys = ahead
+        ahead = submit(ty + 1) if ty + 1 < n_ty else None
+        for tx, key in keys.items():
+            row[tx] = packed[key].result()
+        yield from row
+
+
+def _shared_runs(tiles: Iterable[bytes]) -> Iterator[tuple[bytes, int]]:
+    """tifffile's (bytes written, byte count) item per tile: a run of consecutive identical tiles
+    writes its bytes once, with its last tile; the others write nothing, so that their offsets
+    are where those bytes land."""
+    previous, run = None, 0
+    for data in tiles:
+        if data is previous or (run and data == previous):
+            run += 1
+            continue
+        if run:
+            yield from itertools.repeat((b"", len(previous)), run - 1)
+            yield previous, len(previous)
+        previous, run = data, 1
+    if run:
+        yield from itertools.repeat((b"", len(previous)), run - 1)
+        yield previous, len(previous)
 
 
 def _deflate(tile: np.ndarray) -> bytes:
@@ -146,7 +184,9 @@ def write_mask_tiff(path: str | Path, cells: np.ndarray, *, cell0: float, slide_
         raise PathkitError(f"{path}: a mask TIFF needs a 2-D cell map and a positive cell size")
     width0, height0 = int(slide_size[0]), int(slide_size[1])
     target = Path(path)
-    with atomic_path(target) as tmp, tifffile.TiffWriter(tmp, bigtiff=width0 * height0 > 2**31) as tw:
+    plain: dict[int, bytes] = {}
+    with ThreadPoolExecutor(max_workers=_threads()) as pool, atomic_path(target) as tmp, \
+            tifffile.TiffWriter(tmp, bigtiff=width0 * height0 > 2**31) as tw:
         for level, (w, h, d) in enumerate(level_sizes(width0, height0)):
             kwargs: dict[str, Any] = dict(
                 shape=(h, w), dtype=np.uint8, tile=(TILE, TILE), compression="deflate",
@@ -161,5 +201,5 @@ def write_mask_tiff(path: str | Path, cells: np.ndarray, *, cell0: float, slide_
                 # pixels per centimetre of this level (its downsample measured from sizes, as OpenSlide does)
                 kwargs.update(resolution=(1e4 / (slide_mpp * width0 / w), 1e4 / (slide_mpp * height0 / h)),
                               resolutionunit="CENTIMETER")
-            tw.write(_tiles(cells, cell0, w, h, d), **kwargs)
+            tw.write(_shared_runs(_tiles(cells, cell0, w, h, d, plain=plain, pool=pool)), **kwargs)
     return target

@@ -167,6 +167,16 @@ def tissue_cells(tissue: np.ndarray, mask_downsample: tuple[float, float], grid:
     from pathkit_core.wsi.tiling import tissue_fractions
 
     mdx, mdy = mask_downsample
+    fx, fy = grid.cell0 / mdx, grid.cell0 / mdy
+    if fx.is_integer() and fy.is_integer() and fx >= 1 and fy >= 1:
+        # cells are whole blocks of mask pixels (e.g. 224 level-0 px cells on a mask of 16):
+        # count each block's tissue pixels; the same fractions as the exact areas below
+        fx, fy = int(fx), int(fy)
+        h, w = min(tissue.shape[0], grid.height * fy), min(tissue.shape[1], grid.width * fx)
+        blocks = np.zeros((grid.height * fy, grid.width * fx), dtype=bool)
+        blocks[:h, :w] = tissue[:h, :w]
+        frac = blocks.reshape(grid.height, fy, grid.width, fx).sum(axis=(1, 3), dtype=np.int64) / float(fx * fy)
+        return (frac >= min_fraction - 1e-9) & (frac > 0)
     cols, rows = np.meshgrid(np.arange(grid.width), np.arange(grid.height))
     frac = tissue_fractions(tissue, cols.ravel() * grid.cell0 / mdx, rows.ravel() * grid.cell0 / mdy,
                             grid.cell0 / mdx, grid.cell0 / mdy)

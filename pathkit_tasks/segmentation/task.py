@@ -38,8 +38,6 @@ from pathkit_core.contracts import (
     INPUT_FEATURES,
     INPUT_IMAGES,
     INPUT_SLIDES,
-    TASK_PATCH_CLASSIFICATION,
-    TASK_SEGMENTATION,
     Case,
     Dataset,
     PathkitError,
@@ -47,6 +45,7 @@ from pathkit_core.contracts import (
     Task,
 )
 from pathkit_core.wsi.masks import MASK_SUFFIXES
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SEGMENTATION
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +64,10 @@ CHUNK_ROWS = 4096
 # Windows whose side differs from the training patches' by more than this share are reported.
 FIELD_TOLERANCE = 0.10
 # Longest side of the thumbnail the overlay is drawn on (a picture for the eye; the map has far
-# fewer cells than this has pixels).
+# fewer cells than this has pixels): the coarsest pyramid level at least OVERLAY_MIN_PX long, read
+# as stored (no resampling: a quarter of the decoding of a level twice as large), at most OVERLAY_PX.
 OVERLAY_PX = 1024
+OVERLAY_MIN_PX = 768
 
 
 def output_folder(predictions_path: Path) -> Path:
@@ -201,7 +202,7 @@ class SegmentationTask(Task):
                           facts: RunFacts) -> Path:
         from pathkit_core.training.trainer import write_predictions
         from pathkit_core.workspace import atomic_write_with, durable_batch, replaced_folder
-        from pathkit_core.wsi.quantify import composition_table
+        from pathkit_tasks.segmentation.quantify import composition_table
 
         folder = output_folder(path)
         index, rows = {}, []
@@ -425,13 +426,30 @@ def _tissue(geo: Mapping[str, Any]) -> tuple[Any, tuple[float, float]]:
 
 
 def _overlay_thumbnail(geo: Mapping[str, Any]) -> Any:
-    """The slide's thumbnail for the overlay (longest side `OVERLAY_PX`), from its coarsest
-    sufficient level."""
-    from pathkit_core.wsi.segmentation import read_thumbnail
+    """The slide's thumbnail for the overlay: the level `overlay_level` names, read whole as
+    stored; else (every level long enough is longer than `OVERLAY_PX`) a thumbnail of `OVERLAY_PX`
+    resampled from the coarsest sufficient level."""
+    from pathkit_core.wsi.segmentation import Thumbnail, read_thumbnail
     from pathkit_core.wsi.slide import open_slide
 
     with open_slide(geo["slide_path"], mpp=geo.get("mpp_override")) as slide:
-        return read_thumbnail(slide, OVERLAY_PX)
+        level = overlay_level(slide.level_dimensions)
+        if level is None:
+            return read_thumbnail(slide, OVERLAY_PX)
+        (width0, height0), (width, height) = slide.dimensions, slide.level_dimensions[level]
+        ds_x, ds_y = width0 / width, height0 / height
+        return Thumbnail(slide.read_region((0, 0), level, (width, height)), ds_x, ds_y, level,
+                         (slide.mpp or 0.0) * (ds_x + ds_y) / 2.0)
+
+
+def overlay_level(level_dimensions: Sequence[tuple[int, int]]) -> int | None:
+    """The pyramid level the overlay is drawn on, read as stored: the coarsest at least
+    `OVERLAY_MIN_PX` long (level 0 when none is) if it is at most `OVERLAY_PX` long; None when it
+    is longer (the overlay is then resampled to `OVERLAY_PX`)."""
+    sides = [max(int(w), int(h)) for w, h in level_dimensions]
+    fitting = [i for i, side in enumerate(sides) if side >= OVERLAY_MIN_PX]
+    level = min(fitting, key=sides.__getitem__) if fitting else max(range(len(sides)), key=sides.__getitem__)
+    return level if sides[level] <= OVERLAY_PX else None
 
 
 def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_dir: Path, *,
@@ -443,9 +461,9 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
 
     from pathkit_core.workspace import atomic_write_with
     from pathkit_core.wsi.masks import MaskFrame, geojson_features, vectorise, write_geojson
-    from pathkit_core.wsi.quantify import composition_rows, slide_composition
     from pathkit_tasks.segmentation.mask_tiff import write_mask_tiff
     from pathkit_tasks.segmentation.overlay import class_colours, draw_overlay, write_overlay
+    from pathkit_tasks.segmentation.quantify import composition_rows, slide_composition
     from pathkit_tasks.segmentation.stitch import class_map, foreground_mask
 
     entry = {k: v for k, v in prediction.items() if k != "staged"}

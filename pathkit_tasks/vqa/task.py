@@ -21,16 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import (
-    INPUT_FEATURES,
-    INPUT_SLIDES,
-    TASK_MULTIPLE_CHOICE_VQA,
-    Case,
-    Dataset,
-    PathkitError,
-    RunFacts,
-    Task,
-)
+from pathkit_core.contracts import INPUT_FEATURES, INPUT_SLIDES, Case, Dataset, PathkitError, RunFacts, Task
+from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA
 from pathkit_tasks._common import most_frequent
 from pathkit_tasks.vqa.cases import (
     LETTERS,

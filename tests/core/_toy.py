@@ -8,7 +8,8 @@ from pathlib import Path
 import polars as pl
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_SLIDE_CLASSIFICATION, Metric, MetricResult
+from pathkit_core.contracts import Metric, MetricResult
+from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 
 class ComponentPlugin:

@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import Metric, MetricResult, PathkitError
+from pathkit_tasks import TASK_REPORT
 from tests._pipes import without_blocking
 
 PREDS = [{"id": "a", "report": "invasive carcinoma grade 2"}, {"id": "b", "report": "benign"}]
@@ -252,7 +253,7 @@ def test_score_matches_ids_that_differ_only_by_a_slide_extension_and_says_so(cli
 
 
 def test_extension_matching_never_merges_or_guesses():
-    from pathkit_core.evaluation.records import match_extensions, without_slide_extension
+    from pathkit_interop.records import match_extensions, without_slide_extension
 
     assert without_slide_extension("TCGA-A2-A0CM-01Z-00-DX1.8A7F") == "TCGA-A2-A0CM-01Z-00-DX1.8A7F"
     assert without_slide_extension("x.ome.tiff") == "x" and without_slide_extension("CMU-1.SVS") == "CMU-1"
@@ -292,6 +293,11 @@ def test_a_core_command_builds_only_its_module():
     assert _requested_command(["--version"]) is None and _requested_command(["score", "-m", "x"]) == "score"
     with_plugins = typer.main.get_command(build_app(command="crqs")).commands  # a plugin's command: all
     assert set(CORE_COMMANDS) <= set(with_plugins)
+    # a command of the distribution's own plugins: only the built-in plugins' commands, no core module
+    # and no third-party plugin (the goldmark plugin's `crossval`)
+    builtin = set(typer.main.get_command(build_app(command="score")).commands)
+    assert {"score", "features", "bench", "compare"} <= builtin and "crossval" in with_plugins
+    assert not builtin & set(CORE_COMMANDS) and "crossval" not in builtin
 
 
 # --------------------------------------------------------------------------- hardening (issue 28)

@@ -6,14 +6,8 @@ import json
 
 import pytest
 
-from pathkit_core.contracts import (
-    TASK_SLIDE_CLASSIFICATION,
-    Case,
-    Dataset,
-    Encoder,
-    Generator,
-    TileSpec,
-)
+from pathkit_core.contracts import Case, Dataset, Encoder, Generator, TileSpec
+from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
 
 N_TILES, DIM = 12, 8

@@ -10,12 +10,13 @@ from importlib import metadata
 import pytest
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import Metric, MetricResult, PathkitError
 from pathkit_core.plugins import (
     AmbiguousComponentError,
     UnknownComponentError,
     build_registry,
 )
+from pathkit_tasks import TASK_REPORT
 
 
 def _metric(name: str) -> type[Metric]:

@@ -10,7 +10,8 @@ import sys
 import polars as pl
 import pytest
 
-from pathkit_core.contracts import TASK_SLIDE_CLASSIFICATION, Case, Dataset, Generator, Metric, MetricResult
+from pathkit_core.contracts import Case, Dataset, Generator, Metric, MetricResult
+from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 from tests.core._toy import ComponentPlugin
 
 N_SLIDES = 8

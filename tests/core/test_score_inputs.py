@@ -187,7 +187,7 @@ def test_clean_inputs_add_no_flag_column(cli, inline, files, tmp_path):
 
 
 def test_text_flags():
-    from pathkit_core.report_text import text_flags
+    from pathkit_core.evaluation.runner import text_flags
 
     assert text_flags("fine text") == [] and text_flags(None) == []
     assert text_flags("a\udc80b\ufffd") == ["lone surrogate U+DC80 at character 1",

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pathkit_core.contracts import TASK_SLIDE_CLASSIFICATION, Case, Dataset, DatasetOption
+from pathkit_core.contracts import Case, Dataset, DatasetOption
 from pathkit_core.sources import note_read
+from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 from tests.core._toy import ComponentPlugin
 from tests.core.test_run_identity import Accuracy, Head, _weighted_encoder
 

@@ -148,6 +148,32 @@ def test_a_durable_batch_lands_every_file_at_its_end_or_none(tmp_path):
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["inner.bin", "new.txt"]
 
 
+def test_a_durable_batch_syncs_every_file_before_any_rename_and_a_failed_sync_changes_nothing(tmp_path, monkeypatch):
+    """The fsyncs are issued together (threads), but all of them end before the first rename;
+    one failing leaves every target as it was and no temporary behind."""
+    import pathkit_core.workspace as ws
+
+    events, real_fsync, real_replace = [], os.fsync, os.replace
+    monkeypatch.setattr(ws.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(ws.os, "replace", lambda a, b: (events.append("rename"), real_replace(a, b))[1])
+    with ws.durable_batch():
+        for i in range(6):
+            atomic_write_text(tmp_path / f"f{i}.txt", str(i))
+    renames = [i for i, e in enumerate(events) if e == "rename"]
+    assert len(renames) == 6 and events[:renames[0]].count("fsync") == 6
+    assert [(tmp_path / f"f{i}.txt").read_text() for i in range(6)] == [str(i) for i in range(6)]
+
+    def failing(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(ws.os, "fsync", failing)
+    with pytest.raises(OSError), ws.durable_batch():
+        for i in range(6):
+            atomic_write_text(tmp_path / f"f{i}.txt", "changed")
+    assert [(tmp_path / f"f{i}.txt").read_text() for i in range(6)] == [str(i) for i in range(6)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"f{i}.txt" for i in range(6)]
+
+
 def _current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

@@ -8,19 +8,8 @@ import json
 import pytest
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import (
-    TASK_MULTIPLE_CHOICE_VQA,
-    TASK_SLIDE_CLASSIFICATION,
-    Case,
-    Dataset,
-    Encoder,
-    Generator,
-    Metric,
-    MetricResult,
-    PathkitError,
-    Task,
-    TileSpec,
-)
+from pathkit_core.contracts import Case, Dataset, Encoder, Generator, Metric, MetricResult, PathkitError, Task, TileSpec
+from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA, TASK_SLIDE_CLASSIFICATION
 from pathkit_tasks.vqa.selection import Selection, Selector
 from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
 

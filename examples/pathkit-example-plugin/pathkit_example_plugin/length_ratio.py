@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import Metric, MetricResult, PathkitError
+from pathkit_tasks import TASK_REPORT
 
 
 class LengthRatio(Metric):

@@ -5,7 +5,7 @@ the split and how it was made, and the cases it left out with the reason (`exclu
 empty or non-UTF-8 reports, ids outside the published split, cases without a slide), and
 validates the folder with errors that say what layout was expected. References are the
 dataset's cleaned report text (`report_cleaning`, shared with the tokenizer through
-`pathkit_core.report_text`); the raw text stays in `Case.meta`.
+`pathkit_tasks.report.text`); the raw text stays in `Case.meta`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import TASK_REPORT, Case, PathkitError
-from pathkit_core.report_text import clean_report, invalid_text_reason
+from pathkit_core.contracts import Case, PathkitError
 from pathkit_core.workspace import plain_name
 from pathkit_sdk.cohort import CohortDataset, drawn_split, file_split
+from pathkit_tasks import TASK_REPORT
+from pathkit_tasks.report.text import clean_report, invalid_text_reason
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 
 from pathkit_core.cli.common import parse_key_values, print_json, print_table, user_errors
-from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, PathkitError
+from pathkit_core.contracts import PathkitError
+from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA
 
 
 def audit_dataset(dataset: str, root: Path | None, options: dict, workdir: Path) -> dict:

@@ -17,17 +17,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import (
-    TASK_SLIDE_CLASSIFICATION,
-    Case,
-    Dataset,
-    DatasetOption,
-    PathkitError,
-    brief_list,
-)
+from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError, brief_list
 from pathkit_core.workspace import path_inside, plain_name
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
 from pathkit_sdk.cohort import find_column, plausible_mpp, read_table, splits_folder
+from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 MANIFEST_NAMES = ("manifest.csv", "manifest.parquet", "slides.csv", "slides.parquet")
 LABEL_NAMES = ("labels.csv", "labels.parquet")
@@ -286,7 +280,7 @@ class GoldmarkDataset(Dataset):
         return dict(self._prepare()["excluded"])
 
     def split_manifest(self) -> Any:
-        """The persisted patient-level split manifest of the training cohort (pathkit_core.splits)."""
+        """The persisted patient-level split manifest of the training cohort (pathkit_sdk.splits)."""
         return self._prepare()["split_manifest"]
 
     def summary(self) -> dict[str, Any]:
@@ -605,7 +599,7 @@ class GoldmarkDataset(Dataset):
         return splits_folder("goldmark", self.options.get("workdir"))
 
     def _splits(self, records: list[SlideRecord], cohort: str) -> Any:
-        from pathkit_core.splits import SplitParams, as_records, load_or_create_splits
+        from pathkit_sdk.splits import SplitParams, as_records, load_or_create_splits
 
         params = SplitParams(n_splits=int(self.options["n_splits"]), test_fraction=float(self.options["test_fraction"]),
                              val_fraction=float(self.options["val_fraction"]), seed=int(self.options["split_seed"]))
@@ -625,8 +619,8 @@ class GoldmarkDataset(Dataset):
     def _imported_splits(self, records: list[Any], path: Path | None, version: int) -> Any:
         """GOLDMARK's versioned split CSV (split_<k>_set columns of train/test per slide), with a
         stratified validation part carved from each training part (never from test)."""
-        from pathkit_core.splits import carve_validation, from_assignments, load_splits, patient_strata
         from pathkit_core.workspace import FileLock
+        from pathkit_sdk.splits import carve_validation, from_assignments, load_splits, patient_strata
 
         source = Path(self.options["split_manifest"])
         source = source if source.is_absolute() else Path(self.root) / source

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_SEGMENTATION, Case, DatasetOption, PathkitError
+from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.wsi.masks import MASK_SUFFIXES
 from pathkit_sdk.cohort import (
     COLUMN_ALIASES,
@@ -40,6 +40,7 @@ from pathkit_sdk.cohort import (
     read_table,
     resolve_file,
 )
+from pathkit_tasks import TASK_SEGMENTATION
 
 TABLE_NAMES = ("slides.csv", "slides.tsv", "slides.parquet", "slides.json")
 SLIDE_COLUMNS: dict[str, tuple[str, ...]] = {

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Case, DatasetOption, PathkitError, brief_list
+from pathkit_core.contracts import Case, DatasetOption, PathkitError, brief_list
 from pathkit_core.workspace import sha256_file
 from pathkit_sdk.cohort import (
     COLUMN_ALIASES,
@@ -33,6 +33,7 @@ from pathkit_sdk.cohort import (
     read_table,
     require_columns,
 )
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
 # Patch tables found at the root when option `table` is not given.

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, Case, DatasetOption, PathkitError
+from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._references import PublishedReference, PublishedScore
 from pathkit_datasets._vqa_table import (
     SELECTION_OPTIONS,
@@ -47,6 +47,7 @@ from pathkit_sdk.cohort import (
     require_columns,
     resolve_file,
 )
+from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA
 
 TABLE_NAMES = ("questions.jsonl", "questions.parquet", "questions.json", "questions.csv")
 FIELDS_REQUIRED = ("id", "patient_id", "question", "choices", "answer", "candidate_sets")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_SLIDE_CLASSIFICATION, Case, DatasetOption, PathkitError
+from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     CohortDataset,
@@ -36,6 +36,7 @@ from pathkit_sdk.cohort import (
     group_rows,
     read_table,
 )
+from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 TABLE_NAMES = ("cohort.csv", "cohort.tsv", "cohort.parquet", "cohort.jsonl", "cohort.json")
 

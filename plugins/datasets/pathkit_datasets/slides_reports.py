@@ -22,7 +22,6 @@ from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_core.report_text import CLEANING_STYLES
 from pathkit_datasets._reports import SLIDE_SUFFIXES, ReportDataset, assemble_report, find_file, strip_slide_suffix
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
@@ -36,6 +35,7 @@ from pathkit_sdk.cohort import (
     group_rows,
     read_table,
 )
+from pathkit_tasks.report.text import CLEANING_STYLES
 
 TABLE_NAMES = ("reports.json", "reports.jsonl", "reports.csv", "reports.tsv", "reports.parquet")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, Case, DatasetOption, PathkitError
+from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._reports import FEATURE_SUFFIXES, SLIDE_SUFFIXES
 from pathkit_datasets._vqa_table import (
     SELECTION_OPTIONS,
@@ -32,6 +32,7 @@ from pathkit_datasets._vqa_table import (
 )
 from pathkit_datasets.tcga_pathtext import files_by_patient
 from pathkit_sdk.cohort import CohortDataset
+from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA
 from pathkit_tasks.vqa.cases import normalise_text
 
 QUESTION_FILE = "WsiVQA_test.json"

@@ -3,7 +3,7 @@
 `ViTTileEncoder` reads everything from its `spec` (an `EncoderSpec`): the timm architecture, the
 module built around the trunk, the pooling, the preprocessing and the `PretrainedWeights` record.
 `encoder_class(spec, module, class_name)` makes the registered class of a row. Finding, reading
-and fitting the checkpoint is done once, by `pathkit_core.features.weights`.
+and fitting the checkpoint is done once, by `pathkit_core.features.weights` and `pathkit_sdk.checkpoints`.
 """
 
 from __future__ import annotations
@@ -183,6 +183,7 @@ class ViTTileEncoder(Encoder):
         unless a checkpoint path is given.
         """
         from pathkit_core.features import weights as W
+        from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict
 
         if weights_path is None and not self.ships_checkpoint():
             with seeded(self.random_init_seed):
@@ -197,10 +198,10 @@ class ViTTileEncoder(Encoder):
             path = W.resolve_weights(type(self), weights_path, allow_download=allow_download)
             expected = self.weights.sha256 if (self.weights and not self.arch_overrides) else None
             sha = W.verify_sha256(path, expected, self.name)
-            state = W.read_state_dict(path, wrappers=self.spec.checkpoint_wrappers)
+            state = read_state_dict(path, wrappers=self.spec.checkpoint_wrappers)
             backbone = self.build_backbone("meta")
             state = self.adapt_state_dict(state, backbone)
-            W.load_state_dict_checked(backbone, state, source=path, architecture=self.architecture_label())
+            load_state_dict_checked(backbone, state, source=path, architecture=self.architecture_label())
             self.weights_path, self.weights_sha256 = path, sha
         model = self.wrap(backbone)
         model.requires_grad_(False)

@@ -164,7 +164,7 @@ class ConchTextEmbedder:
     def _load(self) -> None:
         if self._tower is not None:
             return
-        from pathkit_core.features.weights import read_state_dict
+        from pathkit_sdk.checkpoints import read_state_dict
 
         state = read_state_dict(self.weights)
         text_state = {k[len(TEXT_PREFIX):]: v for k, v in state.items() if k.startswith(TEXT_PREFIX)}

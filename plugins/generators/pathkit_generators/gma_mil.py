@@ -5,14 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import (
-    TASK_PATCH_CLASSIFICATION,
-    TASK_SLIDE_CLASSIFICATION,
-    Generator,
-    GeneratorSpec,
-    PathkitError,
-    TaskModel,
-)
+from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SLIDE_CLASSIFICATION
 
 # GOLDMARK protocol (REFERENCES "GOLDMARK", public configs/train_task_v2_pub.sh and trainer):
 # 120 epochs, AdamW lr 1e-4 / weight decay 1e-4, one bag per step, gradient-norm clip 5,

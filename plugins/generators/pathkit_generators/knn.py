@@ -6,7 +6,8 @@ import logging
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 _log = logging.getLogger(__name__)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 # eva's offline patch classification (REFERENCES "frozen-feature evaluation"; docs/hepatobench.md):
 # AdamW lr 3e-4, weight decay 0, batch 256, 12,500 steps, early stop after 7 validation checks

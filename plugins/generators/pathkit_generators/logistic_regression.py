@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 
 class LogisticRegressionProbe(Generator):

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA
 
 # Every feature reaches the task, which keeps the budget (the selector), not the bag cut.
 _ALL_TILES = None

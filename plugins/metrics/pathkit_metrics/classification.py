@@ -9,15 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import (
-    TASK_PATCH_CLASSIFICATION,
-    TASK_SLIDE_CLASSIFICATION,
-    DatasetOption,
-    Metric,
-    MetricResult,
-    PathkitError,
-)
+from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
 from pathkit_core.evaluation.intervals import PROPORTION_METHODS, SAMPLE_KEY, proportion_ci, sample_facts
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SLIDE_CLASSIFICATION
 
 if TYPE_CHECKING:
     import numpy as np

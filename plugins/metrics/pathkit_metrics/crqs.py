@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, DatasetOption, Metric, MetricResult
+from pathkit_core.contracts import DatasetOption, Metric, MetricResult
+from pathkit_tasks import TASK_REPORT
 
 CITATION = (
     "PathReportEval: A Systematic Benchmark for Pathology Report Generation "

@@ -36,13 +36,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_REPORT, DatasetOption, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
 from pathkit_metrics._text_inputs import (
     metric_options,
     option_bool,
     option_number,
     validate_report_pairs,
 )
+from pathkit_tasks import TASK_REPORT
 
 if TYPE_CHECKING:
     import numpy as np

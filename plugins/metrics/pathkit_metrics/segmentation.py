@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_SEGMENTATION, DatasetOption, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
 from pathkit_core.evaluation.intervals import SAMPLE_KEY, sample_facts
+from pathkit_tasks import TASK_SEGMENTATION
 
 EMPTY_RULES = ("seed", "ignore", "one")
 REGIONS = ("tissue", "slide")
@@ -139,7 +140,7 @@ class SegmentationMetric(Metric):
                    "predicted_mm2": (tp + fp) * px_mm2 if px_mm2 else None,
                    "reference_mm2": (tp + fn) * px_mm2 if px_mm2 else None, "notes": "; ".join(pair.notes)}
             if pair.labels is not None and pair.class_names:
-                from pathkit_core.wsi.quantify import tumour_region
+                from pathkit_tasks.segmentation.quantify import tumour_region
 
                 scope = pair.region if pair.region is not None else True
                 in_pred = _composition(pair.labels, tumour_region(pair.prediction) & scope, pair.class_names)

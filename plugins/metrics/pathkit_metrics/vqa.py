@@ -30,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, Metric, MetricResult, PathkitError
+from pathkit_core.contracts import Metric, MetricResult, PathkitError
+from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA
 from pathkit_tasks.vqa.cases import LETTERS, parse_answer
 
 RESERVED = ("Overall", "QExact")
@@ -150,8 +151,13 @@ class VQAMetric(Metric):
             groups = {g: members for g, members in groups.items() if g not in incomplete}
             out["n_groups_dropped"] = float(len(incomplete))
         if groups:
-            out["QExact"] = mean([all(m["correct"] for m in members) for members in groups.values()])
+            whole = [all(m["correct"] for m in members) for members in groups.values()]
+            out["QExact"] = mean(whole)
             out["n_groups"] = float(len(groups))
+            # a proportion of groups: Wilson's interval too, as the capability table gives it
+            interval = wilson(sum(whole), len(whole))
+            if interval is not None:
+                out["QExact_ci_low"], out["QExact_ci_high"] = interval
             out["constant_group_fraction"] = mean([len({m["answer"] for m in members}) == 1
                                                    for members in groups.values()])
         for k in sorted({k for r in rows for k in r["sweep"]}):

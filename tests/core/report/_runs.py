@@ -262,12 +262,13 @@ def tiny_synthetic_run(run_dir: Path) -> Path:
                   provenance=run_provenance(Demo(demo_root), "tiny-vit", ["random-init:seed=0"]))
 
 
-def matrix(workdir: Path) -> Path:
-    """A dataset x 2 encoders x 2 generators leaderboard whose cells are report runs."""
-    from pathkit_core.report.matrix import write_leaderboard
+def matrix(workdir: Path, encoders: tuple[str, ...] = ("enc-a", "enc-b"),
+           generators: tuple[str, ...] = ("gen-x", "gen-y")) -> Path:
+    """A dataset x encoders x generators leaderboard (2 x 2 unless told) whose cells are report runs."""
+    from pathkit_bench.report.matrix import write_leaderboard
 
     results = []
-    for k, (enc, gen) in enumerate([(e, g) for e in ("enc-a", "enc-b") for g in ("gen-x", "gen-y")]):
+    for k, (enc, gen) in enumerate([(e, g) for e in encoders for g in generators]):
         run_dir = report_run(workdir / "runs" / "demo-reports" / enc / gen / f"cell{k}")
         metrics = json.loads((run_dir / "metrics.json").read_text())["metrics"]
         for values in metrics.values():  # make the cells differ

@@ -7,6 +7,18 @@ import pytest
 from ._runs import BUILDERS, matrix
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium for the module's page checks (skips where none is installed)."""
+    from ._browser import Browser, find_browser
+
+    if find_browser() is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; CI installs it)")
+    b = Browser()
+    yield b
+    b.close()
+
+
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory):
     """{task name: run folder with report.html} for every built-in task."""

@@ -11,15 +11,6 @@ from ._browser import FIGURES_JS, OVERFLOW_JS, Browser, filter_rows, find_browse
 pytest.importorskip("websocket", reason="websocket-client (requirements-dev.txt) drives the browser")
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if find_browser() is None:
-        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; CI installs it)")
-    b = Browser()
-    yield b
-    b.close()
-
-
 def check_page(browser, path, min_figures: int):
     page = browser.open(path)
     figures = page.evaluate(FIGURES_JS)

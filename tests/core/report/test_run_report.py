@@ -296,7 +296,7 @@ def test_a_score_key_two_metrics_share_keeps_its_metric_and_direction(tmp_path):
     name the columns alike, or the shared key loses its metric (and its direction arrow)."""
     from types import SimpleNamespace
 
-    from pathkit_core.report.matrix import Leaderboards, write_leaderboard
+    from pathkit_bench.report.matrix import Leaderboards, write_leaderboard
 
     results = []
     for k, enc in enumerate(("enc-a", "enc-b")):
@@ -368,7 +368,7 @@ def test_the_terminal_prints_banners_and_the_small_sample_warning(tmp_path):
 def test_the_matrix_report_names_synthetic_cells(tmp_path):
     from types import SimpleNamespace
 
-    from pathkit_core.report.matrix import write_leaderboard
+    from pathkit_bench.report.matrix import write_leaderboard
 
     results = []
     for enc in ("enc-a", "enc-b"):

@@ -163,6 +163,29 @@ def test_an_early_stopped_last_keeps_no_optimizer_state_and_is_not_continued(tmp
         fit(new_model(), TRAIN, VAL, config(max_epochs=6, early_stop_patience=5), tmp_path)
 
 
+def test_the_estimate_after_the_warm_up_is_an_upper_bound_when_early_stopping_can_end_training(tmp_path, capsys):
+    """With patience, the line printed after epoch 2 gives the most the rest can take, the first
+    epoch at which early stopping could end it, and says why the total is not known; training
+    then does stop early. Without patience it gives one figure and says all epochs run."""
+    import re
+
+    scores = iter([0.5, 0.6, 0.4, 0.3, 0.2, 0.1])  # best at epoch 2, then 3 worse validations
+    result = fit(new_model(), TRAIN, VAL, config(max_epochs=8, early_stop_patience=3, progress=True), tmp_path / "a",
+                 selection=lambda preds, refs: next(scores))
+    assert result.stopped_early and result.epochs_run == 5
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("epoch 2/8:"))
+    assert re.fullmatch(r"epoch 2/8: \d+ s per epoch \+ \d+ s per validation \(measured after 1 warm-up epoch\(s\)\); "
+                        r"at most \d+ s for the 6 epoch\(s\) left\. Early stopping \(patience 3\) may end it from "
+                        r"epoch 5 on \(in \d+ s\), so the total cannot be known in advance", line), line
+    assert "early stopping after epoch 5: no better validation score in 3 validation(s) (patience 3); " \
+           "the best epoch is 2" in out
+    fit(new_model(), TRAIN, VAL, config(max_epochs=4, early_stop_patience=None, progress=True), tmp_path / "b")
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("epoch 2/4:"))
+    assert re.search(r"; about \d+ s for the 2 epoch\(s\) left \(no early stopping in this protocol: all 4 epochs "
+                     r"run\)$", line), line
+
+
 def test_selection_picks_the_best_epoch_and_stops_early(tmp_path):
     scores = iter([0.1, 0.5, 0.3, 0.2, 0.9, 0.9])
     snapshots = {}

@@ -39,7 +39,7 @@ def test_each_problem_file_gives_its_documented_error(realdata, tmp_path, name):
 
 def test_cmu1_tiles_the_stained_tissue_and_not_the_glass(cmu1):
     from pathkit_core.wsi.reader import TileReader
-    from pathkit_core.wsi.segmentation import hsv_channels
+    from pathkit_tissue.otsu import hsv_channels
 
     result, manifest = cmu1
     meta = manifest.meta
@@ -91,7 +91,7 @@ def test_cmu1_has_no_ink_and_loses_no_tissue_to_it(cmu1):
 def _patch_pen(path):
     from PIL import Image
 
-    from pathkit_core.wsi.segmentation import OtsuTissueSegmenter, hsv_channels
+    from pathkit_tissue.otsu import OtsuTissueSegmenter, hsv_channels
 
     params = TilingParams()
     rgb = np.asarray(Image.open(path).convert("RGB"))

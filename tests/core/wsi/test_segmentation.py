@@ -10,17 +10,15 @@ import pytest
 from pathkit_core import hookimpl
 from pathkit_core.contracts import PathkitError
 from pathkit_core.wsi.segmentation import (
-    OtsuTissueSegmenter,
     TissueMask,
     TissueSegmenter,
     get_segmenter,
-    hsv_channels,
-    otsu_threshold,
     read_thumbnail,
     segment_slide,
     thumbnail_geometry,
 )
 from pathkit_core.wsi.tiling import TilingParams
+from pathkit_tissue.otsu import OtsuTissueSegmenter, hsv_channels, otsu_threshold
 
 GLASS = (242, 241, 245)
 PINK = (222, 140, 190)

@@ -11,8 +11,8 @@ import pytest
 from pathkit_datasets._goldmark_crossval import aggregate, write_crossval
 from pathkit_datasets._goldmark_ranksum import encoder_rank_sums
 
+from pathkit_bench.report.matrix import write_matrix_report
 from pathkit_core.report.html import write_run_report
-from pathkit_core.report.matrix import write_matrix_report
 from tests.core.report._runs import slide_classification_run
 
 
@@ -43,7 +43,7 @@ def test_cross_site_results_join_the_cell_report(tmp_path):
 
 
 def test_rank_sums_join_the_matrix_report(tmp_path):
-    from pathkit_core.report.matrix import write_leaderboard
+    from pathkit_bench.report.matrix import write_leaderboard
     from pathkit_core.workspace import atomic_write_with
 
     workdir = tmp_path / "ws"

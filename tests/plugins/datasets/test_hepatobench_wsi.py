@@ -106,7 +106,7 @@ def test_composition_of_a_known_layout_is_within_tolerance():
     """An oracle class map (the layout itself, on a 32 px cell grid): class areas over the tissue
     within 2 % of the tissue of the layout's exact shapely areas; the tumour region holds the necrosis."""
     from pathkit_core.wsi.masks import MaskFrame
-    from pathkit_core.wsi.quantify import slide_composition
+    from pathkit_tasks.segmentation.quantify import slide_composition
 
     layout = liver_layout(7, 3072, 2304)
     cells = MaskFrame.over(layout.width, layout.height, 32.0, layout.mpp)

@@ -13,7 +13,7 @@ from pathkit_datasets.reg2025 import REG2025, patient_of, published_split
 from pathkit_datasets.tcga_pathtext import TCGAPathText, choose_diagnostic_slide
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.splits import load_or_draw_split, patient_disjoint_split, target_counts
+from pathkit_sdk.splits import load_or_draw_split, patient_disjoint_split, target_counts
 
 PUBLISHED = published_split()
 REPORT_A = "Stomach, endoscopic biopsy;\n  Tubular adenoma with low grade dysplasia"

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from pathkit_core.contracts import TASK_PATCH_CLASSIFICATION, GeneratorSpec, PathkitError
+from pathkit_core.contracts import GeneratorSpec, PathkitError
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 sklearn = pytest.importorskip("sklearn")
 
@@ -98,6 +99,23 @@ def test_logistic_regression_is_uni_protocol_in_scikit_learn():
     ref = LogisticRegression(C=0.3, max_iter=1000, random_state=0).fit(x, y)
     probs = np.array([p["probabilities"] for p in predict(only_train, items(xt, np.zeros(25), with_targets=False))])
     assert probs == pytest.approx(ref.predict_proba(xt), abs=1e-5)
+
+
+def test_logistic_regression_coefficients_and_accuracy_are_scikit_learns():
+    """A fixed 4-class, 32-d problem: the fitted coefficients and intercepts equal scikit-learn's
+    (same solver path: the same iterations), and so do the test labels and accuracy."""
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = blobs(600, k=4, d=32, spread=4.0, seed=7)
+    model = build("logistic-regression", items(x[:500], y[:500]), classes=("a", "b", "c", "d"))
+    ref = LogisticRegression(C=32 * 4 / 100, max_iter=1000, random_state=0).fit(x[:500], y[:500])
+    assert model.export_state()["n_iter"] == int(ref.n_iter_.max())
+    np.testing.assert_allclose(model.weight.numpy(), ref.coef_, atol=1e-4)
+    np.testing.assert_allclose(model.bias.numpy(), ref.intercept_, atol=1e-4)
+    labels = np.array([p["probabilities"] for p in predict(model, items(x[500:], y[500:]))]).argmax(1)
+    assert (labels == ref.predict(x[500:])).all()
+    assert (labels == y[500:]).mean() == pytest.approx(ref.score(x[500:], y[500:]))
+    assert 0.5 < ref.score(x[500:], y[500:]) < 1.0  # a problem with errors: accuracy can differ
 
 
 def test_logistic_regression_binary_and_a_class_without_training_patches():

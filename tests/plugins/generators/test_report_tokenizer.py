@@ -16,7 +16,7 @@ from pathkit_generators._text.tokenizer import (
 )
 
 from pathkit_core.contracts import GeneratorSpec, PathkitError
-from pathkit_core.report_text import clean_report, invalid_text_reason
+from pathkit_tasks.report.text import clean_report, invalid_text_reason
 
 REG = "Breast, core-needle biopsy;\n  Invasive carcinoma of no special type, grade II (Tubule formation: 3)"
 

@@ -8,7 +8,8 @@ import random
 import pytest
 import torch
 
-from pathkit_core.contracts import TASK_MULTIPLE_CHOICE_VQA, GeneratorSpec, PathkitError
+from pathkit_core.contracts import GeneratorSpec, PathkitError
+from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -234,7 +234,7 @@ def test_runner_and_registry(fresh_registry):
 def test_hugging_face_evaluate_interface_keeps_scores_as_scores():
     pytest.importorskip("datasets")
     pytest.importorskip("evaluate")
-    from pathkit_core.evaluation.hf_evaluate import as_evaluate_module
+    from pathkit_interop.evaluate_modules import as_evaluate_module
 
     module = as_evaluate_module(ClassificationMetric)
     # positive-class scores must not be cast to integer labels on the way in

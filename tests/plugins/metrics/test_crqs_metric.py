@@ -232,7 +232,7 @@ def test_registered_and_python_api():
 
 
 def test_huggingface_evaluate_interface():
-    from pathkit_core.evaluation.hf_evaluate import as_evaluate_module
+    from pathkit_interop.evaluate_modules import as_evaluate_module
 
     module = as_evaluate_module("crqs")
     out = module.compute(predictions=[TABLE3_PREDICTION_1], references=[TABLE3_REFERENCE_1], dataset="reg2025",

@@ -380,8 +380,8 @@ def test_bad_input_errors(hare_dir):
 
 
 def test_registered_and_usable_through_evaluate(hare_dir):
-    from pathkit_core.evaluation.hf_evaluate import as_evaluate_module
     from pathkit_core.plugins import build_registry
+    from pathkit_interop.evaluate_modules import as_evaluate_module
 
     registry = build_registry()
     assert registry.get("metric", "hare") is HAREMetric

@@ -417,7 +417,7 @@ def test_meteor_parity_with_pycocoevalcap_and_restart(monkeypatch):
 
 @needs_java
 def test_pathkit_score_cli_and_evaluate_with_meteor(cli, tmp_path):
-    from pathkit_core.evaluation.hf_evaluate import as_evaluate_module
+    from pathkit_interop.evaluate_modules import as_evaluate_module
 
     predictions = [{"id": "PIT_1", "report": TABLE3_PREDICTION}, {"id": "PIT_2", "report": "Stomach; adenoma"}]
     references = [{"id": "PIT_1", "report": TABLE3_REFERENCE}, {"id": "PIT_2", "report": "Stomach;\n  adenoma"}]
@@ -438,7 +438,7 @@ def test_pathkit_score_cli_and_evaluate_with_meteor(cli, tmp_path):
 
 
 def test_evaluate_interface_without_meteor():
-    from pathkit_core.evaluation.hf_evaluate import as_evaluate_module
+    from pathkit_interop.evaluate_modules import as_evaluate_module
 
     predictions, references = synthetic_corpus(30, seed=9)
     single = [refs[0] for refs in references]

@@ -121,7 +121,7 @@ def test_options_are_checked_and_missing_slides_listed(cli, hand_made, tmp_path)
 
 
 def test_arrays_through_the_evaluate_interface(hand_made):
-    from pathkit_core.evaluation.hf_evaluate import as_evaluate_module
+    from pathkit_interop.evaluate_modules import as_evaluate_module
 
     _, _, a, b = hand_made
     dice, iou = numpy_scores(a, b)

@@ -34,9 +34,10 @@ PREDICTIONS = [
     *({"id": f"f{k}", "answer": "B"} for k in range(1, 5)),  # one constant choice: only f2 right
 ]
 # Overall's 95% interval: Wilson's score interval of 10 of 15 (scipy's binomtest(...).proportion_ci,
-# method "wilson", gives the same), as the report's capability table shows it
+# method "wilson", gives the same), as the report's capability table shows it; QExact's of 1 of 3 groups
 HAND = {"Overall": 10 / 15, "Overall_ci_low": 0.4171354774, "Overall_ci_high": 0.8482367556,
         "GR": 1 / 2, "CSI": 1.0, "ESG": 8 / 12, "QExact": 1 / 3, "n_groups": 3.0,
+        "QExact_ci_low": 0.0614919447, "QExact_ci_high": 0.7923403992,
         "constant_group_fraction": 1 / 3, "unanswered_rate": 2 / 15, "parse_failure_rate": 1 / 15,
         "n_questions": 15.0,
         # per evidence state: set1 = e1, e5, f2 all right; set2 = e2 right, e6 unparseable, f3 wrong;
@@ -61,6 +62,9 @@ def test_hand_computed_scores():
 
     ci = binomtest(10, 15).proportion_ci(confidence_level=0.95, method="wilson")
     assert (result.summary["Overall_ci_low"], result.summary["Overall_ci_high"]) == pytest.approx(
+        (ci.low, ci.high), abs=1e-9)
+    ci = binomtest(1, 3).proportion_ci(confidence_level=0.95, method="wilson")
+    assert (result.summary["QExact_ci_low"], result.summary["QExact_ci_high"]) == pytest.approx(
         (ci.low, ci.high), abs=1e-9)
     table = result.per_case
     assert table.filter(table["id"] == "e6")["parse_failed"].item() is True

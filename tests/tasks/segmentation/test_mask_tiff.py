@@ -59,3 +59,18 @@ def test_every_level_holds_the_cell_under_each_pixel_centre(tmp_path, cell0):
             rows = np.minimum(((np.arange(h) + 0.5) * d / cell0).astype(np.int64), cells.shape[0] - 1)
             cols = np.minimum(((np.arange(w) + 0.5) * d / cell0).astype(np.int64), cells.shape[1] - 1)
             np.testing.assert_array_equal(page.asarray(), cells[rows[:, None], cols[None, :]])
+
+
+def test_runs_of_identical_tiles_share_their_bytes(tmp_path):
+    """Background and the inside of a region are runs of identical tiles: stored once per run
+    (offsets repeat), and every tile still reads back as the cells under it."""
+    import tifffile
+
+    cells = np.zeros((40, 40), dtype=np.uint8)
+    cells[10:30, 10:30] = 1
+    path = write_mask_tiff(tmp_path / "m.tiff", cells, cell0=64.0, slide_size=(2560, 2560), slide_mpp=0.5)
+    with tifffile.TiffFile(path) as tif:
+        page = tif.pages[0]
+        assert len(page.dataoffsets) == 100 and len(set(page.dataoffsets)) < 40
+        rows = np.minimum(((np.arange(2560) + 0.5) / 64.0).astype(np.int64), 39)
+        np.testing.assert_array_equal(page.asarray(), cells[rows[:, None], rows[None, :]])

@@ -127,6 +127,29 @@ def test_foreground_class_map_and_tissue_cells():
     assert tissue_cells(mask, (2.0, 2.0), g, 0.7).tolist() == [[True, True, False, False]] * 2
 
 
+@pytest.mark.parametrize("downsample,cell0", [(2.0, 10.0), (4.0, 8.0), (1.0, 3.0), (3.0, 7.5), (2.5, 10.0)])
+def test_tissue_cells_are_the_exact_area_fractions(downsample, cell0):
+    """Whole blocks of mask pixels (counted) and other cells (summed-area table) alike: each cell's
+    tissue share is the exact area of its rectangle on the mask, partial cells past the mask's edge
+    count the missing part as glass."""
+    from pathkit_core.wsi.tiling import tissue_fractions
+
+    rng = np.random.default_rng(int(cell0 * downsample))
+    mask = rng.random((23, 31)) < 0.6
+    g = StitchGrid(int(31 * downsample) + 5, int(23 * downsample) - 3, cell0, 2, 1)
+    cols, rows = np.meshgrid(np.arange(g.width), np.arange(g.height))
+    side = cell0 / downsample
+    frac = tissue_fractions(mask, cols.ravel() * side, rows.ravel() * side, side, side).reshape(g.height, g.width)
+    for share in (0.5, 0.25, 1.0):
+        expected = (frac >= share - 1e-9) & (frac > 0)
+        np.testing.assert_array_equal(tissue_cells(mask, (downsample, downsample), g, share), expected)
+    # by hand, one whole block: cell (0, 0) is the mask's top-left side x side block
+    if side.is_integer():
+        block = mask[:int(side), :int(side)].mean()
+        assert tissue_cells(mask, (downsample, downsample), g, block)[0, 0]
+        assert not tissue_cells(mask, (downsample, downsample), g, block + 1e-6)[0, 0]
+
+
 def test_a_100k_px_slide_map_is_a_few_megabytes():
     g = StitchGrid.for_tiling((100_000, 100_000), tile_px=224, stride_px=112, window0=448.0, slide_mpp=0.25)
     stitched = ProbabilityMap(g, 7)

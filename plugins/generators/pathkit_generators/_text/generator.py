@@ -12,7 +12,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pathkit_core.contracts import TASK_REPORT, Generator, GeneratorSpec, PathkitError
+from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError
+from pathkit_tasks import TASK_REPORT
 
 if TYPE_CHECKING:
     from pathkit_generators._text.beam import BeamSearchConfig

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.report_text import CLEANING_STYLES, clean_report
+from pathkit_tasks.report.text import CLEANING_STYLES, clean_report
 
 if TYPE_CHECKING:
     import torch

@@ -488,7 +488,7 @@ def diagnosis_phrases(text: str) -> list[str]:
 def read_report_texts(path: str | Path, split: str = "train") -> list[str]:
     """Report texts from a splits file (`{"train": [{"id", "report"}], ...}`, PathBench/REG
     format: the texts of `split`) or from any records file `pathkit score` reads."""
-    from pathkit_core.evaluation.records import read_records
+    from pathkit_interop.records import read_records
 
     path = Path(path)
     try:

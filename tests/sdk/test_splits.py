@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.splits import (
+from pathkit_sdk.splits import (
     SplitParams,
     SplitRecord,
     as_records,
@@ -175,7 +175,7 @@ def test_carve_validation_is_stratified_and_never_empties_training():
 
 
 def test_a_split_file_is_read_as_csv_or_the_reg_json_layout(tmp_path):
-    from pathkit_core.splits import read_split_file
+    from pathkit_sdk.splits import read_split_file
 
     csv_file = tmp_path / "s.csv"
     csv_file.write_text("patient_id,case_id,split\np1,a,train\np2,b,Validation\np3,c,test\n")
@@ -193,7 +193,7 @@ def test_a_split_file_is_read_as_csv_or_the_reg_json_layout(tmp_path):
 
 
 def test_a_users_split_is_checked_never_fixed():
-    from pathkit_core.splits import check_user_split, match_split_ids
+    from pathkit_sdk.splits import check_user_split, match_split_ids
 
     patients = {"a": "p1", "b": "p1", "c": "p2", "d": "p3", "e": "p3"}
     check_user_split({"train": ["a", "b"], "val": ["c"], "test": ["d", "e"]}, patients, "mine")
@@ -210,7 +210,7 @@ def test_a_users_split_is_checked_never_fixed():
 
 
 def test_a_drawn_split_is_stratified_where_labels_allow_and_seeded():
-    from pathkit_core.splits import draw_split
+    from pathkit_sdk.splits import draw_split
 
     patients = {f"c{i}": f"p{i // 2}" for i in range(40)}
     labels = {c: "pos" if int(p[1:]) % 4 == 0 else "neg" for c, p in patients.items()}
@@ -232,7 +232,7 @@ def test_the_split_statement_gives_realised_counts_not_the_requested_fractions()
     """HepatoBench's demo: 7 classes x 4 patients, stratified draw asked for 70/15/15; per class
     round(0.15 * 4) = 1 test and 1 val patient, so 14/7/7 patients (50/25/25%) and, with its
     patch counts, 177/90/88 cases."""
-    from pathkit_core.splits import split_statement
+    from pathkit_sdk.splits import split_statement
 
     sizes = {"train": (177, 14), "val": (90, 7), "test": (88, 7)}  # (cases, patients)
     parts = {part: [f"{part}-c{i}" for i in range(n)] for part, (n, _) in sizes.items()}
@@ -247,7 +247,7 @@ def test_the_split_statement_gives_realised_counts_not_the_requested_fractions()
 
 
 def test_an_image_level_split_is_never_called_patient_disjoint():
-    from pathkit_core.splits import split_statement
+    from pathkit_sdk.splits import split_statement
 
     parts = {"train": ["a", "b", "c"], "val": ["d"], "test": ["e", "f"]}
     found = split_statement(parts, {}, unit="image")

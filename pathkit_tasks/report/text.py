@@ -49,26 +49,6 @@ def invalid_text_reason(text: object) -> str | None:
     return None
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def text_flags(text: object) -> list[str]:
-    """What is wrong with a text that can still be scored: lone surrogates (a JSON
-    `"\\ud800"` escape decodes to one; no UTF-8 encoding holds it, so tools that encode the
-    text drop or replace it) and U+FFFD replacement characters (bytes lost in decoding)."""
-    if not isinstance(text, str):
-        return []
-    flags = []
-    surrogates = [(m.start(), m.group()) for m in _SURROGATE.finditer(text)]
-    if surrogates:
-        where = ", ".join(f"U+{ord(c):04X} at character {i}" for i, c in surrogates[:3])
-        more = f" and {len(surrogates) - 3} more" if len(surrogates) > 3 else ""
-        flags.append(f"lone surrogate {where}{more}")
-    if "\ufffd" in text:
-        flags.append(f"U+FFFD replacement character at character {text.index(chr(0xFFFD))}")
-    return flags
-
-
 def _clean_pathbench(text: str) -> str:
     text = text.encode("utf-8", "ignore").decode("utf-8")
     text = _LIST_MARKER.sub(" ", text)

@@ -3,7 +3,8 @@ averaged over encoders, per encoder averaged over generators) with intervals, a 
 dataset x encoder x generator cell, plugins' sections (GOLDMARK rank-sums), and a link to every
 cell's run report.
 
-`Leaderboards(path)` reads what `pathkit run` wrote under `<workdir>/leaderboards/`: the folder of
+`write_leaderboard` writes it when `pathkit run` ran several cells of a dataset (the
+`cells_finished` hook); `Leaderboards(path)` reads what it wrote under `<workdir>/leaderboards/`: the folder of
 one dataset (`leaderboard.parquet`, `by_generator.csv`, `by_encoder.csv`) or the folder of all of
 them. The views are recomputed from `leaderboard.parquet`, so an old folder gets them too.
 """
@@ -17,8 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.leaderboard import (
+from pathkit_bench.leaderboard import (
     headline_columns,
     headline_scores,
     leaderboard_frame,
@@ -26,6 +26,7 @@ from pathkit_core.evaluation.leaderboard import (
     summary_view,
     with_ci,
 )
+from pathkit_core.contracts import PathkitError
 from pathkit_core.evaluation.scores import ARROWS, CI_SUFFIXES, format_bounds, metric_classes
 from pathkit_core.report.figures import PALETTE, FigureWriter, heatmap, new_figure
 from pathkit_core.report.page import Section, esc, link, page, plugin_sections, table

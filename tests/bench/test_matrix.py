@@ -6,8 +6,7 @@ import polars as pl
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TileSpec
-
-from .test_pipeline_orchestration import MeanPool, NoEncoder, toy_plugin, toy_root  # noqa: F401
+from tests.core.test_pipeline_orchestration import MeanPool, NoEncoder, toy_plugin, toy_root  # noqa: F401
 
 
 class OtherEncoder(NoEncoder):

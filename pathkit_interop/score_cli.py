@@ -48,13 +48,13 @@ def register(app: typer.Typer) -> None:
         option: list[str] = typer.Option([], "--option", help="Metric option KEY=VALUE (repeatable)."),
     ) -> None:
         """Score predictions against references."""
-        from pathkit_core.evaluation.records import (
+        from pathkit_core.evaluation.runner import RESULT_FILES, prepare_metrics, score, write_result_folder
+        from pathkit_core.workspace import check_result_folder
+        from pathkit_interop.records import (
             join_by_id,
             match_extensions,
             read_records,
         )
-        from pathkit_core.evaluation.runner import RESULT_FILES, prepare_metrics, score, write_result_folder
-        from pathkit_core.workspace import check_result_folder
 
         if out is not None:
             check_result_folder(out, RESULT_FILES, "--out")  # before scoring, so no score is lost at the end

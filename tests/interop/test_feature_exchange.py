@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.features import h5 as h5_reader
-from pathkit_core.features import interop, store
+from pathkit_core.features import store
+from pathkit_interop import feature_exchange as interop
+from pathkit_interop import h5 as h5_reader
 
 
 def _clam(path, n=6, d=8, attrs=None):

@@ -1,6 +1,6 @@
 """Binary morphology of tissue masks by shifted logical operations: the same results as
 scikit-image's `opening` / `closing` with `disk(r, decomposition="sequence")` and SciPy's
-`binary_fill_holes` / `binary_erosion`, several times faster on boolean thumbnails.
+`binary_fill_holes`, several times faster on boolean thumbnails.
 
 scikit-image treats a boolean mask as a grey image (`scipy.ndimage.grey_erosion` / `grey_dilation`,
 borders reflected, a generic footprint loop per pixel). Here every pass of a small footprint is
@@ -92,15 +92,3 @@ def fill_holes(mask: np.ndarray) -> np.ndarray:
     outside[np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]])] = True
     outside[0] = False
     return ~outside[labels]
-
-
-def erode_cross(mask: np.ndarray, iterations: int) -> np.ndarray:
-    """= scipy.ndimage.binary_erosion(mask, iterations=iterations) (4-connected cross, the
-    outside counted as background)."""
-    import numpy as np
-
-    cross = [(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)]
-    out = np.asarray(mask, dtype=bool)
-    for _ in range(max(1, int(iterations))):
-        out = _pass(out, cross, True, "constant")
-    return out

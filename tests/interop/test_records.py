@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.records import file_id, read_records
+from pathkit_interop.records import file_id, read_records
 
 
 def test_a_folder_gives_one_file_per_id(tmp_path):

@@ -1,5 +1,5 @@
 """Feature interchange with CLAM, TRIDENT and STAMP h5 files: import into the store and export
-(reading them: `pathkit_core.features.h5`; formats in docs/file-formats.md)."""
+(reading them: `pathkit_interop.h5`; formats in docs/file-formats.md)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.features.h5 import read_h5_features
 from pathkit_core.features.record import COORDS_LEVEL0_PX, FeatureFile
+from pathkit_interop.h5 import read_h5_features
 
 
 def slide_mpp(slide_path: str | Path) -> float:

@@ -7,17 +7,12 @@ from typing import Any, ClassVar
 import pytest
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import (
-    TASK_REPORT,
-    TASK_SLIDE_CLASSIFICATION,
-    Metric,
-    MetricResult,
-    PathkitError,
-)
+from pathkit_core.contracts import Metric, MetricResult, PathkitError
+from pathkit_tasks import TASK_REPORT, TASK_SLIDE_CLASSIFICATION
 
 evaluate = pytest.importorskip("evaluate")
 
-from pathkit_core.evaluation.hf_evaluate import as_evaluate_module  # noqa: E402
+from pathkit_interop.evaluate_modules import as_evaluate_module  # noqa: E402
 
 
 class ExactMatch(Metric):
