@@ -10,10 +10,10 @@ learned from the train split. Measured side by side in one run:
 - with and without the bootstrap intervals (1,000 resamples);
 - per-report extraction time on REG, on the long OCR TCGA reports, and on one 100,000-character report;
 - with `--baseline DIR` (a checkout of an earlier pathkit, e.g. `git worktree add /tmp/crqs-before
-  <commit>`), extraction of the long TCGA OCR reports by that version and by this one, each in a
-  fresh process, alternating, and the ratio of the two.
+  <commit>`; repeat the option for several), extraction of the long TCGA OCR reports by each
+  version and by this one, each in a fresh process, alternating, and the ratio to the first.
 
-    .venv/bin/python benchmarks/bench_crqs.py [--repeat 3] [--baseline DIR] [--tcga-reports 300]
+    .venv/bin/python benchmarks/bench_crqs.py [--repeat 3] [--baseline DIR ...] [--tcga-reports 300]
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     default_data = os.environ.get("PATHKIT_REALDATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--data", default=default_data)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--baseline", default=None,
-                        help="an earlier pathkit checkout: its long-report extraction is timed beside this one's")
+    parser.add_argument("--baseline", action="append", default=[],
+                        help="an earlier pathkit checkout: its long-report extraction is timed beside this one's "
+                             "(may be repeated: every ratio is to the first)")
     parser.add_argument("--tcga-reports", type=int, default=300, help="how many TCGA OCR reports to time")
     parser.add_argument("--tcga-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -110,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         chars = sum(len(t) for t in sample) / len(sample)
         print(f"extraction, TCGA OCR: {len(sample)} reports (mean {chars:,.0f} chars) in {seconds:.3f} CPU s "
               f"({seconds / len(sample) * 1e3:.1f} ms/report)")
-    if args.baseline is not None and tcga_path.is_file():
-        _compare_with_baseline(Path(args.baseline), Path(args.data), args.tcga_reports, args.repeat)
+    if args.baseline and tcga_path.is_file():
+        _compare_with_baseline([Path(b) for b in args.baseline], Path(args.data), args.tcga_reports, args.repeat)
     long_report = ("Invasive carcinoma of no special type, grade II, without necrosis; "
                    "lymphovascular invasion not identified. ") * 900
     _, seconds = _best(args.repeat, lambda: extractor._extract(long_report[:100_000]))
@@ -137,9 +138,9 @@ def _tcga_worker(data: Path, n_reports: int, repeat: int) -> int:
     return 0
 
 
-def _compare_with_baseline(baseline: Path, data: Path, n_reports: int, repeat: int) -> None:
-    """Long-report extraction by `baseline`'s code and by this checkout's, alternating in fresh
-    processes (three rounds), best of each."""
+def _compare_with_baseline(baselines: list[Path], data: Path, n_reports: int, repeat: int) -> None:
+    """Long-report extraction by each of `baselines`' code and by this checkout's, alternating in
+    fresh processes (three rounds), best of each, and each one's ratio to the first baseline."""
     here = Path(__file__).resolve().parents[1]
 
     def run(root: Path) -> float:
@@ -149,13 +150,18 @@ def _compare_with_baseline(baseline: Path, data: Path, n_reports: int, repeat: i
                              check=True)
         return float(json.loads(out.stdout.strip().splitlines()[-1])["ms_per_report"])
 
-    before, after = [], []
+    roots = [*baselines, here]
+    times: list[list[float]] = [[] for _ in roots]
     for _ in range(3):
-        before.append(run(baseline))
-        after.append(run(here))
-    print(f"long TCGA OCR reports ({n_reports}), CPU ms per report, best of 3 alternating runs: "
-          f"baseline {min(before):.2f} ({baseline}), this checkout {min(after):.2f}; "
-          f"ratio {min(after) / min(before):.2f}x")
+        for root, found in zip(roots, times, strict=True):
+            found.append(run(root))
+    first = min(times[0])
+    print(f"long TCGA OCR reports ({n_reports}), CPU ms per report, best of 3 alternating runs "
+          "(ratio to the first baseline):")
+    for index, (root, found) in enumerate(zip(roots, times, strict=True)):
+        label = "this checkout" if index == len(roots) - 1 else f"baseline {root}"
+        print(f"  {label}: {min(found):.2f} ({', '.join(f'{t:.2f}' for t in found)}); "
+              f"ratio {min(found) / first:.2f}x")
 
 
 if __name__ == "__main__":

@@ -553,7 +553,7 @@ def run_tcga(args: argparse.Namespace) -> int:
     if args.tcga_reports:
         records = sorted(records, key=lambda r: hashlib.sha256(r["patient_id"].encode("utf-8")).hexdigest())
         records = records[:args.tcga_reports]
-    rows = tcga.build_pairs(records)
+    rows = tcga.build_pairs(records, args.seed)
     predictions = [r["prediction"] for r in rows]
     references = [r["reference"] for r in rows]
     kinds = [r["kind"] for r in rows]

@@ -21,15 +21,25 @@ kind. Concordant rewrites may touch the whole report: they change no clinical fa
 
 The split into development and held-out halves is by report: sha256 of the TCGA patient id,
 first byte even = development.
+
+Pair seeds. With seed 0 every rule changes the first place it applies to (the pairs of the first
+rounds). With another seed a rule picks among every place it applies to, one drawn at random
+(a random line for the boilerplate, a random clinical word and letter for the OCR typo, a random
+pair of neighbouring parts for the part order, a random applicable rule of a kind's list first),
+from a generator seeded by (seed, patient id, kind): each seed is a fresh draw of pairs from the
+same reports, reproducible from run to run.
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 from collections.abc import Callable
 
-Rule = Callable[[str, tuple[int, int]], str | None]
+# (text, diagnosis region, generator or None) -> the rewritten text, or None where the rule does not
+# apply; without a generator (seed 0) the first place it applies to, with one a place drawn from it
+Rule = Callable[[str, tuple[int, int], random.Random | None], str | None]
 
 # ----------------------------------------------------------------------------- the diagnosis region
 _HEADER_RE = re.compile(
@@ -80,17 +90,24 @@ def _in_region(pattern: str, replacement: str | Callable[[re.Match[str]], str], 
     with `after_invasion`, only one that an invasion word leads on its line (a depth, not a margin)."""
     compiled = re.compile(pattern, flags)
 
-    def apply(text: str, region: tuple[int, int]) -> str | None:
-        for match in compiled.finditer(text, region[0], region[1]):
-            line_start = text.rfind("\n", 0, match.start()) + 1
-            before = text[max(line_start, match.start() - 60):match.start()]
-            if affirmed and _NEGATED_BEFORE_RE.search(before):
-                continue
-            if after_invasion and not _CONTEXT_BEFORE_RE.search(before):
-                continue
-            new = match.expand(replacement) if isinstance(replacement, str) else replacement(match)
-            return text[:match.start()] + new + text[match.end():]
-        return None
+    def eligible(text: str, match: re.Match[str]) -> bool:
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        before = text[max(line_start, match.start() - 60):match.start()]
+        if affirmed and _NEGATED_BEFORE_RE.search(before):
+            return False
+        return not (after_invasion and not _CONTEXT_BEFORE_RE.search(before))
+
+    def apply(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
+        matches = (m for m in compiled.finditer(text, region[0], region[1]) if eligible(text, m))
+        if rng is None:
+            match = next(matches, None)
+        else:
+            found = list(matches)
+            match = rng.choice(found) if found else None
+        if match is None:
+            return None
+        new = match.expand(replacement) if isinstance(replacement, str) else replacement(match)
+        return text[:match.start()] + new + text[match.end():]
 
     return apply
 
@@ -99,7 +116,7 @@ def _anywhere(pattern: str, replacement: str | Callable[[re.Match[str]], str], f
               ) -> Rule:
     compiled = re.compile(pattern, flags)
 
-    def apply(text: str, region: tuple[int, int]) -> str | None:
+    def apply(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
         new = compiled.sub(replacement, text)
         return new if new != text else None
 
@@ -147,7 +164,7 @@ def _type_order(match: re.Match[str]) -> str:
     return f"{family}, {match.group(1)} type"
 
 
-def _urothelial(text: str, region: tuple[int, int]) -> str | None:
+def _urothelial(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
     # "transitional cell" names urothelial carcinoma in the urinary tract only
     if not re.search(r"(?i)\b(?:bladder|ureter|renal pelvis|urethra)\b", text):
         return None
@@ -177,10 +194,10 @@ NOTATIONS: list[tuple[str, Rule]] = [
 def _all_of(rules: list[tuple[str, Rule]]) -> Rule:
     """Every rule of `rules` that applies, one after the other."""
 
-    def apply(text: str, region: tuple[int, int]) -> str | None:
+    def apply(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
         out, changed = text, False
         for _, rule in rules:
-            new = rule(out, region)
+            new = rule(out, region, rng)
             if new is not None:
                 out, changed = new, True
         return out if changed else None
@@ -195,24 +212,33 @@ names = _all_of(NAMES)
 _PART_RE = re.compile(r"(?m)^[ \t]*([A-H])[.):][ \t]*\S")
 
 
-def part_order(text: str, region: tuple[int, int]) -> str | None:
-    """The first two lettered specimen parts of the diagnosis in swapped order (letters kept)."""
+def part_order(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
+    """The first two lettered specimen parts of the diagnosis in swapped order (letters kept); with
+    a generator, two neighbouring parts drawn from it (A-B, B-C, ...) where a part follows both."""
     start, end = region
     marks = [m for m in _PART_RE.finditer(text, start, end)]
     if len(marks) < 3 or marks[0].group(1) != "A" or marks[1].group(1) != "B" or marks[2].group(1) != "C":
         return None
-    a, b, c = marks[0].start(), marks[1].start(), marks[2].start()
+    # neighbours in letter order, each followed by a third part (so that both end at a line break)
+    pairs = [i for i in range(len(marks) - 2)
+             if [ord(marks[i + j].group(1)) for j in range(3)] == [ord(marks[i].group(1)) + j for j in range(3)]]
+    i = 0 if rng is None else rng.choice(pairs)
+    a, b, c = marks[i].start(), marks[i + 1].start(), marks[i + 2].start()
     first, second = text[a:b], text[b:c]
     if not first.endswith("\n") or not second.endswith("\n"):
         return None
     return text[:a] + second + first + text[c:]
 
 
-def boilerplate(text: str, region: tuple[int, int]) -> str | None:
+def boilerplate(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
+    """A boilerplate sentence, a page marker and a barcode inserted at the last line break of the
+    diagnosis (with a generator, at a line break drawn from it)."""
     start, end = region
     cut = text.rfind("\n", start, end)
     if cut < 0:
         return None
+    if rng is not None:
+        cut = rng.choice([i for i in range(start, end) if text[i] == "\n"])
     return (text[:cut] + "\nClinical correlation is recommended.\nPage 1 of 2\nTCGA-XX-0000-01A-PR\n"
             + text[cut + 1:])
 
@@ -223,17 +249,22 @@ _TYPO_WORDS = re.compile(
     r"invasive|margins)\b", re.IGNORECASE)
 
 
-def ocr_typo(text: str, region: tuple[int, int]) -> str | None:
-    """One letter dropped from the first clinical word of the diagnosis (an OCR miss)."""
-    match = _TYPO_WORDS.search(text, region[0], region[1])
+def ocr_typo(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
+    """One letter dropped from the first clinical word of the diagnosis (an OCR miss); with a
+    generator, a letter (not the first) of a clinical word of the diagnosis drawn from it."""
+    if rng is None:
+        match = _TYPO_WORDS.search(text, region[0], region[1])
+    else:
+        found = list(_TYPO_WORDS.finditer(text, region[0], region[1]))
+        match = rng.choice(found) if found else None
     if match is None:
         return None
     word = match.group(0)
-    cut = len(word) // 2
+    cut = len(word) // 2 if rng is None else rng.randrange(1, len(word))
     return text[:match.start()] + word[:cut] + word[cut + 1:] + text[match.end():]
 
 
-def letter_case(text: str, region: tuple[int, int]) -> str | None:
+def letter_case(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
     start, end = region
     part = text[start:end]
     other = part.lower() if sum(c.isupper() for c in part) > sum(c.islower() for c in part) else part.upper()
@@ -261,13 +292,8 @@ _TYPES = {
 _PAPILLARY_RCC = r"\bpapillary(?= renal cell carcinoma)"
 
 
-def _histologic_type(text: str, region: tuple[int, int]) -> str | None:
-    for rule in (_in_region(_PAPILLARY_RCC, lambda m: _case_like(m.group(0), "clear cell")),
-                 _in_region(_words(_TYPES), _swap(_TYPES))):
-        new = rule(text, region)
-        if new is not None:
-            return new
-    return None
+_TYPE_RULES: list[Rule] = [_in_region(_PAPILLARY_RCC, lambda m: _case_like(m.group(0), "clear cell")),
+                            _in_region(_words(_TYPES), _swap(_TYPES))]
 
 
 _DIFF = {"well": "poorly", "moderately": "poorly", "poorly": "well"}
@@ -293,9 +319,11 @@ GRADES: list[Rule] = [
 
 
 def _first_rule(rules: list[Rule]) -> Rule:
-    def apply(text: str, region: tuple[int, int]) -> str | None:
-        for rule in rules:
-            new = rule(text, region)
+    """The first rule of `rules` that applies; with a generator, the rules in an order drawn from it."""
+
+    def apply(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
+        for rule in rules if rng is None else rng.sample(rules, len(rules)):
+            new = rule(text, region, rng)
             if new is not None:
                 return new
         return None
@@ -309,8 +337,12 @@ def _stage_t(match: re.Match[str]) -> str:
 
 
 STAGES: list[Rule] = [
-    _in_region(r"\b(p?T)([0-4])(?=[abc]?\b)", _stage_t, 0),
-    _in_region(r"\b(p?N)([0-2])(?=[abc]?\b)", lambda m: m.group(1) + ("1" if m.group(2) == "0" else "0"), 0),
+    # a block, cassette or slide name ("for block T1") is not a stage
+    _in_region(r"(?<![Bb]lock )(?<!BLOCK )(?<![Cc]assette )(?<!CASSETTE )(?<![Ss]lide )(?<!SLIDE )\b(p?T)([0-4])"
+               r"(?=[abc]?\b)", _stage_t, 0),
+    # an item label of a form ("N2. Involvement by renal neoplasm") is not a stage
+    _in_region(r"\b(p?N)([0-2])(?=[abc]?\b)(?![.)] *[A-Z][a-z])",
+               lambda m: m.group(1) + ("1" if m.group(2) == "0" else "0"), 0),
     _in_region(r"\b(stage:?\s*)(IV|III|II|I)(?=[ABC]?\b)",
                lambda m: m.group(1) + {"I": "III", "II": "IV", "III": "I", "IV": "II"}[m.group(2).upper()]),
 ]
@@ -367,7 +399,7 @@ _PRINCIPAL_LINE_RE = re.compile(
 )
 
 
-def dropped_diagnosis(text: str, region: tuple[int, int]) -> str | None:
+def dropped_diagnosis(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
     """Every line of the diagnosis that names a malignancy (and is not a negation) removed."""
     start, end = region
     part = _PRINCIPAL_LINE_RE.sub("", text[start:end])
@@ -375,7 +407,7 @@ def dropped_diagnosis(text: str, region: tuple[int, int]) -> str | None:
 
 
 ERRORS: dict[str, Rule] = {
-    "histologic type": _histologic_type,
+    "histologic type": _first_rule(_TYPE_RULES),
     "grade": _first_rule(GRADES),
     "stage": _first_rule(STAGES),
     "margin": _first_rule(MARGINS),
@@ -391,9 +423,10 @@ def half_of(patient_id: str) -> str:
     return "heldout" if hashlib.sha256(patient_id.encode("utf-8")).digest()[0] % 2 else "dev"
 
 
-def build_pairs(records: list[dict]) -> list[dict]:
+def build_pairs(records: list[dict], seed: int = 0) -> list[dict]:
     """(prediction, reference, kind, correct, report, organ) rows: for each report, itself, and
-    one pair of each concordant and each wrong kind that applies."""
+    one pair of each concordant and each wrong kind that applies; `seed` 0 = the first place each
+    rule applies to, another seed = places drawn at random (module docstring)."""
     rows = []
     for record in records:
         reference = record["ocr_text"]
@@ -404,7 +437,8 @@ def build_pairs(records: list[dict]) -> list[dict]:
             for kind, rule in table.items():
                 if region is None:
                     continue
-                new = rule(reference, region)
+                rng = None if seed == 0 else random.Random(f"{seed}:{record['patient_id']}:{kind}")
+                new = rule(reference, region, rng)
                 if new is not None and new != reference:
                     rows.append({**meta, "prediction": new, "kind": kind, "correct": correct})
     return rows

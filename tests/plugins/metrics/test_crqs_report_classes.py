@@ -9,9 +9,7 @@ protocol"): the other half measures CRQS on reports its rules were not developed
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -34,13 +32,9 @@ def _fields(row, side="reference"):
 
 
 @pytest.fixture(scope="module")
-def validity():
+def validity(load_benchmark):
     """The graded-pair rewrites and the development/held-out halves of the validity benchmark."""
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "metric_validity.py"
-    spec = importlib.util.spec_from_file_location("metric_validity", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("metric_validity")
 
 
 @pytest.fixture(scope="module")

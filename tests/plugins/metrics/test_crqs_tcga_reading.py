@@ -1,5 +1,6 @@
 """CRQS reading rules for real TCGA OCR text: where OCR hides the diagnosis, glued words, synoptic
-items, margins, the statements outside the diagnosis sections, and short TCGA reports.
+items, margins, the statements outside the diagnosis sections, short TCGA reports, repeated
+statements, T and N categories without their p, and boilerplate glued to a diagnosis line.
 
 The unit tests use text written for them. The real-data tests (skipped without
 PATHKIT_REALDATA) check each rule on a short excerpt typed in from a report of the *development*
@@ -188,6 +189,78 @@ def test_a_short_tcga_report_states_its_stage(extractor):
     assert crqs(text.replace("(pT3)", "(pT4)"), text) < 1.0
 
 
+def test_a_statement_repeated_with_words_between_counts_twice(extractor):
+    # "Duodenum and Pancreas" -> "Duodenum and Duodenum": two statements, not one said twice
+    reference = ("FINAL DIAGNOSIS:\nA. Lymph nodes, excision: negative for carcinoma (0/5).\n"
+                 "B. Duodenum and Pancreas, pancreaticoduodenectomy: ductal adenocarcinoma, moderately "
+                 "differentiated.\n" + GROSS)
+    wrong = reference.replace("Duodenum and Pancreas", "Duodenum and Duodenum")
+    assert crqs(wrong, reference) < 1.0
+    assert "organ=duodenum organ=duodenum" in extractor.extract(wrong).fields["specimen_parts"]
+    # nothing but punctuation between two readings of one statement: counted once
+    fields = extractor.extract(reference.replace("ductal adenocarcinoma", "hepatocellular carcinoma (HCC)")).fields
+    assert "+hepatocellular carcinoma +hepatocellular carcinoma" not in fields["specimen_parts"]
+    # "no tumor present" dropped to "tumor present" right after another "tumor present" in the comment
+    comment = ("FINAL DIAGNOSIS:\nA. Larynx, laryngectomy: squamous cell carcinoma.\nCOMMENT:\nNodes with "
+               "tumor present. Nodes, no tumor present. Nodes, no tumor present.\n" + GROSS)
+    assert crqs(comment.replace("Nodes, no tumor present. N", "Nodes, tumor present. N"), comment) < 1.0
+
+
+@pytest.mark.parametrize(("line", "change"), [
+    ("Histologic type: ductal adenocarcinoma P,uti, T3-S$Histologic grade: poorly differentiated", ("T3", "T4")),
+    ("Margins: free\nLymph nodes: N1=Positive (1/26)\nStage: pT3", ("N1=", "N0=")),
+])
+def test_a_t_or_n_category_without_its_p_is_a_statement(line, change):
+    reference = "FINAL DIAGNOSIS:\nA. Pancreas, resection:\n" + line + "\n" + GROSS
+    assert crqs(reference.replace(*change), reference) < 1.0
+
+
+def test_a_block_name_is_not_a_stage(extractor):
+    text = ("FINAL DIAGNOSIS:\nA. Liver, resection: hepatocellular carcinoma.\nNOTE: Recommend "
+            "immunohistochemistry for block T1.\n" + GROSS)
+    assert "t=1" not in extractor.extract(text).fields["specimen_parts"]
+    assert "t=2" in extractor.extract(text.replace("block T1", "pT2")).fields["specimen_parts"]
+
+
+def test_a_short_report_holds_its_statements_as_one_part(extractor):
+    text = ("Colon: invasive adenocarcinoma with infiltration of the perimuscular fatty tissue, two regional lymph "
+            "node metastases and liver metastases (G2, pT4 pN1 pM1).")
+    assert len(text) < 400
+    assert "organ=liver" in extractor.extract(text).fields["specimen_parts"]
+    assert crqs(text.replace("liver metastases", "gallbladder metastases"), text) < 1.0
+
+
+def test_boilerplate_glued_to_a_diagnosis_line_keeps_the_diagnosis():
+    line = "POORLY DIFFERENTIATED SQUAMOUS CELL CARCINOMA0-7BY is signature ,Iattest that the above diagnosis is based"
+    assert "POORLY DIFFERENTIATED SQUAMOUS CELL CARCINOMA" in strip_clutter(line + " on my examination.\n")
+    # a sentence that is all boilerplate still goes whole
+    assert strip_clutter("A. Colon.\nI attest that the above diagnosis is based on my review.\n").strip() == "A. Colon."
+    reference = "FINAL DIAGNOSIS:\nUTERUS, CERVIX, BIOPSY\n" + line + " on my examination.\n" + GROSS
+    assert crqs(reference.replace("POORLY", "WELL"), reference) < 1.0
+
+
+def test_none_identified_is_a_negative_item_value(extractor):
+    reference = ("FINAL DIAGNOSIS:\nA. Bladder, cystectomy: urothelial carcinoma, high grade.\n"
+                 "5. Lymphatic/vascular invasion: None identified.\n6. Perineural invasion: none seen.\n" + GROSS)
+    fields = extractor.extract(reference).fields
+    assert fields["lymphovascular_invasion"] == "absent" and fields["perineural_invasion"] == "absent"
+    assert crqs(reference.replace("None identified", "present"), reference) < 1.0
+
+
+def test_text_nearest_the_diagnosis_is_read_first():
+    # a long report whose diagnosis comes last, after more than 4,000 characters: the template
+    # summary written just above it is read, the start of the report (clinical history) is not
+    history = "CLINICAL HISTORY:\n" + "Patient with a renal mass, for nephrectomy; no prior history.\n" * 80
+    summary = ("The following template summarizes the findings in this case:\nHistologic type: Papillary renal "
+               "cell carcinoma, solid variant.\n")
+    reference = (history + summary + "FINAL DIAGNOSIS:\nA. Kidney, left, nephrectomy: renal cell carcinoma, "
+                 "Fuhrman nuclear grade 3, pT1b.\nB. Adrenal gland: no tumor.\n")
+    assert len(history) > 4000
+    assert crqs(reference.replace("Papillary renal", "Clear cell renal"), reference) < 1.0
+    elsewhere = ClinicalExtractor().extract(reference).fields["statements_elsewhere"]
+    assert "kind=papillary" in elsewhere
+
+
 # ----------------------------------------------------------------------------- real reports (development half)
 
 
@@ -242,6 +315,17 @@ REAL_CASES = [
                                                             "ductal squamous cell carcinoma with a low")),
     # a TCGA report under 400 characters: its pT
     ("TCGA-AA-3848", "parietal  layers (pT3)", ("(pT3)", "(pT4)")),
+    # third round: a statement repeated with words between (an organ list; a negation in an OCR copy)
+    ("TCGA-IB-AAUV", "C.Duodenum and Pancreas", ("Duodenum and Pancreas", "Duodenum and Duodenum")),
+    ("TCGA-CV-7410", "no~es, no tumor present.", ("no~es, no tumor present.", "no~es, tumor present.")),
+    # a T without its p, garbled by OCR; an N after a lymph-node label
+    ("TCGA-L1-A7W4", "P„uti, T3-S$Histologic", ("T3-S$", "T4-S$")),
+    ("TCGA-G4-6293", "Lymph nodes: N1=Positive", ("N1=Positive", "N0=Positive")),
+    # a 390-character report's organ of metastasis
+    ("TCGA-AA-3693", "liver metastases", ("liver metastases", "gallbladder metastases")),
+    # the attestation OCR glued to the last diagnosis line
+    ("TCGA-C5-A7X5", "CARCINOMA0-7BY is signature", ("POORLY DIFFERENTIATED SQUAMOUS CELL CARCINOMA0",
+                                                     "WELL DIFFERENTIATED SQUAMOUS CELL CARCINOMA0")),
 ]
 
 
@@ -255,3 +339,39 @@ def test_real_development_report_change_is_seen(dev_reports, patient, excerpt, c
     wrong = reference.replace(change[0], change[1], 1)
     assert crqs(reference, reference) == pytest.approx(1.0)
     assert crqs(wrong, reference) < 1.0
+
+
+# ----------------------------------------------------------------------------- the TCGA pair builder
+
+
+@pytest.fixture(scope="module")
+def pairs_module(load_benchmark):
+    """`benchmarks/tcga_report_pairs.py`, the graded TCGA pairs of the validity benchmark."""
+    return load_benchmark("tcga_report_pairs")
+
+
+PAIR_REPORT = ("FINAL DIAGNOSIS:\nA. Left kidney, nephrectomy: clear cell renal cell carcinoma, Fuhrman grade 2, "
+               "pT1a N0.\nB. Lymph node, excision: one lymph node, negative (0/1).\nC. Adrenal gland: no tumor.\n"
+               "D. Right ureter margin: free of tumor; lymphovascular invasion not identified.\n"
+               "NOTE: Recommend immunohistochemistry for block T1.\nN2. Involvement by renal neoplasm: absent\n"
+               "GROSS DESCRIPTION:\nReceived fresh.\n")
+
+
+def test_pair_seeds_draw_other_places_reproducibly(pairs_module):
+    record = {"ocr_text": PAIR_REPORT, "patient_id": "TCGA-00-0000", "organ_group": "KIDNEY"}
+    first = pairs_module.build_pairs([record], 0)
+    assert first == pairs_module.build_pairs([record])  # seed 0 is the default
+    drawn = {seed: pairs_module.build_pairs([record], seed) for seed in range(1, 21)}
+    assert drawn[3] == pairs_module.build_pairs([record], 3)  # a seed is a reproducible draw
+    part_orders = {next(r["prediction"] for r in rows if r["kind"] == "part order") for rows in drawn.values()}
+    assert len(part_orders) > 1  # A-B or B-C or C-D swapped
+    # every draw keeps identical reports identical and changes every error pair
+    for rows in (first, *drawn.values()):
+        assert all((r["prediction"] == r["reference"]) == (r["kind"] == "identical") for r in rows)
+
+
+def test_the_stage_rewrite_leaves_block_names_and_form_labels(pairs_module):
+    record = {"ocr_text": PAIR_REPORT, "patient_id": "TCGA-00-0000", "organ_group": "KIDNEY"}
+    for seed in range(0, 12):
+        stage = next(r for r in pairs_module.build_pairs([record], seed) if r["kind"] == "stage")["prediction"]
+        assert "block T1" in stage and "N2. Involvement" in stage

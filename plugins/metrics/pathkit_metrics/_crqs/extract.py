@@ -19,6 +19,7 @@ from pathkit_metrics._crqs.normalise import (
     normalise_names,
     prepare_text,
     roman_or_int,
+    trie_pattern,
 )
 from pathkit_metrics._crqs.ocr import KNOWN_WORDS, SpellingRepair, clinical_words
 from pathkit_metrics._crqs.sections import Section, read_spans, specimen_parts, strip_clutter
@@ -72,10 +73,10 @@ _UNCERTAIN_PRE_RE = re.compile(
     r"concerning for|may represent|might represent|suggestive of|differential diagnosis)\b"
 )
 _NEG_POST_RE = re.compile(
-    # "necrosis: absent", "lvi: not identified"; a bare "no"/"none" only as the whole value, since
-    # "prostate biopsy: no evidence of carcinoma" negates what follows, not what precedes
+    # "necrosis: absent", "lvi: not identified", "lvi: none identified"; a bare "no"/"none" only as
+    # the whole value, since "prostate biopsy: no evidence of carcinoma" negates what follows
     r"^ *(?:: *\(? *(?:not (?:identified|seen|present|detected|found|evident|observed|noted)|absent\b|"
-    r"negative\b|(?:no|none)(?= *(?:$|[,;(])))"
+    r"negative\b|none (?:identified|seen|present|detected|found|noted)\b|(?:no|none)(?= *(?:$|[,;(])))"
     r"|\(? *(?:is|are|was|were|has been|have been) +(?:not\b|absent|negative|none)"
     r"|(?:not (?:identified|seen|present|detected|found|evident|observed|noted)|absent\b|negative\b))"
 )
@@ -87,8 +88,25 @@ _LOOKBACK = 60
 _LOOKAHEAD = 50
 
 
+# The polarities found in the last text asked about, (text, {(start, end): polarity}): the field
+# rules and the part statements ask about the same mentions of the same read text. A new text
+# replaces the whole entry, so an answer is only ever given for the very text it was found in.
+_POLARITIES: list[tuple[str, dict[tuple[int, int], int]]] = [("", {})]
+
+
 def polarity(text: str, start: int, end: int) -> int:
     """AFFIRMED, NEGATED or UNCERTAIN for the mention text[start:end] within its clause."""
+    memo = _POLARITIES[0]
+    if memo[0] is not text:
+        memo = (text, {})
+        _POLARITIES[0] = memo
+    state = memo[1].get((start, end))
+    if state is None:
+        state = memo[1][(start, end)] = _polarity(text, start, end)
+    return state
+
+
+def _polarity(text: str, start: int, end: int) -> int:
     lo = max(0, start - _LOOKBACK)
     cut = max(text.rfind(".", lo, start), text.rfind(";", lo, start), text.rfind("\n", lo, start),
               text.rfind(",", lo, start))
@@ -163,7 +181,16 @@ _ORGANS: dict[str, str] = {
     "gallbladder": "gallbladder", "bone marrow": "bone marrow", "soft tissue": "soft tissue",
     "omentum": "omentum", "fallopian tube": "fallopian tube", "vulva": "vulva", "vagina": "vagina",
 }
-_ORGAN_RE = re.compile(r"\b(" + "|".join(sorted(_ORGANS, key=len, reverse=True)) + r")\b")
+def _word_list_re(words: list[str], extra: str = "") -> re.Pattern[str]:
+    """`\\b(w1|w2|...)\\b`, the longest word that ends on a word boundary, as group 1, folded into a
+    prefix tree (`trie_pattern`): at each word start the engine follows the one branch of its
+    first letter instead of trying every word (a third of the time on a long report); `extra`, an
+    alternative that is no plain word ("parametri\\w*"), is tried after the tree."""
+    tree = trie_pattern(words)[2:-2]  # without its \b ... \b
+    return re.compile(r"\b(" + tree + ("|" + extra if extra else "") + r")\b")
+
+
+_ORGAN_RE = _word_list_re(list(_ORGANS))
 _SPECIMENS: dict[str, str] = {
     "core needle biopsy": "core needle biopsy", "core biopsy": "core needle biopsy",
     "sono guided core biopsy": "core needle biopsy", "sono guided core needle biopsy": "core needle biopsy",
@@ -185,7 +212,7 @@ _SPECIMENS: dict[str, str] = {
     "endoscopic mucosal resection": "endoscopic mucosal resection", "wedge resection": "wedge resection",
     "resection": "resection", "excision": "excision", "biopsy": "biopsy",
 }
-_SPECIMEN_RE = re.compile(r"\b(" + "|".join(sorted(_SPECIMENS, key=len, reverse=True)) + r")\b")
+_SPECIMEN_RE = _word_list_re(list(_SPECIMENS))
 # Ways of naming one procedure: the noun and the adjective of an endoscopy, the guidance by
 # ultrasound, the vacuum-assisted devices (Mammotome, EnCor) and needle-core word order.
 _SPECIMEN_WORDS: dict[str, str] = {
@@ -199,7 +226,10 @@ _SPECIMEN_WORDS: dict[str, str] = {
     "vacuum assisted breast": "vacuum assisted",
 }
 _SPECIMEN_WORD_RE = re.compile(r"\b(" + "|".join(sorted(_SPECIMEN_WORDS, key=len, reverse=True)) + r")\b")
-_LATERALITY_RE = re.compile(r"\b(left|right|bilateral)\b")
+# `\b(left|right|bilateral)\b`, the boundary tested after the first letter: a pattern whose every
+# alternative opens with a literal lets the regex engine skip to the l, r and b of the text (half
+# the time on a long report; a leading \b is the better filter where the first letters are many)
+_LATERALITY_RE = re.compile(r"(l(?<=\bl)eft|r(?<=\br)ight|b(?<=\bb)ilateral)\b")
 
 # Where a tumour comes from ("metastatic carcinoma, from breast primary", "favor colorectal
 # primary"): the organ word -> one site name, so "colon" and "colorectal" agree.
@@ -609,11 +639,28 @@ _SERRATED_RE = _Gate(_SERRATED_RE, "serrated", "hyperplastic polyp")
 
 
 
+# The matches of a pattern over the last text it was run on: the field rules (`_read_fields`,
+# `_staging`) and the part statements (`_mentions`) run many of the same patterns over the same
+# read text, which is scanned once. The entry holds the text itself and is used only for that very
+# object, so a stale entry can never answer for another text.
+_SCANS: dict[int, tuple[str, list[re.Match[str]]]] = {}
+
+
+def _scan(pattern: Any, text: str) -> list[re.Match[str]]:
+    """Every match of `pattern` (a compiled pattern or a gate) in `text`, in text order."""
+    hit = _SCANS.get(id(pattern))
+    if hit is not None and hit[0] is text:
+        return hit[1]
+    found = list(pattern.finditer(text))
+    _SCANS[id(pattern)] = (text, found)
+    return found
+
+
 def _presence(text: str, pattern: Any, skip: Callable[[re.Match[str]], bool] | None = None
               ) -> tuple[str | None, bool]:
     """('present' | 'absent' | None, stated-with-doubt) for the finding `pattern` names."""
     negated = uncertain = False
-    for match in pattern.finditer(text):
+    for match in _scan(pattern, text):
         if skip is not None and skip(match):
             continue
         state = polarity(text, match.start(), match.end())
@@ -643,7 +690,7 @@ _STATEMENT_END_RE = re.compile(r"[\n;]|\.(?!\d)")
 def _statements(text: str) -> list[tuple[int, int]]:
     """(start, end) of each line, ";"-clause and sentence of `text` (a decimal point is no end)."""
     spans, start = [], 0
-    for match in _STATEMENT_END_RE.finditer(text):
+    for match in _scan(_STATEMENT_END_RE, text):
         if text[start:match.start()].strip():
             spans.append((start, match.start()))
         start = match.end()
@@ -668,7 +715,8 @@ def _specimen_words(text: str) -> str:
 
 
 def _first_affirmed(text: str, pattern: Any) -> re.Match[str] | None:
-    for match in pattern.finditer(text):
+    hit = _SCANS.get(id(pattern))  # the scan already made of this text, else a lazy one
+    for match in hit[1] if hit is not None and hit[0] is text else pattern.finditer(text):
         if polarity(text, match.start(), match.end()) == AFFIRMED:
             return match
     return None
@@ -707,26 +755,42 @@ class _Candidate:
 
 # OCR glues words at a change of letter case ("carcinomaHistologic Grade", "DIFFERENTIATEDReported"):
 # split there (long reports).
-_GLUED_CASE_RE = re.compile(r"([a-z]{3}(?=[A-Z][a-z])|[A-Z]{3}(?=[A-Z][a-z]{2}))")
+# (the capital opens the pattern, so that the engine skips the other characters; a space is put
+# before it: the same as splitting after `[a-z]{3}(?=[A-Z][a-z])|[A-Z]{3}(?=[A-Z][a-z]{2})`)
+_GLUED_CASE_RE = re.compile(r"[A-Z](?=[a-z])(?:(?<=[a-z]{3}[A-Z])|(?<=[A-Z]{4})(?=[a-z]{2}))")
 # A line that starts a synoptic item ("Perineural Invasion: Absent", "Vascular Invasion:") is a
 # clause of its own, so that one item's value never negates or affirms the next item (long reports).
-_LABEL_LINE_RE = re.compile(r"[ \t]*\n(?=[ \t]*[A-Za-z][A-Za-z /()'\-]{1,40}[ \t]*:)")
+_LABEL_LINE_RE = re.compile(r"\n(?=[ \t]*[A-Za-z][A-Za-z /()'\-]{1,40}[ \t]*:)")
+
+
+def _label_lines(raw: str) -> str:
+    """A blank line before each line that starts with an item label (`_LABEL_LINE_RE`), the blanks
+    ending the line before it dropped (the pattern opens with the line break, a fast scan)."""
+    pieces, last = [], 0
+    for match in _LABEL_LINE_RE.finditer(raw):
+        pieces.append(raw[last:match.start()].rstrip(" \t"))
+        pieces.append("\n\n")
+        last = match.end()
+    if not pieces:
+        return raw
+    pieces.append(raw[last:])
+    return "".join(pieces)
 # a short report that may state pathologic staging or node counts (`_staging`)
 _STAGING_HINT_RE = re.compile(r"\bp?[tnm][0-4xo]|\bstage\b|/ *\d|\bof \d|extra ?(?:nodal|capsular)")
-_LETTERS_RE = re.compile(r"[A-Za-z]")
 _MIN_READ_LETTERS = 15  # a read section with fewer letters (a form, a barcode) is no diagnosis
+# matches where a text holds `_MIN_READ_LETTERS` letters (stops there instead of counting them all)
+_ENOUGH_LETTERS_RE = re.compile(r"(?:[^A-Za-z]*[A-Za-z]){" + str(_MIN_READ_LETTERS) + "}")
 _MAX_ELSEWHERE_CHARS = 4_000  # of the text outside the diagnosis sections (`statements_elsewhere`)
 
 _POLARITY_MARK = {AFFIRMED: "+", NEGATED: "-", UNCERTAIN: "?"}
 _ROMAN_DIGITS = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "o": "0", "l": "1"}
 # anatomical words of a tumour's extent, whatever verb leads them ("extending into the perivesical fat")
-_EXTENT_WORD_RE = re.compile(
-    r"\b(lamina propria|muscularis propria|muscularis mucosae|submucosa|subserosa|serosa|perivesical|perirenal|"
-    r"perinephric|renal sinus|renal vein|renal capsule|gerota's fascia|adrenal gland|seminal vesicles?|"
-    r"extraprostatic|periprostatic|pericolonic|pericolorectal|perirectal|mesorectal|visceral peritoneum|"
-    r"extrathyroidal|myometrium|myometrial|parametri\w*|peripancreatic|duodenal wall|bone|cartilage|"
-    r"perineural|intrarenal|intraprostatic)\b"
-)
+_EXTENT_WORD_RE = _word_list_re((
+    "lamina propria|muscularis propria|muscularis mucosae|submucosa|subserosa|serosa|perivesical|perirenal|"
+    "perinephric|renal sinus|renal vein|renal capsule|gerota's fascia|adrenal gland|seminal vesicle|"
+    "seminal vesicles|extraprostatic|periprostatic|pericolonic|pericolorectal|perirectal|mesorectal|"
+    "visceral peritoneum|extrathyroidal|myometrium|myometrial|peripancreatic|duodenal wall|bone|cartilage|"
+    "perineural|intrarenal|intraprostatic").split("|"), extra=r"parametri\w*")
 # statements read as present / absent / doubtful (see `_mentions`)
 _STATE_MENTIONS = (
     (_LVI_RE, "lvi"), (_PNI_RE, "pni"), (_ENE_RE, "ene"), (_EPE_RE, "epe"), (_CAPSULAR_RE, "capsule"),
@@ -739,14 +803,44 @@ _VALUE_MENTIONS = (
     (_STAGE_GROUP_RE, "stage"), (_DYSPLASIA_RE, "dysplasia"),
 )
 # tumour subtype words ("mucinous, moderately differentiated adenocarcinoma")
-_SUBTYPE_WORD_RE = re.compile(
-    r"\b(serous|mucinous|endometrioid|clear cell|chromophobe|papillary|squamous|sarcomatoid|signet ring|"
-    r"micropapillary|cribriform|acinar|ductal|lobular|follicular|medullary|anaplastic|keratinizing|basaloid|"
-    r"verrucous|spindle cell|small cell|large cell|neuroendocrine|fibrolamellar|"
-    r"glandular|solid|lepidic|mucoepidermoid|gemistocytic)\b"
-)
+_SUBTYPE_WORD_RE = _word_list_re((
+    "serous|mucinous|endometrioid|clear cell|chromophobe|papillary|squamous|sarcomatoid|signet ring|"
+    "micropapillary|cribriform|acinar|ductal|lobular|follicular|medullary|anaplastic|keratinizing|basaloid|"
+    "verrucous|spindle cell|small cell|large cell|neuroendocrine|fibrolamellar|"
+    "glandular|solid|lepidic|mucoepidermoid|gemistocytic").split("|"))
 # a count written "(k/n)" or "(k of n)": in a diagnosis, nodes involved of nodes examined
 _ANY_RATIO_RE = re.compile(r"\( *(\d{1,2}) *(?:/|of) *(\d{1,3}) *\)")
+# a T or N category written without its "p" (OCR lost it, "P„uti, T3-S", or the report omits it:
+# "Lymph nodes: N1=Positive"), which `_PT_RE` / `_PN_RE` read only next to each other or after a
+# staging label; a block, cassette or slide name ("for block T1") is not a stage. The letter opens
+# the pattern (the boundary is a look-behind after it), so the engine skips to the t's and n's.
+_BARE_T_RE = re.compile(r"t(?<![a-z0-9]t)(?<!block t)(?<!blocks t)(?<!cassette t)(?<!slide t)([0-4][a-d]?)"
+                        r"(?![a-z0-9])")
+_BARE_N_RE = re.compile(r"n(?<![a-z0-9]n)([0-3][a-c]?)(?![a-z0-9])")
+# statements named by a word: "side=left", "kind=serous", "extent=perivesical", "t=3", "n=1"
+_WORD_MENTIONS = (
+    (_LATERALITY_RE, "side="), (_SUBTYPE_WORD_RE, "kind="), (_EXTENT_WORD_RE, "extent="), (_BARE_T_RE, "t="),
+    (_BARE_N_RE, "n="),
+)
+# between two readings of one statement ("hepatocellular carcinoma (hcc)" read twice): no word
+_NO_WORD_RE = re.compile(r"[^a-z0-9]*")
+
+
+def _statement_tokens(scope: str, mentions: Callable[[str], list[tuple[int, str, int]]],
+                      positions: bool = False) -> list[Any]:
+    """The statements of `scope` (`mentions`) in text order, a statement repeated straight after
+    itself with no word between the two ("hepatocellular carcinoma (HCC)", a T read by two rules)
+    counted once: "duodenum and duodenum" or "no tumor present. nodes, no tumor present" are two
+    statements. (position, token) pairs with `positions`, else the tokens."""
+    out: list[Any] = []
+    last_token, last_end = None, -1
+    for start, token, end in sorted(mentions(scope)):
+        if token == last_token and (start <= last_end or _NO_WORD_RE.fullmatch(scope, last_end, start)):
+            last_end = max(last_end, end)
+            continue
+        out.append((start, token) if positions else token)
+        last_token, last_end = token, end
+    return out
 
 
 def _principal_line(scope: str, principal: int | None) -> tuple[int, int] | None:
@@ -777,12 +871,12 @@ def _margin_after(scope: str, end: int) -> str | None:
 def _margin_counts(scope: str) -> tuple[int, int]:
     """(positive, negative) margin statements of `scope`."""
     positive = negative = 0
-    for match in _MARGIN_BEFORE_RE.finditer(scope):
+    for match in _scan(_MARGIN_BEFORE_RE, scope):
         if match.group(1) in ("positive", "involved"):
             positive += 1
         else:
             negative += 1
-    for match in _MARGIN_RE.finditer(scope):
+    for match in _scan(_MARGIN_RE, scope):
         state = _margin_after(scope, match.end())
         if state == "-":
             negative += 1
@@ -861,9 +955,15 @@ class ClinicalExtractor:
         unread: list[str] = []
         self._diagnosis(scope, body, facts, doubts, unread)
         self._read_fields(scope, facts, doubts)
+        facts.pop("_principal_start", None)
         if _STAGING_HINT_RE.search(scope):
             self._staging(scope, facts)
-        facts.pop("_principal_start", None)
+            # a short report that stages a tumour (a TCGA report under 400 characters; REG reports
+            # do not) is one part: its statements, as a long report's parts hold them (no REG
+            # field): a 390-character report's "liver metastases" -> "gallbladder metastases"
+            signature = self._part_signatures(text, [len(text)]) if facts else []
+            if signature:
+                facts["specimen_parts"] = signature[0]
         return Extraction(facts, doubts, tuple(unread))
 
     def _read_fields(self, scope: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
@@ -880,8 +980,8 @@ class ClinicalExtractor:
     # ------------------------------------------------------------------ long reports (TCGA)
 
     def _prepare_long(self, raw: str) -> str:
-        raw = _GLUED_CASE_RE.sub(r"\1 ", raw)
-        raw = _LABEL_LINE_RE.sub("\n\n", raw)
+        raw = _GLUED_CASE_RE.sub(r" \g<0>", raw)
+        raw = _label_lines(raw)
         return normalise_names(self._spelling.repair(prepare_text(raw, upper_abbreviations=False)))
 
     def _extract_long(self, report: str) -> Extraction:
@@ -890,7 +990,7 @@ class ClinicalExtractor:
         kept apart (`specimen_parts`); the site from the tumour's own part of the diagnosis."""
         sections = read_spans(report)
         raws = [strip_clutter(report[s.start:s.end]) for s in sections]
-        if sum(len(_LETTERS_RE.findall(raw)) for raw in raws) < _MIN_READ_LETTERS:
+        if not _ENOUGH_LETTERS_RE.match("".join(raws)):
             sections = (Section(0, len(report), "whole report", "fallback"),)
             raws = [strip_clutter(report)]
         # each section's specimen parts (a section without parts, a synoptic block, or the text
@@ -921,7 +1021,7 @@ class ClinicalExtractor:
             facts["specimen_type"] = _SPECIMENS[specimen]
         # the side on the tumour's line, else every side the report names (in no order)
         side = _first_affirmed(scope[line[0]:line[1]], _LATERALITY_RE) if line else None
-        sides = [side.group(1)] if side is not None else sorted({m.group(1) for m in _LATERALITY_RE.finditer(scope)})
+        sides = [side.group(1)] if side is not None else sorted({m.group(1) for m in _scan(_LATERALITY_RE, scope)})
         if sides:
             facts["laterality"] = " and ".join(sides)
         bounds, offset = [], 0
@@ -944,23 +1044,29 @@ class ClinicalExtractor:
         as a multiset: each statement with its count where it recurs (a statement repeated straight
         after itself counted once), in sorted order, so that neither the order of the text nor a
         repeat in place changes it, but a statement changed, added or dropped anywhere does. At
-        most `_MAX_ELSEWHERE_CHARS` are read (the CRQS throughput budget on long reports)."""
+        most `_MAX_ELSEWHERE_CHARS` are read (the CRQS throughput budget on long reports), the
+        text nearest the diagnosis first: the text after the first diagnosis section (where
+        comments, immunohistochemistry conclusions and addenda follow it), then the end of the text
+        above it, from a line start (a comment or a summary template written just above the
+        diagnosis; clinical history and a gross description written first come last)."""
         pieces, last = [], 0
         for section in sorted(sections, key=lambda sec: sec.start):
             pieces.append(report[last:section.start])
             last = max(last, section.end)
         pieces.append(report[last:])
-        rest = "\n\n".join(piece for piece in pieces if piece.strip())
+        rest = "\n\n".join(piece for piece in pieces[1:] if piece.strip())
+        room = _MAX_ELSEWHERE_CHARS - len(rest) - 2
+        above = pieces[0]
+        if room > 0 and above.strip():
+            if len(above) > room:
+                above = above[-room:]
+                above = above[above.find("\n") + 1:]  # from a line start
+            rest = rest + "\n\n" + above if rest else above
         if len(rest) > _MAX_ELSEWHERE_CHARS:
             rest = rest[:_MAX_ELSEWHERE_CHARS]
-        if len(_LETTERS_RE.findall(rest)) < _MIN_READ_LETTERS:
+        if not _ENOUGH_LETTERS_RE.match(rest):
             return None
-        tokens, last_token = [], None
-        for _, token in sorted(self._mentions(self._prepare_long(strip_clutter(rest)))):
-            if token != last_token:  # "hepatocellular carcinoma (HCC)" is one statement
-                tokens.append(token)
-            last_token = token
-        counts = Counter(tokens)
+        counts = Counter(_statement_tokens(self._prepare_long(strip_clutter(rest)), self._mentions))
         return " ".join(f"{token}*{n}" if n > 1 else token for token, n in sorted(counts.items())) or None
 
     def _long_fields(self, scope: str, facts: dict[str, str]) -> None:
@@ -975,13 +1081,13 @@ class ClinicalExtractor:
         report may state too (a TCGA report under 400 characters); no REG field."""
         for name, pattern in (("pathologic_t", _PT_RE), ("pathologic_n", _PN_RE), ("pathologic_m", _PM_RE)):
             values = set()
-            for match in pattern.finditer(scope):
+            for match in _scan(pattern, scope):
                 groups = [g for g in match.groups() if g is not None]
                 values.add("".join(groups).replace("o", "0").replace("l", "1"))
             if values:
                 facts[name] = ",".join(sorted(values))
         groups = set()
-        for match in _STAGE_GROUP_RE.finditer(scope):
+        for match in _scan(_STAGE_GROUP_RE, scope):
             value = roman_or_int(match.group(1))
             if value is not None:
                 groups.add(f"{value}{match.group(2) or ''}")
@@ -998,7 +1104,7 @@ class ClinicalExtractor:
     def _node_ratios(scope: str) -> list[str]:
         """Every "involved/examined" count stated for lymph nodes, sorted ("0/8", "3/16")."""
         ratios = []
-        for match in _LN_RE.finditer(scope):  # counts on the line (the part) of a node mention
+        for match in _scan(_LN_RE, scope):  # counts on the line (the part) of a node mention
             lo = scope.rfind("\n", 0, match.start())
             hi = scope.find("\n", match.end())
             hi = len(scope) if hi < 0 else hi
@@ -1014,49 +1120,48 @@ class ClinicalExtractor:
         straight after itself counted once. Parts compare as a set, so their order does not
         matter; a change to any statement of any part changes that part's string."""
         tokens: list[list[str]] = [[] for _ in bounds]
-        for position, token in sorted(self._mentions(scope)):
+        for position, token in _statement_tokens(scope, self._mentions, positions=True):
             part = bisect.bisect_left(bounds, position)
-            if part < len(tokens) and (not tokens[part] or tokens[part][-1] != token):
+            if part < len(tokens):
                 tokens[part].append(token)
         return [" ".join(t) for t in tokens if t]
 
-    def _mentions(self, scope: str) -> list[tuple[int, str]]:
-        """(position, token) of every clinical statement of `scope`: diagnosis terms (with their
+    def _mentions(self, scope: str) -> list[tuple[int, str, int]]:
+        """(start, token, end) of every clinical statement of `scope`: diagnosis terms (with their
         polarity), grades, differentiation, Gleason patterns, margins, node counts, invasion
-        and extension states, depths, TNM values, sides and organs."""
-        found: list[tuple[int, str]] = []
-        for match in self._pattern.finditer(scope):
+        and extension states, depths, TNM values (also a T category without its "p"), sides and
+        organs."""
+        found: list[tuple[int, str, int]] = []
+        for match in _scan(self._pattern, scope):
             term = self.vocabulary.lookup(match.group(0))
             if term is not None:
                 state = polarity(scope, match.start(), match.end())
-                found.append((match.start(), _POLARITY_MARK[state] + term.canonical))
+                found.append((match.start(), _POLARITY_MARK[state] + term.canonical, match.end()))
         for pattern, name in _STATE_MENTIONS:
-            for match in pattern.finditer(scope):
+            for match in _scan(pattern, scope):
                 state = polarity(scope, match.start(), match.end())
-                found.append((match.start(), name + _POLARITY_MARK[state]))
+                found.append((match.start(), name + _POLARITY_MARK[state], match.end()))
         for pattern, name in _VALUE_MENTIONS:
-            for match in pattern.finditer(scope):
+            for match in _scan(pattern, scope):
                 value = " ".join(_ROMAN_DIGITS.get(g.strip(), g.strip()) for g in match.groups() if g)
-                found.append((match.start(), name + "=" + value))
-        for match in _MARGIN_RE.finditer(scope):
+                found.append((match.start(), name + "=" + value, match.end()))
+        for match in _scan(_MARGIN_RE, scope):
             state = _margin_after(scope, match.end())
             if state is not None:
-                found.append((match.start(), "margin" + state))
-        for match in _MARGIN_BEFORE_RE.finditer(scope):
-            found.append((match.start(), "margin+" if match.group(1) in ("positive", "involved") else "margin-"))
-        for match in _ANY_RATIO_RE.finditer(scope):
-            found.append((match.start(), f"ratio={int(match.group(1))}/{int(match.group(2))}"))
+                found.append((match.start(), "margin" + state, match.end()))
+        for match in _scan(_MARGIN_BEFORE_RE, scope):
+            found.append((match.start(), "margin+" if match.group(1) in ("positive", "involved") else "margin-",
+                          match.end()))
+        for match in _scan(_ANY_RATIO_RE, scope):
+            found.append((match.start(), f"ratio={int(match.group(1))}/{int(match.group(2))}", match.end()))
         for pattern, value in _DEPTH_RULES:
-            for match in pattern.finditer(scope):
-                found.append((match.start(), "depth=" + value))
-        for match in _LATERALITY_RE.finditer(scope):
-            found.append((match.start(), "side=" + match.group(1)))
-        for match in _SUBTYPE_WORD_RE.finditer(scope):
-            found.append((match.start(), "kind=" + match.group(1)))
-        for match in _EXTENT_WORD_RE.finditer(scope):
-            found.append((match.start(), "extent=" + match.group(1)))
-        for match in _ORGAN_RE.finditer(scope):
-            found.append((match.start(), "organ=" + _ORGANS[match.group(1)]))
+            for match in _scan(pattern, scope):
+                found.append((match.start(), "depth=" + value, match.end()))
+        for pattern, name in _WORD_MENTIONS:
+            for match in _scan(pattern, scope):
+                found.append((match.start(), name + match.group(1), match.end()))
+        for match in _scan(_ORGAN_RE, scope):
+            found.append((match.start(), "organ=" + _ORGANS[match.group(1)], match.end()))
         return found
 
     @staticmethod
@@ -1069,7 +1174,7 @@ class ClinicalExtractor:
             named.discard("lymph node")
             if named:
                 return " and ".join(sorted(named))
-        named_all = [_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(scope)]
+        named_all = [_ORGANS[m.group(1)] for m in _scan(_ORGAN_RE, scope)]
         return next((o for o in named_all if o != "lymph node"), named_all[0] if named_all else None)
 
     @staticmethod
@@ -1109,7 +1214,7 @@ class ClinicalExtractor:
         """The affirmed vocabulary findings of `scope`; `mentions` collects the span of every
         term, affirmed or not."""
         found: list[_Candidate] = []
-        for match in self._pattern.finditer(scope):
+        for match in _scan(self._pattern, scope):
             term = self.vocabulary.lookup(match.group(0))
             if term is None:
                 continue
@@ -1276,7 +1381,7 @@ class ClinicalExtractor:
         is the dysplasia grade."""
         negated = False
         kinds: list[tuple[int, str]] = []
-        for match in _IN_SITU_RE.finditer(scope):
+        for match in _scan(_IN_SITU_RE, scope):
             state = polarity(scope, match.start(), match.end())
             if state == NEGATED:
                 negated = True
@@ -1335,7 +1440,7 @@ class ClinicalExtractor:
         """The worst affirmed tumour grade, so that the order of a report's findings does not
         matter: a number (grade II, WHO grade 2) before a tier (high grade) before G1-4."""
         numbers = []
-        for match in _GRADE_NUMBER_RE.finditer(scope):
+        for match in _scan(_GRADE_NUMBER_RE, scope):
             qualifier = (match.group(1) or "").strip()
             if qualifier in ("nuclear", "nucleolar", "gleason"):
                 continue
@@ -1346,18 +1451,18 @@ class ClinicalExtractor:
                 numbers.append(value)
         if numbers:
             return str(max(numbers))
-        tiers = [m.group(1) for m in _GRADE_TIER_RE.finditer(scope)
+        tiers = [m.group(1) for m in _scan(_GRADE_TIER_RE, scope)
                  if polarity(scope, m.start(), m.end()) == AFFIRMED]
         if tiers:
             return max(tiers, key=_TIER_RANK.__getitem__)
-        levels = [int(m.group(1)) for m in _GRADE_G_RE.finditer(scope)
+        levels = [int(m.group(1)) for m in _scan(_GRADE_G_RE, scope)
                   if polarity(scope, m.start(), m.end()) == AFFIRMED]
         return str(max(levels)) if levels else None
 
     @staticmethod
     def _differentiation(scope: str) -> str | None:
         worst: str | None = None
-        for match in _DIFFERENTIATION_RE.finditer(scope):
+        for match in _scan(_DIFFERENTIATION_RE, scope):
             if polarity(scope, match.start(), match.end()) != AFFIRMED:
                 continue
             words = [w for w in match.groups() if w]
@@ -1387,7 +1492,7 @@ class ClinicalExtractor:
     @staticmethod
     def _nuclear_grade(scope: str) -> str | None:
         values = []
-        for match in _NUCLEAR_GRADE_RE.finditer(scope):  # the worst, whatever the order of findings
+        for match in _scan(_NUCLEAR_GRADE_RE, scope):  # the worst, whatever the order of findings
             if polarity(scope, match.start(), match.end()) != AFFIRMED:
                 continue
             token = match.group(1) or match.group(2)
@@ -1417,7 +1522,7 @@ class ClinicalExtractor:
 
     @staticmethod
     def _muscle_proper(scope: str) -> str | None:
-        for match in _MUSCLE_PROPER_RE.finditer(scope):
+        for match in _scan(_MUSCLE_PROPER_RE, scope):
             lead, state = match.group(1), match.group(2)
             if lead is not None:
                 if lead in ("includes", "include", "contains", "with"):
@@ -1454,7 +1559,7 @@ class ClinicalExtractor:
     @staticmethod
     def _lymph_nodes(scope: str) -> str | None:
         positive = negative = False
-        for match in _LN_RE.finditer(scope):
+        for match in _scan(_LN_RE, scope):
             # the clause around the mention: "lymph nodes: negative (0/12)", "2 of 10 lymph nodes involved"
             lo = max(scope.rfind(".", 0, match.start()), scope.rfind(";", 0, match.start()),
                      scope.rfind("\n", 0, match.start()), match.start() - 80)
@@ -1501,7 +1606,7 @@ class ClinicalExtractor:
     def _premalignant(self, scope: str, facts: dict[str, str], doubts: dict[str, str]) -> None:
         worst: str | None = None
         order = {"negative": 0, "indefinite": 1, "low": 2, "high": 3}
-        for match in _DYSPLASIA_RE.finditer(scope):
+        for match in _scan(_DYSPLASIA_RE, scope):
             word = next((g for g in match.groups() if g), "")
             if word == "dysplasia":  # "no dysplasia"
                 value = "negative"
@@ -1615,7 +1720,7 @@ class ClinicalExtractor:
     @staticmethod
     def _hpylori(scope: str) -> str | None:
         negative = False
-        for match in _HPYLORI_RE.finditer(scope):
+        for match in _scan(_HPYLORI_RE, scope):
             value = _HPYLORI_VALUE_RE.match(scope, match.end())
             if value is not None:
                 word = value.group(1)

@@ -104,9 +104,7 @@ _SPACES_RE = re.compile(r"  +")
 _PARAGRAPH_RE = re.compile(r"\n\s*\n\s*|\n\s*(?=(?:\d{1,2}\s*[.)]|[a-z][.)]\s|[-*\u2022]))")
 # "Note)" / "Note:" opens a remark of its own (REG: "Note) The specimen includes muscle proper.")
 _NOTE_RE = re.compile(r"\s*\bnote *[):] *")
-_WRAP_RE = re.compile(r"[ \t\f\v]*\n[ \t\f\v]*")
 _BREAK = "\x1e"  # clause-break sentinel while wraps are joined
-_AROUND_BREAK_RE = re.compile(r" ?\n ?")
 _CONTROL_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 _QUOTES_RE = re.compile(r"[\u2018\u2019\u201b\u0060\u00b4]")
 _DASHES_RE = re.compile(r"[\u2010\u2011\u2012\u2013\u2014\u2015\u2212_-]+")
@@ -167,7 +165,10 @@ def _cin(match: re.Match[str]) -> str:
 
 
 # A list marker ("1." / "2)") inside a line: a number followed by "." or ")" and a word.
-_INLINE_MARKER_RE = re.compile(r"(?:(?<=^)|(?<=[\s;:,]))(\d{1,2})[.)](?= +[a-z(])")
+# (The digit opens the pattern and the look-behind follows it, so that the regex engine skips to the
+# digits of a long report instead of trying the look-behinds at every position; same matches as
+# `(?:(?<=^)|(?<=[\s;:,]))(\d{1,2})[.)]`.)
+_INLINE_MARKER_RE = re.compile(r"(\d(?<![^\s;:,]\d)\d?)[.)](?= +[a-z(])")
 # Where a list can start: the start of the text or of a line, or after ";" / ":" (REG headers).
 _LIST_START_RE = re.compile(r"(?:^|[\n;:]|\bwith) *$")
 # "Invasive carcinoma, NST", "invasive ductal carcinoma (no special type)", "... NST type": the
@@ -177,6 +178,7 @@ _NST_RE = re.compile(
     r"(?:breast |mammary )?(?:of )?no special type(?: type)? *\)?"
 )
 _COMMA_NOS_RE = re.compile(r" *, *(?=nos\b)")
+_COMMA_NOS_HINT_RE = re.compile(r", *nos\b")  # opens with a literal: a fast test before the sub
 
 
 def _list_markers(text: str) -> list[int]:
@@ -240,7 +242,7 @@ def prepare_text(text: str, upper_abbreviations: bool = True) -> str:
     text = _PARAGRAPH_RE.sub(_BREAK, text)
     if "note" in text:
         text = _NOTE_RE.sub(lambda m: _BREAK + m.group(0).strip() + " " if m.start() else m.group(0), text)
-    text = _WRAP_RE.sub(" ", text).replace(_BREAK, "\n")
+    text = _join_wraps(text).replace(_BREAK, "\n")
     text = _DASHES_RE.sub(" ", text)
     text = _WORD_REWRITE_RE.sub(_rewrite_word, text)
     if "pylori" in text or "helicobacter" in text:
@@ -250,12 +252,25 @@ def prepare_text(text: str, upper_abbreviations: bool = True) -> str:
     text = _SPACES_RE.sub(" ", text)
     if "no special type" in text:
         text = _NST_RE.sub("invasive carcinoma of no special type", text)
-    if "nos" in text:
+    if "nos" in text and _COMMA_NOS_HINT_RE.search(text):
         text = _COMMA_NOS_RE.sub(" ", text)
     if ". " in text or ") " in text:
         text = _break_inline_lists(text)
-    text = _AROUND_BREAK_RE.sub("\n", text)
+    if " " in text and "\n" in text:  # " ?\n ?" -> "\n", spaces already single (`_SPACES_RE`)
+        text = text.replace(" \n", "\n").replace("\n ", "\n")
     return text.strip()
+
+
+def _join_wraps(text: str) -> str:
+    """Every line break with the blanks around it made one space (`[ ]*\\n[ ]*` -> " ") for a
+    text whose tabs and control characters are already spaces, by splitting at the line breaks:
+    a pattern that opens with `[ ]*` is tried at every position of a long report."""
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    last = len(lines) - 1
+    return " ".join(line.strip(" ") if 0 < i < last else (line.rstrip(" ") if i == 0 else line.lstrip(" "))
+                    for i, line in enumerate(lines))
 
 
 # A subtype written after its family ("renal cell carcinoma, chromophobe type", "adenocarcinoma

@@ -124,6 +124,10 @@ _BOILERPLATE_RE = re.compile(
     r"this (?:test|assay) was developed|not been cleared or approved)"
 )
 
+# the most characters a boilerplate phrase's sentence may hold before it and still be cut whole
+# ("I attest that the above diagnosis ..."); a longer lead is text OCR glued to it
+_BOILERPLATE_LEAD = 40
+
 # Specimen part markers at the start of a line: "A.", "B)", "C:", "PART 1:", "SPECIMEN 2 -", "1)".
 _PART_MARKER_RE = re.compile(
     r"(?im)^[ \t\W]{0,3}(?:(?:part|specimen)[ \t]*([a-p1-9])\b[ \t]*[.):\-]?|([a-p])[ \t]*[.):]|([1-9])[ \t]*[.)])"
@@ -236,12 +240,17 @@ def read_spans(text: str) -> tuple[Section, ...]:
 
 def strip_clutter(text: str) -> str:
     """`text` without barcodes, record identifiers, page markers and sign-out boilerplate (the
-    sentence that holds a boilerplate phrase)."""
+    sentence that holds a boilerplate phrase, from the phrase on where more than
+    `_BOILERPLATE_LEAD` characters precede it in its sentence: OCR glued it to the line before,
+    "POORLY DIFFERENTIATED SQUAMOUS CELL CARCINOMA0-7BY is signature ,Iattest that the above
+    diagnosis is based on ...")."""
     text = _CLUTTER_LINE_RE.sub("", text)
     text = _without_qc_form(text, blank=False)
     cuts = []
     for match in _BOILERPLATE_RE.finditer(text):
         start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
+        if match.start() - start > _BOILERPLATE_LEAD:
+            start = match.start()
         ends = [i for i in (text.find(".", match.end()), text.find("\n", match.end())) if i >= 0]
         end = min(ends) + 1 if ends else len(text)
         if cuts and start < cuts[-1][1]:
