@@ -99,7 +99,13 @@ def test_all_tasks_synthetic_suite_runs_and_reruns_reusing_every_cell(cli, tmp_p
     config = REPO / "examples" / "suites" / "all-tasks-synthetic.toml"
     work = tmp_path / "work"
     shards = [_bench_shard(config, work, f"{k}/2") for k in (1, 2)]
-    outputs = [p.communicate(timeout=1800)[0] for p in shards]
+    try:
+        outputs = [p.communicate(timeout=3600)[0] for p in shards]
+    finally:
+        for process in shards:  # a failed or timed-out shard leaves no process behind
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     for k, (process, output) in enumerate(zip(shards, outputs, strict=True), start=1):
         assert process.returncode == 0, f"shard {k}/2:\n{output}"
         assert f"shard {k}/2 (--shard)" in output and "run without --shard" in output
