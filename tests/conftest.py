@@ -45,6 +45,16 @@ def realdata() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def planted_suite(tmp_path_factory) -> Path:
+    """A suite folder of planted classification cells (`tests.bench.suite._suite.synthetic_suite`:
+    leaderboard, cells and a few run reports; no training), written once per session for the suite
+    analysis tests and the suite report's browser test, which only read it."""
+    from tests.bench.suite._suite import synthetic_suite
+
+    return synthetic_suite(tmp_path_factory.mktemp("planted"))
+
+
 @pytest.fixture
 def fresh_registry():
     """Install a registry built from inline plugins only; restore the global one afterwards."""

@@ -23,9 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import Encoder, PathkitError
-from pathkit_core.workspace import atomic_path, content_hash
+from pathkit_core.workspace import FileLock, atomic_path, content_hash
 
 SHARD_SIZE = 4096
+# How long a run waits for another process encoding the same image shard (its lock has a heartbeat:
+# a dead owner's lock is broken, not waited out).
+SHARD_LOCK_TIMEOUT = 3600.0
 ZIP_SEPARATOR = "::"
 IMAGES_VERSION = 1
 _INTERPOLATIONS = {"nearest": 0, "bilinear": 2, "bicubic": 3, "lanczos": 1}
@@ -307,14 +310,26 @@ def encode_images(
         total = sum(len(chunk) for _, _, chunk in todo)
         with _progress_bar(progress and total > 0, total, f"{enc.name} (images)") as bar:
             for path, key, chunk in todo:
-                feats, kept, failed = model_state.encode([str(images[k][1]) for k in chunk], prep, batch_size,
-                                                         workers, bar)
-                meta = {"format": "pathkit-image-features", "encoder": enc.name, "architecture": arch,
-                        "weights_sha256": weights_id, "shard_key": key, "preprocessing": json.dumps(prep.key()),
-                        "ids": json.dumps([ids[chunk[i]] for i in kept]),
-                        "failed": json.dumps({ids[chunk[i]]: why for i, why in failed.items()}),
-                        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-                _write_shard(path, feats, meta)
+                # One writer per shard: a process sharing the workspace (a suite's other shard) that
+                # encodes the same images is waited for and its shard reused. Two writers would each
+                # leave a shard of another checksum (its metadata holds the time it was written), so
+                # the run keyed by the first would find different inputs on its next run.
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with FileLock(path.with_name(f".{path.name}.lock"), timeout=SHARD_LOCK_TIMEOUT):
+                    shard = _usable_shard(path, key)
+                    if shard is not None:
+                        _collect(result, path, shard, weights_id)
+                        bar.advance(len(chunk))
+                        continue
+                    feats, kept, failed = model_state.encode([str(images[k][1]) for k in chunk], prep,
+                                                             batch_size, workers, bar)
+                    meta = {"format": "pathkit-image-features", "encoder": enc.name, "architecture": arch,
+                            "weights_sha256": weights_id, "shard_key": key,
+                            "preprocessing": json.dumps(prep.key()),
+                            "ids": json.dumps([ids[chunk[i]] for i in kept]),
+                            "failed": json.dumps({ids[chunk[i]]: why for i, why in failed.items()}),
+                            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                    _write_shard(path, feats, meta)
                 _collect(result, path, load_shard(path), weights_id)
                 result.encoded += len(kept)
     return result

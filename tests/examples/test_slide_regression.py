@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
+
+# a convergence check (the demo's whole training): `make test-suite`, which CI runs after `make test`
+@pytest.mark.slow
 def test_slide_regression_runs_end_to_end_and_beats_the_train_mean(installed_registry, cli, tmp_path):
     import torch
 

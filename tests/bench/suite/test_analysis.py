@@ -9,13 +9,10 @@ import pytest
 
 from pathkit_bench.suite.analysis import SuiteAnalysis
 
-from ._suite import synthetic_suite
-
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    folder = synthetic_suite(tmp_path_factory.mktemp("planted"))
-    return SuiteAnalysis(folder, resamples=400)
+def planted(planted_suite):
+    return SuiteAnalysis(planted_suite, resamples=400)
 
 
 def test_best_cell_marked_only_when_significant(planted):

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import polars as pl
 import pytest
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow  # 12 cells: `make test-suite`, which CI runs after `make test`
@@ -71,17 +78,43 @@ def test_comparisons_ranks_and_report(shared_suite):
     assert "Critical-difference" in html and "Per-seed spread" in html and html.count("run report") == 12
 
 
+def _bench_shard(config, work, shard: str) -> subprocess.Popen:
+    """`pathkit bench --shard SHARD` in a process of its own, one torch/BLAS thread (two shards share
+    two cores)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATHKIT_PLUGIN_INDEX="off", COLUMNS="200")
+    for name in ("WORLD_SIZE", "RANK", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT"):
+        env.pop(name, None)
+    cmd = [sys.executable, "-c", "from pathkit_core.cli import main; main()", "bench", "--config", str(config),
+           "--workdir", str(work), "--cpu", "--shard", shard]
+    return subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
 @pytest.mark.slow
 def test_all_tasks_synthetic_suite_runs_and_reruns_reusing_every_cell(cli, tmp_path):
-    """The shipped CI suite: every task's synthetic miniature, two tiny encoders, two seeds."""
-    from pathlib import Path
-
-    config = Path(__file__).resolve().parents[3] / "examples" / "suites" / "all-tasks-synthetic.toml"
+    """The shipped CI suite: every task's synthetic miniature, two tiny encoders, two seeds. Run as
+    CI runs it on two cores: its two shards at once (separate processes on one workspace, one
+    thread each), then the whole suite again, which reuses every cell the shards ran and writes
+    the leaderboard, comparisons and report."""
+    config = REPO / "examples" / "suites" / "all-tasks-synthetic.toml"
     work = tmp_path / "work"
-    first = cli("bench", "--config", config, "--workdir", work, "--cpu")
-    assert first.exit_code == 0, first.output
+    shards = [_bench_shard(config, work, f"{k}/2") for k in (1, 2)]
+    try:
+        outputs = [p.communicate(timeout=3600)[0] for p in shards]
+    finally:
+        for process in shards:  # a failed or timed-out shard leaves no process behind
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    for k, (process, output) in enumerate(zip(shards, outputs, strict=True), start=1):
+        assert process.returncode == 0, f"shard {k}/2:\n{output}"
+        assert f"shard {k}/2 (--shard)" in output and "run without --shard" in output
+    finished = [re.search(r"(\d+) cell\(s\) finished \((\d+) reused\), 0 failed", " ".join(o.split()))
+                for o in outputs]
+    assert all(finished) and sum(int(m.group(1)) for m in finished) == 24  # the shards share the 24 cells
     again = cli("bench", "--config", config, "--workdir", work, "--cpu")
     assert again.exit_code == 0, again.output
+    assert "24 cell(s) finished (24 reused), 0 failed" in " ".join(again.output.split())
     cells = pl.read_csv(work / "suites" / "all-tasks-synthetic" / "cells.csv")
     assert cells.height == 2 * 2 * 6 and cells["reused"].all()  # 6 task x generator pairs
     assert set(cells["task"]) == {"reports", "COAD-MSI", "liver-patches", "liver-slides", "vqa"}

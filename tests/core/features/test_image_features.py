@@ -131,3 +131,34 @@ def test_decoding_in_workers_gives_the_same_features(refs, tmp_path):
     for case in main.rows:
         assert workers.rows[case].vector().numpy() == pytest.approx(main.rows[case].vector().numpy())
     assert workers.failed == main.failed
+
+
+def test_two_encoders_of_one_shard_at_once_write_it_once(refs, tmp_path, monkeypatch):
+    """Two runs sharing a workspace (a suite's two shards) encode the same images at once: one
+    writes the shard, the other waits for its lock and reuses it, so both see one checksum (the
+    shard's metadata holds its writing time: a second write would change every row's digest)."""
+    import threading
+
+    writes = []
+    write = I._write_shard
+
+    def slow_write(path, features, meta):
+        writes.append(path)
+        threading.Event().wait(0.3)  # the other thread arrives while this shard is being written
+        write(path, features, meta)
+
+    monkeypatch.setattr(I, "_write_shard", slow_write)
+    results = [None, None]
+
+    def run(k):
+        results[k] = encode(refs, tmp_path / "store")
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all(r is not None for r in results), "an encoding thread did not finish"
+    assert len(writes) == 1 and sorted(r.encoded for r in results) == [0, 4]
+    assert {c: r.digest for c, r in results[0].rows.items()} == {c: r.digest for c, r in results[1].rows.items()}
+    assert not list((tmp_path / "store").rglob(".*.lock"))

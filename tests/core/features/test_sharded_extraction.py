@@ -310,17 +310,29 @@ def soak(tiles: Path, reference: Path, out: Path, *, workers: int, kills: int, s
 # --------------------------------------------------------------------------- tests
 
 
-@pytest.fixture(scope="module")
-def cohort(tmp_path_factory):
+def _tiled_cohort(tmp_path_factory, n_slides: int) -> dict[str, Path]:
     pytest.importorskip("pathkit_encoders.tiny_vit")
     from tests.core.features._cohort import tiled_cohort
 
     root = tmp_path_factory.mktemp("cohort")
-    tiles = tiled_cohort(root, 40, size_px=1024)
+    tiles = tiled_cohort(root, n_slides, size_px=1024)
     return {"tiles": tiles, "reference": reference_store(tiles, root / "reference")}
 
 
-def test_two_shards_started_at_once_extract_every_slide_once_as_one_process_would(cohort, tmp_path, cli):
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    """40 slides: the soaks (`make test-suite`) kill and restart workers among them."""
+    return _tiled_cohort(tmp_path_factory, 40)
+
+
+@pytest.fixture(scope="module")
+def small_cohort(tmp_path_factory):
+    """12 slides: enough for two shards started at once to both have work (the default suite)."""
+    return _tiled_cohort(tmp_path_factory, 12)
+
+
+def test_two_shards_started_at_once_extract_every_slide_once_as_one_process_would(small_cohort, tmp_path, cli):
+    cohort = small_cohort
     out = tmp_path / "store"
     folder = store.encoder_dir(out, ENCODER)
     with InodeWatcher(folder) as watcher:
@@ -332,13 +344,13 @@ def test_two_shards_started_at_once_extract_every_slide_once_as_one_process_woul
     one, two = (_ok_rows(outputs[s][0]) for s in ("1/2", "2/2"))
     assert one and two and not one & two  # disjoint, both did work
     names = assert_same_as_reference(out, cohort["reference"])
-    assert len(one | two) == len(names) == 40
+    assert len(one | two) == len(names) == 12
     assert not watcher.written_twice()
     assert leftovers(out) == []
     status = cli("status", out, "--json")
     assert status.exit_code == 0, status.output
     (features,) = [s for s in json.loads(status.stdout)["stores"] if s["stage"] == "extract"]
-    assert features["counts"] == {"done": 40, "failed": 0, "pending": 0, "locked": 0}
+    assert features["counts"] == {"done": 12, "failed": 0, "pending": 0, "locked": 0}
     assert features["pending"] == [] and features["name"] == ENCODER
 
 

@@ -39,11 +39,9 @@ def board(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def suite_report(tmp_path_factory):
+def suite_report(planted_suite):
     """The report of a suite of planted classification cells (no training), written once."""
     from pathkit_bench.report.suite import write_suite_report
     from pathkit_bench.suite.analysis import SuiteAnalysis
-    from tests.bench.suite._suite import synthetic_suite
 
-    folder = synthetic_suite(tmp_path_factory.mktemp("suite-report"))
-    return write_suite_report(SuiteAnalysis(folder, resamples=300))
+    return write_suite_report(SuiteAnalysis(planted_suite, resamples=300))

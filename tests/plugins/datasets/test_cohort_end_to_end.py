@@ -134,7 +134,7 @@ def test_slides_reports_keeps_the_users_split_of_numbered_slides_and_scores_a_tr
     # a one-layer WSI-Caption decoding greedily up to 24 tokens; CRQS scores in a second, where
     # nlg's METEOR starts a Java process per scoring (the per-epoch selection is nlg's BLEU-4)
     config.write_text("[run]\nmax_tiles = 16\n[run.hparams]\nd_model = 32\nd_ff = 64\nnum_heads = 2\n"
-                      "num_layers = 1\nmax_tokens = 24\nbeam_size = 1\n[run.train]\nmax_epochs = 2\n"
+                      "num_layers = 1\nmax_tokens = 24\nbeam_size = 1\n[run.train]\nmax_epochs = 1\n"
                       "batch_size = 2\neval_batch_size = 4\n")
     work = tmp_path / "work"
     result = cli("run", "--dataset", "slides-reports", "--dataset-root", root, "--encoder", "tiny-vit",
