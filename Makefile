@@ -41,11 +41,14 @@ test-all: install
 # The long end-to-end and multi-process tests CI runs after `make test`: the benchmark suites (a
 # 12-cell suite over shared slides, sharded and resumed; the synthetic all-tasks suite, its two shards
 # at once, then rerun reusing every cell), the REG release folder with weights, the extraction soaks (killed workers; a
-# failing disk and another host's locks), the two-process extraction and training checks and the
-# example plugin's demo trained until it beats the train mean.
+# failing disk and another host's locks), the two-process extraction and training checks, the
+# example plugin's demo trained until it beats the train mean, and a whole `pathkit run` piped
+# through a subprocess (no path broken, the low-tissue note once).
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
+		tests/core/test_cli_output.py::test_a_piped_run_breaks_no_line_inside_a_path \
+		tests/core/test_cli_output.py::test_a_run_says_once_that_its_slides_are_below_the_cohort_minimum_tissue_area \
 		tests/plugins/datasets/test_reg2025_end_to_end.py::test_reg2025_release_folder_runs_end_to_end_with_weights \
 		tests/core/features/test_sharded_extraction.py::test_soak_four_workers_two_killed_and_restarted \
 		tests/core/features/test_sharded_extraction.py::test_soak_with_a_failing_disk_and_another_hosts_locks \

@@ -106,6 +106,7 @@ def piped_run(tmp_path_factory):
     return work, done.stdout.splitlines()
 
 
+@pytest.mark.slow  # a whole `pathkit run` in a subprocess: make test-suite
 def test_a_piped_run_breaks_no_line_inside_a_path(piped_run):
     work, lines = piped_run
     assert len(str(work)) > 120  # longer than any terminal line rich would otherwise wrap at (80)
@@ -120,6 +121,7 @@ def test_a_piped_run_breaks_no_line_inside_a_path(piped_run):
     assert not any(line.rstrip().endswith(("metrics.jso", "report.htm")) for line in lines)
 
 
+@pytest.mark.slow  # a whole `pathkit run` in a subprocess: make test-suite
 def test_a_run_says_once_that_its_slides_are_below_the_cohort_minimum_tissue_area(piped_run):
     _, lines = piped_run
     notes = [line for line in lines if "less tissue than the 25 mm^2 cohort minimum" in line]
