@@ -5,11 +5,11 @@ sha256 is the core's: `pathkit_core.features.weights`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import PathkitError, brief_list
 from pathkit_core.features.weights import SAFETENSORS_SUFFIXES
 
 if TYPE_CHECKING:
@@ -58,13 +58,6 @@ def read_state_dict(path: str | Path, *, wrappers: Sequence[str] = ()) -> dict[s
     return dict(obj)
 
 
-def _listing(items: Iterable[str]) -> str:
-    items = list(items)
-    shown = ", ".join(items[:_MAX_LISTED])
-    more = f" (+{len(items) - _MAX_LISTED} more)" if len(items) > _MAX_LISTED else ""
-    return shown + more
-
-
 def state_dict_mismatches(
     model: torch.nn.Module, state_dict: Mapping[str, torch.Tensor]
 ) -> tuple[list[str], list[str], list[str]]:
@@ -98,11 +91,11 @@ def load_state_dict_checked(
     if missing or unexpected or shapes:
         parts = []
         if missing:
-            parts.append(f"{len(missing)} missing key(s): {_listing(missing)}")
+            parts.append(f"{len(missing)} missing key(s): {brief_list(missing, _MAX_LISTED)}")
         if unexpected:
-            parts.append(f"{len(unexpected)} unexpected key(s): {_listing(unexpected)}")
+            parts.append(f"{len(unexpected)} unexpected key(s): {brief_list(unexpected, _MAX_LISTED)}")
         if shapes:
-            parts.append(f"{len(shapes)} shape mismatch(es): {_listing(shapes)}")
+            parts.append(f"{len(shapes)} shape mismatch(es): {brief_list(shapes, _MAX_LISTED)}")
         raise PathkitError(
             f"checkpoint {source} does not fit the {architecture} architecture: " + "; ".join(parts)
         )
@@ -114,7 +107,7 @@ def load_state_dict_checked(
         left = [n for n, t in list(model.named_parameters()) + list(model.named_buffers()) if t.is_meta]
         if left:
             raise PathkitError(
-                f"{architecture}: tensors not provided by {source} and not rebuildable: {_listing(left)}"
+                f"{architecture}: tensors not provided by {source} and not rebuildable: {brief_list(left, _MAX_LISTED)}"
             )
     else:
         model.load_state_dict(dict(state_dict), strict=True)
