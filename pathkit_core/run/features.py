@@ -79,7 +79,7 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     # reported stale while its old features are used.
     tiled = tile_slides(slides, tile_dir, params, workers=max(spec.extract_workers, 1),
                         mpp_overrides=mpp_overrides or None, mpp_fix=fix, shard=shard, overwrite=True,
-                        code_key=source_identity("pathkit_core.wsi"))
+                        code_key=tiling_code(params.segmenter))
     # the cohort-minimum flag in one line for all the slides (every split's are tiled in this one call)
     note = low_tissue_note(tiled, params)
     if note:
@@ -109,6 +109,14 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     usable = usable_feature_files(feature_dir, encoder_cls.name, failed=scanned)
     # a slide whose tiling failed now has no current features, whatever an earlier run left
     return {sid: path for sid, path in usable.items() if sid not in failed}, failed
+
+
+def tiling_code(segmenter: str) -> str:
+    """A digest of the code that makes a slide's tile manifest: the core's slide handling and
+    the package of the tissue segmenter in use (the default `otsu` is `pathkit_tissue`'s)."""
+    from pathkit_core.wsi.segmentation import get_segmenter
+
+    return source_identity("pathkit_core.wsi", get_segmenter(segmenter).__module__.split(".")[0])
 
 
 def extraction_code(encoder_cls: Any) -> str:

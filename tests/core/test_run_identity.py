@@ -392,3 +392,38 @@ def test_the_task_settings_a_dataset_fixes_key_its_data(tmp_path):
     assert dataset_identity(WithProtocol(tmp_path), cases) != first
     # the same data with no task settings is another key
     assert dataset_identity(Without(tmp_path), cases) != first
+
+
+def test_the_tiling_code_follows_the_segmenter_in_use(tmp_path, monkeypatch, fresh_registry):
+    """Tile manifests are keyed by the core's slide code and the tissue segmenter's own package: an
+    edit to the segmenter in use re-tiles, an edit to another segmenter does not."""
+    import importlib
+    import textwrap
+
+    from pathkit_core.run.features import tiling_code
+    from pathkit_core.run.identity import source_identity
+
+    package = tmp_path / "pkg_fake_segmenter"
+    package.mkdir()
+    (package / "__init__.py").write_text(textwrap.dedent('''
+        from pathkit_core import hookimpl
+        from pathkit_core.contracts import TissueSegmenter
+
+        class Fake(TissueSegmenter):
+            name = "fake-seg"
+            description = "a test segmenter"
+
+        @hookimpl
+        def register_segmenters(register):
+            register(Fake)
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fresh_registry({"fake": importlib.import_module("pkg_fake_segmenter")})
+    source_identity.cache_clear()
+    otsu, fake = tiling_code("otsu"), tiling_code("fake-seg")
+    assert otsu == source_identity("pathkit_core.wsi", "pathkit_tissue") != source_identity("pathkit_core.wsi")
+    assert fake != otsu
+    (package / "more.py").write_text("B = 2\n")
+    source_identity.cache_clear()
+    assert tiling_code("fake-seg") != fake and tiling_code("otsu") == otsu
+    source_identity.cache_clear()
