@@ -164,6 +164,10 @@ def prepare_memory_slide(size: int, cache: Path) -> tuple[Path, Path]:
     params = TilingParams(target_mpp=0.5, tile_px=224, overlap=0.5, pad_edges=True, min_tissue_fraction=0.1,
                           min_tissue_area_mm2=0.0)
     tiled = tile_slides([slide], cache / "tiles", params, progress=False)
+    if tiled[0].code == "stale-manifest":  # tiled by older slide code: the cache is re-made
+        tiled = tile_slides([slide], cache / "tiles", params, progress=False, overwrite=True)
+    if tiled[0].manifest_path is None:
+        raise SystemExit(tiled[0].reason)
     manifest = read_manifest(tiled[0].manifest_path)
     features = cache / f"square-{size}.safetensors"
     if not features.exists():
