@@ -120,10 +120,12 @@ def test_purity_table_uses_the_split_file_exactly_and_records_the_missing_slide(
         PurityTable(cohort, **OPTIONS, workdir=str(tmp_path / "ws")).validate()
 
 
-def test_purity_table_runs_end_to_end_from_a_users_folder(installed_registry, cli, cohort, tmp_path):
+def test_purity_table_runs_end_to_end_from_a_users_folder(installed_registry, cli, cohort, tmp_path, request):
     import torch
 
+    threads = torch.get_num_threads()
     torch.set_num_threads(2)
+    request.addfinalizer(lambda: torch.set_num_threads(threads))  # later tests keep the session's setting
     options = [arg for key, value in OPTIONS.items() for arg in ("--dataset-option", f"{key}={value}")]
     result = cli("run", "-d", "purity-table", "--dataset-root", cohort, "-e", "tiny-vit", "-g", "mean-pool-regressor",
                  *options, "--skip-missing", "--max-epochs", "5", "--workdir", tmp_path / "ws", "--cpu")
