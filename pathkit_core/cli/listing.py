@@ -62,7 +62,8 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def list_cmd(
         what: str = typer.Argument(
-            "plugins", help="plugins, tasks, encoders, generators, datasets, metrics, segmenters or selectors"
+            "plugins", help="plugins, or a component kind in the plural: tasks, encoders, generators, datasets, "
+            "metrics, segmenters, or any kind a plugin adds"
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ) -> None:
