@@ -229,7 +229,7 @@ def test_the_index_is_skipped_when_it_names_no_single_provider(tmp_path, monkeyp
     from pathkit_core import plugins
 
     monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
-    (tmp_path / "index.json").write_text(json.dumps({"key": plugins._entry_points_key(), "builtin": [],
+    (tmp_path / "index.json").write_text(json.dumps({"key": plugins._validity([]), "files": [], "entry_points": {},
                                                       "providers": {"metric": {"nlg": ["a", "b"]}}}))
     assert plugins._registry_for("metric", "nlg") is None  # two providers: the full registry decides
     (tmp_path / "index.json").write_text("{not json")
