@@ -236,3 +236,34 @@ def test_the_index_is_skipped_when_it_names_no_single_provider(tmp_path, monkeyp
     assert plugins._registry_for("metric", "nlg") is None
     monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", "off")
     assert plugins._registry_for("metric", "nlg") is None
+
+
+def test_the_index_goes_stale_when_a_distribution_appears_or_a_recorded_file_changes(tmp_path, monkeypatch):
+    """The index's key: sys.path, the distributions on it (by folder name and time) and the
+    recorded files (entry-point modules, entry_points.txt) by size and time; other files in a
+    folder on sys.path (a result written in the working folder) leave it valid."""
+    import json
+
+    from pathkit_core import plugins
+
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    module = tmp_path / "plugin.py"
+    module.write_text("x = 1\n")
+    key = plugins._validity([str(module)])
+    (site / "metrics.json").write_text("{}")
+    assert plugins._validity([str(module)]) == key
+    (site / "newplugin-1.0.dist-info").mkdir()
+    fresh = plugins._validity([str(module)])
+    assert fresh != key
+    module.write_text("x = 22\n")
+    assert plugins._validity([str(module)]) != fresh
+    # a plain command is found only through a valid index
+    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
+    index = {"key": plugins._validity([str(module)]), "files": [str(module)], "entry_points": {}, "providers": {},
+             "commands": {"score": "pathkit_core.cli.plain:split_names"}}
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    assert plugins.plain_command("score")(["a,b"]) == ["a", "b"] and plugins.plain_command("other") is None
+    module.write_text("x = 333\n")
+    assert plugins.plain_command("score") is None
