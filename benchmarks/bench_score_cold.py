@@ -13,11 +13,18 @@
   missing.
 
 Each side is a fresh `python` process timed from its start to its exit (wall clock), in
-interleaved pairs after an untimed warm-up pair (file cache, and the modules' bytecode, which is
-written even where PYTHONDONTWRITEBYTECODE is set); the ratio is the peer's time over pathkit's,
+interleaved pairs after an untimed warm-up pair (file cache, the modules' bytecode, which is
+written even where PYTHONDONTWRITEBYTECODE is set, and pathkit's index of entry points, which the
+first `pathkit score` of an environment writes); the ratio is the peer's time over pathkit's,
 median of the pairs. Nothing is installed here.
 
+`--budget` prints where a cold `pathkit score -m crqs` process spends its time instead: the same
+steps as the command, timed phase by phase in fresh processes (median of 3 after a warm-up), an
+empty interpreter's start, and numpy's import against the standard library drawing the CRQS
+bootstrap (numpy's generator draws the resamples, so only it gives the same intervals).
+
     .venv/bin/python benchmarks/bench_score_cold.py [--pairs 3] [--pathbench DIR] [--only crqs|nlg]
+    .venv/bin/python benchmarks/bench_score_cold.py --budget
 """
 
 from __future__ import annotations
@@ -49,6 +56,89 @@ out["METEOR"], _ = Meteor().compute_score(gts, res)
 out["ROUGE-L"], _ = Rouge().compute_score(gts, res)
 print(json.dumps(out))
 """
+
+
+# The steps of `pathkit score -p PAIRS -m crqs --json` (pathkit_interop.score_cli), timed apart.
+BUDGET_SCRIPT = """
+import json, sys, time
+marks = [("start", time.perf_counter())]
+mark = lambda name: marks.append((name, time.perf_counter()))
+from pathkit_core.plugins import plain_command
+mark("pathkit core import (pluggy, contracts, registry)")
+run = plain_command("score")
+mark("index of entry points checked, score command imported")
+import numpy
+mark("numpy import")
+import polars
+mark("polars import")
+import pathkit_metrics._crqs.scoring
+mark("CRQS modules import")
+from pathkit_core.plugins import get_component
+get_component("metric", "crqs")
+mark("registry of the crqs entry point and its task")
+from pathkit_interop.records import read_records
+pairs = read_records(sys.argv[1])
+mark("predictions read")
+from pathkit_metrics._crqs.scoring import extractor_for, resolve_vocabulary
+extractor_for(resolve_vocabulary({}))
+mark("CRQS extractor built")
+from pathkit_core.evaluation.runner import score
+result = score(["crqs"], pairs.values, pairs.references, ids=list(pairs.references))
+mark("scored: extraction, comparison, per-case table, bootstrap")
+sys.stdout.write(json.dumps(result.summary) + chr(10))
+mark("summary printed")
+print(json.dumps({"indexed": run is not None,
+                  "phases": [[b, y - x] for (a, x), (b, y) in zip(marks, marks[1:])]}))
+"""
+
+BOOTSTRAP_SCRIPT = """
+import json, random, sys, time
+n, resamples, columns = int(sys.argv[1]), 1000, 5
+rows = [[random.random() for _ in range(n)] for _ in range(columns)]
+t0 = time.perf_counter()
+rng = random.Random(0)
+for _ in range(resamples):
+    drawn = rng.choices(range(n), k=n)
+    means = [sum(row[i] for i in drawn) / n for row in rows]
+stdlib = time.perf_counter() - t0
+t0 = time.perf_counter()
+import numpy as np
+imported = time.perf_counter() - t0
+from pathkit_core.evaluation.bootstrap import resample_indices
+matrix = np.array(rows)
+t0 = time.perf_counter()
+for block in resample_indices(n, resamples, 0):
+    means = [row[block].mean(axis=1) for row in matrix]
+print(json.dumps({"stdlib": stdlib, "numpy_import": imported, "numpy": time.perf_counter() - t0}))
+"""
+
+
+def budget(data: Path, runs: int = 3) -> None:
+    """Where a cold CRQS scoring process spends its time, phase by phase (medians)."""
+    interpreter = []
+    for _ in range(runs + 1):
+        interpreter.append(timed([sys.executable, "-c", "pass"])[0])
+    phases: dict[str, list[float]] = {}
+    for run in range(runs + 1):  # the first writes the index of entry points when it is stale
+        _, out = timed([sys.executable, "-c", BUDGET_SCRIPT, str(data)])
+        found = json.loads(out.strip().splitlines()[-1])
+        if run:
+            if not found["indexed"]:
+                raise SystemExit("the index of entry points was not valid after the warm-up run")
+            for name, seconds in found["phases"]:
+                phases.setdefault(name, []).append(seconds)
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    total = sum(med(v) for v in phases.values())
+    start = med(interpreter[1:])
+    print(f"cold `pathkit score -m crqs` on {len(json.loads(data.read_text()))} pairs, phases (median of {runs}):")
+    print(f"  {'interpreter start (python -c pass)':58s} {start * 1000:7.1f} ms")
+    for name, values in phases.items():
+        print(f"  {name:58s} {med(values) * 1000:7.1f} ms  {100 * med(values) / (total + start):4.1f} %")
+    print(f"  {'total':58s} {(total + start) * 1000:7.1f} ms")
+    boot = json.loads(timed([sys.executable, "-c", BOOTSTRAP_SCRIPT, "741"])[1])
+    ms = {k: f"{v * 1000:.0f} ms" for k, v in boot.items()}
+    print(f"CRQS bootstrap (741 cases, 1000 resamples, 5 columns): numpy import {ms['numpy_import']} + numpy's "
+          f"draws {ms['numpy']} against the standard library's {ms['stdlib']} (other draws, other intervals)")
 
 
 def loadavg() -> str:
@@ -109,9 +199,16 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--pathbench", type=Path, default=None, help="folder holding PathBench's crqs/ package")
     parser.add_argument("--only", choices=("crqs", "nlg"), default=None)
+    parser.add_argument("--budget", action="store_true", help="time the phases of a cold CRQS scoring process")
     args = parser.parse_args()
     if not args.data.is_file():
         raise SystemExit(f"{args.data}: the REG 2025 splits file is missing (give --data)")
+    if args.budget:
+        print(f"load average {loadavg()}; python {sys.executable}")
+        with tempfile.TemporaryDirectory() as tmp:
+            budget(pairs_file(Path(tmp), args.data, one_line=False))
+        print(f"load average {loadavg()}")
+        return
     pathkit = [sys.executable, "-m", "pathkit_core.cli", "score", "--json", "-p"]
     print(f"load average {loadavg()}; python {sys.executable}")
     with tempfile.TemporaryDirectory() as tmp:
