@@ -24,6 +24,7 @@ empty interpreter's start, and numpy's import against the standard library drawi
 bootstrap (numpy's generator draws the resamples, so only it gives the same intervals).
 
     .venv/bin/python benchmarks/bench_score_cold.py [--pairs 3] [--pathbench DIR] [--only crqs|nlg]
+        [--baseline CHECKOUT]  # CRQS of this checkout against another's (before/after), side by side
     .venv/bin/python benchmarks/bench_score_cold.py --budget
 """
 
@@ -33,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -120,7 +122,7 @@ def budget(data: Path, runs: int = 3) -> None:
         interpreter.append(timed([sys.executable, "-c", "pass"])[0])
     phases: dict[str, list[float]] = {}
     for run in range(runs + 1):  # the first writes the index of entry points when it is stale
-        _, out = timed([sys.executable, "-c", BUDGET_SCRIPT, str(data)])
+        out = timed([sys.executable, "-c", BUDGET_SCRIPT, str(data)])[1]
         found = json.loads(out.strip().splitlines()[-1])
         if run:
             if not found["indexed"]:
@@ -164,32 +166,43 @@ def with_bytecode(env: dict | None = None) -> dict:
     return {k: v for k, v in (env or os.environ).items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def timed(command: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, str]:
+def timed(command: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, str, float]:
+    """Wall seconds, stdout and CPU seconds (user + system) of one process: on a busy machine the
+    CPU time is the steadier of the two (wall time includes waiting for a core)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(command, cwd=cwd, env=with_bytecode(env), capture_output=True, text=True)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode:
         raise SystemExit(f"{' '.join(command)} failed ({out.returncode}): {out.stderr[-2000:]}")
-    return seconds, out.stdout
+    return seconds, out.stdout, after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
 
 
 def side_by_side(name: str, mine: list[str], peer: list[str], pairs: int, peer_cwd: Path | None = None,
                  peer_env: dict | None = None) -> tuple[str, str]:
     times: dict[str, list[float]] = {"pathkit": [], "peer": []}
+    cpu: dict[str, list[float]] = {"pathkit": [], "peer": []}
     outs = {"pathkit": "", "peer": ""}
     for pair in range(pairs + 1):
         order = ("pathkit", "peer") if pair % 2 else ("peer", "pathkit")
         for side in order:
-            seconds, outs[side] = timed(mine if side == "pathkit" else peer, peer_cwd if side == "peer" else None,
-                                        peer_env if side == "peer" else None)
+            seconds, outs[side], cpu_seconds = timed(mine if side == "pathkit" else peer,
+                                                     peer_cwd if side == "peer" else None,
+                                                     peer_env if side == "peer" else None)
             if pair:
                 times[side].append(seconds)
+                cpu[side].append(cpu_seconds)
         print(f"  pair {pair}{' (warm-up)' if not pair else ''}: load {loadavg().split()[0]}"
               + ("" if not pair else f", pathkit {times['pathkit'][-1]:.3f} s, peer {times['peer'][-1]:.3f} s"))
     ratios = sorted(p / m for p, m in zip(times["peer"], times["pathkit"], strict=True))
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     print(f"  {name}: pathkit {med(times['pathkit']):.3f} s, peer {med(times['peer']):.3f} s (medians); "
           f"peer / pathkit per pair {', '.join(f'{r:.2f}' for r in ratios)} -> median {med(ratios):.2f}x")
+    cpu_ratios = sorted(p / m for p, m in zip(cpu["peer"], cpu["pathkit"], strict=True))
+    print(f"  {name}, CPU time (user + system): pathkit {med(cpu['pathkit']):.3f} s, peer {med(cpu['peer']):.3f} s "
+          f"(medians); peer / pathkit per pair {', '.join(f'{r:.2f}' for r in cpu_ratios)} -> median "
+          f"{med(cpu_ratios):.2f}x")
     return outs["pathkit"], outs["peer"]
 
 
@@ -200,6 +213,8 @@ def main() -> None:
     parser.add_argument("--pathbench", type=Path, default=None, help="folder holding PathBench's crqs/ package")
     parser.add_argument("--only", choices=("crqs", "nlg"), default=None)
     parser.add_argument("--budget", action="store_true", help="time the phases of a cold CRQS scoring process")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another pathkit checkout (main's) whose CRQS scoring is timed against this one")
     args = parser.parse_args()
     if not args.data.is_file():
         raise SystemExit(f"{args.data}: the REG 2025 splits file is missing (give --data)")
@@ -228,6 +243,17 @@ def main() -> None:
                 theirs = json.loads((folder / "pathbench-out" / "reg_summary.json").read_text())
                 print(f"  CRQS (different extractors, not compared): pathkit {json.loads(mine)['crqs']['CRQS']:.4f}, "
                       f"PathBench {theirs['CRQS_norm']:.4f}")
+            if args.baseline is not None:
+                # the same command with the baseline checkout's code first on the path and its own
+                # index of entry points (the two write different ones)
+                base = args.baseline.resolve()
+                paths = [base, *(base / "plugins" / p for p in ("encoders", "generators", "datasets", "metrics"))]
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)),
+                       "PATHKIT_PLUGIN_INDEX": str(folder / "baseline-index.json")}
+                print(f"  this checkout against the baseline {base} (the 'peer' below):")
+                now, before = side_by_side("CRQS", [*pathkit, str(data), "-m", "crqs"],
+                                           [*pathkit, str(data), "-m", "crqs"], args.pairs, None, env)
+                print(f"  summaries {'identical' if now == before else 'DIFFERENT'}")
         if args.only in (None, "nlg"):
             data = pairs_file(folder, args.data, one_line=True)
             print("BLEU-1..4 / METEOR / ROUGE-L on the same pairs (one-line texts), whole process:")
