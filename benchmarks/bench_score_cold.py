@@ -16,7 +16,8 @@ Each side is a fresh `python` process timed from its start to its exit (wall clo
 interleaved pairs after an untimed warm-up pair (file cache, the modules' bytecode, which is
 written even where PYTHONDONTWRITEBYTECODE is set, and pathkit's index of entry points, which the
 first `pathkit score` of an environment writes); the ratio is the peer's time over pathkit's,
-median of the pairs. Nothing is installed here.
+median of the pairs. Nothing is installed here. Run it from the checkout under test: `python -m`
+puts the working folder first on sys.path, before PYTHONPATH.
 
 `--budget` prints where a cold `pathkit score -m crqs` process spends its time instead: the same
 steps as the command, timed phase by phase in fresh processes (median of 3 after a warm-up), an
@@ -244,15 +245,16 @@ def main() -> None:
                 print(f"  CRQS (different extractors, not compared): pathkit {json.loads(mine)['crqs']['CRQS']:.4f}, "
                       f"PathBench {theirs['CRQS_norm']:.4f}")
             if args.baseline is not None:
-                # the same command with the baseline checkout's code first on the path and its own
-                # index of entry points (the two write different ones)
+                # the same command run in the baseline checkout (`python -m` puts the working folder
+                # first on sys.path, before PYTHONPATH) with its code on the path and its own index
+                # of entry points (the two write different ones)
                 base = args.baseline.resolve()
                 paths = [base, *(base / "plugins" / p for p in ("encoders", "generators", "datasets", "metrics"))]
                 env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)),
                        "PATHKIT_PLUGIN_INDEX": str(folder / "baseline-index.json")}
                 print(f"  this checkout against the baseline {base} (the 'peer' below):")
                 now, before = side_by_side("CRQS", [*pathkit, str(data), "-m", "crqs"],
-                                           [*pathkit, str(data), "-m", "crqs"], args.pairs, None, env)
+                                           [*pathkit, str(data), "-m", "crqs"], args.pairs, base, env)
                 print(f"  summaries {'identical' if now == before else 'DIFFERENT'}")
         if args.only in (None, "nlg"):
             data = pairs_file(folder, args.data, one_line=True)
