@@ -514,8 +514,13 @@ def _write_index(registry: Registry) -> None:
         elif kind in ("generator", "metric"):
             tasks[kind][name] = list(component.tasks)
     commands: dict[str, str] = {}
-    for offered in registry.pm.hook.plain_commands():
-        commands.update({str(k): str(v) for k, v in (offered or {}).items()})
+    for impl in registry.pm.hook.plain_commands.get_hookimpls():
+        try:  # a plugin whose answer is broken only keeps its commands on typer
+            offered = impl.function()
+        except Exception:  # noqa: BLE001
+            continue
+        if isinstance(offered, Mapping):
+            commands.update({str(k): v for k, v in offered.items() if isinstance(v, str) and ":" in v})
     index = {"key": _validity(files), "files": files, "entry_points": registry.entry_points,
              "providers": providers, "tasks": tasks, "commands": commands}
     with contextlib.suppress(OSError, TypeError, ValueError):

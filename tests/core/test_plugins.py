@@ -267,3 +267,33 @@ def test_the_index_goes_stale_when_a_distribution_appears_or_a_recorded_file_cha
     assert plugins.plain_command("score")(["a,b"]) == ["a", "b"] and plugins.plain_command("other") is None
     module.write_text("x = 333\n")
     assert plugins.plain_command("score") is None
+
+
+def test_a_broken_plain_commands_answer_keeps_that_plugin_on_typer(tmp_path, monkeypatch):
+    import json
+
+    from pathkit_core import hookimpl, plugins
+
+    class Raises:
+        @hookimpl
+        def plain_commands(self):
+            raise RuntimeError("broken")
+
+    class NotAMapping:
+        @hookimpl
+        def plain_commands(self):
+            return ["score"]
+
+    class Fine:
+        @hookimpl
+        def plain_commands(self):
+            return {"go": "pathkit_core.cli.plain:split_names", "bad": 3}
+
+    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
+    registry = plugins.build_registry(autoload=False, plugins={"raises": Raises(), "list": NotAMapping(),
+                                                               "fine": Fine()})
+    plugins._write_index(registry)
+    commands = json.loads((tmp_path / "index.json").read_text())["commands"]
+    assert commands["go"] == "pathkit_core.cli.plain:split_names" and "bad" not in commands
+    assert commands["score"] == "pathkit_interop.score_cli:run_plain"  # the built-in answer stands
+    assert plugins.plain_command("go")(["x"]) == ["x"] and plugins.plain_command("bad") is None
