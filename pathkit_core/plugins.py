@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
 import importlib
 import json
 import os
-import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,6 +169,8 @@ class Registry:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             record.fail(_short_error(exc))
+            import traceback
+
             record.traceback = traceback.format_exc()  # type: ignore[attr-defined]
             self.records[name] = record
             return
@@ -203,6 +203,8 @@ class Registry:
             for impl in caller.get_hookimpls():
                 if impl.hookwrapper or impl.optionalhook:
                     continue
+                import difflib
+
                 close = difflib.get_close_matches(hook_name, known, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 rec = self.records.get(impl.plugin_name)
@@ -282,6 +284,8 @@ class Registry:
             self.components[kind].get(base_name) if _view else None
         )
         if found is None:
+            import difflib
+
             close = difflib.get_close_matches(name, self.names(kind), n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             known = ", ".join(self.names(kind)) or "none"
