@@ -503,10 +503,10 @@ def _write_index(registry: Registry) -> None:
         return
     files: list[str] = []
     for value, _, _, entry_points_txt in registry.entry_points.values():
-        module_file = _module_file(value)
-        if not module_file or not entry_points_txt:
+        if not entry_points_txt:
             return
-        files.extend((module_file, entry_points_txt))
+        module_file = _module_file(value)  # none for a plugin whose module is missing: its entry_points.txt
+        files.extend((entry_points_txt, module_file) if module_file else (entry_points_txt,))
     files = sorted(set(files))
     providers: dict[str, dict[str, list[str]]] = {kind: {} for kind in registry.kinds}
     tasks: dict[str, dict[str, list[str]]] = {kind: {} for kind in registry.kinds}
