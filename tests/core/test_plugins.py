@@ -297,3 +297,26 @@ def test_a_broken_plain_commands_answer_keeps_that_plugin_on_typer(tmp_path, mon
     assert commands["go"] == "pathkit_core.cli.plain:split_names" and "bad" not in commands
     assert commands["score"] == "pathkit_interop.score_cli:run_plain"  # the built-in answer stands
     assert plugins.plain_command("go")(["x"]) == ["x"] and plugins.plain_command("bad") is None
+
+
+def test_the_index_is_written_beside_a_plugin_whose_module_is_missing(tmp_path, monkeypatch):
+    """A broken plugin (its module gone) is recorded by its distribution's entry_points.txt; a
+    distribution not on disk (no entry_points.txt to watch) leaves no index at all."""
+    import json
+
+    from pathkit_core import plugins
+
+    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
+    txt = tmp_path / "entry_points.txt"
+    txt.write_text("[pathkit]\nbroken = no_such_module_here\n")
+    registry = plugins.build_registry(autoload=False)
+    registry.entry_points = {"broken": ("no_such_module_here", "broken-dist", "1.0", str(txt))}
+    plugins._write_index(registry)
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert index["files"] == [str(txt)] and plugins._read_index() is not None
+    txt.write_text("[pathkit]\nbroken = other_module\n")  # reinstalled: the index is stale
+    assert plugins._read_index() is None
+    (tmp_path / "index.json").unlink()
+    registry.entry_points = {"zipped": ("some_module", "zipped-dist", "1.0", "")}
+    plugins._write_index(registry)
+    assert not (tmp_path / "index.json").exists()
