@@ -222,6 +222,7 @@ def main() -> None:
     if args.budget:
         print(f"load average {loadavg()}; python {sys.executable}")
         with tempfile.TemporaryDirectory() as tmp:
+            os.environ.setdefault("PATHKIT_PLUGIN_INDEX", str(Path(tmp) / "plugin-index.json"))
             budget(pairs_file(Path(tmp), args.data, one_line=False))
         print(f"load average {loadavg()}")
         return
@@ -229,6 +230,9 @@ def main() -> None:
     print(f"load average {loadavg()}; python {sys.executable}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        # pathkit's index of entry points in this folder (written by the warm-up run): processes
+        # with another sys.path (tests, other checkouts) rewrite the one in the user's cache
+        os.environ.setdefault("PATHKIT_PLUGIN_INDEX", str(folder / "plugin-index.json"))
         if args.only in (None, "crqs"):
             data = pairs_file(folder, args.data, one_line=False)
             print(f"CRQS, {len(json.loads(data.read_text()))} REG test pairs, whole process:")
