@@ -13,11 +13,20 @@
   missing.
 
 Each side is a fresh `python` process timed from its start to its exit (wall clock), in
-interleaved pairs after an untimed warm-up pair (file cache, and the modules' bytecode, which is
-written even where PYTHONDONTWRITEBYTECODE is set); the ratio is the peer's time over pathkit's,
-median of the pairs. Nothing is installed here.
+interleaved pairs after an untimed warm-up pair (file cache, the modules' bytecode, which is
+written even where PYTHONDONTWRITEBYTECODE is set, and pathkit's index of entry points, which the
+first `pathkit score` of an environment writes); the ratio is the peer's time over pathkit's,
+median of the pairs. Nothing is installed here. Run it from the checkout under test: `python -m`
+puts the working folder first on sys.path, before PYTHONPATH.
+
+`--budget` prints where a cold `pathkit score -m crqs` process spends its time instead: the same
+steps as the command, timed phase by phase in fresh processes (median of 3 after a warm-up), an
+empty interpreter's start, and numpy's import against the standard library drawing the CRQS
+bootstrap (numpy's generator draws the resamples, so only it gives the same intervals).
 
     .venv/bin/python benchmarks/bench_score_cold.py [--pairs 3] [--pathbench DIR] [--only crqs|nlg]
+        [--baseline CHECKOUT]  # CRQS of this checkout against another's (before/after), side by side
+    .venv/bin/python benchmarks/bench_score_cold.py --budget
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -51,6 +61,89 @@ print(json.dumps(out))
 """
 
 
+# The steps of `pathkit score -p PAIRS -m crqs --json` (pathkit_interop.score_cli), timed apart.
+BUDGET_SCRIPT = """
+import json, sys, time
+marks = [("start", time.perf_counter())]
+mark = lambda name: marks.append((name, time.perf_counter()))
+from pathkit_core.plugins import plain_command
+mark("pathkit core import (pluggy, contracts, registry)")
+run = plain_command("score")
+mark("index of entry points checked, score command imported")
+import numpy
+mark("numpy import")
+import polars
+mark("polars import")
+import pathkit_metrics._crqs.scoring
+mark("CRQS modules import")
+from pathkit_core.plugins import get_component
+get_component("metric", "crqs")
+mark("registry of the crqs entry point and its task")
+from pathkit_interop.records import read_records
+pairs = read_records(sys.argv[1])
+mark("predictions read")
+from pathkit_metrics._crqs.scoring import extractor_for, resolve_vocabulary
+extractor_for(resolve_vocabulary({}))
+mark("CRQS extractor built")
+from pathkit_core.evaluation.runner import score
+result = score(["crqs"], pairs.values, pairs.references, ids=list(pairs.references))
+mark("scored: extraction, comparison, per-case table, bootstrap")
+sys.stdout.write(json.dumps(result.summary) + chr(10))
+mark("summary printed")
+print(json.dumps({"indexed": run is not None,
+                  "phases": [[b, y - x] for (a, x), (b, y) in zip(marks, marks[1:])]}))
+"""
+
+BOOTSTRAP_SCRIPT = """
+import json, random, sys, time
+n, resamples, columns = int(sys.argv[1]), 1000, 5
+rows = [[random.random() for _ in range(n)] for _ in range(columns)]
+t0 = time.perf_counter()
+rng = random.Random(0)
+for _ in range(resamples):
+    drawn = rng.choices(range(n), k=n)
+    means = [sum(row[i] for i in drawn) / n for row in rows]
+stdlib = time.perf_counter() - t0
+t0 = time.perf_counter()
+import numpy as np
+imported = time.perf_counter() - t0
+from pathkit_core.evaluation.bootstrap import resample_indices
+matrix = np.array(rows)
+t0 = time.perf_counter()
+for block in resample_indices(n, resamples, 0):
+    means = [row[block].mean(axis=1) for row in matrix]
+print(json.dumps({"stdlib": stdlib, "numpy_import": imported, "numpy": time.perf_counter() - t0}))
+"""
+
+
+def budget(data: Path, runs: int = 3) -> None:
+    """Where a cold CRQS scoring process spends its time, phase by phase (medians)."""
+    interpreter = []
+    for _ in range(runs + 1):
+        interpreter.append(timed([sys.executable, "-c", "pass"])[0])
+    phases: dict[str, list[float]] = {}
+    for run in range(runs + 1):  # the first writes the index of entry points when it is stale
+        out = timed([sys.executable, "-c", BUDGET_SCRIPT, str(data)])[1]
+        found = json.loads(out.strip().splitlines()[-1])
+        if run:
+            if not found["indexed"]:
+                raise SystemExit("the index of entry points was not valid after the warm-up run")
+            for name, seconds in found["phases"]:
+                phases.setdefault(name, []).append(seconds)
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    total = sum(med(v) for v in phases.values())
+    start = med(interpreter[1:])
+    print(f"cold `pathkit score -m crqs` on {len(json.loads(data.read_text()))} pairs, phases (median of {runs}):")
+    print(f"  {'interpreter start (python -c pass)':58s} {start * 1000:7.1f} ms")
+    for name, values in phases.items():
+        print(f"  {name:58s} {med(values) * 1000:7.1f} ms  {100 * med(values) / (total + start):4.1f} %")
+    print(f"  {'total':58s} {(total + start) * 1000:7.1f} ms")
+    boot = json.loads(timed([sys.executable, "-c", BOOTSTRAP_SCRIPT, "741"])[1])
+    ms = {k: f"{v * 1000:.0f} ms" for k, v in boot.items()}
+    print(f"CRQS bootstrap (741 cases, 1000 resamples, 5 columns): numpy import {ms['numpy_import']} + numpy's "
+          f"draws {ms['numpy']} against the standard library's {ms['stdlib']} (other draws, other intervals)")
+
+
 def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -74,32 +167,43 @@ def with_bytecode(env: dict | None = None) -> dict:
     return {k: v for k, v in (env or os.environ).items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def timed(command: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, str]:
+def timed(command: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, str, float]:
+    """Wall seconds, stdout and CPU seconds (user + system) of one process: on a busy machine the
+    CPU time is the steadier of the two (wall time includes waiting for a core)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(command, cwd=cwd, env=with_bytecode(env), capture_output=True, text=True)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode:
         raise SystemExit(f"{' '.join(command)} failed ({out.returncode}): {out.stderr[-2000:]}")
-    return seconds, out.stdout
+    return seconds, out.stdout, after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
 
 
 def side_by_side(name: str, mine: list[str], peer: list[str], pairs: int, peer_cwd: Path | None = None,
                  peer_env: dict | None = None) -> tuple[str, str]:
     times: dict[str, list[float]] = {"pathkit": [], "peer": []}
+    cpu: dict[str, list[float]] = {"pathkit": [], "peer": []}
     outs = {"pathkit": "", "peer": ""}
     for pair in range(pairs + 1):
         order = ("pathkit", "peer") if pair % 2 else ("peer", "pathkit")
         for side in order:
-            seconds, outs[side] = timed(mine if side == "pathkit" else peer, peer_cwd if side == "peer" else None,
-                                        peer_env if side == "peer" else None)
+            seconds, outs[side], cpu_seconds = timed(mine if side == "pathkit" else peer,
+                                                     peer_cwd if side == "peer" else None,
+                                                     peer_env if side == "peer" else None)
             if pair:
                 times[side].append(seconds)
+                cpu[side].append(cpu_seconds)
         print(f"  pair {pair}{' (warm-up)' if not pair else ''}: load {loadavg().split()[0]}"
               + ("" if not pair else f", pathkit {times['pathkit'][-1]:.3f} s, peer {times['peer'][-1]:.3f} s"))
     ratios = sorted(p / m for p, m in zip(times["peer"], times["pathkit"], strict=True))
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     print(f"  {name}: pathkit {med(times['pathkit']):.3f} s, peer {med(times['peer']):.3f} s (medians); "
           f"peer / pathkit per pair {', '.join(f'{r:.2f}' for r in ratios)} -> median {med(ratios):.2f}x")
+    cpu_ratios = sorted(p / m for p, m in zip(cpu["peer"], cpu["pathkit"], strict=True))
+    print(f"  {name}, CPU time (user + system): pathkit {med(cpu['pathkit']):.3f} s, peer {med(cpu['peer']):.3f} s "
+          f"(medians); peer / pathkit per pair {', '.join(f'{r:.2f}' for r in cpu_ratios)} -> median "
+          f"{med(cpu_ratios):.2f}x")
     return outs["pathkit"], outs["peer"]
 
 
@@ -109,13 +213,26 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--pathbench", type=Path, default=None, help="folder holding PathBench's crqs/ package")
     parser.add_argument("--only", choices=("crqs", "nlg"), default=None)
+    parser.add_argument("--budget", action="store_true", help="time the phases of a cold CRQS scoring process")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another pathkit checkout (main's) whose CRQS scoring is timed against this one")
     args = parser.parse_args()
     if not args.data.is_file():
         raise SystemExit(f"{args.data}: the REG 2025 splits file is missing (give --data)")
+    if args.budget:
+        print(f"load average {loadavg()}; python {sys.executable}")
+        with tempfile.TemporaryDirectory() as tmp:
+            os.environ.setdefault("PATHKIT_PLUGIN_INDEX", str(Path(tmp) / "plugin-index.json"))
+            budget(pairs_file(Path(tmp), args.data, one_line=False))
+        print(f"load average {loadavg()}")
+        return
     pathkit = [sys.executable, "-m", "pathkit_core.cli", "score", "--json", "-p"]
     print(f"load average {loadavg()}; python {sys.executable}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        # pathkit's index of entry points in this folder (written by the warm-up run): processes
+        # with another sys.path (tests, other checkouts) rewrite the one in the user's cache
+        os.environ.setdefault("PATHKIT_PLUGIN_INDEX", str(folder / "plugin-index.json"))
         if args.only in (None, "crqs"):
             data = pairs_file(folder, args.data, one_line=False)
             print(f"CRQS, {len(json.loads(data.read_text()))} REG test pairs, whole process:")
@@ -131,6 +248,18 @@ def main() -> None:
                 theirs = json.loads((folder / "pathbench-out" / "reg_summary.json").read_text())
                 print(f"  CRQS (different extractors, not compared): pathkit {json.loads(mine)['crqs']['CRQS']:.4f}, "
                       f"PathBench {theirs['CRQS_norm']:.4f}")
+            if args.baseline is not None:
+                # the same command run in the baseline checkout (`python -m` puts the working folder
+                # first on sys.path, before PYTHONPATH) with its code on the path and its own index
+                # of entry points (the two write different ones)
+                base = args.baseline.resolve()
+                paths = [base, *(base / "plugins" / p for p in ("encoders", "generators", "datasets", "metrics"))]
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)),
+                       "PATHKIT_PLUGIN_INDEX": str(folder / "baseline-index.json")}
+                print(f"  this checkout against the baseline {base} (the 'peer' below):")
+                now, before = side_by_side("CRQS", [*pathkit, str(data), "-m", "crqs"],
+                                           [*pathkit, str(data), "-m", "crqs"], args.pairs, base, env)
+                print(f"  summaries {'identical' if now == before else 'DIFFERENT'}")
         if args.only in (None, "nlg"):
             data = pairs_file(folder, args.data, one_line=True)
             print("BLEU-1..4 / METEOR / ROUGE-L on the same pairs (one-line texts), whole process:")

@@ -46,6 +46,16 @@ def register_commands(app: Any) -> None:
 
 
 @hookspec
+def plain_commands() -> dict[str, str]:
+    """{command name: "module:function"} for commands of this plugin that also run without typer
+    (start-up bound ones: `pathkit score`). The function takes the command's arguments (the words
+    after its name) and returns the exit status, or None to leave the command line to typer (help,
+    anything it does not read). Recorded in the index of entry points; `pathkit` calls it before
+    building the typer app. The typer command must accept the same command lines with the same
+    meaning (`pathkit_core.cli.options` builds both from one option table)."""
+
+
+@hookspec
 def register_segmenters(register: Register) -> None:
     """Call `register(SegmenterClass)` for each tissue segmenter (a `TissueSegmenter`) the plugin provides."""
 

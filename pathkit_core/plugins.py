@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
 import importlib
 import json
 import os
-import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +100,9 @@ class Registry:
         self.components: dict[str, dict[str, type[Component]]] = {k: {} for k in self.hooks}
         self.owners: dict[tuple[str, str], str] = {}
         self.conflicts: dict[tuple[str, str], list[str]] = {}
+        # entry point name -> (value, distribution, version, the distribution's entry_points.txt or
+        # "" when it has none on disk): what the index of entry points records to load it again
+        self.entry_points: dict[str, tuple[str, str, str, str]] = {}
         self.pm.hook.add_hookspecs.call_historic(kwargs={"add": self.pm.add_hookspecs})
         self.pm.hook.add_component_kinds.call_historic(kwargs={"add": self.add_kind})
 
@@ -127,6 +127,8 @@ class Registry:
     ) -> None:
         """Load each `pathkit` entry point on its own; a failure is recorded, never fatal. The
         `pathkit` distribution's own entry points are always loaded; with `builtin_only`, only they."""
+        from importlib import metadata  # tens of ms: only for a build that scans the distributions
+
         seen: set[str] = set()
         for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             if ep.name in seen:  # the same distribution visible twice on sys.path
@@ -147,16 +149,32 @@ class Registry:
                 record.status = "disabled"
                 self.records[ep.name] = record
                 continue
-            try:
-                plugin = ep.load()
-            except BaseException as exc:  # noqa: BLE001 - any import failure is the plugin's
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                record.fail(_short_error(exc))
-                record.traceback = traceback.format_exc()  # type: ignore[attr-defined]
-                self.records[ep.name] = record
-                continue
-            self._register_plugin(ep.name, plugin, record)
+            self._load(ep.name, ep.load, record)
+            dist_path = getattr(dist, "_path", None)  # a distribution on disk (importlib's PathDistribution)
+            self.entry_points[ep.name] = (ep.value, record.distribution, record.version,
+                                          str(Path(dist_path) / "entry_points.txt") if dist_path else "")
+
+    def load_recorded(self, entry_points: Mapping[str, Sequence[str]]) -> None:
+        """Load the named entry points from what the index recorded of them ({name: (value,
+        distribution, version, ...)}) without scanning the installed distributions."""
+        for name, (value, distribution, version, *_) in sorted(entry_points.items()):
+            record = PluginRecord(name=name, module=value, distribution=distribution, version=version)
+            self._load(name, functools.partial(_load_value, value), record)
+
+    def _load(self, name: str, load: Callable[[], Any], record: PluginRecord) -> None:
+        """Import one plugin and register it; an import failure is the plugin's (recorded)."""
+        try:
+            plugin = load()
+        except BaseException as exc:  # noqa: BLE001 - any import failure is the plugin's
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            record.fail(_short_error(exc))
+            import traceback
+
+            record.traceback = traceback.format_exc()  # type: ignore[attr-defined]
+            self.records[name] = record
+            return
+        self._register_plugin(name, plugin, record)
 
     def add_plugin(self, name: str, plugin: Any, distribution: str = "", version: str = "") -> None:
         """Register an in-process plugin object or module (tests, notebooks)."""
@@ -185,6 +203,8 @@ class Registry:
             for impl in caller.get_hookimpls():
                 if impl.hookwrapper or impl.optionalhook:
                     continue
+                import difflib
+
                 close = difflib.get_close_matches(hook_name, known, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 rec = self.records.get(impl.plugin_name)
@@ -264,6 +284,8 @@ class Registry:
             self.components[kind].get(base_name) if _view else None
         )
         if found is None:
+            import difflib
+
             close = difflib.get_close_matches(name, self.names(kind), n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             known = ", ".join(self.names(kind)) or "none"
@@ -381,9 +403,9 @@ def set_plugin_manager(registry: Registry | None) -> None:
 
 def get_component(kind: str, name: str) -> type[Component]:
     """The component `name` of `kind`. Before the whole registry is built, a process that needs a
-    few components (`pathkit score`) loads only the entry points that provide them, as recorded in
-    the index of entry points (written by every full build); without a valid index, or when the
-    index names no single provider, the whole registry is built."""
+    few components (`pathkit score`) loads only the entry points that provide them and the tasks
+    they declare, as recorded in the index of entry points (written by every full build); without
+    a valid index, or when the index names no single provider, the whole registry is built."""
     if _REGISTRY is None:
         registry = _registry_for(kind, name)
         if registry is not None:
@@ -392,7 +414,37 @@ def get_component(kind: str, name: str) -> type[Component]:
     return get_plugin_manager().get(kind, name)
 
 
+def plain_command(name: str) -> Callable[[list[str]], int | None] | None:
+    """The function that runs command `name` without typer (`plain_commands`), from the index of
+    entry points; None without a valid index or when no plugin offers one."""
+    index = _read_index()
+    target = (index or {}).get("commands", {}).get(name)
+    if not isinstance(target, str):
+        return None
+    try:
+        return _load_value(target)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _load_value(value: str) -> Any:
+    """The object an entry point's value names (`module`, `module:attribute.path`, extras ignored)."""
+    module, _, attribute = value.partition("[")[0].partition(":")
+    found: Any = importlib.import_module(module.strip())
+    for part in filter(None, attribute.strip().split(".")):
+        found = getattr(found, part)
+    return found
+
+
 # --------------------------------------------------------------------------- entry-point index
+# What a full build learnt, for processes that need a few components: which entry point provides
+# each component and which tasks it declares, how to load each entry point (its value,
+# distribution and version), and the commands plugins run without typer. It is valid while
+# `_validity` of its recorded files is unchanged: the core's version, the allow/block lists,
+# sys.path, the distributions on it (each *.dist-info / *.egg-info folder by name and time: an
+# installed, removed or reinstalled distribution), and the size and time of every loaded entry
+# point's module and of its distribution's entry_points.txt. Checking that is a few stat calls;
+# nothing is imported and no distribution's metadata is read.
 
 
 def _index_path() -> Path | None:
@@ -403,66 +455,124 @@ def _index_path() -> Path | None:
     return Path(base) / "pathkit" / "plugin-index.json"
 
 
-def _entry_points_key() -> str:
-    """What the index is valid for: every `pathkit` entry point, its distribution and version,
-    and the size and modification time of the module it names (an edited plugin invalidates it),
-    plus the core's version and the allow/block lists. Worked out once per process and setting."""
+def _validity(files: Sequence[str]) -> str:
+    """The facts the index holds for (above), hashed."""
+    import hashlib
     import sys
 
-    return _key_for(tuple(sys.path), os.environ.get(ENV_LOAD), os.environ.get(ENV_DISABLE))
+    parts: list[Any] = [_core_version(), os.environ.get(ENV_LOAD), os.environ.get(ENV_DISABLE), sys.path]
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as found:
+                parts.append(sorted((e.name, e.stat().st_mtime_ns) for e in found
+                                    if e.name.endswith((".dist-info", ".egg-info"))))
+        except OSError:
+            parts.append(None)
+    for name in files:
+        try:
+            st = os.stat(name)
+            parts.append([name, st.st_size, st.st_mtime_ns])
+        except OSError:
+            parts.append([name, None])
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-@functools.lru_cache(maxsize=4)
-def _key_for(path: tuple[str, ...], load: str | None, disable: str | None) -> str:
-    import hashlib
+def _module_file(value: str) -> str | None:
+    """The file of the module an entry point's value names (loaded by the build, or found)."""
+    import sys
+
+    module = value.partition("[")[0].partition(":")[0].strip()
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        return getattr(loaded, "__file__", None)
     import importlib.util
 
-    parts: list[Any] = [_core_version(), load, disable, list(path)]
-    for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
-        dist = getattr(ep, "dist", None)
-        try:
-            spec = importlib.util.find_spec(ep.module)
-            st = os.stat(spec.origin) if spec is not None and spec.origin else None
-        except (ImportError, OSError, ValueError):
-            st = None
-        parts.append([ep.name, ep.value, dist.metadata["Name"] if dist is not None else "",
-                      dist.version if dist is not None else "", None if st is None else [st.st_size, st.st_mtime_ns]])
-    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+    try:  # a plugin that failed to import: its file, so that a fix of it is seen
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None else None
 
 
 def _write_index(registry: Registry) -> None:
     """Record which entry point provides each component (never fatal: an unwritable cache only
-    means later processes build the whole registry)."""
+    means later processes build the whole registry). Nothing is written when an entry point's
+    files cannot be named (a distribution not on disk): its change could not be seen."""
     path = _index_path()
     if path is None:
         return
-    builtin = {name for name, rec in registry.records.items() if rec.distribution == BUILTIN_DISTRIBUTION}
+    files: list[str] = []
+    for value, _, _, entry_points_txt in registry.entry_points.values():
+        if not entry_points_txt:
+            return
+        module_file = _module_file(value)  # none for a plugin whose module is missing: its entry_points.txt
+        files.extend((entry_points_txt, module_file) if module_file else (entry_points_txt,))
+    files = sorted(set(files))
     providers: dict[str, dict[str, list[str]]] = {kind: {} for kind in registry.kinds}
+    tasks: dict[str, dict[str, list[str]]] = {kind: {} for kind in registry.kinds}
     for (kind, name), owner in registry.owners.items():
         providers[kind][name] = registry.conflicts.get((kind, name), [owner])
-    index = {"key": _entry_points_key(), "builtin": sorted(builtin), "providers": providers}
+        component = registry.components[kind][name]
+        if kind == "dataset":
+            tasks[kind][name] = [component.task]
+        elif kind in ("generator", "metric"):
+            tasks[kind][name] = list(component.tasks)
+    commands: dict[str, str] = {}
+    for impl in registry.pm.hook.plain_commands.get_hookimpls():
+        try:  # a plugin whose answer is broken only keeps its commands on typer
+            offered = impl.function()
+        except Exception:  # noqa: BLE001
+            continue
+        if isinstance(offered, Mapping):
+            commands.update({str(k): v for k, v in offered.items() if isinstance(v, str) and ":" in v})
+    index = {"key": _validity(files), "files": files, "entry_points": registry.entry_points,
+             "providers": providers, "tasks": tasks, "commands": commands}
     with contextlib.suppress(OSError, TypeError, ValueError):
         from pathkit_core.workspace import atomic_write_json
 
         atomic_write_json(path, index)
 
 
-def _registry_for(kind: str, name: str) -> Registry | None:
-    """A registry of the built-in plugins and the one entry point the index names for (kind,
-    name), or None (no index, a stale one, several providers, inline plugins in use)."""
+def _read_index() -> dict[str, Any] | None:
+    """The index of entry points when there is one and it is valid, else None."""
     path = _index_path()
     if path is None:
         return None
     try:
         index = json.loads(path.read_text(encoding="utf-8"))
-        owners = index["providers"][kind][name.partition(":")[0]]
-        builtin = set(index["builtin"])
+        valid = isinstance(index, dict) and index.get("key") == _validity(index["files"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not isinstance(owners, list) or len(owners) != 1 or index.get("key") != _entry_points_key():
+    return index if valid else None
+
+
+def _registry_for(kind: str, name: str) -> Registry | None:
+    """A registry of the one entry point the index names for (kind, name) and those of the tasks
+    it declares, or None (no index, a stale one, several providers, a kind a plugin added)."""
+    if kind not in _HOOK_FOR_KIND:
+        return None  # the plugin adding the kind would have to be found too: the full build does
+    index = _read_index()
+    if index is None:
         return None
-    wanted = set() if owners[0] in builtin else {str(owners[0])}
-    key = ",".join(sorted(wanted))
+    try:
+        base = name.partition(":")[0]
+        owners = index["providers"][kind][base]
+        needed = set(owners) if isinstance(owners, list) and len(owners) == 1 else None
+        for task in index["tasks"].get(kind, {}).get(base, []) if needed else ():
+            task_owners = index["providers"]["task"][task]
+            needed = needed | set(task_owners) if len(task_owners) == 1 else None
+            if needed is None:
+                break
+        entry_points = {ep: index["entry_points"][ep] for ep in needed or ()}
+    except (KeyError, TypeError):
+        return None
+    if not needed:
+        return None
+    key = ",".join(sorted(entry_points))
     if key not in _PARTIAL:
-        _PARTIAL[key] = build_registry(allow=wanted, block=set())
+        registry = Registry()
+        registry.load_recorded(entry_points)
+        registry.check()
+        registry.collect()
+        _PARTIAL[key] = registry
     return _PARTIAL[key]

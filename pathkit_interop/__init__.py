@@ -25,6 +25,11 @@ def register_commands(app):
 
 
 @hookimpl
+def plain_commands():
+    return {"score": "pathkit_interop.score_cli:run_plain"}
+
+
+@hookimpl
 def read_feature_file(path, mpp):
     suffix = path.suffix.lower()
     if suffix in (".h5", ".hdf5"):

@@ -1,22 +1,39 @@
-"""`pathkit score`: score a predictions file against references with metric plugins."""
+"""`pathkit score`: score a predictions file against references with metric plugins.
+
+Its options are one table (`SCORE_OPTIONS`) read by typer for the `score` command and by the
+plain parser of `pathkit_core.cli.options`, which runs a plain command line without typer
+(`run_plain`, found by `pathkit` through the entry-point index): a scoring process imports
+what scoring needs. Printed output is the same either way: the JSON summary is written with the
+json module, tables, warnings and errors through the same rich consoles (imported when used).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import typer
-
-from pathkit_core.cli.common import (
-    console,
-    err_console,
-    parse_key_values,
-    print_json,
-    print_scores,
-    split_names,
-    user_errors,
-)
+from pathkit_core.cli.options import REQUIRED, CliOption, typer_command
+from pathkit_core.cli.options import run_plain as run_without_typer
+from pathkit_core.cli.plain import parse_key_values, print_json, split_names
 from pathkit_core.contracts import PathkitError
+
+SCORE_OPTIONS = (
+    CliOption("metric", ("--metric", "-m"), str, REQUIRED, "Metric name(s), comma-separated.", multiple=True),
+    CliOption("predictions", ("--predictions", "-p"), Path, REQUIRED,
+              "REG JSON list, JSONL, PathBench JSON, or a folder of per-case files (masks: s1.png, ...)."),
+    CliOption("references", ("--references", "-r"), Path, None, "References file or folder (not for PathBench)."),
+    CliOption("dataset", ("--dataset", "-d"), str, None, "Dataset (schema-aware metrics read it)."),
+    CliOption("out", ("--out", "-o"), Path, None, "Write metrics.json and per_case.parquet here."),
+    CliOption("as_json", ("--json",), bool, False, "Print the summary as JSON on stdout."),
+    CliOption("option", ("--option",), str, (), "Metric option KEY=VALUE (repeatable).", multiple=True),
+)
+
+
+def _warn(message: str, **kwargs: Any) -> None:
+    from pathkit_core.cli.common import err_console
+
+    err_console.print(message, **kwargs)
 
 
 def _warn_flagged(per_case: Any) -> None:
@@ -27,68 +44,63 @@ def _warn_flagged(per_case: Any) -> None:
     flagged = per_case.filter(per_case[INPUT_FLAGS] != "")
     if flagged.height:
         first = flagged.row(0, named=True)
-        err_console.print(
-            f"[yellow]warning:[/] {flagged.height} case(s) have damaged text ({INPUT_FLAGS} in the per-case "
-            f"table), e.g. {first['id']}: {first[INPUT_FLAGS]}", highlight=False, soft_wrap=True,
+        _warn(f"[yellow]warning:[/] {flagged.height} case(s) have damaged text ({INPUT_FLAGS} in the per-case "
+              f"table), e.g. {first['id']}: {first[INPUT_FLAGS]}", highlight=False, soft_wrap=True)
+
+
+def score_command(metric: list[str], predictions: Path, references: Path | None, dataset: str | None, out: Path | None,
+          as_json: bool, option: list[str]) -> None:
+    """Score predictions against references."""
+    from pathkit_core.evaluation.runner import RESULT_FILES, prepare_metrics, score, write_result_folder
+    from pathkit_core.workspace import check_result_folder
+    from pathkit_interop.records import join_by_id, match_extensions, read_records
+
+    if out is not None:
+        check_result_folder(out, RESULT_FILES, "--out")  # before scoring, so no score is lost at the end
+    options = parse_key_values(option, "--option")
+    # metrics that wait for something (METEOR's JVM) start it now, while the files are read
+    prepare_metrics(split_names(metric), dataset=dataset, context={"options": options} if options else None)
+    whole = _whole_records(split_names(metric))
+    pred_file = read_records(predictions, whole=whole)
+    if references is not None:
+        refs = read_records(references, whole=whole).values
+    elif pred_file.references is not None:
+        refs = pred_file.references
+    else:
+        raise PathkitError(
+            f"{predictions}: carries no references (not a PathBench {{id: {{pred, target}}}} file); "
+            "pass --references FILE"
         )
+    values, renamed = match_extensions(pred_file.values, refs)
+    if renamed:
+        _warn(f"matched {len(renamed)} prediction id(s) to reference ids that differ only by a slide "
+              f"file extension (e.g. {renamed[0][0]!r} -> {renamed[0][1]!r})", highlight=False)
+    ids = join_by_id(values, refs, pred_name=str(predictions), ref_name=str(references or predictions))
+    result = score(split_names(metric), values, refs, ids=ids, dataset=dataset,
+                   context={"options": options} if options else None)
+    if out is not None:
+        write_result_folder(result, out, extra={"predictions": str(predictions), "references": str(references),
+                                                "dataset": dataset, "n_cases": len(ids)})
+    _warn_flagged(result.per_case)
+    if as_json:
+        print_json(result.summary)
+        return
+    from pathkit_core.cli.common import console, print_scores
+
+    print_scores(f"scores over {len(ids)} cases", result.summary, details=result.details)
+    if out is not None:
+        console.print(f"results written to {out}")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("score")
-    @user_errors
-    def score_cmd(
-        metric: list[str] = typer.Option(..., "--metric", "-m", help="Metric name(s), comma-separated."),
-        predictions: Path = typer.Option(..., "--predictions", "-p", help="REG JSON list, JSONL, PathBench JSON, "
-                                         "or a folder of per-case files (masks: s1.png, ...)."),
-        references: Path | None = typer.Option(None, "--references", "-r",
-                                               help="References file or folder (not for PathBench)."),
-        dataset: str | None = typer.Option(None, "--dataset", "-d", help="Dataset (schema-aware metrics read it)."),
-        out: Path | None = typer.Option(None, "--out", "-o", help="Write metrics.json and per_case.parquet here."),
-        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
-        option: list[str] = typer.Option([], "--option", help="Metric option KEY=VALUE (repeatable)."),
-    ) -> None:
-        """Score predictions against references."""
-        from pathkit_core.evaluation.runner import RESULT_FILES, prepare_metrics, score, write_result_folder
-        from pathkit_core.workspace import check_result_folder
-        from pathkit_interop.records import (
-            join_by_id,
-            match_extensions,
-            read_records,
-        )
+def register(app: Any) -> None:
+    from pathkit_core.cli.common import user_errors
 
-        if out is not None:
-            check_result_folder(out, RESULT_FILES, "--out")  # before scoring, so no score is lost at the end
-        options = parse_key_values(option, "--option")
-        # metrics that wait for something (METEOR's JVM) start it now, while the files are read
-        prepare_metrics(split_names(metric), dataset=dataset, context={"options": options} if options else None)
-        whole = _whole_records(split_names(metric))
-        pred_file = read_records(predictions, whole=whole)
-        if references is not None:
-            refs = read_records(references, whole=whole).values
-        elif pred_file.references is not None:
-            refs = pred_file.references
-        else:
-            raise PathkitError(
-                f"{predictions}: carries no references (not a PathBench {{id: {{pred, target}}}} file); "
-                "pass --references FILE"
-            )
-        values, renamed = match_extensions(pred_file.values, refs)
-        if renamed:
-            err_console.print(f"matched {len(renamed)} prediction id(s) to reference ids that differ only by a slide "
-                              f"file extension (e.g. {renamed[0][0]!r} -> {renamed[0][1]!r})", highlight=False)
-        ids = join_by_id(values, refs, pred_name=str(predictions), ref_name=str(references or predictions))
-        result = score(split_names(metric), values, refs, ids=ids, dataset=dataset,
-                       context={"options": options} if options else None)
-        if out is not None:
-            write_result_folder(result, out, extra={"predictions": str(predictions), "references": str(references),
-                                              "dataset": dataset, "n_cases": len(ids)})
-        _warn_flagged(result.per_case)
-        if as_json:
-            print_json(result.summary)
-            return
-        print_scores(f"scores over {len(ids)} cases", result.summary, details=result.details)
-        if out is not None:
-            console.print(f"results written to {out}")
+    app.command("score")(user_errors(typer_command(SCORE_OPTIONS, score_command, score_command.__doc__ or "")))
+
+
+def run_plain(argv: Sequence[str]) -> int | None:
+    """`pathkit score ARGS` without typer: the exit status, or None when typer is to read ARGS."""
+    return run_without_typer(SCORE_OPTIONS, score_command, argv)
 
 
 def _whole_records(names: list[str]) -> bool:

@@ -1,13 +1,19 @@
-"""The `pathkit` command line: a typer app assembled from one module per command group."""
+"""The `pathkit` command line: a typer app assembled from one module per command group.
+
+Two command lines skip typer: `pathkit --version`, and a plugin command that also runs without
+typer (`plain_commands`, found through the index of entry points: `pathkit score`), which reads
+its plain options itself and leaves anything else (help, unusual spellings) to typer."""
 
 from __future__ import annotations
 
 import importlib
 import sys
-
-import typer
+from typing import TYPE_CHECKING
 
 from pathkit_core.contracts import PathkitError
+
+if TYPE_CHECKING:
+    import typer
 
 # Core command modules; each exposes `register(app)`. Plugins add theirs via `register_commands`.
 COMMAND_MODULES = ("listing", "doctor", "run", "report", "tile", "extract", "status")
@@ -18,17 +24,25 @@ CORE_COMMANDS = {"list": "listing", "info": "listing", "doctor": "doctor", "run"
                  "status": "status"}
 
 
+def _version_text() -> str:
+    import pathkit_core
+
+    return f"pathkit {pathkit_core.__version__}"
+
+
 def _version_callback(value: bool) -> None:
     if value:
-        import pathkit_core
+        import typer
 
-        typer.echo(f"pathkit {pathkit_core.__version__}")
+        typer.echo(_version_text())
         raise typer.Exit()
 
 
 def build_app(*, with_plugins: bool = True, command: str | None = None) -> typer.Typer:
     """The whole command line; with `command` a core command's name, only the module that
     registers it (and no plugin commands): what a process running that command needs."""
+    import typer
+
     app = typer.Typer(
         name="pathkit",
         help="Benchmark computational-pathology models under one reproducible protocol.",
@@ -63,6 +77,8 @@ def build_app(*, with_plugins: bool = True, command: str | None = None) -> typer
 def _builtin_command(app: typer.Typer, command: str) -> bool:
     """Add the commands of the built-in plugins (the `pathkit` distribution's own entry points) to
     `app` when one of them is `command`; else leave `app` as it was and return False."""
+    import typer
+
     from pathkit_core.plugins import build_registry
 
     trial = typer.Typer()
@@ -94,9 +110,29 @@ def quiet_harmless_warnings() -> None:
         warnings.filterwarnings("ignore", message=message, category=category)
 
 
+def _without_typer(args: list[str]) -> int | None:
+    """The exit status of a command line run without typer, or None when typer is to run it."""
+    if args == ["--version"]:
+        sys.stdout.write(_version_text() + "\n")
+        return 0
+    if not args or args[0].startswith("-") or args[0] in CORE_COMMANDS:
+        return None
+    from pathkit_core.plugins import plain_command
+
+    run = plain_command(args[0])
+    return None if run is None else run(args[1:])
+
+
 def main(argv: list[str] | None = None) -> None:
     quiet_harmless_warnings()
-    app = build_app(command=_requested_command(sys.argv[1:] if argv is None else list(argv)))
+    args = sys.argv[1:] if argv is None else list(argv)
+    status = _without_typer(args)
+    if status is not None:
+        sys.stdout.flush()
+        if status:
+            sys.exit(status)
+        return
+    app = build_app(command=_requested_command(args))
     try:
         app(args=argv, prog_name="pathkit", standalone_mode=True)
     except PathkitError as exc:  # raised outside a command's own handling

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import functools
-import json
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-import typer
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.table import Table
 
+from pathkit_core.cli.plain import parse_key_values, print_json, split_names
 from pathkit_core.contracts import PathkitError
+
+__all__ = ["console", "err_console", "user_errors", "report_user_error", "print_table", "print_scores",
+           "print_json", "split_names", "parse_key_values", "INTERRUPTED", "PathkitConsole"]
 
 # Width of output that goes to a file or a pipe when COLUMNS does not say: wide enough that no table
 # folds a path or a metric name (a log keeps every line whole), not so wide that rules fill a screen.
@@ -65,32 +66,38 @@ def user_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from pathkit_core.workspace import storage_error
-
         try:
             return func(*args, **kwargs)
-        except KeyboardInterrupt:
-            err_console.print(INTERRUPTED, highlight=False, soft_wrap=True)
-            raise typer.Exit(130) from None
-        except PathkitError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(2) from None
-        except OSError as exc:
-            err = storage_error(exc, exc.filename or "a file being written", permission=False)
-            if err is None:
-                if exc.filename is None:
-                    raise
-                # a path that is not a folder, a file this user may not read: named, no traceback
-                where = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "")
-                err = PathkitError(f"{where}: {exc.strerror or exc}")
-            err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-            raise typer.Exit(2) from None
+        except (KeyboardInterrupt, PathkitError, OSError) as exc:
+            status = report_user_error(exc)
+            if status is None:
+                raise
+            import typer
+
+            raise typer.Exit(status) from None
 
     return wrapper  # type: ignore[return-value]
 
 
-def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+def report_user_error(exc: BaseException) -> int | None:
+    """Print the one line `user_errors` prints for `exc` and return the exit status; None when
+    `exc` is no user error (an OSError about no named path), to be raised as it is."""
+    from pathkit_core.workspace import storage_error
+
+    if isinstance(exc, KeyboardInterrupt):
+        err_console.print(INTERRUPTED, highlight=False, soft_wrap=True)
+        return 130
+    if isinstance(exc, OSError) and not isinstance(exc, PathkitError):
+        err = storage_error(exc, exc.filename or "a file being written", permission=False)
+        if err is None:
+            if exc.filename is None:
+                return None
+            # a path that is not a folder, a file this user may not read: named, no traceback
+            where = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "")
+            err = PathkitError(f"{where}: {exc.strerror or exc}")
+        exc = err
+    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    return 2
 
 
 def print_table(
@@ -113,12 +120,6 @@ def print_table(
     target.print(table)
 
 
-def split_names(values: Sequence[str] | None) -> list[str]:
-    """Accept `--metric a,b --metric c` as ["a", "b", "c"]."""
-    out: list[str] = []
-    for value in values or ():
-        out.extend(part.strip() for part in value.split(",") if part.strip())
-    return out
 
 
 def print_scores(title: str, summary: dict[str, dict[str, float]],
@@ -141,16 +142,3 @@ def print_scores(title: str, summary: dict[str, dict[str, float]],
         (target or console).print(f"[yellow]WARNING ({escape(metric)}): {escape(text)}[/]", highlight=False)
     return len(rows) - len(shown)
 
-
-def parse_key_values(items: Sequence[str], flag: str) -> dict[str, Any]:
-    """`["meteor=false", "n=3"]` -> {"meteor": False, "n": 3}; values are JSON when they parse."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise PathkitError(f"{flag} {item!r}: expected KEY=VALUE")
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out

@@ -422,3 +422,10 @@ def test_score_refuses_an_out_folder_holding_other_files(cli, inline, files, tmp
     result = cli("score", "--metric", "word-count", "--predictions", pred, "--references", ref, "--out", out)
     assert result.exit_code == 2 and "holds other files (notes.txt)" in result.stderr
     assert (out / "notes.txt").read_text() == "the user's own"
+
+
+def test_version_is_printed_without_typer_as_typer_prints_it(cli, capsys):
+    from pathkit_core.cli import main
+
+    main(["--version"])
+    assert capsys.readouterr().out == cli("--version").stdout == f"pathkit {__import__('pathkit_core').__version__}\n"

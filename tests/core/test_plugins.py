@@ -229,10 +229,94 @@ def test_the_index_is_skipped_when_it_names_no_single_provider(tmp_path, monkeyp
     from pathkit_core import plugins
 
     monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
-    (tmp_path / "index.json").write_text(json.dumps({"key": plugins._entry_points_key(), "builtin": [],
+    (tmp_path / "index.json").write_text(json.dumps({"key": plugins._validity([]), "files": [], "entry_points": {},
                                                       "providers": {"metric": {"nlg": ["a", "b"]}}}))
     assert plugins._registry_for("metric", "nlg") is None  # two providers: the full registry decides
     (tmp_path / "index.json").write_text("{not json")
     assert plugins._registry_for("metric", "nlg") is None
     monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", "off")
     assert plugins._registry_for("metric", "nlg") is None
+
+
+def test_the_index_goes_stale_when_a_distribution_appears_or_a_recorded_file_changes(tmp_path, monkeypatch):
+    """The index's key: sys.path, the distributions on it (by folder name and time) and the
+    recorded files (entry-point modules, entry_points.txt) by size and time; other files in a
+    folder on sys.path (a result written in the working folder) leave it valid."""
+    import json
+
+    from pathkit_core import plugins
+
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    module = tmp_path / "plugin.py"
+    module.write_text("x = 1\n")
+    key = plugins._validity([str(module)])
+    (site / "metrics.json").write_text("{}")
+    assert plugins._validity([str(module)]) == key
+    (site / "newplugin-1.0.dist-info").mkdir()
+    fresh = plugins._validity([str(module)])
+    assert fresh != key
+    module.write_text("x = 22\n")
+    assert plugins._validity([str(module)]) != fresh
+    # a plain command is found only through a valid index
+    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
+    index = {"key": plugins._validity([str(module)]), "files": [str(module)], "entry_points": {}, "providers": {},
+             "commands": {"score": "pathkit_core.cli.plain:split_names"}}
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    assert plugins.plain_command("score")(["a,b"]) == ["a", "b"] and plugins.plain_command("other") is None
+    module.write_text("x = 333\n")
+    assert plugins.plain_command("score") is None
+
+
+def test_a_broken_plain_commands_answer_keeps_that_plugin_on_typer(tmp_path, monkeypatch):
+    import json
+
+    from pathkit_core import hookimpl, plugins
+
+    class Raises:
+        @hookimpl
+        def plain_commands(self):
+            raise RuntimeError("broken")
+
+    class NotAMapping:
+        @hookimpl
+        def plain_commands(self):
+            return ["score"]
+
+    class Fine:
+        @hookimpl
+        def plain_commands(self):
+            return {"go": "pathkit_core.cli.plain:split_names", "bad": 3}
+
+    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
+    registry = plugins.build_registry(autoload=False, plugins={"raises": Raises(), "list": NotAMapping(),
+                                                               "fine": Fine()})
+    plugins._write_index(registry)
+    commands = json.loads((tmp_path / "index.json").read_text())["commands"]
+    assert commands["go"] == "pathkit_core.cli.plain:split_names" and "bad" not in commands
+    assert commands["score"] == "pathkit_interop.score_cli:run_plain"  # the built-in answer stands
+    assert plugins.plain_command("go")(["x"]) == ["x"] and plugins.plain_command("bad") is None
+
+
+def test_the_index_is_written_beside_a_plugin_whose_module_is_missing(tmp_path, monkeypatch):
+    """A broken plugin (its module gone) is recorded by its distribution's entry_points.txt; a
+    distribution not on disk (no entry_points.txt to watch) leaves no index at all."""
+    import json
+
+    from pathkit_core import plugins
+
+    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
+    txt = tmp_path / "entry_points.txt"
+    txt.write_text("[pathkit]\nbroken = no_such_module_here\n")
+    registry = plugins.build_registry(autoload=False)
+    registry.entry_points = {"broken": ("no_such_module_here", "broken-dist", "1.0", str(txt))}
+    plugins._write_index(registry)
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert index["files"] == [str(txt)] and plugins._read_index() is not None
+    txt.write_text("[pathkit]\nbroken = other_module\n")  # reinstalled: the index is stale
+    assert plugins._read_index() is None
+    (tmp_path / "index.json").unlink()
+    registry.entry_points = {"zipped": ("some_module", "zipped-dist", "1.0", "")}
+    plugins._write_index(registry)
+    assert not (tmp_path / "index.json").exists()
