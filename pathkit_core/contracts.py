@@ -7,7 +7,7 @@ import errno
 import os
 import stat
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -514,14 +514,41 @@ class Generator(Component):
 # --------------------------------------------------------------------------- metrics
 
 
+class DeferredTable:
+    """A dataclass field holding a table, None, or a zero-argument callable that returns the table
+    (or None): the callable is called on the first read of the field, and what it returns is kept,
+    so a table nobody reads is never built (a scoring process that writes no per-case table then
+    need not import polars). Reading the field always gives the table or None, never the callable.
+    A builder that raises raises on that read, and is called again on the next one."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return None  # the field's default (dataclasses read it from the class)
+        value = obj.__dict__.get(self._slot)
+        if callable(value):
+            value = value()
+            obj.__dict__[self._slot] = value
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self._slot] = value
+
+
 @dataclass
 class MetricResult:
     """`summary`: named floats; `per_case`: one row per case with the evidence behind each score;
     `details`: JSON-ready structures that are not one number (a confusion matrix, curve points),
-    written to metrics.json under "details" and drawn in the report."""
+    written to metrics.json under "details" and drawn in the report.
+
+    `per_case` may be given as a polars DataFrame or as a builder: a zero-argument callable
+    returning the DataFrame, called on the first read of `result.per_case` (`DeferredTable`), so
+    that a caller that reads only the summary (`pathkit score --json`) does not build the table."""
 
     summary: dict[str, float]
-    per_case: pl.DataFrame | None = None
+    per_case: pl.DataFrame | Callable[[], pl.DataFrame | None] | None = DeferredTable()
     details: dict[str, Any] = field(default_factory=dict)
 
 

@@ -36,16 +36,14 @@ def _warn(message: str, **kwargs: Any) -> None:
     err_console.print(message, **kwargs)
 
 
-def _warn_flagged(per_case: Any) -> None:
+def _warn_flagged(flagged: dict[str, str]) -> None:
+    """One warning for the cases with damaged text (`ScoreResult.input_flags`), naming the first."""
     from pathkit_core.evaluation.runner import INPUT_FLAGS
 
-    if per_case is None or INPUT_FLAGS not in per_case.columns:
-        return
-    flagged = per_case.filter(per_case[INPUT_FLAGS] != "")
-    if flagged.height:
-        first = flagged.row(0, named=True)
-        _warn(f"[yellow]warning:[/] {flagged.height} case(s) have damaged text ({INPUT_FLAGS} in the per-case "
-              f"table), e.g. {first['id']}: {first[INPUT_FLAGS]}", highlight=False, soft_wrap=True)
+    if flagged:
+        first, notes = next(iter(flagged.items()))
+        _warn(f"[yellow]warning:[/] {len(flagged)} case(s) have damaged text ({INPUT_FLAGS} in the per-case "
+              f"table), e.g. {first}: {notes}", highlight=False, soft_wrap=True)
 
 
 def score_command(metric: list[str], predictions: Path, references: Path | None, dataset: str | None, out: Path | None,
@@ -81,7 +79,7 @@ def score_command(metric: list[str], predictions: Path, references: Path | None,
     if out is not None:
         write_result_folder(result, out, extra={"predictions": str(predictions), "references": str(references),
                                                 "dataset": dataset, "n_cases": len(ids)})
-    _warn_flagged(result.per_case)
+    _warn_flagged(result.input_flags)
     if as_json:
         print_json(result.summary)
         return

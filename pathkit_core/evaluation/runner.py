@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import Metric, MetricResult, PathkitError
+from pathkit_core.contracts import DeferredTable, Metric, MetricResult, PathkitError
 from pathkit_core.plugins import get_component
 from pathkit_core.workspace import atomic_write_json, atomic_write_with, replaced_folder
 
@@ -18,11 +18,15 @@ RESULT_FILES = ("metrics.json", "per_case.parquet")
 
 @dataclass
 class ScoreResult:
-    """Summaries per metric and one per-case table joined on `id`."""
+    """Summaries per metric and one per-case table joined on `id`. `per_case` is a polars
+    DataFrame or a builder of it (`DeferredTable`): `score` gives a builder, so the metrics'
+    tables are built and joined only when the table is read (written, shown). `input_flags`: the
+    cases whose texts are damaged but scored (`text_flags`), id -> their notes, in case order."""
 
     summary: dict[str, dict[str, float]]
-    per_case: Any = None  # polars.DataFrame
+    per_case: Any = DeferredTable()
     results: dict[str, MetricResult] = field(default_factory=dict)
+    input_flags: dict[str, str] = field(default_factory=dict)
 
     @property
     def details(self) -> dict[str, dict[str, Any]]:
@@ -127,9 +131,8 @@ def score(
     on_metric: Callable[[str], None] | None = None,
 ) -> ScoreResult:
     """Run each metric on the predictions/references aligned by `ids` (reference order by default);
-    `on_metric(name)` is called before each metric (progress display)."""
-    import polars as pl
-
+    `on_metric(name)` is called before each metric (progress display). The per-case table (ids,
+    input flags, each metric's table joined on `id`) is built when `result.per_case` is read."""
     ctx = metric_context(dataset, context)
     metrics = prepare_metrics(metric_names, dataset=dataset, context=context)
     ids = list(ids) if ids is not None else list(references)
@@ -137,10 +140,8 @@ def score(
     refs = [references[i] for i in ids]
     summary: dict[str, dict[str, float]] = {}
     results: dict[str, MetricResult] = {}
-    per_case = pl.DataFrame({"id": ids})
+    computed: list[tuple[str, MetricResult]] = []
     flags = input_flags(preds, refs)
-    if any(flags):
-        per_case = per_case.with_columns(pl.Series(INPUT_FLAGS, flags, dtype=pl.Utf8))
     for metric in metrics:
         if on_metric is not None:
             on_metric(metric.name)
@@ -149,20 +150,33 @@ def score(
             raise PathkitError(f"metric {metric.name!r} returned {type(result).__name__}, not MetricResult")
         summary[metric.name] = {k: float(v) for k, v in result.summary.items()}
         results[metric.name] = result
+        computed.append((metric.name, result))
+    flagged = {str(i): f for i, f in zip(ids, flags, strict=True) if f}
+    return ScoreResult(summary, lambda: _joined_per_case(ids, flags, computed), results, flagged)
+
+
+def _joined_per_case(ids: Sequence[Any], flags: Sequence[str], results: Sequence[tuple[str, MetricResult]]) -> Any:
+    """One per-case table: `id`, `input_flags` when any case has one, then each metric's table
+    (built now if it was deferred) joined on `id` in case order; a metric's column whose name is
+    already taken is renamed `<metric>:<column>`."""
+    import polars as pl
+
+    per_case = pl.DataFrame({"id": list(ids)})
+    if any(flags):
+        per_case = per_case.with_columns(pl.Series(INPUT_FLAGS, list(flags), dtype=pl.Utf8))
+    for name, result in results:
         table = result.per_case
         if table is not None and table.height:
             if "id" not in table.columns:
                 if table.height != len(ids):
-                    raise PathkitError(
-                        f"metric {metric.name!r} returned {table.height} per-case rows for {len(ids)} cases"
-                    )
-                table = table.with_columns(pl.Series("id", ids))
+                    raise PathkitError(f"metric {name!r} returned {table.height} per-case rows for {len(ids)} cases")
+                table = table.with_columns(pl.Series("id", list(ids)))
             table = table.with_columns(pl.col("id").cast(pl.Utf8))
             clash = [c for c in table.columns if c != "id" and c in per_case.columns]
             if clash:
-                table = table.rename({c: f"{metric.name}:{c}" for c in clash})
+                table = table.rename({c: f"{name}:{c}" for c in clash})
             per_case = per_case.join(table, on="id", how="left", maintain_order="left")
-    return ScoreResult(summary, per_case, results)
+    return per_case
 
 
 def write_result_folder(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
@@ -177,10 +191,11 @@ def write_result_folder(result: ScoreResult, out_dir: str | Path, *, extra: Mapp
 def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
     """`metrics.json` (summary per metric) and `per_case.parquet`, both written atomically."""
     out_dir = Path(out_dir)
+    per_case = result.per_case  # built before anything is written: a metric's bad table fails here
     payload = {"metrics": result.summary, **dict(extra or {})}
     if result.details:
         payload["details"] = result.details
     atomic_write_json(out_dir / "metrics.json", payload)
-    if result.per_case is not None:
-        atomic_write_with(out_dir / "per_case.parquet", lambda tmp: result.per_case.write_parquet(tmp))
+    if per_case is not None:
+        atomic_write_with(out_dir / "per_case.parquet", lambda tmp: per_case.write_parquet(tmp))
     return out_dir

@@ -6,6 +6,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -153,9 +154,9 @@ def score_reports(
     ids: Sequence[Any] | None = None,
     context: Mapping[str, Any] | None = None,
 ) -> MetricResult:
-    """CRQS per case and summarised, for aligned generated and reference reports."""
-    import polars as pl
-
+    """CRQS per case and summarised, for aligned generated and reference reports. The summary is
+    computed from the comparisons themselves; the per-case table is built when it is read
+    (`MetricResult.per_case` given as a builder)."""
     context = context or {}
     predictions = _as_list(predictions, "predictions")
     references = _as_list(references, "references")
@@ -196,17 +197,37 @@ def score_reports(
             row_references.append(reference)
         case_rows.append(row)
 
+    n = len(case_ids)
     comparisons = [r[0] for r in rows]
+    columns = {name: [getattr(comparisons[r], attribute) for r in case_rows]
+               for name, attribute in _SCORE_ATTRIBUTES.items()}
+    summary = summary_of_columns(columns, context)
+    summary["n_cases"] = float(n)
+    summary["n_scored"] = float(n - columns["CRQS"].count(None))
+    summary["distinct_prediction_fraction"] = float(len(set(predictions)) / n)
+    summary["n_outside_schema"] = float(sum(bool(rows[r][5]) for r in case_rows))
+    return MetricResult(summary=summary, per_case=partial(_per_case_table, rows, row_references, case_rows,
+                                                          case_ids, schema, vocabulary.sha256))
+
+
+# The per-case score columns and the `CaseComparison` attributes they hold.
+_SCORE_ATTRIBUTES = dict(zip(SCORE_COLUMNS, ("crqs", "crqs_raw", "cfc", "kir", "hr", "cds", "crqs_eq6",
+                                             "crqs_eq6_raw"), strict=True))
+
+
+def _per_case_table(rows: Sequence[tuple[CaseComparison, str, str, Extraction, Extraction, list[str]]],
+                    row_references: Sequence[str], case_rows: Sequence[int], case_ids: Sequence[str],
+                    schema: ClinicalSchema, vocabulary_sha256: str) -> Any:
+    """The per-case evidence table (`MetricResult.per_case`, built when read): one row per
+    distinct (reference, prediction) pair, gathered for every case that has it."""
+    import polars as pl
+
+    comparisons = [r[0] for r in rows]
+    scores = {name: pl.Series([getattr(c, attribute) for c in comparisons], dtype=pl.Float64)
+              for name, attribute in _SCORE_ATTRIBUTES.items()}
     distinct = pl.DataFrame(
         {
-            "CRQS": pl.Series([c.crqs for c in comparisons], dtype=pl.Float64),
-            "CRQS_raw": pl.Series([c.crqs_raw for c in comparisons], dtype=pl.Float64),
-            "CFC": pl.Series([c.cfc for c in comparisons], dtype=pl.Float64),
-            "KIR": pl.Series([c.kir for c in comparisons], dtype=pl.Float64),
-            "HR": pl.Series([c.hr for c in comparisons], dtype=pl.Float64),
-            "CDS": pl.Series([c.cds for c in comparisons], dtype=pl.Float64),
-            "CRQS_eq6": pl.Series([c.crqs_eq6 for c in comparisons], dtype=pl.Float64),
-            "CRQS_eq6_raw": pl.Series([c.crqs_eq6_raw for c in comparisons], dtype=pl.Float64),
+            **scores,
             "n_reference_fields": pl.Series([c.n_reference for c in comparisons], dtype=pl.Int64),
             "n_prediction_fields": pl.Series([c.n_prediction for c in comparisons], dtype=pl.Int64),
             "n_reference_key_fields": pl.Series([c.n_reference_key for c in comparisons], dtype=pl.Int64),
@@ -228,19 +249,12 @@ def score_reports(
                                          dtype=pl.Utf8),
         }
     )
-    n = len(case_ids)
-    per_case = distinct[case_rows].select(
+    return distinct[list(case_rows)].select(
         pl.Series("id", case_ids, dtype=pl.Utf8),
         pl.all(),
         pl.lit(schema.name, dtype=pl.Utf8).alias("schema"),
-        pl.lit(vocabulary.sha256, dtype=pl.Utf8).alias("vocabulary_sha256"),
+        pl.lit(vocabulary_sha256, dtype=pl.Utf8).alias("vocabulary_sha256"),
     )
-    summary = summarise(per_case, context)
-    summary["n_cases"] = float(n)
-    summary["n_scored"] = float(n - per_case.get_column("CRQS").null_count())
-    summary["distinct_prediction_fraction"] = float(len(set(predictions)) / n)
-    summary["n_outside_schema"] = float(sum(bool(rows[r][5]) for r in case_rows))
-    return MetricResult(summary=summary, per_case=per_case)
 
 
 _SEP = "\x1f"  # never in prepared report text (control characters become spaces)
@@ -284,12 +298,15 @@ def _outside_schema(reference: Extraction, prediction: Extraction, names: Sequen
 
 def summarise(per_case: Any, context: Mapping[str, Any]) -> dict[str, float]:
     """Mean of each component over the cases where it is defined, with percentile-bootstrap
-    95 % intervals (`bootstrap_resamples`, default 1000; 0 leaves the intervals out)."""
-    import numpy as np
-    import polars as pl
+    95 % intervals (`bootstrap_resamples`, default 1000; 0 leaves the intervals out), from a
+    per-case table (`summary_of_columns` on its score columns)."""
+    columns = {name: per_case.get_column(name).to_list() for name in SCORE_COLUMNS if name in per_case.columns}
+    return summary_of_columns(columns, context)
 
-    from pathkit_core.evaluation.bootstrap import bootstrap_ci
 
+def summary_of_columns(columns: Mapping[str, Sequence[float | None]], context: Mapping[str, Any]) -> dict[str, float]:
+    """`summarise` over per-case score columns given as Python lists (None where a score is not
+    defined), in case order: what `score_reports` calls without building the per-case table."""
     resamples = _option(context, "bootstrap_resamples", DEFAULT_RESAMPLES)
     seed = _option(context, "seed", 0)
     level = _option(context, "confidence_level", 0.95)
@@ -298,17 +315,24 @@ def summarise(per_case: Any, context: Mapping[str, Any]) -> dict[str, float]:
         raise PathkitError(f"CRQS: bootstrap_resamples must be an integer >= 0, got {resamples!r}")
     if not isinstance(variants, bool):
         raise PathkitError(f"CRQS: variants must be true or false, got {variants!r}")
-    summary: dict[str, float] = {}
-    scored = per_case.filter(pl.col("CRQS").is_not_null())
+    import numpy as np
+
+    from pathkit_core.evaluation.bootstrap import bootstrap_ci
+
     # Every component but KIR is defined on exactly the scored cases, so they share one set of
     # resamples (the ones `bootstrap_ci` draws with the same seed, hence the same intervals);
     # only the columns the summary reports are resampled (each row's interval is its own).
     shared = [name for name in SUMMARY_COLUMNS + (VARIANT_COLUMNS if variants else ()) if name != "KIR"]
-    matrix = np.stack([scored.get_column(name).to_numpy().astype(np.float64) for name in shared]) \
-        if scored.height else np.empty((len(shared), 0))
+    missing = [name for name in ("CRQS", "KIR", *shared) if name not in columns]
+    if missing:
+        raise PathkitError(f"CRQS: the per-case scores have no column {', '.join(missing)}")
+    scored = [case for case, value in enumerate(columns["CRQS"]) if value is not None]
+    matrix = np.array([[columns[name][case] for case in scored] for name in shared], dtype=np.float64) \
+        if scored else np.empty((len(shared), 0))
+    summary: dict[str, float] = {}
     for row, name in enumerate(shared):
         summary[name] = float(matrix[row].mean()) if matrix.shape[1] else float("nan")
-    kir = per_case.get_column("KIR").drop_nulls().to_numpy().astype(np.float64)
+    kir = np.array([value for value in columns["KIR"] if value is not None], dtype=np.float64)
     summary["KIR"] = float(kir.mean()) if kir.size else float("nan")
     if resamples:
         intervals = _shared_bootstrap(matrix, resamples, seed, level)
@@ -351,5 +375,5 @@ def _shared_bootstrap(matrix: Any, resamples: int, seed: int, level: float) -> l
     return intervals
 
 
-__all__ = ["score_reports", "summarise", "resolve_vocabulary", "extractor_for", "SCORE_COLUMNS",
+__all__ = ["score_reports", "summarise", "summary_of_columns", "resolve_vocabulary", "extractor_for", "SCORE_COLUMNS",
            "SUMMARY_COLUMNS", "VARIANT_COLUMNS", "OUTSIDE_SCHEMA_FIELDS"]
