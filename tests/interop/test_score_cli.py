@@ -107,7 +107,7 @@ if sys.argv[1] == "full":
     get_plugin_manager()  # a full build writes the index
     raise SystemExit(0)
 seen = ("typer", "click", "pydantic", "rich", "pathkit_bench", "pathkit_datasets", "pathkit_generators",
-        "pathkit_metrics")
+        "pathkit_metrics", "polars")
 atexit.register(lambda: print(json.dumps(sorted(m for m in seen if m in sys.modules)), file=sys.stderr))
 main(sys.argv[2:])  # typer ends the process itself
 """
@@ -132,9 +132,35 @@ def test_pathkit_score_runs_without_typer_once_the_index_names_it(tmp_path):
         "score": "pathkit_interop.score_cli:run_plain"}
     plain, typer_run = child("run", *argv), child("run", *argv, index=False)
     assert plain.returncode == typer_run.returncode == 0, plain.stderr + typer_run.stderr
-    assert json.loads(plain.stderr.splitlines()[-1]) == []
+    assert set(json.loads(plain.stderr.splitlines()[-1])) <= {"polars"}  # the example metric's table is polars
     assert {"typer", "pydantic", "rich"} <= set(json.loads(typer_run.stderr.splitlines()[-1]))
     assert plain.stdout == typer_run.stdout and json.loads(plain.stdout)["length-ratio"]["length_ratio"] > 0
     # help is typer's, through the same entry
     shown = child("run", "score", "--help")
     assert shown.returncode == 0 and "--predictions" in shown.stdout and "Usage: pathkit score" in shown.stdout
+
+
+def test_pathkit_score_crqs_json_imports_no_polars(tmp_path):
+    """`pathkit score -m crqs --json` writes no table, so it builds none: the summary comes from
+    the comparisons, and polars is not imported; with `--out` the table is built and written,
+    and the printed summary is the same."""
+    pred, ref = tmp_path / "pred.json", tmp_path / "ref.json"
+    reports = ["Stomach, endoscopic biopsy; Tubular adenoma with low grade dysplasia",
+               "Breast, core biopsy; Invasive carcinoma of no special type, grade II", "benign \ufffd"]
+    pred.write_text(json.dumps([{"id": str(i), "report": r} for i, r in enumerate(reports[::-1])]))
+    ref.write_text(json.dumps([{"id": str(i), "report": r} for i, r in enumerate(reports)]))
+    env = {**os.environ, "PATHKIT_PLUGIN_INDEX": str(tmp_path / "index.json")}
+
+    def child(*args):
+        return subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, env=env)
+
+    assert child("full").returncode == 0
+    argv = ["run", "score", "-m", "crqs", "-p", str(pred), "-r", str(ref), "--json"]
+    summary_only, written = child(*argv), child(*argv, "--out", str(tmp_path / "out"))
+    assert summary_only.returncode == written.returncode == 0, summary_only.stderr + written.stderr
+    assert json.loads(summary_only.stderr.splitlines()[-1]) == ["pathkit_metrics", "rich"]  # rich: the warning
+    assert "2 case(s) have damaged text" in summary_only.stderr  # the warning reads the flags, not the table
+    assert "polars" in json.loads(written.stderr.splitlines()[-1])
+    assert summary_only.stdout == written.stdout and json.loads(written.stdout)["crqs"]["n_cases"] == 3
+    table = pl.read_parquet(tmp_path / "out" / "per_case.parquet")
+    assert table["id"].to_list() == ["0", "1", "2"] and table["input_flags"].to_list()[1] == ""
