@@ -6,6 +6,7 @@ import dataclasses
 import errno
 import os
 import stat
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -519,7 +520,11 @@ class DeferredTable:
     (or None): the callable is called on the first read of the field, and what it returns is kept,
     so a table nobody reads is never built (a scoring process that writes no per-case table then
     need not import polars). Reading the field always gives the table or None, never the callable.
-    A builder that raises raises on that read, and is called again on the next one."""
+    A builder that raises raises on that read, and is called again on the next one. Builds hold one
+    re-entrant lock, so threads reading at once build a table once (a builder may read another
+    deferred table)."""
+
+    _building = threading.RLock()
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._slot = f"_{name}"
@@ -529,8 +534,11 @@ class DeferredTable:
             return None  # the field's default (dataclasses read it from the class)
         value = obj.__dict__.get(self._slot)
         if callable(value):
-            value = value()
-            obj.__dict__[self._slot] = value
+            with self._building:
+                value = obj.__dict__.get(self._slot)  # another thread may have built it meanwhile
+                if callable(value):
+                    value = value()
+                    obj.__dict__[self._slot] = value
         return value
 
     def __set__(self, obj: Any, value: Any) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 
 import polars as pl
 import pytest
@@ -48,3 +50,21 @@ def test_a_failing_builder_fails_on_each_read():
     assert calls == [1, 1]
     result.per_case = pl.DataFrame({"id": ["a"]})  # and may be replaced by a table
     assert result.per_case.height == 1
+
+
+def test_threads_reading_at_once_build_once():
+    calls = []
+
+    def build():
+        calls.append(1)
+        time.sleep(0.05)  # a slow build: the other threads read while it runs
+        return pl.DataFrame({"id": ["a"]})
+
+    result = MetricResult({}, build)
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(result.per_case)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls == [1] and len(seen) == 4 and all(table is seen[0] for table in seen)
