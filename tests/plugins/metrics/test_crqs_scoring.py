@@ -13,6 +13,7 @@ from pathkit_metrics._crqs.scoring import score_reports, summarise, summary_of_c
 from polars.testing import assert_frame_equal
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.evaluation.bootstrap import bootstrap_ci
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -58,6 +59,21 @@ def test_summarise_on_a_table_and_on_its_lists_agree(before):
     assert from_table["KIR"] == pytest.approx(sum(kir) / len(kir), abs=1e-15)
 
 
+def test_each_shared_interval_is_the_one_bootstrap_ci_gives(before):
+    """The shared resamples are `bootstrap_ci`'s (same seed), so each column's interval is the one
+    it gives alone; an interval of no width is (nan, nan) for every column alike, not [x, x]."""
+    fixture, table = before
+    summary = _scored(fixture).summary
+    scored = table.filter(pl.col("CRQS").is_not_null())
+    for name in ("CRQS", "CFC", "HR", "CDS", "CRQS_raw", "CRQS_eq6", "CRQS_eq6_raw"):
+        assert (summary[f"{name}_ci_low"], summary[f"{name}_ci_high"]) == bootstrap_ci(
+            scored[name].to_list(), 200, seed=3), name
+    report = "Breast, core biopsy; Invasive carcinoma of no special type, grade II (Tubule formation: 3)"
+    perfect = score_reports([report] * 3, [report] * 3).summary
+    assert perfect["CRQS"] == 1.0 and perfect["HR"] == 0.0
+    assert all(math.isnan(v) for k, v in perfect.items() if "_ci_" in k)
+
+
 def test_summary_of_columns_edges():
     # no scored case: means are NaN, intervals NaN (nothing to resample)
     empty = summary_of_columns({"CRQS": [None], "CFC": [None], "KIR": [None], "HR": [None], "CDS": [None]},
@@ -71,6 +87,9 @@ def test_summary_of_columns_edges():
                            {"bootstrap_resamples": 0, "variants": True})
     with pytest.raises(PathkitError, match="bootstrap_resamples must be an integer"):
         summary_of_columns({}, {"bootstrap_resamples": -1})
+    with pytest.raises(PathkitError, match="confidence_level must lie strictly between 0 and 1"):
+        summary_of_columns({"CRQS": [1.0, 0.5], "CFC": [1.0, 0.5], "KIR": [1.0, 0.5], "HR": [0.0, 0.1],
+                            "CDS": [0.0, 0.1]}, {"confidence_level": 1.5})
 
 
 @pytest.mark.realdata

@@ -353,26 +353,18 @@ def _summary_order(resamples: int, variants: bool) -> list[str]:
 
 
 def _shared_bootstrap(matrix: Any, resamples: int, seed: int, level: float) -> list[tuple[float, float]]:
-    """Percentile intervals of each row's mean over one set of case resamples."""
-    import numpy as np
+    """Percentile intervals of each row's mean over one set of case resamples
+    (`bootstrap_statistics_ci`: the resamples `bootstrap_ci` draws with the same seed, and its
+    rule that an interval of no width is (nan, nan), not estimable)."""
+    from pathkit_core.evaluation.bootstrap import bootstrap_statistics_ci
 
-    from pathkit_core.evaluation.bootstrap import bootstrap_ci, resample_indices
-
-    n_rows, n_cases = matrix.shape
-    if n_cases == 0:
-        return [bootstrap_ci([], n_resamples=resamples, seed=seed, level=level) for _ in range(n_rows)]
     if not 0.0 < float(level) < 1.0:
         raise PathkitError(f"CRQS: confidence_level must lie strictly between 0 and 1, got {level!r}")
-    means: list[list[Any]] = [[] for _ in range(n_rows)]
-    for block in resample_indices(n_cases, resamples, seed):
-        for row in range(n_rows):
-            means[row].append(matrix[row][block].mean(axis=1))
-    alpha = (1.0 - float(level)) / 2.0
-    intervals = []
-    for row in range(n_rows):
-        low, high = np.quantile(np.concatenate(means[row]), [alpha, 1.0 - alpha])
-        intervals.append((float(low), float(high)))
-    return intervals
+    n_rows, n_cases = matrix.shape
+    intervals = bootstrap_statistics_ci(
+        lambda block: {str(row): matrix[row][block].mean(axis=1) for row in range(n_rows)},
+        n_cases, resamples, seed, level)
+    return [intervals.get(str(row), (float("nan"), float("nan"))) for row in range(n_rows)]
 
 
 __all__ = ["score_reports", "summarise", "summary_of_columns", "resolve_vocabulary", "extractor_for", "SCORE_COLUMNS",
