@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 TISSUE_CONTOUR = (0, 200, 0)
 PEN_TINT = (255, 0, 255)
 TILE_OUTLINE = (20, 60, 255)
+# zlib's run-length strategy: the QC image is mostly flat glass and lines, which it encodes 1.6x
+# faster than the default strategy and smaller on real slides too (docs/benchmarks.md).
+_Z_RLE = 3
 
 
 def _upsample_nearest(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -75,4 +78,6 @@ def render_qc(
     from PIL import Image
 
     img = Image.fromarray(draw_qc(thumb, mask, tiles, geometry))
-    return atomic_write_with(Path(path), lambda tmp: img.save(tmp, format="PNG", compress_level=1))
+    return atomic_write_with(
+        Path(path), lambda tmp: img.save(tmp, format="PNG", compress_level=1, compress_type=_Z_RLE)
+    )
