@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -175,6 +176,26 @@ def test_resume_skips_and_stale_manifest_needs_overwrite(synthetic_slides, tmp_p
     # a different mpp override is a different manifest too
     with pytest.raises(SlideError, match="mpp override"):
         tile_slide(synthetic_slides["tissue"], tmp_path, other, mpp=0.45)
+
+
+def test_resume_sees_an_edit_in_place_that_keeps_size_and_mtime(synthetic_slides, tmp_path, fast_params):
+    import shutil
+
+    slide = tmp_path / "tissue.tiff"
+    shutil.copyfile(synthetic_slides["tissue"], slide)
+    out = tmp_path / "tiles"
+    tile_slide(slide, out, fast_params)
+    assert tile_slide(slide, out, fast_params).status == "skipped"
+    st = slide.stat()
+    with open(slide, "r+b") as fh:  # one byte near the end (a tile's JPEG data), same size
+        fh.seek(st.st_size - 100)
+        byte = fh.read(1)
+        fh.seek(st.st_size - 100)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(slide, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(SlideError, match="content identity differs") as e:
+        tile_slide(slide, out, fast_params)
+    assert e.value.code == "stale-manifest"
 
 
 def test_empty_and_low_tissue_slides(synthetic_slides, tmp_path, fast_params):
