@@ -296,7 +296,7 @@ def bench_large_slides(out: Path, pairs: int) -> None:
     import numpy as np
 
     from pathkit_core.wsi.qc import render_qc
-    from pathkit_core.wsi.segmentation import read_thumbnail, segment_slide
+    from pathkit_core.wsi.segmentation import segment_slide, segmentation_thumbnail
     from pathkit_core.wsi.slide import open_slide
     from pathkit_core.wsi.tiling import TilingParams, choose_geometry, plan_grid, tile_slide
     from pathkit_tissue.otsu import hsv_channels
@@ -314,7 +314,7 @@ def bench_large_slides(out: Path, pairs: int) -> None:
                 seconds = time.perf_counter() - t
             with open_slide(slide) as s:
                 t0 = time.perf_counter()
-                thumb = read_thumbnail(s, params.thumbnail_px)
+                thumb = segmentation_thumbnail(s, params)
                 t1 = time.perf_counter()
                 _thumb, mask, mdx, mdy = segment_slide(s, params, thumbnail=thumb)
                 t2 = time.perf_counter()
