@@ -235,8 +235,10 @@ def test_the_segmentation_resolution_and_the_level_read_as_it_is():
     assert snap_level([1.0], 8.0) is None
 
 
-def test_the_segmentation_thumbnail_is_a_pyramid_level_read_as_it_is(synthetic_slides, monkeypatch):
-    from pathkit_core.wsi.slide import Slide, open_slide
+@pytest.fixture
+def levels_read(monkeypatch):
+    """The pyramid levels `Slide.read_region` is asked for during the test."""
+    from pathkit_core.wsi.slide import Slide
 
     levels = []
     original = Slide.read_region
@@ -246,6 +248,13 @@ def test_the_segmentation_thumbnail_is_a_pyramid_level_read_as_it_is(synthetic_s
         return original(self, location, level, size)
 
     monkeypatch.setattr(Slide, "read_region", spy)
+    return levels
+
+
+def test_the_segmentation_thumbnail_is_a_pyramid_level_read_as_it_is(synthetic_slides, levels_read):
+    from pathkit_core.wsi.slide import open_slide
+
+    levels = levels_read
     # 3072 x 2048 at 0.5 um/px, levels 1-16: a 384-px cap asks for 8 level-0 px per pixel = level 3
     params = TilingParams(thumbnail_px=384)
     with open_slide(synthetic_slides["tissue"]) as slide:
@@ -267,17 +276,10 @@ def test_a_small_slide_keeps_a_readable_qc_thumbnail(synthetic_slides):
     assert mask.tissue.shape == (256, 384) and mdx == pytest.approx(8.0)
 
 
-def test_thumbnail_comes_from_a_low_level_and_matches_the_slide(synthetic_slides, monkeypatch):
-    from pathkit_core.wsi.slide import Slide, open_slide
+def test_thumbnail_comes_from_a_low_level_and_matches_the_slide(synthetic_slides, levels_read):
+    from pathkit_core.wsi.slide import open_slide
 
-    levels = []
-    original = Slide.read_region
-
-    def spy(self, location, level, size):
-        levels.append(level)
-        return original(self, location, level, size)
-
-    monkeypatch.setattr(Slide, "read_region", spy)
+    levels = levels_read
     with open_slide(synthetic_slides["tissue"]) as slide:
         thumb = read_thumbnail(slide, max_px=512)
         assert thumb.shape == (341, 512) and 0 not in levels
