@@ -160,6 +160,23 @@ def test_aperio_slide_at_40x_reads_its_half_resolution_level(synthetic_slides, t
     assert (meta["read_level"], meta["read_px"], meta["size0"]) == (1, 128, 256.0)
 
 
+def test_tissue_fractions_of_many_rectangles_at_once_are_their_pixel_counts():
+    # integer rectangles, some over the edges (outside counts as background): the fraction is the
+    # count of mask pixels inside over the area; many at once share the summed-area rows
+    rng = np.random.default_rng(3)
+    mask = rng.random((37, 53)) > 0.6
+    padded = np.zeros((37 + 40, 53 + 40), bool)
+    padded[20:57, 20:73] = mask
+    xs = rng.integers(-15, 60, 300)
+    ys = rng.integers(-15, 45, 300)
+    for side in (1, 4, 9):
+        got = tissue_fractions(mask, xs.astype(float), ys.astype(float), side, side)
+        expected = [padded[y + 20:y + 20 + side, x + 20:x + 20 + side].sum() / side**2
+                    for x, y in zip(xs, ys, strict=True)]
+        assert np.allclose(got, expected, atol=1e-12)
+    assert tissue_fractions(mask, np.array([]), np.array([]), 4, 4).shape == (0,)
+
+
 def test_resume_skips_and_stale_manifest_needs_overwrite(synthetic_slides, tmp_path, fast_params):
     first = tile_slide(synthetic_slides["tissue"], tmp_path, fast_params)
     before = first.manifest_path.read_bytes()
