@@ -60,35 +60,6 @@ def test_hsv_matches_colorsys():
             assert min(abs(hue[0, i] - h * 360), 360 - abs(hue[0, i] - h * 360)) <= 0.71
 
 
-def test_hue_of_the_saturated_pixels_only_is_the_full_conversion_there():
-    from pathkit_tissue.otsu import PEN_HUE_MIN_SATURATION
-
-    rng = np.random.default_rng(1)
-    rgb = rng.integers(0, 256, size=(60, 70, 3), dtype=np.uint8)
-    full_hue, sat, val = hsv_channels(rgb)
-    hue, sat2, val2 = hsv_channels(rgb, hue_min_saturation=PEN_HUE_MIN_SATURATION)
-    some = sat >= PEN_HUE_MIN_SATURATION
-    assert 0 < some.sum() < some.size
-    assert np.array_equal(hue[some], full_hue[some]) and not hue[~some].any()
-    assert np.array_equal(sat, sat2) and np.array_equal(val, val2)
-    grey = np.full((4, 5, 3), 128, dtype=np.uint8)  # nothing saturated: no conversion at all
-    assert not hsv_channels(grey, hue_min_saturation=0.25)[0].any()
-
-
-def test_region_and_hole_counts_are_those_of_the_final_mask():
-    from scipy import ndimage as ndi
-
-    img = _image(200, 300)
-    _disc(img, 60, 80, 40, PINK)
-    _disc(img, 150, 220, 30, PINK)
-    _disc(img, 60, 80, 3, GLASS)  # a pinhole: filled (under min_hole_area_mm2)
-    _disc(img, 150, 225, 2, GLASS)  # another
-    _disc(img, 20, 280, 1, PINK)  # a speck: dropped (under min_region_area_mm2)
-    mask = OtsuTissueSegmenter(TilingParams(open_radius_um=0, close_radius_um=0, blur_sigma_um=0)).segment(img, 4.0)
-    assert mask.info["regions"] == ndi.label(mask.tissue)[1] == 2
-    assert mask.info["holes_filled"] == 2 and not (ndi.binary_fill_holes(mask.tissue) & ~mask.tissue).any()
-
-
 def test_tissue_is_found_and_glass_is_not():
     img = _image()
     truth = _disc(img, 100, 120, 50, PINK)
