@@ -402,7 +402,8 @@ def bench_against_trident(out: Path, pairs: int, before: Path | None) -> None:
 
     # The slides' identities are cached in a folder of this run (not the user's): the warm-up round
     # hashes each slide whole once, as the first tiling of a new slide does (timed apart below).
-    os.environ[sources.ENV_IDENTITY_CACHE] = tempfile.mkdtemp(prefix="identity-cache-", dir=out)
+    identity_cache = tempfile.mkdtemp(prefix="identity-cache-", dir=out)
+    os.environ[sources.ENV_IDENTITY_CACHE] = identity_cache
     model = segmentation_model_factory("otsu")
     params = TilingParams(target_mpp=0.5, tile_px=256)
     child = None
@@ -489,6 +490,7 @@ def bench_against_trident(out: Path, pairs: int, before: Path | None) -> None:
         if child:
             child.stdin.close()  # type: ignore[union-attr]
             child.wait()
+        shutil.rmtree(identity_cache, ignore_errors=True)
     print(f"  load average {os.getloadavg()[0]:.2f} at the end")
 
 
