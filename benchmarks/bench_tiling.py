@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -400,16 +399,12 @@ def bench_against_trident(out: Path, pairs: int, before: Path | None) -> None:
     from pathkit_core.wsi.manifest import read_manifest
     from pathkit_core.wsi.tiling import TilingParams, tile_slide
 
-    # The slides' identities are cached in a folder of this run (not the user's): the warm-up round
-    # hashes each slide whole once, as the first tiling of a new slide does (timed apart below).
-    identity_cache = tempfile.mkdtemp(prefix="identity-cache-", dir=out)
-    os.environ[sources.ENV_IDENTITY_CACHE] = identity_cache
     model = segmentation_model_factory("otsu")
     params = TilingParams(target_mpp=0.5, tile_px=256)
     child = None
     if before is not None:
         child = subprocess.Popen([sys.executable, "-c", _BEFORE_CHILD, str(before.resolve())],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=os.environ)
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def run_before(slide: Path) -> tuple[float, int]:
         child.stdin.write(f"{slide}\t{out}\n")  # type: ignore[union-attr]
@@ -419,6 +414,7 @@ def bench_against_trident(out: Path, pairs: int, before: Path | None) -> None:
 
     def run_pathkit(slide: Path, keep: dict) -> float:
         with tempfile.TemporaryDirectory(dir=out) as tmp:
+            sources._identity.cache_clear()  # the slide's identity read again, as in a new process
             t = time.perf_counter()
             r = tile_slide(slide, tmp, params)
             seconds = time.perf_counter() - t
@@ -457,20 +453,6 @@ def bench_against_trident(out: Path, pairs: int, before: Path | None) -> None:
                     if r:
                         times[who].append(seconds)
             med = {k: statistics.median(v) for k, v in times.items() if v}
-            # What a slide's first tiling adds: the whole-file hash alone, and tile_slide with the
-            # identity cache emptied against a warm cache (interleaved pairs)
-            hashing, first, cached = [], [], []
-            for r in range(3):
-                for cold in (True, False) if r % 2 else (False, True):
-                    if cold:
-                        sources._identity.cache_clear()
-                        shutil.rmtree(os.environ[sources.ENV_IDENTITY_CACHE], ignore_errors=True)
-                        t = time.perf_counter()
-                        sources.file_identity(slide)
-                        hashing.append(time.perf_counter() - t)
-                        sources._identity.cache_clear()
-                        shutil.rmtree(os.environ[sources.ENV_IDENTITY_CACHE], ignore_errors=True)
-                    (first if cold else cached).append(run_pathkit(slide, {}))
             ratios = [t / p for t, p in zip(times["trident"], times["pathkit"], strict=True)]
             ours, theirs = keep["pathkit"], keep["trident"]
             print(f"    30,000 px at {mpp} um/px: pathkit {med['pathkit']:.3f} s, TRIDENT {med['trident']:.3f} s: "
@@ -480,17 +462,12 @@ def bench_against_trident(out: Path, pairs: int, before: Path | None) -> None:
                 print(f"      before ({before}): {med['before']:.3f} s, {n_before} tiles; now "
                       f"{statistics.median(gain):.2f}x faster than before; before vs TRIDENT "
                       f"{med['trident'] / med['before']:.2f}x")
-            print(f"      first sight of this version of the slide ({slide.stat().st_size / 2**20:.1f} MiB, in the "
-                  f"page cache): sha256 of the whole file {statistics.median(hashing):.3f} s, in a thread beside "
-                  f"segmentation: tile_slide {statistics.median(first):.3f} s against "
-                  f"{statistics.median(cached):.3f} s with the identity cached (median of 3 interleaved pairs)")
             print(f"      tiles: pathkit {len(ours)}, TRIDENT {len(theirs)}, same coordinates {len(ours & theirs)} "
                   f"(Jaccard {len(ours & theirs) / max(1, len(ours | theirs)):.4f})")
     finally:
         if child:
             child.stdin.close()  # type: ignore[union-attr]
             child.wait()
-        shutil.rmtree(identity_cache, ignore_errors=True)
     print(f"  load average {os.getloadavg()[0]:.2f} at the end")
 
 

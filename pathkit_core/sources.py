@@ -6,15 +6,11 @@ inputs (slides, images, feature files). Datasets report a file they read with `n
 (the cohort helpers' table reader does it for every table); `pathkit run` collects what was
 noted while the dataset was opened and its cases listed (`recording()`).
 
-An identity is the sha256 of the whole file, so any change of any byte changes it. Hashing is
-paid once per version of a file: a large one's (over `FULL_HASH_BYTES`, a whole-slide image, a zip
-of patches) is kept in a small cache file named by the file's device, inode, size, modification
-and change times. Any write changes the change time (ctime), which no user call can set back, so
-a file edited in place, with or without its modification time restored, is hashed again. The
-identity does not depend on the path or the modification time: the same bytes in another folder
-are the same data. The cache lives in `$PATHKIT_IDENTITY_CACHE` (`off`: none), else
-`$XDG_CACHE_HOME/pathkit/identity` or `~/.cache/pathkit/identity`; an unwritable cache only costs
-hashing again. docs/user-guide.md ("What reruns when") has the reasoning.
+Identities are cheap and reliable: a small file (up to `FULL_HASH_BYTES`) is hashed whole; a
+large one (a whole-slide image, a zip of patches) by its size and a hash of its header, its tail
+and a few blocks between, so that a replaced or rewritten slide changes its identity without
+reading gigabytes. The identity does not depend on the path or the modification time: the same
+bytes in another folder are the same data.
 """
 
 from __future__ import annotations
@@ -27,16 +23,12 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
-# Files up to this size are hashed without the on-disk cache (tables, label and split files,
-# masks, patches): hashing them costs less than looking up a cache file.
+# Files up to this size are hashed whole (tables, label and split files, masks, patches).
 FULL_HASH_BYTES = 8 * 1024 * 1024
-ENV_IDENTITY_CACHE = "PATHKIT_IDENTITY_CACHE"
-# Identities recorded before whole-file hashing: the size and a hash of the first and last
-# _HEAD_BYTES and _BLOCKS blocks of _BLOCK_BYTES between ("sampled:<size>:<hex>"); only checked
-# against (`matches_identity`), never made.
-_HEAD_BYTES = 32 * 1024
-_BLOCK_BYTES = 8 * 1024
-_BLOCKS = 4
+# A large file: its first and last HEAD_BYTES and BLOCKS blocks of BLOCK_BYTES evenly between.
+HEAD_BYTES = 32 * 1024
+BLOCK_BYTES = 8 * 1024
+BLOCKS = 4
 
 _recorded: ContextVar[set[Path] | None] = ContextVar("pathkit_sources_recorded", default=None)
 
@@ -60,69 +52,33 @@ def recording() -> Iterator[set[Path]]:
 
 
 def file_identity(path: str | Path) -> str:
-    """The content identity of a file, "sha256:<hex>" of all its bytes. Cached per process, and
-    for a large file on disk, by device, inode, size, modification and change times."""
+    """A content identity of a file: "sha256:<hex>" for a small one, "sampled:<size>:<hex>" for a
+    large one. Cached per process by path, size, inode and change times."""
     p = os.path.abspath(path)
     st = os.stat(p)
-    return _identity(p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def identity_cache_dir() -> Path | None:
-    """Where large files' identities are kept (None: `$PATHKIT_IDENTITY_CACHE=off`)."""
-    given = os.environ.get(ENV_IDENTITY_CACHE)
-    if given:
-        return None if given.strip().lower() == "off" else Path(given)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pathkit" / "identity"
+    return _identity(p, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @functools.lru_cache(maxsize=200_000)
-def _identity(path: str, dev: int, inode: int, size: int, mtime_ns: int, ctime_ns: int) -> str:
-    store = identity_cache_dir() if size > FULL_HASH_BYTES else None
-    entry = store / f"{dev:x}-{inode:x}-{size:x}-{mtime_ns:x}-{ctime_ns:x}" if store else None
-    if entry is not None:
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            found = entry.read_text()
-            if len(found) == 71 and found.startswith("sha256:"):
-                return found
-    with open(path, "rb") as fh:
-        identity = f"sha256:{hashlib.file_digest(fh, 'sha256').hexdigest()}"
-    st = os.stat(path)
-    if entry is not None and (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (
-        dev, inode, size, mtime_ns, ctime_ns,
-    ):  # not kept when the file was written while it was read
-        with contextlib.suppress(OSError):
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
-            tmp.write_text(identity)
-            os.replace(tmp, entry)
-    return identity
-
-
-def matches_identity(path: str | Path, recorded: str | None) -> bool:
-    """Whether the file at `path` holds the content `recorded` names: an identity of
-    `file_identity`, the sampled identity an older pathkit recorded for a large file, or the bare
-    whole-file sha256 hex of older tile manifests."""
-    if not recorded:
-        return False
-    if recorded.startswith("sampled:"):
-        return _sampled_identity(path) == recorded
-    if ":" not in recorded:
-        recorded = f"sha256:{recorded}"
-    return file_identity(path) == recorded
-
-
-def _sampled_identity(path: str | Path) -> str:
-    size = os.stat(path).st_size
-    if size <= FULL_HASH_BYTES:  # never recorded for a small file: whatever it holds, no match
-        return ""
-    between = [_HEAD_BYTES + (size - 2 * _HEAD_BYTES - _BLOCK_BYTES) * (i + 1) // (_BLOCKS + 1)
-               for i in range(_BLOCKS)]
+def _identity(path: str, size: int, inode: int, mtime_ns: int, ctime_ns: int) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for offset in [0, *between, size - _HEAD_BYTES]:
-            fh.seek(offset)
-            digest.update(fh.read(_HEAD_BYTES if offset in (0, size - _HEAD_BYTES) else _BLOCK_BYTES))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if size <= FULL_HASH_BYTES:
+            while chunk := os.read(fd, 1024 * 1024):
+                digest.update(chunk)
+            return f"sha256:{digest.hexdigest()}"
+        for offset in sampled_offsets(size):
+            digest.update(os.pread(fd, HEAD_BYTES if offset in (0, size - HEAD_BYTES) else BLOCK_BYTES, offset))
+    finally:
+        os.close(fd)
     return f"sampled:{size}:{digest.hexdigest()}"
+
+
+def sampled_offsets(size: int) -> list[int]:
+    """Where a large file is read for its identity: the head, BLOCKS blocks between, the tail."""
+    between = [HEAD_BYTES + (size - 2 * HEAD_BYTES - BLOCK_BYTES) * (i + 1) // (BLOCKS + 1) for i in range(BLOCKS)]
+    return [0, *between, size - HEAD_BYTES]
 
 
 def path_identity(value: str | Path) -> str | None:
@@ -140,7 +96,4 @@ def path_identity(value: str | Path) -> str | None:
     return f"{found}::{member}" if sep else found
 
 
-__all__ = [
-    "ENV_IDENTITY_CACHE", "FULL_HASH_BYTES", "file_identity", "identity_cache_dir", "matches_identity",
-    "note_read", "path_identity", "recording",
-]
+__all__ = ["FULL_HASH_BYTES", "file_identity", "note_read", "path_identity", "recording", "sampled_offsets"]

@@ -18,8 +18,6 @@ def _quiet_threads(monkeypatch):
     # hermetic registries: no index of entry points read from or written to the user's cache
     # (tests/core/test_plugins.py tests the index with its own file)
     monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", "off")
-    # nor large files' identities (tests/core/test_sources.py tests that cache in its own folder)
-    monkeypatch.setenv("PATHKIT_IDENTITY_CACHE", "off")
     yield
 
 

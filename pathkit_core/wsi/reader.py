@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import sha256_file
 from pathkit_core.wsi.manifest import Manifest, read_manifest
 from pathkit_core.wsi.resample import resize_tiles
 from pathkit_core.wsi.tiff_direct import DirectTiffLevels, direct_enabled
@@ -179,16 +180,17 @@ class _TileReaderBase:
 
     def verify_slide(self) -> None:
         """Raise PathkitError if the slide file is not the one the manifest was made from."""
-        from pathkit_core.sources import file_identity, matches_identity
+        from pathkit_core.sources import file_identity
 
         meta = self.manifest.meta
         # the manifest's content identity of the slide (`pathkit_core.sources`); older manifests
-        # hold a sampled identity or the whole file's sha256
+        # hold the whole file's sha256
         expected = meta.get("slide_identity") or meta.get("slide_sha256")
-        if not matches_identity(self.slide_path, expected):
+        actual = file_identity(self.slide_path) if meta.get("slide_identity") else sha256_file(self.slide_path)
+        if expected != actual:
             raise PathkitError(
-                f"{self.slide_path}: content identity {file_identity(self.slide_path)[:20]}... differs from the "
-                f"manifest's {str(expected)[:20]}... ({self.manifest.path}); the slide changed since tiling, re-tile it"
+                f"{self.slide_path}: content identity {actual[:20]}... differs from the manifest's "
+                f"{str(expected)[:20]}... ({self.manifest.path}); the slide changed since tiling, re-tile it"
             )
 
     def _drop_handles(self) -> None:

@@ -22,6 +22,7 @@ from pathkit_core.workspace import (
     atomic_write_json,
     object_records,
     remove_stale_temporaries,
+    sha256_file,
 )
 from pathkit_core.wsi.params import TileGeometry, TilingParams
 from pathkit_core.wsi.slide import SlideError, check_slide_file, slide_id_for
@@ -268,8 +269,10 @@ def _resumable(
     st = slide_path.stat()
     if meta.get("slide_size") != st.st_size:
         return False, meta, "the slide file changed since (size differs)"
-    # Always by content: an edit in place that restores the modification time keeps size and
-    # mtime; the identity is a cache lookup for an unchanged slide (`pathkit_core.sources`).
+    # Always by content, not only when the mtime differs: an edit in place that restores the
+    # modification time keeps size and mtime. The sampled identity of a large slide reads 96 KiB
+    # (`pathkit_core.sources`), so this costs a few reads; it cannot see a same-size edit that
+    # falls only between the blocks it reads.
     if not _same_slide(slide_path, meta):
         return False, meta, "the slide file changed since (content identity differs)"
     return True, meta, ""
@@ -277,10 +280,12 @@ def _resumable(
 
 def _same_slide(path: Path, meta: Mapping[str, Any]) -> bool:
     """Whether the slide at `path` holds the content a manifest was made from (its recorded
-    identity, `pathkit_core.sources.matches_identity`; the whole-file sha256 of an older manifest)."""
-    from pathkit_core.sources import matches_identity
+    identity, `pathkit_core.sources.file_identity`; the whole-file sha256 of an older manifest)."""
+    from pathkit_core.sources import file_identity
 
-    return matches_identity(path, meta.get("slide_identity") or meta.get("slide_sha256"))
+    if meta.get("slide_identity"):
+        return file_identity(path) == meta["slide_identity"]
+    return sha256_file(path) == meta.get("slide_sha256")
 
 
 def _clean_stale_temporaries(out_dir: Path, slide_id: str) -> None:
@@ -347,13 +352,10 @@ def _tile_unlocked(
     write_csv: bool,
     code_key: str | None = None,
 ) -> TileResult:
-    from concurrent.futures import ThreadPoolExecutor
-
     import openslide
     import polars as pl
 
     import pathkit_core
-    from pathkit_core.sources import file_identity
     from pathkit_core.wsi.manifest import write_manifest, write_manifest_csv
     from pathkit_core.wsi.masks import pack_mask
     from pathkit_core.wsi.qc import render_qc
@@ -361,22 +363,17 @@ def _tile_unlocked(
     from pathkit_core.wsi.slide import open_slide
 
     st = path.stat()
-    # The slide's content identity (sha256 of the whole file, once per file version) is hashed in
-    # a thread while the thumbnail is read and segmented: hashlib and file reads release the GIL.
-    hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pathkit-slide-identity")
-    try:
-        pending_identity = hasher.submit(file_identity, path)
-        with open_slide(path, mpp=mpp, mpp_source=mpp_source) as slide:
-            geometry = choose_geometry(slide.mpp, slide.level_downsamples, params, path=path)
-            thumb, mask, mds_x, mds_y = segment_slide(slide, params)
-            tiles = plan_grid(
-                slide.dimensions, geometry, mask.tissue, (mds_x, mds_y), params.min_tissue_fraction,
-                pad_edges=params.pad_edges,
-            )
-            meta = _slide_meta(slide, params, geometry, st)
-        identity = pending_identity.result()
-    finally:
-        hasher.shutdown(wait=False, cancel_futures=True)
+    with open_slide(path, mpp=mpp, mpp_source=mpp_source) as slide:
+        geometry = choose_geometry(slide.mpp, slide.level_downsamples, params, path=path)
+        thumb, mask, mds_x, mds_y = segment_slide(slide, params)
+        tiles = plan_grid(
+            slide.dimensions, geometry, mask.tissue, (mds_x, mds_y), params.min_tissue_fraction,
+            pad_edges=params.pad_edges,
+        )
+        meta = _slide_meta(slide, params, geometry, st)
+    from pathkit_core.sources import file_identity
+
+    identity = file_identity(path)  # whole-file sha256 for a small file; header, tail and blocks for a large one
     area = mask.area_mm2
     notes: list[str] = []
     status, reason = "ok", ""

@@ -195,24 +195,52 @@ def test_resume_skips_and_stale_manifest_needs_overwrite(synthetic_slides, tmp_p
         tile_slide(synthetic_slides["tissue"], tmp_path, other, mpp=0.45)
 
 
-def test_resume_sees_an_edit_in_place_that_keeps_size_and_mtime(synthetic_slides, tmp_path, fast_params):
+def _flip_byte_keeping_mtime(path, offset):
+    """Change one byte in place (same size) and put the modification time back."""
+    st = path.stat()
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        byte = fh.read(1)
+        fh.seek(offset)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+
+def test_resume_compares_the_sampled_identity_even_when_size_and_mtime_are_kept(
+    synthetic_slides, tmp_path, fast_params, monkeypatch
+):
     import shutil
 
+    from pathkit_core import sources
+
+    # the synthetic slide is small: lower the whole-hash limit so that it gets the sampled
+    # identity of a large slide (head and tail 32 KiB, four 8 KiB blocks between)
+    monkeypatch.setattr(sources, "FULL_HASH_BYTES", 64 * 1024)
     slide = tmp_path / "tissue.tiff"
     shutil.copyfile(synthetic_slides["tissue"], slide)
+    size = slide.stat().st_size
+    offsets = sources.sampled_offsets(size)
+    assert sources.file_identity(slide).startswith(f"sampled:{size}:")
     out = tmp_path / "tiles"
     tile_slide(slide, out, fast_params)
     assert tile_slide(slide, out, fast_params).status == "skipped"
-    st = slide.stat()
-    with open(slide, "r+b") as fh:  # one byte near the end (a tile's JPEG data), same size
-        fh.seek(st.st_size - 100)
-        byte = fh.read(1)
-        fh.seek(st.st_size - 100)
-        fh.write(bytes([byte[0] ^ 0xFF]))
-    os.utime(slide, ns=(st.st_atime_ns, st.st_mtime_ns))
-    with pytest.raises(SlideError, match="content identity differs") as e:
-        tile_slide(slide, out, fast_params)
-    assert e.value.code == "stale-manifest"
+    # the documented limit: a same-size edit only between the sampled blocks is not seen
+    _flip_byte_keeping_mtime(slide, (offsets[1] + sources.BLOCK_BYTES + offsets[2]) // 2)
+    assert tile_slide(slide, out, fast_params).status == "skipped"
+    # a same-size edit in bytes the identity reads (the tail: tile data; the header) is another
+    # slide even with the mtime restored: the manifest is stale, and re-tiled with overwrite
+    for offset in (size - 100, 4):
+        _flip_byte_keeping_mtime(slide, offset)
+        with pytest.raises(SlideError, match="content identity differs") as e:
+            tile_slide(slide, out, fast_params)
+        assert e.value.code == "stale-manifest"
+        _flip_byte_keeping_mtime(slide, offset)  # back: the slide as tiled
+    assert tile_slide(slide, out, fast_params).status == "skipped"
+    _flip_byte_keeping_mtime(slide, size - 100)
+    result = tile_slide(slide, out, fast_params, overwrite=True)
+    assert result.status == "ok"
+    assert read_manifest_meta(result.manifest_path)["slide_identity"] == sources.file_identity(slide)
 
 
 def test_empty_and_low_tissue_slides(synthetic_slides, tmp_path, fast_params):
