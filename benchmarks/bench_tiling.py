@@ -8,13 +8,17 @@ Prints, measured side by side in one run:
    (target < 2 s), with the pyramid levels read (level 0 must not be among them);
 3. peak RSS of `tile_slide` on slides of growing size (target: flat);
    and `tile_slide` in-process on 30,000 px slides at 0.5 and 0.25 um/px (`--large-only`), where its
-   time goes, and the mask morphology against the scikit-image/SciPy calls it replaced;
+   time goes, and the mask morphology against the scikit-image/SciPy calls it replaced; with
+   `--trident`, side by side with TRIDENT's tiling of the same slides (and with `--before DIR`, an
+   export of older pathkit code, timed in a child process), interleaved, tile coordinates compared;
 4. with PATHKIT_REALDATA set, the per-tile reading speed on two real scanner files against a
    bare `read_region` loop, in alternating rounds (CMU-1-Small-Region is 0.499 um/px: every
    tile is resampled 257 -> 256 px; target >= 1.5x).
 
 Usage: .venv/bin/python benchmarks/bench_tiling.py [--out bench-out/tiling] [--quick] [--real-only]
-Synthetic slides are cached in the output folder between runs.
+       [--large-only] [--trident] [--before DIR] [--pairs N]
+Synthetic slides are cached in the output folder between runs. TRIDENT is not on PyPI and is never
+installed by this script: put an installed copy on PYTHONPATH (docs/benchmarks.md says how).
 """
 
 from __future__ import annotations
@@ -291,18 +295,16 @@ def bench_large_slides(out: Path, pairs: int) -> None:
     import numpy as np
 
     from pathkit_core.wsi.qc import render_qc
-    from pathkit_core.wsi.segmentation import read_thumbnail, segment_slide
+    from pathkit_core.wsi.segmentation import segment_slide, segmentation_thumbnail
     from pathkit_core.wsi.slide import open_slide
     from pathkit_core.wsi.tiling import TilingParams, choose_geometry, plan_grid, tile_slide
     from pathkit_tissue.otsu import hsv_channels
 
     params = TilingParams(target_mpp=0.5, tile_px=256)
-    for peer in ("trident", "lazyslide"):
-        if importlib.util.find_spec(peer) is None:
-            print(f"  {peer}: not installed, skipped")
+    if importlib.util.find_spec("lazyslide") is None:
+        print("  lazyslide: not installed, skipped")
     for mpp in (0.5, 0.25):
-        slide = _make(out / f"large_30k_{mpp}.tif", width=30_000, height=30_000, mpp=mpp, tissue=_flat_blobs(),
-                      compression="jpeg", tile_size=256)
+        slide = _large_slide(out, mpp)
         whole, parts, morph = [], [], []
         for pair in range(pairs + 1):
             with tempfile.TemporaryDirectory(dir=out) as tmp:
@@ -311,7 +313,7 @@ def bench_large_slides(out: Path, pairs: int) -> None:
                 seconds = time.perf_counter() - t
             with open_slide(slide) as s:
                 t0 = time.perf_counter()
-                thumb = read_thumbnail(s, params.thumbnail_px)
+                thumb = segmentation_thumbnail(s, params)
                 t1 = time.perf_counter()
                 _thumb, mask, mdx, mdy = segment_slide(s, params, thumbnail=thumb)
                 t2 = time.perf_counter()
@@ -344,6 +346,129 @@ def bench_large_slides(out: Path, pairs: int) -> None:
               f"segmentation {med([p[1] for p in parts]):.3f} s, QC PNG {med([p[2] for p in parts]):.3f} s; "
               f"morphology scikit-image/SciPy {med([m[0] for m in morph]):.3f} s vs pathkit "
               f"{med([m[1] for m in morph]):.3f} s ({med(ratios):.1f}x, equal masks)")
+
+
+def _large_slide(out: Path, mpp: float) -> Path:
+    return _make(out / f"large_30k_{mpp}.tif", width=30_000, height=30_000, mpp=mpp, tissue=_flat_blobs(),
+                 compression="jpeg", tile_size=256)
+
+
+# The older code's `tile_slide`, timed inside a child process that imports it from the export's
+# folder (argv[1]); one slide path per input line, seconds and tile count per output line.
+_BEFORE_CHILD = """
+import sys, tempfile, time, warnings
+warnings.simplefilter("ignore")
+root = sys.argv[1]
+for sub in ("", "/plugins/encoders", "/plugins/generators", "/plugins/datasets", "/plugins/metrics"):
+    sys.path.insert(0, root + sub)
+import pathkit_core
+assert pathkit_core.__file__.startswith(root), pathkit_core.__file__
+from pathkit_core.wsi.tiling import TilingParams, tile_slide
+params = TilingParams(target_mpp=0.5, tile_px=256)
+for line in sys.stdin:
+    slide, out = line.rstrip("\\n").split("\\t")
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        t = time.perf_counter()
+        r = tile_slide(slide, tmp, params)
+        print(time.perf_counter() - t, r.n_tiles, flush=True)
+"""
+
+
+def bench_against_trident(out: Path, pairs: int, before: Path | None) -> None:
+    """pathkit's `tile_slide` against TRIDENT on the 30k px slides, in this process, interleaved.
+
+    Timed for pathkit: `tile_slide(slide, fresh_dir, TilingParams(target_mpp=0.5, tile_px=256))`
+    (open, thumbnail, Otsu segmentation, grid with the 0.5 tissue-fraction rule, content identity,
+    QC PNG, parquet manifest). Timed for TRIDENT, its `run_single_slide.py` steps up to patching:
+    `load_wsi(slide, lazy_init=False)`, `segment_tissue(otsu, target_mag=1.25, job_dir, device="cpu",
+    num_workers=0)` (thumbnail JPEG, GeoJSON, contour JPEG), `extract_tissue_coords(target_mag=20,
+    patch_size=256, min_tissue_proportion=0.5)` (coordinates h5) and `visualize_coords` (JPEG). The
+    Otsu segmenter is built once, untimed (TRIDENT's default segmenter is a deep model whose
+    weights cannot be downloaded here). Imports are outside the timings on both sides.
+    """
+    import tempfile
+
+    try:
+        import h5py
+        from trident import load_wsi
+        from trident.segmentation_models import segmentation_model_factory
+    except ImportError as exc:
+        print(f"  trident: not importable ({exc}), skipped: put an installed copy on PYTHONPATH")
+        return
+    from pathkit_core import sources
+    from pathkit_core.wsi.manifest import read_manifest
+    from pathkit_core.wsi.tiling import TilingParams, tile_slide
+
+    model = segmentation_model_factory("otsu")
+    params = TilingParams(target_mpp=0.5, tile_px=256)
+    child = None
+    if before is not None:
+        child = subprocess.Popen([sys.executable, "-c", _BEFORE_CHILD, str(before.resolve())],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def run_before(slide: Path) -> tuple[float, int]:
+        child.stdin.write(f"{slide}\t{out}\n")  # type: ignore[union-attr]
+        child.stdin.flush()  # type: ignore[union-attr]
+        seconds, n = child.stdout.readline().split()  # type: ignore[union-attr]
+        return float(seconds), int(n)
+
+    def run_pathkit(slide: Path, keep: dict) -> float:
+        with tempfile.TemporaryDirectory(dir=out) as tmp:
+            sources._identity.cache_clear()  # the slide's identity read again, as in a new process
+            t = time.perf_counter()
+            r = tile_slide(slide, tmp, params)
+            seconds = time.perf_counter() - t
+            tiles = read_manifest(r.manifest_path).tiles
+            keep["pathkit"] = set(zip(tiles["x"].to_list(), tiles["y"].to_list(), strict=True))
+        return seconds
+
+    def run_trident(slide: Path, keep: dict) -> float:
+        with tempfile.TemporaryDirectory(dir=out) as tmp:
+            t = time.perf_counter()
+            with load_wsi(slide_path=str(slide), lazy_init=False) as wsi:
+                wsi.segment_tissue(model, target_mag=model.target_mag, job_dir=tmp, device="cpu", num_workers=0)
+                coords = wsi.extract_tissue_coords(target_mag=20, patch_size=256, save_coords=tmp,
+                                                   min_tissue_proportion=0.5)
+                wsi.visualize_coords(coords, os.path.join(tmp, "viz"))
+            seconds = time.perf_counter() - t
+            with h5py.File(coords) as f:
+                keep["trident"] = {(int(x), int(y)) for x, y in f["coords"][:]}
+        return seconds
+
+    print(f"  against TRIDENT, in-process, {pairs} interleaved rounds after one warm-up "
+          f"(load average {os.getloadavg()[0]:.2f} at the start):")
+    try:
+        for mpp in (0.5, 0.25):
+            slide = _large_slide(out, mpp)
+            times: dict[str, list[float]] = {"pathkit": [], "trident": [], "before": []}
+            keep: dict[str, set] = {}
+            n_before = None
+            for r in range(pairs + 1):
+                order = ["pathkit", "trident"] + (["before"] if child else [])
+                for who in order if r % 2 == 0 else order[::-1]:
+                    if who == "before":
+                        seconds, n_before = run_before(slide)
+                    else:
+                        seconds = (run_pathkit if who == "pathkit" else run_trident)(slide, keep)
+                    if r:
+                        times[who].append(seconds)
+            med = {k: statistics.median(v) for k, v in times.items() if v}
+            ratios = [t / p for t, p in zip(times["trident"], times["pathkit"], strict=True)]
+            ours, theirs = keep["pathkit"], keep["trident"]
+            print(f"    30,000 px at {mpp} um/px: pathkit {med['pathkit']:.3f} s, TRIDENT {med['trident']:.3f} s: "
+                  f"**{statistics.median(ratios):.2f}x** (rounds {', '.join(f'{x:.2f}' for x in ratios)})")
+            if child:
+                gain = [b / p for b, p in zip(times["before"], times["pathkit"], strict=True)]
+                print(f"      before ({before}): {med['before']:.3f} s, {n_before} tiles; now "
+                      f"{statistics.median(gain):.2f}x faster than before; before vs TRIDENT "
+                      f"{med['trident'] / med['before']:.2f}x")
+            print(f"      tiles: pathkit {len(ours)}, TRIDENT {len(theirs)}, same coordinates {len(ours & theirs)} "
+                  f"(Jaccard {len(ours & theirs) / max(1, len(ours | theirs)):.4f})")
+    finally:
+        if child:
+            child.stdin.close()  # type: ignore[union-attr]
+            child.wait()
+    print(f"  load average {os.getloadavg()[0]:.2f} at the end")
 
 
 # VmHWM (this process's peak resident memory) rather than ru_maxrss, which Linux carries over
@@ -390,6 +515,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller slides, skips the 100k slide")
     ap.add_argument("--real-only", action="store_true", help="only the real scanner files (PATHKIT_REALDATA)")
     ap.add_argument("--large-only", action="store_true", help="only the in-process tiling of the 30k px slides")
+    ap.add_argument("--trident", action="store_true",
+                    help="only the 30k px slides against TRIDENT (skipped when it is not importable)")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="with --trident: a folder with an export of older pathkit code, timed beside")
     ap.add_argument("--pairs", type=int, default=3)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -400,6 +529,10 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cpu(s), load average {os.getloadavg()[0]:.1f} at start")
     if args.real_only:
         bench_real_slides(args.out)
+        return
+    if args.trident:
+        print("in-process tiling of ~30k px slides against TRIDENT:")
+        bench_against_trident(args.out, args.pairs, args.before)
         return
     if args.large_only:
         print("in-process tiling of ~30k px slides:")

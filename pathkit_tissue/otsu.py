@@ -13,11 +13,20 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-def hsv_channels(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+# Every rule that reads hue also asks for at least this saturation (pen_mask: green 0.25, blue
+# 0.35, red 0.45 and 0.6): the segmenter converts only those pixels to hue.
+PEN_HUE_MIN_SATURATION = 0.25
+
+
+def hsv_channels(
+    rgb: np.ndarray, hue_min_saturation: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hue in degrees [0, 360), saturation and value in [0, 1], as float32 arrays.
 
     Saturation and value are exact; hue comes from Pillow's C conversion (8-bit, truncated),
     re-centred to within 0.71 degrees, which is 6x faster than numpy on a 2048-px thumbnail.
+    With `hue_min_saturation` > 0 only pixels of at least that saturation get their hue (the
+    others 0): the same values there, at the cost of the saturated pixels only.
     """
     import numpy as np
     from PIL import Image
@@ -30,6 +39,14 @@ def hsv_channels(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     delta = (mx - mn).astype(np.float32)
     sat = np.divide(delta, mxf, out=np.zeros_like(delta), where=mx > 0)
     val = mxf / np.float32(255.0)
+    if hue_min_saturation > 0:
+        hue = np.zeros(mx.shape, dtype=np.float32)
+        wanted = sat >= np.float32(hue_min_saturation)
+        if wanted.any():
+            # np.compress on the flat pixels: 7x faster than boolean indexing of the (h, w, 3) array
+            part = np.compress(wanted.ravel(), rgb.reshape(-1, 3), axis=0).reshape(1, -1, 3)
+            hue[wanted] = _HUE_DEGREES()[np.asarray(Image.fromarray(part, mode="RGB").convert("HSV"))[0, :, 0]]
+        return hue, sat, val
     flat = rgb.reshape(-1, rgb.shape[-2], 3) if rgb.ndim == 3 else rgb.reshape(1, -1, 3)
     pil_hue = np.asarray(Image.fromarray(flat, mode="RGB").convert("HSV"))[..., 0].reshape(mx.shape)
     # Grey pixels (saturation 0) get hue 0; every rule using hue also requires saturation.
@@ -74,19 +91,22 @@ def _px(um: float, mpp: float) -> int:
     return int(round(um / mpp)) if um > 0 else 0
 
 
-def _remove_small(mask: np.ndarray, min_px: float) -> np.ndarray:
+def _remove_small(mask: np.ndarray, min_px: float) -> tuple[np.ndarray, int, int]:
+    """The mask without its regions (4-connected) under `min_px` pixels, with the numbers of
+    regions kept and removed."""
     import numpy as np
     from scipy import ndimage as ndi
 
-    if min_px <= 1 or not mask.any():
-        return mask
+    if not mask.any():
+        return mask, 0, 0
     labels, n = ndi.label(mask)
-    if n == 0:
-        return mask
+    if min_px <= 1:
+        return mask, n, 0
     sizes = np.bincount(labels.ravel())
     keep = sizes >= min_px
     keep[0] = False
-    return keep[labels]
+    kept = int(keep.sum())
+    return keep[labels], kept, n - kept
 
 
 class OtsuTissueSegmenter(TissueSegmenter):
@@ -183,7 +203,7 @@ class OtsuTissueSegmenter(TissueSegmenter):
         from pathkit_tissue.morphology import binary_closing, binary_opening, fill_holes
 
         p = self.params
-        hue, sat, val = hsv_channels(rgb)
+        hue, sat, val = hsv_channels(rgb, hue_min_saturation=PEN_HUE_MIN_SATURATION)
         pen = self.pen_mask(rgb, hue, sat, val, mpp)
         # GOLDMARK's background rule: bright and grey is glass whatever Otsu says.
         glass = (val > p.background_value) & (sat < p.background_saturation)
@@ -201,18 +221,18 @@ class OtsuTissueSegmenter(TissueSegmenter):
             tissue = binary_closing(tissue, r_close)
             tissue &= ~pen  # closing must not paint tissue back over removed ink
         px_area_mm2 = mpp * mpp / 1e6
-        n_holes_filled = 0
+        n_holes_filled = n_regions = 0
         if tissue.any():
             holes = fill_holes(tissue) & ~tissue
-            small_holes = holes & ~_remove_small(holes, p.min_hole_area_mm2 / px_area_mm2)
-            n_holes_filled = int(ndi.label(small_holes)[1]) if small_holes.any() else 0
-            tissue |= small_holes
-            tissue = _remove_small(tissue, p.min_region_area_mm2 / px_area_mm2)
+            large_holes, _, n_holes_filled = _remove_small(holes, p.min_hole_area_mm2 / px_area_mm2)
+            tissue |= holes & ~large_holes
+            # the regions kept are counted by the labelling that drops the small ones
+            tissue, n_regions, _ = _remove_small(tissue, p.min_region_area_mm2 / px_area_mm2)
         info = {
             "otsu_saturation": round(raw, 5),
             "saturation_threshold": round(threshold, 5),
             "pen_fraction": round(float(pen.mean()), 6),
             "holes_filled": n_holes_filled,
-            "regions": int(ndi.label(tissue)[1]) if tissue.any() else 0,
+            "regions": n_regions,
         }
         return TissueMask(tissue=tissue, mpp=mpp, pen=pen, info=info)

@@ -39,7 +39,9 @@ def register(app: typer.Typer) -> None:
             False, "--exclude-low-tissue", help="Give slides below --min-tissue-area no tiles (a cohort minimum)."
         ),
         segmenter: str = typer.Option("otsu", "--segmenter", help="Tissue segmenter by name."),
-        thumbnail_px: int = typer.Option(2048, "--thumbnail-px", help="Longest side of the thumbnail."),
+        thumbnail_px: int = typer.Option(
+            2048, "--thumbnail-px", help="Longest side of the tissue mask and its thumbnail, at most (docs/wsi.md)."
+        ),
         workers: int = typer.Option(1, "--workers", "-j", help="Slides tiled in parallel (processes)."),
         slide_mpp: float | None = typer.Option(
             None, "--slide-mpp", help="The slide's own mpp when its metadata lacks it (one slide only)."

@@ -13,7 +13,7 @@ from pathkit_core.workspace import content_hash
 
 # Bumped whenever a change to the algorithm changes manifests for the same parameters, so old
 # manifests are not silently resumed.
-TILING_VERSION = 1
+TILING_VERSION = 2
 
 
 @dataclass

@@ -17,21 +17,36 @@ if TYPE_CHECKING:
 TISSUE_CONTOUR = (0, 200, 0)
 PEN_TINT = (255, 0, 255)
 TILE_OUTLINE = (20, 60, 255)
+# zlib's run-length strategy: the QC image is mostly flat glass and lines, which it encodes 1.6x
+# faster than the default strategy and smaller on real slides too (docs/benchmarks.md).
+_Z_RLE = 3
 
 
 def _upsample_nearest(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     import numpy as np
 
     h, w = shape
+    if mask.shape == (h, w):
+        return mask
     rows = np.minimum((np.arange(h) * mask.shape[0] / h).astype(np.int64), mask.shape[0] - 1)
     cols = np.minimum((np.arange(w) * mask.shape[1] / w).astype(np.int64), mask.shape[1] - 1)
     return mask[rows[:, None], cols[None, :]]
 
 
 def _outline(mask: np.ndarray, width: int) -> np.ndarray:
-    from scipy.ndimage import binary_erosion
-
-    return mask & ~binary_erosion(mask, iterations=width)
+    """The pixels of `mask` within `width` 4-connected steps of its edge or the image border:
+    `mask & ~scipy.ndimage.binary_erosion(mask, iterations=width)`, by shifted ANDs."""
+    inner = mask
+    for _ in range(width):
+        step = inner.copy()
+        step[1:] &= inner[:-1]
+        step[:-1] &= inner[1:]
+        step[:, 1:] &= inner[:, :-1]
+        step[:, :-1] &= inner[:, 1:]
+        step[[0, -1], :] = False  # outside the image counts as background (SciPy's border_value=0)
+        step[:, [0, -1]] = False
+        inner = step
+    return mask & ~inner
 
 
 def draw_qc(thumb: Thumbnail, mask: TissueMask, tiles: pl.DataFrame, geometry: TileGeometry) -> np.ndarray:
@@ -75,4 +90,6 @@ def render_qc(
     from PIL import Image
 
     img = Image.fromarray(draw_qc(thumb, mask, tiles, geometry))
-    return atomic_write_with(Path(path), lambda tmp: img.save(tmp, format="PNG", compress_level=1))
+    return atomic_write_with(
+        Path(path), lambda tmp: img.save(tmp, format="PNG", compress_level=1, compress_type=_Z_RLE)
+    )

@@ -15,6 +15,13 @@ if TYPE_CHECKING:
 
 # Largest region read in one call while building a thumbnail: bounds memory whatever the slide size.
 _THUMB_READ_BLOCK = 4096
+# A pyramid level up to this factor coarser than the resolution segmentation asks for is read as
+# it is (no resampling) when it is nearer to that resolution, in scale, than the next finer level:
+# a 2x pyramid then never reads a level with more than twice the wanted pixels per side.
+LEVEL_SNAP = 2.0**0.5
+# The segmentation thumbnail doubles as the QC image: below this longest side (a small slide, whose
+# segmentation resolution gives few pixels) it is read finer and averaged down for the mask.
+QC_MIN_PX = 1024
 
 
 # --------------------------------------------------------------------------- thumbnails
@@ -51,19 +58,73 @@ def best_level_for(downsamples: list[float], wanted: float) -> int:
     return best
 
 
-def read_thumbnail(slide: Slide, max_px: int = 2048) -> Thumbnail:
+def segmentation_downsample(dimensions: tuple[int, int], slide_mpp: float, params: TilingParams) -> float:
+    """Level-0 pixels per mask pixel: `seg_mpp`, or coarser where the longest side would exceed
+    `thumbnail_px`; never finer than level 0."""
+    width, height = dimensions
+    cap = max(1.0, max(width, height) / float(params.thumbnail_px))
+    want = params.seg_mpp / slide_mpp if params.seg_mpp > 0 else 1.0
+    return max(cap, want)
+
+
+def snap_level(level_downsamples: list[float], wanted: float) -> int | None:
+    """The level to read as it is for a `wanted` downsample: the nearest coarser-or-equal level
+    when it is at most LEVEL_SNAP coarser and nearer (in scale) than the nearest finer level;
+    None when a finer level must be read and averaged down."""
+    coarser = [(d, i) for i, d in enumerate(level_downsamples) if d >= wanted * (1.0 - 1e-6)]
+    if not coarser:
+        return None
+    d, i = min(coarser)
+    finer = [f for f in level_downsamples if f < wanted * (1.0 - 1e-6)]
+    if d / wanted > LEVEL_SNAP or (finer and d / wanted > wanted / max(finer)):
+        return None
+    return i
+
+
+def segmentation_thumbnail(slide: Slide, params: TilingParams) -> Thumbnail:
+    """The thumbnail segmentation needs, read as cheaply as the pyramid allows.
+
+    At the mask's resolution (`segmentation_downsample`), taken as it is from a pyramid level
+    near it (`snap_level`: the mask is then up to LEVEL_SNAP coarser than asked); a slide so
+    small that this gives under QC_MIN_PX px is read at QC_MIN_PX for its QC image instead and
+    averaged down for the mask (`segment_slide`).
+    """
+    width, height = slide.dimensions
+    wanted = segmentation_downsample((width, height), slide.mpp, params)
+    qc_floor = max(1.0, max(width, height) / float(min(QC_MIN_PX, params.thumbnail_px)))
+    if qc_floor < wanted:
+        return read_thumbnail(slide, downsample=qc_floor)
+    level = snap_level(slide.level_downsamples, wanted)
+    if level is not None:
+        return read_thumbnail(slide, size=slide.level_dimensions[level], level=level)
+    return read_thumbnail(slide, downsample=wanted)
+
+
+def read_thumbnail(
+    slide: Slide, max_px: int = 2048, *, downsample: float | None = None,
+    size: tuple[int, int] | None = None, level: int | None = None,
+) -> Thumbnail:
     """Read an RGB thumbnail block by block from the coarsest sufficient level.
 
-    Memory stays bounded by the block size and the thumbnail, so a 100,000-px slide and a
-    2,000-px slide cost the same; level 0 is read only when the slide has no coarser level.
+    Its size: longest side `max_px`, or `downsample` level-0 pixels per pixel, or `size` (with
+    `level`, a level of that size, read without resampling). Memory stays bounded by the block
+    size and the thumbnail, so a 100,000-px slide and a 2,000-px slide cost the same; level 0 is
+    read only when the slide has no coarser level.
     """
     import numpy as np
     from PIL import Image
 
     width, height = slide.dimensions
-    tw, th = thumbnail_geometry((width, height), max_px)
+    if size is not None:
+        tw, th = int(size[0]), int(size[1])
+    elif downsample is not None:
+        scale = max(1.0, downsample)
+        tw, th = max(1, round(width / scale)), max(1, round(height / scale))
+    else:
+        tw, th = thumbnail_geometry((width, height), max_px)
     ds_x, ds_y = width / tw, height / th
-    level = best_level_for(slide.level_downsamples, min(ds_x, ds_y))
+    if level is None:
+        level = best_level_for(slide.level_downsamples, min(ds_x, ds_y))
     lw, lh = slide.level_dimensions[level]
     # Level pixels per thumbnail pixel, from the level's true size (downsamples are rounded).
     rx, ry = lw / tw, lh / th
@@ -130,9 +191,11 @@ def segment_slide(
     slide: Slide, params: TilingParams, thumbnail: Thumbnail | None = None
 ) -> tuple[Thumbnail, TissueMask, float, float]:
     """Thumbnail, tissue mask and the mask's level-0 pixels per mask pixel (x, y)."""
-    thumb = thumbnail or read_thumbnail(slide, params.thumbnail_px)
+    thumb = thumbnail or segmentation_thumbnail(slide, params)
     th, tw = thumb.shape
     factor = max(1.0, params.seg_mpp / thumb.mpp) if params.seg_mpp > 0 else 1.0
+    if factor < 1.0 + 1e-3:  # read at the mask's resolution (its size rounded to whole pixels)
+        factor = 1.0
     mw, mh = max(1, round(tw / factor)), max(1, round(th / factor))
     seg_rgb = resize_rgb(thumb.rgb, (mw, mh))
     width, height = slide.dimensions

@@ -90,37 +90,49 @@ def choose_geometry(
     )
 
 
-def _integral(mask: np.ndarray) -> np.ndarray:
+def _integral_rows(mask: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows `rows` (sorted, unique, in [0, height]) of the mask's summed-area table: row r holds
+    the tissue count of mask[:r, :c] for c = 0..width. The grid's corners touch a few hundred
+    rows, so the full table (two passes and a copy of the whole mask as integers) is not built:
+    one pass sums the mask's rows between consecutive wanted rows."""
     import numpy as np
 
     # Counts are exact in int32 below 2**31 mask pixels (half the memory traffic of int64, the
     # same numbers); int64 beyond. Float conversion happens per lookup.
     dtype = np.int32 if mask.size < 2**31 else np.int64
-    sat = np.zeros((mask.shape[0] + 1, mask.shape[1] + 1), dtype=dtype)
-    np.cumsum(np.cumsum(mask, axis=0, dtype=dtype), axis=1, out=sat[1:, 1:])
-    return sat
+    out = np.zeros((len(rows), mask.shape[1] + 1), dtype=dtype)
+    column_counts = np.zeros(mask.shape[1], dtype=dtype)
+    done = 0
+    for k, r in enumerate(rows.tolist()):
+        if r > done:
+            column_counts += mask[done:r].sum(axis=0, dtype=dtype)
+            done = r
+        np.cumsum(column_counts, out=out[k, 1:])
+    return out
 
 
-def _area_under(sat: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """Integral of the mask over [0, x) x [0, y) for real x, y.
+def _area_under(sat: np.ndarray, rows: np.ndarray, xs: np.ndarray, ys: np.ndarray, height: int) -> np.ndarray:
+    """Integral of the mask over [0, x) x [0, y) for real x, y, from the summed-area table's rows
+    `rows` (`_integral_rows`, holding every row the lookups need).
 
     The integral of a piecewise-constant mask is bilinear inside each cell, so bilinear
     interpolation of the summed-area table is exact.
     """
     import numpy as np
 
-    h, w = sat.shape[0] - 1, sat.shape[1] - 1
+    w = sat.shape[1] - 1
     xs = np.clip(xs, 0.0, w)
-    ys = np.clip(ys, 0.0, h)
+    ys = np.clip(ys, 0.0, height)
     x0 = np.minimum(np.floor(xs).astype(np.int64), w - 1)
-    y0 = np.minimum(np.floor(ys).astype(np.int64), h - 1)
+    y0 = np.minimum(np.floor(ys).astype(np.int64), height - 1)
+    k = np.searchsorted(rows, y0)  # table row of y0; y0 + 1 is the next one held
     ax = xs - x0
     ay = ys - y0
     return (
-        sat[y0, x0] * (1 - ax) * (1 - ay)
-        + sat[y0, x0 + 1] * ax * (1 - ay)
-        + sat[y0 + 1, x0] * (1 - ax) * ay
-        + sat[y0 + 1, x0 + 1] * ax * ay
+        sat[k, x0] * (1 - ax) * (1 - ay)
+        + sat[k, x0 + 1] * ax * (1 - ay)
+        + sat[k + 1, x0] * (1 - ax) * ay
+        + sat[k + 1, x0 + 1] * ax * ay
     )
 
 
@@ -128,11 +140,17 @@ def tissue_fractions(
     mask: np.ndarray, x0: np.ndarray, y0: np.ndarray, w: float, h: float
 ) -> np.ndarray:
     """Exact area fraction of each rectangle [x0, x0+w) x [y0, y0+h) (mask pixels) on tissue."""
-    sat = _integral(mask.astype(bool))
+    import numpy as np
+
+    mask = np.asarray(mask).astype(bool, copy=False)
+    height = mask.shape[0]
     x1, y1 = x0 + w, y0 + h
+    y_cells = [np.minimum(np.floor(np.clip(y, 0.0, height)).astype(np.int64), height - 1) for y in (y0, y1)]
+    rows = np.unique(np.concatenate([*y_cells, *(c + 1 for c in y_cells)]))
+    sat = _integral_rows(mask, rows)
     total = (
-        _area_under(sat, x1, y1) - _area_under(sat, x0, y1)
-        - _area_under(sat, x1, y0) + _area_under(sat, x0, y0)
+        _area_under(sat, rows, x1, y1, height) - _area_under(sat, rows, x0, y1, height)
+        - _area_under(sat, rows, x1, y0, height) + _area_under(sat, rows, x0, y0, height)
     )
     return total / max(w * h, 1e-12)
 
@@ -251,7 +269,11 @@ def _resumable(
     st = slide_path.stat()
     if meta.get("slide_size") != st.st_size:
         return False, meta, "the slide file changed since (size differs)"
-    if meta.get("slide_mtime_ns") != st.st_mtime_ns and not _same_slide(slide_path, meta):
+    # Always by content, not only when the mtime differs: an edit in place that restores the
+    # modification time keeps size and mtime. The sampled identity of a large slide reads 96 KiB
+    # (`pathkit_core.sources`), so this costs a few reads; it cannot see a same-size edit that
+    # falls only between the blocks it reads.
+    if not _same_slide(slide_path, meta):
         return False, meta, "the slide file changed since (content identity differs)"
     return True, meta, ""
 

@@ -15,6 +15,9 @@ from pathkit_core.wsi.segmentation import (
     get_segmenter,
     read_thumbnail,
     segment_slide,
+    segmentation_downsample,
+    segmentation_thumbnail,
+    snap_level,
     thumbnail_geometry,
 )
 from pathkit_core.wsi.tiling import TilingParams
@@ -185,8 +188,28 @@ def test_thumbnail_geometry_never_upsamples():
     assert thumbnail_geometry((1000, 700), 2048) == (1000, 700)
 
 
-def test_thumbnail_comes_from_a_low_level_and_matches_the_slide(synthetic_slides, monkeypatch):
-    from pathkit_core.wsi.slide import Slide, open_slide
+def test_the_segmentation_resolution_and_the_level_read_as_it_is():
+    # 0.5 um/px, 30,000 px: thumbnail_px caps the mask at 14.65 level-0 px per pixel (seg_mpp 4
+    # would be 8); 0.25 um/px: seg_mpp's 16 is coarser than the cap
+    params = TilingParams()
+    assert segmentation_downsample((30_000, 30_000), 0.5, params) == pytest.approx(30_000 / 2048)
+    assert segmentation_downsample((30_000, 30_000), 0.25, params) == pytest.approx(16.0)
+    assert segmentation_downsample((500, 300), 0.5, TilingParams(seg_mpp=0)) == 1.0
+    pyramid = [1.0, 2.0, 4.0, 8.0, 16.0, 31.98]
+    assert snap_level(pyramid, 30_000 / 2048) == 4  # 16 is 9 % coarser, 8 is 83 % finer
+    assert snap_level(pyramid, 16.0) == 4  # exact
+    assert snap_level(pyramid, 11.0) is None  # 8 is nearer: read it and average down
+    assert snap_level(pyramid, 23.0) == 5  # 31.98 / 23 = 1.39 < 23 / 16 = 1.44, within sqrt(2)
+    assert snap_level(pyramid, 22.0) is None  # 31.98 / 22 = 1.45: more than sqrt(2) coarser
+    assert snap_level([1.0, 4.0, 16.0, 32.0], 22.5) is None  # Aperio: 32 is 42 % coarser
+    assert snap_level(pyramid, 40.0) is None  # nothing coarser: the finer level, averaged down
+    assert snap_level([1.0], 8.0) is None
+
+
+@pytest.fixture
+def levels_read(monkeypatch):
+    """The pyramid levels `Slide.read_region` is asked for during the test."""
+    from pathkit_core.wsi.slide import Slide
 
     levels = []
     original = Slide.read_region
@@ -196,6 +219,38 @@ def test_thumbnail_comes_from_a_low_level_and_matches_the_slide(synthetic_slides
         return original(self, location, level, size)
 
     monkeypatch.setattr(Slide, "read_region", spy)
+    return levels
+
+
+def test_the_segmentation_thumbnail_is_a_pyramid_level_read_as_it_is(synthetic_slides, levels_read):
+    from pathkit_core.wsi.slide import open_slide
+
+    levels = levels_read
+    # 3072 x 2048 at 0.5 um/px, levels 1-16: a 384-px cap asks for 8 level-0 px per pixel = level 3
+    params = TilingParams(thumbnail_px=384)
+    with open_slide(synthetic_slides["tissue"]) as slide:
+        thumb = segmentation_thumbnail(slide, params)
+        assert set(levels) == {3} and thumb.shape == (256, 384) and thumb.level == 3
+        assert np.array_equal(thumb.rgb, slide.read_region((0, 0), 3, (384, 256)))
+        _, mask, mdx, mdy = segment_slide(slide, params, thumbnail=thumb)
+    assert mask.tissue.shape == (256, 384) and (mdx, mdy) == (8.0, 8.0)
+
+
+def test_a_small_slide_keeps_a_readable_qc_thumbnail(synthetic_slides):
+    from pathkit_core.wsi.segmentation import QC_MIN_PX
+    from pathkit_core.wsi.slide import open_slide
+
+    # at seg_mpp 4 the mask is 384 x 256 px; the thumbnail (the QC image) is read at 1,024 px
+    with open_slide(synthetic_slides["tissue"]) as slide:
+        thumb, mask, mdx, _ = segment_slide(slide, TilingParams())
+    assert QC_MIN_PX == 1024 and thumb.shape == (683, 1024) and thumb.level == 1
+    assert mask.tissue.shape == (256, 384) and mdx == pytest.approx(8.0)
+
+
+def test_thumbnail_comes_from_a_low_level_and_matches_the_slide(synthetic_slides, levels_read):
+    from pathkit_core.wsi.slide import open_slide
+
+    levels = levels_read
     with open_slide(synthetic_slides["tissue"]) as slide:
         thumb = read_thumbnail(slide, max_px=512)
         assert thumb.shape == (341, 512) and 0 not in levels

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -159,6 +160,23 @@ def test_aperio_slide_at_40x_reads_its_half_resolution_level(synthetic_slides, t
     assert (meta["read_level"], meta["read_px"], meta["size0"]) == (1, 128, 256.0)
 
 
+def test_tissue_fractions_of_many_rectangles_at_once_are_their_pixel_counts():
+    # integer rectangles, some over the edges (outside counts as background): the fraction is the
+    # count of mask pixels inside over the area; many at once share the summed-area rows
+    rng = np.random.default_rng(3)
+    mask = rng.random((37, 53)) > 0.6
+    padded = np.zeros((37 + 40, 53 + 40), bool)
+    padded[20:57, 20:73] = mask
+    xs = rng.integers(-15, 60, 300)
+    ys = rng.integers(-15, 45, 300)
+    for side in (1, 4, 9):
+        got = tissue_fractions(mask, xs.astype(float), ys.astype(float), side, side)
+        expected = [padded[y + 20:y + 20 + side, x + 20:x + 20 + side].sum() / side**2
+                    for x, y in zip(xs, ys, strict=True)]
+        assert np.allclose(got, expected, atol=1e-12)
+    assert tissue_fractions(mask, np.array([]), np.array([]), 4, 4).shape == (0,)
+
+
 def test_resume_skips_and_stale_manifest_needs_overwrite(synthetic_slides, tmp_path, fast_params):
     first = tile_slide(synthetic_slides["tissue"], tmp_path, fast_params)
     before = first.manifest_path.read_bytes()
@@ -175,6 +193,54 @@ def test_resume_skips_and_stale_manifest_needs_overwrite(synthetic_slides, tmp_p
     # a different mpp override is a different manifest too
     with pytest.raises(SlideError, match="mpp override"):
         tile_slide(synthetic_slides["tissue"], tmp_path, other, mpp=0.45)
+
+
+def _flip_byte_keeping_mtime(path, offset):
+    """Change one byte in place (same size) and put the modification time back."""
+    st = path.stat()
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        byte = fh.read(1)
+        fh.seek(offset)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+
+def test_resume_compares_the_sampled_identity_even_when_size_and_mtime_are_kept(
+    synthetic_slides, tmp_path, fast_params, monkeypatch
+):
+    import shutil
+
+    from pathkit_core import sources
+
+    # the synthetic slide is small: lower the whole-hash limit so that it gets the sampled
+    # identity of a large slide (head and tail 32 KiB, four 8 KiB blocks between)
+    monkeypatch.setattr(sources, "FULL_HASH_BYTES", 64 * 1024)
+    slide = tmp_path / "tissue.tiff"
+    shutil.copyfile(synthetic_slides["tissue"], slide)
+    size = slide.stat().st_size
+    offsets = sources.sampled_offsets(size)
+    assert sources.file_identity(slide).startswith(f"sampled:{size}:")
+    out = tmp_path / "tiles"
+    tile_slide(slide, out, fast_params)
+    assert tile_slide(slide, out, fast_params).status == "skipped"
+    # the documented limit: a same-size edit only between the sampled blocks is not seen
+    _flip_byte_keeping_mtime(slide, (offsets[1] + sources.BLOCK_BYTES + offsets[2]) // 2)
+    assert tile_slide(slide, out, fast_params).status == "skipped"
+    # a same-size edit in bytes the identity reads (the tail: tile data; the header) is another
+    # slide even with the mtime restored: the manifest is stale, and re-tiled with overwrite
+    for offset in (size - 100, 4):
+        _flip_byte_keeping_mtime(slide, offset)
+        with pytest.raises(SlideError, match="content identity differs") as e:
+            tile_slide(slide, out, fast_params)
+        assert e.value.code == "stale-manifest"
+        _flip_byte_keeping_mtime(slide, offset)  # back: the slide as tiled
+    assert tile_slide(slide, out, fast_params).status == "skipped"
+    _flip_byte_keeping_mtime(slide, size - 100)
+    result = tile_slide(slide, out, fast_params, overwrite=True)
+    assert result.status == "ok"
+    assert read_manifest_meta(result.manifest_path)["slide_identity"] == sources.file_identity(slide)
 
 
 def test_empty_and_low_tissue_slides(synthetic_slides, tmp_path, fast_params):
