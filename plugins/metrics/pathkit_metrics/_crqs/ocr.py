@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from pathkit_metrics._crqs.lazy_pattern import lazy
+
 MIN_LENGTH = 7
 
 # Words the field rules read (grades, margins, invasion, nodes, stage, sites, procedures).
@@ -53,7 +55,7 @@ GLUE_WORDS = frozenset((
 ))
 _MIN_GLUED_PART = 6  # the clinical word of a glued pair has at least this many letters
 
-_TOKEN_RE = re.compile(rf"[a-z]{{{MIN_LENGTH},}}")
+_TOKEN_RE = lazy(rf"[a-z]{{{MIN_LENGTH},}}")
 
 
 def _deletions(word: str) -> set[str]:
