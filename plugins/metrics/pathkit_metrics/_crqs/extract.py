@@ -262,23 +262,35 @@ _ORIGIN_AFTER_RE = lazy(
 _ORIGIN_BEFORE_RE = lazy(r"\bmetasta(?:tic|sis of|ses of) (" + _ORIGIN_WORDS + r") $")
 
 _ROMAN_OR_DIGIT = r"(iv|iii|ii|i|[1-4])"
+# the system a grade follows, named in brackets between the word and its value: "Histologic grade
+# (Nottingham): 2", "Nuclear grade (Fuhrman): 3", "Grade (FNCLCC): 2"
+_GRADE_SYSTEM = r"(?:\( *[a-z][a-z ./'&-]{0,30}\) *)?"
 _GRADE_NUMBER_RE = lazy(
-    r"\b(nuclear |fuhrman |isup |nucleolar |gleason |who )?grade *(?:[:=] *)?" + _ROMAN_OR_DIGIT +
-    r"(?![\w+])"
+    r"\b(nuclear |fuhrman |isup |nucleolar |gleason |who )?grade *" + _GRADE_SYSTEM + r"(?:[:=] *)?"
+    + _ROMAN_OR_DIGIT + r"(?![\w+])"
 )
 _GRADE_G_RE = lazy(r"(?<![\w/])g([1-4])\b")
+_PREMALIGNANT_AFTER_TIER = (r" (?:glandular |squamous |cervical |prostatic |biliary )?"
+                            r"(?:dysplasia|intraepithelial|squamous intraepithelial|pin\b|adenoma)")
+# "high grade", and a tier after a grade label ("Tumor grade: high", "Histologic grade:
+# intermediate"; "Nuclear grade: high" is a nuclear grade); a premalignant lesion's tier ("high
+# grade dysplasia") is no tumour grade
 _GRADE_TIER_RE = lazy(
-    r"\b(high|low|intermediate) (?:histologic(?:al)? )?grade\b"
-    r"(?! (?:glandular |squamous |cervical |prostatic |biliary )?"
-    r"(?:dysplasia|intraepithelial|squamous intraepithelial|pin\b|adenoma))"
+    r"\b(high|low|intermediate) (?:histologic(?:al)? )?grade\b(?!" + _PREMALIGNANT_AFTER_TIER + r")|"
+    r"(?<!nuclear )(?<!nucleolar )(?<!fuhrman )\bgrade *" + _GRADE_SYSTEM
+    + r"[:=] *(high|low|intermediate)\b(?!(?: grade)?" + _PREMALIGNANT_AFTER_TIER + r")"
 )
 _TIER_RANK = {"low": 1, "intermediate": 2, "high": 3}
 _FUHRMAN_RE = lazy(r"\b(?:fuhrman|isup|who/isup)(?:'s)?(?: nuclear| nucleolar)? grade *(?:is )?:? *"
-                         + _ROMAN_OR_DIGIT + r"\b")
+                   + _ROMAN_OR_DIGIT + r"\b|\bgrade *\( *(?:fuhrman|isup|who/isup)\b[^)]{0,20}\) *[:=]? *"
+                   + _ROMAN_OR_DIGIT + r"\b")
+# "moderately to poorly differentiated", and differentiation as a noun: "Differentiation: moderate to
+# poor", "moderate to poor differentiation" (the worst of the words is read)
 _DIFFERENTIATION_RE = lazy(
     r"\b(?:(well|moderately|moderate|poorly|poor)(?: to | and |/| )(?:(moderately|moderate|poorly|poor) )?)?"
     r"(well|moderately|poorly|un) ?differentiated\b|\bundifferentiated\b|"
-    r"\bdifferentiation *: *(well|moderate|poor)\b"
+    r"\bdifferentiation *: *(well|moderate|poor)(?:ly)?(?: (?:to|and) (well|moderate|poor)(?:ly)?)?\b|"
+    r"\b(?:(well|moderate|poor)(?: to | and |/))?(well|moderate|poor) differentiation\b"
 )
 _GLEASON_TOTAL_PARTS_RE = lazy(
     r"gleason(?:'s)?(?: score| sum| grade)? *[:=]? *(\d{1,2}) *\( *([1-5]) *\+ *([1-5]) *\)"
@@ -286,10 +298,15 @@ _GLEASON_TOTAL_PARTS_RE = lazy(
 _GLEASON_PARTS_RE = lazy(
     r"gleason(?:'s)?(?: score| sum| grade| pattern)? *[:=]? *\(? *([1-5]) *\+ *([1-5])(?: *= *(\d{1,2}))?"
 )
+# a synoptic form's "Primary Gleason grade: 3 / Secondary Gleason grade: 4" without a total
+_GLEASON_PRIMARY_SECONDARY_RE = lazy(
+    r"\bprimary (?:gleason )?(?:grade|pattern) *[:=]? *([1-5])\b[^;]{0,60}?"
+    r"\bsecondary (?:gleason )?(?:grade|pattern) *[:=]? *([1-5])\b"
+)
 _GLEASON_TOTAL_RE = lazy(r"gleason(?:'s)?(?: score| sum) *[:=]? *(\d{1,2})\b(?! *\+)")
 _GRADE_GROUP_RE = lazy(r"\b(?:isup |who )?grade group *[:=]? *(v|iv|iii|ii|i|[1-5])\b")
 _NUCLEAR_GRADE_RE = lazy(
-    r"\bnuclear grade *(?:is )?[:=]? *(low|intermediate|moderate|high|iv|iii|ii|i|[1-4])\b|"
+    r"\bnuclear grade *" + _GRADE_SYSTEM + r"(?:is )?[:=]? *(low|intermediate|moderate|high|iv|iii|ii|i|[1-4])\b|"
     r"\b(low|intermediate|high) nuclear grade\b"
 )
 _MITOSES_SCORE_RE = lazy(r"\b(?:mitoses|mitosis|mitotic score|mitotic count) *[:=] *(\d{1,3})\b(?! *(?:/|per))")
@@ -568,12 +585,13 @@ class _LineGate(_Gate):
 # Literal keywords without which a pattern cannot match (see _Gate).
 _GRADE_NUMBER_RE = _Gate(_GRADE_NUMBER_RE, "grade")
 _GRADE_G_RE = _Gate(_GRADE_G_RE, "g1", "g2", "g3", "g4")
-_GRADE_TIER_RE = _Gate(_GRADE_TIER_RE, " grade")
+_GRADE_TIER_RE = _Gate(_GRADE_TIER_RE, "grade")
 _FUHRMAN_RE = _Gate(_FUHRMAN_RE, "grade")
 _DIFFERENTIATION_RE = _Gate(_DIFFERENTIATION_RE, "differentiat")
 _GLEASON_TOTAL_PARTS_RE = _Gate(_GLEASON_TOTAL_PARTS_RE, "gleason")
 _GLEASON_PARTS_RE = _Gate(_GLEASON_PARTS_RE, "gleason")
 _GLEASON_TOTAL_RE = _Gate(_GLEASON_TOTAL_RE, "gleason")
+_GLEASON_PRIMARY_SECONDARY_RE = _Gate(_GLEASON_PRIMARY_SECONDARY_RE, "secondary")
 _GRADE_GROUP_RE = _Gate(_GRADE_GROUP_RE, "grade group")
 _NUCLEAR_GRADE_RE = _Gate(_NUCLEAR_GRADE_RE, "nuclear grade")
 _MITOSES_SCORE_RE = _Gate(_MITOSES_SCORE_RE, "mito")
@@ -1452,7 +1470,7 @@ class ClinicalExtractor:
                 numbers.append(value)
         if numbers:
             return str(max(numbers))
-        tiers = [m.group(1) for m in _scan(_GRADE_TIER_RE, scope)
+        tiers = [m.group(1) or m.group(2) for m in _scan(_GRADE_TIER_RE, scope)
                  if polarity(scope, m.start(), m.end()) == AFFIRMED]
         if tiers:
             return max(tiers, key=_TIER_RANK.__getitem__)
@@ -1488,6 +1506,10 @@ class ClinicalExtractor:
         match = _first_affirmed(scope, _GLEASON_TOTAL_RE)
         if match is not None and 2 <= int(match.group(1)) <= 10:
             return str(int(match.group(1)))
+        match = _first_affirmed(scope, _GLEASON_PRIMARY_SECONDARY_RE)
+        if match is not None:
+            primary, secondary = int(match.group(1)), int(match.group(2))
+            return f"{primary}+{secondary}={primary + secondary}"
         return None
 
     @staticmethod
@@ -1504,7 +1526,7 @@ class ClinicalExtractor:
             return str(max(values))
         match = _first_affirmed(scope, _FUHRMAN_RE)
         if match is not None:
-            value = roman_or_int(match.group(1))
+            value = roman_or_int(match.group(1) or match.group(2))
             return str(value) if value is not None else None
         return None
 
