@@ -274,10 +274,12 @@ _PREMALIGNANT_AFTER_TIER = (r" (?:glandular |squamous |cervical |prostatic |bili
                             r"(?:dysplasia|intraepithelial|squamous intraepithelial|pin\b|adenoma)")
 # "high grade", and a tier after a grade label ("Tumor grade: high", "Histologic grade:
 # intermediate"; "Nuclear grade: high" is a nuclear grade); a premalignant lesion's tier ("high
-# grade dysplasia") is no tumour grade
+# grade dysplasia") is no tumour grade. The second alternative opens with its letter (the boundary
+# and the labels it must not follow are look-behinds after it): three look-behinds tried at every
+# position of a long report tripled the pattern's time.
 _GRADE_TIER_RE = lazy(
     r"\b(high|low|intermediate) (?:histologic(?:al)? )?grade\b(?!" + _PREMALIGNANT_AFTER_TIER + r")|"
-    r"(?<!nuclear )(?<!nucleolar )(?<!fuhrman )\bgrade *" + _GRADE_SYSTEM
+    r"g(?<=\bg)(?<!nuclear g)(?<!nucleolar g)(?<!fuhrman g)rade *" + _GRADE_SYSTEM
     + r"[:=] *(high|low|intermediate)\b(?!(?: grade)?" + _PREMALIGNANT_AFTER_TIER + r")"
 )
 _TIER_RANK = {"low": 1, "intermediate": 2, "high": 3}
