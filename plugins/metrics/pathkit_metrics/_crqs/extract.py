@@ -537,19 +537,30 @@ _LINEAGE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 class _Gate:
     """A pattern that is only run when one of its literal keywords occurs in the text: most
-    fields are absent from most reports, and `in` is far cheaper than a regex scan."""
+    fields are absent from most reports, and `in` is far cheaper than a regex scan. `also`: more
+    keyword sets, each of which must have a keyword in the text too (a pattern that needs a verb
+    and a place: "invading into the perivesical fat")."""
 
-    __slots__ = ("pattern", "keywords")
+    __slots__ = ("pattern", "keywords", "also")
 
-    def __init__(self, pattern: re.Pattern[str], *keywords: str) -> None:
+    def __init__(self, pattern: re.Pattern[str], *keywords: str, also: tuple[tuple[str, ...], ...] = ()) -> None:
         self.pattern = pattern
         self.keywords = keywords
+        self.also = also
 
     def _open(self, text: str) -> bool:
         for keyword in self.keywords:  # a plain loop: any() over a generator costs more than the test
             if keyword in text:
-                return True
-        return False
+                break
+        else:
+            return False
+        for keywords in self.also:
+            for keyword in keywords:
+                if keyword in text:
+                    break
+            else:
+                return False
+        return True
 
     def finditer(self, text: str) -> Any:
         return self.pattern.finditer(text) if self._open(text) else iter(())
@@ -599,22 +610,33 @@ _NUCLEAR_GRADE_RE = _Gate(_NUCLEAR_GRADE_RE, "nuclear grade")
 _MITOSES_SCORE_RE = _Gate(_MITOSES_SCORE_RE, "mito")
 _MITOSES_COUNT_RE = _Gate(_MITOSES_COUNT_RE, "hpf", "high power")
 _TUBULE_RE = _Gate(_TUBULE_RE, "tubul")
+# the verbs of `_TO_DEPTH` (and "invasion" of "lamina propria invasion"), one of which every depth
+# rule needs besides its place; the serosa rule has its own
+_DEPTH_VERBS = ("involvement", "infiltrat", "invad", "invasion", "exten")
 _DEPTH_RULES = tuple(
-    (_Gate(pattern, *keys), value)
-    for (pattern, value), keys in zip(_DEPTH_RULES, (
-        ("connective tissue", "lamina propria"), ("muscle proper", "muscularis", "detrusor", "muscular layer"),
-        ("submucosa",), ("subserosa",), ("tissue", "fat"), ("serosa", "peritoneum")), strict=True)
+    (_Gate(pattern, *keys, also=also), value)
+    for (pattern, value), (keys, also) in zip(_DEPTH_RULES, (
+        (("connective tissue", "lamina propria"), (_DEPTH_VERBS,)),
+        (("muscle proper", "muscularis", "detrusor", "muscular layer"), (_DEPTH_VERBS,)),
+        (("submucosa",), (_DEPTH_VERBS,)), (("subserosa",), (_DEPTH_VERBS,)),
+        (("tissue", "fat"), (_DEPTH_VERBS, ("perivesic", "extravesic", "pericol", "perirectal", "peripancreatic",
+                                            "perinephric", "perirenal", "periprostatic"))),
+        (("serosa", "peritoneum"), (("involvement", "infiltrat", "invad", "penetrat"),))), strict=True)
 )
 _NON_INVASIVE_RE = _Gate(_NON_INVASIVE_RE, "invasi")
 _INVASION_RE = _Gate(_INVASION_RE, "invas", "invad", "infiltrat")
 _IN_SITU_RE = _Gate(_IN_SITU_RE, "in situ", "intraepithelial", "intratubular")
 _CIS_RE = _Gate(_CIS_RE, "in situ")
 _ITGCN_RE = _Gate(_ITGCN_RE, "germ cell neoplasia")
-_LVI_RE = _Gate(_LVI_RE, "invasion", "involvement", "permeation", "emboli")
+_LVI_RE = _Gate(_LVI_RE, "invasion", "involvement", "permeation", "emboli",
+                also=(("vascular", "lymphatic", "venous", "vessel"),))
 _PNI_RE = _Gate(_PNI_RE, "perineur")
 _EPE_RE = _Gate(_EPE_RE, "prostatic")
 _CAPSULAR_RE = _Gate(_CAPSULAR_RE, "capsul")
-_ORGAN_INVASION_RE = _Gate(_ORGAN_INVASION_RE, "invasion", "extension", "involvement", "infiltration")
+_ORGAN_INVASION_RE = _Gate(_ORGAN_INVASION_RE, "invasion", "extension", "involvement", "infiltration", also=((
+    "myometrial", "cervical stromal", "extrathyroidal", "rete testis", "tunica", "spermatic cord", "renal sinus",
+    "perinephric", "renal vein", "seminal vesicle", "bladder neck", "pleural", "parametrial", "adventitial",
+    "serosal", "liver", "hepatic", "bone", "skull", "dural"),))
 _METASTASIS_RE = _Gate(_METASTASIS_RE, "metasta")
 _LN_RE = _Gate(_LN_RE, "lymph node", "nodal")
 _PN_STAGE_RE = _Gate(_PN_STAGE_RE, "n0", "n1", "n2", "n3")
@@ -623,7 +645,7 @@ _PT_RE = _LineGate(_PT_RE, lazy(r"t(?:[0-4x]|is(?![a-z]))"))
 _PN_RE = _LineGate(_PN_RE, lazy(r"pn[0-3xlo]|t(?:[0-4x]|is(?![a-z]))"))
 _PM_RE = _LineGate(_PM_RE, lazy(r"pm[01xo]|n[0-3xlo][a-c]? *[,;]? *p?m[01xo]"))
 _STAGE_GROUP_RE = _Gate(_STAGE_GROUP_RE, "stage")
-_ENE_RE = _Gate(_ENE_RE, "extra")
+_ENE_RE = _Gate(_ENE_RE, "extra", also=(("nodal", "capsular"),))
 _MARGIN_RE = _Gate(_MARGIN_RE, "margin")
 _MARGIN_BEFORE_RE = _Gate(_MARGIN_BEFORE_RE, "margin")
 _R_STATUS_RE = _Gate(_R_STATUS_RE, "r0", "r1", "r2")
