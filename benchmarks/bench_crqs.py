@@ -11,9 +11,14 @@ learned from the train split. Measured side by side in one run:
 - per-report extraction time on REG, on the long OCR TCGA reports, and on one 100,000-character report;
 - with `--baseline DIR` (a checkout of an earlier pathkit, e.g. `git worktree add /tmp/crqs-before
   <commit>`; repeat the option for several), extraction of the long TCGA OCR reports by each
-  version and by this one, each in a fresh process, alternating, and the ratio to the first.
+  version and by this one, each in a fresh process, alternating, and the ratio to the first;
+- with `--cold-baseline DIR` (repeatable), the cold start of each version and of this one: a fresh
+  process that imports the metric, builds an extractor and extracts the 741 REG test reports once
+  (CPU seconds of the import and of the extraction, and the process's wall time from start to
+  exit), alternating, seven rounds, the median of each.
 
     .venv/bin/python benchmarks/bench_crqs.py [--repeat 3] [--baseline DIR ...] [--tcga-reports 300]
+        [--cold-baseline DIR ...] [--cold-only]
 """
 
 from __future__ import annotations
@@ -49,10 +54,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="an earlier pathkit checkout: its long-report extraction is timed beside this one's "
                              "(may be repeated: every ratio is to the first)")
     parser.add_argument("--tcga-reports", type=int, default=300, help="how many TCGA OCR reports to time")
+    parser.add_argument("--cold-baseline", action="append", default=[],
+                        help="an earlier pathkit checkout whose cold start (import + first extraction of the "
+                             "741 REG test reports, fresh process) is timed beside this one's (may be repeated)")
+    parser.add_argument("--cold-only", action="store_true", help="only the cold-start comparison")
     parser.add_argument("--tcga-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cold-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.tcga_worker:
         return _tcga_worker(Path(args.data), args.tcga_reports, args.repeat)
+    if args.cold_worker:
+        return _cold_worker(Path(args.data))
+    if args.cold_only:
+        _compare_cold([Path(b) for b in args.cold_baseline], Path(args.data))
+        return 0
     # one core: no BLAS or polars worker threads
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
@@ -117,7 +132,54 @@ def main(argv: list[str] | None = None) -> int:
                    "lymphovascular invasion not identified. ") * 900
     _, seconds = _best(args.repeat, lambda: extractor._extract(long_report[:100_000]))
     print(f"extraction, one 100,000-character report: {seconds * 1e3:.0f} CPU ms")
+    _compare_cold([Path(b) for b in args.cold_baseline], Path(args.data))
     return 0
+
+
+def _cold_worker(data: Path) -> int:
+    """A cold start, in a process of its own: import the metric and its extractor, build an
+    extractor (built-in vocabulary) and extract each of the 741 REG test reports once; print the
+    CPU seconds of the import and of the rest."""
+    started = time.process_time()
+    from pathkit_metrics._crqs.extract import ClinicalExtractor
+    from pathkit_metrics._crqs.scoring import score_reports  # noqa: F401 - the modules a score loads
+    from pathkit_metrics.crqs import CRQSMetric  # noqa: F401
+    imported = time.process_time()
+    splits = json.loads((data / "reports" / "reg2025_pathbench_splits.json").read_text(encoding="utf-8"))
+    reports = [row["report"] for row in splits["test"]]
+    loaded = time.process_time()
+    extractor = ClinicalExtractor()
+    for text in reports:
+        extractor._extract(text)
+    done = time.process_time()
+    print(json.dumps({"import_s": imported - started, "extract_s": done - loaded, "reports": len(reports)}))
+    return 0
+
+
+def _compare_cold(baselines: list[Path], data: Path, rounds: int = 7) -> None:
+    """The cold start (`_cold_worker`) of each of `baselines` and of this checkout, alternating in
+    fresh processes, `rounds` rounds; the median of each figure."""
+    import statistics
+
+    here = Path(__file__).resolve().parents[1]
+    roots = [*baselines, here]
+    found: list[list[tuple[float, float, float]]] = [[] for _ in roots]
+    for _ in range(rounds):
+        for root, runs in zip(roots, found, strict=True):
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "plugins" / "metrics")])}
+            wall = time.perf_counter()
+            out = subprocess.run([sys.executable, __file__, "--cold-worker", "--data", str(data)], env=env,
+                                 capture_output=True, text=True, check=True)
+            wall = time.perf_counter() - wall
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            runs.append((row["import_s"], row["extract_s"], wall))
+    print(f"cold start: fresh process, import + extractor + the 741 REG test reports extracted once, median of "
+          f"{rounds} alternating runs (CPU s import, CPU s extraction, wall s whole process):")
+    for index, (root, runs) in enumerate(zip(roots, found, strict=True)):
+        label = "this checkout" if index == len(roots) - 1 else f"baseline {root}"
+        imp, ext, wall = (statistics.median(r[i] for r in runs) for i in range(3))
+        print(f"  {label}: import {imp:.3f}, extraction {ext:.3f}, import + extraction {imp + ext:.3f}; "
+              f"process wall {wall:.3f}")
 
 
 def _tcga_worker(data: Path, n_reports: int, repeat: int) -> int:

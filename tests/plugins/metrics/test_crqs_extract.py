@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from pathkit_metrics._crqs import extract as extract_module
 from pathkit_metrics._crqs.extract import ClinicalExtractor, polarity
 from pathkit_metrics._crqs.normalise import prepare_text
 from pathkit_metrics._crqs.vocabulary import (
@@ -253,3 +255,45 @@ def test_vocabulary_learning_rejects_bad_input():
         build_vocabulary(["ok", 3])
     with pytest.raises(PathkitError, match="min_count"):
         build_vocabulary(["ok"], min_count=0)
+
+
+def test_a_gate_with_keyword_sets_runs_its_pattern_only_when_each_set_is_met():
+    gate = extract_module._Gate(re.compile(r"\binvad\w* (?:into )?(?:the )?perivesical fat\b"), "fat",
+                         also=(("invad",), ("perivesic",)))
+    text = "tumor invades into the perivesical fat"
+    assert [m.group(0) for m in gate.finditer(text)] == ["invades into the perivesical fat"]
+    assert gate.search(text) is not None
+    # a set without its keyword: the pattern is not run (it could not match anyway)
+    assert list(gate.finditer("tumor invades the muscle; perirectal fat")) == []
+    assert gate.search("perivesical fat, no tumor") is None
+    # the depth rules' gates answer exactly as their patterns do on texts that reach them
+    for sample in ("carcinoma invading into perivesical adipose tissue", "extends into the pericolic fat",
+                   "perivesical fat and lymph nodes; tumor invades muscularis propria",
+                   "tumor extends to the serosa", "serosa: uninvolved", "lymphovascular invasion present",
+                   "extranodal extension", "extracapsular spread absent", "myometrial invasion 5 mm"):
+        for gate in [g for g, _ in extract_module._DEPTH_RULES] + [extract_module._LVI_RE, extract_module._ENE_RE,
+                                                              extract_module._ORGAN_INVASION_RE]:
+            assert [m.span() for m in gate.finditer(sample)] == [m.span() for m in gate.pattern.finditer(sample)]
+
+
+@pytest.mark.parametrize(("name", "boundary_form"), [
+    ("_MARGIN_RE", r"\bmargins?\b"),
+    ("_MARGIN_BEFORE_RE", r"\b(negative|free|uninvolved|clear|positive|involved) "
+                          r"(?:surgical |resection |inked |deep |lateral )?margins?\b"),
+    ("_METASTASIS_RE", r"\bmetasta(?:tic|sis|ses|sized|sizing)\b"),
+    ("_LN_RE", r"\blymph nodes?\b|\bnodal\b"),
+    ("_NECROSIS_RE", r"\b(?:necros[ie]s|necrotic|necroti[sz]ing|comedo(?: type)?)\b"),
+    ("_PNI_RE", r"\bperineur(?:al|ial) (?:invasion|involvement|infiltration|spread)\b"),
+    ("_INVASION_RE", r"\b(?:micro ?invasive|microinvasion|invasive|invasion|invades|invading|invaded|"
+                     r"infiltrating|infiltrative|infiltrates)\b"),
+])
+def test_patterns_opening_with_their_letter_match_as_with_a_leading_boundary(name, boundary_form):
+    text = ("margins free; inked margin involved by carcinoma; premargin and submargins; uninvolved deep margin; "
+            "clear margins, positive margin. metastatic carcinoma in 2 lymph nodes, nonmetastatic, extranodal "
+            "nodal; necrosis, necrotic and necrotizing, comedo type, nonnecrotic; perineural invasion; "
+            "microinvasive and micro invasive carcinoma, invading, noninvasive, infiltrates; xinvasion")
+    gate = getattr(extract_module, name)
+    pattern = getattr(gate, "pattern", gate)
+    found = [(m.span(), m.groups()) for m in pattern.finditer(text)]
+    assert found == [(m.span(), m.groups()) for m in re.finditer(boundary_form, text)]
+    assert found  # each form occurs in the text

@@ -181,6 +181,15 @@ def test_spelling_repair_one_edit_unambiguous_only():
     assert repair.repair("a papilary olioblastoma") == "a papillary glioblastoma"
 
 
+def test_the_spelling_index_is_made_on_the_first_word_to_repair():
+    repair = SpellingRepair(["glioblastoma", "papillary"], known=["capillary"])
+    # known words (all a REG report holds) are answered without it
+    assert repair.repair("a capillary papillary glioblastoma") == "a capillary papillary glioblastoma"
+    assert repair._index is None
+    assert repair.correction("papilary") == "papillary"
+    assert repair._index is not None and repair._index["papilary"] == {"papillary"}
+
+
 def test_severity_weights_enter_every_component():
     schema = ClinicalSchema("w", fields=("type", "size"), key_fields=("type",), field_weights={"type": 3})
     case = compare_fields({"type": "a", "size": "1"}, {"type": "b", "size": "1"}, schema)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 from pathkit_metrics._crqs.extract import FINDING_SEPARATOR
+from pathkit_metrics._crqs.lazy_pattern import lazy
 from pathkit_metrics._crqs.normalise import ORDINAL_SCALES
 
 # Weights of the formula the paper's numbers use (REFERENCES "CRQS"; PathBench config):
@@ -41,8 +41,8 @@ FIELD_RULES: dict[str, str] = {
 DEFAULT_ABSOLUTE_TOLERANCE = {"%": 10.0}
 DEFAULT_RELATIVE_TOLERANCE = {"cm": 0.15}
 
-_QUANTITY_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*(%|cm)?$")
-_GLEASON_RE = re.compile(r"^(?:([1-5])\+([1-5])=)?(\d{1,2})$")
+_QUANTITY_RE = lazy(r"^(\d+(?:\.\d+)?)\s*(%|cm)?$")
+_GLEASON_RE = lazy(r"^(?:([1-5])\+([1-5])=)?(\d{1,2})$")
 
 
 def field_rule(field: str) -> str:

@@ -7,6 +7,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from pathkit_metrics._crqs.lazy_pattern import lazy
+
 # Reports longer than this are cut before extraction: every pattern is linear in the text,
 # but a multi-megabyte string is not a pathology report and should not stall a scoring run.
 MAX_REPORT_CHARS = 1_000_000
@@ -95,25 +97,25 @@ _SPELLING: dict[str, str] = {
     "microcalcifications": "microcalcification",
 }
 
-_UPPER_RE = re.compile(r"\b(" + "|".join(sorted(_ABBREVIATIONS_UPPER, key=len, reverse=True)) + r")\b")
-_H_PYLORI_RE = re.compile(r"\bh\.?\s*pylori\b|\bhelicobacter\s+pylori\b|\bhelicobacter\b(?!\s+pylori)")
-_CIN_RE = re.compile(r"\bcin\s*[-:]?\s*(iii|ii|i|[123])\b(?:\s*(?:/|-|to)\s*(?:iii|ii|[23]))?")
-_SPACES_RE = re.compile(r"  +")
+_UPPER_RE = lazy(r"\b(" + "|".join(sorted(_ABBREVIATIONS_UPPER, key=len, reverse=True)) + r")\b")
+_H_PYLORI_RE = lazy(r"\bh\.?\s*pylori\b|\bhelicobacter\s+pylori\b|\bhelicobacter\b(?!\s+pylori)")
+_CIN_RE = lazy(r"\bcin\s*[-:]?\s*(iii|ii|i|[123])\b(?:\s*(?:/|-|to)\s*(?:iii|ii|[23]))?")
+_SPACES_RE = lazy(r"  +")
 # A blank line, or a line break before a list marker (1. / 2) / A. / - / *), ends a clause;
 # any other line break is a wrap inside a sentence.
-_PARAGRAPH_RE = re.compile(r"\n\s*\n\s*|\n\s*(?=(?:\d{1,2}\s*[.)]|[a-z][.)]\s|[-*\u2022]))")
+_PARAGRAPH_RE = lazy(r"\n\s*\n\s*|\n\s*(?=(?:\d{1,2}\s*[.)]|[a-z][.)]\s|[-*\u2022]))")
 # "Note)" / "Note:" opens a remark of its own (REG: "Note) The specimen includes muscle proper.")
-_NOTE_RE = re.compile(r"\s*\bnote *[):] *")
+_NOTE_RE = lazy(r"\s*\bnote *[):] *")
 _BREAK = "\x1e"  # clause-break sentinel while wraps are joined
-_CONTROL_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
-_QUOTES_RE = re.compile(r"[\u2018\u2019\u201b\u0060\u00b4]")
-_DASHES_RE = re.compile(r"[\u2010\u2011\u2012\u2013\u2014\u2015\u2212_-]+")
+_CONTROL_RE = lazy(r"[\x00-\x09\x0b-\x1f\x7f]")
+_QUOTES_RE = lazy(r"[\u2018\u2019\u201b\u0060\u00b4]")
+_DASHES_RE = lazy(r"[\u2010\u2011\u2012\u2013\u2014\u2015\u2212_-]+")
 
 
 # A line that is a sub-item of a finding ("- Type: Cribriform, Micropapillary", "- Necrosis:
 # Present" in REG; synoptic "Histologic grade: 2"): a known key, then ":". Its words are values
 # of the field rules, not findings. Matched on prepared text (the bullet dash is a space there).
-STRUCTURED_ITEM_RE = re.compile(
+STRUCTURED_ITEM_RE = lazy(
     r"(?m)^ *(?:(?:architectural |histologic )?(?:type|subtype|pattern)|architecture|(?:nuclear |histologic )?grade|"
     r"necrosis|mitos[ie]s|mitotic (?:count|score|rate)|tubule formation|tumor volume|tumor size|size|"
     r"margins?|calcifications?|microcalcifications?) *:.*$"
@@ -145,7 +147,7 @@ def trie_pattern(words: Iterable[str]) -> str:
 
 # Lower-case words rewritten in one pass: unambiguous abbreviations, spellings, "nos".
 _WORD_REWRITES: dict[str, str] = {**_ABBREVIATIONS_ANY_CASE, **_SPELLING, "not otherwise specified": "nos"}
-_WORD_REWRITE_RE = re.compile(trie_pattern(_WORD_REWRITES))
+_WORD_REWRITE_RE = lazy(trie_pattern(_WORD_REWRITES))
 
 
 def _expand_upper(match: re.Match[str]) -> str:
@@ -168,17 +170,17 @@ def _cin(match: re.Match[str]) -> str:
 # (The digit opens the pattern and the look-behind follows it, so that the regex engine skips to the
 # digits of a long report instead of trying the look-behinds at every position; same matches as
 # `(?:(?<=^)|(?<=[\s;:,]))(\d{1,2})[.)]`.)
-_INLINE_MARKER_RE = re.compile(r"(\d(?<![^\s;:,]\d)\d?)[.)](?= +[a-z(])")
+_INLINE_MARKER_RE = lazy(r"(\d(?<![^\s;:,]\d)\d?)[.)](?= +[a-z(])")
 # Where a list can start: the start of the text or of a line, or after ";" / ":" (REG headers).
-_LIST_START_RE = re.compile(r"(?:^|[\n;:]|\bwith) *$")
+_LIST_START_RE = lazy(r"(?:^|[\n;:]|\bwith) *$")
 # "Invasive carcinoma, NST", "invasive ductal carcinoma (no special type)", "... NST type": the
 # WHO name written the short ways (NST is already expanded to "no special type" here).
-_NST_RE = re.compile(
+_NST_RE = lazy(
     r"\b(?:invasive|infiltrating) (?:ductal |breast |mammary )?carcinoma *[,(]? *(?:of )?(?:the )?"
     r"(?:breast |mammary )?(?:of )?no special type(?: type)? *\)?"
 )
-_COMMA_NOS_RE = re.compile(r" *, *(?=nos\b)")
-_COMMA_NOS_HINT_RE = re.compile(r", *nos\b")  # opens with a literal: a fast test before the sub
+_COMMA_NOS_RE = lazy(r" *, *(?=nos\b)")
+_COMMA_NOS_HINT_RE = lazy(r", *nos\b")  # opens with a literal: a fast test before the sub
 
 
 def _list_markers(text: str) -> list[int]:
@@ -276,7 +278,7 @@ def _join_wraps(text: str) -> str:
 # A subtype written after its family ("renal cell carcinoma, chromophobe type", "adenocarcinoma
 # (serous type)", "renal cell carcinoma, conventional (clear cell) type"): the WHO name puts it
 # first, and the vocabulary knows that spelling.
-_SUBTYPE_AFTER_RE = re.compile(
+_SUBTYPE_AFTER_RE = lazy(
     r"\b(renal cell carcinoma|adenocarcinoma|carcinoma) *[,:(]? *(?:(conventional) *[,(]? *)?"
     r"(clear cell|papillary|chromophobe|serous|endometrioid|mucinous|sarcomatoid|collecting duct)? *\)? *"
     r"(?:types?|subtype|variant)\b *\)?"
@@ -297,7 +299,7 @@ def normalise_names(text: str) -> str:
     return text
 
 
-_PHRASE_PUNCT_RE = re.compile(r"[^a-z0-9' ]+")
+_PHRASE_PUNCT_RE = lazy(r"[^a-z0-9' ]+")
 
 
 def normalise_phrase(phrase: str) -> str:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from pathkit_metrics._crqs.lazy_pattern import lazy
+
 MIN_LENGTH = 7
 
 # Words the field rules read (grades, margins, invasion, nodes, stage, sites, procedures).
@@ -53,7 +55,7 @@ GLUE_WORDS = frozenset((
 ))
 _MIN_GLUED_PART = 6  # the clinical word of a glued pair has at least this many letters
 
-_TOKEN_RE = re.compile(rf"[a-z]{{{MIN_LENGTH},}}")
+_TOKEN_RE = lazy(rf"[a-z]{{{MIN_LENGTH},}}")
 
 
 def _deletions(word: str) -> set[str]:
@@ -80,13 +82,20 @@ class SpellingRepair:
     def __init__(self, words: Iterable[str], known: Iterable[str] = ()) -> None:
         self.words = frozenset(w for w in words if len(w) >= MIN_LENGTH - 1 and w.isalpha())
         self.known = frozenset(known) | self.words
+        # the deletion index is made on the first word to repair: a run of short (REG) reports never
+        # repairs a word, and a fresh process then saves building it (20-35 ms)
+        self._index: dict[str, set[str]] | None = None
+        self._memo: dict[str, str | None] = {}
+
+    def _deletion_index(self) -> dict[str, set[str]]:
+        """Each clinical word and each of its one-letter deletions -> the words it comes from."""
         index: dict[str, set[str]] = {}
         for word in self.words:
             index.setdefault(word, set()).add(word)
             for deleted in _deletions(word):
                 index.setdefault(deleted, set()).add(word)
         self._index = index
-        self._memo: dict[str, str | None] = {}
+        return index
 
     def correction(self, token: str) -> str | None:
         """The one clinical word `token` is a one-edit misspelling of, or None."""
@@ -94,9 +103,10 @@ class SpellingRepair:
             return None
         if token in self._memo:
             return self._memo[token]
-        candidates: set[str] = set(self._index.get(token, ()))
+        index = self._index if self._index is not None else self._deletion_index()
+        candidates: set[str] = set(index.get(token, ()))
         for deleted in _deletions(token):
-            candidates |= self._index.get(deleted, set())
+            candidates |= index.get(deleted, set())
         candidates = {c for c in candidates if c != token and _one_edit(c, token)}
         fixed = next(iter(candidates)) if len(candidates) == 1 else self._unglued(token)
         if len(self._memo) > 200_000:

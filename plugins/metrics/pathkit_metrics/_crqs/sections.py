@@ -21,9 +21,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pathkit_metrics._crqs.lazy_pattern import lazy
+
 # Qualifiers a diagnosis header may carry; anything else before "diagnosis" (clinical, post-
 # operative, frozen section, ...) makes it another kind of line.
-_DIAGNOSIS_HEADER_RE = re.compile(
+_DIAGNOSIS_HEADER_RE = lazy(
     # qualified ("FINAL PATHOLOGIC DIAGNOSIS ...", "Final Diagnosis (Verified)"): whatever follows
     r"(?im)^[ \t\W]{0,4}(?:(?:final|pathologic(?:al)?|surgical pathology|histopatholog(?:ic|ical)|"
     r"histologic(?:al)?|histology|anatomic(?:al)?|consolidated|revised|amended|addendum|pathology)[ \t]+)+"
@@ -35,13 +37,13 @@ _DIAGNOSIS_HEADER_RE = re.compile(
     # an amended report's own diagnosis: "Final Addendum Pathology Report"
     r"|^[ \t\W]{0,4}final[ \t]+addendum[ \t]+(?:pathology[ \t]+)?report\b[^\n]*"
 )
-_SYNOPTIC_HEADER_RE = re.compile(
+_SYNOPTIC_HEADER_RE = lazy(
     r"(?im)^[ \t\W]{0,4}(?:[a-z]+[ \t]+){0,3}(?:synoptic|case synopsis|tumor characteristics|"
     r"(?:cancer|tumor)[ \t]+(?:case[ \t]+)?summary|pathologic(?:al)?[ \t]+(?:parameters|staging|stage)|"
     r"checklist|summary of (?:pathologic )?findings)\b[^\n]*"
 )
 # Lines that open a section which is not the diagnosis.
-_STOP_HEADER_RE = re.compile(
+_STOP_HEADER_RE = lazy(
     r"(?im)^[ \t\W]{0,4}(?:gross(?:[ \t]+(?:description|examination|exam|findings))?\b|clinical[ \t]+\w+|"
     r"(?:brief[ \t]+|patient[ \t]+|past[ \t]+)?history\b|comments?\b|microscopic[ \t]+(?:description|examination|exam)|"
     r"(?:\*+[ \t]*)?(?:report[ \t]+)?electronically|signed\b|i[ \t]+(?:attest|have[ \t]+personally|personally)|"
@@ -55,14 +57,14 @@ _STOP_HEADER_RE = re.compile(
 )
 # Stop keywords that a synoptic summary also uses as item labels ("Procedure: Resection",
 # "Specimen received: ..."): inside a synoptic section they do not end it.
-_ITEM_STOP_RE = re.compile(
+_ITEM_STOP_RE = lazy(
     r"(?i)[ \t\W]{0,4}(?:specimens?|source|frozen|intra|pre|post|operative|procedure|special|summary|block|"
     r"cassette|section|immunohistochemi|molecular|interpretation|ink)"
 )
 # The TCGA quality-control stamp ("Criteria", "Diagnosis Discrepancy", ..., "Case is (circle):",
 # "Reviewer Initials"), which OCR often interleaves with the report's own lines: blanked, so that
 # it neither ends a section nor is read.
-_QC_FORM_RE = re.compile(
+_QC_FORM_RE = lazy(
     r"(?im)^[ \t\W]{0,4}criteria\b[^\n]{0,30}$"
     r"|\b(?:diagnosis|primary[ \t]+tumor[ \t]+site|hipaa)[ \t]*discrep[a-z]{0,5}(?:[ \t]+n?cy\b)?"
     r"|\bprior[ \t]+malignan\w*[ \t]+histor\w*|\bdual[ \t]*/[ \t]*synchronous[ \t]+primar\w*"
@@ -70,7 +72,7 @@ _QC_FORM_RE = re.compile(
     r"|\bdisqualified\b|^[ \t\W]*qualified[ \t\W]*$"
 )
 # (searched in the lower-cased text: a case-blind search of literals is ten times slower)
-_QC_HINT_RE = re.compile(r"criteria|discrep|malignan|synchronous|circle|reviewe|qualified")
+_QC_HINT_RE = lazy(r"criteria|discrep|malignan|synchronous|circle|reviewe|qualified")
 
 
 def _without_qc_form(text: str, blank: bool) -> str:
@@ -97,17 +99,17 @@ def _without_qc_form(text: str, blank: bool) -> str:
 
 
 # A line that names a malignant tumour (a diagnosis standing on top of a report without its header).
-_MALIGNANCY_RE = re.compile(
+_MALIGNANCY_RE = lazy(
     r"(?i)\b(?:\w*carcinoma|\w*sarcoma|melanoma|lymphoma|leuka?emia|\w*glioma|glioblastoma|\w*blastoma|"
     r"astrocytoma|mesothelioma|seminoma|malignan\w*)\b"
 )
 # A page break: a page marker line or an OCR'd "(Continued)" line.
-_PAGE_BREAK_RE = re.compile(r"(?im)^[^\n]*\bpage[ \t]*\d+\b[^\n]*$|^[ \t\W]*\(?[ \t]*conti[ \t]*nu\w*[ \t\W]*$")
+_PAGE_BREAK_RE = lazy(r"(?im)^[^\n]*\bpage[ \t]*\d+\b[^\n]*$|^[ \t\W]*\(?[ \t]*conti[ \t]*nu\w*[ \t\W]*$")
 _MAX_SECTION_CHARS = 6000
 _MIN_SECTION_CHARS = 20
 
 # Clutter: barcodes and record numbers, OCR'd barcode stripes, page markers, sign-out boilerplate.
-_CLUTTER_LINE_RE = re.compile(
+_CLUTTER_LINE_RE = lazy(
     # a record identifier: 32 letters or digits (a UUID), OCR separators between them, no more, so a
     # word glued to its end ("...F52DURETER RIGHT") stays
     r"(?im)\buuid *:? *(?:[0-9a-z][ .\-]{0,2}){31}[0-9a-z]"
@@ -115,7 +117,7 @@ _CLUTTER_LINE_RE = re.compile(
     r"|^[ \t]*[il1|!\[\]](?:[ \t]*[il1|!\[\]]){7,}[^\n]*$"  # a barcode stripe read as I, l, 1 and |
     r"|^[ \t]*page[ \t]+\d+(?:[ \t]+of[ \t]+\d+)?[ \t]*$"
 )
-_BOILERPLATE_RE = re.compile(
+_BOILERPLATE_RE = lazy(
     r"(?i)\b(?:clinical correlation is (?:recommended|suggested|advised)|"
     r"correlation with (?:clinical|imaging|radiologic)[^.\n]{0,40}(?:recommended|suggested)|"
     r"the (?:above|final) diagnos[ie]s (?:is|are|reflects?)|support the above diagnosis|"
@@ -129,12 +131,12 @@ _BOILERPLATE_RE = re.compile(
 _BOILERPLATE_LEAD = 40
 
 # Specimen part markers at the start of a line: "A.", "B)", "C:", "PART 1:", "SPECIMEN 2 -", "1)".
-_PART_MARKER_RE = re.compile(
+_PART_MARKER_RE = lazy(
     r"(?im)^[ \t\W]{0,3}(?:(?:part|specimen)[ \t]*([a-p1-9])\b[ \t]*[.):\-]?|([a-p])[ \t]*[.):]|([1-9])[ \t]*[.)])"
     r"[ \t]*(?=\S)"
 )
 # A numbered line that is a synoptic item ("1. Tumor type: ..."), not a specimen part.
-_SYNOPTIC_ITEM_RE = re.compile(
+_SYNOPTIC_ITEM_RE = lazy(
     r"(?i)[ \t]*(?:histolog\w*|tumou?r|grade|margins?|lymph|depth|ptnm|p?tnm|stage|size|laterality|site|"
     r"procedure|extent|invasion|vascular|perineural|focality|type|specimen|nodes?|distant|primary|regional|"
     r"pathologic|additional|gleason|extra\w*|seminal|venous|lymphatic)\b[^\n:]{0,40}:"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_metrics._crqs.lazy_pattern import lazy
 from pathkit_metrics._crqs.normalise import STRUCTURED_ITEM_RE, normalise_phrase, prepare_text, trie_pattern
 
 VOCABULARY_FORMAT = "pathkit-crqs-vocabulary"
@@ -262,24 +263,24 @@ NEGATIVE_FORMS = _negative_forms()
 _NEGATIVE_SET = frozenset(NEGATIVE_FORMS)
 
 # Category of a learned phrase, from its words (first rule that matches wins).
-_NEGATIVE_LEAD_RE = re.compile(
+_NEGATIVE_LEAD_RE = lazy(
     r"^(?:no|negative for|free of)\b.*\b(?:malignancy|malignant|tumor|carcinoma|neoplasm|neoplasia)\b"
 )
-_MALIGNANT_RE = re.compile(
+_MALIGNANT_RE = lazy(
     r"\b(?:carcinoma|adenocarcinoma|sarcoma|lymphoma|leukemia|melanoma|mesothelioma|myeloma|seminoma|"
     r"germinoma|\w*blastoma|glioma|astrocytoma|oligodendroglioma|ependymoma|malignant|malignancy|cancer|"
     r"metastatic|metastasis|neuroendocrine tumor|carcinoid|stromal tumor|pheochromocytoma|paraganglioma|"
     r"yolk sac tumor|choriocarcinoma|germ cell tumor|teratoma)\b"
 )
-_PREMALIGNANT_RE = re.compile(
+_PREMALIGNANT_RE = lazy(
     r"\b(?:dysplasia|dysplastic|intraepithelial (?:lesion|neoplasia)|(?<!fibro)adenoma|atypical|atypia|"
     r"serrated|barrett|papillary neoplasm|in situ)\b"
 )
-_NEOPLASM_RE = re.compile(
+_NEOPLASM_RE = lazy(
     r"(?<!granul)(?<!hemat)(?<!xanth)oma\b|\btumor\b|\bneoplasm\b|\bneoplasia\b|\blesion\b|\bcarcinoma\b|"
     r"\bfibromatosis\b"
 )
-_BEHAVIOUR_PREFIX_RE = re.compile(
+_BEHAVIOUR_PREFIX_RE = lazy(
     r"^(?:(?:invasive|infiltrating|non invasive|noninvasive|micro ?invasive|minimally invasive|"
     r"metastatic|recurrent|residual|primary)\s+)+"
 )
@@ -433,14 +434,14 @@ BUILTIN_VOCABULARY = Vocabulary(_BUILTIN_TERMS, source="builtin")
 
 # ----------------------------------------------------------------------------- learning
 
-_PARENTHETICAL_RE = re.compile(r"\([^()]{0,300}\)")
+_PARENTHETICAL_RE = lazy(r"\([^()]{0,300}\)")
 # "type: solid", "nuclear grade: high", "tumor volume: 40%": structured lines, read by rule
-_KEY_VALUE_RE = re.compile(r"\b[a-z' ]{2,40}:[^\n;,]*")
-_CHUNK_SPLIT_RE = re.compile(
+_KEY_VALUE_RE = lazy(r"\b[a-z' ]{2,40}:[^\n;,]*")
+_CHUNK_SPLIT_RE = lazy(
     r"(?:^|\n|\s) *\d{1,2} *[.)] +|\n|;|,|:|\bwith(?! features of)\b|\bwithout\b|\bfavor(?:s|ed|ing)?\b|"
     r"\bconsistent with\b|\bcompatible with\b|\band/or\b"
 )
-_STRUCTURED_CHUNK_RE = re.compile(
+_STRUCTURED_CHUNK_RE = lazy(
     r"^(?:(?:focal|extensive|with|and|or|of|the|a|an|see|note|type|present|absent|included|positive|negative|"
     r"from)\b.*"
     r"|.*\b(?:grade|differentiated|differentiation|involvement|includes?|included|specimen|gleason|volume|"
@@ -451,7 +452,7 @@ _STRUCTURED_CHUNK_RE = re.compile(
     # a morphology word that a field rule reads ("... with necrosis"), not a diagnosis of its own
     r"|(?:focal |extensive |comedo |geographic )?(?:necrosis|hemorrhage|calcification|microcalcification))$"
 )
-_WORD_RE = re.compile(r"[a-z]{2,}")
+_WORD_RE = lazy(r"[a-z]{2,}")
 
 
 def candidate_phrases(report: str) -> list[str]:
