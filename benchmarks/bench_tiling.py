@@ -519,6 +519,8 @@ def main() -> None:
                     help="only the 30k px slides against TRIDENT (skipped when it is not importable)")
     ap.add_argument("--before", type=Path, default=None,
                     help="with --trident: a folder with an export of older pathkit code, timed beside")
+    ap.add_argument("--reader-only", action="store_true",
+                    help="only the tile reader (the full-size slide unless --quick)")
     ap.add_argument("--pairs", type=int, default=3)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -539,6 +541,9 @@ def main() -> None:
         bench_large_slides(args.out, args.pairs)
         return
     ratio = bench_reader(args.out, args.quick)
+    if args.reader_only:
+        print(f"summary: reader speed-up {ratio:.2f}x; load average {os.getloadavg()[0]:.1f} at the end")
+        return
     bench_real_slides(args.out)
     if not args.quick:
         bench_segmentation(args.out)
