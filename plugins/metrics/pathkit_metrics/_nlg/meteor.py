@@ -9,7 +9,11 @@ newline would end the line early, a `|||` would split a field; with `-norm` the 
 tokenizer ignores whitespace, so replacing them by spaces does not change a score); lines
 are pipelined instead of one round trip per segment; a silent or dead JVM is a clear
 error (and the next call starts a fresh one) instead of a hang; a forked child starts its
-own JVM instead of sharing the parent's pipes.
+own JVM instead of sharing the parent's pipes; and the paraphrase table the jar reads at
+start-up (61 MB of gzip, most of its start-up time) is cut to the corpus's vocabulary
+(`paraphrases.py`: same matches, same scores). The JVM is started with `-a` naming a named
+pipe, so it loads everything else while pathkit reads the inputs, then reads the cut table
+from the pipe once the corpus is known.
 """
 
 from __future__ import annotations
@@ -17,12 +21,15 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import errno
 import importlib.util
 import os
 import re
 import select
 import shutil
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -113,23 +120,56 @@ def protocol_safe(text: str, *, hypothesis: bool) -> str:
     return text
 
 
-class _MeteorProcess:
-    """One running METEOR jar and its pipes; callers hold `_LOCK`."""
+def paraphrase_table(jar: Path) -> Path | None:
+    """The paraphrase table the jar reads by default (`data/paraphrase-en.gz` beside it), if there."""
+    table = jar.parent / PARAPHRASE_TABLE
+    return table if table.is_file() else None
 
-    def __init__(self, java: str, jar: Path) -> None:
-        command = [
-            java,
-            "-XX:+PerfDisableSharedMem",  # else a JVM warning about hsperfdata can reach stdout
-            "-Xmx2G",
-            "-jar",
-            str(jar),
-            "-",
-            "-",
-            "-stdio",
-            "-l",
-            "en",
-            "-norm",
-        ]
+
+def jar_command(java: str, jar: Path, paraphrases: Path | None = None) -> list[str]:
+    """pycocoevalcap's command line for the jar; `paraphrases` replaces its paraphrase table (`-a`)."""
+    command = [
+        java,
+        "-XX:+PerfDisableSharedMem",  # else a JVM warning about hsperfdata can reach stdout
+        "-Xmx2G",
+        "-jar",
+        str(jar),
+        "-",
+        "-",
+        "-stdio",
+        "-l",
+        "en",
+        "-norm",
+    ]
+    return command + (["-a", str(paraphrases)] if paraphrases is not None else [])
+
+
+# What a JVM was given as paraphrase table: the whole table, or a cut keeping the table words
+# marked in a boolean mask over the table's vocabulary (a later corpus whose words are all
+# marked can reuse it).
+FULL_TABLE = "full"
+
+
+class _MeteorProcess:
+    """One running METEOR jar and its pipes; callers hold `_LOCK`.
+
+    With `waiting_for_table`, the jar was told to read its paraphrase table from a named pipe
+    and waits there until `feed` writes one; `table` records what it was given.
+    """
+
+    def __init__(self, java: str, jar: Path, *, waiting_for_table: bool = False) -> None:
+        self.fifo_dir: Path | None = None
+        self.table: object = None if waiting_for_table else FULL_TABLE
+        self.feeder: threading.Thread | None = None
+        self.fed_for: object = None
+        self._feed_errors: list[BaseException] = []
+        paraphrases = None
+        if waiting_for_table:
+            self.fifo_dir = Path(tempfile.mkdtemp(prefix="pathkit-meteor-"))
+            paraphrases = self.fifo_dir / "paraphrases.gz"
+            os.mkfifo(paraphrases, 0o600)
+        self.paraphrases = paraphrases
+        command = jar_command(java, jar, paraphrases)
         try:
             self.proc = subprocess.Popen(
                 command,
@@ -140,6 +180,7 @@ class _MeteorProcess:
                 bufsize=0,
             )
         except OSError as exc:
+            self._remove_fifo()
             raise MeteorUnavailable(f"cannot start METEOR ({' '.join(command)}): {exc}") from exc
         self.owner_pid = os.getpid()
         self.command = command
@@ -156,6 +197,39 @@ class _MeteorProcess:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def waiting(self) -> bool:
+        """Whether the jar still waits for its paraphrase table."""
+        return self.fifo_dir is not None and self.table is None
+
+    def feed(self, payload: bytes, table: object, timeout: float) -> None:
+        """Write the gzip paraphrase table into the pipe the jar reads it from, in a thread (the
+        jar opens the pipe only when it gets there, after loading its other resources)."""
+        assert self.paraphrases is not None
+        self.table = table
+        self.feeder = threading.Thread(target=self._feed, args=(self.paraphrases, payload, timeout), daemon=True)
+        self.feeder.start()
+
+    def _feed(self, fifo: Path, payload: bytes, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        try:
+            while True:  # a non-blocking open fails until the jar opens its end: poll, so a
+                try:     # JVM that dies first does not leave this thread blocked forever
+                    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.ENXIO or not self.alive() or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.002)
+            os.set_blocking(fd, True)
+            try:
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self._feed_errors.append(exc)
 
     def stderr_tail(self) -> str:
         time.sleep(0.05)  # let the drain thread catch the last words of a dying JVM
@@ -207,6 +281,14 @@ class _MeteorProcess:
             errors.append(exc)
 
     def score(self, score_lines: Sequence[str], timeout: float) -> tuple[float, list[float]]:
+        try:
+            return self._score(score_lines, timeout)
+        except PathkitError as exc:
+            if self._feed_errors:
+                raise PathkitError(f"{exc}; feeding it the paraphrase table failed: {self._feed_errors[0]}") from exc
+            raise
+
+    def _score(self, score_lines: Sequence[str], timeout: float) -> tuple[float, list[float]]:
         payload = "".join(f"{line}\n" for line in score_lines).encode("utf-8", "replace")
         errors: list[BaseException] = []
         writer = None
@@ -255,21 +337,42 @@ class _MeteorProcess:
             with contextlib.suppress(OSError, ValueError):
                 if stream:
                     stream.close()
+        if self.feeder is not None:
+            self.feeder.join(timeout=1)
+        self._remove_fifo()
+
+    def _remove_fifo(self) -> None:
+        if self.fifo_dir is not None:
+            shutil.rmtree(self.fifo_dir, ignore_errors=True)
 
 
 _LOCK = threading.Lock()
 _PROCESS: _MeteorProcess | None = None
+_INDEX: dict[Path, object] = {}
 
 
-def _process() -> _MeteorProcess:
-    """The process-wide JVM, started on first use; callers hold `_LOCK`."""
+def _can_wait_for_table() -> bool:
+    return hasattr(os, "mkfifo") and sys.platform != "win32"
+
+
+def _current() -> _MeteorProcess | None:
+    """The process-wide JVM if it still runs in this process; callers hold `_LOCK`."""
     global _PROCESS
     if _PROCESS is not None and (_PROCESS.owner_pid != os.getpid() or not _PROCESS.alive()):
         if _PROCESS.owner_pid == os.getpid():
             _PROCESS.close()
         _PROCESS = None
-    if _PROCESS is None:
-        _PROCESS = _MeteorProcess(find_java(), locate_meteor_jar())
+    return _PROCESS
+
+
+def _start() -> _MeteorProcess:
+    """Start the process-wide JVM: waiting on a pipe for its paraphrase table where the jar has
+    one to cut and named pipes exist, else with the jar's own table; callers hold `_LOCK`."""
+    global _PROCESS
+    jar = locate_meteor_jar()
+    java = find_java()
+    waiting = paraphrase_table(jar) is not None and _can_wait_for_table()
+    _PROCESS = _MeteorProcess(java, jar, waiting_for_table=waiting)
     return _PROCESS
 
 
@@ -286,15 +389,114 @@ atexit.register(shutdown_meteor)
 
 
 def start_meteor() -> bool:
-    """Start this process's JVM now, without waiting for it to load (its paraphrase table takes
-    seconds, which pass while the caller does other work); whether one is starting or running.
-    A JVM that cannot start is reported by `meteor_scores`, not here."""
+    """Start this process's JVM now, without waiting for it to load (it loads its resources,
+    then waits for the corpus's paraphrase table, while the caller does other work); whether
+    one is starting or running. A JVM that cannot start is reported by `meteor_scores`, not here."""
     with _LOCK:
         try:
-            _process()
-        except PathkitError:
+            if _current() is None:
+                _start()
+        except (PathkitError, OSError):
             return False
     return True
+
+
+def _index_for(jar: Path, table: Path):  # noqa: ANN202 - a paraphrases.TableIndex, imported lazily
+    """The parsed paraphrase table, from the cache (built on first use, rebuilt when damaged);
+    None, with a message, when no cache can be made (the whole table is used then)."""
+    from pathkit_metrics._nlg import paraphrases
+
+    if table in _INDEX:
+        return _INDEX[table]
+    index = None
+    try:
+        folder = paraphrases.cache_folder(jar, table)
+        try:
+            index = paraphrases.load_index(folder)
+        except PathkitError as exc:
+            if (folder / "manifest.json").exists() or folder.exists():
+                _say(f"METEOR: the paraphrase cache is damaged ({exc}); rebuilding it")
+            index = _build_index(paraphrases, table, folder)
+    except (PathkitError, OSError) as exc:
+        _say(f"METEOR: no paraphrase cache ({exc}); the whole table is read (same scores, slower start)")
+    _INDEX[table] = index
+    return index
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _build_index(paraphrases, table: Path, folder: Path):  # noqa: ANN001, ANN202
+    """Build the cache with a progress bar on stderr, and say how long it took."""
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    console.print(f"METEOR: indexing its paraphrase table {table} once, into {folder}")
+    t0 = time.perf_counter()
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), DownloadColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("reading paraphrase-en.gz", total=table.stat().st_size)
+        paraphrases.build_index(table, folder, lambda done, total: bar.update(task, completed=done))
+    index = paraphrases.load_index(folder)
+    console.print(f"METEOR: paraphrase table indexed in {time.perf_counter() - t0:.1f} s "
+                  f"({len(index.split):,} entries, {len(index.vocab):,} words); later runs reuse it")
+    return index
+
+
+def _table_for(lines: Sequence[str], full_table: bool) -> tuple[object, bytes | None]:
+    """What the JVM should read as paraphrase table for these SCORE lines: (FULL_TABLE, None)
+    for the whole table, else (the vocabulary mask, the gzip bytes of the cut)."""
+    jar = locate_meteor_jar()
+    table = paraphrase_table(jar)
+    if full_table or table is None:
+        return FULL_TABLE, None
+    index = _index_for(jar, table)
+    if index is None:
+        return FULL_TABLE, None
+    mask = index.vocabulary_mask(lines)  # the SCORE lines hold exactly the texts the jar reads
+    return mask, index.cut_bytes(mask)
+
+
+def _covers(given: object, wanted: object) -> bool:
+    """Whether a JVM given table `given` matches everything table `wanted` would."""
+    if isinstance(given, str):  # FULL_TABLE
+        return True
+    if isinstance(wanted, str):
+        return False
+    return bool(given is not None and not (wanted & ~given).any())  # type: ignore[operator]
+
+
+def _ready_process(lines: Sequence[str], timeout: float, full_table: bool) -> _MeteorProcess:
+    """The JVM to score these lines, fed (or started with) a paraphrase table covering them;
+    callers hold `_LOCK`."""
+    process = _current()
+    if process is not None and not process.waiting() and isinstance(process.table, str):
+        return process  # it has the whole table
+    key = (hash(tuple(lines)), full_table)
+    if process is not None and not process.waiting() and process.fed_for == key:
+        return process  # fed for these very lines (by `feed_meteor`)
+    wanted, payload = _table_for(lines, full_table)
+    if process is not None and not process.waiting() and not _covers(process.table, wanted):
+        process.close()  # its table lacks entries this corpus can match: a fresh JVM
+        process = None
+    if process is None:
+        process = _start()
+    if process.waiting():
+        if payload is None:
+            payload = locate_meteor_jar().parent.joinpath(PARAPHRASE_TABLE).read_bytes()
+        process.feed(payload, wanted, timeout)
+    process.fed_for = key
+    return process
+
+
+def feed_meteor(lines: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, full_table: bool = False) -> None:
+    """Give this process's JVM (started now if none runs) the paraphrase table for these SCORE
+    lines without waiting for it to be read, so it loads while the caller computes other
+    metrics; `score_with_jar` on the same lines then only scores."""
+    with _LOCK:
+        _ready_process(lines, timeout, full_table)
 
 
 def meteor_available() -> tuple[bool, str]:
@@ -336,10 +538,12 @@ def score_lines(
     return lines
 
 
-def score_with_jar(lines: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S) -> tuple[float, list[float]]:
-    """Corpus METEOR and segment scores of `score_lines`'s lines, from this process's JVM."""
+def score_with_jar(lines: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S,
+                   full_table: bool = False) -> tuple[float, list[float]]:
+    """Corpus METEOR and segment scores of `score_lines`'s lines, from this process's JVM, its
+    paraphrase table cut to the lines' vocabulary (`full_table`: the whole table)."""
     with _LOCK:
-        process = _process()
+        process = _ready_process(lines, timeout, full_table)
         try:
             return process.score(lines, timeout)
         except PathkitError:
@@ -356,10 +560,13 @@ def meteor_scores(
     ids: Sequence[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     max_words: int | None = DEFAULT_MAX_WORDS,
+    full_table: bool = False,
 ) -> tuple[float, list[float]]:
     """Corpus METEOR 1.5 and per-case segment scores, as pycocoevalcap's `Meteor.compute_score`.
 
     `timeout` bounds the wait for any one answer of the jar; `max_words` refuses longer
-    texts up front (None lifts the limit).
+    texts up front (None lifts the limit); `full_table` gives the jar its whole paraphrase
+    table instead of the cut to the corpus (same scores, slower start).
     """
-    return score_with_jar(score_lines(predictions, references, ids=ids, max_words=max_words), timeout=timeout)
+    return score_with_jar(score_lines(predictions, references, ids=ids, max_words=max_words), timeout=timeout,
+                          full_table=full_table)
