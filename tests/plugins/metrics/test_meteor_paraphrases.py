@@ -147,7 +147,7 @@ def test_no_cache_folder_falls_back_to_the_whole_table(tmp_path, monkeypatch, ca
     monkeypatch.setenv(paraphrases.ENV_CACHE, str(blocker))
     monkeypatch.setattr(meteor_mod, "_INDEX", {})
     monkeypatch.setattr(meteor_mod, "locate_meteor_jar", lambda: jar)
-    assert meteor_mod._table_for(["SCORE ||| a ||| b"], False) == (meteor_mod.FULL_TABLE, None)
+    assert meteor_mod._wanted_table(["SCORE ||| a ||| b"], False) == (meteor_mod.FULL_TABLE, None)
     assert "no paraphrase cache" in capsys.readouterr().err
 
 
@@ -227,8 +227,11 @@ def test_the_jvm_is_fed_through_a_pipe_and_reused_or_restarted(tmp_path, monkeyp
         assert meteor_mod.meteor_scores(["the dog"], [["a hound"]])[1][0] > 0
         assert meteor_mod._PROCESS is process
         meteor_mod.meteor_scores(["a carcinoma"], [["a tumour"]])
-        assert meteor_mod._PROCESS is not process and not process.fifo_dir.exists()
+        restarted = meteor_mod._PROCESS
+        assert restarted is not process and not process.fifo_dir.exists()
+        # the new JVM was given the words of both corpora: going back does not restart it
         assert meteor_mod.meteor_scores(["the big dog"], [["a large hound"]]) == first
+        assert meteor_mod._PROCESS is restarted
     finally:
         meteor_mod.shutdown_meteor()
 

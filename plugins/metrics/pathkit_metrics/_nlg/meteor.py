@@ -445,9 +445,9 @@ def _build_index(paraphrases, table: Path, folder: Path):  # noqa: ANN001, ANN20
     return index
 
 
-def _table_for(lines: Sequence[str], full_table: bool) -> tuple[object, bytes | None]:
-    """What the JVM should read as paraphrase table for these SCORE lines: (FULL_TABLE, None)
-    for the whole table, else (the vocabulary mask, the gzip bytes of the cut)."""
+def _wanted_table(lines: Sequence[str], full_table: bool):  # noqa: ANN202
+    """What these SCORE lines need of the paraphrase table: (FULL_TABLE, None) for the whole
+    table, else (the vocabulary mask of the lines, the table's index to cut it with)."""
     jar = locate_meteor_jar()
     table = paraphrase_table(jar)
     if full_table or table is None:
@@ -455,17 +455,16 @@ def _table_for(lines: Sequence[str], full_table: bool) -> tuple[object, bytes | 
     index = _index_for(jar, table)
     if index is None:
         return FULL_TABLE, None
-    mask = index.vocabulary_mask(lines)  # the SCORE lines hold exactly the texts the jar reads
-    return mask, index.cut_bytes(mask)
+    return index.vocabulary_mask(lines), index  # the SCORE lines hold exactly the texts the jar reads
 
 
 def _covers(given: object, wanted: object) -> bool:
     """Whether a JVM given table `given` matches everything table `wanted` would."""
     if isinstance(given, str):  # FULL_TABLE
         return True
-    if isinstance(wanted, str):
+    if isinstance(wanted, str) or given is None:
         return False
-    return bool(given is not None and not (wanted & ~given).any())  # type: ignore[operator]
+    return not bool((wanted & ~given).any())  # type: ignore[operator]
 
 
 def _ready_process(lines: Sequence[str], timeout: float, full_table: bool) -> _MeteorProcess:
@@ -477,15 +476,24 @@ def _ready_process(lines: Sequence[str], timeout: float, full_table: bool) -> _M
     key = (hash(tuple(lines)), full_table)
     if process is not None and not process.waiting() and process.fed_for == key:
         return process  # fed for these very lines (by `feed_meteor`)
-    wanted, payload = _table_for(lines, full_table)
-    if process is not None and not process.waiting() and not _covers(process.table, wanted):
-        process.close()  # its table lacks entries this corpus can match: a fresh JVM
+    wanted, index = _wanted_table(lines, full_table)
+    if process is not None and not process.waiting():
+        if _covers(process.table, wanted):
+            process.fed_for = key
+            return process
+        if index is not None and not isinstance(process.table, str):
+            # its table lacks entries this corpus can match: a fresh JVM, given the words of
+            # both corpora, so that alternating between them does not restart it again
+            wanted = wanted | process.table
+        process.close()
         process = None
     if process is None:
         process = _start()
     if process.waiting():
-        if payload is None:
+        if index is None:
             payload = locate_meteor_jar().parent.joinpath(PARAPHRASE_TABLE).read_bytes()
+        else:
+            payload = index.cut_bytes(wanted)
         process.feed(payload, wanted, timeout)
     process.fed_for = key
     return process
