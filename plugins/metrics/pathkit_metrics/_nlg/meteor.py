@@ -127,10 +127,17 @@ def paraphrase_table(jar: Path) -> Path | None:
 
 
 def jar_command(java: str, jar: Path, paraphrases: Path | None = None) -> list[str]:
-    """pycocoevalcap's command line for the jar; `paraphrases` replaces its paraphrase table (`-a`)."""
+    """pycocoevalcap's command line for the jar; `paraphrases` replaces its paraphrase table (`-a`).
+
+    One JVM flag is added: `-XX:TieredStopAtLevel=1` (the quick C1 compiler only). METEOR's
+    alignment search is short-lived work for which C2's background compilation costs more
+    than it returns: 741 REG pairs took about half the time on 2 cores (docs/benchmarks.md,
+    "Cold nlg"); floating point is strict in Java 17, so the scores are the same bits.
+    """
     command = [
         java,
         "-XX:+PerfDisableSharedMem",  # else a JVM warning about hsperfdata can reach stdout
+        "-XX:TieredStopAtLevel=1",
         "-Xmx2G",
         "-jar",
         str(jar),
