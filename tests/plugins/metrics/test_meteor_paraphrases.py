@@ -47,6 +47,7 @@ def test_canonical_makes_the_jars_variants_equal():
     assert paraphrases.canonical('"x"') == "'x'"
     assert paraphrases.canonical("a\u2014b") == paraphrases.canonical("a--b") == "a-b"
     assert paraphrases.canonical("\u039f\u0394\u039f\u03a3") == paraphrases.canonical("\u03bf\u03b4\u03bf\u03c2")
+    assert paraphrases.canonical("\u0131t") == paraphrases.canonical("IT") == "it"  # a Turkish default locale
 
 
 def test_corpus_substrings_hold_the_jars_tokens():
@@ -82,6 +83,9 @@ def test_index_round_trip_and_cut_by_hand(tmp_path):
 def test_a_bad_table_is_a_clear_error(tmp_path):
     _, table = _tiny(tmp_path, b"not a number\na\nb\n")
     with pytest.raises(PathkitError, match=r"paraphrase-en\.gz: an entry's first line is not a probability"):
+        paraphrases.build_index(table, tmp_path / "index")
+    table.write_bytes(gzip.compress(b"0.1\na\rb\nc\n"))
+    with pytest.raises(PathkitError, match=r"paraphrase-en\.gz: carriage returns"):
         paraphrases.build_index(table, tmp_path / "index")
     table.write_bytes(b"plain text, not gzip")
     with pytest.raises(PathkitError, match=r"paraphrase-en\.gz: not a readable gzip"):

@@ -47,13 +47,16 @@ import numpy as np
 
 from pathkit_core.contracts import PathkitError
 
-CUTTER_VERSION = 1
+CUTTER_VERSION = 2
 CACHE_FOLDER = "meteor-paraphrases"
 ENV_CACHE = "XDG_CACHE_HOME"
 
 _QUOTES = "'`\u00b4\u2018\u2019\u201a\u201b\u2032\u2035\"\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb"
 _DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
-_CANON = str.maketrans({**dict.fromkeys(_QUOTES, "'"), **dict.fromkeys(_DASHES, "-"), "\u03c2": "\u03c3"})
+# final sigma as sigma, dotless i as i (Java lowercases by the default locale: a Turkish
+# one makes "I" a dotless i)
+_CANON = str.maketrans({**dict.fromkeys(_QUOTES, "'"), **dict.fromkeys(_DASHES, "-"), "\u03c2": "\u03c3",
+                        "\u0131": "i"})
 _RUNS = re.compile(r"'{2,}|-{2,}")
 _SGML = re.compile(r"&(?:quot|apos|lt|gt|amp);")
 
@@ -61,8 +64,9 @@ _FILES = ("vocab.bin", "ids.npy", "offsets.npy", "split.npy", "probs.npy")
 
 
 def canonical(text: str) -> str:
-    """Lowercase with every quote form as `'` and every dash form as `-` (runs collapsed) and
-    final sigma as sigma: two strings the jar's `-norm` can make equal are equal here."""
+    """Lowercase with every quote form as `'` and every dash form as `-` (runs collapsed),
+    final sigma as sigma and dotless i as i: two strings the jar's `-norm` can make equal are
+    equal here."""
     return _RUNS.sub(lambda m: m.group()[0], text.lower().translate(_CANON))
 
 
@@ -212,9 +216,11 @@ def parse_table(table: Path, progress: Callable[[int, int], None] | None = None)
                 chunk = gz.read(1 << 24)
             except (OSError, EOFError, zlib.error) as exc:
                 raise PathkitError(f"{table}: not a readable gzip paraphrase table ({exc})") from exc
-            if b"\r" in chunk:
-                # the jar's readLine also ends a line at a carriage return; this parser does not
-                raise PathkitError(f"{table}: carriage returns in the paraphrase table are not supported")
+            if b"\r" in chunk or b"\x0b" in chunk:
+                # the jar's readLine also ends a line at a carriage return, and its tokenizer does
+                # not split at a vertical tab where bytes.split does: such a table is refused
+                raise PathkitError(f"{table}: carriage returns or vertical tabs in the paraphrase table "
+                                   "are not supported")
             lines = (buffer + chunk).split(b"\n")
             if chunk:  # keep the last, maybe partial, line and any partial entry for the next round
                 tail = lines.pop()
