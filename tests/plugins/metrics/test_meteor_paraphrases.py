@@ -264,3 +264,44 @@ def test_real_reports_score_exactly_as_with_the_whole_table(realdata):
         meteor_mod.shutdown_meteor()
     assert cut == whole
     assert os.environ.get("PATHKIT_REALDATA")
+
+
+def test_a_killed_caller_leaves_no_jvm_waiting_on_its_pipe(tmp_path):
+    """A JVM blocked on the paraphrase pipe does not read stdin, so it would outlive a SIGKILLed
+    caller: the guard process stops it and removes the pipe's folder."""
+    import signal
+    import sys
+    import time
+
+    jar, _ = _tiny(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "java").write_text("#!/bin/sh\nexec sleep 120\n")  # a JVM that never gets anywhere
+    (bin_dir / "java").chmod(0o755)
+    code = (
+        "import os, signal\n"
+        "from pathkit_metrics._nlg import meteor\n"
+        "assert meteor.start_meteor()\n"
+        "print(meteor._PROCESS.proc.pid, meteor._PROCESS.fifo_dir, flush=True)\n"
+        f"os.kill(os.getpid(), {int(signal.SIGKILL)})\n"
+    )
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", meteor_mod.ENV_METEOR_JAR: str(jar)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == -signal.SIGKILL, out.stderr
+    pid_text, fifo_dir = out.stdout.split()
+    pid = int(pid_text)
+
+    def running() -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state not in ("Z", "X")
+
+    deadline = time.monotonic() + 20
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not running()
+    while Path(fifo_dir).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(fifo_dir).exists()

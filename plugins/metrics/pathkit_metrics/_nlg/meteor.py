@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
-import errno
 import importlib.util
 import os
 import re
@@ -166,6 +165,7 @@ class _MeteorProcess:
 
     def __init__(self, java: str, jar: Path, *, waiting_for_table: bool = False) -> None:
         self.fifo_dir: Path | None = None
+        self._fifo_fd: int | None = None
         self.table: object = None if waiting_for_table else FULL_TABLE
         self.feeder: threading.Thread | None = None
         self.fed_for: object = None
@@ -175,6 +175,10 @@ class _MeteorProcess:
             self.fifo_dir = Path(tempfile.mkdtemp(prefix="pathkit-meteor-"))
             paraphrases = self.fifo_dir / "paraphrases.gz"
             os.mkfifo(paraphrases, 0o600)
+            # held open for writing from now on: the jar's open of the pipe returns at once, and
+            # if this process dies before feeding it (SIGKILL), the jar reads end-of-file
+            # instead of waiting forever for a writer, then end-of-file on stdin, and exits
+            self._fifo_fd = os.open(paraphrases, os.O_RDWR | os.O_NONBLOCK)
         self.paraphrases = paraphrases
         command = jar_command(java, jar, paraphrases)
         try:
@@ -191,6 +195,7 @@ class _MeteorProcess:
             raise MeteorUnavailable(f"cannot start METEOR ({' '.join(command)}): {exc}") from exc
         self.owner_pid = os.getpid()
         self.command = command
+        self.guard = self._start_guard() if self.fifo_dir is not None else None
         self._pending = bytearray()
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
@@ -202,6 +207,19 @@ class _MeteorProcess:
         for raw in iter(stream.readline, b""):
             self._stderr_tail.append(raw.decode("utf-8", "replace").rstrip())
 
+    def _start_guard(self) -> subprocess.Popen | None:
+        """A shell that waits for end-of-file on its stdin, whose other end only this process
+        holds, then kills the JVM and removes the pipe's folder. A JVM waiting on the pipe does
+        not read its own stdin, so without it a SIGKILLed caller would leave it waiting forever."""
+        try:
+            return subprocess.Popen(
+                ["sh", "-c", 'cat >/dev/null; kill -9 "$1" 2>/dev/null; rm -rf "$2"', "sh",
+                 str(self.proc.pid), str(self.fifo_dir)],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+        except OSError:
+            return None  # no shell: the JVM is still stopped by `close` and at exit
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -211,41 +229,35 @@ class _MeteorProcess:
 
     def feed(self, payload: bytes, table: object, timeout: float) -> None:
         """Write the gzip paraphrase table into the pipe the jar reads it from, in a thread (the
-        jar opens the pipe only when it gets there, after loading its other resources)."""
-        assert self.paraphrases is not None
+        jar reads it only after loading its other resources), then close the pipe."""
+        assert self._fifo_fd is not None
         self.table = table
-        self.feeder = threading.Thread(target=self._feed, args=(self.paraphrases, payload, timeout), daemon=True)
+        self.feeder = threading.Thread(target=self._feed, args=(self._fifo_fd, payload, timeout), daemon=True)
         self.feeder.start()
 
-    def _feed(self, fifo: Path, payload: bytes, timeout: float) -> None:
+    def _feed(self, fd: int, payload: bytes, timeout: float) -> None:
         deadline = time.monotonic() + timeout
+        view = memoryview(payload)
         try:
-            while True:  # a non-blocking open fails until the jar opens its end: poll, so a
-                try:     # JVM that dies first does not leave this thread blocked forever
-                    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-                    break
-                except OSError as exc:
-                    if exc.errno != errno.ENXIO or not self.alive() or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.002)
-            os.set_blocking(fd, True)
-            try:
-                view = memoryview(payload)
-                while view:
+            while view:  # non-blocking writes: a JVM that dies cannot leave this thread blocked
+                try:
                     view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
+                except BlockingIOError:
+                    if not self.alive():
+                        raise OSError("the JVM exited before reading it") from None
+                    if time.monotonic() > deadline:
+                        raise OSError(f"not read within {timeout:g} s") from None
+                    select.select([], [fd], [], 0.05)
         except OSError as exc:
             self._feed_errors.append(exc)
+        finally:
+            self._close_fifo()
 
-    def stderr_tail(self) -> str:
-        time.sleep(0.05)  # let the drain thread catch the last words of a dying JVM
-        return " | ".join(line for line in self._stderr_tail if line)[-2000:]
-
-    def _fail(self, reason: str) -> PathkitError:
-        tail = self.stderr_tail()
-        self.close()
-        return PathkitError(f"METEOR jar {reason}" + (f"; its stderr: {tail}" if tail else ""))
+    def _close_fifo(self) -> None:
+        fd, self._fifo_fd = self._fifo_fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _read_line(self, timeout: float) -> str:
         stdout = self.proc.stdout
@@ -333,6 +345,13 @@ class _MeteorProcess:
     def close(self) -> None:
         if self.owner_pid != os.getpid():
             return  # a forked child must not stop its parent's JVM
+        if self.guard is not None:
+            self.guard.kill()
+            with contextlib.suppress(OSError, ValueError):
+                assert self.guard.stdin is not None
+                self.guard.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.guard.wait(timeout=10)
         with contextlib.suppress(OSError, ValueError):
             if self.proc.stdin:
                 self.proc.stdin.close()
@@ -349,6 +368,8 @@ class _MeteorProcess:
         self._remove_fifo()
 
     def _remove_fifo(self) -> None:
+        if self.feeder is None:
+            self._close_fifo()  # else the feeder closes it
         if self.fifo_dir is not None:
             shutil.rmtree(self.fifo_dir, ignore_errors=True)
 
@@ -359,7 +380,8 @@ _INDEX: dict[Path, object] = {}
 
 
 def _can_wait_for_table() -> bool:
-    return hasattr(os, "mkfifo") and sys.platform != "win32"
+    # a pipe opened for reading and writing at once is Linux's and the BSDs' behaviour, not POSIX's
+    return hasattr(os, "mkfifo") and sys.platform.startswith(("linux", "darwin", "freebsd"))
 
 
 def _current() -> _MeteorProcess | None:
