@@ -236,18 +236,30 @@ class _MeteorProcess:
         self.feeder.start()
 
     def _feed(self, fd: int, payload: bytes, timeout: float) -> None:
+        import fcntl  # POSIX only, as named pipes are
+        import termios
+
         deadline = time.monotonic() + timeout
         view = memoryview(payload)
+        def wait(what: str) -> None:
+            if not self.alive():
+                raise OSError(f"the JVM exited before {what}")
+            if time.monotonic() > deadline:
+                raise OSError(f"the JVM did not finish {what} within {timeout:g} s")
+
         try:
             while view:  # non-blocking writes: a JVM that dies cannot leave this thread blocked
                 try:
                     view = view[os.write(fd, view):]
                 except BlockingIOError:
-                    if not self.alive():
-                        raise OSError("the JVM exited before reading it") from None
-                    if time.monotonic() > deadline:
-                        raise OSError(f"not read within {timeout:g} s") from None
+                    wait("reading it")
                     select.select([], [fd], [], 0.05)
+            # the pipe is closed only once the jar has read it all: closing it earlier, before
+            # the jar has opened it, would discard what it holds and leave the jar's open waiting
+            unread = bytearray(4)
+            while fcntl.ioctl(fd, termios.FIONREAD, unread) == 0 and int.from_bytes(unread, sys.byteorder):
+                wait("reading it")
+                time.sleep(0.002)
         except OSError as exc:
             self._feed_errors.append(exc)
         finally:
