@@ -271,6 +271,15 @@ class _MeteorProcess:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
+    def stderr_tail(self) -> str:
+        time.sleep(0.05)  # let the drain thread catch the last words of a dying JVM
+        return " | ".join(line for line in self._stderr_tail if line)[-2000:]
+
+    def _fail(self, reason: str) -> PathkitError:
+        tail = self.stderr_tail()
+        self.close()
+        return PathkitError(f"METEOR jar {reason}" + (f"; its stderr: {tail}" if tail else ""))
+
     def _read_line(self, timeout: float) -> str:
         stdout = self.proc.stdout
         assert stdout is not None
