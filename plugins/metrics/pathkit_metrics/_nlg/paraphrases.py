@@ -17,7 +17,8 @@ substring of `canonical(text)` for some text of the corpus. The jar's normaliser
 ASCII ones, unescapes SGML entities, and inserts spaces (it never joins two pieces of text),
 so each of its tokens is a substring of the lowercased text once those variants are made
 equal; `canonical` lowercases, maps every quote form to `'` and every dash form to `-`
-(runs of either collapsed to one) and final sigma to sigma, and the corpus is also read
+(runs of either collapsed to one), final sigma to sigma and dotless i to i (a JVM with a
+Turkish default locale lowercases I to a dotless i), and the corpus is also read
 with `&quot;`, `&apos;`, `&lt;`, `&gt;`, `&amp;` unescaped. Texts are cut into pieces
 only at ASCII spaces, which the jar never keeps inside a token.
 
@@ -59,8 +60,6 @@ _CANON = str.maketrans({**dict.fromkeys(_QUOTES, "'"), **dict.fromkeys(_DASHES, 
                         "\u0131": "i"})
 _RUNS = re.compile(r"'{2,}|-{2,}")
 _SGML = re.compile(r"&(?:quot|apos|lt|gt|amp);")
-
-_FILES = ("vocab.bin", "ids.npy", "offsets.npy", "split.npy", "probs.npy")
 
 
 def canonical(text: str) -> str:
