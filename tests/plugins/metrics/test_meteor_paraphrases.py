@@ -78,6 +78,12 @@ def test_index_round_trip_and_cut_by_hand(tmp_path):
     cut, _ = index.table_bytes(index.vocabulary_mask(["we Don\u2019t know ||| we do not know"]))
     assert cut == b"0.125\ndo n't\ndo not\n"
     assert index.table_bytes(index.vocabulary_mask(["nothing in common"])) == (b"", 0)
+    # a second build into a folder that loads (another process was quicker) keeps it, leaving
+    # no temporary folder behind
+    manifest = (tmp_path / "index" / "manifest.json").stat().st_mtime_ns
+    paraphrases.build_index(table, tmp_path / "index")
+    assert (tmp_path / "index" / "manifest.json").stat().st_mtime_ns == manifest
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "meteor"]
 
 
 def test_a_bad_table_is_a_clear_error(tmp_path):
@@ -134,10 +140,15 @@ def test_a_damaged_cache_is_rebuilt_with_a_message(tmp_path, monkeypatch, capsys
     else:
         (folder / "vocab.bin").write_bytes(b"big\ndog")
     monkeypatch.setattr(meteor_mod, "_INDEX", {})
-    if damage == "bad word id":  # found when a cut reads it, not at load
+    if damage == "bad word id":  # found when a cut reads it, not at load: rebuilt then
+        damaged = meteor_mod._index_for(jar, table)
+        everything = np.ones(len(damaged.vocab), dtype=bool)
         with pytest.raises(PathkitError, match="damaged cache"):
-            damaged = meteor_mod._index_for(jar, table)
-            damaged.table_bytes(np.ones(len(damaged.vocab), dtype=bool))
+            damaged.table_bytes(everything)
+        monkeypatch.setattr(meteor_mod, "locate_meteor_jar", lambda: jar)
+        assert gzip.decompress(meteor_mod._cut(damaged, everything)) == TINY_TABLE
+        assert "paraphrase cache is damaged" in capsys.readouterr().err
+        assert meteor_mod._INDEX[table] is not damaged
         return
     rebuilt = meteor_mod._index_for(jar, table)
     assert "paraphrase cache is damaged" in capsys.readouterr().err

@@ -508,6 +508,22 @@ def _wanted_table(lines: Sequence[str], full_table: bool):  # noqa: ANN202
     return index.vocabulary_mask(lines), index  # the SCORE lines hold exactly the texts the jar reads
 
 
+def _cut(index, words) -> bytes:  # noqa: ANN001 - a paraphrases.TableIndex and a vocabulary mask
+    """The gzip cut of the table for these words; a cache found damaged while cutting (its word
+    ids are checked as they are read) is rebuilt, with a message, and cut again."""
+    try:
+        return index.cut_bytes(words)
+    except PathkitError as exc:
+        from pathkit_metrics._nlg import paraphrases
+
+        _say(f"METEOR: the paraphrase cache is damaged ({exc}); rebuilding it")
+        table = paraphrase_table(locate_meteor_jar())
+        assert table is not None
+        shutil.rmtree(index.folder, ignore_errors=True)
+        _INDEX[table] = rebuilt = _build_index(paraphrases, table, index.folder)
+        return rebuilt.cut_bytes(words)
+
+
 def _covers(given: object, wanted: object) -> bool:
     """Whether a JVM given table `given` matches everything table `wanted` would."""
     if isinstance(given, str):  # FULL_TABLE
@@ -543,7 +559,7 @@ def _ready_process(lines: Sequence[str], timeout: float, full_table: bool) -> _M
         if index is None:
             payload = locate_meteor_jar().parent.joinpath(PARAPHRASE_TABLE).read_bytes()
         else:
-            payload = index.cut_bytes(wanted)
+            payload = _cut(index, wanted)
         process.feed(payload, wanted, timeout)
     process.fed_for = key
     return process

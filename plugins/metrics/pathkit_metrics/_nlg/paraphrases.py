@@ -329,12 +329,25 @@ def build_index(table: Path, folder: Path, progress: Callable[[int, int], None] 
             np.save(tmp / f"{name}.npy", array)
             manifest[name] = {"len": int(len(array)), "dtype": str(array.dtype)}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
+        if _loads(folder):
+            return  # another process built it meanwhile
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if not _loads(folder):  # a concurrent build won the rename: fine if its index loads
+                raise
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _loads(folder: Path) -> bool:
+    try:
+        load_index(folder)
+    except PathkitError:
+        return False
+    return True
 
 
 def load_index(folder: Path) -> TableIndex:
