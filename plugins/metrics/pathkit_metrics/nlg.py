@@ -7,7 +7,9 @@ CIDEr are computed in numpy (see `_nlg/`), METEOR by the jar pycocoevalcap ships
 
 Options (`context["options"]`): `meteor` (default true; false leaves METEOR out, and the
 metric then needs no Java), `meteor_timeout` (seconds to wait for any one answer of the
-jar, default 300), `meteor_max_words` (longest text METEOR accepts, default 3000; "none"
+jar, default 300), `meteor_full_table` (default false: METEOR's paraphrase table is cut to
+the corpus's vocabulary, which gives the same scores and a faster start; true gives the jar
+its whole table), `meteor_max_words` (longest text METEOR accepts, default 3000; "none"
 lifts it), `collapse_whitespace` (default false: join each text's whitespace-split tokens
 with single spaces first, as a tokenizer's decode does; only ROUGE-L can change),
 `bootstrap_resamples` (default 0; N adds `<score>_ci_low`/`<score>_ci_high` percentile
@@ -36,6 +38,7 @@ SUMMARY_KEYS = (*BLEU_KEYS, "METEOR", "ROUGE-L", "CIDEr")
 OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("meteor", "bool", True, "false leaves METEOR out (no Java needed)"),
     DatasetOption("meteor_timeout", "float", None, "seconds METEOR may take per call"),
+    DatasetOption("meteor_full_table", "bool", False, "give METEOR its whole paraphrase table (same scores, slower)"),
     DatasetOption("meteor_max_words", "any", None, "words per text METEOR reads (none: no limit)"),
     DatasetOption("collapse_whitespace", "bool", False, "collapse runs of whitespace before scoring"),
     DatasetOption("bootstrap_resamples", "int", 0, "bootstrap resamples for confidence intervals (0: none)"),
@@ -53,10 +56,12 @@ def score_reports(
     meteor_timeout: float = DEFAULT_TIMEOUT_S,
     meteor_max_words: int | None = DEFAULT_MAX_WORDS,
     collapse_whitespace: bool = False,
+    meteor_full_table: bool = False,
 ) -> MetricResult:
     """Python API: score generated reports against references (one text or a list per case)."""
     options: dict[str, Any] = {
         "meteor": meteor,
+        "meteor_full_table": meteor_full_table,
         "collapse_whitespace": collapse_whitespace,
         "meteor_timeout": meteor_timeout,
         "meteor_max_words": meteor_max_words,
@@ -80,8 +85,9 @@ class NLGMetric(Metric):
     )
 
     def prepare(self, context: Mapping[str, Any] | None = None) -> None:
-        """Start METEOR's JVM at once (unless option meteor=false): it loads while the inputs are
-        read and BLEU, ROUGE-L and CIDEr are computed."""
+        """Start METEOR's JVM at once (unless option meteor=false): it loads its resources while
+        the inputs are read, then the paraphrase table cut to them while BLEU, ROUGE-L and CIDEr
+        are computed."""
         from pathkit_metrics._nlg import meteor as meteor_mod
 
         try:
@@ -133,7 +139,9 @@ class NLGMetric(Metric):
             meteor_mod.locate_meteor_jar()
             meteor_lines = meteor_mod.score_lines(preds, refs, ids=pairs.ids,
                                                   max_words=None if max_words is None else int(max_words))
-            meteor_mod.start_meteor()
+            full_table = option_bool(options, "meteor_full_table", False, self.name)
+            meteor_mod.feed_meteor(meteor_lines, timeout=float(timeout or meteor_mod.DEFAULT_TIMEOUT_S),
+                                   full_table=full_table)
 
         corpus = SplitCorpus(preds, refs)
         stats = bleu_statistics(corpus)
@@ -148,7 +156,7 @@ class NLGMetric(Metric):
             columns[key] = bleu_case[:, k]
         if use_meteor:
             meteor_corpus, meteor_case = meteor_mod.score_with_jar(
-                meteor_lines, timeout=float(timeout or meteor_mod.DEFAULT_TIMEOUT_S))
+                meteor_lines, timeout=float(timeout or meteor_mod.DEFAULT_TIMEOUT_S), full_table=full_table)
             summary["METEOR"] = float(meteor_corpus)
             columns["METEOR"] = np.asarray(meteor_case, dtype=np.float64)
         summary["ROUGE-L"] = float(np.mean(rouge_case))
