@@ -122,9 +122,9 @@ def test_a_damaged_cache_is_rebuilt_with_a_message(tmp_path, monkeypatch, capsys
     jar, table = _tiny(tmp_path)
     monkeypatch.setenv(paraphrases.ENV_CACHE, str(tmp_path / "cache"))
     monkeypatch.setattr(meteor_mod, "_INDEX", {})
-    index = meteor_mod._index_for(jar, table)
-    folder = index.folder
-    assert folder.parent == tmp_path / "cache" / "pathkit" / paraphrases.CACHE_FOLDER
+    monkeypatch.setattr(meteor_mod, "locate_meteor_jar", lambda: jar)
+    folder, built = meteor_mod.build_meteor_index()
+    assert built and folder.parent == tmp_path / "cache" / "pathkit" / paraphrases.CACHE_FOLDER
     assert "indexed" in capsys.readouterr().err
     if damage == "truncate ids":
         data = (folder / "ids.npy").read_bytes()
@@ -155,6 +155,33 @@ def test_a_damaged_cache_is_rebuilt_with_a_message(tmp_path, monkeypatch, capsys
     assert rebuilt.table_bytes(np.ones(len(rebuilt.vocab), dtype=bool)) == (TINY_TABLE, 4)
 
 
+def test_a_missing_index_is_not_built_by_scoring_but_by_its_command(tmp_path, monkeypatch, capsys):
+    """Scoring without the index reads the whole table and names the command that builds it;
+    `pathkit meteor index` builds it once and then finds it."""
+    jar, table = _tiny(tmp_path)
+    monkeypatch.setenv(paraphrases.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setattr(meteor_mod, "_INDEX", {})
+    monkeypatch.setattr(meteor_mod, "locate_meteor_jar", lambda: jar)
+    assert meteor_mod._wanted_table(["SCORE ||| big dog ||| large hound"], False) == (meteor_mod.FULL_TABLE, None)
+    assert "`pathkit meteor index`" in capsys.readouterr().err
+    assert not (tmp_path / "cache" / "pathkit" / paraphrases.CACHE_FOLDER).exists() or \
+        not any(p.is_dir() for p in (tmp_path / "cache" / "pathkit" / paraphrases.CACHE_FOLDER).iterdir())
+    from typer.testing import CliRunner
+
+    from pathkit_core.cli import build_app
+
+    runner = CliRunner()
+    first = runner.invoke(build_app(), ["meteor", "index"])
+    assert first.exit_code == 0, first.output
+    assert "built in" in first.output
+    again = runner.invoke(build_app(), ["meteor", "index"])
+    assert again.exit_code == 0 and "already in" in again.output
+    monkeypatch.setattr(meteor_mod, "_INDEX", {})
+    wanted, index = meteor_mod._wanted_table(["SCORE ||| big dog ||| large hound"], False)
+    assert index is not None
+    assert gzip.decompress(index.cut_bytes(wanted)) == b"0.5\nbig dog\nlarge hound\n0.25\ndog\nhound\n"
+
+
 def test_no_cache_folder_falls_back_to_the_whole_table(tmp_path, monkeypatch, capsys):
     jar, table = _tiny(tmp_path)
     blocker = tmp_path / "file-not-folder"
@@ -163,7 +190,7 @@ def test_no_cache_folder_falls_back_to_the_whole_table(tmp_path, monkeypatch, ca
     monkeypatch.setattr(meteor_mod, "_INDEX", {})
     monkeypatch.setattr(meteor_mod, "locate_meteor_jar", lambda: jar)
     assert meteor_mod._wanted_table(["SCORE ||| a ||| b"], False) == (meteor_mod.FULL_TABLE, None)
-    assert "no paraphrase cache" in capsys.readouterr().err
+    assert "whole paraphrase table is read" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- the real jar
@@ -232,11 +259,18 @@ def test_cut_table_scores_exactly_as_the_whole_table(tmp_path):
 def test_the_jvm_is_fed_through_a_pipe_and_reused_or_restarted(tmp_path, monkeypatch):
     monkeypatch.delenv(meteor_mod.ENV_METEOR_JAR, raising=False)
     meteor_mod.shutdown_meteor()
+    # an index of the table's first 30,000 entries stands in for `pathkit meteor index`
+    small = tmp_path / "first.gz"
+    small.write_bytes(gzip.compress(b"".join(_real_entries(30_000))))
+    paraphrases.build_index(small, tmp_path / "index")
+    real_table = meteor_mod.paraphrase_table(meteor_mod.locate_meteor_jar())
+    monkeypatch.setitem(meteor_mod._INDEX, real_table, paraphrases.load_index(tmp_path / "index"))
     try:
         assert meteor_mod.start_meteor()
         process = meteor_mod._PROCESS
         assert process.waiting() and process.paraphrases.parent == process.fifo_dir
         first = meteor_mod.meteor_scores(["the big dog"], [["a large hound"]])
+        assert first[1][0] > 0
         assert meteor_mod._PROCESS is process and not process.waiting()
         # a corpus within the words it was given reuses the JVM; new words start a new one
         assert meteor_mod.meteor_scores(["the dog"], [["a hound"]])[1][0] > 0
@@ -244,8 +278,10 @@ def test_the_jvm_is_fed_through_a_pipe_and_reused_or_restarted(tmp_path, monkeyp
         meteor_mod.meteor_scores(["a carcinoma"], [["a tumour"]])
         restarted = meteor_mod._PROCESS
         assert restarted is not process and not process.fifo_dir.exists()
-        # the new JVM was given the words of both corpora: going back does not restart it
-        assert meteor_mod.meteor_scores(["the big dog"], [["a large hound"]]) == first
+        assert restarted.table == meteor_mod.FULL_TABLE  # a second corpus: the whole table, once
+        # so going back does not restart it (its score may differ from the first: the stand-in
+        # index holds only the table's first entries)
+        assert meteor_mod.meteor_scores(["the big dog"], [["a large hound"]])[1][0] > 0
         assert meteor_mod._PROCESS is restarted
     finally:
         meteor_mod.shutdown_meteor()

@@ -452,8 +452,10 @@ def start_meteor() -> bool:
 
 
 def _index_for(jar: Path, table: Path):  # noqa: ANN202 - a paraphrases.TableIndex, imported lazily
-    """The parsed paraphrase table, from the cache (built on first use, rebuilt when damaged);
-    None, with a message, when no cache can be made (the whole table is used then)."""
+    """The parsed paraphrase table from the cache `pathkit meteor index` builds (rebuilt when
+    found damaged); None, with a message, when there is none (the whole table is used then:
+    the same scores, the slower start). A scoring call never builds a missing cache itself:
+    building takes about half a minute and 2 GB of memory, more than the start it saves."""
     from pathkit_metrics._nlg import paraphrases
 
     if table in _INDEX:
@@ -461,16 +463,40 @@ def _index_for(jar: Path, table: Path):  # noqa: ANN202 - a paraphrases.TableInd
     index = None
     try:
         folder = paraphrases.cache_folder(jar, table)
-        try:
-            index = paraphrases.load_index(folder)
-        except PathkitError as exc:
-            if (folder / "manifest.json").exists() or folder.exists():
+        if not folder.exists():
+            _say("METEOR: its whole paraphrase table is read (a few seconds at each start); "
+                 "`pathkit meteor index` indexes it once so that later starts read only what a corpus can match")
+        else:
+            try:
+                index = paraphrases.load_index(folder)
+            except PathkitError as exc:
                 _say(f"METEOR: the paraphrase cache is damaged ({exc}); rebuilding it")
-            index = _build_index(paraphrases, table, folder)
+                index = _build_index(paraphrases, table, folder)
     except (PathkitError, OSError) as exc:
         _say(f"METEOR: no paraphrase cache ({exc}); the whole table is read (same scores, slower start)")
     _INDEX[table] = index
     return index
+
+
+def build_meteor_index(*, force: bool = False) -> tuple[Path, bool]:
+    """(the cache folder, whether it was built now) of the jar's paraphrase table: built, with a
+    progress bar, unless a loadable one exists (`force`: rebuilt anyway)."""
+    from pathkit_metrics._nlg import paraphrases
+
+    jar = locate_meteor_jar()
+    table = paraphrase_table(jar)
+    if table is None:
+        raise PathkitError(f"{jar.parent / PARAPHRASE_TABLE}: METEOR's paraphrase table is missing")
+    folder = paraphrases.cache_folder(jar, table)
+    if folder.exists() and not force:
+        try:
+            _INDEX[table] = paraphrases.load_index(folder)
+            return folder, False
+        except PathkitError as exc:
+            _say(f"METEOR: the paraphrase cache is damaged ({exc}); rebuilding it")
+    shutil.rmtree(folder, ignore_errors=True)
+    _INDEX[table] = _build_index(paraphrases, table, folder)
+    return folder, True
 
 
 def _say(message: str) -> None:
@@ -547,10 +573,10 @@ def _ready_process(lines: Sequence[str], timeout: float, full_table: bool) -> _M
         if _covers(process.table, wanted):
             process.fed_for = key
             return process
-        if index is not None and not isinstance(process.table, str):
-            # its table lacks entries this corpus can match: a fresh JVM, given the words of
-            # both corpora, so that alternating between them does not restart it again
-            wanted = wanted | process.table
+        # its table lacks entries this corpus can match: a fresh JVM given the whole table, so
+        # that a long run scoring ever new text (validation every epoch) restarts it once at
+        # most; only a one-corpus process (`pathkit score`) gains from a cut
+        wanted, index = FULL_TABLE, None
         process.close()
         process = None
     if process is None:
