@@ -97,7 +97,8 @@ def main() -> None:
     def sk_lr():
         t0 = time.perf_counter()
         model = LogisticRegression(C=c, max_iter=1000, random_state=0).fit(train_x.numpy(), train_y)
-        return time.perf_counter() - t0, model.predict(test_x.numpy()), {"n_iter": int(model.n_iter_.max())}
+        labels = model.predict(test_x.numpy())  # timed, as pathkit's test predictions are
+        return time.perf_counter() - t0, labels, {"n_iter": int(model.n_iter_.max())}
 
     def sk_knn():
         t0 = time.perf_counter()
@@ -108,7 +109,8 @@ def main() -> None:
             return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
         model = KNeighborsClassifier(n_neighbors=20).fit(unit(train_x.numpy()), train_y)
-        return time.perf_counter() - t0, model.predict(unit(test_x.numpy())), {}
+        labels = model.predict(unit(test_x.numpy()))  # the neighbour search: timed, as pathkit's is
+        return time.perf_counter() - t0, labels, {}
 
     runs = {"lr": ("logistic-regression", sk_lr, "LogisticRegression.fit (lbfgs)"),
             "knn": ("knn", sk_knn, "KNeighborsClassifier(20) fit + predict")}

@@ -53,9 +53,11 @@ def training_set(spec: GeneratorSpec, name: str, *, with_val: bool = False) -> t
     parts = [spec.train_items, *([spec.val_items] if with_val and len(spec.val_items) else [])]
     if not len(spec.train_items):
         raise PathkitError(f"{name}: no training patches (this head is built from the train split)")
-    feats = torch.cat([item_features(p, name) for p in parts])
-    labels = torch.cat([item_targets(p, name) for p in parts])
-    return feats, labels
+    feats = [item_features(p, name) for p in parts]
+    labels = [item_targets(p, name) for p in parts]
+    if len(parts) == 1:  # no copy of a feature matrix that is already one
+        return feats[0], labels[0]
+    return torch.cat(feats), torch.cat(labels)
 
 
 def centre_normalise(features: torch.Tensor, mean: torch.Tensor | None) -> torch.Tensor:

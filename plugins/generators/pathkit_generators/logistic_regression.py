@@ -15,8 +15,8 @@ class LogisticRegressionProbe(Generator):
     as UNI's `eval_linear_probe` does by default (`combine_trainval`). The objective, the
     optimiser and its options are scikit-learn's `LogisticRegression(C, solver="lbfgs")` (mean
     cross-entropy + ||W||^2 / (2 C n), intercept unpenalised; SciPy's L-BFGS-B from zeros, stopping
-    when the largest gradient component is below 1e-4), the loss and gradient computed by torch
-    in float64: the same model without importing scikit-learn (docs/hepatobench.md). Fitted when the model is
+    when the largest gradient component is below 1e-4), the loss and gradient computed with
+    numpy: the same model without importing scikit-learn (docs/hepatobench.md). Fitted when the model is
     built: the core training loop is not used."""
 
     name: ClassVar[str] = "logistic-regression"
@@ -77,43 +77,52 @@ MAX_LINE_SEARCH = 50
 def fit_lbfgs(features: Any, labels: Any, classes: list[int], c: float, max_iter: int) -> tuple[Any, Any, int]:
     """(coefficients (K, D), intercepts (K,), iterations) of the L2-regularised logistic
     regression scikit-learn's lbfgs solver fits: mean cross-entropy + ||W||^2 / (2 C n),
-    intercepts unpenalised, minimised from zeros by SciPy's L-BFGS-B with scikit-learn's options;
-    the loss and its gradient computed by torch in the features' precision as scikit-learn does:
-    float64 features in float64, anything else (the feature store's float16/float32) in float32,
-    which scikit-learn's lbfgs keeps for float32 input (half the memory traffic of the two
-    products over the features that dominate an iteration). With two classes scikit-learn's
-    binary form (one logit; returned as a zero row for the first class), else the multinomial one."""
+    intercepts unpenalised, minimised from zeros by SciPy's L-BFGS-B with scikit-learn's options.
+    The loss and its gradient are computed with numpy in the features' precision, as
+    scikit-learn does: float64 features in float64, anything else (the feature store's
+    float16/float32) in float32, which scikit-learn's lbfgs keeps for float32 input (half the
+    memory traffic of the two products over the features that make an iteration), the loss summed
+    in float64. With two classes scikit-learn's binary form (one logit; returned as a zero row for
+    the first class), else the multinomial one."""
     import numpy as np
     import torch
     from scipy.optimize import minimize
+    from scipy.special import expit
 
-    dtype = torch.float64 if features.dtype == torch.float64 else torch.float32
-    x = features.to(dtype).contiguous()
-    index = torch.searchsorted(torch.as_tensor(classes), labels.to(torch.int64))
+    dtype = np.float64 if features.dtype == torch.float64 else np.float32
+    x = np.ascontiguousarray(features.numpy(force=True), dtype=dtype)
+    index = np.searchsorted(np.asarray(classes), labels.numpy(force=True).astype(np.int64))
     n, d = x.shape
     binary = len(classes) == 2
     rows = 1 if binary else len(classes)
     l2 = 1.0 / (c * n)
-    onehot = index.to(dtype)[:, None] if binary else torch.nn.functional.one_hot(index, rows).to(dtype)
+    every = np.arange(n)
+    target = index.astype(dtype)
 
     def loss_and_gradient(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        params = torch.from_numpy(theta).view(rows, d + 1).to(dtype)
-        w, b = params[:, :d], params[:, d]
-        logits = torch.addmm(b, x, w.T)
+        params = theta.reshape(rows, d + 1)
+        w = params[:, :d].astype(dtype)
+        logits = x @ w.T
+        logits += params[:, d].astype(dtype)
         if binary:
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, onehot, reduction="sum")
-            residual = torch.sigmoid(logits) - onehot
+            z = logits[:, 0]
+            loss = float(np.logaddexp(0, z).sum(dtype=np.float64) - np.dot(target, z).astype(np.float64))
+            residual = (expit(z) - target)[:, None]
         else:
-            log_p = torch.log_softmax(logits, dim=1)
-            loss = -(log_p * onehot).sum(dtype=torch.float64)  # summed in float64 as scikit-learn does
-            residual = log_p.exp() - onehot
-        grad = torch.empty(rows, d + 1, dtype=dtype)
-        torch.mm(residual.T.contiguous(), x, out=grad[:, :d])
+            top = logits.max(axis=1, keepdims=True)
+            logits -= top
+            residual = np.exp(logits)
+            total = residual.sum(axis=1, keepdims=True)
+            loss = float(np.log(total).sum(dtype=np.float64) - logits[every, index].sum(dtype=np.float64))
+            residual /= total
+            residual[every, index] -= 1
+        grad = np.empty((rows, d + 1))
+        grad[:, :d] = residual.T @ x
         grad[:, :d] /= n
-        grad[:, :d] += l2 * w
-        grad[:, d] = residual.sum(dim=0) / n
-        value = float(loss) / n + 0.5 * l2 * float((w * w).sum(dtype=torch.float64))
-        return value, grad.to(torch.float64).numpy().ravel()
+        grad[:, :d] += l2 * params[:, :d]
+        grad[:, d] = residual.sum(axis=0, dtype=np.float64) / n
+        penalty = float(np.dot(params[:, :d].ravel(), params[:, :d].ravel()))
+        return loss / n + 0.5 * l2 * penalty, grad.ravel()
 
     result = minimize(loss_and_gradient, np.zeros(rows * (d + 1)), method="L-BFGS-B", jac=True,
                       options={"maxiter": max_iter, "maxls": MAX_LINE_SEARCH, "gtol": GRADIENT_TOL, "ftol": FTOL})
