@@ -87,6 +87,10 @@ _UNCERTAIN_POST_RE = lazy(
 )
 _LOOKBACK = 60
 _LOOKAHEAD = 50
+# A value that closes an earlier statement ("Lymph-vascular invasion / Not identified / Perineural
+# invasion / Present", its lines joined): the look-back of a later mention starts after it, so
+# the earlier label's "not identified" does not negate the next label's finding.
+_CLOSING_VALUE_RE = lazy(r"\b(?:not|none) (?:identified|seen|detected|found|evident|observed|noted)\b")
 
 
 # The polarities found in the last text asked about, (text, {(start, end): polarity}): the field
@@ -112,6 +116,10 @@ def _polarity(text: str, start: int, end: int) -> int:
     cut = max(text.rfind(".", lo, start), text.rfind(";", lo, start), text.rfind("\n", lo, start),
               text.rfind(",", lo, start))
     pre = text[cut + 1 if cut >= 0 else lo:start]
+    if "not " in pre or "none " in pre:
+        closings = list(_CLOSING_VALUE_RE.finditer(pre))
+        if closings:
+            pre = pre[closings[-1].end():]
     post = text[end:end + _LOOKAHEAD]
     stop = min((i for i in (post.find("."), post.find(";"), post.find("\n")) if i >= 0), default=-1)
     if stop >= 0:
@@ -290,7 +298,7 @@ _FUHRMAN_RE = lazy(r"\b(?:fuhrman|isup|who/isup)(?:'s)?(?: nuclear| nucleolar)? 
 # poor", "moderate to poor differentiation" (the worst of the words is read)
 _DIFFERENTIATION_RE = lazy(
     r"\b(?:(well|moderately|moderate|poorly|poor)(?: to | and |/| )(?:(moderately|moderate|poorly|poor) )?)?"
-    r"(well|moderately|poorly|un) ?differentiated\b|\bundifferentiated\b|"
+    r"(well|moderately|poorly|un) ?differentiated(?:\b|(?=[a-z]{4}))|\bundifferentiated\b|"
     r"\bdifferentiation *: *(well|moderate|poor)(?:ly)?(?: (?:to|and) (well|moderate|poor)(?:ly)?)?\b|"
     r"\b(?:(well|moderate|poor)(?: to | and |/))?(well|moderate|poor) differentiation\b"
 )
@@ -447,6 +455,7 @@ _DYSPLASIA_RE = lazy(
     r"\b(low|high|mild|moderate|severe) grade (?:glandular |squamous |columnar )?dysplasia\b|"
     r"\b(low|high) grade (?:(?:glandular|cervical|prostatic|biliary|squamous) )?intraepithelial neoplasia\b|"
     r"\b(low|high) grade squamous intraepithelial lesion\b|"
+    r"\b(low|high) grade intraepithelial (?:squamous |glandular )?(?:neoplasia|lesion)\b|"
     r"\b(mild|moderate|severe|low grade|high grade) (?:squamous |glandular |epithelial )?dysplasia\b|"
     r"\bdysplasia *: *(low|high|mild|moderate|severe)\b|"
     r"\b(indefinite) for dysplasia\b|\b(negative) for dysplasia\b|\b(?:no|without) (?:evidence of )?(dysplasia)\b"
