@@ -30,6 +30,7 @@ from pathkit_core.contracts import PathkitError
 from pathkit_core.evaluation.scores import ARROWS, CI_SUFFIXES, format_bounds, metric_classes
 from pathkit_core.report.figures import PALETTE, FigureWriter, heatmap, new_figure
 from pathkit_core.report.page import Section, esc, link, page, plugin_sections, table
+from pathkit_core.report.registry import UsesRegistry
 from pathkit_core.report.run_folder import read_json
 from pathkit_core.workspace import atomic_write_text, atomic_write_with
 
@@ -50,7 +51,7 @@ def _children(path: Path) -> list[Path]:
         return []
 
 
-class Leaderboards:
+class Leaderboards(UsesRegistry):
     """The leaderboards under `root` (one dataset's folder, or the folder of every dataset's)."""
 
     def __init__(self, root: str | Path, registry: Any = None) -> None:
@@ -68,14 +69,6 @@ class Leaderboards:
     def leaderboards_root(self) -> Path:
         """The `<workdir>/leaderboards` folder (where plugins keep their own tables, e.g. crossval/)."""
         return self.root if self.folders[0] != self.root else self.root.parent
-
-    @property
-    def registry(self) -> Any:
-        if self._registry is None:
-            from pathkit_core.plugins import get_plugin_manager
-
-            self._registry = get_plugin_manager()
-        return self._registry
 
     @cached_property
     def frame(self) -> Any:

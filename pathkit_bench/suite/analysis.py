@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.report.registry import UsesRegistry
 
 
 @dataclass
@@ -139,7 +140,7 @@ def compare_task(task: TaskComparison, *, correction: str, level: float, resampl
     return task
 
 
-class SuiteAnalysis:
+class SuiteAnalysis(UsesRegistry):
     """The suite folder read back: tidy leaderboard, cells, per-task comparisons, ranks across tasks."""
 
     def __init__(self, folder: str | Path, *, correction: str = "holm", alpha: float = 0.05, level: float = 0.95,
@@ -152,14 +153,6 @@ class SuiteAnalysis:
         self.correction, self.alpha, self.level, self.resamples = correction, alpha, level, resamples
         self._registry = registry
         self.figures: Any = None  # the report's FigureWriter, while a report is written
-
-    @property
-    def registry(self) -> Any:
-        if self._registry is None:
-            from pathkit_core.plugins import get_plugin_manager
-
-            self._registry = get_plugin_manager()
-        return self._registry
 
     @cached_property
     def frame(self) -> Any:

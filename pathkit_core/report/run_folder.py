@@ -15,6 +15,7 @@ from typing import Any
 
 from pathkit_core.contracts import PathkitError
 from pathkit_core.report.figures import FigureWriter
+from pathkit_core.report.registry import UsesRegistry
 
 FIGURES_FOLDER = "figures"
 TEST_CASES_FILE = "test_cases.jsonl"
@@ -77,7 +78,7 @@ def is_run_folder(path: Path) -> bool:
     return (Path(path) / "metrics.json").is_file()
 
 
-class RunFolder:
+class RunFolder(UsesRegistry):
     """The artifacts of one run folder (`<workdir>/runs/<dataset>/<encoder>/<generator>/<key>/`)."""
 
     def __init__(self, path: str | Path, registry: Any = None) -> None:
@@ -167,14 +168,6 @@ class RunFolder:
                                    for c, t in types.items()])
 
     # ------------------------------------------------------------------ facts
-
-    @property
-    def registry(self) -> Any:
-        if self._registry is None:
-            from pathkit_core.plugins import get_plugin_manager
-
-            self._registry = get_plugin_manager()
-        return self._registry
 
     @property
     def config(self) -> dict[str, Any]:
