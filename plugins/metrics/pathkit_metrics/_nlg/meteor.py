@@ -470,8 +470,7 @@ def _index_for(jar: Path, table: Path):  # noqa: ANN202 - a paraphrases.TableInd
             try:
                 index = paraphrases.load_index(folder)
             except PathkitError as exc:
-                _say(f"METEOR: the paraphrase cache is damaged ({exc}); rebuilding it")
-                index = _build_index(paraphrases, table, folder)
+                index = _rebuilt(paraphrases, table, folder, exc)
     except (PathkitError, OSError) as exc:
         _say(f"METEOR: no paraphrase cache ({exc}); the whole table is read (same scores, slower start)")
     _INDEX[table] = index
@@ -493,10 +492,19 @@ def build_meteor_index(*, force: bool = False) -> tuple[Path, bool]:
             _INDEX[table] = paraphrases.load_index(folder)
             return folder, False
         except PathkitError as exc:
-            _say(f"METEOR: the paraphrase cache is damaged ({exc}); rebuilding it")
+            _rebuilt(paraphrases, table, folder, exc)
+            return folder, True
     shutil.rmtree(folder, ignore_errors=True)
     _INDEX[table] = _build_index(paraphrases, table, folder)
     return folder, True
+
+
+def _rebuilt(paraphrases, table: Path, folder: Path, problem: Exception):  # noqa: ANN001, ANN202
+    """The cache in `folder` found damaged (`problem`): said, removed and built again (kept in `_INDEX`)."""
+    _say(f"METEOR: the paraphrase cache is damaged ({problem}); rebuilding it")
+    shutil.rmtree(folder, ignore_errors=True)
+    _INDEX[table] = index = _build_index(paraphrases, table, folder)
+    return index
 
 
 def _say(message: str) -> None:
@@ -542,12 +550,9 @@ def _cut(index, words) -> bytes:  # noqa: ANN001 - a paraphrases.TableIndex and 
     except PathkitError as exc:
         from pathkit_metrics._nlg import paraphrases
 
-        _say(f"METEOR: the paraphrase cache is damaged ({exc}); rebuilding it")
         table = paraphrase_table(locate_meteor_jar())
         assert table is not None
-        shutil.rmtree(index.folder, ignore_errors=True)
-        _INDEX[table] = rebuilt = _build_index(paraphrases, table, index.folder)
-        return rebuilt.cut_bytes(words)
+        return _rebuilt(paraphrases, table, index.folder, exc).cut_bytes(words)
 
 
 def _covers(given: object, wanted: object) -> bool:
