@@ -78,19 +78,24 @@ def fit_lbfgs(features: Any, labels: Any, classes: list[int], c: float, max_iter
     """(coefficients (K, D), intercepts (K,), iterations) of the L2-regularised logistic
     regression scikit-learn's lbfgs solver fits: mean cross-entropy + ||W||^2 / (2 C n),
     intercepts unpenalised, minimised from zeros by SciPy's L-BFGS-B with scikit-learn's options.
-    The loss and its gradient are computed with numpy in the features' precision, as
-    scikit-learn does: float64 features in float64, anything else (the feature store's
-    float16/float32) in float32, which scikit-learn's lbfgs keeps for float32 input (half the
-    memory traffic of the two products over the features that make an iteration), the loss summed
-    in float64. With two classes scikit-learn's binary form (one logit; returned as a zero row for
-    the first class), else the multinomial one."""
+    The loss and its gradient are computed in the features' precision, as scikit-learn does:
+    float64 features in float64, anything else (the feature store's float16/float32) in float32,
+    which scikit-learn's lbfgs keeps for float32 input (half the memory traffic of the two
+    products over the features that make an iteration), the loss summed in float64. The two
+    products run in torch (its thread count), the rest in numpy; while the solver runs, the
+    OpenBLAS pools of numpy and SciPy are held to one thread: their idle workers spin, and beside
+    torch's they would outnumber the cores (measured: docs/benchmarks.md). With two classes
+    scikit-learn's binary form (one logit; returned as a zero row for the first class), else the
+    multinomial one."""
     import numpy as np
     import torch
     from scipy.optimize import minimize
     from scipy.special import expit
+    from threadpoolctl import threadpool_limits
 
-    dtype = np.float64 if features.dtype == torch.float64 else np.float32
-    x = np.ascontiguousarray(features.numpy(force=True), dtype=dtype)
+    tensor_dtype = torch.float64 if features.dtype == torch.float64 else torch.float32
+    dtype = np.float64 if tensor_dtype == torch.float64 else np.float32
+    x = features.detach().to(device="cpu", dtype=tensor_dtype).contiguous()
     index = np.searchsorted(np.asarray(classes), labels.numpy(force=True).astype(np.int64))
     n, d = x.shape
     binary = len(classes) == 2
@@ -101,8 +106,8 @@ def fit_lbfgs(features: Any, labels: Any, classes: list[int], c: float, max_iter
 
     def loss_and_gradient(theta: np.ndarray) -> tuple[float, np.ndarray]:
         params = theta.reshape(rows, d + 1)
-        w = params[:, :d].astype(dtype)
-        logits = x @ w.T
+        w = torch.from_numpy(params[:, :d].astype(dtype))
+        logits = torch.mm(x, w.T).numpy()
         logits += params[:, d].astype(dtype)
         if binary:
             z = logits[:, 0]
@@ -117,15 +122,17 @@ def fit_lbfgs(features: Any, labels: Any, classes: list[int], c: float, max_iter
             residual /= total
             residual[every, index] -= 1
         grad = np.empty((rows, d + 1))
-        grad[:, :d] = residual.T @ x
+        grad[:, :d] = torch.mm(torch.from_numpy(np.ascontiguousarray(residual)).T, x).numpy()
         grad[:, :d] /= n
         grad[:, :d] += l2 * params[:, :d]
         grad[:, d] = residual.sum(axis=0, dtype=np.float64) / n
         penalty = float(np.dot(params[:, :d].ravel(), params[:, :d].ravel()))
         return loss / n + 0.5 * l2 * penalty, grad.ravel()
 
-    result = minimize(loss_and_gradient, np.zeros(rows * (d + 1)), method="L-BFGS-B", jac=True,
-                      options={"maxiter": max_iter, "maxls": MAX_LINE_SEARCH, "gtol": GRADIENT_TOL, "ftol": FTOL})
+    with threadpool_limits(1, user_api="blas"):
+        result = minimize(loss_and_gradient, np.zeros(rows * (d + 1)), method="L-BFGS-B", jac=True,
+                          options={"maxiter": max_iter, "maxls": MAX_LINE_SEARCH, "gtol": GRADIENT_TOL,
+                                   "ftol": FTOL})
     params = torch.from_numpy(result.x).view(rows, d + 1)
     coef, intercept = params[:, :d], params[:, d]
     if binary:  # the second class's logit against a zero one: softmax gives the binary probabilities

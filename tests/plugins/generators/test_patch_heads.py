@@ -129,6 +129,33 @@ def test_logistic_regression_binary_and_a_class_without_training_patches():
     assert probs[:, :2] == pytest.approx(ref.predict_proba(x[:10]), abs=1e-5)
 
 
+def test_logistic_regression_holds_openblas_to_one_thread_while_solving(monkeypatch):
+    """The OpenBLAS pools of numpy and SciPy run one thread inside the solver (their spinning
+    workers beside torch's would outnumber the cores) and get their setting back afterwards."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from pathkit_generators import logistic_regression
+
+    def blas_threads() -> list[int]:
+        return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+    import scipy.optimize
+
+    before = blas_threads()
+    seen: list[list[int]] = []
+    minimize = scipy.optimize.minimize  # fit_lbfgs imports it when called: the spy is what it finds
+
+    def spying_minimize(fun, x0, **kwargs):
+        seen.append(blas_threads())
+        return minimize(fun, x0, **kwargs)
+
+    monkeypatch.setattr(scipy.optimize, "minimize", spying_minimize)
+    assert "minimize" not in vars(logistic_regression)
+    x, y = blobs(120, k=3, spread=2.0)
+    build("logistic-regression", items(x, y), classes=("a", "b", "c"))
+    assert len(seen) == 1 and seen[0] and all(n == 1 for n in seen[0])
+    assert blas_threads() == before
+
+
 def test_heads_refuse_bags_and_empty_training():
     x, y = blobs(10)
     bag = [{"case_id": "s", "features": torch.zeros(3, 8), "target": 0}]
