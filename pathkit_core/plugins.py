@@ -447,12 +447,16 @@ def _load_value(value: str) -> Any:
 # nothing is imported and no distribution's metadata is read.
 
 
+def cache_home() -> Path:
+    """pathkit's cache folder: `$XDG_CACHE_HOME/pathkit`, else `~/.cache/pathkit`."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pathkit"
+
+
 def _index_path() -> Path | None:
     given = os.environ.get(ENV_INDEX)
     if given:
         return None if given == "off" else Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pathkit" / "plugin-index.json"
+    return cache_home() / "plugin-index.json"
 
 
 def _validity(files: Sequence[str]) -> str:

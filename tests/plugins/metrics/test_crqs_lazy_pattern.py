@@ -53,3 +53,39 @@ def test_unknown_attribute_and_bad_pattern():
     assert not _compiled(pattern)
     with pytest.raises(re.error):  # a malformed pattern fails where it is first used
         pattern.search("x")
+
+
+def _dict_trie(words: list[str]) -> str:
+    """The prefix-tree alternation built the plain way (a tree of dicts, walked recursively)."""
+    tree: dict = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = True
+
+    def walk(node: dict) -> str:
+        branches = [re.escape(ch) + walk(child) for ch, child in sorted(node.items()) if ch != ""]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return "(?:" + body + ")?" if "" in node else body
+
+    return r"\b" + walk(tree) + r"\b"
+
+
+def test_trie_pattern_is_the_prefix_tree_of_its_words():
+    import random
+
+    from pathkit_metrics._crqs.normalise import trie_pattern
+    from pathkit_metrics._crqs.scoring import resolve_vocabulary
+
+    terms = sorted(resolve_vocabulary({}).terms)
+    assert trie_pattern(terms) == _dict_trie(terms)
+    rng = random.Random(3)
+    for _ in range(2000):  # short words over a small alphabet: shared prefixes, empty words, duplicates
+        words = ["".join(rng.choice("ab .c(+\u00e9") for _ in range(rng.randint(0, 5)))
+                 for _ in range(rng.randint(0, 9))]
+        assert trie_pattern(words) == _dict_trie(words), words
+    found = re.compile(trie_pattern(["carcinoma", "carcinoma in situ", "car"])).findall("a carcinoma in situ car")
+    assert found == ["carcinoma in situ", "car"]  # the longest word at each position

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from typing import Any
 
 from pathkit_metrics._crqs.lazy_pattern import lazy
 
@@ -124,25 +123,32 @@ STRUCTURED_ITEM_RE = lazy(
 
 def trie_pattern(words: Iterable[str]) -> str:
     """A regex alternation of `words` folded into a prefix tree: one pass over the text finds,
-    at each position, the longest word that ends on a word boundary."""
-    trie: dict[str, Any] = {}
-    for word in words:
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = True
+    at each position, the longest word that ends on a word boundary. Built from the sorted
+    words, where the words below one tree node are a contiguous run (no tree of dicts)."""
+    ordered = sorted(set(words))
 
-    def build(node: dict[str, Any]) -> str:
-        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch != ""]
+    def build(lo: int, hi: int, depth: int) -> str:
+        # ordered[lo:hi] share their first `depth` characters; a word ending here sorts first
+        final = len(ordered[lo]) == depth
+        i = lo + 1 if final else lo
+        branches = []
+        while i < hi:
+            ch = ordered[i][depth]
+            j = i + 1
+            while j < hi and ordered[j][depth] == ch:
+                j += 1
+            branches.append((_ESCAPED.get(ch) or re.escape(ch)) + build(i, j, depth + 1))
+            i = j
         if not branches:
             return ""
         body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        if "" in node:
-            # greedy optional: the longer word is tried first, the shorter one on backtracking
-            body = "(?:" + body + ")?"
-        return body
+        # greedy optional: the longer word is tried first, the shorter one on backtracking
+        return "(?:" + body + ")?" if final else body
 
-    return r"\b" + build(trie) + r"\b"
+    return r"\b" + (build(0, len(ordered), 0) if ordered else "") + r"\b"
+
+
+_ESCAPED = {chr(code): re.escape(chr(code)) for code in range(128)}
 
 
 # Lower-case words rewritten in one pass: unambiguous abbreviations, spellings, "nos".

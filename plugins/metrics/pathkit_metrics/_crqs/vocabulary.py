@@ -15,6 +15,7 @@ from typing import Any
 from pathkit_core.contracts import PathkitError
 from pathkit_metrics._crqs.lazy_pattern import lazy
 from pathkit_metrics._crqs.normalise import STRUCTURED_ITEM_RE, normalise_phrase, prepare_text, trie_pattern
+from pathkit_metrics.pattern_cache import compiled
 
 VOCABULARY_FORMAT = "pathkit-crqs-vocabulary"
 VOCABULARY_VERSION = 1
@@ -373,7 +374,7 @@ class Vocabulary:
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
-        return re.compile(trie_pattern(sorted(self.terms)))
+        return compiled(trie_pattern(sorted(self.terms)))
 
     def lookup(self, surface: str) -> Term | None:
         return self.terms.get(surface)

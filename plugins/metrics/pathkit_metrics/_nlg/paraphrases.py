@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.plugins import cache_home
 
 CUTTER_VERSION = 2
 CACHE_FOLDER = "meteor-paraphrases"
@@ -87,9 +88,6 @@ def corpus_substrings(texts: Iterable[str], longest: int) -> set[str]:
     return out
 
 
-def cache_root() -> Path:
-    """pathkit's cache folder: `$XDG_CACHE_HOME/pathkit`, else `~/.cache/pathkit`."""
-    return Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache") / "pathkit"
 
 
 def _sha256(path: Path) -> str:
@@ -195,7 +193,7 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
 
 
 def cache_folder(jar: Path, table: Path, root: Path | None = None) -> Path:
-    root = cache_root() if root is None else root
+    root = cache_home() if root is None else root
     memo = root / CACHE_FOLDER / "file-hashes.json"
     key = hashlib.sha256(
         f"{file_sha256(jar, memo)} {file_sha256(table, memo)} {CUTTER_VERSION}".encode()
