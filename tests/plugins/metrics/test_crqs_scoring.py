@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from pathkit_metrics._crqs.scoring import score_reports, summarise, summary_of_columns
@@ -68,10 +69,27 @@ def test_each_shared_interval_is_the_one_bootstrap_ci_gives(before):
     for name in ("CRQS", "CFC", "HR", "CDS", "CRQS_raw", "CRQS_eq6", "CRQS_eq6_raw"):
         assert (summary[f"{name}_ci_low"], summary[f"{name}_ci_high"]) == bootstrap_ci(
             scored[name].to_list(), 200, seed=3), name
+    kir = [v for v in table["KIR"].to_list() if v is not None]
+    assert (summary["KIR_ci_low"], summary["KIR_ci_high"]) == bootstrap_ci(kir, 200, seed=3)
     report = "Breast, core biopsy; Invasive carcinoma of no special type, grade II (Tubule formation: 3)"
     perfect = score_reports([report] * 3, [report] * 3).summary
     assert perfect["CRQS"] == 1.0 and perfect["HR"] == 0.0
     assert all(math.isnan(v) for k, v in perfect.items() if "_ci_" in k)
+
+
+@pytest.mark.parametrize("kir_cases", [range(0, 40), range(5, 45), range(0, 30)])
+def test_kir_interval_is_its_own_whether_or_not_it_shares_the_resamples(kir_cases):
+    """KIR joins the shared resamples when it is defined on as many cases as CRQS (the draws
+    depend on the count alone, not on which cases), else it is drawn alone: either way its
+    interval is the one `bootstrap_ci` gives for its values."""
+    rng = np.random.default_rng(8)
+    crqs = [float(v) if i < 40 else None for i, v in enumerate(rng.uniform(-1, 1, 45))]
+    kir = [float(v) if i in kir_cases else None for i, v in enumerate(rng.uniform(0, 1, 45))]
+    columns = {"CRQS": crqs, "CFC": crqs, "HR": crqs, "CDS": crqs, "KIR": kir}
+    summary = summary_of_columns(columns, {"bootstrap_resamples": 300, "seed": 4})
+    defined = [v for v in kir if v is not None]
+    assert (summary["KIR_ci_low"], summary["KIR_ci_high"]) == bootstrap_ci(defined, 300, seed=4)
+    assert (summary["CRQS_ci_low"], summary["CRQS_ci_high"]) == bootstrap_ci(crqs[:40], 300, seed=4)
 
 
 def test_summary_of_columns_edges():

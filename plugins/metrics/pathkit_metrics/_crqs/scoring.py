@@ -335,11 +335,14 @@ def summary_of_columns(columns: Mapping[str, Sequence[float | None]], context: M
     kir = np.array([value for value in columns["KIR"] if value is not None], dtype=np.float64)
     summary["KIR"] = float(kir.mean()) if kir.size else float("nan")
     if resamples:
-        intervals = _shared_bootstrap(matrix, resamples, seed, level)
+        # KIR's own resamples (`bootstrap_ci`, same seed) are the shared ones whenever it is
+        # defined on as many cases: the draws depend on the count alone, so it joins them
+        together = kir.size == matrix.shape[1]
+        intervals = _shared_bootstrap(np.vstack([matrix, kir]) if together else matrix, resamples, seed, level)
         for row, name in enumerate(shared):
             summary[f"{name}_ci_low"], summary[f"{name}_ci_high"] = intervals[row]
-        summary["KIR_ci_low"], summary["KIR_ci_high"] = bootstrap_ci(kir, n_resamples=resamples, seed=seed,
-                                                                      level=level)
+        summary["KIR_ci_low"], summary["KIR_ci_high"] = intervals[-1] if together else bootstrap_ci(
+            kir, n_resamples=resamples, seed=seed, level=level)
     return {name: summary[name] for name in _summary_order(resamples, variants)}
 
 
