@@ -10,7 +10,6 @@ from typing import Any
 
 from pathkit_core.contracts import DeferredTable, Metric, MetricResult, PathkitError
 from pathkit_core.plugins import get_component
-from pathkit_core.workspace import atomic_write_json, atomic_write_with, replaced_folder
 
 # What `write_result_folder` puts in a result folder of its own (`pathkit score --out`).
 RESULT_FILES = ("metrics.json", "per_case.parquet")
@@ -183,6 +182,8 @@ def write_result_folder(result: ScoreResult, out_dir: str | Path, *, extra: Mapp
     """`write_results` into a folder of its own (`pathkit score --out`), replaced as a whole: the
     new files are written beside it and the folders swapped, so a run killed while writing leaves
     the old result whole, never a new metrics.json beside an old per_case.parquet."""
+    from pathkit_core.workspace import replaced_folder  # subprocess, socket, tempfile: only to write
+
     with replaced_folder(out_dir) as tmp:
         write_results(result, tmp, extra=extra)
     return Path(out_dir)
@@ -190,6 +191,8 @@ def write_result_folder(result: ScoreResult, out_dir: str | Path, *, extra: Mapp
 
 def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
     """`metrics.json` (summary per metric) and `per_case.parquet`, both written atomically."""
+    from pathkit_core.workspace import atomic_write_json, atomic_write_with
+
     out_dir = Path(out_dir)
     per_case = result.per_case  # built before anything is written: a metric's bad table fails here
     payload = {"metrics": result.summary, **dict(extra or {})}

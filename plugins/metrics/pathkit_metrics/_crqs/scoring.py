@@ -165,33 +165,31 @@ def score_reports(
     vocabulary = resolve_vocabulary(context)
     extractor = extractor_for(vocabulary)
 
-    fields_cache: dict[str, tuple[dict[str, str], str, Extraction]] = {}
+    fields_cache: dict[str, tuple[dict[str, str], Extraction]] = {}
     outside = [name for name in OUTSIDE_SCHEMA_FIELDS if name not in schema.fields]
 
-    def fields_of(text: str) -> tuple[dict[str, str], str, Extraction]:
+    def fields_of(text: str) -> tuple[dict[str, str], Extraction]:
         hit = fields_cache.get(text)
         if hit is None:
             extraction = extractor.extract(text)
-            fields = _restricted(extraction, schema)
-            hit = (fields, json.dumps(fields, sort_keys=True), extraction)
-            fields_cache[text] = hit
+            hit = fields_cache[text] = (_restricted(extraction, schema), extraction)
         return hit
 
     # Generated reports repeat (REG has 801 distinct references; models collapse to a few
     # outputs), so each distinct (reference, prediction) pair is compared once and its row is
     # gathered for every case that has it.
     pair_row: dict[tuple[str, str], int] = {}
-    rows: list[tuple[CaseComparison, str, str, Extraction, Extraction, list[str]]] = []
+    rows: list[tuple[CaseComparison, dict[str, str], dict[str, str], Extraction, Extraction, list[str]]] = []
     row_references: list[str] = []
     case_rows: list[int] = []
     for prediction, reference in zip(predictions, references, strict=True):
         key = (reference, prediction)
         row = pair_row.get(key)
         if row is None:
-            ref_fields, ref_json, ref_extraction = fields_of(reference)
-            pred_fields, pred_json, pred_extraction = fields_of(prediction)
+            ref_fields, ref_extraction = fields_of(reference)
+            pred_fields, pred_extraction = fields_of(prediction)
             row = len(rows)
-            rows.append((compare_fields(ref_fields, pred_fields, schema), ref_json, pred_json, ref_extraction,
+            rows.append((compare_fields(ref_fields, pred_fields, schema), ref_fields, pred_fields, ref_extraction,
                          pred_extraction, _outside_schema(ref_extraction, pred_extraction, outside)))
             pair_row[key] = row
             row_references.append(reference)
@@ -215,7 +213,8 @@ _SCORE_ATTRIBUTES = dict(zip(SCORE_COLUMNS, ("crqs", "crqs_raw", "cfc", "kir", "
                                              "crqs_eq6_raw"), strict=True))
 
 
-def _per_case_table(rows: Sequence[tuple[CaseComparison, str, str, Extraction, Extraction, list[str]]],
+def _per_case_table(rows: Sequence[tuple[CaseComparison, dict[str, str], dict[str, str], Extraction, Extraction,
+                                         list[str]]],
                     row_references: Sequence[str], case_rows: Sequence[int], case_ids: Sequence[str],
                     schema: ClinicalSchema, vocabulary_sha256: str) -> Any:
     """The per-case evidence table (`MetricResult.per_case`, built when read): one row per
@@ -231,8 +230,8 @@ def _per_case_table(rows: Sequence[tuple[CaseComparison, str, str, Extraction, E
             "n_reference_fields": pl.Series([c.n_reference for c in comparisons], dtype=pl.Int64),
             "n_prediction_fields": pl.Series([c.n_prediction for c in comparisons], dtype=pl.Int64),
             "n_reference_key_fields": pl.Series([c.n_reference_key for c in comparisons], dtype=pl.Int64),
-            "reference_fields": pl.Series([r[1] for r in rows], dtype=pl.Utf8),
-            "prediction_fields": pl.Series([r[2] for r in rows], dtype=pl.Utf8),
+            "reference_fields": pl.Series(_json_column([r[1] for r in rows]), dtype=pl.Utf8),
+            "prediction_fields": pl.Series(_json_column([r[2] for r in rows]), dtype=pl.Utf8),
             "matched": _list_column([c.matched for c in comparisons]),
             "missed": _list_column([c.missed for c in comparisons]),
             "hallucinated": _list_column([c.hallucinated for c in comparisons]),
@@ -255,6 +254,12 @@ def _per_case_table(rows: Sequence[tuple[CaseComparison, str, str, Extraction, E
         pl.lit(schema.name, dtype=pl.Utf8).alias("schema"),
         pl.lit(vocabulary_sha256, dtype=pl.Utf8).alias("vocabulary_sha256"),
     )
+
+
+def _json_column(fields: Sequence[dict[str, str]]) -> list[str]:
+    """Each report's fields as sorted-key JSON, written once per distinct report (rows share them)."""
+    written: dict[int, str] = {}
+    return [written.get(id(f)) or written.setdefault(id(f), json.dumps(f, sort_keys=True)) for f in fields]
 
 
 _SEP = "\x1f"  # never in prepared report text (control characters become spaces)
