@@ -15,6 +15,7 @@ from typing import Any
 from pathkit_core.contracts import PathkitError
 from pathkit_metrics._crqs.lazy_pattern import lazy
 from pathkit_metrics._crqs.normalise import STRUCTURED_ITEM_RE, normalise_phrase, prepare_text, trie_pattern
+from pathkit_metrics.derived_cache import derived
 from pathkit_metrics.pattern_cache import compiled
 
 VOCABULARY_FORMAT = "pathkit-crqs-vocabulary"
@@ -322,22 +323,27 @@ class Term:
                 "histologic_type": self.histologic_type}
 
 
-def _builtin_terms() -> dict[str, Term]:
-    terms: dict[str, Term] = {}
+def _builtin_rows() -> tuple[list[tuple[str, str, str, str | None]], str]:
+    """The built-in terms as (surface, canonical, category, histologic type) rows, and the
+    prefix-tree pattern of their surfaces: a pure function of this package's code."""
+    terms: dict[str, tuple[str, str, str, str | None]] = {}
     for canonical, category, neoplastic, synonyms in _CURATED:
         histologic = histologic_type_of(canonical, neoplastic)
         for surface in (canonical, *synonyms):
             key = normalise_phrase(surface)
             if key and key not in terms:
-                terms[key] = Term(key, canonical, category, histologic)
+                terms[key] = (key, canonical, category, histologic)
     for surface in NEGATIVE_FORMS:
         key = normalise_phrase(surface)
         if key and key not in terms:
-            terms[key] = Term(key, NEGATIVE_FOR_MALIGNANCY, BENIGN, None)
-    return terms
+            terms[key] = (key, NEGATIVE_FOR_MALIGNANCY, BENIGN, None)
+    return list(terms.values()), trie_pattern(sorted(terms))
 
 
-_BUILTIN_TERMS = _builtin_terms()
+# computed once per version of the CRQS code, not once per process (pathkit_metrics.derived_cache)
+_rows, _BUILTIN_PATTERN = derived("crqs-builtin-terms", Path(__file__).parent, _builtin_rows)
+_BUILTIN_TERMS = {row[0]: Term(*row) for row in _rows}
+del _rows
 
 
 def canonical_phrase(phrase: str) -> Term:
@@ -374,6 +380,8 @@ class Vocabulary:
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
+        if self.terms is _BUILTIN_TERMS:  # the built-in terms' pattern is kept with them
+            return compiled(_BUILTIN_PATTERN)
         return compiled(trie_pattern(sorted(self.terms)))
 
     def lookup(self, surface: str) -> Term | None:
