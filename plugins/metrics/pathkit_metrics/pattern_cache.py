@@ -15,10 +15,10 @@ score is ever kept. The engine checks the opcodes it is given (`invalid SRE code
 refuses, a file that does not read back whole (checksum) and any failure of the private compiler
 functions this relies on fall back to `re.compile`, silently: a cache problem costs time, never a
 wrong pattern or a failed run. New entries are written once, when the process exits (atomically,
-beside the old file, which is merged); a file that would exceed `MAX_ENTRIES` keeps only what
-this process used. `PATHKIT_PATTERN_CACHE=off` turns it off; `PATHKIT_PATTERN_CACHE=PATH` puts
-the file elsewhere. The file lives under pathkit's cache folder (`$XDG_CACHE_HOME/pathkit`, else
-`~/.cache/pathkit`), in `regex/`.
+beside the old file, which is merged); a file that would exceed `MAX_ENTRIES` entries or
+`MAX_BYTES` keeps only what this process used. `PATHKIT_PATTERN_CACHE=off` turns it off;
+`PATHKIT_PATTERN_CACHE=PATH` puts the file elsewhere. The file lives under pathkit's cache folder
+(`$XDG_CACHE_HOME/pathkit`, else `~/.cache/pathkit`), in `regex/`.
 """
 
 from __future__ import annotations
@@ -30,20 +30,27 @@ import os
 import re
 import sys
 import zlib
+from array import array
 from pathlib import Path
 from typing import Any
 
 ENV_PATTERN_CACHE = "PATHKIT_PATTERN_CACHE"
 MAX_ENTRIES = 4000
-FORMAT = 1
+MAX_BYTES = 32 << 20  # learned vocabularies' patterns are large: past this, keep what was used
+FORMAT = 2
 
 try:  # the engine and the compiler's private halves (Python 3.11+); without them: re.compile
     import _sre
     from re import _compiler, _parser
 except ImportError:  # pragma: no cover - another interpreter
     _sre = None
+# the opcodes are kept as the bytes of an array of the engine's code unit (a list of ints costs
+# marshal an object per opcode: the vocabulary's pattern alone has some 60,000)
+if _sre is not None and array("I").itemsize != _sre.CODESIZE:  # pragma: no cover - exotic build
+    _sre = None
 
-_Entry = tuple[int, list[int], int, dict[str, int], tuple[Any, ...]]
+# (flags, opcodes as bytes, groups - 1, group index, index group): what the engine is given
+_Entry = tuple[int, bytes, int, dict[str, int], tuple[Any, ...]]
 _loaded: dict[tuple[str, int], _Entry] | None = None
 _used: dict[tuple[str, int], _Entry] = {}
 _hooked = False
@@ -100,9 +107,15 @@ def _generated(pattern: str, flags: int) -> _Entry:
     indexgroup: list[str | None] = [None] * parsed.state.groups
     for name, index in groupindex.items():
         indexgroup[index] = name
-    # the opcodes are int subclasses (named constants): plain ints, so that marshal keeps them
-    return (int(flags | parsed.state.flags), [int(op) for op in code], parsed.state.groups - 1, groupindex,
+    return (int(flags | parsed.state.flags), array("I", code).tobytes(), parsed.state.groups - 1, groupindex,
             tuple(indexgroup))
+
+
+def _made(pattern: str, entry: _Entry) -> re.Pattern[str]:
+    flags, code, groups, groupindex, indexgroup = entry
+    opcodes = array("I")
+    opcodes.frombytes(code)
+    return _sre.compile(pattern, flags, opcodes.tolist(), groups, groupindex, indexgroup)
 
 
 def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -115,7 +128,7 @@ def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
     entry = _entries().get(key)
     if entry is not None:
         try:
-            made = _sre.compile(pattern, *entry)
+            made = _made(pattern, entry)
         except Exception:  # a damaged or foreign entry: compiled afresh below
             entry = None
         else:
@@ -123,7 +136,7 @@ def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
             return made
     try:
         entry = _generated(pattern, flags)
-        made = _sre.compile(pattern, *entry)
+        made = _made(pattern, entry)
     except re.error:
         raise
     except Exception:  # the private compiler changed shape: the public road, uncached
@@ -149,6 +162,9 @@ def save() -> Path | None:
     merged = {**kept, **_used} if len(kept) + len(_used) <= MAX_ENTRIES else dict(_used)
     try:
         payload = marshal.dumps(merged)
+        if len(payload) > MAX_BYTES and len(merged) > len(_used):
+            merged = dict(_used)
+            payload = marshal.dumps(merged)
     except ValueError:  # an entry marshal cannot hold: nothing is written
         return None
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -164,4 +180,4 @@ def save() -> Path | None:
     return path
 
 
-__all__ = ["ENV_PATTERN_CACHE", "MAX_ENTRIES", "cache_file", "compiled", "save"]
+__all__ = ["ENV_PATTERN_CACHE", "MAX_BYTES", "MAX_ENTRIES", "cache_file", "compiled", "save"]

@@ -101,7 +101,8 @@ def test_a_damaged_file_is_ignored_and_written_anew(fresh, monkeypatch, damage):
 def test_an_entry_the_engine_refuses_falls_back_to_compiling(fresh, monkeypatch):
     pattern, flags = PATTERNS[0]
     good = pattern_cache._generated(pattern, flags)
-    monkeypatch.setattr(pattern_cache, "_loaded", {(pattern, flags): (good[0], [99999, 1, 2], *good[2:])})
+    refused = (99999).to_bytes(4, "little") * 3
+    monkeypatch.setattr(pattern_cache, "_loaded", {(pattern, flags): (good[0], refused, *good[2:])})
     _same(pattern_cache.compiled(pattern, flags), pattern, flags)
     assert pattern_cache._used[(pattern, flags)] == good
 
@@ -161,3 +162,14 @@ def test_crqs_scores_the_same_with_the_cache_empty_warm_and_off(tmp_path):
             assert len(pattern_cache._read(cache)) > 50  # the CRQS patterns the reports needed
     assert outputs[0] == outputs[1] == outputs[2]
     assert json.loads(outputs[0])
+
+
+def test_over_the_size_limit_only_what_this_process_used_is_kept(fresh, monkeypatch):
+    for pattern, flags in PATTERNS[:3]:
+        pattern_cache.compiled(pattern, flags)
+    pattern_cache.save()
+    monkeypatch.setattr(pattern_cache, "MAX_BYTES", fresh.stat().st_size)  # the next entry tips it over
+    _new_process(monkeypatch)
+    pattern_cache.compiled(*PATTERNS[3])
+    pattern_cache.save()
+    assert list(pattern_cache._read(fresh)) == [PATTERNS[3]]
