@@ -36,7 +36,7 @@ from typing import Any
 
 ENV_PATTERN_CACHE = "PATHKIT_PATTERN_CACHE"
 MAX_ENTRIES = 4000
-MAX_BYTES = 32 << 20  # learned vocabularies' patterns are large: past this, keep what was used
+MAX_BYTES = 8 << 20  # a learned vocabulary's pattern is a few 100 kB: past this, keep what was used
 FORMAT = 2
 
 try:  # the engine and the compiler's private halves (Python 3.11+); without them: re.compile
