@@ -9,8 +9,8 @@
   centred, normalised features (the normalisation inside scikit-learn's timing too).
 
 - `--solvers`: the choice of solver for the logistic regression, measured. On the same problem
-  (scikit-learn's objective at C = D*K/100, float64): pathkit's solver (SciPy's L-BFGS-B, loss and
-  gradient in torch), scikit-learn's lbfgs, and `torch.optim.LBFGS` (strong-Wolfe line search,
+  (scikit-learn's objective at C = D*K/100, float64): pathkit's solver (SciPy's L-BFGS-B, the two
+  products over the features in torch, OpenBLAS held to one thread), scikit-learn's lbfgs, and `torch.optim.LBFGS` (strong-Wolfe line search,
   scikit-learn's stopping rule: largest gradient component below 1e-4, history 10) on the raw
   features, on standardised features (the same optimum: the penalty rescaled by the standard
   deviations, so the coefficients map back exactly), and on standardised features warm-started
@@ -205,7 +205,7 @@ def solvers(args) -> None:
 
     contenders = {
         "scikit-learn lbfgs": sk,
-        "pathkit: SciPy L-BFGS-B, torch loss": lambda: fit_lbfgs(train_x, index, list(range(k)), c, 1000),
+        "pathkit: SciPy L-BFGS-B, products in torch": lambda: fit_lbfgs(train_x, index, list(range(k)), c, 1000),
         "torch.optim.LBFGS, raw features": lambda: _torch_lbfgs(train_x, index, k, c, standardise=False),
         "torch.optim.LBFGS, standardised": lambda: _torch_lbfgs(train_x, index, k, c, standardise=True),
         "torch.optim.LBFGS, standardised, warm start C/100, C/10, C":

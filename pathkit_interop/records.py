@@ -78,10 +78,13 @@ class _KeyCounter:
         self.last_pairs: list[tuple[str, Any]] = []
 
     def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        counts = Counter(k for k, _ in pairs)
-        self.repeated.append([k for k, n in counts.items() if n > 1])
+        made = dict(pairs)
+        if len(made) == len(pairs):  # the usual case: no key twice, nothing to count
+            self.repeated.append([])
+        else:
+            self.repeated.append([k for k, n in Counter(k for k, _ in pairs).items() if n > 1])
         self.last_pairs = pairs
-        return dict(pairs)
+        return made
 
     def inner(self, top_is_object: bool) -> list[str]:
         """Keys repeated inside records (objects close innermost first: the last is the top)."""
