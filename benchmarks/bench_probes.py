@@ -10,13 +10,14 @@
 
 - `--solvers`: the choice of solver for the logistic regression, measured. On the same problem
   (scikit-learn's objective at C = D*K/100, float64): pathkit's solver (SciPy's L-BFGS-B, the two
-  products over the features in torch, OpenBLAS held to one thread), scikit-learn's lbfgs, and `torch.optim.LBFGS` (strong-Wolfe line search,
-  scikit-learn's stopping rule: largest gradient component below 1e-4, history 10) on the raw
-  features, on standardised features (the same optimum: the penalty rescaled by the standard
-  deviations, so the coefficients map back exactly), and on standardised features warm-started
-  along C/100, C/10, C. Each: median time of interleaved repeats, iterations, test accuracy, and
-  the largest difference of coefficients and test probabilities from scikit-learn's. Then each
-  side's import, cold, in a fresh process (what a first `build` or a script's top pays).
+  products over the features in torch, OpenBLAS held to one thread), scikit-learn's lbfgs, and
+  `torch.optim.LBFGS` (strong-Wolfe line search, scikit-learn's stopping rule: largest gradient
+  component below 1e-4, history 10) on the raw features, on standardised features (the same optimum:
+  the penalty rescaled by the standard deviations, so the coefficients map back exactly), and on
+  standardised features warm-started along C/100, C/10, C. Each: median time of interleaved repeats,
+  iterations, test accuracy, and the largest difference of coefficients and test probabilities from
+  scikit-learn's. Then each side's import, cold, in a fresh process (what a first `build` or a
+  script's top pays).
 
 Features: 7 Gaussian classes (benchmarks/bench_patches.py's), float16 stored, float32 given to both.
 scikit-learn is never installed by this script: without it, its side is skipped with a message.
