@@ -69,6 +69,7 @@ def test_gma_mil_learns_the_planted_tiles_and_attends_to_them(cohort, tmp_path):
     assert len(precisions) >= 5 and sum(precisions) / len(precisions) >= 0.8
 
 
+@pytest.mark.slow  # 20-30 s on 2 cores: `make test-suite` runs it
 def test_reciprocal_cross_site_run_gives_the_four_settings(cohort, tmp_path, cli):
     config = tmp_path / "fast.toml"
     config.write_text("[train]\nmax_epochs = 1\nlr = 2e-4\nprogress = false\n")  # the settings, not learning

@@ -311,6 +311,7 @@ def test_overfits_one_batch():
     assert model.predict(batch) == targets
 
 
+@pytest.mark.slow  # 20-30 s on 2 cores: `make test-suite` runs it
 def test_learns_the_report_from_features_and_beats_most_frequent_report(tmp_path):
     # The class is learned (and retrieved) within 12 epochs, but the exact wording converges
     # more slowly: dropout on the two memory tokens is noisier than on a memory of many tiles.
