@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,6 +125,17 @@ def write_manifest(path: str | Path, tiles: pl.DataFrame, meta: dict[str, Any]) 
         pq.write_table(table, tmp, compression="zstd")
 
     return atomic_write_with(target, _write)
+
+
+def slide_identities(path: str | Path, meta: Mapping[str, Any]) -> tuple[str | None, str]:
+    """(the identity a manifest recorded of its slide, the identity of the file at `path` made
+    the same way): its content identity (`pathkit_core.sources.file_identity`) where the manifest
+    holds one, else the whole file's sha256 an older manifest holds."""
+    if meta.get("slide_identity"):
+        from pathkit_core.sources import file_identity
+
+        return meta["slide_identity"], file_identity(path)
+    return meta.get("slide_sha256"), sha256_file(path)
 
 
 def read_manifest_meta(path: str | Path) -> dict[str, Any]:

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.workspace import sha256_file
-from pathkit_core.wsi.manifest import Manifest, read_manifest
+from pathkit_core.wsi.manifest import Manifest, read_manifest, slide_identities
 from pathkit_core.wsi.resample import resize_tiles
 from pathkit_core.wsi.tiff_direct import DirectTiffLevels, direct_enabled
 
@@ -180,13 +179,7 @@ class _TileReaderBase:
 
     def verify_slide(self) -> None:
         """Raise PathkitError if the slide file is not the one the manifest was made from."""
-        from pathkit_core.sources import file_identity
-
-        meta = self.manifest.meta
-        # the manifest's content identity of the slide (`pathkit_core.sources`); older manifests
-        # hold the whole file's sha256
-        expected = meta.get("slide_identity") or meta.get("slide_sha256")
-        actual = file_identity(self.slide_path) if meta.get("slide_identity") else sha256_file(self.slide_path)
+        expected, actual = slide_identities(self.slide_path, self.manifest.meta)
         if expected != actual:
             raise PathkitError(
                 f"{self.slide_path}: content identity {actual[:20]}... differs from the manifest's "

@@ -22,7 +22,6 @@ from pathkit_core.workspace import (
     atomic_write_json,
     object_records,
     remove_stale_temporaries,
-    sha256_file,
 )
 from pathkit_core.wsi.params import TileGeometry, TilingParams
 from pathkit_core.wsi.slide import SlideError, check_slide_file, slide_id_for
@@ -279,13 +278,12 @@ def _resumable(
 
 
 def _same_slide(path: Path, meta: Mapping[str, Any]) -> bool:
-    """Whether the slide at `path` holds the content a manifest was made from (its recorded
-    identity, `pathkit_core.sources.file_identity`; the whole-file sha256 of an older manifest)."""
-    from pathkit_core.sources import file_identity
+    """Whether the slide at `path` holds the content a manifest was made from
+    (`pathkit_core.wsi.manifest.slide_identities`)."""
+    from pathkit_core.wsi.manifest import slide_identities
 
-    if meta.get("slide_identity"):
-        return file_identity(path) == meta["slide_identity"]
-    return sha256_file(path) == meta.get("slide_sha256")
+    expected, actual = slide_identities(path, meta)
+    return expected == actual
 
 
 def _clean_stale_temporaries(out_dir: Path, slide_id: str) -> None:
