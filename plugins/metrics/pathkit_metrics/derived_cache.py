@@ -62,14 +62,11 @@ def derived(name: str, folder: Path, build: Callable[[], Any]) -> Any:
             return value
     value = build()
     payload = marshal.dumps((key, value))  # ValueError for a value marshal cannot hold: a caller's bug
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(payload)
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+    from pathkit_core.contracts import PathkitError
+    from pathkit_core.workspace import atomic_write_bytes  # only when the value was computed
+
+    with contextlib.suppress(OSError, PathkitError):
+        atomic_write_bytes(path, payload)
     return value
 
 

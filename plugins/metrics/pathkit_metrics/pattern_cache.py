@@ -24,7 +24,6 @@ beside the old file, which is merged); a file that would exceed `MAX_ENTRIES` en
 from __future__ import annotations
 
 import atexit
-import contextlib
 import marshal
 import os
 import re
@@ -167,14 +166,12 @@ def save() -> Path | None:
             payload = marshal.dumps(merged)
     except ValueError:  # an entry marshal cannot hold: nothing is written
         return None
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    from pathkit_core.contracts import PathkitError
+    from pathkit_core.workspace import atomic_write_bytes  # only when something new was compiled
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+        atomic_write_bytes(path, zlib.crc32(payload).to_bytes(4, "little") + payload)
+    except (OSError, PathkitError):
         return None
     _loaded = merged
     return path

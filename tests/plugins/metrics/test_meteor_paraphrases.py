@@ -102,8 +102,10 @@ def test_a_bad_table_is_a_clear_error(tmp_path):
 def test_cache_key_follows_the_tables_sha256(tmp_path, monkeypatch):
     jar, table = _tiny(tmp_path)
     hashed: list[Path] = []
-    real = paraphrases._sha256
-    monkeypatch.setattr(paraphrases, "_sha256", lambda path: hashed.append(path) or real(path))
+    from pathkit_core import workspace
+
+    real = workspace.sha256_file  # what `file_sha256` hashes with, imported when it hashes
+    monkeypatch.setattr(workspace, "sha256_file", lambda path: hashed.append(path) or real(path))
     first = paraphrases.cache_folder(jar, table, root=tmp_path / "cache")
     assert sorted(hashed) == sorted([jar, table])
     assert paraphrases.cache_folder(jar, table, root=tmp_path / "cache") == first

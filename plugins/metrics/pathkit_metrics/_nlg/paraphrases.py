@@ -90,14 +90,6 @@ def corpus_substrings(texts: Iterable[str], longest: int) -> set[str]:
 
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def file_sha256(path: Path, memo: Path) -> str:
     """sha256 of a file, remembered in `memo` by path, size, mtime and inode (as git's index
     does), so a start does not read 61 MB to hash it; any change of those hashes it again."""
@@ -112,13 +104,12 @@ def file_sha256(path: Path, memo: Path) -> str:
     entry = known.get(str(path.resolve()))
     if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("sha256"), str):
         return entry["sha256"]
-    sha = _sha256(path)
+    from pathkit_core.workspace import atomic_write_text, sha256_file
+
+    sha = sha256_file(path)
     known[str(path.resolve())] = {"stamp": stamp, "sha256": sha}
-    with contextlib.suppress(OSError):
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known), encoding="utf-8")
-        os.replace(tmp, memo)
+    with contextlib.suppress(OSError, PathkitError):
+        atomic_write_text(memo, json.dumps(known))
     return sha
 
 
