@@ -46,8 +46,8 @@ def _warn_flagged(flagged: dict[str, str]) -> None:
               f"table), e.g. {first}: {notes}", highlight=False, soft_wrap=True)
 
 
-def score_command(metric: list[str], predictions: Path, references: Path | None, dataset: str | None, out: Path | None,
-          as_json: bool, option: list[str]) -> None:
+def score_command(metric: list[str], predictions: Path, references: Path | None, dataset: str | None,
+                  out: Path | None, as_json: bool, option: list[str]) -> None:
     """Score predictions against references."""
     from pathkit_core.evaluation.runner import RESULT_FILES, prepare_metrics, score, write_result_folder
     from pathkit_interop.records import join_by_id, match_extensions, read_records
@@ -56,10 +56,12 @@ def score_command(metric: list[str], predictions: Path, references: Path | None,
         from pathkit_core.workspace import check_result_folder  # its imports cost a printing-only run ~25 ms
 
         check_result_folder(out, RESULT_FILES, "--out")  # before scoring, so no score is lost at the end
+    names = split_names(metric)
     options = parse_key_values(option, "--option")
+    context = {"options": options} if options else None
     # metrics that wait for something (METEOR's JVM) start it now, while the files are read
-    prepare_metrics(split_names(metric), dataset=dataset, context={"options": options} if options else None)
-    whole = _whole_records(split_names(metric))
+    prepare_metrics(names, dataset=dataset, context=context)
+    whole = _whole_records(names)
     pred_file = read_records(predictions, whole=whole)
     if references is not None:
         refs = read_records(references, whole=whole).values
@@ -75,8 +77,7 @@ def score_command(metric: list[str], predictions: Path, references: Path | None,
         _warn(f"matched {len(renamed)} prediction id(s) to reference ids that differ only by a slide "
               f"file extension (e.g. {renamed[0][0]!r} -> {renamed[0][1]!r})", highlight=False)
     ids = join_by_id(values, refs, pred_name=str(predictions), ref_name=str(references or predictions))
-    result = score(split_names(metric), values, refs, ids=ids, dataset=dataset,
-                   context={"options": options} if options else None)
+    result = score(names, values, refs, ids=ids, dataset=dataset, context=context)
     if out is not None:
         write_result_folder(result, out, extra={"predictions": str(predictions), "references": str(references),
                                                 "dataset": dataset, "n_cases": len(ids)})

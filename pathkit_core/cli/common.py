@@ -120,8 +120,6 @@ def print_table(
     target.print(table)
 
 
-
-
 def print_scores(title: str, summary: dict[str, dict[str, float]],
                  baselines: dict[str, dict[str, dict[str, float]]] | None = None, *, headline_only: bool = False,
                  target: Console | None = None, details: dict[str, dict[str, Any]] | None = None) -> int:
@@ -141,4 +139,3 @@ def print_scores(title: str, summary: dict[str, dict[str, float]],
     for metric, text in sample_warnings(details).items():
         (target or console).print(f"[yellow]WARNING ({escape(metric)}): {escape(text)}[/]", highlight=False)
     return len(rows) - len(shown)
-
