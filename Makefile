@@ -43,8 +43,8 @@ test-all: install
 # at once, then rerun reusing every cell), the REG release folder with weights, the extraction soaks (killed workers; a
 # failing disk and another host's locks), the two-process extraction and training checks, the
 # example plugin's demo trained until it beats the train mean, a whole `pathkit run` piped
-# through a subprocess (no path broken, the low-tissue note once), BiGen learning its reports, and
-# GOLDMARK's reciprocal cross-site run.
+# through a subprocess (no path broken, the low-tissue note once), BiGen, SCOUT and HistGen learning
+# their reports, and GOLDMARK's reciprocal cross-site run.
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
@@ -56,7 +56,9 @@ test-suite: install
 		tests/core/features/test_feature_cli.py::test_two_gloo_processes_give_the_same_features_as_one \
 		tests/core/training/test_trainer_protocol.py::test_two_cpu_processes_train_one_synchronised_model \
 		tests/plugins/generators/test_bigen.py::test_learns_the_report_from_features_and_beats_most_frequent_report \
-		tests/plugins/datasets/test_goldmark_pipeline.py::test_reciprocal_cross_site_run_gives_the_four_settings
+		tests/plugins/datasets/test_goldmark_pipeline.py::test_reciprocal_cross_site_run_gives_the_four_settings \
+		tests/plugins/generators/test_scout.py::test_learns_the_report_from_features_and_beats_most_frequent_report \
+		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]'
 
 # The documentation site (mkdocs.yml) into site/; --strict fails on a broken link or a page left out.
 docs: install

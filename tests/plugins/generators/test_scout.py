@@ -165,6 +165,7 @@ def test_overfits_one_batch():
     assert model.predict(batch) == targets
 
 
+@pytest.mark.slow  # 13 s on 2 cores: `make test-suite` runs it (test_overfits_one_batch stays)
 def test_learns_the_report_from_features_and_beats_most_frequent_report(tmp_path):
     # the gate entropy penalty makes the gates decisive early, which delays learning the class a
     # little on this tiny task: 16 epochs, not 12
