@@ -871,3 +871,16 @@ COMPONENT_BASES: dict[str, type[Component]] = {
     "dataset": Dataset,
     "metric": Metric,
 }
+
+# The task names left the contract for `pathkit_tasks` in pathkit 0.2; the old import keeps working,
+# with a DeprecationWarning, until pathkit 0.3 (docs/plugin-authors.md, "Moved names").
+_MOVED_TO_TASKS = ("TASK_REPORT", "TASK_SLIDE_CLASSIFICATION", "TASK_PATCH_CLASSIFICATION", "TASK_SEGMENTATION",
+                   "TASK_MULTIPLE_CHOICE_VQA")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_TASKS:
+        from pathkit_core._deprecation import moved_attribute
+
+        return moved_attribute(__name__, name, "pathkit_tasks")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
