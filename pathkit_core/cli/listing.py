@@ -105,7 +105,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show everything known about a component."""
         registry = get_plugin_manager()
-        found = registry.find(name) or registry.find(name.partition(":")[0])
+        qualified = [p.component for kind in registry.kinds if (p := registry.provider_of(kind, name))]
+        found = qualified or registry.find(name) or registry.find(name.partition(":")[0])
         if not found:
             every = sorted({n for kind in registry.kinds for n in registry.names(kind)})
             close = difflib.get_close_matches(name, every, n=3, cutoff=0.5)

@@ -70,6 +70,8 @@ def test_pathkit_list_shows_the_clash_and_every_address(installed, cli):
     assert "plain name kept by 'alpha-metrics'" in plugins["zeta-metrics"]["clashes"][0]
     table = cli("list", "plugins", env={"COLUMNS": "400"}).stdout
     assert "clash: metric 'nlg': this plugin keeps the plain name" in table
+    (info,) = json.loads(cli("info", "zeta-metrics:nlg", "--json").stdout)
+    assert info["plugin"]["distribution"] == "zeta-metrics"
 
 
 def test_a_qualified_dataset_name_is_not_read_as_a_view(fresh_registry):
