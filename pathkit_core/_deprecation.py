@@ -88,8 +88,9 @@ def moved_module(old: str, new: str, *, submodules: Sequence[str] = (),
     return __getattr__, __dir__
 
 
-def moved_attribute(module: ModuleType | str, name: str, new_module: str) -> Any:
-    """`name`, which left `module` for `new_module`: warned once, then the new module's object."""
+def moved_attribute(module: ModuleType | str, name: str, new_module: str, *, qualname: str | None = None) -> Any:
+    """`name`, which left `module` (as `qualname` there, a method say) for `new_module`: warned once,
+    then the new module's object."""
     old_module = module if isinstance(module, str) else module.__name__
-    warn_moved(f"{old_module}.{name}", f"{name} from {new_module}", shim=old_module)
+    warn_moved(f"{old_module}.{qualname or name}", f"{name} from {new_module}", shim=old_module)
     return getattr(importlib.import_module(new_module), name)

@@ -27,8 +27,13 @@ MOVED_MODULES = {
 }
 MOVED_SUBMODULES = {f"pathkit_core.stats.{n}": f"pathkit_bench.stats.{n}"
                     for n in ("delong", "multiple", "paired", "ranks")}
-TASK_NAMES = ("TASK_REPORT", "TASK_SLIDE_CLASSIFICATION", "TASK_PATCH_CLASSIFICATION", "TASK_SEGMENTATION",
-              "TASK_MULTIPLE_CHOICE_VQA")
+# name that left pathkit_core.contracts -> its new module
+MOVED_FROM_CONTRACTS = {
+    **dict.fromkeys(("TASK_REPORT", "TASK_SLIDE_CLASSIFICATION", "TASK_PATCH_CLASSIFICATION", "TASK_SEGMENTATION",
+                     "TASK_MULTIPLE_CHOICE_VQA"), "pathkit_tasks"),
+    **dict.fromkeys(("EvidencePool", "Selection", "Selector"), "pathkit_tasks.vqa.selection"),
+    "TileAttentionModel": "pathkit_tasks.classification.attention",
+}
 
 
 @pytest.fixture
@@ -101,17 +106,36 @@ def test_split_statement_documented_on_the_old_splits_module_is_the_runs_own(fre
     assert split_statement is sdk_split_statement
 
 
-@pytest.mark.parametrize("name", TASK_NAMES)
-def test_the_task_names_that_left_the_contract_warn_once_and_are_pathkit_tasks_values(fresh, name):
+@pytest.mark.parametrize("name", sorted(MOVED_FROM_CONTRACTS))
+def test_the_names_that_left_the_contract_warn_once_and_are_the_new_objects(fresh, name):
     import pathkit_core.contracts as contracts
-    import pathkit_tasks
 
+    new = MOVED_FROM_CONTRACTS[name]
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         first = getattr(contracts, name)
         second = getattr(contracts, name)
-    _check(_only_deprecation(record), f"pathkit_core.contracts.{name}", f"{name} from pathkit_tasks")
-    assert first == second == getattr(pathkit_tasks, name)
+    _check(_only_deprecation(record), f"pathkit_core.contracts.{name}", f"{name} from {new}")
+    assert first is second is getattr(importlib.import_module(new), name)
+
+
+def test_run_folder_attention_index_forwards_to_the_classification_package(fresh, tmp_path):
+    from pathkit_core.report.run_folder import RunFolder
+
+    index = tmp_path / "attention" / "best" / "index.csv"
+    index.parent.mkdir(parents=True)
+    index.write_text("case,slide,table,heatmap,note\nc1,s1,t.csv,h.png,\n", encoding="utf-8")
+    (tmp_path / "metrics.json").write_text("{}", encoding="utf-8")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        rows = RunFolder(tmp_path).attention_index()
+        line = sys._getframe().f_lineno - 1
+        again = RunFolder(tmp_path).attention_index("last")
+    found = _only_deprecation(record)
+    _check(found, "pathkit_core.report.run_folder.RunFolder.attention_index",
+           "attention_index from pathkit_tasks.classification.attention")
+    assert found[0].lineno == line
+    assert rows == [{"case": "c1", "slide": "s1", "table": "t.csv", "heatmap": "h.png", "note": ""}] and again == []
 
 
 def test_an_unknown_name_on_a_shim_is_an_attribute_error_naming_the_new_home(fresh):
