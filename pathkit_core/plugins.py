@@ -87,6 +87,7 @@ class PluginRecord:
     requires_pathkit: str = ""  # the distribution's declared requirement on pathkit ("" when none)
     pathkit_version: str = ""  # the installed pathkit it was checked against
     clashes: list[str] = field(default_factory=list)  # names it shares with other plugins, and who keeps each
+    deprecations: list[str] = field(default_factory=list)  # moved pathkit names its import used (file:line: warning)
 
     def fail(self, message: str) -> None:
         self.status = "error"
@@ -104,6 +105,7 @@ class PluginRecord:
             "requires_pathkit": self.requires_pathkit,
             "pathkit_version": self.pathkit_version,
             "clashes": list(self.clashes),
+            "deprecations": list(self.deprecations),
         }
 
     def check_requirement(self, requirements: Sequence[str] | None, installed: str) -> None:
@@ -139,6 +141,25 @@ def _env_list(name: str) -> set[str] | None:
     if raw is None or not raw.strip():
         return None
     return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def _load_noting_deprecations(load: Callable[[], Any], record: PluginRecord) -> Any:
+    """`load()`, with the moved pathkit names its import used noted on `record` (shown by `pathkit list
+    plugins` and `pathkit doctor`); every warning is then given back to the process's own filters."""
+    import warnings
+
+    from pathkit_core._deprecation import REMOVED_IN
+
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DeprecationWarning)
+            return load()
+    finally:  # the recording block has ended: each warning goes to the caller's filters (shown or not)
+        for w in caught:
+            if issubclass(w.category, DeprecationWarning) and f"removed in pathkit {REMOVED_IN}" in str(w.message):
+                record.deprecations.append(f"{w.filename}:{w.lineno}: {w.message}")
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
 def _short_error(exc: BaseException) -> str:
@@ -225,7 +246,7 @@ class Registry:
     def _load(self, name: str, load: Callable[[], Any], record: PluginRecord) -> None:
         """Import one plugin and register it; an import failure is the plugin's (recorded)."""
         try:
-            plugin = load()
+            plugin = _load_noting_deprecations(load, record)
         except BaseException as exc:  # noqa: BLE001 - any import failure is the plugin's
             if isinstance(exc, KeyboardInterrupt):
                 raise

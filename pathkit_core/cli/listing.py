@@ -24,6 +24,8 @@ def _list_plugins(as_json: bool) -> None:
         status = "ok" if r["status"] == "ok" else f"{r['status']}: {r['error']}" if r["error"] else r["status"]
         if r["clashes"]:
             status += "; clash: " + "; ".join(r["clashes"])
+        if r["deprecations"]:
+            status += "; deprecated imports: " + "; ".join(r["deprecations"])
         rows.append((r["name"], r["distribution"], r["version"], status, comps))
     print_table("pathkit plugins", ["plugin", "distribution", "version", "status", "components"], rows)
 

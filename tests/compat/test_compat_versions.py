@@ -69,11 +69,12 @@ def register_metrics(register):
 '''
 
 
-def _installed(root: Path, distribution: str, requires: list[str], *, metric: str) -> str:
-    """A distribution on disk as pip leaves it: a module and its .dist-info (METADATA with
-    Requires-Dist lines, entry_points.txt in the pathkit group). Returns its entry point's name."""
+def _installed(root: Path, distribution: str, requires: list[str], *, metric: str, header: str = "") -> str:
+    """A distribution on disk as pip leaves it: a module (`header` lines first) and its .dist-info
+    (METADATA with Requires-Dist lines, entry_points.txt in the pathkit group). Returns its entry
+    point's name."""
     module = distribution.replace("-", "_")
-    (root / f"{module}.py").write_text(PLUGIN_MODULE.format(metric=metric), encoding="utf-8")
+    (root / f"{module}.py").write_text(header + PLUGIN_MODULE.format(metric=metric), encoding="utf-8")
     info = root / f"{module}-1.0.dist-info"
     info.mkdir()
     lines = ["Metadata-Version: 2.1", f"Name: {distribution}", "Version: 1.0",

@@ -87,6 +87,8 @@ def test_the_legacy_plugin_runs_end_to_end_with_deprecation_warnings_and_no_erro
     plugins = {p["name"]: p for p in json.loads(listed.stdout)}
     assert {plugins[f"legacy-{n}"]["status"] for n in ("score", "demo", "head", "words")} == {"ok"}
     assert plugins["legacy-demo"]["distribution"] == "pathkit-legacy-plugin"
+    assert [d.split(": ")[1].split(" ")[0] for d in plugins["legacy-demo"]["deprecations"]] == [
+        "pathkit_core.splits", "pathkit_core.wsi.synthetic"]
     run = subprocess.run([pathkit, "run", "--dataset", "legacy-demo", "--workdir", str(tmp_path / "ws"), "--cpu"],
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -161,3 +161,23 @@ def test_every_shim_is_a_thin_alias_through_the_one_helper():
         assert len(body) == 3 and isinstance(body[0].value, ast.Constant), path
         assert isinstance(body[1], ast.ImportFrom) and body[1].module == "pathkit_core._deprecation", path
         assert "pathkit 0.3" in body[0].value.value
+
+
+def test_a_plugin_importing_a_moved_name_is_named_by_list_and_doctor_and_the_warning_still_reaches_the_caller(
+        fresh, tmp_path, monkeypatch):
+    from pathkit_core.cli.doctor import _plugin_versions_and_names
+    from pathkit_core.plugins import build_registry
+    from tests.compat.test_compat_versions import _installed
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = _installed(tmp_path, "pathkit-moving-plugin", ["pathkit>=0.2,<0.3"], metric="moving-length",
+                      header="from pathkit_core.splits import split_part  # noqa: F401\n")
+    with pytest.warns(DeprecationWarning, match=r"^pathkit_core\.splits is deprecated") as record:
+        registry = build_registry(allow={name}, block=set())
+    module_file = str(tmp_path / "pathkit_moving_plugin.py")
+    assert [(w.filename, w.lineno) for w in record if "pathkit 0.3" in str(w.message)] == [(module_file, 1)]
+    (noted,) = registry.records[name].deprecations
+    assert noted.startswith(f"{module_file}:1: pathkit_core.splits is deprecated: import pathkit_sdk.splits instead")
+    assert registry.records[name].status == "ok" and registry.get("metric", "moving-length")
+    assert _plugin_versions_and_names(registry) == [(f"plugin {name} imports", "warn",
+                                                     f"names that pathkit 0.3 removes: {noted}")]
