@@ -48,6 +48,7 @@ test-all: install
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
+		tests/compat/test_legacy_plugin.py::test_the_legacy_plugin_runs_end_to_end_with_deprecation_warnings_and_no_error \
 		tests/core/test_cli_output.py::test_a_piped_run_breaks_no_line_inside_a_path \
 		tests/core/test_cli_output.py::test_a_run_says_once_that_its_slides_are_below_the_cohort_minimum_tissue_area \
 		tests/plugins/datasets/test_reg2025_end_to_end.py::test_reg2025_release_folder_runs_end_to_end_with_weights \

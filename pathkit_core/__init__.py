@@ -2,7 +2,7 @@
 
 import pluggy
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 PROJECT_NAME = "pathkit"
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)

@@ -871,3 +871,21 @@ COMPONENT_BASES: dict[str, type[Component]] = {
     "dataset": Dataset,
     "metric": Metric,
 }
+
+# Names that left the contract in pathkit 0.2 (the task names for `pathkit_tasks`, the evidence
+# selectors for the VQA task package, the attention protocol for the classification one): the old
+# import keeps working, with a DeprecationWarning, until pathkit 0.3 (docs/plugin-authors.md, "Moved names").
+_MOVED = {
+    **dict.fromkeys(("TASK_REPORT", "TASK_SLIDE_CLASSIFICATION", "TASK_PATCH_CLASSIFICATION", "TASK_SEGMENTATION",
+                     "TASK_MULTIPLE_CHOICE_VQA"), "pathkit_tasks"),
+    **dict.fromkeys(("EvidencePool", "Selection", "Selector"), "pathkit_tasks.vqa.selection"),
+    "TileAttentionModel": "pathkit_tasks.classification.attention",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from pathkit_core._deprecation import moved_attribute
+
+        return moved_attribute(__name__, name, _MOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,6 +28,11 @@ ENV_DISABLE = "PATHKIT_DISABLE_PLUGINS"
 # packages, the Otsu tissue segmenter) are loaded like any plugin's, always: allow/block lists do
 # not apply to them.
 BUILTIN_DISTRIBUTION = PROJECT_NAME
+# The distributions pathkit ships. On a name clash they yield the plain name to a third party's plugin
+# (docs/plugin-authors.md, "Names and collisions"): a built-in added in a later release must not take
+# a name away from a plugin already installed; the built-in stays reachable as `distribution:name`.
+BUILTIN_DISTRIBUTIONS = frozenset(
+    {PROJECT_NAME, "pathkit-datasets", "pathkit-encoders", "pathkit-generators", "pathkit-metrics"})
 
 # The core's kinds and their hooks; tasks first: the other kinds' declared tasks are checked
 # against the registered ones. A plugin adds kinds through `add_component_kinds`.
@@ -46,7 +51,26 @@ class UnknownComponentError(PathkitError, LookupError):
 
 
 class AmbiguousComponentError(PathkitError, LookupError):
-    """A component name registered by two plugins."""
+    """A component name registered by two plugins (kept for callers that catch it: since pathkit 0.2 a
+    clash resolves by the stated order instead of raising)."""
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One registration of a component name: the plugin, its distribution and the class."""
+
+    plugin: str
+    distribution: str
+    component: type[Component]
+
+    @property
+    def builtin(self) -> bool:
+        return self.distribution in BUILTIN_DISTRIBUTIONS
+
+    def rank(self) -> tuple[bool, str, str]:
+        """Who keeps a shared plain name: third parties before built-ins, then by distribution name,
+        then by plugin (entry point) name; the smallest wins."""
+        return (self.builtin, self.distribution, self.plugin)
 
 
 @dataclass
@@ -57,9 +81,13 @@ class PluginRecord:
     module: str = ""
     distribution: str = ""
     version: str = ""
-    status: str = "ok"  # "ok", "error" or "disabled"
+    status: str = "ok"  # "ok", "incompatible" (loaded, but its pathkit requirement is unmet), "error", "disabled"
     error: str = ""
     components: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in _HOOK_FOR_KIND})
+    requires_pathkit: str = ""  # the distribution's declared requirement on pathkit ("" when none)
+    pathkit_version: str = ""  # the installed pathkit it was checked against
+    clashes: list[str] = field(default_factory=list)  # names it shares with other plugins, and who keeps each
+    deprecations: list[str] = field(default_factory=list)  # moved pathkit names its import used (file:line: warning)
 
     def fail(self, message: str) -> None:
         self.status = "error"
@@ -74,7 +102,38 @@ class PluginRecord:
             "status": self.status,
             "error": self.error,
             "components": {k: list(v) for k, v in self.components.items()},
+            "requires_pathkit": self.requires_pathkit,
+            "pathkit_version": self.pathkit_version,
+            "clashes": list(self.clashes),
+            "deprecations": list(self.deprecations),
         }
+
+    def check_requirement(self, requirements: Sequence[str] | None, installed: str) -> None:
+        """Mark the plugin `incompatible` when its distribution's requirement on pathkit (from its
+        metadata, `Requires-Dist`) excludes the installed version; it is still loaded."""
+        wanted = pathkit_requirement(requirements)
+        if wanted is None:
+            return
+        self.requires_pathkit, self.pathkit_version = str(wanted), installed
+        if not wanted.specifier.contains(installed, prereleases=True):
+            self.status = "incompatible"
+            self.error = f"requires {wanted}, installed pathkit is {installed}"
+
+
+def pathkit_requirement(requirements: Sequence[str] | None) -> Any:
+    """The `pathkit` requirement among a distribution's `Requires-Dist` lines (markers for extras or
+    other environments ignored), or None."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    for line in requirements or ():
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) == PROJECT_NAME and (req.marker is None or req.marker.evaluate({"extra": ""})):
+            return req
+    return None
 
 
 def _env_list(name: str) -> set[str] | None:
@@ -82,6 +141,25 @@ def _env_list(name: str) -> set[str] | None:
     if raw is None or not raw.strip():
         return None
     return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def _load_noting_deprecations(load: Callable[[], Any], record: PluginRecord) -> Any:
+    """`load()`, with the moved pathkit names its import used noted on `record` (shown by `pathkit list
+    plugins` and `pathkit doctor`); every warning is then given back to the process's own filters."""
+    import warnings
+
+    from pathkit_core._deprecation import REMOVED_IN
+
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DeprecationWarning)
+            return load()
+    finally:  # the recording block has ended: each warning goes to the caller's filters (shown or not)
+        for w in caught:
+            if issubclass(w.category, DeprecationWarning) and f"removed in pathkit {REMOVED_IN}" in str(w.message):
+                record.deprecations.append(f"{w.filename}:{w.lineno}: {w.message}")
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
 def _short_error(exc: BaseException) -> str:
@@ -99,7 +177,9 @@ class Registry:
         self.bases: dict[str, type[Component]] = dict(COMPONENT_BASES)
         self.components: dict[str, dict[str, type[Component]]] = {k: {} for k in self.hooks}
         self.owners: dict[tuple[str, str], str] = {}
+        # (kind, name) -> the plugins registering it, the one keeping the plain name first
         self.conflicts: dict[tuple[str, str], list[str]] = {}
+        self.providers: dict[tuple[str, str], list[Provider]] = {}
         # entry point name -> (value, distribution, version, the distribution's entry_points.txt or
         # "" when it has none on disk): what the index of entry points records to load it again
         self.entry_points: dict[str, tuple[str, str, str, str]] = {}
@@ -145,6 +225,8 @@ class Registry:
                 distribution=distribution,
                 version=dist.version if dist is not None else "",
             )
+            if not builtin and dist is not None:
+                record.check_requirement(getattr(dist, "requires", None), _core_version())
             if not builtin and ((allow is not None and ep.name not in allow) or (block and ep.name in block)):
                 record.status = "disabled"
                 self.records[ep.name] = record
@@ -164,7 +246,7 @@ class Registry:
     def _load(self, name: str, load: Callable[[], Any], record: PluginRecord) -> None:
         """Import one plugin and register it; an import failure is the plugin's (recorded)."""
         try:
-            plugin = load()
+            plugin = _load_noting_deprecations(load, record)
         except BaseException as exc:  # noqa: BLE001 - any import failure is the plugin's
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -214,7 +296,8 @@ class Registry:
         self.pm.check_pending()
 
     def collect(self) -> None:
-        """Call every register_* hook plugin by plugin, attributing each component."""
+        """Call every register_* hook plugin by plugin, attributing each component; then say each
+        shared name's clash on every plugin involved."""
         for kind, hook_name in self.hooks.items():
             caller = getattr(self.pm.hook, hook_name)
             for impl in caller.get_hookimpls():  # registration order
@@ -224,6 +307,53 @@ class Registry:
                     impl.function(register=register)
                 except Exception as exc:  # noqa: BLE001
                     rec.fail(f"{hook_name} raised {_short_error(exc)}")
+        self._note_clashes()
+
+    def qualified(self, kind: str, name: str, provider: Provider) -> str:
+        """`distribution:name`, or `plugin:name` when the distribution registers the name twice."""
+        same = [p for p in self.providers.get((kind, name), ()) if p.distribution == provider.distribution]
+        prefix = provider.distribution if provider.distribution and len(same) == 1 else provider.plugin
+        return f"{prefix}:{name}"
+
+    def _note_clashes(self) -> None:
+        for rec in self.records.values():
+            rec.clashes = []
+        for (kind, name), ranked in sorted(self.providers.items()):
+            if len(ranked) < 2:
+                continue
+            keeper, others = ranked[0], ranked[1:]
+            rule = ("two third-party plugins: the distribution that sorts first keeps it" if not others[0].builtin
+                    else "a third-party plugin keeps it from the built-in")
+            also = ", ".join(self.qualified(kind, name, p) for p in others)
+            notes = {keeper.plugin: f"{kind} {name!r}: this plugin keeps the plain name ({rule}); also {also}"}
+            for p in others:
+                notes.setdefault(p.plugin, f"{kind} {name!r}: plain name kept by {keeper.plugin!r} ({rule}); "
+                                           f"this one is {self.qualified(kind, name, p)!r}")
+            for plugin, note in notes.items():
+                rec = self.records.get(plugin)
+                if rec is not None:
+                    rec.clashes.append(note)
+
+    def third_party_clashes(self) -> list[str]:
+        """Names two third-party plugins share (a warning in `pathkit doctor`), as `kind name`."""
+        return [f"{kind} {name!r} ({', '.join(self.qualified(kind, name, p) for p in ranked)})"
+                for (kind, name), ranked in sorted(self.providers.items())
+                if len(ranked) > 1 and not ranked[1].builtin]
+
+    def _add_provider(self, kind: str, name: str, provider: Provider) -> bool:
+        """Record one registration; False when this plugin already registered this very class. The
+        plain name goes to the provider of the smallest `Provider.rank`, whatever the load order."""
+        key = (kind, name)
+        ranked = self.providers.setdefault(key, [])
+        if any(p.component is provider.component and p.plugin == provider.plugin for p in ranked):
+            return False
+        ranked.append(provider)
+        ranked.sort(key=Provider.rank)
+        self.components[kind][name] = ranked[0].component
+        self.owners[key] = ranked[0].plugin
+        if len(ranked) > 1:
+            self.conflicts[key] = [p.plugin for p in ranked]
+        return True
 
     def _make_register(self, kind: str, plugin_name: str, rec: PluginRecord):
         base = self.bases[kind]
@@ -245,22 +375,8 @@ class Registry:
                         f"{kind} {name!r} declares unknown task(s) {bad or [declared[0]]}; registered tasks: "
                         f"{', '.join(self.names('task')) or 'none'} (a task plugin registers more)"
                     )
-            key = (kind, name)
-            owner = self.owners.get(key)
-            if owner is not None and self.components[kind][name] is not component:
-                self.conflicts.setdefault(key, [owner]).append(plugin_name)
-                message = (
-                    f"duplicate {kind} name {name!r}: registered by plugin {owner!r} and by "
-                    f"plugin {plugin_name!r}; disable one with {ENV_DISABLE}"
-                )
-                rec.fail(message)
-                other = self.records.get(owner)
-                if other is not None:
-                    other.fail(message)
-                return component
-            self.components[kind][name] = component
-            self.owners[key] = plugin_name
-            rec.components.setdefault(kind, []).append(name)
+            if self._add_provider(kind, name, Provider(plugin_name, rec.distribution, component)):
+                rec.components.setdefault(kind, []).append(name)
             return component
 
         return register
@@ -273,14 +389,9 @@ class Registry:
         """The component class registered as `name`; errors list close matches."""
         if kind not in self.components:
             raise PathkitError(f"unknown component kind {kind!r}; known: {', '.join(self.kinds)}")
-        if (kind, name) in self.conflicts:
-            owners = " and ".join(repr(p) for p in self.conflicts[(kind, name)])
-            raise AmbiguousComponentError(
-                f"{kind} {name!r} is registered by plugins {owners}; "
-                f"disable one with {ENV_DISABLE}=<plugin>"
-            )
+        provider = self.provider_of(kind, name)
         base_name, _, _view = name.partition(":")
-        found = self.components[kind].get(name) or (
+        found = provider.component if provider is not None else self.components[kind].get(name) or (
             self.components[kind].get(base_name) if _view else None
         )
         if found is None:
@@ -296,8 +407,18 @@ class Registry:
         """Every component of any kind called `name` (for `pathkit info`)."""
         return [comps[name] for comps in self.components.values() if name in comps]
 
+    def provider_of(self, kind: str, name: str) -> Provider | None:
+        """The registration `distribution:name` (or `plugin:name`) names, a view after it allowed
+        (`pathkit-datasets:reg2025:test`); None when `name` has no such qualifier."""
+        qualifier, _, rest = name.partition(":")
+        for provider in self.providers.get((kind, rest.partition(":")[0]), ()) if rest else ():
+            if qualifier in (provider.distribution, provider.plugin):
+                return provider
+        return None
+
     def owner_of(self, kind: str, name: str) -> PluginRecord | None:
-        plugin = self.owners.get((kind, name.partition(":")[0]))
+        provider = self.provider_of(kind, name)
+        plugin = provider.plugin if provider is not None else self.owners.get((kind, name.partition(":")[0]))
         return self.records.get(plugin) if plugin else None
 
     def call_register_commands(self, app: Any) -> None:
@@ -343,7 +464,7 @@ class Registry:
         return {
             r.distribution: r.version
             for r in self.records.values()
-            if r.distribution and r.status == "ok"
+            if r.distribution and r.status in ("ok", "incompatible")
         }
 
 

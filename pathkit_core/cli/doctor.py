@@ -65,6 +65,25 @@ def _encoder_weights() -> list[tuple[str, str, str]]:
     return rows
 
 
+def _plugin_versions_and_names(registry: Any) -> list[tuple[str, str, str]]:
+    """A row per plugin whose pathkit requirement the installed pathkit does not meet (still loaded),
+    and a warning for names two third-party plugins share (docs/plugin-authors.md, "Names and
+    collisions"), and one for each plugin that imports a moved name (still served, with a warning)."""
+    from pathkit_core._deprecation import REMOVED_IN
+
+    rows = [(f"plugin {r.name}", "incompatible", f"{r.distribution} {r.version} requires {r.requires_pathkit}; "
+             f"installed pathkit is {r.pathkit_version} (loaded anyway)")
+            for r in sorted(registry.records.values(), key=lambda r: r.name) if r.status == "incompatible"]
+    rows += [(f"plugin {r.name} imports", "warn",
+              f"names that pathkit {REMOVED_IN} removes: " + "; ".join(r.deprecations))
+             for r in sorted(registry.records.values(), key=lambda r: r.name) if r.deprecations]
+    shared = registry.third_party_clashes()
+    if shared:
+        rows.append(("plugin names", "warn", "shared by two third-party plugins, the distribution that sorts first "
+                     "keeps the plain name: " + "; ".join(shared)))
+    return rows
+
+
 def run_checks(workdir: Path) -> list[tuple[str, str, str]]:
     from pathkit_core.plugins import get_plugin_manager
 
@@ -81,6 +100,7 @@ def run_checks(workdir: Path) -> list[tuple[str, str, str]]:
             "; broken: " + "; ".join(f"{r.name}: {r.error}" for r in broken) if broken else ""
         ),
     ))
+    rows.extend(_plugin_versions_and_names(registry))
     rows.extend(_encoder_weights())
     rows.extend(registry.doctor_rows())
     return rows

@@ -22,18 +22,38 @@ def _list_plugins(as_json: bool) -> None:
     for r in records:
         comps = "; ".join(f"{k}: {', '.join(v)}" for k, v in r["components"].items() if v)
         status = "ok" if r["status"] == "ok" else f"{r['status']}: {r['error']}" if r["error"] else r["status"]
+        if r["clashes"]:
+            status += "; clash: " + "; ".join(r["clashes"])
+        if r["deprecations"]:
+            status += "; deprecated imports: " + "; ".join(r["deprecations"])
         rows.append((r["name"], r["distribution"], r["version"], status, comps))
     print_table("pathkit plugins", ["plugin", "distribution", "version", "status", "components"], rows)
+
+
+def _addresses(registry, kind: str) -> list[tuple[str, str]]:
+    """(name to use, registered name): each plain name, then `distribution:name` for each registration
+    that shares its name with another plugin's (all of them reachable)."""
+    out = []
+    for name in registry.names(kind):
+        out.append((name, name))
+        ranked = registry.providers.get((kind, name), [])
+        if len(ranked) > 1:
+            out += [(registry.qualified(kind, name, p), name) for p in ranked]
+    return out
 
 
 def _list_kind(kind: str, as_json: bool) -> None:
     registry = get_plugin_manager()
     items = []
-    for name in registry.names(kind):
-        info = registry.get(kind, name).describe()
-        owner = registry.owner_of(kind, name)
+    for address, name in _addresses(registry, kind):
+        info = registry.get(kind, address).describe()
+        owner = registry.owner_of(kind, address)
+        info["name"] = address
         info["plugin"] = owner.name if owner else ""
         info["distribution"] = owner.distribution if owner else ""
+        clashing = registry.conflicts.get((kind, name))
+        if clashing:
+            info["clash"] = f"{name!r} is registered by {', '.join(clashing)}; the plain name is {clashing[0]}'s"
         items.append(info)
     if as_json:
         print_json(items)
@@ -41,7 +61,7 @@ def _list_kind(kind: str, as_json: bool) -> None:
     extra = registry.bases[kind].list_columns
     rows = [
         (i["name"], *(", ".join(i[c]) if isinstance(i[c], list) else i[c] for c in extra),
-         i["distribution"], i["description"])
+         i["distribution"], i["description"] + (f" [clash: {i['clash']}]" if i.get("clash") else ""))
         for i in items
     ]
     print_table(f"{kind}s", ["name", *extra, "distribution", "description"], rows)
@@ -87,7 +107,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show everything known about a component."""
         registry = get_plugin_manager()
-        found = registry.find(name) or registry.find(name.partition(":")[0])
+        qualified = [p.component for kind in registry.kinds if (p := registry.provider_of(kind, name))]
+        found = qualified or registry.find(name) or registry.find(name.partition(":")[0])
         if not found:
             every = sorted({n for kind in registry.kinds for n in registry.names(kind)})
             close = difflib.get_close_matches(name, every, n=3, cutoff=0.5)

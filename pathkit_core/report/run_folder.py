@@ -243,6 +243,16 @@ class RunFolder(UsesRegistry):
             best = ((self.metrics.get("checkpoints") or {}).get("best") or {}).get("epoch")
         return int(best) if isinstance(best, int | float) else None
 
+    def attention_index(self, checkpoint: str = "best") -> list[dict[str, str]]:
+        """Deprecated in pathkit 0.2, removed in 0.3: the attention export's index moved to the
+        classification task package, `pathkit_tasks.classification.attention.attention_index(run.path,
+        checkpoint)`; this forwards to it."""
+        from pathkit_core._deprecation import moved_attribute
+
+        moved = moved_attribute(__name__, "attention_index", "pathkit_tasks.classification.attention",
+                                qualname="RunFolder.attention_index")
+        return moved(self.path, checkpoint)
+
 
 __all__ = ["FEATURES_QC_FILE", "FIGURES_FOLDER", "TEST_CASES_FILE", "RunFolder", "is_run_folder", "read_json",
            "read_jsonl"]

@@ -70,7 +70,10 @@ def dataset_options(spec: RunSpec, dataset_cls: type[Dataset], workdir: Path) ->
     option "view", plus the run facts the dataset asks for in `run_options` ("encoder", "workdir",
     "skip_missing": `--skip-missing`, so a dataset can leave out rows whose files are missing)."""
     options = dict(spec.dataset_options)
-    view = spec.dataset.partition(":")[2]
+    named = spec.dataset  # `name`, `name:view`, or with its distribution `dist:name[:view]`
+    if named != dataset_cls.name and not named.startswith(f"{dataset_cls.name}:"):
+        named = named.partition(":")[2]
+    view = named.partition(":")[2]
     if view:
         options.setdefault("view", view)
     facts = {"encoder": spec.encoder, "workdir": str(workdir), "skip_missing": spec.skip_missing}

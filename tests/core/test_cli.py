@@ -49,7 +49,7 @@ def inline(fresh_registry):
 
 def test_version(cli):
     result = cli("--version")
-    assert result.exit_code == 0 and result.stdout.strip() == "pathkit 0.1.0"
+    assert result.exit_code == 0 and result.stdout.strip() == "pathkit 0.2.0"
 
 
 def test_list_plugins_json_shows_components(cli, inline):

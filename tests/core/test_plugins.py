@@ -61,13 +61,19 @@ def test_unknown_name_lists_close_matches():
         registry.get("metric", "zzzzzz")
 
 
-def test_duplicate_name_is_an_error_naming_both_plugins():
-    registry = build_registry(autoload=False, plugins=[("first", _plugin("dup")), ("second", _plugin("dup"))])
-    assert registry.records["first"].status == "error"
-    assert registry.records["second"].status == "error"
-    assert "'first'" in registry.records["second"].error and "'second'" in registry.records["second"].error
-    with pytest.raises(AmbiguousComponentError, match="'first' and 'second'"):
-        registry.get("metric", "dup")
+def test_a_name_two_plugins_register_resolves_by_the_stated_order_and_both_stay_addressable():
+    """The rule of docs/plugin-authors.md, "Names and collisions" (tests/compat/test_collisions.py has
+    the built-in and distribution cases): between two third parties the smaller (distribution, plugin)
+    keeps the plain name, whatever the load order; neither is an error."""
+    first, second = _plugin("dup"), _plugin("dup")
+    for order in ([("first", first), ("second", second)], [("second", second), ("first", first)]):
+        registry = build_registry(autoload=False, plugins=order)
+        assert registry.records["first"].status == registry.records["second"].status == "ok"
+        assert registry.get("metric", "dup") is registry.get("metric", "first:dup")
+        assert registry.get("metric", "second:dup") is not registry.get("metric", "first:dup")
+        assert "this one is 'second:dup'" in registry.records["second"].clashes[0]
+        assert registry.third_party_clashes() == ["metric 'dup' (first:dup, second:dup)"]
+    assert issubclass(AmbiguousComponentError, PathkitError)  # still importable for callers that catch it
 
 
 def test_misspelled_hook_is_caught_and_isolated():

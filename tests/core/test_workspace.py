@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+import pathkit_core
 from pathkit_core.workspace import (
     FileLock,
     LockTimeout,
@@ -103,7 +104,7 @@ def test_old_lock_of_another_host_is_broken_only_after_stale_after(tmp_path):
 def test_provenance_records_versions_seeds_config_inputs():
     prov = collect_provenance(config={"lr": 1e-4}, seeds={"seed": 3}, inputs={"split": "abc"},
                               plugin_versions={"pathkit-metrics": "0.1.0"})
-    assert prov["versions"]["pathkit"] == "0.1.0"
+    assert prov["versions"]["pathkit"] == pathkit_core.__version__
     assert prov["versions"]["torch"]
     assert prov["seeds"] == {"seed": 3} and prov["config"] == {"lr": 1e-4}
     assert prov["inputs"] == {"split": "abc"} and prov["plugins"] == {"pathkit-metrics": "0.1.0"}

@@ -177,10 +177,11 @@ def test_segmenter_registry(fresh_registry):
     # a third party's segmenter comes in through the hook and is listed with its plugin
     assert get_segmenter("test-everything") is Everything
     assert "test-everything" in registry.records["my-segmenters"].components["segmenter"]
-    # a clashing name marks both plugins and the name is refused until one is disabled
-    assert "duplicate segmenter name 'otsu'" in registry.records["my-segmenters"].error
-    with pytest.raises(PathkitError, match="registered by plugins"):
-        get_segmenter("otsu")
+    # a clashing name: the third party keeps the plain name, the built-in stays reachable by its
+    # distribution (docs/plugin-authors.md, "Names and collisions"); both plugins stay usable
+    assert get_segmenter("otsu") is Clash and get_segmenter("pathkit:otsu") is OtsuTissueSegmenter
+    assert registry.records["my-segmenters"].status == "ok"
+    assert "this plugin keeps the plain name" in registry.records["my-segmenters"].clashes[0]
 
 
 def test_thumbnail_geometry_never_upsamples():

@@ -1,0 +1,96 @@
+"""Moved public names kept importable from their old place for one release, with a warning.
+
+Every shim calls one of the two helpers here: `moved_module` (an old module path that forwards every
+attribute to the module that now holds the code) or `moved_attribute` (one name that left a module
+which still exists, through that module's PEP 562 `__getattr__`). Each warns with a
+`DeprecationWarning` naming the new import and the release that removes the old one, and points the
+warning at the line of the plugin that imported the old name (import machinery, the shim itself and
+this module are skipped). docs/plugin-authors.md, "Moved names", lists every shim; CHANGELOG.md has
+the migration lines.
+
+A leaf module: it imports the new homes by name, only when an old name is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from types import FrameType, ModuleType
+from typing import Any
+
+REMOVED_IN = "0.3"
+_warned: set[str] = set()
+
+
+def _bootstrap(frame: FrameType) -> bool:
+    """A frame of the import system, which `warnings.warn` itself leaves out of its stack level."""
+    filename = frame.f_code.co_filename
+    return "importlib" in filename and "_bootstrap" in filename
+
+
+def _stacklevel(shim: str) -> int:
+    """The `warnings.warn` stack level of the first frame outside the shim, this module and the import
+    machinery: the line that used the old name."""
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and (_bootstrap(frame) or frame.f_globals.get("__name__") in (__name__, shim, "importlib")):
+        if not _bootstrap(frame):
+            level += 1
+        frame = frame.f_back
+    return level
+
+
+def message(old: str, new: str) -> str:
+    """The warning's text: the old name, the import that replaces it, the release that removes it."""
+    return (f"{old} is deprecated: import {new} instead (moved in pathkit 0.2); "
+            f"{old} will be removed in pathkit {REMOVED_IN}")
+
+
+def warn_moved(old: str, new: str, *, shim: str) -> None:
+    """Warn once per process that `old` moved to `new`; `shim` is the module that serves the old name."""
+    if old in _warned:
+        return
+    _warned.add(old)
+    warnings.warn(message(old, new), DeprecationWarning, stacklevel=_stacklevel(shim))
+
+
+def moved_module(old: str, new: str, *, submodules: Sequence[str] = (),
+                 renamed: Mapping[str, str] | None = None) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """Make module `old` an alias of module `new`; returns its `__getattr__` and `__dir__`.
+
+    Called from the old module's body, so it warns when a plugin imports the old path. `submodules`
+    of a moved package are served from their new package (`import old.sub` gives `new.sub`);
+    `renamed` maps a name the old module documented to the module that now holds it.
+    """
+    warn_moved(old, new, shim=old)
+    target = importlib.import_module(new)
+    for sub in submodules:
+        sys.modules[f"{old}.{sub}"] = importlib.import_module(f"{new}.{sub}")
+    elsewhere = dict(renamed or {})
+
+    def __getattr__(name: str) -> Any:
+        if name in elsewhere:
+            return getattr(importlib.import_module(elsewhere[name]), name)
+        if name == "__all__":  # `from old import *` gives what the new module would
+            return list(getattr(target, "__all__", [n for n in dir(target) if not n.startswith("_")]))
+        if name.startswith("__"):
+            raise AttributeError(f"module {old!r} has no attribute {name!r}")
+        try:
+            return getattr(target, name)
+        except AttributeError:
+            raise AttributeError(f"module {old!r} has no attribute {name!r} (it moved to {new})") from None
+
+    def __dir__() -> list[str]:
+        return sorted({*dir(target), *elsewhere})
+
+    return __getattr__, __dir__
+
+
+def moved_attribute(module: ModuleType | str, name: str, new_module: str, *, qualname: str | None = None) -> Any:
+    """`name`, which left `module` (as `qualname` there, a method say) for `new_module`: warned once,
+    then the new module's object."""
+    old_module = module if isinstance(module, str) else module.__name__
+    warn_moved(f"{old_module}.{qualname or name}", f"{name} from {new_module}", shim=old_module)
+    return getattr(importlib.import_module(new_module), name)
