@@ -8,7 +8,7 @@ PLUGINS := plugins/encoders plugins/generators plugins/datasets plugins/metrics
 EXAMPLE := examples/pathkit-example-plugin
 INSTALL_INPUTS := pyproject.toml constraints.txt requirements-dev.txt $(addsuffix /pyproject.toml,$(PLUGINS)) $(EXAMPLE)/pyproject.toml $(wildcard $(EXAMPLE)/pathkit_example_plugin/*.py)
 
-.PHONY: install run test test-all test-suite docs bench lint clean
+.PHONY: install run test test-all test-suite docs bench lint clean api-check
 
 $(STAMP): $(INSTALL_INPUTS)
 	@echo "pathkit install 1/5: virtual environment $(VENV) ($(PYTHON) -m venv; kept when it exists)"
@@ -59,6 +59,11 @@ test-suite: install
 		tests/plugins/datasets/test_goldmark_pipeline.py::test_reciprocal_cross_site_run_gives_the_four_settings \
 		tests/plugins/generators/test_scout.py::test_learns_the_report_from_features_and_beats_most_frequent_report \
 		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]'
+
+# The public API (tests/compat/public_modules.txt, docs/api/stability.md) against the last release
+# (.ci/api-baseline): griffe's breaking-change check; a removal without a shim fails.
+api-check: install
+	$(BIN)/python .ci/api_check.py
 
 # The documentation site (mkdocs.yml) into site/; --strict fails on a broken link or a page left out.
 docs: install

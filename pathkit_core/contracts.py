@@ -871,3 +871,11 @@ COMPONENT_BASES: dict[str, type[Component]] = {
     "dataset": Dataset,
     "metric": Metric,
 }
+
+
+__all__ = [
+    "INPUT_SLIDES", "INPUT_FEATURES", "INPUT_IMAGES", "PathkitError", "brief_list", "repeats_text", "Component",
+    "TileSpec", "PretrainedWeights", "Encoder", "Case", "case_id_problem", "regular_file_problem", "DatasetOption",
+    "Dataset", "GeneratorSpec", "TaskModel", "Generator", "DeferredTable", "MetricResult", "Metric", "RunFacts",
+    "Task", "TissueSegmenter", "COMPONENT_BASES"
+]

@@ -202,3 +202,9 @@ def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[st
     if per_case is not None:
         atomic_write_with(out_dir / "per_case.parquet", lambda tmp: per_case.write_parquet(tmp))
     return out_dir
+
+
+__all__ = [
+    "RESULT_FILES", "ScoreResult", "metric_context", "context_for", "resolve_metrics", "prepare_metrics",
+    "INPUT_FLAGS", "text_flags", "input_flags", "score", "write_result_folder", "write_results"
+]

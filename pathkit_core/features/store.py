@@ -484,3 +484,12 @@ def load_feature_file(
         ff.meta["coords_unit"] = "none"
         ff.meta["note"] = "micrometre coordinates left out: pass mpp= to convert them to pixels"
     return ff
+
+
+__all__ = [
+    "FEATURE_FORMAT", "STATUS_FORMAT", "STATUS_FILE", "FEATURE_SUFFIX", "check_slide_id", "check_encoder_name",
+    "encoder_dir", "feature_path", "status_path", "status_lock_path", "content_checksum", "write_features",
+    "read_feature_meta", "read_feature_meta_cached", "read_features", "iter_feature_rows", "read_status",
+    "read_planned", "record_planned", "status_record", "record_statuses", "record_status", "failed_slides",
+    "usable_feature_files", "load_feature_file"
+]
