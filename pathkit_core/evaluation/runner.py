@@ -191,11 +191,12 @@ def write_result_folder(result: ScoreResult, out_dir: str | Path, *, extra: Mapp
 
 def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
     """`metrics.json` (summary per metric) and `per_case.parquet`, both written atomically."""
+    from pathkit_core.formats import RUN_FOLDER_VERSION
     from pathkit_core.workspace import atomic_write_json, atomic_write_with
 
     out_dir = Path(out_dir)
     per_case = result.per_case  # built before anything is written: a metric's bad table fails here
-    payload = {"metrics": result.summary, **dict(extra or {})}
+    payload = {"format_version": RUN_FOLDER_VERSION, "metrics": result.summary, **dict(extra or {})}
     if result.details:
         payload["details"] = result.details
     atomic_write_json(out_dir / "metrics.json", payload)

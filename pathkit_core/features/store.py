@@ -21,13 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
 from pathkit_core.features.record import COORDS_LEVEL0_PX, FeatureFile
+from pathkit_core.formats import check_version
 from pathkit_core.workspace import object_records
 
 if TYPE_CHECKING:
     import numpy as np
     import torch
 
-FEATURE_FORMAT = "pathkit-features/1"
+# The feature file format and its version (the number after the slash; pathkit_core.formats).
+FEATURE_VERSION = 1
+FEATURE_FORMAT = f"pathkit-features/{FEATURE_VERSION}"
 STATUS_FORMAT = "pathkit-extraction-status/1"
 STATUS_FILE = "extraction_status.json"
 FEATURE_SUFFIX = ".safetensors"
@@ -215,8 +218,14 @@ def read_feature_meta(path: str | Path) -> dict[str, str]:
             meta = dict(fh.metadata() or {})
     except (SafetensorError, OSError, ValueError) as exc:
         raise PathkitError(f"feature file {path} is unreadable (truncated or not safetensors): {exc}") from None
-    if meta.get("format") != FEATURE_FORMAT:
-        raise PathkitError(f"{path} is not a pathkit feature file (format {meta.get('format')!r})")
+    found = str(meta.get("format", ""))
+    if found != FEATURE_FORMAT:
+        name, _, version = found.partition("/")
+        if name != FEATURE_FORMAT.partition("/")[0]:
+            raise PathkitError(f"{path} is not a pathkit feature file (format {meta.get('format')!r})")
+        check_version(version, what="feature file", path=path, current=FEATURE_VERSION,
+                      redo=f"pathkit extract --manifests TILES_DIR --encoder {meta.get('encoder') or 'ENCODER'} "
+                           "--out NEW_FOLDER")
     return meta
 
 
@@ -487,7 +496,8 @@ def load_feature_file(
 
 
 __all__ = [
-    "FEATURE_FORMAT", "STATUS_FORMAT", "STATUS_FILE", "FEATURE_SUFFIX", "check_slide_id", "check_encoder_name",
+    "FEATURE_VERSION", "FEATURE_FORMAT", "STATUS_FORMAT", "STATUS_FILE", "FEATURE_SUFFIX", "check_slide_id",
+    "check_encoder_name",
     "encoder_dir", "feature_path", "status_path", "status_lock_path", "content_checksum", "write_features",
     "read_feature_meta", "read_feature_meta_cached", "read_features", "iter_feature_rows", "read_status",
     "read_planned", "record_planned", "status_record", "record_statuses", "record_status", "failed_slides",
