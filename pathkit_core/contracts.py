@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # heavy imports stay out of `pathkit --help`
     import polars as pl
     import torch
 
-# What a case may carry as its input (DESIGN.md section 4): slides to tile and extract,
+# What a case may carry as its input (docs/plugin-authors.md, `case.input_kind`): slides to tile and extract,
 # precomputed feature files, or whole images (patches) encoded one image each.
 INPUT_SLIDES = "slides"
 INPUT_FEATURES = "features"

@@ -2,7 +2,7 @@
 
 Layout: `<out_dir>/<encoder>/<slide_id>.safetensors` holding `features` (N x D, float16 by
 default) and `coords` (N x 2 int32, level-0 pixels of each tile's top-left corner), with string
-metadata (DESIGN.md section 5; docs/file-formats.md). `content_sha256` in the metadata covers
+metadata (docs/file-formats.md, "Feature files"). `content_sha256` in the metadata covers
 the tensor bytes, shapes and dtypes and every other metadata entry, so a truncated or edited
 file is detected on read. `<out_dir>/<encoder>/extraction_status.json` records, per slide,
 whether extraction succeeded and why not, so downstream stages exclude failures with a reason.
