@@ -1,4 +1,4 @@
-# pathkit: `make run` (set up + demo), `make test`, `make docs`, `make bench`, `make lint`.
+# pathkit: `make run` (set up + demo), `make test`, `make docs`, `make bench`, `make lint`, `make api-check`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
