@@ -1,4 +1,4 @@
-# pathkit: `make run` (set up + demo), `make test`, `make docs`, `make bench`, `make lint`.
+# pathkit: `make run` (set up + demo), `make test`, `make docs`, `make bench`, `make lint`, `make api-check`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,7 +8,7 @@ PLUGINS := plugins/encoders plugins/generators plugins/datasets plugins/metrics
 EXAMPLE := examples/pathkit-example-plugin
 INSTALL_INPUTS := pyproject.toml constraints.txt requirements-dev.txt $(addsuffix /pyproject.toml,$(PLUGINS)) $(EXAMPLE)/pyproject.toml $(wildcard $(EXAMPLE)/pathkit_example_plugin/*.py)
 
-.PHONY: install run test test-all test-suite docs bench lint clean
+.PHONY: install run test test-all test-suite docs bench lint clean api-check
 
 $(STAMP): $(INSTALL_INPUTS)
 	@echo "pathkit install 1/5: virtual environment $(VENV) ($(PYTHON) -m venv; kept when it exists)"
@@ -44,7 +44,9 @@ test-all: install
 # failing disk and another host's locks), the two-process extraction and training checks, the
 # example plugin's demo trained until it beats the train mean, a whole `pathkit run` piped
 # through a subprocess (no path broken, the low-tissue note once), BiGen, SCOUT and HistGen learning
-# their reports, and GOLDMARK's reciprocal cross-site run.
+# their reports, GOLDMARK's reciprocal cross-site run, and the five wheels installed into a fresh
+# virtual environment outside the checkout running doctor, list plugins and the demo, and the
+# report of a run folder the v0.1.0 release wrote rebuilt.
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
@@ -59,7 +61,14 @@ test-suite: install
 		tests/plugins/generators/test_bigen.py::test_learns_the_report_from_features_and_beats_most_frequent_report \
 		tests/plugins/datasets/test_goldmark_pipeline.py::test_reciprocal_cross_site_run_gives_the_four_settings \
 		tests/plugins/generators/test_scout.py::test_learns_the_report_from_features_and_beats_most_frequent_report \
-		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]'
+		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]' \
+		tests/compat/test_wheels.py \
+		tests/compat/test_format_versions.py::test_pathkit_report_rebuilds_the_report_of_a_v010_run_folder
+
+# The public API (tests/compat/public_modules.txt, docs/api/stability.md) against the last release
+# (.ci/api-baseline): griffe's breaking-change check; a removal without a shim fails.
+api-check: install
+	$(BIN)/python .ci/api_check.py
 
 # The documentation site (mkdocs.yml) into site/; --strict fails on a broken link or a page left out.
 docs: install
@@ -70,7 +79,7 @@ bench: install
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 lint: install
-	$(BIN)/ruff check pathkit_core pathkit_tasks pathkit_bench pathkit_sdk plugins tests benchmarks examples docs
+	$(BIN)/ruff check pathkit_core pathkit_tasks pathkit_bench pathkit_sdk plugins tests benchmarks examples docs .ci
 
 clean:
 	rm -rf $(VENV) pathkit-work site

@@ -329,7 +329,9 @@ def written(page_path: Path) -> str:
 
 
 def pages() -> list[Path]:
-    return sorted(API.glob("*.md"))
+    """The API pages that document code: the sdk page and those with a `::: module` directive (not,
+    e.g., stability.md, which lists the public surface in prose)."""
+    return sorted(p for p in API.glob("*.md") if p.name == SDK_PAGE or directives(p.read_text(encoding="utf-8")))
 
 
 def main(argv: list[str]) -> int:

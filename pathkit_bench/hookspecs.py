@@ -23,3 +23,8 @@ def suite_report_sections(suite: Any) -> list[Any] | None:
     """Sections this plugin adds to a suite report (`suite`: a `pathkit_bench.suite.analysis.SuiteAnalysis`,
     with its tidy leaderboard `suite.frame` and figure writer `suite.figures`; the goldmark plugin adds
     its encoder rank-sums)."""
+
+
+__all__ = [
+    "hookspec", "matrix_report_sections", "suite_report_sections"
+]

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # heavy imports stay out of `pathkit --help`
     import polars as pl
     import torch
 
-# What a case may carry as its input (DESIGN.md section 4): slides to tile and extract,
+# What a case may carry as its input (docs/plugin-authors.md, `case.input_kind`): slides to tile and extract,
 # precomputed feature files, or whole images (patches) encoded one image each.
 INPUT_SLIDES = "slides"
 INPUT_FEATURES = "features"
@@ -889,3 +889,10 @@ def __getattr__(name: str) -> Any:
 
         return moved_attribute(__name__, name, _MOVED[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = [
+    "INPUT_SLIDES", "INPUT_FEATURES", "INPUT_IMAGES", "PathkitError", "brief_list", "repeats_text", "Component",
+    "TileSpec", "PretrainedWeights", "Encoder", "Case", "case_id_problem", "regular_file_problem", "DatasetOption",
+    "Dataset", "GeneratorSpec", "TaskModel", "Generator", "DeferredTable", "MetricResult", "Metric", "RunFacts",
+    "Task", "TissueSegmenter", "COMPONENT_BASES"
+]

@@ -112,3 +112,11 @@ def report_sections(run: Any) -> list[Any] | None:
     """Sections (`pathkit_core.report.Section`) this plugin adds to the report of a run (`run`: a
     `pathkit_core.report.RunFolder`), beside its task's own (`Task.report_sections`); return
     None or [] for runs it has nothing to say about (the goldmark plugin adds cross-site results)."""
+
+
+__all__ = [
+    "hookspec", "Register", "register_tasks", "register_encoders", "register_generators", "register_datasets",
+    "register_metrics", "register_commands", "plain_commands", "register_segmenters", "add_component_kinds",
+    "read_feature_file", "add_hookspecs", "cells_finished", "folder_reports", "doctor_checks", "default_demo",
+    "report_sections"
+]

@@ -806,3 +806,13 @@ def collect_provenance(
         "config": dict(config or {}),
         "inputs": dict(inputs or {}),
     }
+
+
+__all__ = [
+    "DEFAULT_WORKDIR", "StorageError", "free_space", "storage_error", "check_writable_dir", "check_regular_file",
+    "plain_name", "path_inside", "object_records", "durable_batch", "atomic_path", "atomic_open",
+    "remove_stale_temporaries", "foreign_entries", "check_result_folder", "remove_stale_folders", "replaced_folder",
+    "atomic_write_bytes", "atomic_write_text", "json_default", "atomic_write_json", "atomic_write_with",
+    "sha256_file", "canonical_json", "content_hash", "file_fingerprint", "LockTimeout", "process_start",
+    "lock_owner_text", "HEARTBEAT_SECONDS", "HEARTBEAT_GRACE", "FileLock", "git_commit", "collect_provenance"
+]

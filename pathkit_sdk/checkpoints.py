@@ -112,3 +112,8 @@ def load_state_dict_checked(
     else:
         model.load_state_dict(dict(state_dict), strict=True)
     return model.to(torch.float32)
+
+
+__all__ = [
+    "read_state_dict", "state_dict_mismatches", "load_state_dict_checked"
+]

@@ -3,7 +3,8 @@
 
 OpenSlide opens the result as `generic-tiff` (mpp from the TIFF resolution tags) or, with
 `aperio=True`, as `aperio` (mpp and objective power from the ImageDescription): every level is a
-tiled page in the main IFD chain, reduced levels carry subfiletype=1 (REFERENCES, tooling facts).
+tiled page in the main IFD chain, reduced levels carry subfiletype=1 (docs/wsi.md, "How OpenSlide
+opens a TIFF pathkit writes").
 """
 
 from __future__ import annotations

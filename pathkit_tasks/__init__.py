@@ -1,5 +1,5 @@
 """The built-in task types, one package each, shipped in the `pathkit` distribution and registered
-through its `pathkit` entry points like any plugin (DESIGN.md sections 2 and 4).
+through its `pathkit` entry points like any plugin (docs/plugin-authors.md).
 
 - `pathkit_tasks.report`: report generation (PathReportEval);
 - `pathkit_tasks.classification`: slide and patch classification, with MIL attention export;
@@ -10,10 +10,16 @@ Each package holds its protocol (`task.py`), its report sections (`sections.py`)
 only it uses; what several tasks share stays in `pathkit_core`.
 """
 
-# The built-in task types' names (DESIGN.md section 4), what datasets, generators and metrics declare
+# The built-in task types' names (docs/plugin-authors.md, section 2), what datasets, generators and metrics declare
 # in `tasks`; registered through the same `register_tasks` hook a third-party plugin uses.
 TASK_REPORT = "report"
 TASK_SLIDE_CLASSIFICATION = "slide-classification"
 TASK_PATCH_CLASSIFICATION = "patch-classification"
 TASK_SEGMENTATION = "segmentation"
 TASK_MULTIPLE_CHOICE_VQA = "multiple-choice-vqa"
+
+
+__all__ = [
+    "TASK_REPORT", "TASK_SLIDE_CLASSIFICATION", "TASK_PATCH_CLASSIFICATION", "TASK_SEGMENTATION",
+    "TASK_MULTIPLE_CHOICE_VQA"
+]

@@ -140,6 +140,19 @@ def compare_task(task: TaskComparison, *, correction: str, level: float, resampl
     return task
 
 
+def check_suite_version(folder: Path) -> int:
+    """The format version of a suite folder (its suite.json; none: written by pathkit 0.1.0, version 1),
+    or a one-line PathkitError naming it when this pathkit does not read it."""
+    from pathkit_core.formats import SUITE_FILE, SUITE_FORMAT, SUITE_VERSION, check_version
+    from pathkit_core.report.run_folder import read_json
+
+    record = read_json(folder / SUITE_FILE) if (folder / SUITE_FILE).is_file() else {}
+    if not isinstance(record, dict) or record.get("format", SUITE_FORMAT) != SUITE_FORMAT:
+        raise PathkitError(f"{folder / SUITE_FILE} is not a pathkit suite record (format {SUITE_FORMAT!r})")
+    return check_version(record.get("format_version"), what="suite folder", path=folder / SUITE_FILE,
+                         current=SUITE_VERSION, redo="pathkit bench --config SUITE.toml --workdir NEW_WORKDIR")
+
+
 class SuiteAnalysis(UsesRegistry):
     """The suite folder read back: tidy leaderboard, cells, per-task comparisons, ranks across tasks."""
 
@@ -150,6 +163,7 @@ class SuiteAnalysis(UsesRegistry):
         if not board.is_file():
             raise PathkitError(f"{self.folder} holds no suite leaderboard (leaderboard.parquet); run "
                                "`pathkit bench --config SUITE.toml` first")
+        check_suite_version(self.folder)
         self.correction, self.alpha, self.level, self.resamples = correction, alpha, level, resamples
         self._registry = registry
         self.figures: Any = None  # the report's FigureWriter, while a report is written
@@ -340,4 +354,4 @@ def wtl_rows(summary: RankSummary) -> list[dict[str, Any]]:
             for i, a in enumerate(summary.names) for j, b in enumerate(summary.names) if i != j]
 
 
-__all__ = ["RankSummary", "SuiteAnalysis", "TaskComparison", "compare_task", "wtl_rows"]
+__all__ = ["RankSummary", "SuiteAnalysis", "TaskComparison", "check_suite_version", "compare_task", "wtl_rows"]

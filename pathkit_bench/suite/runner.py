@@ -88,10 +88,12 @@ def tidy_rows(config: SuiteConfig, results: list[CellResult], registry: Any = No
 
 
 def write_leaderboard(config: SuiteConfig, results: list[CellResult], folder: Path, registry: Any = None) -> Path:
-    """`<folder>/leaderboard.parquet|csv` (tidy scores) and `cells.csv` (one row per cell, its folder)."""
+    """`<folder>/leaderboard.parquet|csv` (tidy scores), `cells.csv` (one row per cell, its folder) and
+    `suite.json` (the folder's format and version, docs/file-formats.md)."""
     import polars as pl
 
-    from pathkit_core.workspace import atomic_write_with
+    from pathkit_core.formats import SUITE_FILE, SUITE_FORMAT, SUITE_VERSION
+    from pathkit_core.workspace import atomic_write_json, atomic_write_with
 
     schema = {"suite": pl.Utf8, "task": pl.Utf8, "dataset": pl.Utf8, "encoder": pl.Utf8, "generator": pl.Utf8,
               "seed": pl.Int64, "metric": pl.Utf8, "score": pl.Utf8, "value": pl.Float64, "ci_low": pl.Float64,
@@ -107,6 +109,8 @@ def write_leaderboard(config: SuiteConfig, results: list[CellResult], folder: Pa
                                  "seed": pl.Int64, "compare": pl.Utf8, "run_dir": pl.Utf8, "reused": pl.Boolean,
                                  "error": pl.Utf8})
     atomic_write_with(folder / f"{CELLS}.csv", cells.write_csv)
+    atomic_write_json(folder / SUITE_FILE, {"format": SUITE_FORMAT, "format_version": SUITE_VERSION,
+                                            "suite": config.name})
     return folder
 
 

@@ -122,3 +122,8 @@ def run_plain(table: Sequence[CliOption], run: Callable[..., Any], argv: Sequenc
             raise
         return status
     return 0
+
+
+__all__ = [
+    "REQUIRED", "CliOption", "typer_command", "parse_plain", "run_plain"
+]

@@ -191,14 +191,21 @@ def write_result_folder(result: ScoreResult, out_dir: str | Path, *, extra: Mapp
 
 def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
     """`metrics.json` (summary per metric) and `per_case.parquet`, both written atomically."""
+    from pathkit_core.formats import RUN_FOLDER_VERSION
     from pathkit_core.workspace import atomic_write_json, atomic_write_with
 
     out_dir = Path(out_dir)
     per_case = result.per_case  # built before anything is written: a metric's bad table fails here
-    payload = {"metrics": result.summary, **dict(extra or {})}
+    payload = {"format_version": RUN_FOLDER_VERSION, "metrics": result.summary, **dict(extra or {})}
     if result.details:
         payload["details"] = result.details
     atomic_write_json(out_dir / "metrics.json", payload)
     if per_case is not None:
         atomic_write_with(out_dir / "per_case.parquet", lambda tmp: per_case.write_parquet(tmp))
     return out_dir
+
+
+__all__ = [
+    "RESULT_FILES", "ScoreResult", "metric_context", "context_for", "resolve_metrics", "prepare_metrics",
+    "INPUT_FLAGS", "text_flags", "input_flags", "score", "write_result_folder", "write_results"
+]

@@ -2,7 +2,7 @@
 
 Layout: `<out_dir>/<encoder>/<slide_id>.safetensors` holding `features` (N x D, float16 by
 default) and `coords` (N x 2 int32, level-0 pixels of each tile's top-left corner), with string
-metadata (DESIGN.md section 5; docs/file-formats.md). `content_sha256` in the metadata covers
+metadata (docs/file-formats.md, "Feature files"). `content_sha256` in the metadata covers
 the tensor bytes, shapes and dtypes and every other metadata entry, so a truncated or edited
 file is detected on read. `<out_dir>/<encoder>/extraction_status.json` records, per slide,
 whether extraction succeeded and why not, so downstream stages exclude failures with a reason.
@@ -21,13 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
 from pathkit_core.features.record import COORDS_LEVEL0_PX, FeatureFile
+from pathkit_core.formats import check_version
 from pathkit_core.workspace import object_records
 
 if TYPE_CHECKING:
     import numpy as np
     import torch
 
-FEATURE_FORMAT = "pathkit-features/1"
+# The feature file format and its version (the number after the slash; pathkit_core.formats).
+FEATURE_VERSION = 1
+FEATURE_FORMAT = f"pathkit-features/{FEATURE_VERSION}"
 STATUS_FORMAT = "pathkit-extraction-status/1"
 STATUS_FILE = "extraction_status.json"
 FEATURE_SUFFIX = ".safetensors"
@@ -215,8 +218,14 @@ def read_feature_meta(path: str | Path) -> dict[str, str]:
             meta = dict(fh.metadata() or {})
     except (SafetensorError, OSError, ValueError) as exc:
         raise PathkitError(f"feature file {path} is unreadable (truncated or not safetensors): {exc}") from None
-    if meta.get("format") != FEATURE_FORMAT:
-        raise PathkitError(f"{path} is not a pathkit feature file (format {meta.get('format')!r})")
+    found = str(meta.get("format", ""))
+    if found != FEATURE_FORMAT:
+        name, _, version = found.partition("/")
+        if name != FEATURE_FORMAT.partition("/")[0]:
+            raise PathkitError(f"{path} is not a pathkit feature file (format {meta.get('format')!r})")
+        check_version(version, what="feature file", path=path, current=FEATURE_VERSION,
+                      redo=f"pathkit extract --manifests TILES_DIR --encoder {meta.get('encoder') or 'ENCODER'} "
+                           "--out NEW_FOLDER")
     return meta
 
 
@@ -484,3 +493,13 @@ def load_feature_file(
         ff.meta["coords_unit"] = "none"
         ff.meta["note"] = "micrometre coordinates left out: pass mpp= to convert them to pixels"
     return ff
+
+
+__all__ = [
+    "FEATURE_VERSION", "FEATURE_FORMAT", "STATUS_FORMAT", "STATUS_FILE", "FEATURE_SUFFIX", "check_slide_id",
+    "check_encoder_name",
+    "encoder_dir", "feature_path", "status_path", "status_lock_path", "content_checksum", "write_features",
+    "read_feature_meta", "read_feature_meta_cached", "read_features", "iter_feature_rows", "read_status",
+    "read_planned", "record_planned", "status_record", "record_statuses", "record_status", "failed_slides",
+    "usable_feature_files", "load_feature_file"
+]

@@ -1,7 +1,7 @@
 """Encoder checkpoints: where they are found and how they are verified (reading one and fitting it to
 a model is `pathkit_sdk.checkpoints`, which encoder plugins call).
 
-Resolution order (DESIGN.md section 7, docs/encoders.md):
+Resolution order (docs/encoders.md, "Where pathkit looks"):
 
 1. an explicit path (`--weights PATH`, a file or a folder holding the checkpoint);
 2. `$PATHKIT_WEIGHTS_DIR/<encoder>/`;

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.formats import RUN_FOLDER_VERSION, check_version
 from pathkit_core.report.figures import FigureWriter
 from pathkit_core.report.registry import UsesRegistry
 
@@ -95,6 +96,8 @@ class RunFolder(UsesRegistry):
         found = read_json(self.path / "metrics.json")
         if not isinstance(found, dict):
             raise PathkitError(f"{self.path / 'metrics.json'} is not a readable JSON object")
+        check_version(found.get("format_version"), what="run folder", path=self.path / "metrics.json",
+                      current=RUN_FOLDER_VERSION, redo="pathkit run ... --workdir NEW_WORKDIR")
         check_metrics_record(found, self.path / "metrics.json")
         return found
 

@@ -1,7 +1,7 @@
 """What a stage's cache key must cover beyond its settings: code, weights and data contents.
 
-A result is never reused after the code, weights or data behind it changed (DESIGN.md section 5;
-docs/user-guide.md, "What reruns when"):
+A result is never reused after the code, weights or data behind it changed (docs/user-guide.md,
+"What reruns when"):
 - code: each plugin distribution involved (and pathkit itself) by its content: for a regular
   install the sha256 of its installed `RECORD` (pip writes the hash of every installed file
   there), for an editable install the git commit of its folder plus a digest of its uncommitted

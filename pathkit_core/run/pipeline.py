@@ -1,4 +1,4 @@
-"""`pathkit run`: dataset -> features -> fit -> predict -> score -> report, resumably (DESIGN.md section 5).
+"""`pathkit run`: dataset -> features -> fit -> predict -> score -> report, resumably (docs/user-guide.md).
 
 Each stage is `stage(state) -> state` over one `RunState`, entered once, in data-flow order; a
 stage that finds the run finished (or a shard's work done) sets the state's result and the

@@ -22,7 +22,7 @@ SelectionFn = Callable[[Mapping[str, Any], Mapping[str, Any]], float]
 
 @dataclass
 class TrainConfig:
-    """Defaults follow the PathBench protocol (REFERENCES "Report generation"); see docs/training.md."""
+    """Defaults follow the PathBench protocol (its public configs; docs/training.md has each option's source)."""
 
     max_epochs: int = 200
     lr: float = 7e-5

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.formats import check_version
 from pathkit_core.workspace import atomic_write_with, sha256_file
 
 if TYPE_CHECKING:
@@ -155,11 +156,8 @@ def read_manifest_meta(path: str | Path) -> dict[str, Any]:
     meta = json.loads(raw)
     if meta.get("format") != MANIFEST_FORMAT:
         raise PathkitError(f"{p}: not a pathkit tile manifest (format {meta.get('format')!r})")
-    if int(meta.get("format_version", 0)) > MANIFEST_VERSION:
-        raise PathkitError(
-            f"{p}: manifest format version {meta.get('format_version')} is newer than this "
-            f"pathkit reads ({MANIFEST_VERSION}); upgrade pathkit"
-        )
+    check_version(meta.get("format_version"), what="tile manifest", path=p, current=MANIFEST_VERSION,
+                  redo=f"pathkit tile {meta.get('slide_path') or 'SLIDE'} --out NEW_FOLDER")
     return meta
 
 

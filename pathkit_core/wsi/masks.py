@@ -460,3 +460,11 @@ def reference_mask(reference: Mapping[str, Any], frame: MaskFrame, slide_size: t
     value = reference.get("foreground_value")
     foreground = raster.values == int(value) if value is not None else raster.values > 0
     return resample(foreground, placed, frame).astype(bool), []
+
+
+__all__ = [
+    "RASTER_SUFFIXES", "GEOJSON_SUFFIXES", "MASK_SUFFIXES", "MaskFrame", "RasterMask", "read_raster",
+    "frame_on_slide", "resample", "write_png", "pack_mask", "unpack_mask", "rasterise", "vectorise", "QUPATH_COLOURS",
+    "geojson_features", "write_geojson", "AREAL", "GeoJsonRegions", "read_geojson", "check_within", "positive_number",
+    "class_list", "reference_mask"
+]

@@ -35,7 +35,7 @@ class ReportTask(Task):
 
     def run_summary(self, predictions: Mapping[str, Any], references: Mapping[str, Any]) -> dict[str, Any]:
         # Only a few hundred REG reports are distinct: a model that collapses to a handful of
-        # reports can still score well on n-gram metrics (REFERENCES, "Report generation").
+        # reports can still score well on n-gram metrics (docs/report-generation.md, "Datasets").
         distinct = len({str(p) for p in predictions.values()})
         return {"distinct_prediction_fraction": distinct / max(len(predictions), 1)}
 

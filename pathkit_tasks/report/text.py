@@ -1,6 +1,6 @@
 """Report text normalisation shared by report datasets (references) and report tokenizers (targets).
 
-Two styles, after PathBench's tokenizer (REFERENCES "Report generation"; docs/report-generation.md):
+Two styles, after PathBench's tokenizer (surykntsingh/PathBench; docs/report-generation.md):
 
 - ``"none"``: the text is kept exactly as released (REG 2025: short, semi-structured reports
   whose line breaks and indentation carry structure).

@@ -3,9 +3,9 @@
 Level 0 has the slide's level-0 size and mpp (resolution tags, centimetre unit); each further
 level halves it, down to one tile. Every level is a tiled page in the main IFD chain and the
 reduced ones carry subfiletype=1: OpenSlide opens such a file as `generic-tiff` and ignores
-`subifds` pyramids (REFERENCES, tooling facts). Pixels come from a cell map by their centres, tile
-by tile, so a 100,000 px slide is written in constant memory; tiles of one value (most of them)
-are compressed once, and a run of identical tiles in file order (background, the inside of a
+`subifds` pyramids (docs/wsi.md, "How OpenSlide opens a TIFF pathkit writes"). Pixels come from a
+cell map by their centres, tile by tile, so a 100,000 px slide is written in constant memory; tiles
+of one value (most of them) are compressed once, and a run of identical tiles in file order (background, the inside of a
 region) is stored once, every tile of the run pointing at the same bytes (tifffile's iterator of
 (bytes, byte count) items; libtiff, OpenSlide and tifffile read tiles by offset and count, so
 shared data reads as repeated tiles). Deflate: masks must stay exact (JPEG would blur the labels).

@@ -207,3 +207,9 @@ def class_map(probabilities: np.ndarray, covered: np.ndarray, tissue: np.ndarray
     labels = probabilities.argmax(axis=-1).astype(np.uint8) + 1
     keep = covered if tissue is None else covered & tissue
     return np.where(keep, labels, 0).astype(np.uint8)
+
+
+__all__ = [
+    "BLEND_MODES", "GAUSSIAN_SIGMA_SCALE", "GAUSSIAN_FLOOR", "StitchGrid", "window_weights", "ProbabilityMap",
+    "tissue_cells", "foreground_mask", "class_map"
+]

@@ -2,7 +2,7 @@
 items that carry each question's selected features, the evidence record of every prediction
 (what was kept, whether planted evidence survived) and the budget summary (paper table 4).
 
-The protocol (PathoArgus, REFERENCES): a reader sees at most K = 512 of a question's N patch
+The protocol (PathoArgus paper, section 5; docs/pathoargus.md): a reader sees at most K = 512 of a question's N patch
 features and the selector scores at most M = 10,000 candidates. A dataset changes it with the
 options `selector`, `budget` (K), `candidates` (M), `selector_options` (a JSON object of the
 selector's own options) and `audit_selectors` (selectors whose accessibility of planted evidence

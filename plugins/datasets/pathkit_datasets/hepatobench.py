@@ -23,7 +23,7 @@ from pathkit_datasets.patch_folder import PatchFolderDataset
 
 CLASSES = ("TUM", "FIB", "INF", "NEC", "NOR", "REA", "STE")
 CLASS_FOLDERS = {f"{i:02d}_{name}": name for i, name in enumerate(CLASSES, start=1)}
-# The one file of the public release that is zero bytes (REFERENCES "HepatoBench release").
+# The one file of the public release that is zero bytes (HF xtxx/HepatoBench; docs/hepatobench.md).
 EMPTY_FILE = "02_FIB_3355.png"
 # Demo class sizes, unequal like the release's (FIB largest, REA smallest).
 DEMO_COUNTS = {"TUM": 60, "FIB": 90, "INF": 40, "NEC": 40, "NOR": 60, "REA": 25, "STE": 40}

@@ -5,8 +5,8 @@ and explicit keyword arguments, never an `hf-hub:` name, which would fetch a con
 network), the module built around the trunk, the pooling, the weights record (hub id, file,
 sha256, licence, citation, mean / std, input size, gated), the preprocessing, the tile spec and
 the precision. Adding an encoder is adding a row here and registering it (docs/encoders.md,
-"Adding an encoder"). Sources of each fact: REFERENCES.md (encoder table), the public TRIDENT
-loader, the model cards and the papers, named per row.
+"Adding an encoder"). Sources of each fact: the model cards, the public TRIDENT loader and the
+papers, named per row and gathered in the encoder table of docs/encoders.md.
 
 Nothing here imports torch or timm: layer classes and modules are written "@module.Name" and
 imported only when a model is built, so that listing encoders stays light.
@@ -100,7 +100,7 @@ class EncoderSpec:
 
 SWIGLU = {"mlp_layer": "@timm.layers.SwiGLUPacked", "act_layer": "@torch.nn.SiLU"}
 
-# UNI2-h: REFERENCES.md encoder table, MahmoodLab/UNI2-h model card.
+# UNI2-h: MahmoodLab/UNI2-h model card (docs/encoders.md, encoder table).
 UNI2H = EncoderSpec(
     name="uni2h",
     description="UNI2-h (Mahmood Lab), 681M-parameter ViT, 1536-d class token; gated",
@@ -116,7 +116,7 @@ UNI2H = EncoderSpec(
               mlp_ratio=2.66667 * 2, num_classes=0, no_embed_class=True, **SWIGLU, reg_tokens=8),
 )
 
-# CONCH v1.5 vision tower (REFERENCES.md; key layout of `pytorch_model_vision.bin`): ViT-L/16
+# CONCH v1.5 vision tower (MahmoodLab/conchv1_5 model card; key layout of `pytorch_model_vision.bin`): ViT-L/16
 # trunk (1024 wide, 24 layers, 16 heads, layer scale, qkv bias) with a 224 px (14 x 14) position
 # grid resampled to the 448 px input; pooler: 1 learned query, d_model 768, context 1024, 8 heads;
 # then LayerNorm(768). The embedding is the pooled token before the text projection.
@@ -139,7 +139,7 @@ CONCH15 = EncoderSpec(
     adapt_state_dict=functools.partial(coca_vision_tower, drop=COCA_NOT_VISION),
 )
 
-# H-optimus-1: REFERENCES.md encoder table, bioptimus/H-optimus-1 model card.
+# H-optimus-1: bioptimus/H-optimus-1 model card (docs/encoders.md, encoder table).
 HOPTIMUS1 = EncoderSpec(
     name="hoptimus1",
     description="H-optimus-1 (Bioptimus), 1.1B-parameter ViT-g/14, 1536-d; gated",
@@ -166,7 +166,7 @@ HOPTIMUS0 = HOPTIMUS1.replace(
     ),
 )
 
-# Virchow2: REFERENCES.md encoder table, paige-ai/Virchow2 model card: the embedding is
+# Virchow2: paige-ai/Virchow2 model card (docs/encoders.md, encoder table): the embedding is
 # concat(class token, mean of the patch tokens after the 4 registers).
 VIRCHOW2 = EncoderSpec(
     name="virchow2",
@@ -186,7 +186,7 @@ VIRCHOW2 = EncoderSpec(
     pooling="cls+patch-mean",
 )
 
-# Prov-GigaPath tile encoder: REFERENCES.md, prov-gigapath/prov-gigapath config. timm's
+# Prov-GigaPath tile encoder: prov-gigapath/prov-gigapath config (docs/encoders.md). timm's
 # vit_giant_patch14_dinov2 keeps its SwiGLUPacked MLP and layer scale (init 1e-5); 16 px patches
 # and mlp_ratio 5.33334 give GigaPath's 1.13B parameters.
 GIGAPATH = EncoderSpec(

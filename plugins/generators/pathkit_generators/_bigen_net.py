@@ -1,6 +1,6 @@
 """BiGen (Zhang et al., MICCAI 2025) as a torch module: the `bigen` generator's model.
 
-Architecture (REFERENCES "BiGen"; public code DeepMed-Lab-ECNU/BiGen and PathBench
+Architecture (the paper; public code DeepMed-Lab-ECNU/BiGen and PathBench
 `modules/models/bigen`; docs/report-generation.md, "BiGen"):
 
 1. tiles: Linear(D, d_model) + ReLU + Dropout(drop_prob_lm) (the R2Gen `att_embed`);

@@ -1,6 +1,6 @@
 """HistGen (Guo et al. MICCAI 2024) as a torch module: the `histgen` generator's model.
 
-Architecture (REFERENCES "HistGen", public code dddavid4real/HistGen and PathBench):
+Architecture (the paper, public code dddavid4real/HistGen and PathBench; docs/report-generation.md, "histgen"):
 
 1. tiles: Linear(D, d_vf) then Linear(d_vf, d_model) + ReLU + Dropout(drop_prob_lm);
 2. cross-modal context: a learnable memory matrix (cmm_size x d_model) is queried by

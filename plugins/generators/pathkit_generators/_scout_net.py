@@ -1,6 +1,6 @@
 """SCOUT (Singh et al., 2026) as a torch module: the `scout` generator's model.
 
-Architecture (REFERENCES "SCOUT"; public code PathBench `modules/models/scout`;
+Architecture (the paper; public code PathBench `modules/models/scout`;
 docs/report-generation.md, "SCOUT"):
 
 1. adapters for the tile, slide and concept inputs, each an MLP d -> 2d -> 2D -> D (ReLU,

@@ -1,6 +1,6 @@
 """WSI-Caption (MI-Gen, Chen et al. MICCAI 2024) as a torch module: the `wsi-caption` generator's model.
 
-Architecture (REFERENCES "WSI-Caption / MI-Gen", public code cpystan/Wsi-Caption and PathBench):
+Architecture (the paper, public code cpystan/Wsi-Caption and PathBench; docs/report-generation.md, "wsi-caption"):
 
 1. a learnable prompt vector (in tile-feature space) is put in front of the tiles;
 2. the sequence is padded to a square number of tokens by repeating its first tokens;

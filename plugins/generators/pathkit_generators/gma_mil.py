@@ -8,7 +8,7 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
 from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SLIDE_CLASSIFICATION
 
-# GOLDMARK protocol (REFERENCES "GOLDMARK", public configs/train_task_v2_pub.sh and trainer):
+# GOLDMARK protocol (public configs/train_task_v2_pub.sh and trainer; docs/goldmark.md):
 # 120 epochs, AdamW lr 1e-4 / weight decay 1e-4, one bag per step, gradient-norm clip 5,
 # ReduceLROnPlateau(mode="max", factor 0.5, patience 2) on validation AUROC, no early stop;
 # validation (and so the plateau step and the best-epoch candidates) only at epochs 2, 5, 10,

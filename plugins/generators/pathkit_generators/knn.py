@@ -11,7 +11,7 @@ from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 _log = logging.getLogger(__name__)
 
-# THUNDER's candidates for k, chosen on validation macro F1 (REFERENCES "frozen-feature evaluation").
+# THUNDER's candidates for k, chosen on validation macro F1 (docs/hepatobench.md, `knn`).
 THUNDER_K = (1, 3, 5, 10, 20, 30, 40, 50)
 
 

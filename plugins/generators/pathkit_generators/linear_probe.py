@@ -8,7 +8,7 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
 from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
-# eva's offline patch classification (REFERENCES "frozen-feature evaluation"; docs/hepatobench.md):
+# eva's offline patch classification (kaiko-ai/eva; docs/hepatobench.md):
 # AdamW lr 3e-4, weight decay 0, batch 256, 12,500 steps, early stop after 7 validation checks
 # without a better validation balanced accuracy (the dataset's selection metric), best checkpoint,
 # constant learning rate. eva checks once per epoch, about 235 steps on HepatoBench's ~60k training

@@ -22,7 +22,7 @@ HOPTIMUS = ((0.707223, 0.578729, 0.703617), (0.211883, 0.230117, 0.177517))
 OPENAI = ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))
 
 # name: (dim, tile px, tile mpp, precision, hub id, model input px, (mean, std), exact parameter count)
-# Counts: UNI2-h 681 M (REFERENCES), UNI ViT-L/16 ~303 M, CONCH v1.5 ViT-L trunk + pooler,
+# Counts: UNI2-h 681 M (docs/encoders.md), UNI ViT-L/16 ~303 M, CONCH v1.5 ViT-L trunk + pooler,
 # H-optimus and Prov-GigaPath ViT-g ~1.13 B, Virchow2 ViT-H ~632 M (their papers / model cards).
 PUBLISHED = {
     "uni2h": (1536, 256, 0.5, "bf16", "MahmoodLab/UNI2-h", 224, IMAGENET, 681_394_176),

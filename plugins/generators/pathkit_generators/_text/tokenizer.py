@@ -36,7 +36,7 @@ TOKEN_PATTERN = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 STATE_VERSION = 1
 
 # Per-dataset report settings when the dataset plugin declares none (paper Table 1 datasets:
-# PathBench's max_seq_length per dataset, REFERENCES "Report generation").
+# PathBench's max_seq_length per dataset; docs/report-generation.md, "Shared decoder and beam search").
 DEFAULT_MAX_TOKENS = 320
 KNOWN_REPORT_SETTINGS: dict[str, tuple[str, int]] = {
     "reg2025": ("none", 320),

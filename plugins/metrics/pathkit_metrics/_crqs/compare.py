@@ -10,7 +10,7 @@ from pathkit_metrics._crqs.extract import FINDING_SEPARATOR
 from pathkit_metrics._crqs.lazy_pattern import lazy
 from pathkit_metrics._crqs.normalise import ORDINAL_SCALES
 
-# Weights of the formula the paper's numbers use (REFERENCES "CRQS"; PathBench config):
+# Weights of the formula the paper's numbers use (PathBench config; docs/metrics.md, "CRQS"):
 # CRQS_raw = 0.3*CFC + 0.4*KIR - 0.2*HR - 0.4*CDS, CRQS = CRQS_raw / 0.7.
 W_CFC, W_KIR, W_HR, W_CDS = 0.3, 0.4, 0.2, 0.4
 CRQS_MAX_RAW = W_CFC + W_KIR  # 0.7, reached with CFC = KIR = 1 and HR = CDS = 0
