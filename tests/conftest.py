@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 REALDATA_ENV = "PATHKIT_REALDATA"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -110,3 +114,16 @@ def cli():
         return runner.invoke(app, [str(a) for a in args], catch_exceptions=False, **kwargs)
 
     return invoke
+
+
+def _load_benchmark(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def load_benchmark() -> Callable[[str], ModuleType]:
+    """Loads `benchmarks/<name>.py` (the benchmarks are scripts, not a package)."""
+    return _load_benchmark
