@@ -30,6 +30,7 @@ error rates (`benchmarks/bench_seed_inference.py`).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -140,13 +141,15 @@ _NODES = 256  # Gauss-Legendre nodes over log u: relative error below 1e-12 down
 _TAIL = 1e-20  # the chi-square mass left out at each end
 
 
+@functools.lru_cache(maxsize=64)
 def _chi2_nodes(dof: int):
     """(u, weight) with sum weight * g(u) = E g(U), U ~ chi-square(dof), by Gauss-Legendre over log u."""
     import numpy as np
+    from scipy.special import roots_legendre
     from scipy.stats import chi2
 
     lo, hi = math.log(chi2.ppf(_TAIL, dof)), math.log(chi2.isf(_TAIL, dof))
-    x, w = np.polynomial.legendre.leggauss(_NODES)
+    x, w = roots_legendre(_NODES)
     u = np.exp(lo + (x + 1.0) / 2.0 * (hi - lo))
     return u, w / 2.0 * (hi - lo) * chi2.pdf(u, dof) * u
 
