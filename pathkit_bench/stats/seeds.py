@@ -132,7 +132,8 @@ def seed_case_variance(per_seed: Any, groups: list[Any], *, pairs: bool = True) 
         case, inter, used = case + contrast(a), inter + contrast(c), used + 1
     if not used:
         raise PathkitError("the seeds x cases inference needs at least two cases in a group")
-    seeds = contrast(_cov_over(ps, -2) / n_seeds)
+    seeds = np.maximum(contrast(_cov_over(ps, -2) / n_seeds), 0.0)  # >= 0 but for rounding
+    inter = np.maximum(inter, 0.0)
     cases = np.maximum(case - inter, 0.0)
     return SeedCaseVariance(cases + seeds, cases, seeds, inter, n_seeds)
 
