@@ -30,8 +30,11 @@ def headline_section(analysis: Any) -> Section:
             text += f" [{r['ci_low']:.3f},\u00a0{r['ci_high']:.3f}]"
         rows.append([r["task"], f"{r['score']} {ARROW.get(r['direction'], '')}", r["encoder"], r["generator"],
                      ("★ " if r["best"] else "") + text, r["seeds"], r["per_seed"]])
+    several = any(t.result is not None and t.result.n_seeds > 1 for t in analysis.tasks)
+    how = ("from the seeds x cases variance terms (case, seed and interaction parts) with the generalized "
+           "t reference" if several else "resampling seeds and test cases together")
     note = (f"<p class=note>Each cell: the mean over seeds ± the standard deviation of the per-seed scores; in "
-            f"brackets the {int(analysis.level * 100)}% interval resampling seeds and test cases together "
+            f"brackets the {int(analysis.level * 100)}% interval {how} "
             f"(docs/comparisons.md). ★ marks a task's best cell only when it beats every other cell of the task "
             f"significantly (paired test, {analysis.correction} correction over the task's table, "
             f"alpha {analysis.alpha}); a task without ★ has no significant winner.</p>")
@@ -73,8 +76,12 @@ def pairwise_section(analysis: Any, figures: FigureWriter) -> Section:
         fig.colorbar(image, ax=ax, label=f"row better by ({t.key})", shrink=0.85)
         ax.set_title(f"{t.task}: {t.key} {ARROW.get(t.direction, '')}", fontsize="medium")
         data = [r for r in analysis.comparison_rows() if r["task"] == t.task]
+        resamples = getattr(t.result, "n_resamples", None)
+        how = f"{resamples} resamples" if resamples is not None else "no resampling"
         parts.append(f"<h3>{esc(t.task)}</h3><p class=note>{esc(t.test)}; {t.result.n_cases} cases, "
-                     f"{t.result.n_seeds} seed(s), {t.result.n_resamples} resamples.</p>")
+                     f"{t.result.n_seeds} seed(s), {how}.</p>")
+        if t.result.n_seeds == 2:
+            parts.append(f"<p class=note><strong>{esc(t.note)}</strong></p>")
         parts.append(figures.figure(f"pairwise_{t.task}", fig, f"{t.task}: pairwise differences of {t.key} with "
                                     f"adjusted p-values", data))
     return Section("Pairwise differences within each task", "".join(parts), key="pairwise", order=10)

@@ -1,5 +1,6 @@
 """What a suite's leaderboard says: per task, every cell against every other on the same test cases
-(paired, seeds and cases resampled together; p-values adjusted over the task's table), and across
+(paired: with one seed the case bootstrap, with several the seeds x cases inference of `stats.seeds`;
+p-values adjusted over the task's table), and across
 tasks, average ranks of the encoders and of the generators, Friedman's test, the Nemenyi critical
 difference and win/tie/loss counts (docs/comparisons.md). Reads only the suite folder
 (leaderboard.parquet, cells.csv) and the cells' run folders; the statistics are `pathkit_bench.stats`.
@@ -29,7 +30,7 @@ class TaskComparison:
     seed_values: dict[tuple[str, str], dict[int, float]]  # the summary value of each cell per seed
     run_dirs: dict[tuple[str, str], dict[int, str]]
     test: str = ""
-    result: Any = None  # stats.PairwiseBootstrap, or None when the cells could not be compared
+    result: Any = None  # stats.PairwiseBootstrap (one seed), stats.seeds.PairwiseSeeds (several), or None
     p_adjusted: Any = None  # (cells, cells)
     note: str = ""
 
@@ -110,27 +111,50 @@ def _paired_data(task: TaskComparison, registry: Any) -> tuple[str, Any, Any]:
     return kind, np.moveaxis(stacked, 1, 2), labels
 
 
+TWO_SEEDS = ("two seeds: the seed-to-seed spread of a difference rests on one degree of freedom, so where the "
+             "seeds disagree a difference must be about 13 times its seed standard error to be significant "
+             "(Student's t, 1 df); a 'no significant winner' here says little; 3-5 seeds tell cells apart "
+             "(docs/comparisons.md)")
+
+
+def _compare(kind: str, values: Any, labels: Any, n_seeds: int, *, level: float, resamples: int,
+             seed: int) -> tuple[Any, str]:
+    """(result, the test's words): the two-way bootstrap with one seed, the seeds x cases inference
+    (`stats.seeds`) with several."""
+    from pathkit_bench.stats import pairwise_bootstrap, pairwise_bootstrap_auroc
+    from pathkit_bench.stats.seeds import pairwise_seeds, pairwise_seeds_auroc
+
+    if n_seeds > 1:
+        if kind == "auroc":
+            return (pairwise_seeds_auroc(values, labels, level),
+                    "seeds x cases variance terms of AUROC (DeLong components), generalized p")
+        return pairwise_seeds(values, level), "seeds x cases variance terms of the mean per-case score, generalized p"
+    if kind == "auroc":
+        return (pairwise_bootstrap_auroc(values, labels, resamples, seed, level),
+                "paired bootstrap of AUROC recomputed per resample (seeds x cases)")
+    return (pairwise_bootstrap(values, resamples, seed, level),
+            "paired bootstrap of the mean per-case score (seeds x cases)")
+
+
 def compare_task(task: TaskComparison, *, correction: str, level: float, resamples: int, seed: int = 0,
                  registry: Any = None) -> TaskComparison:
     """Fill in the task's pairwise comparison (or its note saying why there is none)."""
     import numpy as np
 
-    from pathkit_bench.stats import adjust_pvalues, pairwise_bootstrap, pairwise_bootstrap_auroc
+    from pathkit_bench.stats import adjust_pvalues
 
     if len(task.cells) < 2:
         task.note = "one cell: nothing to compare"
         return task
     try:
         kind, values, labels = _paired_data(task, registry)
+        task.result, task.test = _compare(kind, values, labels, values.shape[0], level=level, resamples=resamples,
+                                          seed=seed)
     except PathkitError as exc:
         task.note = f"not compared: {exc}"
         return task
-    if kind == "auroc":
-        task.result = pairwise_bootstrap_auroc(values, labels, resamples, seed, level)
-        task.test = "paired bootstrap of AUROC recomputed per resample (seeds x cases)"
-    else:
-        task.result = pairwise_bootstrap(values, resamples, seed, level)
-        task.test = "paired bootstrap of the mean per-case score (seeds x cases)"
+    if task.result.n_seeds == 2:
+        task.note = TWO_SEEDS
     m = len(task.cells)
     upper = np.triu_indices(m, 1)
     adjusted = np.ones((m, m))
@@ -274,23 +298,29 @@ class SuiteAnalysis(UsesRegistry):
     # ------------------------------------------------------------------ tables
 
     def comparison_rows(self) -> list[dict[str, Any]]:
+        """Every pair of cells of every task; with several seeds `p_empirical` is empty (no resamples) and
+        the standard error and its terms follow (`stats.seeds`)."""
         rows = []
         for t in self.tasks:
             if t.result is None:
                 continue
-            for i, a in enumerate(t.cells):
-                for j, b in enumerate(t.cells):
-                    if i < j:
-                        rows.append({"task": t.task, "score": t.key, "encoder_a": a[0], "generator_a": a[1],
-                                     "encoder_b": b[0], "generator_b": b[1],
-                                     "difference": float(t.result.difference[i, j]),
-                                     "ci_low": float(t.result.diff_low[i, j]),
-                                     "ci_high": float(t.result.diff_high[i, j]),
-                                     "p_value": float(t.result.p_value[i, j]),
-                                     "p_empirical": float(t.result.p_empirical[i, j]),
-                                     "p_adjusted": float(t.p_adjusted[i, j]), "correction": self.correction,
-                                     "test": t.test, "n_cases": t.result.n_cases, "n_seeds": t.result.n_seeds})
+            m = len(t.cells)
+            rows += [self._comparison_row(t, i, j) for i in range(m) for j in range(i + 1, m)]
         return rows
+
+    def _comparison_row(self, t: TaskComparison, i: int, j: int) -> dict[str, Any]:
+        a, b, r = t.cells[i], t.cells[j], t.result
+        empirical = getattr(r, "p_empirical", None)
+        row = {"task": t.task, "score": t.key, "encoder_a": a[0], "generator_a": a[1], "encoder_b": b[0],
+               "generator_b": b[1], "difference": float(r.difference[i, j]), "ci_low": float(r.diff_low[i, j]),
+               "ci_high": float(r.diff_high[i, j]), "p_value": float(r.p_value[i, j]),
+               "p_empirical": float(empirical[i, j]) if empirical is not None else None,
+               "p_adjusted": float(t.p_adjusted[i, j]), "correction": self.correction, "test": t.test,
+               "n_cases": r.n_cases, "n_seeds": r.n_seeds}
+        if hasattr(r, "var_seeds"):
+            row.update({"se": float(r.se[i, j]), "var_cases": float(r.var_cases[i, j]),
+                        "var_seeds": float(r.var_seeds[i, j]), "var_interaction": float(r.var_interaction[i, j])})
+        return row
 
     def headline_rows(self) -> list[dict[str, Any]]:
         """Per task and cell: the compared score's mean ± sd over seeds, the seeds x cases interval,
@@ -309,6 +339,8 @@ class SuiteAnalysis(UsesRegistry):
                              "ci_high": float(t.result.ci_high[i]) if t.result is not None else None,
                              "seeds": len(per_seed), "per_seed": "; ".join(f"{v:.4f}" for v in per_seed),
                              "best": best == i})
+                if t.result is not None and t.result.n_seeds > 1:  # one seed: the table as it always was
+                    rows[-1]["note"] = TWO_SEEDS if t.result.n_seeds == 2 else ""
         return rows
 
     def seed_rows(self) -> list[dict[str, Any]]:
@@ -354,4 +386,5 @@ def wtl_rows(summary: RankSummary) -> list[dict[str, Any]]:
             for i, a in enumerate(summary.names) for j, b in enumerate(summary.names) if i != j]
 
 
-__all__ = ["RankSummary", "SuiteAnalysis", "TaskComparison", "check_suite_version", "compare_task", "wtl_rows"]
+__all__ = ["TWO_SEEDS", "RankSummary", "SuiteAnalysis", "TaskComparison", "check_suite_version", "compare_task",
+           "wtl_rows"]

@@ -120,26 +120,31 @@ def classification_run(run_dir: Path, probs, labels, ids=None, *, encoder: str =
     return run_dir
 
 
-def synthetic_suite(root: Path, n_cases: int = 120) -> Path:
-    """A suite folder written without training: 2 tasks x 3 encoders x 2 generators x 2 seeds of
+def synthetic_suite(root: Path, n_cases: int = 120, seeds: tuple[int, ...] = (0, 1, 2)) -> Path:
+    """A suite folder written without training: 2 tasks x 3 encoders x 2 generators x 3 seeds of
     classification cells whose skill is planted ("strong" far ahead on task "easy"; "tiny" and "small"
-    alike), their leaderboard, cells and run reports."""
+    alike; each model's errors on the cases mostly its own, seeds adding a little noise), their
+    leaderboard, cells and run reports."""
     from pathkit_bench.suite.config import parse_suite
     from pathkit_bench.suite.runner import CellResult, write_leaderboard
     from pathkit_core.report.html import write_run_report
 
     config = parse_suite({"name": "planted", "encoders": ["strong", "small", "tiny"], "generators": ["g1", "g2"],
-                          "seeds": [0, 1], "resamples": 400,
+                          "seeds": list(seeds), "resamples": 400,
                           "tasks": [{"name": "easy", "dataset": "x1", "compare": "AUROC"},
                                     {"name": "hard", "dataset": "x2", "compare": "accuracy"}]}, root / "suite.toml")
     skill = {"strong": 3.0, "small": 0.8, "tiny": 0.7}
     results = []
+    models = sorted({(c.task.name, c.encoder, c.generator) for c in config.cells()})
     for k, cell in enumerate(config.cells()):
         rng = np.random.default_rng(1000 + k)
+        # each model's own errors on the cases, the same for every seed, and a little per-seed noise
+        own = np.random.default_rng(500 + models.index((cell.task.name, cell.encoder, cell.generator)))
         task_rng = np.random.default_rng(7 if cell.task.name == "easy" else 8)
         y = (task_rng.random(n_cases) < 0.5).astype(int)
         boost = skill[cell.encoder] * (1.0 if cell.task.name == "easy" else 0.4)
-        p = 1 / (1 + np.exp(-(boost * (2 * y - 1) + rng.normal(0, 1, n_cases))))
+        noise = own.normal(0, 1, n_cases) + rng.normal(0, 0.1, n_cases)
+        p = 1 / (1 + np.exp(-(boost * (2 * y - 1) + noise)))
         run_dir = root / "runs" / cell.task.name / cell.encoder / cell.generator / f"seed{cell.seed}"
         classification_run(run_dir, np.stack([1 - p, p], 1), y, encoder=cell.encoder, generator=cell.generator,
                            seed=cell.seed)

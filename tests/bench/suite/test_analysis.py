@@ -35,7 +35,7 @@ def test_headline_means_are_the_seed_means_of_the_leaderboard(planted):
                and r["generator"] == "g1")
     values = board.filter((pl.col("encoder") == "tiny") & (pl.col("generator") == "g1"))["value"].to_list()
     assert row["mean"] == pytest.approx(np.mean(values)) and row["sd"] == pytest.approx(np.std(values, ddof=1))
-    assert row["ci_low"] < row["mean"] < row["ci_high"] and row["seeds"] == 2
+    assert row["ci_low"] < row["mean"] < row["ci_high"] and row["seeds"] == 3
 
 
 def test_ranks_friedman_and_win_tie_loss(planted):
@@ -56,6 +56,9 @@ def test_tables_written(planted):
             "win_tie_loss_encoder.csv"} <= written
     comparisons = pl.read_csv(planted.folder / "comparisons.csv")
     assert comparisons.height == 2 * 15 and (comparisons["p_adjusted"] >= comparisons["p_value"] - 1e-12).all()
+    assert (comparisons["se"] ** 2).to_numpy() == pytest.approx((comparisons["var_cases"]
+                                                                 + comparisons["var_seeds"]).to_numpy())
+    assert comparisons["p_empirical"].null_count() == comparisons.height  # no resamples with several seeds
 
 
 def test_a_task_whose_cells_differ_in_test_cases_is_not_compared(tmp_path):
@@ -89,3 +92,52 @@ def test_best_is_marked_when_one_cell_beats_every_other():
     lower = TaskComparison("t", "ECE", "lower", cells, [0, 1], {}, {}, result=task.result,
                            p_adjusted=task.p_adjusted)
     assert lower.best(0.05) == 0  # lower is better: the smallest mean wins
+
+
+def _subset(planted, name: str, seeds: list[int]):
+    """A task of the planted suite compared again on some of its seeds."""
+    from pathkit_bench.suite.analysis import TaskComparison, compare_task
+
+    t = next(t for t in planted.tasks if t.task == name)
+    task = TaskComparison(t.task, t.key, t.direction, t.cells, seeds,
+                          {c: {s: v[s] for s in seeds} for c, v in t.seed_values.items()},
+                          {c: {s: v[s] for s in seeds} for c, v in t.run_dirs.items()})
+    return compare_task(task, correction="holm", level=0.95, resamples=400, registry=planted.registry)
+
+
+def test_one_seed_is_compared_as_before_by_the_bootstrap(planted):
+    """One seed: the case bootstrap, its rows with exactly the columns they always had."""
+    from pathkit_bench.stats import PairwiseBootstrap, pairwise_bootstrap
+
+    one = _subset(planted, "hard", [1])
+    assert isinstance(one.result, PairwiseBootstrap) and one.note == ""
+    assert one.test == "paired bootstrap of the mean per-case score (seeds x cases)"
+    planted_one = SuiteAnalysis(planted.folder, resamples=400)
+    planted_one.__dict__["tasks"] = [one]
+    rows = planted_one.comparison_rows()
+    assert list(rows[0]) == ["task", "score", "encoder_a", "generator_a", "encoder_b", "generator_b", "difference",
+                             "ci_low", "ci_high", "p_value", "p_empirical", "p_adjusted", "correction", "test",
+                             "n_cases", "n_seeds"]
+    assert "note" not in planted_one.headline_rows()[0]
+    from pathkit_bench.suite.analysis import _paired_data
+
+    _, values, _ = _paired_data(one, planted.registry)
+    again = pairwise_bootstrap(values, 400, 0, 0.95)
+    assert np.array_equal(one.result.p_value, again.p_value) and np.array_equal(one.result.ci_low, again.ci_low)
+
+
+def test_two_seeds_say_how_little_they_show(planted):
+    from pathkit_bench.stats.seeds import PairwiseSeeds
+    from pathkit_bench.suite.analysis import TWO_SEEDS
+
+    two = _subset(planted, "easy", [0, 1])
+    assert isinstance(two.result, PairwiseSeeds) and two.note == TWO_SEEDS
+    assert "one degree of freedom" in two.note and "AUROC" in two.test
+    three = next(t for t in planted.tasks if t.task == "easy")
+    assert three.note == "" and three.result.n_seeds == 3
+    # the same difference is less sure on two seeds than on three
+    i, j = three.cells.index(("strong", "g1")), three.cells.index(("small", "g1"))
+    assert two.result.p_value[i, j] > three.result.p_value[i, j]
+    planted_two = SuiteAnalysis(planted.folder, resamples=400)
+    planted_two.__dict__["tasks"] = [two]
+    assert {r["note"] for r in planted_two.headline_rows()} == {TWO_SEEDS}
