@@ -27,14 +27,14 @@ class DamagedFile(PathkitError):
     def __init__(self, path: str | Path, problem: str) -> None:
         self.path = Path(path)
         self.problem = problem
-        super().__init__(f"{path}: {problem}")
+        super().__init__(f"{path} {problem}")
 
 
 def _text(path: Path, what: str) -> str:
     try:
         return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
-        raise DamagedFile(path, f"no {what} (the file is missing)") from None
+        raise DamagedFile(path, f"is missing (no {what})") from None
     except IsADirectoryError:
         raise DamagedFile(path, f"is a folder, not a {what}") from None
     except UnicodeDecodeError as exc:
@@ -50,7 +50,8 @@ def read_json_file(path: str | Path, what: str = "JSON record", *, expect: type 
     try:
         value = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise DamagedFile(path, f"is not JSON ({exc}); the {what} is damaged or truncated") from None
+        kind = "a readable JSON object" if expect is dict else "readable JSON"
+        raise DamagedFile(path, f"is not {kind} ({exc}); the {what} is damaged or truncated") from None
     if not isinstance(value, expect):
         raise DamagedFile(path, f"holds a {type(value).__name__}, not the {what} pathkit writes")
     return value
@@ -81,7 +82,7 @@ def read_parquet_file(path: str | Path, what: str = "table", *, columns: list[st
     if path.is_dir():
         raise DamagedFile(path, f"is a folder, not a {what}")
     if not path.exists():
-        raise DamagedFile(path, f"no {what} (the file is missing)")
+        raise DamagedFile(path, f"is missing (no {what})")
     try:
         frame = pl.read_parquet(path)
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
