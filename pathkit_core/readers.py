@@ -39,8 +39,8 @@ def _text(path: Path, what: str) -> str:
         raise DamagedFile(path, f"is a folder, not a {what}") from None
     except UnicodeDecodeError as exc:
         raise DamagedFile(path, f"is not UTF-8 text (byte {exc.start}); the {what} is damaged") from None
-    except OSError as exc:
-        raise DamagedFile(path, f"cannot be read ({exc.strerror or exc})") from None
+    # any other OSError (permission denied, an I/O error) is no damage: it reaches the user as the
+    # one line `cli.common.user_errors` prints for a named path, and nothing is recomputed over it
 
 
 def read_json_file(path: str | Path, what: str = "JSON record", *, expect: type | tuple[type, ...] = dict) -> Any:
@@ -85,6 +85,8 @@ def read_parquet_file(path: str | Path, what: str = "table", *, columns: list[st
         raise DamagedFile(path, f"is missing (no {what})")
     try:
         frame = pl.read_parquet(path)
+    except PermissionError:
+        raise
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DamagedFile(path, f"is not a readable parquet {what} ({first[:160]}); it is damaged or truncated") \
