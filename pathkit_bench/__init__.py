@@ -43,9 +43,24 @@ def cells_finished(results, workdir, dataset, console):
 @hookimpl
 def folder_reports(path):
     from pathkit_bench.report.matrix import is_leaderboard, write_matrix_report
+    from pathkit_bench.suite.runner import is_suite_folder
 
+    if is_suite_folder(path):  # a suite's report is rebuilt as a suite report, never as a matrix one
+        return [_suite_report(path)]
+    if path.is_dir() and any(is_suite_folder(p) for p in path.iterdir() if p.is_dir()):
+        from pathkit_core.contracts import PathkitError
+
+        raise PathkitError(f"{path} holds suite folders; give one of them (`pathkit report {path}/<suite>`)")
     if is_leaderboard(path):
         return [write_matrix_report(path)]
     if (path / "runs").is_dir() and is_leaderboard(path / "leaderboards"):
         return [write_matrix_report(path / "leaderboards")]
     return None
+
+
+def _suite_report(folder):
+    from pathkit_bench.report.suite import write_suite_report
+    from pathkit_bench.suite.analysis import SuiteAnalysis
+    from pathkit_bench.suite.runner import read_suite_options
+
+    return write_suite_report(SuiteAnalysis(folder, **read_suite_options(folder)))

@@ -87,12 +87,24 @@ def same_test_cases(a: Any, b: Any) -> list[str]:
     if differ:
         raise PathkitError(f"{a.path} and {b.path} were scored on different test cases: {differ}; a paired "
                            "comparison needs the same cases")
-    if a.test_cases and b.test_cases:
-        differ = [i for i in ids_a if a.test_cases[i].get("reference") != b.test_cases[i].get("reference")]
+    refs_a, refs_b = case_references(a), case_references(b)
+    if refs_a is not None and refs_b is not None:
+        differ = [i for i in ids_a if refs_a.get(i) != refs_b.get(i)]
         if differ:
             raise PathkitError(f"{a.path} and {b.path} hold different references for {len(differ)} test case(s) "
                                f"({_show(differ)}); a paired comparison needs the same cases")
     return ids_a
+
+
+def case_references(run: Any) -> dict[str, Any] | None:
+    """Each test case's reference: test_cases.jsonl's, else the per-case table's `target` column
+    (a `pathkit score --out` folder); None when the run records neither."""
+    if run.test_cases:
+        return {i: row.get("reference") for i, row in run.test_cases.items()}
+    table = run.per_case
+    if table is not None and {"id", "target"} <= set(table.columns):
+        return {str(r["id"]): r["target"] for r in table.select(["id", "target"]).iter_rows(named=True)}
+    return None
 
 
 def metric_of(run: Any, key: str) -> str:
@@ -131,18 +143,32 @@ def paired_values(run: Any, key: str, ids: Sequence[str], registry: Any = None) 
         raise PathkitError(f"{run.path}: score {key!r} has no per-case values in per_case.parquet, so it cannot "
                            f"be compared case by case; per-case columns: {', '.join(c for c in columns if c != 'id')}")
     test, column = how
-    rows = {str(r["id"]): r for r in table.select([c for c in {"id", column, "target"} if c in columns])
-            .iter_rows(named=True)}
+    picked = table.select([c for c in {"id", column, "target"} if c in columns])
+    twice = picked["id"].cast(str).filter(picked["id"].cast(str).is_duplicated()).unique().sort().to_list()
+    if twice:
+        raise PathkitError(f"{run.path}: per_case.parquet holds {len(twice)} case id(s) more than once "
+                           f"({_show(twice)}); the table is damaged")
+    rows = {str(r["id"]): r for r in picked.iter_rows(named=True)}
     missing = [i for i in ids if i not in rows]
     if missing:
         raise PathkitError(f"{run.path}: per_case.parquet lacks {len(missing)} test case(s) ({_show(missing)})")
     raw = [rows[i][column] for i in ids]
-    summary = float(run.summary[metric][key])
+    recorded = run.summary[metric][key]
+    summary = math.nan if recorded is None else float(recorded)
     if test == "auroc":
         if "target" not in columns:
             raise PathkitError(f"{run.path}: per_case.parquet has class probabilities but no 'target' column")
-        values = np.asarray(raw, dtype=np.float64)
-        labels = np.asarray([rows[i]["target"] for i in ids], dtype=np.int64)
+        try:
+            values = np.asarray(raw, dtype=np.float64)
+            labels = np.asarray([rows[i]["target"] for i in ids], dtype=np.int64)
+        except (TypeError, ValueError):
+            raise PathkitError(f"{run.path}: per_case.parquet's {column!r} or 'target' has a missing or ragged "
+                               "value; the table is damaged") from None
+        bad = ~np.isfinite(values).reshape(len(ids), -1).all(axis=1)
+        if bad.any():
+            raise PathkitError(f"{run.path}: per_case.parquet's {column!r} holds NaN or inf for {int(bad.sum())} "
+                               f"case(s) ({_show([i for i, b in zip(ids, bad, strict=True) if b])}); AUROC "
+                               "cannot be compared on them")
         return PairedValues(key, metric, test, column, values, labels, summary)
     values = np.asarray([math.nan if v is None else float(v) for v in raw], dtype=np.float64)
     return PairedValues(key, metric, test, column, values, None, summary)
@@ -228,6 +254,10 @@ def compare_runs(a: Any, b: Any, keys: Sequence[str] = (), *, n_resamples: int =
     adjusted = adjust_pvalues([c.p_value for c in out], correction)
     for c, p in zip(out, adjusted, strict=True):
         c.p_adjusted = float(p)
+        odd = [side for side, value in (("A", c.a), ("B", c.b)) if not math.isfinite(value)]
+        if odd:
+            c.note = "; ".join(filter(None, [c.note, f"{' and '.join(odd)}'s metrics.json records {c.key} as "
+                                                     "NaN or inf; the difference is from the per-case values"]))
     return out, skipped
 
 

@@ -14,13 +14,13 @@ record, and those with a file. A slide is
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.readers import read_json_file
 from pathkit_core.workspace import FileLock
 
 
@@ -121,8 +121,8 @@ def run_statuses(runs_dir: Path) -> list[RunStatus]:
     out = []
     for marker in sorted(runs_dir.rglob("stages.json")):
         try:
-            stages = json.loads(marker.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            stages = read_json_file(marker, "stage record")
+        except PathkitError as exc:  # bad bytes, bad JSON, not an object: one line, no traceback
             out.append(RunStatus(str(marker.parent), [], f"unreadable stage record ({exc})"))
             continue
         state = FileLock(marker.parent / "run.lock").state()

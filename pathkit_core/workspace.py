@@ -143,6 +143,41 @@ def path_inside(root: str | Path, value: str | Path, what: str) -> Path:
     return Path(root) / path
 
 
+# The longest name one folder entry may have on the filesystems pathkit writes to (ext4, xfs, NFS).
+NAME_MAX_BYTES = 255
+
+
+def folder_name_problem(name: Any) -> str | None:
+    """Why `name` cannot be one file or folder name (None when it can): not a non-empty
+    string, '.', '..', a '/', '\\' or NUL in it, or longer than `NAME_MAX_BYTES` in UTF-8."""
+    if not isinstance(name, str) or not name.strip():
+        return f"{name!r} is not a non-empty name"
+    if name in (".", "..") or any(ch in name for ch in ("/", "\\", "\x00")):
+        return f"{name!r} must be one plain folder name (no '/', '\\', NUL, '.' or '..')"
+    if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
+        return f"{name[:40]!r}... is {len(name.encode('utf-8', 'surrogateescape'))} bytes long; a name is at most " \
+               f"{NAME_MAX_BYTES}"
+    return None
+
+
+def confined(root: str | Path, *names: str, what: str) -> Path:
+    """`root/name/...` for names that come from a file (a suite, a task, a case, a slide, an
+    encoder): each must be one plain folder name (`folder_name_problem`), and the joined path,
+    as written, must stay under `root`; anything else is a one-line error naming `what`.
+
+    Unlike `path_inside`, an absolute name is refused too: a name in a file shared by someone
+    else never chooses where pathkit writes."""
+    for name in names:
+        problem = folder_name_problem(name)
+        if problem:
+            raise PathkitError(f"{what}: {problem}; it names a folder under {root}")
+    base = Path(os.path.normpath(Path(root).absolute()))
+    joined = Path(os.path.normpath(base.joinpath(*names)))
+    if base not in joined.parents:
+        raise PathkitError(f"{what}: {'/'.join(names)!r} leaves {root}")
+    return Path(root).joinpath(*names)
+
+
 def object_records(records: Any, path: str | Path, what: str) -> dict[str, dict[str, Any]]:
     """The per-slide records of a status file that are JSON objects; any other (a string, a
     list: a file edited by hand or damaged) is corrupt state, named in a warning and treated as
@@ -474,7 +509,7 @@ def _pid_alive(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: a recorded pid no process can have
         return False
     except PermissionError:
         return True
@@ -573,9 +608,11 @@ def _owner_problem(info: Any) -> str | None:
     """Why a parsed lock file is not an owner record (None when it is)."""
     if not isinstance(info, dict):
         return f"holds {type(info).__name__} {str(info)[:40]!r}, not an owner record"
-    pid = info.get("pid")
-    if isinstance(pid, bool) or not isinstance(pid, int):
-        return f"records pid {pid!r}, not a process id"
+    from pathkit_core.readers import pid_problem
+
+    problem = pid_problem(info.get("pid"))
+    if problem:
+        return problem
     for key in ("time", "heartbeat"):
         value = info.get(key, 0)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):

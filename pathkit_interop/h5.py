@@ -55,7 +55,11 @@ def _dataset(h5: Any, name: str, path: Path) -> Any:
     if isinstance(link, h5py.ExternalLink):
         raise PathkitError(f"{path}: dataset {name!r} is an external link to {link.filename}:{link.path}; "
                            "external links are refused (copy the data into the file)")
-    dset = h5[name]
+    try:
+        dset = h5[name]
+    except KeyError:  # a soft link to nothing (h5py lists it, but it opens no object)
+        target = f" to {link.path}" if isinstance(link, h5py.SoftLink) else ""
+        raise PathkitError(f"{path}: {name!r} is a dangling link{target}; the file is damaged") from None
     if not isinstance(dset, h5py.Dataset):
         raise PathkitError(f"{path}: {name!r} is a {type(dset).__name__}, not a dataset")
     if dset.external or dset.is_virtual:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from pathkit_core.cli.common import console, print_table, user_errors
 from pathkit_core.contracts import PathkitError
@@ -27,28 +28,28 @@ def register(app: typer.Typer) -> None:
         comparisons and report under <workdir>/suites/<name>/."""
         from pathkit_bench.report.suite import write_suite_report
         from pathkit_bench.suite.analysis import SuiteAnalysis
-        from pathkit_bench.suite.config import load_suite
-        from pathkit_bench.suite.runner import run_cells, suite_folder, write_leaderboard
+        from pathkit_bench.suite.config import check_registered, load_suite
+        from pathkit_bench.suite.runner import suite_folder, suite_lock
 
         suite = load_suite(config)
         folder = suite_folder(workdir, suite)
-        if not report_only:
-            console.print(f"suite {suite.name}: {len(suite.cells())} cell(s) ({len(suite.tasks)} task(s) x encoders "
-                          f"x generators x {len(suite.seeds)} seed(s))", highlight=False)
-            results, whole = run_cells(suite, workdir, shard=shard, overrides={"cpu": True} if cpu else None,
-                                       log=lambda line: console.print(line, highlight=False))
-            failed = [r for r in results if r.error]
-            reused = sum(r.reused for r in results)
-            console.print(f"{len(results) - len(failed)} cell(s) finished ({reused} reused), {len(failed)} failed",
-                          highlight=False)
-            if not whole:
-                console.print("run without --shard to write the suite leaderboard and report (finished cells are "
-                              "reused)", highlight=False)
-                if failed:
-                    raise PathkitError(f"{len(failed)} cell(s) of this shard failed: "
-                                       + "; ".join(f"{r.cell.label}: {r.error}" for r in failed))
+        results: list = []
+        if report_only:
+            _check_report_only(suite, folder)
+        else:
+            check_registered(suite)  # every name a registered plugin's, before any cell runs
+            if shard is None:
+                folder.mkdir(parents=True, exist_ok=True)
+                lock = suite_lock(folder).acquire()  # a second whole run of this suite is refused
+            else:
+                lock = None
+            try:
+                results = _run(suite, workdir, folder, shard, cpu)
+            finally:
+                if lock is not None:
+                    lock.release()
+            if results is None:
                 return
-            write_leaderboard(suite, results, folder)
         analysis = SuiteAnalysis(folder, correction=suite.correction, alpha=suite.alpha, level=suite.level,
                                  resamples=suite.resamples)
         report = write_suite_report(analysis)
@@ -57,9 +58,69 @@ def register(app: typer.Typer) -> None:
                     ["task", "score", "encoder", "generator", "mean", "sd", "CI low", "CI high"],
                     [[r["task"], r["score"], r["encoder"], ("★ " if r["best"] else "") + r["generator"], r["mean"],
                       r["sd"], r["ci_low"], r["ci_high"]] for r in rows])
-        console.print(f"tidy leaderboard: {folder / 'leaderboard.parquet'}; report: {report}", highlight=False)
-        if not report_only:
-            failed = [r for r in results if r.error]
-            if failed:
-                raise PathkitError(f"{len(failed)} cell(s) failed (the report shows the others): "
-                                   + "; ".join(f"{r.cell.label}: {r.error}" for r in failed))
+        console.print(escape(f"tidy leaderboard: {folder / 'leaderboard.parquet'}; report: {report}"),
+                      highlight=False)
+        _check_compared(suite, analysis)
+        failed = [r for r in results if r.error]
+        if failed:
+            raise PathkitError(f"{len(failed)} cell(s) failed (the report shows the others): "
+                               + "; ".join(f"{r.cell.label}: {r.error}" for r in failed))
+
+
+def _say(line: str) -> None:
+    console.print(escape(line), highlight=False)  # cell labels and errors quote the suite's names
+
+
+def _run(suite, workdir: Path, folder: Path, shard: str | None, cpu: bool) -> list | None:
+    """Run this process's cells; the results when they were every cell (the leaderboard then
+    written), None for a shard."""
+    from pathkit_bench.suite.runner import run_cells, write_leaderboard
+
+    _say(f"suite {suite.name}: {len(suite.cells())} cell(s) ({len(suite.tasks)} task(s) x encoders x generators x "
+         f"{len(suite.seeds)} seed(s))")
+    results, whole = run_cells(suite, workdir, shard=shard, overrides={"cpu": True} if cpu else None,
+                               log=lambda line: console.print(line, highlight=False))  # the run's own markup
+    failed = [r for r in results if r.error]
+    reused = sum(r.reused for r in results)
+    _say(f"{len(results) - len(failed)} cell(s) finished ({reused} reused), {len(failed)} failed")
+    if not whole:
+        _say("run without --shard to write the suite leaderboard and report (finished cells are reused)")
+        if failed:
+            raise PathkitError(f"{len(failed)} cell(s) of this shard failed: "
+                               + "; ".join(f"{r.cell.label}: {r.error}" for r in failed))
+        return None
+    write_leaderboard(suite, results, folder)
+    return results
+
+
+def _check_report_only(suite, folder: Path) -> None:
+    """`--report-only` rebuilds from the suite folder: refused when the TOML's compared scores
+    differ from those its cells were run with (the comparisons would mix the two)."""
+    from pathkit_bench.suite.runner import CELLS, is_suite_folder
+    from pathkit_core.readers import DamagedFile
+
+    if not is_suite_folder(folder):
+        raise PathkitError(f"{folder} holds no suite leaderboard; run `pathkit bench --config {suite.path}` first")
+    import polars as pl
+
+    try:
+        cells = pl.read_csv(folder / f"{CELLS}.csv", infer_schema_length=0)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise DamagedFile(folder / f"{CELLS}.csv", f"is not a readable cells table ({exc})") from None
+    recorded = {r["task"]: r.get("compare") or "" for r in cells.iter_rows(named=True)}
+    changed = [f"{t.name}: {recorded[t.name]!r} -> {t.compare or ''!r}" for t in suite.tasks
+               if t.name in recorded and recorded[t.name] != (t.compare or "")]
+    if changed:
+        raise PathkitError(f"{suite.path}: the compared score changed since the cells ran ({'; '.join(changed)}); "
+                           "run without --report-only (finished cells are reused) to compare on it")
+
+
+def _check_compared(suite, analysis) -> None:
+    """A task whose compared score none of its cells holds is an error, not an empty headline."""
+    compared = {t.task for t in analysis.tasks}
+    for task in suite.tasks:
+        if task.compare and task.name not in compared:
+            held = analysis.frame.filter(analysis.frame["task"] == task.name)["score"].unique().sort().to_list()
+            if held:
+                raise PathkitError(f"{suite.path}: task {task.name!r} compares {task.compare!r}, which none of its "
+                                   f"cells scored; they hold {', '.join(held)}")

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from pathkit_core.cli.common import console, print_json, print_table, split_names, user_errors
+from pathkit_core.contracts import PathkitError
 
 
 def register(app: typer.Typer) -> None:
@@ -28,10 +30,19 @@ def register(app: typer.Typer) -> None:
         """Paired tests of A - B on every case both runs scored: DeLong (AUROC), McNemar (accuracy), paired
         bootstrap (per-case scores); refuses, naming the cases, when the test cases differ."""
         from pathkit_bench.compare import compare_runs
+        from pathkit_bench.suite.schema import MAX_SEED, check_statistics_options
         from pathkit_core.report.run_folder import RunFolder
 
+        # the suite's rules (docs/comparisons.md): resamples, level and correction in range
+        check_statistics_options("pathkit compare", correction=correction, level=level, resamples=resamples)
+        if not 0 <= seed <= MAX_SEED:
+            raise PathkitError(f"pathkit compare: --seed {seed} is outside [0, {MAX_SEED}]")
+        names = split_names(metric)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:  # counted twice, a score would weigh twice in the correction
+            raise PathkitError(f"pathkit compare: --metric names {', '.join(twice)} more than once")
         a, b = RunFolder(run_a), RunFolder(run_b)
-        rows, skipped = compare_runs(a, b, split_names(metric), n_resamples=resamples, seed=seed, level=level,
+        rows, skipped = compare_runs(a, b, names, n_resamples=resamples, seed=seed, level=level,
                                      correction=correction)
         if out is not None:
             import polars as pl
@@ -45,15 +56,15 @@ def register(app: typer.Typer) -> None:
             print_json({"run_a": str(a.path), "run_b": str(b.path), "comparisons": [r.row() for r in rows],
                         "not_compared": skipped})
             return
-        console.print(f"A: {a.path}\nB: {b.path}", highlight=False)
+        console.print(escape(f"A: {a.path}\nB: {b.path}"), highlight=False)
         print_table(f"A - B on {rows[0].n_cases} shared test cases (p adjusted: {correction})",
                     ["score", "test", "A", "B", "A - B", f"{int(level * 100)}% CI", "p", "p adj."],
                     [[r.key, r.test, r.a, r.b, r.difference, f"[{r.ci_low:.4f}, {r.ci_high:.4f}]", r.p_value,
                       r.p_adjusted] for r in rows])
         for r in rows:
             if r.note:
-                console.print(f"{r.key}: {r.note}", highlight=False)
+                console.print(escape(f"{r.key}: {r.note}"), highlight=False)
         for line in skipped:
-            console.print(f"not compared: {line}", highlight=False)
+            console.print(escape(f"not compared: {line}"), highlight=False)
         if out is not None:
-            console.print(f"comparisons written to {out}", highlight=False)
+            console.print(escape(f"comparisons written to {out}"), highlight=False)

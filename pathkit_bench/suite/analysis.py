@@ -146,6 +146,9 @@ def compare_task(task: TaskComparison, *, correction: str, level: float, resampl
     if len(task.cells) < 2:
         task.note = "one cell: nothing to compare"
         return task
+    if not task.seeds:  # e.g. one seed failed per generator: no seed has every cell's result
+        task.note = "not compared: no seed has a result of every cell"
+        return task
     try:
         kind, values, labels = _paired_data(task, registry)
         task.result, task.test = _compare(kind, values, labels, values.shape[0], level=level, resamples=resamples,

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pathkit_bench.stats.multiple import METHODS
+from pathkit_bench.suite.schema import check_suite_schema
 from pathkit_core.contracts import PathkitError
 
 SUITE_KEYS = ("name", "encoders", "generators", "seeds", "metrics", "correction", "alpha", "resamples", "level",
@@ -124,11 +124,16 @@ def _resolve(path_value: Any, base: Path) -> str:
     return str(path if path.is_absolute() else (base / path))
 
 
-def parse_suite(data: Mapping[str, Any], path: Path) -> SuiteConfig:
+def parse_suite(data: Mapping[str, Any], path: Path, text: str | None = None) -> SuiteConfig:
+    """The suite of mapping `data` (read from `path`; `text`, the file's, lets errors name lines),
+    checked as a whole against the declared schema (`suite.schema`) before anything else."""
     where = str(path)
-    unknown = sorted(set(data) - set(SUITE_KEYS))
-    if unknown:
-        raise PathkitError(f"{where}: unknown suite key(s) {unknown}; known: {list(SUITE_KEYS)}")
+    checked = check_suite_schema(data, where, text)
+    from pathkit_core.workspace import folder_name_problem
+
+    problem = folder_name_problem(checked.name or path.stem)
+    if problem:
+        raise PathkitError(f"{where}: the suite's name (its file's stem) {problem}; set name = \"...\"")
     run = data.get("run", {})
     if not isinstance(run, Mapping):
         raise PathkitError(f"{where}: [run] must be a table of run options")
@@ -139,20 +144,8 @@ def parse_suite(data: Mapping[str, Any], path: Path) -> SuiteConfig:
     encoders = _names(data.get("encoders"), f"{where}: encoders")
     generators = _names(data.get("generators"), f"{where}: generators")
     metrics = _names(data.get("metrics"), f"{where}: metrics")
-    seeds = data.get("seeds", [0])
-    if isinstance(seeds, int) and not isinstance(seeds, bool):
-        seeds = list(range(seeds))
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool)
-                                                            for s in seeds):
-        raise PathkitError(f"{where}: seeds must be a list of integers (or a count), got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise PathkitError(f"{where}: seeds repeat a value: {seeds}")
-    correction = str(data.get("correction", "holm"))
-    if correction not in METHODS:
-        raise PathkitError(f"{where}: correction {correction!r} is not one of {', '.join(METHODS)}")
-    tables = data.get("tasks")
-    if not isinstance(tables, list) or not tables:
-        raise PathkitError(f"{where}: no [[tasks]]; a suite names at least one dataset")
+    seeds = checked.seeds
+    tables = data["tasks"]
     tasks: list[SuiteTask] = []
     for n, entry in enumerate(tables, start=1):
         at = f"{where}: task {n}"
@@ -182,9 +175,8 @@ def parse_suite(data: Mapping[str, Any], path: Path) -> SuiteConfig:
         raise PathkitError(f"{where}: two tasks are named alike ({sorted({x for x in names if names.count(x) > 1})});"
                            " give each a distinct name")
     _refuse_shared_run_folders(tasks, where)
-    return SuiteConfig(str(data.get("name") or path.stem), path, tuple(tasks), tuple(seeds), correction,
-                       float(data.get("alpha", 0.05)), float(data.get("level", 0.95)),
-                       int(data.get("resamples", 2000)))
+    return SuiteConfig(checked.name or path.stem, path, tuple(tasks), tuple(seeds), checked.correction,
+                       checked.alpha, checked.level, checked.resamples)
 
 
 def _refuse_shared_run_folders(tasks: list[SuiteTask], where: str) -> None:
@@ -203,13 +195,55 @@ def _refuse_shared_run_folders(tasks: list[SuiteTask], where: str) -> None:
         seen[key] = task
 
 
+def declared_scores(metric_cls: Any) -> set[str]:
+    """Every summary key a metric class declares (headline, paired, directions, ranges, per-case)."""
+    return {*metric_cls.headline_scores, *dict(metric_cls.paired_scores), *metric_cls.lower_is_better,
+            *metric_cls.informational, *dict(metric_cls.score_ranges), *metric_cls.case_scores}
+
+
+def _registered(registry: Any, kind: str, name: str, where: str) -> Any:
+    try:
+        return registry.get(kind, name)
+    except PathkitError as exc:
+        raise PathkitError(f"{where}: {exc}") from None
+
+
+def check_registered(config: SuiteConfig, registry: Any = None) -> None:
+    """Every dataset, encoder, generator, metric and compared score the suite names is a
+    registered plugin's (or a score its metrics declare): checked before any cell runs, so a
+    misspelt name is one error, not a failed cell after hours of others."""
+    if registry is None:
+        from pathkit_core.plugins import get_plugin_manager
+
+        registry = get_plugin_manager()
+    where = str(config.path)
+    for task in config.tasks:
+        at = f"{where}: task {task.name!r}"
+        dataset = _registered(registry, "dataset", task.dataset, at)
+        for kind, names in (("encoder", task.encoders), ("generator", task.generators)):
+            for name in names:
+                _registered(registry, kind, name, at)
+        metrics = list(task.metrics) or list(dataset.default_metrics)
+        classes = [_registered(registry, "metric", m, at) for m in metrics]
+        declared = set().union(*(declared_scores(c) for c in classes)) if classes else set()
+        if task.compare and declared and task.compare not in declared:
+            raise PathkitError(f"{at}: compare = {task.compare!r} is no score of its metrics "
+                               f"({', '.join(metrics)}); they declare {', '.join(sorted(declared))}")
+
+
 def load_suite(path: str | Path) -> SuiteConfig:
     from pathkit_core.run.spec import read_toml
     from pathkit_core.workspace import check_regular_file
 
     path = check_regular_file(path, "suite") if Path(path).exists() else Path(path)  # a named pipe would block
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PathkitError(f"{path}: is not a UTF-8 TOML suite file (byte {exc.start} is not text)") from None
+    except OSError:
+        text = None  # read_toml names the problem (missing, a folder)
     data = read_toml(path, "suite")
-    return parse_suite(data.get("suite", data), path)
+    return parse_suite(data.get("suite", data), path, text)
 
 
-__all__ = ["Cell", "SuiteConfig", "SuiteTask", "load_suite", "parse_suite"]
+__all__ = ["Cell", "SuiteConfig", "SuiteTask", "check_registered", "declared_scores", "load_suite", "parse_suite"]

@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from pathkit_bench.suite.config import Cell, SuiteConfig
 from pathkit_core.contracts import PathkitError
+from pathkit_core.formats import SUITE_FILE
 
 LEADERBOARD = "leaderboard"
 CELLS = "cells"
@@ -34,7 +37,22 @@ class CellResult:
 
 
 def suite_folder(workdir: Path, config: SuiteConfig) -> Path:
-    return Path(workdir) / "suites" / config.name
+    """`<workdir>/suites/<name>`; a name that would leave `<workdir>/suites` is refused."""
+    from pathkit_core.workspace import confined
+
+    return confined(Path(workdir) / "suites", config.name, what=f"{config.path}: suite name")
+
+
+SUITE_LOCK = ".suite.lock"
+
+
+def suite_lock(folder: Path) -> Any:
+    """The lock a whole (unsharded) run of the suite holds while it runs cells and writes the
+    leaderboard: a second whole run of one suite is refused at once, naming the holder, instead
+    of racing the first for its cells and its leaderboard (shards share the folder freely)."""
+    from pathkit_core.workspace import FileLock
+
+    return FileLock(Path(folder) / SUITE_LOCK, timeout=0)
 
 
 def run_cells(config: SuiteConfig, workdir: Path, *, shard: str | None = None, overrides: dict[str, Any] | None = None,
@@ -50,12 +68,12 @@ def run_cells(config: SuiteConfig, workdir: Path, *, shard: str | None = None, o
         log(f"{outer.label()}: {len(mine)} of {len(cells)} cell(s)")
     results: list[CellResult] = []
     for k, cell in enumerate(mine, start=1):
-        log(f"[{k}/{len(mine)}] {cell.label}")
+        log(escape(f"[{k}/{len(mine)}] {cell.label}"))  # the label quotes the suite's names
         try:
             spec = RunSpec.from_mapping({**cell.run_values(Path(workdir)), **(overrides or {})})
             result = run_pipeline(spec, log=log)
         except PathkitError as exc:
-            log(f"cell {cell.label} failed: {exc}")
+            log(escape(f"cell {cell.label} failed: {exc}"))
             results.append(CellResult(cell, None, error=str(exc)))
             continue
         results.append(CellResult(cell, result.run_dir, result.summary, "score" in result.resumed_stages))
@@ -92,8 +110,7 @@ def write_leaderboard(config: SuiteConfig, results: list[CellResult], folder: Pa
     `suite.json` (the folder's format and version, docs/file-formats.md)."""
     import polars as pl
 
-    from pathkit_core.formats import SUITE_FILE, SUITE_FORMAT, SUITE_VERSION
-    from pathkit_core.workspace import atomic_write_json, atomic_write_with
+    from pathkit_core.workspace import atomic_write_with
 
     schema = {"suite": pl.Utf8, "task": pl.Utf8, "dataset": pl.Utf8, "encoder": pl.Utf8, "generator": pl.Utf8,
               "seed": pl.Int64, "metric": pl.Utf8, "score": pl.Utf8, "value": pl.Float64, "ci_low": pl.Float64,
@@ -109,10 +126,48 @@ def write_leaderboard(config: SuiteConfig, results: list[CellResult], folder: Pa
                                  "seed": pl.Int64, "compare": pl.Utf8, "run_dir": pl.Utf8, "reused": pl.Boolean,
                                  "error": pl.Utf8})
     atomic_write_with(folder / f"{CELLS}.csv", cells.write_csv)
-    atomic_write_json(folder / SUITE_FILE, {"format": SUITE_FORMAT, "format_version": SUITE_VERSION,
-                                            "suite": config.name})
+    write_suite_options(config, folder)
     return folder
 
 
-__all__ = ["CELLS", "LEADERBOARD", "TIDY_COLUMNS", "CellResult", "run_cells", "suite_folder", "tidy_rows",
+SUITE_OPTIONS = SUITE_FILE
+
+
+def write_suite_options(config: SuiteConfig, folder: Path) -> Path:
+    """`suite.json`: the folder's format and version (docs/file-formats.md) and the statistics options the suite's comparisons and report use, so that
+    `pathkit report <suite folder>` rebuilds the same suite report from the folder alone."""
+    from pathkit_core.workspace import atomic_write_json
+
+    from pathkit_core.formats import SUITE_FORMAT, SUITE_VERSION
+
+    return atomic_write_json(folder / SUITE_OPTIONS, {"format": SUITE_FORMAT, "format_version": SUITE_VERSION,
+                                                      "suite": config.name,
+                                                      "name": config.name, "config": str(config.path),
+                                                      "correction": config.correction, "alpha": config.alpha,
+                                                      "level": config.level, "resamples": config.resamples})
+
+
+def is_suite_folder(path: Path) -> bool:
+    """A folder `pathkit bench` wrote (its tidy leaderboard beside cells.csv)."""
+    return (Path(path) / f"{LEADERBOARD}.parquet").is_file() and (Path(path) / f"{CELLS}.csv").is_file()
+
+
+def read_suite_options(folder: Path) -> dict[str, Any]:
+    """The options `write_suite_options` recorded, checked against the suite schema's rules; a
+    folder without them (written before they were recorded) or with damaged ones is refused, so
+    a report is never rebuilt with options the suite did not use."""
+    from pathkit_bench.suite.schema import check_statistics_options
+    from pathkit_core.readers import read_json_file
+
+    path = Path(folder) / SUITE_OPTIONS
+    if not path.exists():
+        raise PathkitError(f"{folder} is a suite folder without {SUITE_OPTIONS} (the options its comparisons "
+                           "used); rebuild its report with `pathkit bench --config SUITE.toml --report-only`")
+    found = read_json_file(path, "suite options record")
+    options = {k: found.get(k) for k in ("correction", "alpha", "level", "resamples")}
+    return dict(check_statistics_options(str(path), **options))
+
+
+__all__ = ["CELLS", "LEADERBOARD", "SUITE_LOCK", "SUITE_OPTIONS", "is_suite_folder", "read_suite_options",
+           "suite_lock", "write_suite_options", "TIDY_COLUMNS", "CellResult", "run_cells", "suite_folder", "tidy_rows",
            "write_leaderboard"]

@@ -96,7 +96,7 @@ def report_user_error(exc: BaseException) -> int | None:
             where = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "")
             err = PathkitError(f"{where}: {exc.strerror or exc}")
         exc = err
-    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)  # "[[tasks]]" is text
     return 2
 
 

@@ -76,9 +76,9 @@ def register(app: typer.Typer) -> None:
             ..., "--out", "-o", help="Feature store folder (<out>/<encoder>/<slide>.safetensors)."
         ),
         weights: Path | None = typer.Option(None, "--weights", help="Checkpoint file or folder."),
-        batch_size: int = typer.Option(64, "--batch-size", "-b", help="Tiles per forward pass."),
+        batch_size: int = typer.Option(64, "--batch-size", "-b", min=1, help="Tiles per forward pass."),
         workers: int | None = typer.Option(
-            None, "--workers", "-j", help="DataLoader workers reading tiles [GPU: up to 8; CPU: 0]."
+            None, "--workers", "-j", min=0, help="DataLoader workers reading tiles [GPU: up to 8; CPU: 0]."
         ),
         dtype: str = typer.Option(
             "auto", "--dtype", help="Compute precision: auto (encoder's on GPU, fp32 on CPU), fp32, fp16, bf16."

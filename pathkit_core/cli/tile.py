@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from pathkit_core.cli.common import console, err_console, print_json, print_table, user_errors
 from pathkit_core.contracts import PathkitError
@@ -42,7 +43,7 @@ def register(app: typer.Typer) -> None:
         thumbnail_px: int = typer.Option(
             2048, "--thumbnail-px", help="Longest side of the tissue mask and its thumbnail, at most (docs/wsi.md)."
         ),
-        workers: int = typer.Option(1, "--workers", "-j", help="Slides tiled in parallel (processes)."),
+        workers: int = typer.Option(1, "--workers", "-j", min=1, help="Slides tiled in parallel (processes)."),
         slide_mpp: float | None = typer.Option(
             None, "--slide-mpp", help="The slide's own mpp when its metadata lacks it (one slide only)."
         ),
@@ -101,6 +102,11 @@ def register(app: typer.Typer) -> None:
         overrides: dict[str, float] = {}
         if mpp_csv is not None:
             overrides.update(read_mpp_csv(mpp_csv))
+        if overrides:  # a slide the CSV names twice (by file name and by id) is refused before any work
+            from pathkit_core.wsi.slide import lookup_mpp
+
+            for found in find_slides(slides, recursive=recursive):
+                lookup_mpp(overrides, found)
         if slide_mpp is not None:
             paths = find_slides(slides, recursive=recursive)
             if len(paths) != 1:
@@ -116,7 +122,7 @@ def register(app: typer.Typer) -> None:
             )
         except TilingFailed as exc:
             results = exc.results
-            err_console.print(f"[bold red]stopped (--strict):[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]stopped (--strict):[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         failed = [r for r in results if r.status == "failed"]
         if not shard.whole:
             total = len(find_slides(slides, recursive=recursive))
@@ -127,7 +133,7 @@ def register(app: typer.Typer) -> None:
             _summary(results, out, params.params_hash())
             note = low_tissue_note(results, params)
             if note:
-                err_console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
+                err_console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
         if failed:
             raise typer.Exit(1)
 

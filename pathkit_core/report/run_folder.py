@@ -34,15 +34,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSON-lines file ([] when it is absent); a bad line is an error naming it."""
     if not path.exists():
         return []
-    rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise PathkitError(f"{path}: line {lineno} is not JSON ({exc})") from None
-    return rows
+    from pathkit_core.readers import read_jsonl_file
+
+    return read_jsonl_file(path)
 
 
 def _scores_problem(scores: Any, where: str) -> str | None:
@@ -70,6 +64,9 @@ def check_metrics_record(found: dict[str, Any], path: Path) -> None:
     details = found.get("details") or {}
     if not isinstance(details, dict):
         problems.append(f"details is {type(details).__name__}, not an object")
+    else:
+        problems += [f"details.{k} is {type(v).__name__}, not an object" for k, v in details.items()
+                     if v is not None and not isinstance(v, dict)]
     problem = next((p for p in problems if p), None)
     if problem:
         raise PathkitError(f"{path}: {problem}; the file is damaged (rerun the score stage to rewrite it)")
@@ -93,9 +90,9 @@ class RunFolder(UsesRegistry):
 
     @cached_property
     def metrics(self) -> dict[str, Any]:
-        found = read_json(self.path / "metrics.json")
-        if not isinstance(found, dict):
-            raise PathkitError(f"{self.path / 'metrics.json'} is not a readable JSON object")
+        from pathkit_core.readers import read_json_file
+
+        found = read_json_file(self.path / "metrics.json", "metrics record")
         check_version(found.get("format_version"), what="run folder", path=self.path / "metrics.json",
                       current=RUN_FOLDER_VERSION, redo="pathkit run ... --workdir NEW_WORKDIR")
         check_metrics_record(found, self.path / "metrics.json")
@@ -118,11 +115,11 @@ class RunFolder(UsesRegistry):
     def per_case(self) -> Any:
         """The per-case table (polars DataFrame) of the reported checkpoint, or None."""
         path = self.path / "per_case.parquet"
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return None
-        import polars as pl
+        from pathkit_core.readers import read_parquet_file
 
-        return pl.read_parquet(path)
+        return read_parquet_file(path, "per-case table")
 
     def per_case_rows(self, wanted: Any) -> tuple[list[str], dict[str, dict[str, Any]]]:
         """Of the `wanted` per-case columns, those the table has (in that order), and its rows by

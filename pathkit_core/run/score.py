@@ -8,7 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import Case, Dataset, RunFacts
+from rich.markup import escape
+
+from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
 from pathkit_core.progress import ProgressBar
 from pathkit_core.run.state import Evaluated, RunResult, RunState
 from pathkit_core.workspace import atomic_write_text, atomic_write_with, content_hash, json_default
@@ -91,6 +93,28 @@ def write_test_cases(path: Path, cases: Sequence[Case], references: Mapping[str,
     return atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
 
 
+def saved_scores(ctx: Any) -> dict[str, Any] | None:
+    """metrics.json of a finished score stage and the result files beside it, read back by the one
+    reader of result files; None (and a line saying why) when one of them is damaged or gone, so
+    the stage scores again instead of trusting it."""
+    from pathkit_core.readers import DamagedFile, read_json_file, read_jsonl_file, read_parquet_file
+    from pathkit_core.report.run_folder import TEST_CASES_FILE, check_metrics_record
+
+    try:
+        saved = read_json_file(ctx.run_dir / "metrics.json", "metrics record")
+        check_metrics_record(saved, ctx.run_dir / "metrics.json")
+        if not isinstance(saved.get("metrics"), dict):
+            raise DamagedFile(ctx.run_dir / "metrics.json", "holds no scores")
+        for path in sorted(ctx.run_dir.glob("per_case*.parquet")):
+            read_parquet_file(path, "per-case table")
+        if (ctx.run_dir / TEST_CASES_FILE).exists():
+            read_jsonl_file(ctx.run_dir / TEST_CASES_FILE, "test-case list")
+    except PathkitError as exc:
+        ctx.log(f"[yellow]the finished score stage's results are damaged ({escape(str(exc))}); scoring again[/]")
+        return None
+    return saved
+
+
 def stage(state: RunState) -> RunState:
     """Score every evaluated checkpoint and the baselines (unless done: then the saved results are
     the run's result) and write metrics.json and per_case.parquet."""
@@ -108,8 +132,14 @@ def stage(state: RunState) -> RunState:
     state.keys["score"] = key = content_hash({"predict": state.keys["predict"], "metrics": metrics, "options": handed,
                                               "code": code_identity(ctx.registry, [("metric", m) for m in metrics]),
                                               **({"checkpoints": names} if names != ["best"] else {})})
-    if ctx.done("score", key) and (ctx.run_dir / "metrics.json").exists():
-        saved = json.loads((ctx.run_dir / "metrics.json").read_text())
+    marker = ctx.marker("score")
+    saved = saved_scores(ctx) if marker is not None and marker.get("key") == key else None
+    if saved is not None and ctx.done("score", key):
+        if not (ctx.run_dir / "report.html").is_file():  # killed after scoring, before its report
+            ctx.log("this cell is scored; writing the report it lacks")
+            state.scores = {"summary": saved["metrics"], "baselines": saved.get("baselines", {}),
+                            "checkpoints": saved.get("checkpoints", {})}
+            return state
         ctx.log("this cell is finished; reusing its results")
         state.result = RunResult(ctx.run_dir, saved["metrics"], saved.get("baselines", {}),
                                  saved.get("skipped_cases", {}), ctx.resumed, saved.get("checkpoints", {}),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,8 +57,8 @@ class TilingParams:
 
     def __post_init__(self) -> None:
         if self.tile_um is not None:
-            if self.tile_um <= 0:
-                raise PathkitError(f"tile size {self.tile_um} um must be positive")
+            if not math.isfinite(self.tile_um) or self.tile_um <= 0:  # nan passes every comparison
+                raise PathkitError(f"tile size {self.tile_um} um must be a positive finite number")
             derived = round(self.tile_um / self.target_mpp)
             if self.tile_px not in (None, 256, derived):
                 raise PathkitError(
@@ -80,8 +81,8 @@ class TilingParams:
             problems.append(f"stride {self.stride_px} px must be positive")
         if not (0.0 <= self.min_tissue_fraction <= 1.0):
             problems.append(f"min tissue fraction {self.min_tissue_fraction} must be in [0, 1]")
-        if self.min_tissue_area_mm2 < 0:
-            problems.append("min tissue area must be >= 0")
+        if not math.isfinite(self.min_tissue_area_mm2) or self.min_tissue_area_mm2 < 0:
+            problems.append(f"min tissue area {self.min_tissue_area_mm2} mm^2 must be a finite number >= 0")
         unknown_pen = set(self.pen_colours) - {"blue", "green", "black", "red"}
         if unknown_pen:
             problems.append(f"unknown pen colour(s) {sorted(unknown_pen)}")

@@ -247,10 +247,12 @@ def lookup_mpp(overrides: Mapping[str, float] | None, path: str | Path) -> float
     if not overrides:
         return None
     p = Path(path)
-    for key in (str(p), str(p.resolve()), p.name, slide_id_for(p)):
-        if key in overrides:
-            return float(overrides[key])
-    return None
+    found = {key: float(overrides[key]) for key in dict.fromkeys((str(p), str(p.resolve()), p.name, slide_id_for(p)))
+             if key in overrides}
+    if len(set(found.values())) > 1:  # one slide named by its file name and by its id, with two values
+        raise PathkitError(f"the mpp of slide {p} is given {len(found)} times with different values ("
+                           + ", ".join(f"{k}: {v:g}" for k, v in found.items()) + "); give it once")
+    return next(iter(found.values()), None)
 
 
 # --------------------------------------------------------------------------- opening

@@ -85,6 +85,36 @@ def stitch_settings(meta: Mapping[str, Any]) -> dict[str, Any]:
     return {**STITCH_DEFAULTS, **{k: v for k, v in given.items() if v is not None or k == "threshold"}}
 
 
+
+STAGING_PREFIX = ".segmentation-staging-"
+
+
+def remove_orphan_staging(run_dir: Path) -> list[Path]:
+    """Remove the staging folders (`.segmentation-staging-<pid>`) of processes that are gone: a
+    run killed while predicting leaves its probability maps there (hundreds of MB), which no
+    later run reads. The folder of a live process (another shard's) is left alone."""
+    import shutil
+
+    removed = []
+    for folder in sorted(Path(run_dir).glob(f"{STAGING_PREFIX}*")):
+        pid_text = folder.name[len(STAGING_PREFIX):]
+        pid = int(pid_text) if pid_text.isdigit() else -1
+        if pid == os.getpid() or (0 < pid < 2**31 and _alive(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
 class SegmentationTask(Task):
     """Whole-slide segmentation by stitched window classification (HepatoBench tumour masks)."""
 
@@ -160,7 +190,8 @@ class SegmentationTask(Task):
             raise PathkitError("segmentation: the test cases must be slides (feature bags), not whole images")
         accelerator = make_accelerator(cfg)
         quiet = dataclasses.replace(cfg, progress=False)
-        staging = facts.run_dir / f".segmentation-staging-{os.getpid()}"
+        remove_orphan_staging(facts.run_dir)
+        staging = facts.run_dir / f"{STAGING_PREFIX}{os.getpid()}"
         out: dict[str, Any] = {}
         with ProgressBar("segment", len(specs), "slides", enabled=cfg.progress) as bar:
             for spec in specs:

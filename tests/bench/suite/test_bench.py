@@ -125,14 +125,16 @@ def test_all_tasks_synthetic_suite_runs_and_reruns_reusing_every_cell(cli, tmp_p
 
 def test_failed_cells_are_named_and_the_others_kept(cli, tmp_path):
     config = tmp_path / "suite.toml"
+    # every name is registered (an unknown one is refused before any cell: tests/hardening), but the
+    # patch generator cannot solve the slide task: the cell fails when it runs
     config.write_text('name = "broken"\nencoders = ["tiny-vit"]\ngenerators = ["knn"]\n'
-                      '[[tasks]]\ndataset = "no-such-dataset"\n')
+                      '[[tasks]]\ndataset = "slides-csv"\ndataset_root = "nowhere"\n')
     result = cli("bench", "--config", config, "--workdir", tmp_path / "w", "--cpu")
     assert result.exit_code == 2
     flat = " ".join(result.output.split())
-    assert "1 cell(s) failed" in flat and "no-such-dataset/tiny-vit/knn/seed0" in flat
+    assert "1 cell(s) failed" in flat and "slides-csv/tiny-vit/knn/seed0" in flat
     cells = pl.read_csv(tmp_path / "w" / "suites" / "broken" / "cells.csv")
-    assert cells["error"][0] and "no-such-dataset" in cells["error"][0]
+    assert cells["error"][0] and "patch-classification" in cells["error"][0]
     rebuilt = cli("bench", "--config", config, "--workdir", tmp_path / "w", "--report-only")
     assert rebuilt.exit_code == 0, rebuilt.output
     missing = cli("bench", "--config", config, "--workdir", tmp_path / "elsewhere", "--report-only")

@@ -1,0 +1,96 @@
+"""Which kind of folder pathkit wrote a path is, told by the files pathkit writes there (the
+layouts of docs/file-formats.md), and the nearest workspace above a folder, found as `git`
+finds its repository. Read-only and cheap: names and small headers only.
+
+Kinds, in the order they are told apart (a run folder holds parquet files too, so it is tested
+before a tile store):
+
+- "run": a `pathkit run` cell (stages.json or metrics.json);
+- "suite": a `pathkit bench` suite folder (leaderboard.parquet beside cells.csv);
+- "tile store": tiling_status.json or tile manifests (<slide>.parquet);
+- "feature store": one encoder's extraction_status.json or <slide>.safetensors;
+- "image-feature store": shard-<key>.safetensors of whole-image features;
+- "dataset store": a folder under a workspace's datasets/ (demo cohorts, slide links);
+- "workspace": tiles/, features/, runs/, suites/, datasets/ or image-features/ (an
+  `extract --out` folder, with <out>/<encoder> and <out>/tiles, reads as one too).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pathkit_core.workspace import DEFAULT_WORKDIR
+
+WORKSPACE_PARTS = ("tiles", "features", "runs", "suites", "datasets", "image-features")
+KINDS = ("run", "suite", "tile store", "feature store", "image-feature store", "dataset store", "workspace")
+
+
+def _has(folder: Path, *names: str) -> bool:
+    return any((folder / n).is_file() for n in names)
+
+
+def _any(folder: Path, pattern: str) -> bool:
+    try:
+        return next(iter(folder.glob(pattern)), None) is not None
+    except OSError:
+        return False
+
+
+def is_workspace(folder: Path) -> bool:
+    folder = Path(folder)
+    try:
+        return any((folder / part).is_dir() for part in WORKSPACE_PARTS) or any(
+            p.is_dir() for p in folder.glob("features-*"))
+    except OSError:
+        return False
+
+
+def folder_kind(folder: str | Path) -> str | None:
+    """The kind (one of `KINDS`) of a folder pathkit wrote; None when it is none of them."""
+    from pathkit_core.features.store import FEATURE_SUFFIX
+    from pathkit_core.features.store import STATUS_FILE as EXTRACTION_STATUS
+    from pathkit_core.wsi.tiling import STATUS_FILE as TILING_STATUS
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    if _has(folder, "stages.json", "metrics.json"):
+        return "run"
+    if _has(folder, "leaderboard.parquet") and _has(folder, "cells.csv"):
+        return "suite"
+    if folder.parent.name == "datasets" and is_workspace(folder.parent.parent):
+        return "dataset store"
+    if _has(folder, TILING_STATUS) or _any(folder, "*.parquet"):
+        return "tile store"
+    if _any(folder, "shard-*.safetensors"):
+        return "image-feature store"
+    if _has(folder, EXTRACTION_STATUS) or _any(folder, f"*{FEATURE_SUFFIX}"):
+        return "feature store"
+    if is_workspace(folder):
+        return "workspace"
+    return None
+
+
+def nearest_workspace(start: str | Path) -> Path | None:
+    """The workspace `start` is in, or the nearest above it (a folder that is one, or that holds
+    `pathkit-work/`, the default --workdir), as `git` walks up to its repository; None when no
+    folder up to the root is one."""
+    here = Path(start).absolute()
+    for folder in (here, *here.parents):
+        if (folder / DEFAULT_WORKDIR).is_dir():  # before the folder itself: a project's own data/ is no workspace
+            return folder / DEFAULT_WORKDIR
+        if folder_kind(folder) == "workspace":
+            return folder
+    return None
+
+
+def default_status_folder(cwd: str | Path = ".") -> Path | None:
+    """What `pathkit status` reads with no path: the nearest workspace at or above `cwd`, else
+    `cwd` itself when it is a folder pathkit wrote (a tile or feature store outside any workspace)."""
+    found = nearest_workspace(cwd)
+    if found is not None:
+        return found
+    return Path(cwd) if folder_kind(cwd) is not None else None
+
+
+__all__ = ["KINDS", "WORKSPACE_PARTS", "default_status_folder", "folder_kind", "is_workspace", "nearest_workspace"]
