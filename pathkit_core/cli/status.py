@@ -21,17 +21,20 @@ def register(app: typer.Typer) -> None:
                        "workspace `pathkit run` uses, ./pathkit-work)."),
         as_json: bool = typer.Option(False, "--json", help="Print everything as JSON (ids of failed, "
                                                             "pending and locked slides included)."),
+        verify: bool = typer.Option(False, "--verify", help="Also open every feature file's header: an "
+                                    "unreadable or failed-QC file counts as failed (slower on big stores)."),
     ) -> None:
         """Show what every stage has done: slides done / failed / pending / locked, per tile spec
-        and encoder, and the finished stages of each run. Reads records and headers only
-        (`pathkit qc` verifies the feature files themselves)."""
+        and encoder, and the finished stages of each run. Reads the status records and folder
+        listings only (`--verify` also reads each feature file's header; `pathkit qc` verifies
+        the feature files themselves)."""
         from pathkit_core.status import collect
         from pathkit_core.workspace import DEFAULT_WORKDIR
 
         if path is None and not DEFAULT_WORKDIR.is_dir():
             raise PathkitError(f"no workspace here ({DEFAULT_WORKDIR}/ does not exist): give the path of one, "
                                "e.g. the --workdir of `pathkit run`")
-        report = collect(DEFAULT_WORKDIR if path is None else path)
+        report = collect(DEFAULT_WORKDIR if path is None else path, verify=verify)
         if as_json:
             print_json({"path": report["path"], "stores": [s.as_dict() for s in report["stores"]],
                         "runs": [vars(r) for r in report["runs"]]})
