@@ -44,7 +44,9 @@ test-all: install
 # failing disk and another host's locks), the two-process extraction and training checks, the
 # example plugin's demo trained until it beats the train mean, a whole `pathkit run` piped
 # through a subprocess (no path broken, the low-tissue note once), BiGen, SCOUT and HistGen learning
-# their reports, and GOLDMARK's reciprocal cross-site run.
+# their reports, GOLDMARK's reciprocal cross-site run, and docs/scale.md's sbatch array run on a
+# real single-node Slurm cluster (tests/slurm: skipped with the reason when not root or without
+# the slurm-wlm and munge packages, which .ci/run installs).
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
@@ -58,7 +60,8 @@ test-suite: install
 		tests/plugins/generators/test_bigen.py::test_learns_the_report_from_features_and_beats_most_frequent_report \
 		tests/plugins/datasets/test_goldmark_pipeline.py::test_reciprocal_cross_site_run_gives_the_four_settings \
 		tests/plugins/generators/test_scout.py::test_learns_the_report_from_features_and_beats_most_frequent_report \
-		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]'
+		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]' \
+		tests/slurm
 
 # The documentation site (mkdocs.yml) into site/; --strict fails on a broken link or a page left out.
 docs: install
