@@ -2,8 +2,8 @@
 
 Built without images (manifests, feature files and run folders of the cohort's shape, as the
 stages leave them), each step timed at each size in one process, with its growth exponent (slope
-of log time against log N between the smallest and largest size: 1 linear, ~1.1 n log n, 2
-quadratic):
+of log CPU time against log N between the smallest and largest size, and between the two
+largest, where fixed costs weigh least: 1 linear, ~1.1 n log n, 2 quadratic):
 
 - plan: 16 shards each pick their slides (`Shard.select`) and record the whole list as planned;
 - tiling bookkeeping: every slide's outcome recorded as `tile_slides` does for a failure (one
@@ -206,7 +206,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     names = [s.strip() for s in args.steps.split(",")]
     print("CPU seconds of this process per step (wall seconds in brackets: the disk's fsyncs add to them)")
-    print(f"{'step':<20}" + "".join(f"{n:>20,}" for n in sizes) + f"{'exponent':>10}")
+    print(f"{'step':<20}" + "".join(f"{n:>20,}" for n in sizes) + f"{'exponent':>10}{'last pair':>11}")
     for name in names:
         cpu, wall = [], []
         for n in sizes:
@@ -217,8 +217,9 @@ def main() -> None:
                 cpu.append(_cpu() - c0)
                 wall.append(time.perf_counter() - t0)
         exponent = math.log(max(cpu[-1], 1e-3) / max(cpu[0], 1e-3)) / math.log(sizes[-1] / sizes[0])
+        last = math.log(max(cpu[-1], 1e-3) / max(cpu[-2], 1e-3)) / math.log(sizes[-1] / sizes[-2])
         cells = "".join(f"{c:>9.3f}s ({w:>6.2f}s)" for c, w in zip(cpu, wall, strict=True))
-        print(f"{name:<20}{cells}{exponent:>10.2f}", flush=True)
+        print(f"{name:<20}{cells}{exponent:>10.2f}{last:>11.2f}", flush=True)
 
 
 if __name__ == "__main__":
