@@ -65,6 +65,7 @@ def test_suite_cells_as_an_array_then_the_report_and_a_rerun_reuses_them(slurm, 
     assert set(slurm.wait(array2, timeout=600).values()) == {"COMPLETED"}
     assert slurm.wait(report2, timeout=300) == {report2: "COMPLETED"}
     cells = "".join(p.read_text() for p in logs.glob(f"cells-{array2}_*.out"))
-    assert cells.count("reused)") == 2 and "(0 reused)" not in cells.replace("0 cell(s) finished (0 reused)", "")
+    counts = [(int(a), int(b)) for a, b in re.findall(r"(\d+) cell\(s\) finished \((\d+) reused\)", cells)]
+    assert len(counts) == 2 and sum(a for a, _ in counts) == sum(b for _, b in counts) == 2, cells  # both reused
     assert pl.read_parquet(work / "suites" / "on-slurm" / "leaderboard.parquet").equals(board)
     assert "2 cell(s) finished (2 reused)" in (logs / f"report-{report2}.out").read_text()
