@@ -59,8 +59,9 @@ def test_each_record_is_one_appended_line_and_the_latest_wins(tmp_path):
 
 def test_a_long_log_is_compacted_to_one_snapshot_and_reads_the_same(tmp_path):
     path, lock = tmp_path / "s.json", tmp_path / ".s.lock"
-    for i in range(400):
-        append_events(path, lock, {"format": "f"}, [{"slide": f"s{i % 3}", "record": {"n": i}}])
+    for start in range(0, 400, 100):  # 400 lines in 4 appends (one write each)
+        append_events(path, lock, {"format": "f"}, [{"slide": f"s{i % 3}", "record": {"n": i}}
+                                                     for i in range(start, start + 100)])
     before = read_log(path, "status")
     assert before.lines == 401
     after = compact(path, lock, {"format": "f"}, "status")
