@@ -44,9 +44,11 @@ test-all: install
 # failing disk and another host's locks), the two-process extraction and training checks, the
 # example plugin's demo trained until it beats the train mean, a whole `pathkit run` piped
 # through a subprocess (no path broken, the low-tissue note once), BiGen, SCOUT and HistGen learning
-# their reports, GOLDMARK's reciprocal cross-site run, and the five wheels installed into a fresh
-# virtual environment outside the checkout running doctor, list plugins and the demo, and the
-# report of a run folder the v0.1.0 release wrote rebuilt.
+# their reports, GOLDMARK's reciprocal cross-site run, the five wheels installed into a fresh
+# virtual environment outside the checkout running doctor, list plugins and the demo, the
+# report of a run folder the v0.1.0 release wrote rebuilt, and docs/scale.md's sbatch array run on a
+# real single-node Slurm cluster (tests/slurm: skipped with the reason when not root or without
+# the slurm-wlm and munge packages, which .ci/run installs).
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
@@ -63,7 +65,8 @@ test-suite: install
 		tests/plugins/generators/test_scout.py::test_learns_the_report_from_features_and_beats_most_frequent_report \
 		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]' \
 		tests/compat/test_wheels.py \
-		tests/compat/test_format_versions.py::test_pathkit_report_rebuilds_the_report_of_a_v010_run_folder
+		tests/compat/test_format_versions.py::test_pathkit_report_rebuilds_the_report_of_a_v010_run_folder \
+		tests/slurm
 
 # The public API (tests/compat/public_modules.txt, docs/api/stability.md) against the last release
 # (.ci/api-baseline): griffe's breaking-change check; a removal without a shim fails.

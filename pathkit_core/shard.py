@@ -32,6 +32,7 @@ SLURM_TASK_ID = "SLURM_ARRAY_TASK_ID"
 SLURM_TASK_COUNT = "SLURM_ARRAY_TASK_COUNT"
 SLURM_TASK_MIN = "SLURM_ARRAY_TASK_MIN"
 SLURM_TASK_STEP = "SLURM_ARRAY_TASK_STEP"
+SLURM_TASK_MAX = "SLURM_ARRAY_TASK_MAX"
 RANK = "RANK"
 WORLD_SIZE = "WORLD_SIZE"
 
@@ -130,8 +131,12 @@ def shard_from_environment(env: Mapping[str, str] | None = None) -> Shard | None
         return None
     first = _env_int(env, SLURM_TASK_MIN, 0) or 0
     step = _env_int(env, SLURM_TASK_STEP, 1) or 1
+    last = _env_int(env, SLURM_TASK_MAX)
     offset = task - first
-    if offset < 0 or offset % step or offset // step >= count:
+    # Slurm gives a list (--array=1,4,9) min 1, max 9, step 1 and count 3: every task, the first
+    # included, is refused, since the range min..max in steps would hold other ids than the list
+    not_a_range = last is not None and first + (count - 1) * step != last
+    if not_a_range or offset < 0 or offset % step or offset // step >= count:
         raise PathkitError(
             f"Slurm array task {task} (min {first}, step {step}, count {count}) does not number the shards "
             "0..count-1; use a range (--array=0-N) or pass --shard i/N explicitly"

@@ -1,7 +1,8 @@
 """What is done, failed, pending and locked in a workspace, a tile store or a feature store.
 
-Read-only and cheap: it reads status records, file headers and lock files, never the tensors
-(`pathkit qc` verifies checksums). The slides a store should hold are those any process was
+Read-only and cheap: one parse of each status file, one listing of each store folder, and the
+lock files that listing shows; never the tensors (`pathkit qc` verifies checksums), and a feature
+file's header only with `verify` (`pathkit status --verify`). The slides a store should hold are those any process was
 asked for (the `planned` list every `tile`/`extract` shard records), those with a status
 record, and those with a file. A slide is
 
@@ -14,6 +15,7 @@ record, and those with a file. A slide is
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -58,9 +60,11 @@ class RunStatus:
 
 
 def _classify(store: StoreStatus, universe: Iterable[str], done: set[str], failed: dict[str, str],
-              lock_for: Any) -> StoreStatus:
+              lock_for: Any, lock_ids: set[str]) -> StoreStatus:
+    """Sort `universe` into the four states; only the slides in `lock_ids` (lock files found in
+    the folder listing) have their lock read."""
     for sid in sorted(set(universe)):
-        state = FileLock(lock_for(sid)).state()
+        state = FileLock(lock_for(sid)).state() if sid in lock_ids else None
         if state is not None and not state["stale"]:
             store.locked[sid] = state["owner"]
             continue
@@ -75,30 +79,53 @@ def _classify(store: StoreStatus, universe: Iterable[str], done: set[str], faile
     return store
 
 
+def _names(folder: Path, suffix: str, lock_suffix: str) -> tuple[set[str], set[str]]:
+    """One listing of `folder`: the slide ids of its `<id><suffix>` files and of its
+    `.<id><lock_suffix>` lock files."""
+    files, locks = set(), set()
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return files, locks
+    for name in names:
+        if name.startswith("."):
+            if name.endswith(lock_suffix):
+                locks.add(name[1: -len(lock_suffix)])
+        elif name.endswith(suffix):
+            files.add(name[: -len(suffix)])
+    return files, locks
+
+
 def tile_store_status(folder: Path) -> StoreStatus:
-    from pathkit_core.wsi.tiling import read_planned_tiling, read_tiling_status
+    from pathkit_core.wsi.tiling import read_tiling_log
 
-    records = read_tiling_status(folder)
-    manifests = {p.stem for p in folder.glob("*.parquet")}
-    failed = {sid: str(r.get("reason") or "failed") for sid, r in records.items()
-              if r.get("status") == "failed"}
+    log = read_tiling_log(folder)  # one parse: records and plan
+    manifests, locks = _names(folder, ".parquet", ".lock")
     # A manifest written after an earlier failure is the newer truth; the record lags by a flush.
-    failed = {sid: why for sid, why in failed.items() if sid not in manifests}
-    universe = set(read_planned_tiling(folder)) | set(records) | manifests
+    failed = {sid: str(r.get("reason") or "failed") for sid, r in log.slides.items()
+              if r.get("status") == "failed" and sid not in manifests}
+    universe = set(log.planned) | set(log.slides) | manifests
     store = StoreStatus("tile", folder.name, str(folder))
-    return _classify(store, universe, manifests, failed, lambda sid: folder / f".{sid}.lock")
+    return _classify(store, universe, manifests, failed, lambda sid: folder / f".{sid}.lock", locks)
 
 
-def feature_store_status(encoder_dir: Path) -> StoreStatus:
-    from pathkit_core.features.store import FEATURE_SUFFIX, failed_slides, read_planned, read_status
+def feature_store_status(encoder_dir: Path, *, verify: bool = False) -> StoreStatus:
+    """One encoder's feature store from its status file (one parse) and one folder listing;
+    `verify` also opens every feature file's header (unreadable or failed-QC files fail)."""
+    from pathkit_core.features.store import FEATURE_SUFFIX, failed_slides, read_status_file
 
     out_dir, encoder = encoder_dir.parent, encoder_dir.name
-    files = {p.name[: -len(FEATURE_SUFFIX)] for p in encoder_dir.glob(f"*{FEATURE_SUFFIX}")}
-    failed = failed_slides(out_dir, encoder)  # status records, unreadable or failed-QC files
-    universe = set(read_planned(out_dir, encoder)) | set(read_status(out_dir, encoder)) | files
+    data = read_status_file(out_dir, encoder)
+    files, locks = _names(encoder_dir, FEATURE_SUFFIX, f"{FEATURE_SUFFIX}.lock")
+    if verify:
+        failed = failed_slides(out_dir, encoder)
+    else:
+        failed = {sid: str(rec.get("reason") or "failed") for sid, rec in data["slides"].items()
+                  if rec.get("status") == "failed"}
+    universe = set(data["planned"]) | set(data["slides"]) | files
     store = StoreStatus("extract", encoder, str(encoder_dir))
     return _classify(store, universe, files - set(failed), failed,
-                     lambda sid: encoder_dir / f".{sid}{FEATURE_SUFFIX}.lock")
+                     lambda sid: encoder_dir / f".{sid}{FEATURE_SUFFIX}.lock", locks)
 
 
 def _is_tile_store(folder: Path) -> bool:
@@ -132,9 +159,10 @@ def run_statuses(runs_dir: Path) -> list[RunStatus]:
     return out
 
 
-def collect(path: str | Path) -> dict[str, Any]:
+def collect(path: str | Path, *, verify: bool = False) -> dict[str, Any]:
     """Every store under `path` (a workspace, an `extract --out` folder, a tile store or a
-    feature store of one encoder) and every run cell: {"stores": [...], "runs": [...]}."""
+    feature store of one encoder) and every run cell: {"stores": [...], "runs": [...]}.
+    `verify`: open every feature file's header too (`feature_store_status`)."""
     root = Path(path)
     if not root.is_dir():
         raise PathkitError(f"{root} is not a folder (give a workspace, a tile store or a feature store)")
@@ -142,7 +170,7 @@ def collect(path: str | Path) -> dict[str, Any]:
     if _is_tile_store(root):
         stores.append(tile_store_status(root))
     elif _is_feature_store(root):
-        stores.append(feature_store_status(root))
+        stores.append(feature_store_status(root, verify=verify))
     else:
         # a workspace (tiles/<spec>, features/<encoder>, runs/) or `pathkit extract --out`
         # (<out>/<encoder>, <out>/tiles/<spec>)
@@ -157,7 +185,7 @@ def collect(path: str | Path) -> dict[str, Any]:
                 if enc.parent == root and (enc.name in ("tiles", "runs") or enc.name.startswith("features")):
                     continue
                 if _is_feature_store(enc):
-                    found = feature_store_status(enc)
+                    found = feature_store_status(enc, verify=verify)
                     if base.name.startswith("features-"):
                         found.name = f"{enc.name} ({base.name})"
                     stores.append(found)

@@ -23,6 +23,10 @@ def register(app: typer.Typer) -> None:
         cpu: bool = typer.Option(False, "--cpu", help="Train on the CPU even when a GPU is present."),
         report_only: bool = typer.Option(False, "--report-only",
                                          help="Rebuild the comparisons and report from the suite folder; run nothing."),
+        slurm: bool = typer.Option(False, "--slurm", help="Submit the cells as a Slurm job array and the report as a "
+                                   "job that waits for it (sbatch; docs/scale.md); print the job ids."),
+        sbatch_option: list[str] = typer.Option([], "--sbatch-option", help="Passed to both sbatch calls, e.g. "
+                                                "--sbatch-option=--partition=gpu (repeatable)."),
     ) -> None:
         """Run a benchmark suite (resumable: a rerun reuses every finished cell) and write its leaderboard,
         comparisons and report under <workdir>/suites/<name>/."""
@@ -33,6 +37,11 @@ def register(app: typer.Typer) -> None:
 
         suite = load_suite(config)
         folder = suite_folder(workdir, suite)
+        if slurm:
+            _submit(config, workdir, suite, shard=shard, report_only=report_only, cpu=cpu, options=sbatch_option)
+            return
+        if sbatch_option:
+            raise PathkitError("--sbatch-option needs --slurm")
         results: list = []
         if report_only:
             _check_report_only(suite, folder)
@@ -124,3 +133,18 @@ def _check_compared(suite, analysis) -> None:
             if held:
                 raise PathkitError(f"{suite.path}: task {task.name!r} compares {task.compare!r}, which none of its "
                                    f"cells scored; they hold {', '.join(held)}")
+
+
+def _submit(config: Path, workdir: Path, suite, *, shard: str | None, report_only: bool, cpu: bool,
+            options: list[str]) -> None:
+    from rich.markup import escape
+
+    from pathkit_bench.suite.slurm import submit
+
+    if shard is not None or report_only:
+        raise PathkitError("--slurm submits every cell and the report: leave out --shard and --report-only")
+    done = submit(config, workdir, suite.name, len(suite.cells()), options=options, cpu=cpu)
+    console.print(f"suite {escape(suite.name)}: cells as array job {done.array_job} ({done.tasks} task(s); finished "
+                  f"cells are reused), report as job {done.report_job} (after every task succeeds); logs in "
+                  f"{escape(str(done.log_dir))}", highlight=False)
+    console.print(f"array_job={done.array_job} report_job={done.report_job}", highlight=False)

@@ -134,11 +134,11 @@ SUITE_OPTIONS = SUITE_FILE
 
 
 def write_suite_options(config: SuiteConfig, folder: Path) -> Path:
-    """`suite.json`: the folder's format and version (docs/file-formats.md) and the statistics options the suite's comparisons and report use, so that
-    `pathkit report <suite folder>` rebuilds the same suite report from the folder alone."""
-    from pathkit_core.workspace import atomic_write_json
-
+    """`suite.json`: the folder's format and version (docs/file-formats.md) and the statistics
+    options the suite's comparisons and report use, so that `pathkit report <suite folder>`
+    rebuilds the same suite report from the folder alone."""
     from pathkit_core.formats import SUITE_FORMAT, SUITE_VERSION
+    from pathkit_core.workspace import atomic_write_json
 
     return atomic_write_json(folder / SUITE_OPTIONS, {"format": SUITE_FORMAT, "format_version": SUITE_VERSION,
                                                       "suite": config.name,

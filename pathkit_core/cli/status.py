@@ -64,7 +64,7 @@ def _store_summary(folder: Path, kind: str) -> dict[str, Any]:
             **({"shards": len(shards)} if kind == "image-feature store" else {})}
 
 
-def read_status(path: Path) -> dict[str, Any]:
+def read_status(path: Path, verify: bool = False) -> dict[str, Any]:
     """{"path", "kind", "stores", "runs"[, "summary"]} of a folder of any kind pathkit writes."""
     from pathkit_core.folder_kind import folder_kind
     from pathkit_core.status import collect
@@ -78,7 +78,7 @@ def read_status(path: Path) -> dict[str, Any]:
         return {"path": str(path), "kind": kind, "stores": [], "runs": suite_statuses(path)}
     if kind in ("dataset store", "image-feature store"):
         return {"path": str(path), "kind": kind, "stores": [], "runs": [], "summary": _store_summary(path, kind)}
-    report = collect(path)
+    report = collect(path, verify=verify)
     return {**report, "kind": kind or "workspace"}
 
 
@@ -126,11 +126,14 @@ def register(app: typer.Typer) -> None:
                        "(default: the nearest workspace at or above this folder, e.g. ./pathkit-work)."),
         as_json: bool = typer.Option(False, "--json", help="Print everything as JSON (ids of failed, "
                                                             "pending and locked slides included)."),
+        verify: bool = typer.Option(False, "--verify", help="Also open every feature file's header: an "
+                                    "unreadable or failed-QC file counts as failed (slower on big stores)."),
     ) -> None:
         """Show what every stage has done: slides done / failed / pending / locked, per tile spec
-        and encoder, and the finished stages of each run. Reads records and headers only
-        (`pathkit qc` verifies the feature files themselves)."""
-        report = read_status(_default_folder() if path is None else path)
+        and encoder, and the finished stages of each run. Reads the status records and folder
+        listings only (`--verify` also reads each feature file's header; `pathkit qc` verifies
+        the feature files themselves)."""
+        report = read_status(_default_folder() if path is None else path, verify=verify)
         if as_json:
             print_json({"path": report["path"], "kind": report["kind"],
                         "stores": [s.as_dict() for s in report["stores"]],

@@ -378,13 +378,15 @@ def extract_features(
     keyed_arch = arch if code_key is None else f"{arch}|code:{code_key}"
     results: list[ExtractResult] = []
     pending: dict[str, dict[str, Any]] = {}
+    read_at = time.time() - 1.0  # mtime granularity and clock steps
     previous = store.read_status(out_dir, enc.name)
     status_lock = FileLock(store.status_lock_path(out_dir, enc.name))
     status_lock.clear_stale()  # a process killed while recording statuses
     jobs: list[_SlideJob] = []
     try:
         for m in mine:
-            job = _prepare(m, enc, out_dir, weights_id, keyed_arch, feature_dtype, overwrite, previous, results)
+            job = _prepare(m, enc, out_dir, weights_id, keyed_arch, feature_dtype, overwrite, previous, results,
+                           read_at)
             if job is None:
                 continue
             if verify_slides:
@@ -484,6 +486,7 @@ def _prepare(
     overwrite: bool,
     previous: dict[str, dict[str, Any]],
     results: list[ExtractResult],
+    read_at: float = 0.0,
 ) -> _SlideJob | None:
     """A job for the slide, or None when it is up to date (skipped) or locked by another process."""
     from pathkit_core.features import store
@@ -510,9 +513,13 @@ def _prepare(
     except LockTimeout as exc:
         results.append(ExtractResult(sid, "locked", str(exc), manifest.n_tiles, None))
         return None
-    # Another process may have finished the slide between the look above and the lock.
+    # Another process may have finished the slide between the look above and the lock: its
+    # record is read again only then (a file newer than `previous`), not once per slide.
     if not overwrite and target.is_file():
-        meta = _reusable(target, key, manifest.n_tiles, store.read_status(out_dir, enc.name).get(sid))
+        record = previous.get(sid)
+        if target.stat().st_mtime >= read_at:
+            record = store.read_status(out_dir, enc.name).get(sid)
+        meta = _reusable(target, key, manifest.n_tiles, record)
         if meta is not None:
             lock.release()
             skipped(meta)

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from pathkit_core.contracts import PathkitError
 from pathkit_core.features.record import COORDS_LEVEL0_PX, FeatureFile
 from pathkit_core.formats import check_version
-from pathkit_core.workspace import object_records
 
 if TYPE_CHECKING:
     import numpy as np
@@ -329,19 +328,21 @@ def iter_feature_rows(path: str | Path, rows: int = 4096) -> Iterator[tuple[torc
 
 
 def _read_status_file(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {"slides": {}, "planned": {}}
+    """The folded status file (`pathkit_core.status_log`): {"slides", "planned", ...header}."""
+    from pathkit_core.status_log import read_log
+
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        log = read_log(path, "extraction status")
+    except PathkitError as exc:
         raise PathkitError(f"extraction status {path} is unreadable: {exc}") from None
-    slides = data.get("slides") if isinstance(data, dict) else None
-    if not isinstance(slides, dict):
+    if log.lines and not log.header and not log.slides and not log.planned:
         raise PathkitError(f"extraction status {path} is not a {STATUS_FORMAT} record")
-    if not isinstance(data.get("planned"), dict):
-        data["planned"] = {}
-    data["slides"] = object_records(slides, path, "extraction status")
-    return data
+    return {**log.header, "slides": log.slides, "planned": log.planned}
+
+
+def read_status_file(out_dir: str | Path, encoder: str) -> dict[str, Any]:
+    """Records and plan in one parse: {"slides": {id: record}, "planned": {id: ...}, ...header}."""
+    return _read_status_file(status_path(out_dir, encoder))
 
 
 def read_status(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]:
@@ -356,16 +357,29 @@ def read_planned(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]
 
 
 def record_planned(out_dir: str | Path, encoder: str, planned: Mapping[str, Mapping[str, Any]]) -> None:
-    """Add slides to the planned set (every shard adds the whole list it was given)."""
+    """Add slides to the planned set (every shard adds the whole list it was given): one line
+    with the slides not planned yet; a long status file is compacted first."""
+    from pathkit_core.status_log import compact
+
     if not planned:
         return
     for sid in planned:
         check_slide_id(sid)
-    current = read_planned(out_dir, encoder)
-    if all(current.get(sid) == dict(rec) for sid, rec in planned.items()):
-        return  # already there: no rewrite (shards of one cohort all plan the same list)
-    _update_status_file(out_dir, encoder, lambda data: data["planned"].update(
-        {sid: dict(rec) for sid, rec in planned.items()}))
+    path = status_path(out_dir, encoder)
+    current = compact(path, status_lock_path(out_dir, encoder), _header(encoder), "extraction status").planned
+    new = {sid: dict(rec) for sid, rec in planned.items() if current.get(sid) != dict(rec)}
+    if new:
+        _append(out_dir, encoder, [{"planned": new}])
+
+
+def _header(encoder: str) -> dict[str, str]:
+    return {"format": STATUS_FORMAT, "encoder": encoder}
+
+
+def _append(out_dir: str | Path, encoder: str, events: list[dict[str, Any]]) -> None:
+    from pathkit_core.status_log import append_events
+
+    append_events(status_path(out_dir, encoder), status_lock_path(out_dir, encoder), _header(encoder), events)
 
 
 def status_record(status: str, reason: str = "", **facts: Any) -> dict[str, Any]:
@@ -376,27 +390,16 @@ def status_record(status: str, reason: str = "", **facts: Any) -> dict[str, Any]
 
 
 def record_statuses(out_dir: str | Path, encoder: str, records: Mapping[str, Mapping[str, Any]]) -> None:
-    """Merge several slides' records into the status file, under a file lock so that several
-    processes sharing the folder never lose each other's records."""
+    """Append several slides' records to the status file (one line each, one write), under
+    its lock, so that several processes sharing the folder never lose each other's records."""
+    from pathkit_core.status_log import slide_events
+
     if not records:
         return
     for sid in records:
         check_slide_id(sid)
-    _update_status_file(out_dir, encoder, lambda data: data["slides"].update(
-        {sid: dict(rec) for sid, rec in records.items()}))
-
-
-def _update_status_file(out_dir: str | Path, encoder: str, change: Any) -> None:
-    """Read, `change(data)` and rewrite the status file under its lock (other keys kept)."""
-    from pathkit_core.workspace import FileLock, atomic_write_json, remove_stale_temporaries
-
-    path = status_path(out_dir, encoder)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(status_lock_path(out_dir, encoder), timeout=300.0):
-        remove_stale_temporaries(path)
-        data = _read_status_file(path)
-        change(data)
-        atomic_write_json(path, {**data, "format": STATUS_FORMAT, "encoder": encoder})
+    encoder_dir(out_dir, encoder).mkdir(parents=True, exist_ok=True)
+    _append(out_dir, encoder, slide_events(records))
 
 
 def record_status(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import time
@@ -19,8 +18,6 @@ from pathkit_core.shard import Shard
 from pathkit_core.workspace import (
     FileLock,
     StorageError,
-    atomic_write_json,
-    object_records,
     remove_stale_temporaries,
 )
 from pathkit_core.wsi.params import TileGeometry, TilingParams
@@ -30,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import polars as pl
 
+    from pathkit_core.status_log import StatusLog
     from pathkit_core.wsi.slide import Slide
 
 STATUS_FILE = "tiling_status.json"
@@ -523,20 +521,19 @@ def _result_from_dict(d: Mapping[str, Any]) -> TileResult:
     return TileResult(**d)
 
 
-def _status_part(out_dir: str | Path, part: str) -> dict[str, Any]:
-    """One part ("slides", "planned") of `<out_dir>/tiling_status.json`; {} when there is none."""
-    p = Path(out_dir) / STATUS_FILE
-    if not p.is_file():
-        return {}
-    try:
-        return dict(json.loads(p.read_text()).get(part, {}))
-    except (json.JSONDecodeError, OSError, AttributeError, TypeError, ValueError, RecursionError) as exc:
-        raise PathkitError(f"{p}: unreadable tiling status ({exc})") from None
+_STATUS_FORMAT = "pathkit.tiling_status"
+
+
+def read_tiling_log(out_dir: str | Path) -> StatusLog:
+    """`<out_dir>/tiling_status.json` folded in one parse (records, plan, header)."""
+    from pathkit_core.status_log import read_log
+
+    return read_log(Path(out_dir) / STATUS_FILE, "tiling status")
 
 
 def read_tiling_status(out_dir: str | Path) -> dict[str, dict[str, Any]]:
     """Per-slide records of `<out_dir>/tiling_status.json` (status, reason, code, ...)."""
-    return object_records(_status_part(out_dir, "slides"), Path(out_dir) / STATUS_FILE, "tiling status")
+    return read_tiling_log(out_dir).slides
 
 
 def failed_slides(out_dir: str | Path) -> dict[str, str]:
@@ -546,27 +543,37 @@ def failed_slides(out_dir: str | Path) -> dict[str, str]:
 
 def read_planned_tiling(out_dir: str | Path) -> dict[str, str]:
     """Slides some `tile` process was asked for (slide id -> slide path), for `pathkit status`."""
-    return _status_part(out_dir, "planned")
+    return read_tiling_log(out_dir).planned
 
 
 def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: str,
                    planned: Mapping[str, str] | None = None) -> None:
-    with FileLock(out_dir / ".tiling_status.lock", timeout=60.0):
-        p = out_dir / STATUS_FILE
-        remove_stale_temporaries(p)
-        data: dict[str, Any] = {}
-        if p.is_file():
-            with contextlib.suppress(json.JSONDecodeError, OSError):
-                data = json.loads(p.read_text())
-        slides = dict(data.get("slides", {}))
-        for r in results:
-            record = r.as_dict()
-            record.pop("seconds", None)
-            record["params_hash"] = params_hash
-            record["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            slides[r.slide_id] = record
-        plan = {**dict(data.get("planned", {})), **dict(planned or {})}
-        atomic_write_json(p, {"format": "pathkit.tiling_status", "slides": slides, "planned": plan})
+    """Append one line per result (and one for slides newly planned) to the status file."""
+    from pathkit_core.status_log import append_events, slide_events
+
+    records = {}
+    for r in results:
+        record = r.as_dict()
+        record.pop("seconds", None)
+        record["params_hash"] = params_hash
+        record["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        records[r.slide_id] = record
+    events = slide_events(records)
+    if planned:
+        events.append({"planned": dict(planned)})
+    append_events(out_dir / STATUS_FILE, out_dir / ".tiling_status.lock", {"format": _STATUS_FORMAT}, events)
+
+
+def _plan(out_dir: Path, planned: Mapping[str, str], params_hash: str) -> None:
+    """Record the slides this process was given, once: only those not planned yet are appended
+    (shards of one cohort all plan the same list); a long log is compacted first."""
+    from pathkit_core.status_log import compact
+
+    log = compact(out_dir / STATUS_FILE, out_dir / ".tiling_status.lock", {"format": _STATUS_FORMAT},
+                  "tiling status")
+    new = {sid: p for sid, p in planned.items() if log.planned.get(sid) != p}
+    if new:
+        _update_status(out_dir, [], params_hash, new)
 
 
 def tile_slides(
@@ -605,7 +612,8 @@ def tile_slides(
     duplicates = check_unique_ids(found)
     planned = {slide_id_for(p): str(p) for p in found}
     if shard is not None and not shard.whole:
-        _update_status(out, [], phash, planned)
+        _plan(out, planned, phash)
+        planned = {}
     paths = found if shard is None else shard.select(found, key=slide_id_for)
     results: dict[int, TileResult] = {}
     jobs: list[tuple[int, dict[str, Any]]] = []
@@ -624,12 +632,20 @@ def tile_slides(
             "mpp_source": "user" if override is not None else "", "overwrite": overwrite,
             "write_csv": write_csv, "code_key": code_key,
         }))
-    for r in results.values():
-        if strict:
-            _update_status(out, [r], phash, planned)
-            raise TilingFailed(r.reason, list(results.values()))
     pending_status: list[TileResult] = list(results.values())
     last_flush = time.monotonic()
+
+    def flush() -> None:
+        # The plan of an unsharded process goes with its first records, once.
+        _update_status(out, pending_status, phash, planned)
+        pending_status.clear()
+        planned.clear()
+
+    for r in results.values():
+        if strict:
+            pending_status[:] = [r]
+            flush()
+            raise TilingFailed(r.reason, list(results.values()))
 
     def record(i: int, result: TileResult) -> None:
         nonlocal last_flush
@@ -639,15 +655,14 @@ def tile_slides(
         if result.code == CANNOT_WRITE:
             # Every later slide would fail the same way: stop, keeping what is complete.
             with contextlib.suppress(StorageError):
-                _update_status(out, pending_status, phash)
+                flush()
             pending_status.clear()
             raise StorageError(f"{result.reason} (tiling stopped at {result.slide_id})")
         pending_status.append(result)
-        # Rewriting the status file after every slide is quadratic for big cohorts; manifests
-        # are the resume truth, so flushing every couple of seconds loses nothing.
+        # One appended line per slide (status_log); manifests are the resume truth, so
+        # batching the lines of successes every couple of seconds loses nothing.
         if result.status == "failed" or time.monotonic() - last_flush > 2.0:
-            _update_status(out, pending_status, phash, planned)
-            pending_status.clear()
+            flush()
             last_flush = time.monotonic()
         if strict and result.status == "failed":
             raise TilingFailed(result.reason, [results[k] for k in sorted(results)])
@@ -666,8 +681,7 @@ def tile_slides(
             else:
                 _run_pool(jobs, workers, bar, record)
     finally:
-        if pending_status:
-            _update_status(out, pending_status, phash, planned)
+        flush()  # a no-op when nothing is left to record
     return [results[k] for k in sorted(results)]
 
 

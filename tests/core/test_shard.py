@@ -79,6 +79,15 @@ def test_slurm_array_tasks_are_numbered_from_min_in_steps():
         # --array=1,4,9: a list, not a range
         shard_from_environment({"SLURM_ARRAY_TASK_ID": "9", "SLURM_ARRAY_TASK_COUNT": "3",
                                 "SLURM_ARRAY_TASK_MIN": "1"})
+    # what Slurm 22.05 sets for --array=1,4,9 (measured): task 1 is refused too, not taken as shard 1/3
+    for task in ("1", "4", "9"):
+        with pytest.raises(PathkitError, match="pass --shard i/N explicitly"):
+            shard_from_environment({"SLURM_ARRAY_TASK_ID": task, "SLURM_ARRAY_TASK_COUNT": "3",
+                                    "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "9",
+                                    "SLURM_ARRAY_TASK_STEP": "1"})
+    ranged = {"SLURM_ARRAY_TASK_ID": "30", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "0",
+              "SLURM_ARRAY_TASK_MAX": "30", "SLURM_ARRAY_TASK_STEP": "10"}  # --array=0-30:10
+    assert shard_from_environment(ranged).index == 3
     with pytest.raises(PathkitError, match="not an integer"):
         shard_from_environment({"SLURM_ARRAY_TASK_ID": "x", "SLURM_ARRAY_TASK_COUNT": "3"})
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
 
 from pathkit_core.features import store
@@ -47,7 +48,7 @@ def _tile_store(folder):
 def test_a_feature_store_shows_done_failed_pending_and_locked(tmp_path, holder, cli):
     out = tmp_path / "features"
     _feature_store(out, holder)
-    result = cli("status", out / "enc", "--json")
+    result = cli("status", out / "enc", "--json", "--verify")
     assert result.exit_code == 0, result.output
     (s,) = json.loads(result.stdout)["stores"]
     assert (s["stage"], s["name"]) == ("extract", "enc")
@@ -55,6 +56,24 @@ def test_a_feature_store_shows_done_failed_pending_and_locked(tmp_path, holder, 
     assert s["failed"] == {"b": "NaN in 3 tiles", "c": "reading tiles failed: truncated JPEG"}
     assert s["pending"] == ["d", "f"] and list(s["stale_locks"]) == ["f"]
     assert s["locked"]["e"].startswith(f"pid {holder.pid} on {socket.gethostname()} since ")
+
+
+def test_without_verify_status_reads_the_records_and_opens_no_feature_file(tmp_path, holder, cli, monkeypatch):
+    out = tmp_path / "features"
+    _feature_store(out, holder)
+
+    def opened(path, *args, **kwargs):
+        raise AssertionError(f"{path} was opened")
+
+    monkeypatch.setattr(store, "read_feature_meta", opened)
+    result = cli("status", out / "enc", "--json")
+    assert result.exit_code == 0, result.output
+    (s,) = json.loads(result.stdout)["stores"]
+    # b's header says failed QC, but only --verify reads headers: its record is what counts
+    assert s["counts"] == {"done": 2, "failed": 1, "pending": 2, "locked": 1}
+    assert s["failed"] == {"c": "reading tiles failed: truncated JPEG"}
+    with pytest.raises(AssertionError, match="was opened"):  # the check itself can fail
+        cli("status", out / "enc", "--json", "--verify")
 
 
 def test_a_workspace_lists_tile_stores_feature_stores_and_runs(tmp_path, holder, cli):
@@ -79,7 +98,7 @@ def test_a_workspace_lists_tile_stores_feature_stores_and_runs(tmp_path, holder,
     (cell,) = report["runs"]
     assert cell["path"] == "reg2025/enc/bigen/abc123" and cell["stages"] == ["features", "fit"]
     assert cell["locked"].startswith(f"pid {holder.pid}")
-    table = cli("status", ws)
+    table = cli("status", ws, "--verify")  # b's failed-QC header is read only with --verify
     assert table.exit_code == 0
     for text in ("256px_0.5mpp", "no-mpp", "NaN in 3 tiles", "stale lock", "reg2025/enc/bigen/abc123"):
         assert text in table.stdout, text

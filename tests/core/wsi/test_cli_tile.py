@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pathkit_core.wsi.tiling import read_tiling_status
+
 pytestmark = pytest.mark.filterwarnings("ignore::pathkit_core.wsi.tiling.TilingWarning")
 
 FAST = ["--mpp", "2", "--tile-px", "64", "--min-tissue-area", "0", "--thumbnail-px", "1024", "-q"]
@@ -22,7 +24,7 @@ def test_batch_exit_status_and_status_file(cli, synthetic_slides, tmp_path):
     result = cli("tile", synthetic_slides["tissue"], synthetic_slides["nompp"], "--out", out, *FAST)
     assert result.exit_code == 1
     assert "no-mpp" in result.output and "tissue" in result.output and "failed 1" in result.output
-    status = json.loads((out / "tiling_status.json").read_text())["slides"]
+    status = read_tiling_status(out)
     assert status["tissue"]["status"] == "ok" and status["nompp"]["code"] == "no-mpp"
     # --slide-mpp rescues a single slide; everything succeeds -> exit 0
     result = cli("tile", synthetic_slides["nompp"], "--out", out, "--slide-mpp", "0.5", *FAST)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pathkit_core.wsi.tiling import read_tiling_status
+
 PINK, PURPLE = (226, 150, 200), (160, 110, 205)
 
 
@@ -84,7 +86,7 @@ def test_slides_csv_runs_with_the_users_split_and_reports_auroc_with_its_interva
     assert metrics["split"]["source"] == "given" and metrics["split"]["class_names"] == ["MSI", "MSS"]
     assert "Split" in (run_dir / "report.html").read_text()
     # the mpp column reached tiling (the slide without a resolution tag was tiled at its column value)
-    manifest = json.loads((work / "tiles" / "128px_1mpp" / "tiling_status.json").read_text())["slides"]
+    manifest = read_tiling_status(work / "tiles" / "128px_1mpp")
     assert manifest["P03-3"]["status"] == "ok" and manifest["CMU-1-Small-Region"]["status"] == "ok"
 
 
@@ -114,7 +116,7 @@ def test_a_slide_without_resolution_names_the_option_of_the_command(cli, tmp_pat
                  "gma-mil", "--max-epochs", "1", "--workdir", tmp_path / "w", "--cpu")
     assert result.exit_code == 2 and "Give it in the table's `mpp` column for those rows" in flat(result.output)
     assert cli("tile", root / "s" / "x0.tiff", "--out", tmp_path / "t").exit_code != 0
-    reason = json.loads((tmp_path / "t" / "tiling_status.json").read_text())["slides"]["x0"]["reason"]
+    reason = read_tiling_status(tmp_path / "t")["x0"]["reason"]
     assert reason.endswith("supply it with --slide-mpp MPP (one slide) or --mpp-csv FILE (columns slide,mpp)")
 
 

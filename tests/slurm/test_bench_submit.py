@@ -1,0 +1,79 @@
+"""`pathkit bench --slurm` against a stand-in `sbatch` that records its arguments (fast; the real
+cluster run is tests/slurm/test_bench_slurm.py): one array of one task per cell, the report job
+after it with --dependency=afterok:<array id>, the options passed to both, the ids printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import sys
+
+import pytest
+
+SUITE = """
+name = "tiny"
+encoders = ["tiny-vit", "tiny-vit-wide"]
+generators = ["gma-mil"]
+seeds = [0, 1]
+
+[[tasks]]
+name = "colour"
+dataset = "slides-csv"
+dataset_root = "cohort"
+"""
+
+FAKE = """#!{python}
+import json, sys
+from pathlib import Path
+log = Path({log!r})
+calls = json.loads(log.read_text()) if log.exists() else []
+calls.append(sys.argv[1:])
+log.write_text(json.dumps(calls))
+if any(a.startswith("--partition=refuse") for a in sys.argv):
+    sys.exit("sbatch: error: invalid partition specified: refuse")
+print(f"{{4100 + len(calls)}};cluster")
+"""
+
+
+@pytest.fixture
+def fake_sbatch(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "sbatch"
+    exe.write_text(FAKE.format(python=sys.executable, log=str(tmp_path / "calls.json")))
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return tmp_path / "calls.json"
+
+
+def test_cells_go_as_one_array_and_the_report_waits_for_it(tmp_path, fake_sbatch, cli):
+    (tmp_path / "suite.toml").write_text(SUITE)
+    result = cli("bench", "--config", tmp_path / "suite.toml", "--workdir", tmp_path / "ws", "--slurm", "--cpu",
+                 "--sbatch-option=--partition=gpu", "--sbatch-option", "--time=02:00:00")
+    assert result.exit_code == 0, result.output
+    assert "array_job=4101 report_job=4102" in result.stdout
+    array, report = json.loads(fake_sbatch.read_text())
+    assert array[0] == report[0] == "--parsable"
+    assert "--array=0-3" in array and "--dependency=afterok:4101" in report  # 4 cells: 2 encoders x 2 seeds
+    for call in (array, report):
+        assert {"--partition=gpu", "--time=02:00:00"} <= set(call)
+        wrap = shlex.split(next(a for a in call if a.startswith("--wrap="))[len("--wrap="):])
+        assert wrap == [sys.executable, "-m", "pathkit_core.cli", "bench", "--config",
+                        str((tmp_path / "suite.toml").resolve()), "--workdir", str((tmp_path / "ws").resolve()),
+                        "--cpu"]
+    assert f"--output={(tmp_path / 'ws' / 'suites' / 'tiny' / 'slurm').resolve()}/cells-%A_%a.out" in array
+
+
+def test_a_refused_submission_and_conflicting_options_are_one_line(tmp_path, fake_sbatch, cli):
+    (tmp_path / "suite.toml").write_text(SUITE)
+    base = ("bench", "--config", tmp_path / "suite.toml", "--workdir", tmp_path / "ws")
+    refused = cli(*base, "--slurm", "--sbatch-option=--partition=refuse")
+    assert refused.exit_code != 0
+    assert "--slurm: sbatch refused the job: sbatch: error: invalid partition specified: refuse" in refused.output
+    assert len(json.loads(fake_sbatch.read_text())) == 1  # no report job after a refused array
+    for extra, says in ((("--shard", "1/2"), "leave out --shard"), (("--sbatch-option=--x",), "needs --slurm")):
+        args = (*base, "--slurm", *extra) if "--shard" in extra else (*base, *extra)
+        out = cli(*args)
+        assert out.exit_code != 0 and says in out.output and "Traceback" not in out.output
