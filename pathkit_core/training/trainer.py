@@ -701,12 +701,18 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
     return out
 
 
+def task_read_predictions(task: Any, path: Path) -> dict[str, Any]:
+    """Predictions as the task (a `Task`) wrote them, else as JSON lines (`read_predictions`)."""
+    read = task.read_predictions(path)
+    return read if read is not None else read_predictions(path)
+
+
 def _progress(accelerator: Any, cfg: TrainConfig, unit: str = "epoch"):
     """The training bar; its time left is `TrainingEstimate.left` (rich's own extrapolates the
     bar's rate, which counts the warm-up and cannot see validation-only periods or early stopping)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from pathkit_core.cli.common import err_console
+    from pathkit_core.console import err_console
 
     return Progress(
         TextColumn("{task.description}"),
