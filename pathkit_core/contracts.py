@@ -269,30 +269,37 @@ class DatasetOption:
                     raise PathkitError(f"{where}: {value} {problem[1]}")
             return value
         if kind == "bool":
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in _TRUE or text in _FALSE:
-                return text in _TRUE
-            raise PathkitError(f"{where} is not true or false")
+            return _parse_bool(value, where)
         if kind in ("int", "float"):
-            if isinstance(value, bool):
-                raise PathkitError(f"{where} is not a number")
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                raise PathkitError(f"{where} is not a number") from None
-            if kind == "int":
-                if number != int(number):
-                    raise PathkitError(f"{where} is not a whole number")
-                return int(number)
-            return number
+            return _parse_number(value, kind, where)
         if "|" in kind:
             choices = kind.split("|")
             if str(value) not in choices:
                 raise PathkitError(f"{where}: choose one of {', '.join(choices)}")
-            return str(value)
         return str(value)
+
+
+def _parse_bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise PathkitError(f"{where} is not true or false")
+
+
+def _parse_number(value: Any, kind: str, where: str) -> int | float:
+    if isinstance(value, bool):
+        raise PathkitError(f"{where} is not a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise PathkitError(f"{where} is not a number") from None
+    if kind == "int":
+        if number != int(number):
+            raise PathkitError(f"{where} is not a whole number")
+        return int(number)
+    return number
 
 
 class Dataset(Component):
