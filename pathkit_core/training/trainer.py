@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import PathkitError, TaskModel
+from pathkit_core.contracts import ItemsWithTargets, PathkitError, TaskModel
 from pathkit_core.distributed import close_process_group_at_exit
 from pathkit_core.progress import ProgressBar, TrainingEstimate, early_stop_line
 from pathkit_core.workspace import atomic_write_json, atomic_write_text, atomic_write_with, json_default
@@ -264,8 +264,9 @@ def load_checkpoint(
 
 
 def _targets(items: Sequence[Any]) -> dict[str, Any]:
-    targets = getattr(items, "targets", None)
-    return dict(targets) if targets is not None else {i["case_id"]: i["target"] for i in items}
+    if isinstance(items, ItemsWithTargets):
+        return dict(items.targets)
+    return {i["case_id"]: i["target"] for i in items}
 
 
 def _loader(items: Sequence[dict[str, Any]], model: Any, batch_size: int, shuffle: bool, seed: int,
