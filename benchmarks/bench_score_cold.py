@@ -16,8 +16,7 @@
 
 Each side is a fresh `python` process timed from its start to its exit (wall clock), in
 interleaved pairs after an untimed warm-up pair (file cache, the modules' bytecode, which is
-written even where PYTHONDONTWRITEBYTECODE is set, and pathkit's index of entry points, which the
-first `pathkit score` of an environment writes); the ratio is the peer's time over pathkit's,
+written even where PYTHONDONTWRITEBYTECODE is set); the ratio is the peer's time over pathkit's,
 median of the pairs. Nothing is installed here. Run it from the checkout under test: `python -m`
 puts the working folder first on sys.path, before PYTHONPATH.
 
@@ -71,14 +70,14 @@ mark = lambda name: marks.append((name, time.perf_counter()))
 from pathkit_core.plugins import plain_command
 mark("pathkit core import (pluggy, contracts, registry)")
 run = plain_command("score")
-mark("index of entry points checked, score command imported")
+mark("built-in plugins loaded, score command imported")
 import numpy
 mark("numpy import (the bootstrap's)")
 import pathkit_metrics._crqs.scoring
 mark("CRQS modules import")
 from pathkit_core.plugins import get_component
 get_component("metric", "crqs")
-mark("registry of the crqs entry point and its task")
+mark("registry of the built-in plugins and the crqs entry point")
 from pathkit_interop.records import read_records
 pairs = read_records(sys.argv[1])
 mark("predictions read")
@@ -96,7 +95,7 @@ t0 = time.perf_counter()
 import polars
 polars_import = time.perf_counter() - t0
 result.per_case
-print(json.dumps({"indexed": run is not None, "phases": phases, "polars": imported_polars,
+print(json.dumps({"plain": run is not None, "phases": phases, "polars": imported_polars,
                   "out_only": [polars_import, time.perf_counter() - t0 - polars_import]}))
 """
 
@@ -129,12 +128,12 @@ def budget(data: Path, runs: int = 3) -> None:
         interpreter.append(timed([sys.executable, "-c", "pass"])[0])
     phases: dict[str, list[float]] = {}
     out_only: list[list[float]] = []  # polars' import and the per-case table: only with --out
-    for run in range(runs + 1):  # the first writes the index of entry points when it is stale
+    for run in range(runs + 1):  # the first is a warm-up
         out = timed([sys.executable, "-c", BUDGET_SCRIPT, str(data)])[1]
         found = json.loads(out.strip().splitlines()[-1])
         if run:
-            if not found["indexed"]:
-                raise SystemExit("the index of entry points was not valid after the warm-up run")
+            if not found["plain"]:
+                raise SystemExit("no built-in plugin offers a plain `score` command")
             for name, seconds in found["phases"]:
                 phases.setdefault(name, []).append(seconds)
             out_only.append(found["out_only"])
@@ -252,7 +251,6 @@ def main() -> None:
     if args.budget:
         print(f"load average {loadavg()}; python {sys.executable}")
         with tempfile.TemporaryDirectory() as tmp:
-            os.environ.setdefault("PATHKIT_PLUGIN_INDEX", str(Path(tmp) / "plugin-index.json"))
             budget(pairs_file(Path(tmp), args.data, one_line=False))
         print(f"load average {loadavg()}")
         return
@@ -260,9 +258,6 @@ def main() -> None:
     print(f"load average {loadavg()}; python {sys.executable}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        # pathkit's index of entry points in this folder (written by the warm-up run): processes
-        # with another sys.path (tests, other checkouts) rewrite the one in the user's cache
-        os.environ.setdefault("PATHKIT_PLUGIN_INDEX", str(folder / "plugin-index.json"))
         if args.only in (None, "crqs"):
             data = pairs_file(folder, args.data, one_line=False)
             print(f"CRQS, {len(json.loads(data.read_text()))} REG test pairs, whole process:")
@@ -280,8 +275,8 @@ def main() -> None:
                       f"PathBench {theirs['CRQS_norm']:.4f}")
             if args.baseline is not None:
                 # the same command run in the baseline checkout (`python -m` puts the working folder
-                # first on sys.path, before PYTHONPATH) with its code on the path and its own index
-                # of entry points (the two write different ones)
+                # first on sys.path, before PYTHONPATH) with its code on the path (a checkout that
+                # still keeps an index of entry points gets a file of its own)
                 base = args.baseline.resolve()
                 paths = [base, *(base / "plugins" / p for p in ("encoders", "generators", "datasets", "metrics"))]
                 env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)),

@@ -269,30 +269,37 @@ class DatasetOption:
                     raise PathkitError(f"{where}: {value} {problem[1]}")
             return value
         if kind == "bool":
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in _TRUE or text in _FALSE:
-                return text in _TRUE
-            raise PathkitError(f"{where} is not true or false")
+            return _parse_bool(value, where)
         if kind in ("int", "float"):
-            if isinstance(value, bool):
-                raise PathkitError(f"{where} is not a number")
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                raise PathkitError(f"{where} is not a number") from None
-            if kind == "int":
-                if number != int(number):
-                    raise PathkitError(f"{where} is not a whole number")
-                return int(number)
-            return number
+            return _parse_number(value, kind, where)
         if "|" in kind:
             choices = kind.split("|")
             if str(value) not in choices:
                 raise PathkitError(f"{where}: choose one of {', '.join(choices)}")
-            return str(value)
         return str(value)
+
+
+def _parse_bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise PathkitError(f"{where} is not true or false")
+
+
+def _parse_number(value: Any, kind: str, where: str) -> int | float:
+    if isinstance(value, bool):
+        raise PathkitError(f"{where} is not a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise PathkitError(f"{where} is not a number") from None
+    if kind == "int":
+        if number != int(number):
+            raise PathkitError(f"{where} is not a whole number")
+        return int(number)
+    return number
 
 
 class Dataset(Component):
@@ -335,6 +342,16 @@ class Dataset(Component):
     # synthetic-data banner (pathkit_core.evaluation.provenance). A demo built by `make_demo` is
     # marked synthetic whatever this says.
     synthetic: ClassVar[bool] = False
+    # Report datasets: how the report generators' tokenizer cleans this dataset's reports
+    # ("none", "pathbench") and the most tokens it keeps per report; None: the tokenizer's own
+    # defaults (docs/report-generation.md). They reach a generator as `GeneratorSpec.report_cleaning`
+    # and `GeneratorSpec.max_report_tokens`.
+    report_cleaning: ClassVar[str | None] = None
+    max_report_tokens: ClassVar[int | None] = None
+    # Report datasets: the clinical schema CRQS scores this dataset's reports with (a schema
+    # object or a built-in schema's name); None: the one `metric_options` names, else the schema
+    # of the dataset's name, else the generic one (docs/metrics.md).
+    clinical_schema: ClassVar[Any] = None
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         self.root = Path(root) if root is not None else None
@@ -448,6 +465,44 @@ class GeneratorSpec:
     class_names: tuple[str, ...] = ()
     train_items: Sequence[dict[str, Any]] = ()
     val_items: Sequence[dict[str, Any]] = ()
+    # the dataset's `report_cleaning` and `max_report_tokens` (None: not declared)
+    report_cleaning: str | None = None
+    max_report_tokens: int | None = None
+
+
+@runtime_checkable
+class ItemsWithTargets(Protocol):
+    """Model items (what `Task.model_items` returns) that also hold every item's target by case
+    id, so that a caller need not build each item (the feature bags of `training/bags.py`, the VQA
+    evidence items). Plain lists of item dicts are read item by item instead."""
+
+    @property
+    def targets(self) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class ItemsWithFeatureMatrix(Protocol):
+    """Whole-image model items that give every item's feature vector as one (N, D) tensor, each
+    feature shard read once (kNN, prototypes and linear heads of patch classification)."""
+
+    def feature_matrix(self) -> Any: ...
+
+
+@runtime_checkable
+class ItemsWithBagSpecs(Protocol):
+    """Model items of slides (feature bags) that expose the `BagSpec` of each case (`specs`),
+    which segmentation streams window by window."""
+
+    specs: Sequence[Any]
+
+
+@runtime_checkable
+class ProbabilityHead(Protocol):
+    """A patch-classification model that maps a (N, D) feature matrix to (N, K) class
+    probabilities in one call (`probabilities(features)`); segmentation then runs it over a
+    slide's windows in batches instead of through `predict`."""
+
+    def probabilities(self, features: Any) -> Any: ...
 
 
 @runtime_checkable

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -180,9 +179,6 @@ class Registry:
         # (kind, name) -> the plugins registering it, the one keeping the plain name first
         self.conflicts: dict[tuple[str, str], list[str]] = {}
         self.providers: dict[tuple[str, str], list[Provider]] = {}
-        # entry point name -> (value, distribution, version, the distribution's entry_points.txt or
-        # "" when it has none on disk): what the index of entry points records to load it again
-        self.entry_points: dict[str, tuple[str, str, str, str]] = {}
         self.pm.hook.add_hookspecs.call_historic(kwargs={"add": self.pm.add_hookspecs})
         self.pm.hook.add_component_kinds.call_historic(kwargs={"add": self.add_kind})
 
@@ -232,13 +228,10 @@ class Registry:
                 self.records[ep.name] = record
                 continue
             self._load(ep.name, ep.load, record)
-            dist_path = getattr(dist, "_path", None)  # a distribution on disk (importlib's PathDistribution)
-            self.entry_points[ep.name] = (ep.value, record.distribution, record.version,
-                                          str(Path(dist_path) / "entry_points.txt") if dist_path else "")
 
     def load_recorded(self, entry_points: Mapping[str, Sequence[str]]) -> None:
-        """Load the named entry points from what the index recorded of them ({name: (value,
-        distribution, version, ...)}) without scanning the installed distributions."""
+        """Load the named entry points from their values ({name: (value, distribution, version,
+        ...)}) without scanning the installed distributions."""
         for name, (value, distribution, version, *_) in sorted(entry_points.items()):
             record = PluginRecord(name=name, module=value, distribution=distribution, version=version)
             self._load(name, functools.partial(_load_value, value), record)
@@ -295,10 +288,13 @@ class Registry:
                 self.pm.unregister(name=impl.plugin_name)
         self.pm.check_pending()
 
-    def collect(self) -> None:
-        """Call every register_* hook plugin by plugin, attributing each component; then say each
-        shared name's clash on every plugin involved."""
+    def collect(self, kinds: Iterable[str] | None = None) -> None:
+        """Call every register_* hook (or those of `kinds` only) plugin by plugin, attributing each
+        component; then say each shared name's clash on every plugin involved."""
+        wanted = set(self.hooks if kinds is None else kinds)
         for kind, hook_name in self.hooks.items():
+            if kind not in wanted:
+                continue
             caller = getattr(self.pm.hook, hook_name)
             for impl in caller.get_hookimpls():  # registration order
                 rec = self.records.setdefault(impl.plugin_name, PluginRecord(impl.plugin_name))
@@ -501,9 +497,10 @@ def _core_version() -> str:
 
 
 _REGISTRY: Registry | None = None
-# Registries of the built-in plugins plus one entry point, built for `get_component` from the index.
-_PARTIAL: dict[str, Registry] = {}
-ENV_INDEX = "PATHKIT_PLUGIN_INDEX"  # where the index of entry points is kept ("off": nowhere)
+# Registries of the built-in plugins plus at most one entry point, by that entry point's name ("":
+# the built-in plugins alone) and the one kind collected, built for `get_component` and
+# `plain_command` before the whole one.
+_DIRECT: dict[tuple[str, str], Registry] = {}
 
 
 def get_plugin_manager() -> Registry:
@@ -511,7 +508,6 @@ def get_plugin_manager() -> Registry:
     global _REGISTRY
     if _REGISTRY is None:
         _REGISTRY = build_registry()
-        _write_index(_REGISTRY)
     return _REGISTRY
 
 
@@ -519,33 +515,57 @@ def set_plugin_manager(registry: Registry | None) -> None:
     """Replace (or with None, forget) the process-wide registry; used by tests."""
     global _REGISTRY
     _REGISTRY = registry
-    _PARTIAL.clear()
+    _DIRECT.clear()
+
+
+def _direct_registry(entry_point: str, kind: str = "") -> Registry:
+    """The built-in plugins and the entry point named `entry_point` (when one is installed and the
+    allow/block lists let it load), each loaded directly, with the components of `kind` and the
+    tasks collected (none without `kind`); no other plugin is imported."""
+    key = (entry_point, kind)
+    if key not in _DIRECT:
+        allow = _env_list(ENV_LOAD)
+        wanted = {entry_point} if allow is None else {entry_point} & allow
+        registry = Registry()
+        registry.load_entry_points(wanted, _env_list(ENV_DISABLE) or set())
+        registry.check()
+        registry.collect(("task", kind) if kind else ())
+        _DIRECT[key] = registry
+    return _DIRECT[key]
 
 
 def get_component(kind: str, name: str) -> type[Component]:
     """The component `name` of `kind`. Before the whole registry is built, a process that needs a
-    few components (`pathkit score`) loads only the entry points that provide them and the tasks
-    they declare, as recorded in the index of entry points (written by every full build); without
-    a valid index, or when the index names no single provider, the whole registry is built."""
+    few components (`pathkit score`) loads the built-in plugins and the entry point named like the
+    component (`crqs` for the metric `crqs`, as pathkit's own plugins name them); when that does
+    not provide it, the whole registry is built and answers."""
     if _REGISTRY is None:
-        registry = _registry_for(kind, name)
-        if registry is not None:
-            with contextlib.suppress(PathkitError):
-                return registry.get(kind, name)
+        with contextlib.suppress(PathkitError):
+            return _direct_registry(name.partition(":")[0], kind).get(kind, name)
     return get_plugin_manager().get(kind, name)
 
 
 def plain_command(name: str) -> Callable[[list[str]], int | None] | None:
-    """The function that runs command `name` without typer (`plain_commands`), from the index of
-    entry points; None without a valid index or when no plugin offers one."""
-    index = _read_index()
-    target = (index or {}).get("commands", {}).get(name)
-    if not isinstance(target, str):
-        return None
-    try:
-        return _load_value(target)
-    except (ImportError, AttributeError):
-        return None
+    """The function that runs command `name` without typer, as a plugin's `plain_commands` answer
+    names it: the built-in plugins are asked first (loaded without the others), then the whole
+    registry; None when no plugin offers `name`."""
+    for registry in (_direct_registry(""), None):
+        found = _plain_command_of(registry or get_plugin_manager(), name)
+        if found is not None:
+            return found
+    return None
+
+
+def _plain_command_of(registry: Registry, name: str) -> Callable[[list[str]], int | None] | None:
+    for impl in registry.pm.hook.plain_commands.get_hookimpls():
+        try:  # a plugin whose answer is broken only keeps its commands on typer
+            offered = impl.function()
+            target = offered.get(name) if isinstance(offered, Mapping) else None
+            if isinstance(target, str) and ":" in target:
+                return _load_value(target)
+        except Exception:  # noqa: BLE001
+            continue
+    return None
 
 
 def _load_value(value: str) -> Any:
@@ -557,147 +577,6 @@ def _load_value(value: str) -> Any:
     return found
 
 
-# --------------------------------------------------------------------------- entry-point index
-# What a full build learnt, for processes that need a few components: which entry point provides
-# each component and which tasks it declares, how to load each entry point (its value,
-# distribution and version), and the commands plugins run without typer. It is valid while
-# `_validity` of its recorded files is unchanged: the core's version, the allow/block lists,
-# sys.path, the distributions on it (each *.dist-info / *.egg-info folder by name and time: an
-# installed, removed or reinstalled distribution), and the size and time of every loaded entry
-# point's module and of its distribution's entry_points.txt. Checking that is a few stat calls;
-# nothing is imported and no distribution's metadata is read.
-
-
 def cache_home() -> Path:
     """pathkit's cache folder: `$XDG_CACHE_HOME/pathkit`, else `~/.cache/pathkit`."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pathkit"
-
-
-def _index_path() -> Path | None:
-    given = os.environ.get(ENV_INDEX)
-    if given:
-        return None if given == "off" else Path(given)
-    return cache_home() / "plugin-index.json"
-
-
-def _validity(files: Sequence[str]) -> str:
-    """The facts the index holds for (above), hashed."""
-    import hashlib
-    import sys
-
-    parts: list[Any] = [_core_version(), os.environ.get(ENV_LOAD), os.environ.get(ENV_DISABLE), sys.path]
-    for entry in sys.path:
-        try:
-            with os.scandir(entry or ".") as found:
-                parts.append(sorted((e.name, e.stat().st_mtime_ns) for e in found
-                                    if e.name.endswith((".dist-info", ".egg-info"))))
-        except OSError:
-            parts.append(None)
-    for name in files:
-        try:
-            st = os.stat(name)
-            parts.append([name, st.st_size, st.st_mtime_ns])
-        except OSError:
-            parts.append([name, None])
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
-
-
-def _module_file(value: str) -> str | None:
-    """The file of the module an entry point's value names (loaded by the build, or found)."""
-    import sys
-
-    module = value.partition("[")[0].partition(":")[0].strip()
-    loaded = sys.modules.get(module)
-    if loaded is not None:
-        return getattr(loaded, "__file__", None)
-    import importlib.util
-
-    try:  # a plugin that failed to import: its file, so that a fix of it is seen
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    return spec.origin if spec is not None else None
-
-
-def _write_index(registry: Registry) -> None:
-    """Record which entry point provides each component (never fatal: an unwritable cache only
-    means later processes build the whole registry). Nothing is written when an entry point's
-    files cannot be named (a distribution not on disk): its change could not be seen."""
-    path = _index_path()
-    if path is None:
-        return
-    files: list[str] = []
-    for value, _, _, entry_points_txt in registry.entry_points.values():
-        if not entry_points_txt:
-            return
-        module_file = _module_file(value)  # none for a plugin whose module is missing: its entry_points.txt
-        files.extend((entry_points_txt, module_file) if module_file else (entry_points_txt,))
-    files = sorted(set(files))
-    providers: dict[str, dict[str, list[str]]] = {kind: {} for kind in registry.kinds}
-    tasks: dict[str, dict[str, list[str]]] = {kind: {} for kind in registry.kinds}
-    for (kind, name), owner in registry.owners.items():
-        providers[kind][name] = registry.conflicts.get((kind, name), [owner])
-        component = registry.components[kind][name]
-        if kind == "dataset":
-            tasks[kind][name] = [component.task]
-        elif kind in ("generator", "metric"):
-            tasks[kind][name] = list(component.tasks)
-    commands: dict[str, str] = {}
-    for impl in registry.pm.hook.plain_commands.get_hookimpls():
-        try:  # a plugin whose answer is broken only keeps its commands on typer
-            offered = impl.function()
-        except Exception:  # noqa: BLE001
-            continue
-        if isinstance(offered, Mapping):
-            commands.update({str(k): v for k, v in offered.items() if isinstance(v, str) and ":" in v})
-    index = {"key": _validity(files), "files": files, "entry_points": registry.entry_points,
-             "providers": providers, "tasks": tasks, "commands": commands}
-    with contextlib.suppress(OSError, TypeError, ValueError):
-        from pathkit_core.workspace import atomic_write_json
-
-        atomic_write_json(path, index)
-
-
-def _read_index() -> dict[str, Any] | None:
-    """The index of entry points when there is one and it is valid, else None."""
-    path = _index_path()
-    if path is None:
-        return None
-    try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-        valid = isinstance(index, dict) and index.get("key") == _validity(index["files"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return index if valid else None
-
-
-def _registry_for(kind: str, name: str) -> Registry | None:
-    """A registry of the one entry point the index names for (kind, name) and those of the tasks
-    it declares, or None (no index, a stale one, several providers, a kind a plugin added)."""
-    if kind not in _HOOK_FOR_KIND:
-        return None  # the plugin adding the kind would have to be found too: the full build does
-    index = _read_index()
-    if index is None:
-        return None
-    try:
-        base = name.partition(":")[0]
-        owners = index["providers"][kind][base]
-        needed = set(owners) if isinstance(owners, list) and len(owners) == 1 else None
-        for task in index["tasks"].get(kind, {}).get(base, []) if needed else ():
-            task_owners = index["providers"]["task"][task]
-            needed = needed | set(task_owners) if len(task_owners) == 1 else None
-            if needed is None:
-                break
-        entry_points = {ep: index["entry_points"][ep] for ep in needed or ()}
-    except (KeyError, TypeError):
-        return None
-    if not needed:
-        return None
-    key = ",".join(sorted(entry_points))
-    if key not in _PARTIAL:
-        registry = Registry()
-        registry.load_recorded(entry_points)
-        registry.check()
-        registry.collect()
-        _PARTIAL[key] = registry
-    return _PARTIAL[key]

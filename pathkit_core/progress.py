@@ -37,7 +37,7 @@ class ProgressBar:
             )
             from rich.text import Text
 
-            from pathkit_core.cli.common import err_console
+            from pathkit_core.console import err_console
 
             unit = self.unit
 

@@ -126,6 +126,32 @@ def read_records(path: str | Path, *, whole: bool = False) -> RecordFile:
     path = Path(path)
     if path.is_dir():
         return read_folder(path)
+    text = _read_text(path)
+    keys = _KeyCounter()
+    if path.suffix == ".jsonl" or (text.lstrip()[0] == "{" and "\n{" in text.strip() and _is_jsonl(text)):
+        return _read_jsonl(path, text, keys, whole)
+    try:
+        data = json.loads(text, object_pairs_hook=keys)
+    except json.JSONDecodeError as exc:
+        raise PathkitError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})") from exc
+    except RecursionError:
+        raise PathkitError(f"{path}: {_TOO_DEEP}") from None
+    _check_inner(path, keys.inner(isinstance(data, Mapping)))
+    if isinstance(data, list):
+        values: dict[str, Any] = {}
+        repeats = _Repeats(path)
+        for index, record in enumerate(data):
+            rid, value = _record_value(path, f"item {index}", record, whole)
+            repeats.add(values, rid, value, f"item {index}")
+        repeats.check()
+        return RecordFile(path, values, format="json-list")
+    if isinstance(data, Mapping):
+        return _read_mapping(path, data, keys)
+    raise PathkitError(f"{path}: expected a JSON list of {{\"id\", \"report\"}} records, got {type(data).__name__}")
+
+
+def _read_text(path: Path) -> str:
+    """The file's text; a missing, irregular, unreadable, non-UTF-8 or empty file is an error."""
     problem = regular_file_problem(path)
     if problem is not None:
         code, message = problem
@@ -138,57 +164,49 @@ def read_records(path: str | Path, *, whole: bool = False) -> RecordFile:
         raise PathkitError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
     if not text.strip():
         raise PathkitError(f"{path}: file is empty")
+    return text
+
+
+def _read_jsonl(path: Path, text: str, keys: _KeyCounter, whole: bool) -> RecordFile:
     values: dict[str, Any] = {}
     repeats = _Repeats(path)
-    keys = _KeyCounter()
-    stripped = text.lstrip()
-    if path.suffix == ".jsonl" or (stripped[0] == "{" and "\n{" in text.strip() and _is_jsonl(text)):
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line, object_pairs_hook=keys)
-            except json.JSONDecodeError as exc:
-                raise PathkitError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from exc
-            except RecursionError:
-                raise PathkitError(f"{path}: line {lineno}: {_TOO_DEEP}") from None
-            rid, value = _record_value(path, f"line {lineno}", record, whole)
-            repeats.add(values, rid, value, f"line {lineno}")
-        _check_inner(path, keys.inner(top_is_object=False))
-        repeats.check()
-        return RecordFile(path, values, format="jsonl")
-    try:
-        data = json.loads(text, object_pairs_hook=keys)
-    except json.JSONDecodeError as exc:
-        raise PathkitError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})") from exc
-    except RecursionError:
-        raise PathkitError(f"{path}: {_TOO_DEEP}") from None
-    _check_inner(path, keys.inner(isinstance(data, Mapping)))
-    if isinstance(data, list):
-        for index, record in enumerate(data):
-            rid, value = _record_value(path, f"item {index}", record, whole)
-            repeats.add(values, rid, value, f"item {index}")
-        repeats.check()
-        return RecordFile(path, values, format="json-list")
-    if isinstance(data, Mapping):
-        for index, (key, _) in enumerate(keys.last_pairs):
-            repeats.where.setdefault(str(key), []).append(f"entry {index + 1}")
-        repeats.check()
-        if data and all(isinstance(v, Mapping) and "pred" in v for v in data.values()):
-            refs: dict[str, Any] = {}
-            for rid, entry in data.items():
-                if "target" not in entry:
-                    raise PathkitError(f"{path}: key {rid!r}: PathBench entry has \"pred\" but no \"target\"")
-                values[str(rid)] = entry["pred"]
-                refs[str(rid)] = entry["target"]
-            return RecordFile(path, values, refs, format="pathbench")
-        bad = next((k for k, v in data.items() if isinstance(v, Mapping)), None)
-        if bad is not None:
-            raise PathkitError(
-                f"{path}: key {bad!r}: expected PathBench entries {{\"pred\", \"target\"}} or plain values"
-            )
-        return RecordFile(path, {str(k): v for k, v in data.items()}, format="json-mapping")
-    raise PathkitError(f"{path}: expected a JSON list of {{\"id\", \"report\"}} records, got {type(data).__name__}")
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line, object_pairs_hook=keys)
+        except json.JSONDecodeError as exc:
+            raise PathkitError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from exc
+        except RecursionError:
+            raise PathkitError(f"{path}: line {lineno}: {_TOO_DEEP}") from None
+        rid, value = _record_value(path, f"line {lineno}", record, whole)
+        repeats.add(values, rid, value, f"line {lineno}")
+    _check_inner(path, keys.inner(top_is_object=False))
+    repeats.check()
+    return RecordFile(path, values, format="jsonl")
+
+
+def _read_mapping(path: Path, data: Mapping[str, Any], keys: _KeyCounter) -> RecordFile:
+    """A JSON object: PathBench's {id: {"pred", "target"}} or {id: value}."""
+    repeats = _Repeats(path)
+    for index, (key, _) in enumerate(keys.last_pairs):
+        repeats.where.setdefault(str(key), []).append(f"entry {index + 1}")
+    repeats.check()
+    if data and all(isinstance(v, Mapping) and "pred" in v for v in data.values()):
+        values: dict[str, Any] = {}
+        refs: dict[str, Any] = {}
+        for rid, entry in data.items():
+            if "target" not in entry:
+                raise PathkitError(f"{path}: key {rid!r}: PathBench entry has \"pred\" but no \"target\"")
+            values[str(rid)] = entry["pred"]
+            refs[str(rid)] = entry["target"]
+        return RecordFile(path, values, refs, format="pathbench")
+    bad = next((k for k, v in data.items() if isinstance(v, Mapping)), None)
+    if bad is not None:
+        raise PathkitError(
+            f"{path}: key {bad!r}: expected PathBench entries {{\"pred\", \"target\"}} or plain values"
+        )
+    return RecordFile(path, {str(k): v for k, v in data.items()}, format="json-mapping")
 
 
 _TOO_DEEP = "JSON nested too deeply to be read (records nest a few levels at most)"

@@ -215,6 +215,63 @@ class _Layout:
         return out
 
 
+def _tissue_drawing(tissue: Sequence[Blob] | TissueFn | None, pen: Sequence[PenStroke], width: int, height: int,
+                    mpp: float | None, background: RGB, seed: int) -> tuple[_Layout | None, TissueFn]:
+    """(the blob layout, None) for blobs (default `default_layout()`), (None, the function) for a
+    tissue function."""
+    if tissue is None or not callable(tissue):
+        blobs = default_layout() if tissue is None else list(tissue)
+        return _Layout(blobs, list(pen), width, height, mpp or 0.5, background, seed), None  # type: ignore[return-value]
+    if pen:
+        raise PathkitError("pen strokes are drawn by the blob layout; a tissue function draws its own")
+    return None, tissue
+
+
+def _pyramid_levels(width: int, height: int, min_level_px: int, downsample_step: int) -> list[tuple[int, int, float]]:
+    """(width, height, downsample) of each level, halving (or `downsample_step`) down to `min_level_px`."""
+    levels = [(width, height, 1.0)]
+    d = 1
+    while max(levels[-1][0], levels[-1][1]) > min_level_px and downsample_step > 1:
+        d *= downsample_step
+        lw, lh = max(1, round(width / d)), max(1, round(height / d))
+        if (lw, lh) == levels[-1][:2]:
+            break
+        levels.append((lw, lh, float(d)))
+    return levels
+
+
+def _shared_tile_key(layout: _Layout | None, box: tuple[float, ...], level: int) -> tuple[Any, ...] | None:
+    """The key of a tile whose pixels repeat (glass, a flat blob's interior), None for others."""
+    if layout is None:
+        return None
+    kind, idx = layout.classify(box)
+    if kind == "background":
+        return ("bg", level)
+    if kind == "interior" and layout.blobs[idx].texture == "flat":
+        return ("flat", level, idx)
+    return None
+
+
+def _function_tile(render_fn: TissueFn, xs: Any, ys: Any, ds: float) -> Any:
+    """A tile drawn by a tissue function over its pixel-centre coordinates, checked for shape."""
+    import numpy as np
+
+    gx, gy = np.meshgrid(xs, ys)
+    tile = np.array(render_fn(gx, gy, ds), dtype=np.uint8)
+    if tile.shape != (len(ys), len(xs), 3):
+        raise PathkitError(f"tissue function returned {tile.shape}, expected {(len(ys), len(xs), 3)}")
+    return tile
+
+
+def _encode_tile(tile: Any, compression: str, jpeg_quality: int) -> bytes:
+    if compression == "deflate":
+        return zlib.compress(tile.tobytes(), 1)
+    import imagecodecs
+
+    return imagecodecs.jpeg8_encode(tile, level=jpeg_quality, colorspace="rgb", outcolorspace="ycbcr",
+                                    subsampling="420")
+
+
 def write_synthetic_slide(
     path: str | Path,
     *,
@@ -252,34 +309,11 @@ def write_synthetic_slide(
         raise PathkitError(f"tile size {tile_size} must be a multiple of 16 (TIFF tiles)")
     if compression not in ("jpeg", "deflate"):
         raise PathkitError(f"compression {compression!r}: choose jpeg or deflate")
-    layout: _Layout | None = None
-    render_fn: TissueFn
-    if tissue is None or not callable(tissue):
-        blobs = default_layout() if tissue is None else list(tissue)
-        layout = _Layout(blobs, list(pen), width, height, mpp or 0.5, background, seed)
-        render_fn = None  # type: ignore[assignment]
-    else:
-        if pen:
-            raise PathkitError("pen strokes are drawn by the blob layout; a tissue function draws its own")
-        render_fn = tissue
-
-    levels = [(width, height, 1.0)]
-    d = 1
-    while max(levels[-1][0], levels[-1][1]) > min_level_px and downsample_step > 1:
-        d *= downsample_step
-        lw, lh = max(1, round(width / d)), max(1, round(height / d))
-        if (lw, lh) == levels[-1][:2]:
-            break
-        levels.append((lw, lh, float(d)))
+    layout, render_fn = _tissue_drawing(tissue, pen, width, height, mpp, background, seed)
+    levels = _pyramid_levels(width, height, min_level_px, downsample_step)
 
     def encode(tile: np.ndarray) -> bytes:
-        if compression == "deflate":
-            return zlib.compress(tile.tobytes(), 1)
-        import imagecodecs
-
-        return imagecodecs.jpeg8_encode(
-            tile, level=jpeg_quality, colorspace="rgb", outcolorspace="ycbcr", subsampling="420"
-        )
+        return _encode_tile(tile, compression, jpeg_quality)
 
     cache: dict[tuple[Any, ...], bytes] = {}
 
@@ -291,26 +325,16 @@ def write_synthetic_slide(
             for tx in range(0, lw, tile_size):
                 w, h = tile_size, tile_size
                 box = (tx * ds_x, ty * ds_y, (tx + w) * ds_x, (ty + h) * ds_y)
-                key: tuple[Any, ...] | None = None
-                if layout is not None:
-                    kind, idx = layout.classify(box)
-                    if kind == "background":
-                        key = ("bg", level)
-                    elif kind == "interior" and layout.blobs[idx].texture == "flat":
-                        key = ("flat", level, idx)
+                key = _shared_tile_key(layout, box, level)
                 if key is not None and key in cache:
                     yield cache[key]
                     continue
                 xs = (tx + np.arange(w) + 0.5) * ds_x
                 ys = (ty + np.arange(h) + 0.5) * ds_y
                 if layout is not None:
-                    rng = np.random.default_rng([seed, level, tx, ty])
-                    tile = layout.render(xs, ys, ds, rng)
+                    tile = layout.render(xs, ys, ds, np.random.default_rng([seed, level, tx, ty]))
                 else:
-                    gx, gy = np.meshgrid(xs, ys)
-                    tile = np.array(render_fn(gx, gy, ds), dtype=np.uint8)
-                    if tile.shape != (h, w, 3):
-                        raise PathkitError(f"tissue function returned {tile.shape}, expected {(h, w, 3)}")
+                    tile = _function_tile(render_fn, xs, ys, ds)
                 # Pixels beyond the image edge are padding in TIFF tiles: glass, not tissue.
                 tile[max(0, lh - ty):, :] = background
                 tile[:, max(0, lw - tx):] = background

@@ -14,23 +14,11 @@ REALDATA_ENV = "PATHKIT_REALDATA"
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _own_pattern_cache(tmp_path_factory):
-    """The compiled regular expressions of this test session in a file of its own (the exit hook
-    that writes it runs after every fixture is undone, so the variable is set for good): the
-    patterns of the vocabularies tests learn stay out of the user's cache."""
-    os.environ.setdefault("PATHKIT_PATTERN_CACHE", str(tmp_path_factory.mktemp("regex") / "patterns.marshal"))
-    yield
-
-
 @pytest.fixture(autouse=True)
 def _quiet_threads(monkeypatch):
     # Two cores are shared by everything in CI; keep each test's torch/BLAS use small.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    # hermetic registries: no index of entry points read from or written to the user's cache
-    # (tests/core/test_plugins.py tests the index with its own file)
-    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", "off")
     yield
 
 

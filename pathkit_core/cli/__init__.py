@@ -1,7 +1,7 @@
 """The `pathkit` command line: a typer app assembled from one module per command group.
 
 Two command lines skip typer: `pathkit --version`, and a plugin command that also runs without
-typer (`plain_commands`, found through the index of entry points: `pathkit score`), which reads
+typer (`plain_commands`, answered by the built-in plugins: `pathkit score`), which reads
 its plain options itself and leaves anything else (help, unusual spellings) to typer."""
 
 from __future__ import annotations

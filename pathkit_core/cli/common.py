@@ -6,51 +6,19 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from rich.console import Console, ConsoleDimensions
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from pathkit_core.cli.plain import parse_key_values, print_json, split_names
+from pathkit_core.console import PIPE_RULE_WIDTH as PIPE_RULE_WIDTH
+from pathkit_core.console import PIPE_WIDTH as PIPE_WIDTH
+from pathkit_core.console import PathkitConsole, console, err_console
 from pathkit_core.contracts import PathkitError
 
 __all__ = ["console", "err_console", "user_errors", "report_user_error", "print_table", "print_scores",
            "print_json", "split_names", "parse_key_values", "INTERRUPTED", "PathkitConsole"]
 
-# Width of output that goes to a file or a pipe when COLUMNS does not say: wide enough that no table
-# folds a path or a metric name (a log keeps every line whole), not so wide that rules fill a screen.
-PIPE_WIDTH = 1000
-# A rule (`pathkit run`'s heading per cell) is never longer than this outside a terminal.
-PIPE_RULE_WIDTH = 100
-
-
-class PathkitConsole(Console):
-    """A rich console that is plain and full-width when its stream is not a terminal: `COLUMNS`
-    when set, else `PIPE_WIDTH` (rich's own default there is 80 columns or the width of whichever
-    std stream is a terminal, which folds tables and breaks paths in a log)."""
-
-    @property
-    def size(self) -> ConsoleDimensions:
-        dims = Console.size.fget(self)  # type: ignore[attr-defined]
-        columns = self._environ.get("COLUMNS", "")
-        if self._width is None and not columns.isdigit() and not self.is_terminal:
-            return ConsoleDimensions(PIPE_WIDTH, dims.height)
-        return dims
-
-    @size.setter
-    def size(self, new_size: tuple[int, int]) -> None:
-        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
-
-    def rule(self, title: Any = "", **kwargs: Any) -> None:
-        if self.is_terminal:
-            return super().rule(title, **kwargs)
-        from rich.rule import Rule
-
-        self.print(Rule(title, **kwargs), width=min(self.width, PIPE_RULE_WIDTH))
-        return None
-
-
-console = PathkitConsole()
-err_console = PathkitConsole(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

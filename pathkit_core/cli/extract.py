@@ -63,6 +63,31 @@ def _summary_rows(out: Path, encoder: str, slide_ids: list[str]) -> list[tuple[s
     return rows
 
 
+def _check_extract_options(slides: list[Path] | None, manifests: Path | None, out: Path, device: str | None,
+                           tiles_dir: Path | None) -> None:
+    """Usage errors and unwritable folders, before any model is loaded or slide tiled."""
+    from pathkit_core.features.extract import parse_device
+    from pathkit_core.workspace import check_writable_dir
+
+    if bool(slides) == (manifests is not None):
+        raise PathkitError("give either SLIDE arguments or --manifests DIR (one of the two)")
+    check_writable_dir(out, "--out")
+    if device not in (None, "auto"):
+        parse_device(device)
+    if tiles_dir is not None:
+        check_writable_dir(tiles_dir, "--tiles-dir")
+
+
+def _manifest_inputs(manifests: Path) -> tuple[list[Path], list[str], set[str]]:
+    """The manifests of a `pathkit tile` folder, their slide ids, and those ids again (all tiled)."""
+    from pathkit_core.features.extract import manifest_paths
+    from pathkit_core.wsi.manifest import read_manifest_meta
+
+    items = manifest_paths(manifests)
+    every = sorted(str(read_manifest_meta(p)["slide_id"]) for p in items)
+    return items, every, set(every)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("extract")
     @user_errors
@@ -111,24 +136,10 @@ def register(app: typer.Typer) -> None:
         one OUT. Failed slides are recorded with the reason in OUT/<encoder>/extraction_status.json
         and the run goes on; exit status 1 if any slide of this shard failed.
         """
-        from pathkit_core.features.extract import (
-            distributed_state,
-            extract_features,
-            manifest_paths,
-            parse_device,
-            resolve_encoder,
-        )
+        from pathkit_core.features.extract import distributed_state, extract_features, resolve_encoder
         from pathkit_core.shard import current_shard, shard_summary
-        from pathkit_core.workspace import check_writable_dir
-        from pathkit_core.wsi.manifest import read_manifest_meta
 
-        if bool(slides) == (manifests is not None):
-            raise PathkitError("give either SLIDE arguments or --manifests DIR (one of the two)")
-        check_writable_dir(out, "--out")  # before any model is loaded or slide tiled
-        if device not in (None, "auto"):
-            parse_device(device)
-        if tiles_dir is not None:
-            check_writable_dir(tiles_dir, "--tiles-dir")
+        _check_extract_options(slides, manifests, out, device, tiles_dir)
         enc = resolve_encoder(encoder)
         shard = current_shard(shard_option)  # a usage error before any model is loaded
         state = distributed_state(device)
@@ -142,9 +153,7 @@ def register(app: typer.Typer) -> None:
             if not items:
                 raise PathkitError("no slide could be tiled; see the messages above")
         else:
-            items = manifest_paths(manifests)  # type: ignore[arg-type]
-            every = sorted(str(read_manifest_meta(p)["slide_id"]) for p in items)
-            with_manifest = set(every)
+            items, every, with_manifest = _manifest_inputs(manifests)  # type: ignore[arg-type]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
             results = extract_features(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -45,42 +46,14 @@ def register(app: typer.Typer) -> None:
                                         "mymetric.threshold=0.5; a change rescores only."),
     ) -> None:
         """Run the benchmark pipeline; with no arguments, the embedded demo."""
-        from pathkit_core.plugins import get_plugin_manager
-        from pathkit_core.run import RunSpec, load_run_config, run_pipeline
-        from pathkit_core.workspace import DEFAULT_WORKDIR, check_regular_file, check_writable_dir
+        from pathkit_core.run import RunSpec, run_pipeline
+        from pathkit_core.workspace import DEFAULT_WORKDIR, check_writable_dir
 
-        if config is not None:
-            check_regular_file(config, "--config")  # a named pipe would block the read
-        values: dict = dict(load_run_config(config)) if config else {}
-        if not config and not encoder and not generator:
-            registry = get_plugin_manager()
-            name = dataset or registry.default_demo()
-            demo = registry.get("dataset", name).demo_run
-            if demo:
-                values.update(copy.deepcopy(dict(demo)), dataset=name)
-                console.print(f"[bold]pathkit demo[/] {name}: {registry.get('dataset', name).description}")
-        for key, value in (("dataset", dataset), ("workdir", workdir), ("dataset_root", dataset_root),
-                           ("weights", weights), ("seed", seed)):
-            if value is not None:
-                values[key] = value
-        if skip_missing:
-            values["skip_missing"] = True
-        if cpu:
-            values["cpu"] = True
-        if shard is not None:
-            values["shard"] = shard
-        if metric:
-            values["metrics"] = split_names(metric)
-        if max_epochs is not None:
-            values.setdefault("train", {})["max_epochs"] = max_epochs
-        if dataset_option:
-            values.setdefault("dataset_options", {}).update(parse_key_values(dataset_option, "--dataset-option"))
-        for dotted, value in parse_key_values(metric_option, "--metric-option").items():
-            metric_name, _, key = dotted.partition(".")
-            if not metric_name or not key:
-                raise PathkitError(f"--metric-option {dotted}={value}: write METRIC.KEY=VALUE, "
-                                   "e.g. mymetric.threshold=0.5")
-            values.setdefault("metric_options", {}).setdefault(metric_name, {})[key] = value
+        values = _config_or_demo(config, dataset, encoder, generator)
+        _apply_flags(values, {"dataset": dataset, "workdir": workdir, "dataset_root": dataset_root,
+                              "weights": weights, "seed": seed, "shard": shard,
+                              "skip_missing": skip_missing or None, "cpu": cpu or None},
+                     metric, max_epochs, dataset_option, metric_option)
         encoders = split_names(encoder) or _as_list(values.pop("encoder", None))
         generators = split_names(generator) or _as_list(values.pop("generator", None))
         values.pop("encoder", None)
@@ -98,24 +71,66 @@ def register(app: typer.Typer) -> None:
             if not result.summary:  # a shard's feature stage: nothing scored yet
                 continue
             results.append((enc, gen, result))
-            from pathkit_core.evaluation.provenance import banners
-            from pathkit_core.report.run_folder import read_json
-
-            saved = read_json(result.run_dir / "metrics.json") or {}
-            for text in banners(saved):
-                console.print(f"[bold red]{escape(text)}[/]", highlight=False)
-            hidden = print_scores(f"test scores: {spec.dataset} / {enc} / {gen}", result.summary, result.baselines,
-                                  headline_only=True, details=saved.get("details"))
-            if hidden:
-                console.print(f"{hidden} more score(s) in {result.run_dir / 'metrics.json'}; figures and per-case "
-                              f"evidence in {result.run_dir / 'report.html'}", highlight=False)
-            console.print(f"run folder: {result.run_dir}")
+            _show_cell(spec.dataset, enc, gen, result)
         if len(cells) > 1:
             from pathkit_core.plugins import get_plugin_manager
 
             get_plugin_manager().pm.hook.cells_finished(
                 results=results, workdir=Path(values.get("workdir") or DEFAULT_WORKDIR), dataset=values["dataset"],
                 console=console)
+
+
+def _config_or_demo(config: Path | None, dataset: str | None, encoder: list[str], generator: list[str]) -> dict:
+    """The run's settings from `--config`, or the demo's when nothing names a cell."""
+    from pathkit_core.plugins import get_plugin_manager
+    from pathkit_core.run import load_run_config
+    from pathkit_core.workspace import check_regular_file
+
+    if config is not None:
+        check_regular_file(config, "--config")  # a named pipe would block the read
+    values: dict = dict(load_run_config(config)) if config else {}
+    if not config and not encoder and not generator:
+        registry = get_plugin_manager()
+        name = dataset or registry.default_demo()
+        demo = registry.get("dataset", name).demo_run
+        if demo:
+            values.update(copy.deepcopy(dict(demo)), dataset=name)
+            console.print(f"[bold]pathkit demo[/] {name}: {registry.get('dataset', name).description}")
+    return values
+
+
+def _apply_flags(values: dict, given: dict, metric: list[str], max_epochs: int | None, dataset_option: list[str],
+                 metric_option: list[str]) -> None:
+    """The command line's options over the settings (`given`: the plain ones, None where not given)."""
+    values.update({key: value for key, value in given.items() if value is not None})
+    if metric:
+        values["metrics"] = split_names(metric)
+    if max_epochs is not None:
+        values.setdefault("train", {})["max_epochs"] = max_epochs
+    if dataset_option:
+        values.setdefault("dataset_options", {}).update(parse_key_values(dataset_option, "--dataset-option"))
+    for dotted, value in parse_key_values(metric_option, "--metric-option").items():
+        metric_name, _, key = dotted.partition(".")
+        if not metric_name or not key:
+            raise PathkitError(f"--metric-option {dotted}={value}: write METRIC.KEY=VALUE, "
+                               "e.g. mymetric.threshold=0.5")
+        values.setdefault("metric_options", {}).setdefault(metric_name, {})[key] = value
+
+
+def _show_cell(dataset: str, enc: str, gen: str, result: Any) -> None:
+    """A finished cell's banners, headline scores and folder."""
+    from pathkit_core.evaluation.provenance import banners
+    from pathkit_core.report.run_folder import read_json
+
+    saved = read_json(result.run_dir / "metrics.json") or {}
+    for text in banners(saved):
+        console.print(f"[bold red]{escape(text)}[/]", highlight=False)
+    hidden = print_scores(f"test scores: {dataset} / {enc} / {gen}", result.summary, result.baselines,
+                          headline_only=True, details=saved.get("details"))
+    if hidden:
+        console.print(f"{hidden} more score(s) in {result.run_dir / 'metrics.json'}; figures and per-case "
+                      f"evidence in {result.run_dir / 'report.html'}", highlight=False)
+    console.print(f"run folder: {result.run_dir}")
 
 
 def _as_list(value) -> list[str]:

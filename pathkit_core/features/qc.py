@@ -24,6 +24,10 @@ NEAR_DUPLICATE_COSINE = 0.999
 NEAR_DUPLICATE_SAMPLE = 256
 NEAR_DUPLICATE_WARN = 0.5
 _CHUNK_ROWS = 4096
+# The columns of a run's `features_qc.csv` (one row per case input), and those holding numbers.
+QC_COLUMNS = ("case_id", "split", "input", "slide_id", "n_tiles", "status", "reason", "flags", "mean_variance",
+              "l2_norm_mean", "zero_vector_fraction", "near_duplicate_fraction", "file")
+QC_NUMBERS = ("mean_variance", "l2_norm_mean", "zero_vector_fraction", "near_duplicate_fraction")
 
 
 @dataclass

@@ -138,7 +138,7 @@ class RunFolder(UsesRegistry):
             return {}
         task = self.task
         if task is not None:
-            from pathkit_core.run.items import task_read_predictions
+            from pathkit_core.training.trainer import task_read_predictions
 
             return task_read_predictions(task, path)
         return {r["id"]: r.get("prediction") for r in read_jsonl(path)}
@@ -158,7 +158,7 @@ class RunFolder(UsesRegistry):
             return None
         import polars as pl
 
-        from pathkit_core.run.features import QC_COLUMNS, QC_NUMBERS
+        from pathkit_core.features.qc import QC_COLUMNS, QC_NUMBERS
 
         # typed as written: a column that is empty for every input (no QC recorded) is still a number,
         # and a column an older pathkit did not write is there, empty

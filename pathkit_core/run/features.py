@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, Case, PathkitError
+from pathkit_core.features.qc import QC_COLUMNS, QC_NUMBERS
 from pathkit_core.run.identity import features_identity, source_identity
 from pathkit_core.run.spec import RunSpec
 from pathkit_core.run.state import FeatureStage, RunState
@@ -260,9 +261,6 @@ def shard_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping[s
     return len(mine), {s: why for s, why in failed.items() if s in mine}
 
 
-QC_COLUMNS = ("case_id", "split", "input", "slide_id", "n_tiles", "status", "reason", "flags", "mean_variance",
-              "l2_norm_mean", "zero_vector_fraction", "near_duplicate_fraction", "file")
-QC_NUMBERS = ("mean_variance", "l2_norm_mean", "zero_vector_fraction", "near_duplicate_fraction")
 
 
 def _file_qc(path: Path) -> dict[str, Any]:

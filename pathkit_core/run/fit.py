@@ -23,7 +23,9 @@ def plan_fit(ctx: Any, dataset: Dataset, train_items: Sequence[dict[str, Any]], 
     feature_dim = _feature_dim(train_items) or _feature_dim(val_items)
     gspec = GeneratorSpec(task=ctx.task.name, feature_dim=feature_dim, hparams=generator.hparams(spec.hparams),
                           train_targets=list(train_targets), dataset=spec.dataset,
-                          class_names=tuple(dataset.class_names()))
+                          class_names=tuple(dataset.class_names()),
+                          report_cleaning=ctx.dataset_cls.report_cleaning,
+                          max_report_tokens=ctx.dataset_cls.max_report_tokens)
     train_cfg = TrainConfig.from_mapping({**generator.default_train, **dataset.train_overrides, **spec.train,
                                           "seed": spec.seed, "cpu": spec.cpu})
     checkpoint_dir: Path | None = ctx.run_dir / "checkpoints"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts, Task
+from pathkit_core.training.trainer import task_read_predictions as task_read_predictions
 
 
 def case_items(task: Task, cases: Sequence[Case], inputs: Mapping[str, Any], dataset: Dataset,
@@ -63,13 +64,3 @@ def task_write_predictions(task: Task, path: Path, predictions: Mapping[str, Any
     from pathkit_core.training.trainer import write_predictions
 
     return write_predictions(path, predictions, ids)
-
-
-def task_read_predictions(task: Task, path: Path) -> dict[str, Any]:
-    """Predictions as the task wrote them, else as JSON lines."""
-    read = task.read_predictions(path)
-    if read is not None:
-        return read
-    from pathkit_core.training.trainer import read_predictions
-
-    return read_predictions(path)

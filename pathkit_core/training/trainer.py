@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import PathkitError, TaskModel
+from pathkit_core.contracts import ItemsWithTargets, PathkitError, TaskModel
 from pathkit_core.distributed import close_process_group_at_exit
 from pathkit_core.progress import ProgressBar, TrainingEstimate, early_stop_line
 from pathkit_core.workspace import atomic_write_json, atomic_write_text, atomic_write_with, json_default
@@ -264,8 +264,9 @@ def load_checkpoint(
 
 
 def _targets(items: Sequence[Any]) -> dict[str, Any]:
-    targets = getattr(items, "targets", None)
-    return dict(targets) if targets is not None else {i["case_id"]: i["target"] for i in items}
+    if isinstance(items, ItemsWithTargets):
+        return dict(items.targets)
+    return {i["case_id"]: i["target"] for i in items}
 
 
 def _loader(items: Sequence[dict[str, Any]], model: Any, batch_size: int, shuffle: bool, seed: int,
@@ -392,6 +393,179 @@ def make_accelerator(cfg: TrainConfig):
     return accelerator
 
 
+@dataclass
+class TrainingSchedule:
+    """A benchmark's training protocol as one declared policy, read from its `TrainConfig` (which a
+    generator's `default_train` and a dataset's `train_overrides` declare): when to validate,
+    which validation is better, how the plateau scheduler steps and when early stopping ends the
+    run. PathBench's (plateau on validation loss, early stopping, every epoch validated),
+    GOLDMARK's paper schedule (validation at epochs 2, 5, 10, 20, 50, 80 and 120, plateau on the
+    selection score, no early stop), eva's fixed steps (constant learning rate) are all values of
+    it; `fit` is one loop over periods that asks it."""
+
+    cfg: TrainConfig
+    maximize: bool  # a selection score to maximise (else: lower is better)
+
+    @classmethod
+    def of(cls, cfg: TrainConfig, selection: SelectionFn | None) -> TrainingSchedule:
+        return cls(cfg, selection is not None and cfg.selection_mode == "max")
+
+    @property
+    def unit(self) -> str:
+        return "epoch" if self.cfg.max_steps is None else "period"
+
+    def start_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"epoch": 0, "best_epoch": 0, "best_score": -math.inf if self.maximize else math.inf,
+                                 "bad_epochs": 0, "history": []}
+        if self.cfg.max_steps is not None:
+            state.update(step=0, best_step=0)
+        return state
+
+    def scheduler(self, optimizer: Any) -> Any:
+        """ReduceLROnPlateau on the validation loss or the selection score; None: a constant rate."""
+        import torch
+
+        cfg = self.cfg
+        if cfg.plateau_on == "none":
+            return None
+        mode = "min" if cfg.plateau_on == "val_loss" else ("max" if self.maximize else "min")
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode=mode, factor=cfg.plateau_factor,
+                                                          patience=cfg.plateau_patience)
+
+    def step_scheduler(self, scheduler: Any, val_loss: float, score: float) -> None:
+        # the plateau scheduler counts validations, not epochs (GOLDMARK steps it only at its
+        # validation epochs)
+        if scheduler is not None:
+            scheduler.step(val_loss if self.cfg.plateau_on == "val_loss" else score)
+
+    def validates(self, epoch: int, n_val: int) -> bool:
+        return self.cfg.validates_at(epoch) and n_val > 0
+
+    def becomes_best(self, validated: bool, score: float, best_score: float) -> bool:
+        """Whether this period's model is the new best (without model selection: every period's)."""
+        if not self.cfg.model_selection:
+            return True  # the last epoch is the model
+        if not validated:
+            return False
+        return score > best_score if self.maximize else score < best_score
+
+    def stopped(self, state: Mapping[str, Any]) -> bool:
+        """Early stopping: `early_stop_patience` validations in a row without a better model."""
+        patience = self.cfg.early_stop_patience
+        return patience is not None and state["bad_epochs"] >= patience
+
+
+@dataclass
+class _Fit:
+    """What one `fit` call works with (the loop's helpers share it)."""
+
+    schedule: TrainingSchedule
+    accelerator: Any
+    module: Any
+    optimizer: Any
+    scheduler: Any
+    out_dir: Path
+    config: dict[str, Any]
+    state: dict[str, Any]
+    n_periods: int
+    last_written: float = 0.0  # when `last` was last written (time.monotonic)
+
+    @property
+    def cfg(self) -> TrainConfig:
+        return self.schedule.cfg
+
+
+def _check_splits(train_items: Sequence[Any], val_items: Sequence[Any], cfg: TrainConfig) -> None:
+    if len(train_items) == 0:
+        raise PathkitError("no training cases: the train split is empty after filtering")
+    if len(val_items) == 0 and cfg.model_selection:
+        raise PathkitError("no validation cases: model selection needs a validation split "
+                           "(or train without selection: model_selection=False, best = last epoch)")
+
+
+def _resume(run: _Fit, stage_key: str | None) -> None:
+    """Continue from `last` in the output folder when it was written under `stage_key` (one
+    written under another key is discarded, and training starts fresh)."""
+    accelerator, last = run.accelerator, run.out_dir / "last.safetensors"
+    if last.exists() and stage_key is not None:
+        written_under = checkpoint_stage_key(last)
+        if written_under != stage_key:
+            accelerator.print(f"not resuming {last}: it was written under fit key {written_under or 'unknown'}, "
+                              f"this run's is {stage_key} (its data, code or settings differ); training from scratch")
+            if accelerator.is_main_process:
+                discard_checkpoints(run.out_dir)
+            accelerator.wait_for_everyone()
+    if not last.exists():
+        return
+    state = run.state
+    meta = load_checkpoint(last, run.module, optimizer=run.optimizer, scheduler=run.scheduler)
+    state.update(meta.get("trainer_state", {}))
+    if state.pop("final", False) and state["epoch"] < run.n_periods and not run.schedule.stopped(state):
+        raise PathkitError(
+            f"{last} is the checkpoint of a training that early stopping ended after {state['epoch']} "
+            f"period(s) (it keeps no optimizer state); with early_stop_patience {run.cfg.early_stop_patience} "
+            "it would train on, which cannot continue exactly: train in a new folder")
+    accelerator.print(f"resuming from {last} after epoch {state['epoch']}")
+
+
+def _train_period(run: _Fit, stepper: Any, train_items: Sequence[dict[str, Any]], epoch: int) -> float:
+    """One period's optimizer steps; the mean training loss."""
+    accelerator, cfg = run.accelerator, run.cfg
+    stepper.train()
+    losses = []
+    for batch in _period_loader(train_items, run.module, cfg, epoch, accelerator):
+        batch = _to_device(batch, accelerator.device)
+        with accelerator.autocast():
+            loss = stepper(batch)
+        accelerator.backward(loss)
+        if cfg.grad_clip:
+            accelerator.clip_grad_norm_(stepper.parameters(), cfg.grad_clip)
+        run.optimizer.step()
+        run.optimizer.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach().float()))
+    return sum(losses) / max(len(losses), 1)
+
+
+def _validate(run: _Fit, inner: Any, val_items: Sequence[dict[str, Any]], selection: SelectionFn | None,
+              references: Mapping[str, Any]) -> tuple[float, float]:
+    """(validation loss, selection score: the loss when no selection function is given)."""
+    cfg = run.cfg
+    val_loss = _val_loss(run.accelerator, inner, val_items, cfg.batch_size)
+    if selection is None:
+        return val_loss, val_loss
+    preds = _predict_items(run.accelerator, inner, val_items, cfg.eval_batch_size or cfg.batch_size)
+    return val_loss, float(selection(preds, references))
+
+
+def _keep(run: _Fit, inner: Any, epoch: int, validated: bool, score: float) -> bool:
+    """Record a finished period: the best model, the early-stopping count, `last` and the
+    history; whether training ends here."""
+    state, cfg, accelerator = run.state, run.cfg, run.accelerator
+    if run.schedule.becomes_best(validated, score, state["best_score"]):
+        state.update(best_epoch=epoch, best_score=score, bad_epochs=0)
+        if cfg.max_steps is not None:
+            state["best_step"] = state["step"]
+        if accelerator.is_main_process:
+            save_checkpoint(run.out_dir, "best", inner, config=run.config, trainer_state=state)
+    elif validated:
+        state["bad_epochs"] += 1
+    stopping = run.schedule.stopped(state)
+    final = stopping or epoch >= run.n_periods
+    if accelerator.is_main_process:
+        if stopping:
+            # early stopping has ended training for good (a resumed run stops at once, whatever
+            # its max_epochs): the AdamW moments, two thirds of the file, are not needed
+            save_checkpoint(run.out_dir, "last", inner, config=run.config, trainer_state={**state, "final": True})
+        elif final or time.monotonic() - run.last_written >= 60.0 * cfg.checkpoint_every_minutes:
+            # after the last epoch the optimizer state stays: a run given more epochs continues
+            save_checkpoint(run.out_dir, "last", inner, config=run.config, optimizer=run.optimizer,
+                            scheduler=run.scheduler, trainer_state=state)
+            run.last_written = time.monotonic()
+        atomic_write_json(run.out_dir / "history.json", state["history"])
+    accelerator.wait_for_everyone()
+    return final
+
+
 def fit(
     model: TaskModel,
     train_items: Sequence[dict[str, Any]],
@@ -407,7 +581,8 @@ def fit(
     stage_key: str | None = None,
 ) -> FitResult:
     """Train `model`, selecting the best epoch on `val_items` with `selection` (validation loss
-    when None), with ReduceLROnPlateau, early stopping and per-epoch `last` checkpoints.
+    when None), under the `TrainingSchedule` of `cfg`: ReduceLROnPlateau, early stopping and
+    per-epoch `last` checkpoints.
 
     Validation runs at `cfg.validation_epochs` only (every epoch by default); the history of an
     epoch without validation has no `val_loss`/`selection`. With `cfg.model_selection` False,
@@ -421,132 +596,52 @@ def fit(
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if len(train_items) == 0:
-        raise PathkitError("no training cases: the train split is empty after filtering")
-    if len(val_items) == 0 and cfg.model_selection:
-        raise PathkitError("no validation cases: model selection needs a validation split "
-                           "(or train without selection: model_selection=False, best = last epoch)")
+    _check_splits(train_items, val_items, cfg)
     seed_everything(cfg.seed)
     accelerator = accelerator or make_accelerator(cfg)
-    module: Any = model
-    optimizer = torch.optim.AdamW(module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    maximize = selection is not None and cfg.selection_mode == "max"
-    plateau_mode = "min" if cfg.plateau_on == "val_loss" else ("max" if maximize else "min")
-    scheduler = None if cfg.plateau_on == "none" else torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer, mode=plateau_mode, factor=cfg.plateau_factor, patience=cfg.plateau_patience
-    )
-    n_periods = cfg.periods(len(train_items))
-    state = {"epoch": 0, "best_epoch": 0, "best_score": -math.inf if maximize else math.inf,
-             "bad_epochs": 0, "history": []}
-    if cfg.max_steps is not None:
-        state.update(step=0, best_step=0)
-    last = out_dir / "last.safetensors"
-    if resume and last.exists() and stage_key is not None:
-        written_under = checkpoint_stage_key(last)
-        if written_under != stage_key:
-            accelerator.print(f"not resuming {last}: it was written under fit key {written_under or 'unknown'}, "
-                              f"this run's is {stage_key} (its data, code or settings differ); training from scratch")
-            if accelerator.is_main_process:
-                discard_checkpoints(out_dir)
-            accelerator.wait_for_everyone()
-    if resume and last.exists():
-        meta = load_checkpoint(last, module, optimizer=optimizer, scheduler=scheduler)
-        state.update(meta.get("trainer_state", {}))
-        if state.pop("final", False) and state["epoch"] < n_periods and not (
-                cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience):
-            raise PathkitError(
-                f"{last} is the checkpoint of a training that early stopping ended after {state['epoch']} "
-                f"period(s) (it keeps no optimizer state); with early_stop_patience {cfg.early_stop_patience} "
-                "it would train on, which cannot continue exactly: train in a new folder")
-        accelerator.print(f"resuming from {last} after epoch {state['epoch']}")
-    stepper = _StepModule.wrap(module)
-    stepper, optimizer = accelerator.prepare(stepper, optimizer)
-    references = _targets(val_items)
-    config = dict(checkpoint_config or {})
-    config["train"] = asdict(cfg)
+    schedule = TrainingSchedule.of(cfg, selection)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    config = {**(checkpoint_config or {}), "train": asdict(cfg)}
     if stage_key is not None:
         config["stage_key"] = stage_key
-
-    def better(score: float) -> bool:
-        if not cfg.model_selection:
-            return True  # the last epoch is the model
-        return score > state["best_score"] if maximize else score < state["best_score"]
-
+    run = _Fit(schedule, accelerator, model, optimizer, schedule.scheduler(optimizer), out_dir, config,
+               schedule.start_state(), cfg.periods(len(train_items)))
+    if resume:
+        _resume(run, stage_key)
+    state, unit = run.state, schedule.unit
+    stepper, run.optimizer = accelerator.prepare(_StepModule.wrap(model), optimizer)
+    references = _targets(val_items)
     stopped_early = False
-    unit = "epoch" if cfg.max_steps is None else "period"
-    estimate = TrainingEstimate(n_periods, cfg.validates_at, cfg.early_stop_patience, unit=unit)
-    last_written = time.monotonic()
-    progress = _progress(accelerator, cfg, unit)
-    with progress:
-        task = progress.add_task("training", total=n_periods, completed=state["epoch"], left="")
-        while state["epoch"] < n_periods:
+    estimate = TrainingEstimate(run.n_periods, cfg.validates_at, cfg.early_stop_patience, unit=unit)
+    run.last_written = time.monotonic()
+    with _progress(accelerator, cfg, unit) as progress:
+        task = progress.add_task("training", total=run.n_periods, completed=state["epoch"], left="")
+        while state["epoch"] < run.n_periods:
             # checked before an epoch, so that resuming a run that already stopped early (its
             # stage markers lost, say) trains nothing more
-            if cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience:
+            if schedule.stopped(state):
                 stopped_early = True
                 if cfg.progress:
                     accelerator.print(early_stop_line(state["epoch"], cfg.early_stop_patience,
                                                       state["best_epoch"], unit))
                 break
             epoch = state["epoch"] + 1
-            stepper.train()
-            t0, losses = time.perf_counter(), []
-            for batch in _period_loader(train_items, module, cfg, epoch, accelerator):
-                batch = _to_device(batch, accelerator.device)
-                with accelerator.autocast():
-                    loss = stepper(batch)
-                accelerator.backward(loss)
-                if cfg.grad_clip:
-                    accelerator.clip_grad_norm_(stepper.parameters(), cfg.grad_clip)
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                losses.append(float(loss.detach().float()))
+            t0 = time.perf_counter()
+            record: dict[str, Any] = {"epoch": epoch, "train_loss": _train_period(run, stepper, train_items, epoch)}
             inner = accelerator.unwrap_model(stepper).inner
-            record = {"epoch": epoch, "train_loss": sum(losses) / max(len(losses), 1)}
-            validated = cfg.validates_at(epoch) and len(val_items) > 0
-            score = math.nan
+            validated, score = schedule.validates(epoch, len(val_items)), math.nan
             t_train = time.perf_counter() - t0
             if validated:
-                val_loss = _val_loss(accelerator, inner, val_items, cfg.batch_size)
-                if selection is not None:
-                    preds = _predict_items(accelerator, inner, val_items, cfg.eval_batch_size or cfg.batch_size)
-                    score = float(selection(preds, references))
-                else:
-                    score = val_loss
-                # the plateau scheduler counts validations, not epochs (GOLDMARK steps it only at
-                # its validation epochs)
-                if scheduler is not None:
-                    scheduler.step(val_loss if cfg.plateau_on == "val_loss" else score)
+                val_loss, score = _validate(run, inner, val_items, selection, references)
+                schedule.step_scheduler(run.scheduler, val_loss, score)
                 record.update(val_loss=val_loss, selection=score)
-            record.update(lr=optimizer.param_groups[0]["lr"], seconds=time.perf_counter() - t0)
+            record.update(lr=run.optimizer.param_groups[0]["lr"], seconds=time.perf_counter() - t0)
             if cfg.max_steps is not None:
-                state["step"] = min(epoch * cfg.period_steps(len(train_items)), cfg.max_steps)
-                record["step"] = state["step"]
+                state["step"] = record["step"] = min(epoch * cfg.period_steps(len(train_items)), cfg.max_steps)
             state["history"].append(record)
             state["epoch"] = epoch
             estimate.record(t_train, record["seconds"] - t_train if validated else None)
-            if (validated or not cfg.model_selection) and better(score):
-                state.update(best_epoch=epoch, best_score=score, bad_epochs=0)
-                if cfg.max_steps is not None:
-                    state["best_step"] = state["step"]
-                if accelerator.is_main_process:
-                    save_checkpoint(out_dir, "best", inner, config=config, trainer_state=state)
-            elif validated:
-                state["bad_epochs"] += 1
-            stopping = cfg.early_stop_patience is not None and state["bad_epochs"] >= cfg.early_stop_patience
-            final = stopping or epoch >= n_periods
-            if accelerator.is_main_process:
-                if stopping:
-                    # early stopping has ended training for good (a resumed run stops at once, whatever
-                    # its max_epochs): the AdamW moments, two thirds of the file, are not needed
-                    save_checkpoint(out_dir, "last", inner, config=config, trainer_state={**state, "final": True})
-                elif final or time.monotonic() - last_written >= 60.0 * cfg.checkpoint_every_minutes:
-                    # after the last epoch the optimizer state stays: a run given more epochs continues
-                    save_checkpoint(out_dir, "last", inner, config=config, optimizer=optimizer,
-                                    scheduler=scheduler, trainer_state=state)
-                    last_written = time.monotonic()
-                atomic_write_json(out_dir / "history.json", state["history"])
-            accelerator.wait_for_everyone()
+            final = _keep(run, inner, epoch, validated, score)
             if on_epoch is not None:
                 on_epoch(record)
             if cfg.progress and estimate.measured == estimate.warmup + 1 and not final:
@@ -560,7 +655,7 @@ def fit(
         epochs_run=int(state["epoch"]),
         history=list(state["history"]),
         best_checkpoint=out_dir / "best.safetensors",
-        last_checkpoint=last,
+        last_checkpoint=out_dir / "last.safetensors",
         stopped_early=stopped_early,
         best_step=state.get("best_step"),
     )
@@ -607,12 +702,18 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
     return out
 
 
+def task_read_predictions(task: Any, path: Path) -> dict[str, Any]:
+    """Predictions as the task (a `Task`) wrote them, else as JSON lines (`read_predictions`)."""
+    read = task.read_predictions(path)
+    return read if read is not None else read_predictions(path)
+
+
 def _progress(accelerator: Any, cfg: TrainConfig, unit: str = "epoch"):
     """The training bar; its time left is `TrainingEstimate.left` (rich's own extrapolates the
     bar's rate, which counts the warm-up and cannot see validation-only periods or early stopping)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from pathkit_core.cli.common import err_console
+    from pathkit_core.console import err_console
 
     return Progress(
         TextColumn("{task.description}"),

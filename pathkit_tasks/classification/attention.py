@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pathkit_core.contracts import Case, PathkitError
+from pathkit_core.contracts import Case, ItemsWithBagSpecs, PathkitError
 from pathkit_core.workspace import atomic_write_text, atomic_write_with
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ def export_run_attention(
         all_files = np.asarray(item.get("tile_file", torch.zeros(len(item["features"]))).cpu())
         all_index = np.asarray(item.get("tile_index", torch.arange(len(item["features"]))).cpu())
         all_coords = np.asarray(item["coords"].cpu()) if "coords" in item else None
-        feature_files = bags.specs[position].feature_files if hasattr(bags, "specs") else ()
+        feature_files = bags.specs[position].feature_files if isinstance(bags, ItemsWithBagSpecs) else ()
         for ordinal in sorted(set(files.tolist())):
             sel = files == ordinal
             tile_index = np.asarray(result["tile_index"])[sel]

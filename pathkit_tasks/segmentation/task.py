@@ -40,7 +40,9 @@ from pathkit_core.contracts import (
     INPUT_SLIDES,
     Case,
     Dataset,
+    ItemsWithBagSpecs,
     PathkitError,
+    ProbabilityHead,
     RunFacts,
     Task,
 )
@@ -185,9 +187,9 @@ class SegmentationTask(Task):
         from pathkit_core.progress import ProgressBar
         from pathkit_core.training.trainer import make_accelerator
 
-        specs = getattr(items, "specs", None)
-        if specs is None:
+        if not isinstance(items, ItemsWithBagSpecs):
             raise PathkitError("segmentation: the test cases must be slides (feature bags), not whole images")
+        specs = items.specs
         accelerator = make_accelerator(cfg)
         quiet = dataclasses.replace(cfg, progress=False)
         remove_orphan_staging(facts.run_dir)
@@ -414,8 +416,8 @@ def _window_probabilities(model: Any, features: Any, coords: Any, start: int, *,
     import numpy as np
     import torch
 
-    head = getattr(model, "probabilities", None)
-    if callable(head) and isinstance(model, torch.nn.Module):
+    if isinstance(model, ProbabilityHead) and isinstance(model, torch.nn.Module):
+        head = model.probabilities
         model = model.to(accelerator.device).eval()
         out = []
         with torch.inference_mode():

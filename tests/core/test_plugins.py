@@ -188,96 +188,46 @@ def test_pathkit_error_is_user_facing():
     assert issubclass(UnknownComponentError, PathkitError)
 
 
-_INDEX_CHILD = """
+_DIRECT_CHILD = """
 import json, sys
-from pathkit_core.plugins import get_component, get_plugin_manager
-if sys.argv[1] == "full":
-    get_plugin_manager()
-    print(json.dumps([]))
-else:
-    metric = get_component("metric", "nlg")
-    print(json.dumps(sorted(m for m in sys.modules if m.startswith("pathkit_") and "." in m
-                            and m.split(".")[1][:1] != "_")))
+from pathkit_core.plugins import get_component
+get_component(sys.argv[1], sys.argv[2])
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("pathkit_") and "." in m
+                        and m.split(".")[1][:1] != "_")))
 """
 
 
-def test_a_process_needing_one_component_loads_only_its_entry_point(tmp_path):
-    """A full build writes the index of entry points; a later process asking for one component
-    loads the built-in plugins and that component's entry point only. A stale index (an entry
-    point's module edited: its size or time changed) is not used."""
+def test_a_process_needing_one_component_loads_only_its_entry_point():
+    """Asking for one component before the whole registry is built loads the built-in plugins and
+    the entry point named like it; a component whose entry point has another name (the example
+    plugin's `length-ratio`, in `example-length`) builds the whole registry."""
     import json
-    import os
 
-    env = {**os.environ, "PATHKIT_PLUGIN_INDEX": str(tmp_path / "index.json")}
-
-    def child(mode):
-        out = subprocess.run([sys.executable, "-c", _INDEX_CHILD, mode], env=env, capture_output=True, text=True,
+    def child(kind, name):
+        out = subprocess.run([sys.executable, "-c", _DIRECT_CHILD, kind, name], capture_output=True, text=True,
                              check=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
 
-    everything = child("one")  # no index yet: the whole registry, which writes the index
-    assert "pathkit_datasets.goldmark" in everything and (tmp_path / "index.json").exists()
-    (tmp_path / "index.json").unlink()
-    child("full")
-    index = json.loads((tmp_path / "index.json").read_text())
-    assert index["providers"]["metric"]["nlg"] == ["nlg"] and index["providers"]["task"]
-    loaded = child("one")
-    assert "pathkit_metrics.nlg" in loaded
+    loaded = child("metric", "nlg")
+    assert "pathkit_metrics.nlg" in loaded and "pathkit_tasks.report" in loaded
     assert not any(m.startswith(("pathkit_datasets.", "pathkit_generators.", "pathkit_encoders.")) for m in loaded)
-    index["key"] = "stale"
-    (tmp_path / "index.json").write_text(json.dumps(index))
-    assert "pathkit_datasets.goldmark" in child("one")
+    assert "pathkit_datasets.goldmark" in child("metric", "length-ratio")
 
 
-def test_the_index_is_skipped_when_it_names_no_single_provider(tmp_path, monkeypatch):
-    import json
-
+def test_one_component_is_not_loaded_from_a_disabled_entry_point(monkeypatch):
     from pathkit_core import plugins
 
-    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
-    (tmp_path / "index.json").write_text(json.dumps({"key": plugins._validity([]), "files": [], "entry_points": {},
-                                                      "providers": {"metric": {"nlg": ["a", "b"]}}}))
-    assert plugins._registry_for("metric", "nlg") is None  # two providers: the full registry decides
-    (tmp_path / "index.json").write_text("{not json")
-    assert plugins._registry_for("metric", "nlg") is None
-    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", "off")
-    assert plugins._registry_for("metric", "nlg") is None
+    monkeypatch.setenv(plugins.ENV_DISABLE, "crqs")
+    plugins.set_plugin_manager(None)
+    try:
+        assert "crqs" not in plugins._direct_registry("crqs", "metric").names("metric")
+        with pytest.raises(UnknownComponentError):
+            plugins.get_component("metric", "crqs")
+    finally:
+        plugins.set_plugin_manager(None)
 
 
-def test_the_index_goes_stale_when_a_distribution_appears_or_a_recorded_file_changes(tmp_path, monkeypatch):
-    """The index's key: sys.path, the distributions on it (by folder name and time) and the
-    recorded files (entry-point modules, entry_points.txt) by size and time; other files in a
-    folder on sys.path (a result written in the working folder) leave it valid."""
-    import json
-
-    from pathkit_core import plugins
-
-    site = tmp_path / "site"
-    site.mkdir()
-    monkeypatch.syspath_prepend(str(site))
-    module = tmp_path / "plugin.py"
-    module.write_text("x = 1\n")
-    key = plugins._validity([str(module)])
-    (site / "metrics.json").write_text("{}")
-    assert plugins._validity([str(module)]) == key
-    (site / "newplugin-1.0.dist-info").mkdir()
-    fresh = plugins._validity([str(module)])
-    assert fresh != key
-    module.write_text("x = 22\n")
-    assert plugins._validity([str(module)]) != fresh
-    # a plain command is found only through a valid index
-    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
-    index = {"key": plugins._validity([str(module)]), "files": [str(module)], "entry_points": {}, "providers": {},
-             "commands": {"score": "pathkit_core.cli.plain:split_names"}}
-    (tmp_path / "index.json").write_text(json.dumps(index))
-    assert plugins.plain_command("score")(["a,b"]) == ["a", "b"] and plugins.plain_command("other") is None
-    module.write_text("x = 333\n")
-    assert plugins.plain_command("score") is None
-
-
-def test_a_broken_plain_commands_answer_keeps_that_plugin_on_typer(tmp_path, monkeypatch):
-    import json
-
+def test_plain_commands_come_from_the_built_in_plugins_first_and_a_broken_answer_is_skipped(monkeypatch):
     from pathkit_core import hookimpl, plugins
 
     class Raises:
@@ -295,34 +245,18 @@ def test_a_broken_plain_commands_answer_keeps_that_plugin_on_typer(tmp_path, mon
         def plain_commands(self):
             return {"go": "pathkit_core.cli.plain:split_names", "bad": 3}
 
-    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
-    registry = plugins.build_registry(autoload=False, plugins={"raises": Raises(), "list": NotAMapping(),
-                                                               "fine": Fine()})
-    plugins._write_index(registry)
-    commands = json.loads((tmp_path / "index.json").read_text())["commands"]
-    assert commands["go"] == "pathkit_core.cli.plain:split_names" and "bad" not in commands
-    assert commands["score"] == "pathkit_interop.score_cli:run_plain"  # the built-in answer stands
-    assert plugins.plain_command("go")(["x"]) == ["x"] and plugins.plain_command("bad") is None
+    plugins.set_plugin_manager(None)
+    try:
+        from pathkit_interop.score_cli import run_plain
 
+        assert plugins.plain_command("score") is run_plain and plugins.plain_command("other") is None
+        monkeypatch.setitem(plugins._DIRECT, ("", ""), plugins.build_registry(
+            autoload=False, plugins={"raises": Raises(), "list": NotAMapping(), "fine": Fine()}))
+        assert plugins.plain_command("go")(["x"]) == ["x"] and plugins.plain_command("bad") is None
+        assert plugins.plain_command("score") is run_plain  # the built-in answer stands
+        plugins.set_plugin_manager(plugins.build_registry(autoload=False, plugins={"fine": Fine()}))
+        plugins._DIRECT["", ""] = plugins.build_registry(autoload=False)
+        assert plugins.plain_command("go")(["x"]) == ["x"]  # another plugin's, from the whole registry
+    finally:
+        plugins.set_plugin_manager(None)
 
-def test_the_index_is_written_beside_a_plugin_whose_module_is_missing(tmp_path, monkeypatch):
-    """A broken plugin (its module gone) is recorded by its distribution's entry_points.txt; a
-    distribution not on disk (no entry_points.txt to watch) leaves no index at all."""
-    import json
-
-    from pathkit_core import plugins
-
-    monkeypatch.setenv("PATHKIT_PLUGIN_INDEX", str(tmp_path / "index.json"))
-    txt = tmp_path / "entry_points.txt"
-    txt.write_text("[pathkit]\nbroken = no_such_module_here\n")
-    registry = plugins.build_registry(autoload=False)
-    registry.entry_points = {"broken": ("no_such_module_here", "broken-dist", "1.0", str(txt))}
-    plugins._write_index(registry)
-    index = json.loads((tmp_path / "index.json").read_text())
-    assert index["files"] == [str(txt)] and plugins._read_index() is not None
-    txt.write_text("[pathkit]\nbroken = other_module\n")  # reinstalled: the index is stale
-    assert plugins._read_index() is None
-    (tmp_path / "index.json").unlink()
-    registry.entry_points = {"zipped": ("some_module", "zipped-dist", "1.0", "")}
-    plugins._write_index(registry)
-    assert not (tmp_path / "index.json").exists()

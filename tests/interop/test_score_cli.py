@@ -1,11 +1,10 @@
 """`pathkit score` run without typer (`score_cli.run_plain`, what a scoring process runs) prints,
-writes and fails exactly as the typer command does; `pathkit` finds it through the index of entry
-points and then imports neither typer, pydantic nor rich."""
+writes and fails exactly as the typer command does; `pathkit` finds it through the built-in plugins'
+`plain_commands` and then imports neither typer, pydantic nor rich."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -102,37 +101,30 @@ def test_command_lines_the_plain_parser_does_not_read_go_to_typer(argv, files):
 _CHILD = """
 import atexit, json, sys
 from pathkit_core.cli import main
-if sys.argv[1] == "full":
-    from pathkit_core.plugins import get_plugin_manager
-    get_plugin_manager()  # a full build writes the index
-    raise SystemExit(0)
 seen = ("typer", "click", "pydantic", "rich", "pathkit_bench", "pathkit_datasets", "pathkit_generators",
         "pathkit_metrics", "polars")
 atexit.register(lambda: print(json.dumps(sorted(m for m in seen if m in sys.modules)), file=sys.stderr))
 main(sys.argv[2:])  # typer ends the process itself
 """
+_NO_PLAIN = "import pathkit_core.plugins as p; p.plain_command = lambda name: None; from pathkit_core.cli import main"
 
 
-def test_pathkit_score_runs_without_typer_once_the_index_names_it(tmp_path):
-    """The index (written by a full build) names the built-in plugin's plain `score`: a scoring
-    process then imports neither typer, pydantic, rich nor other plugins, and prints what the typer
-    command prints (the index switched off)."""
+def test_pathkit_score_runs_without_typer(tmp_path):
+    """The built-in interop plugin names its plain `score`: a scoring process then imports neither
+    typer, pydantic nor rich, and prints what the typer command prints (plain commands switched
+    off)."""
     pred, ref = tmp_path / "pred.json", tmp_path / "ref.json"
     pred.write_text(json.dumps(PREDS[:1]))  # no damaged text: no warning (printed through rich)
     ref.write_text(json.dumps(REFS[:1]))
-    env = {**os.environ, "PATHKIT_PLUGIN_INDEX": str(tmp_path / "index.json")}
     argv = ["score", "-m", "length-ratio", "-p", str(pred), "-r", str(ref), "--json"]
 
-    def child(*args, index=True):
-        return subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True,
-                              env=env if index else {**env, "PATHKIT_PLUGIN_INDEX": "off"})
+    def child(*args, plain=True):
+        code = _CHILD if plain else _CHILD.replace("from pathkit_core.cli import main", _NO_PLAIN)
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
 
-    assert child("full").returncode == 0
-    assert json.loads((tmp_path / "index.json").read_text())["commands"] == {
-        "score": "pathkit_interop.score_cli:run_plain"}
-    plain, typer_run = child("run", *argv), child("run", *argv, index=False)
+    plain, typer_run = child("run", *argv), child("run", *argv, plain=False)
     assert plain.returncode == typer_run.returncode == 0, plain.stderr + typer_run.stderr
-    assert set(json.loads(plain.stderr.splitlines()[-1])) <= {"polars"}  # the example metric's table is polars
+    assert not {"typer", "click", "pydantic", "rich"} & set(json.loads(plain.stderr.splitlines()[-1]))
     assert {"typer", "pydantic", "rich"} <= set(json.loads(typer_run.stderr.splitlines()[-1]))
     assert plain.stdout == typer_run.stdout and json.loads(plain.stdout)["length-ratio"]["length_ratio"] > 0
     # help is typer's, through the same entry
@@ -149,16 +141,14 @@ def test_pathkit_score_crqs_json_imports_no_polars(tmp_path):
                "Breast, core biopsy; Invasive carcinoma of no special type, grade II", "benign \ufffd"]
     pred.write_text(json.dumps([{"id": str(i), "report": r} for i, r in enumerate(reports[::-1])]))
     ref.write_text(json.dumps([{"id": str(i), "report": r} for i, r in enumerate(reports)]))
-    env = {**os.environ, "PATHKIT_PLUGIN_INDEX": str(tmp_path / "index.json")}
-
     def child(*args):
-        return subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, env=env)
+        return subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True)
 
-    assert child("full").returncode == 0
     argv = ["run", "score", "-m", "crqs", "-p", str(pred), "-r", str(ref), "--json"]
     summary_only, written = child(*argv), child(*argv, "--out", str(tmp_path / "out"))
     assert summary_only.returncode == written.returncode == 0, summary_only.stderr + written.stderr
-    assert json.loads(summary_only.stderr.splitlines()[-1]) == ["pathkit_metrics", "rich"]  # rich: the warning
+    assert json.loads(summary_only.stderr.splitlines()[-1]) == [
+        "pathkit_bench", "pathkit_metrics", "rich"]  # rich: the warning
     assert "2 case(s) have damaged text" in summary_only.stderr  # the warning reads the flags, not the table
     assert "polars" in json.loads(written.stderr.splitlines()[-1])
     assert summary_only.stdout == written.stdout and json.loads(written.stdout)["crqs"]["n_cases"] == 3

@@ -42,13 +42,9 @@ def register(app: typer.Typer) -> None:
         from pathkit_datasets._goldmark_crossval import run_crossval, settings_for
 
         values: dict = dict(load_run_config(config)) if config else {}
-        for key, value in (("workdir", workdir), ("dataset_root", dataset_root), ("seed", seed)):
-            if value is not None:
-                values[key] = value
-        if skip_missing:
-            values["skip_missing"] = True
-        if cpu:
-            values["cpu"] = True
+        given = {"workdir": workdir, "dataset_root": dataset_root, "seed": seed,
+                 "skip_missing": skip_missing or None, "cpu": cpu or None}
+        values.update({key: value for key, value in given.items() if value is not None})
         if max_epochs is not None:
             values.setdefault("train", {})["max_epochs"] = max_epochs
         datasets = split_names(dataset) or split_names([values.pop("dataset", "")])
@@ -81,17 +77,20 @@ def register(app: typer.Typer) -> None:
                                       folds=list(range(1, folds + 1)), train_cohort=train_cohort,
                                       test_cohort=test_cohort, reciprocal=reciprocal, log=log, on_run=on_run)
                 results.append(result)
-        for (d, e, g), result in zip(cells, results, strict=True):
-            rows = []
-            for s in result.summary:
-                if s["key"] in SHOWN_KEYS:
-                    rows.append((s["setting"], s["checkpoint"], s["key"], s["mean"], s["std"], s["n_folds"]))
-            rows.sort(key=lambda r: (r[0], r[1], SHOWN_KEYS.index(r[2])))
-            print_table(f"{d} / {e} / {g}: mean and sd over folds", ["setting", "checkpoint", "score", "mean", "sd",
-                                                                    "folds"], rows)
-            console.print(f"written to {result.out_dir}")
+        for cell, result in zip(cells, results, strict=True):
+            _show_cell(cell, result)
         if len(encoders) > 1:
             _rank_sums(results, Path(values.get("workdir", "pathkit-work")), top_k)
+
+
+def _show_cell(cell: tuple[str, str, str], result) -> None:
+    """One cell's mean and sd over folds of the shown scores."""
+    rows = [(s["setting"], s["checkpoint"], s["key"], s["mean"], s["std"], s["n_folds"])
+            for s in result.summary if s["key"] in SHOWN_KEYS]
+    rows.sort(key=lambda r: (r[0], r[1], SHOWN_KEYS.index(r[2])))
+    print_table(f"{' / '.join(cell)}: mean and sd over folds", ["setting", "checkpoint", "score", "mean", "sd",
+                                                                "folds"], rows)
+    console.print(f"written to {result.out_dir}")
 
 
 def _rank_sums(results, workdir: Path, top_k: int) -> None:

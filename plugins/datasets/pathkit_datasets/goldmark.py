@@ -541,37 +541,9 @@ class GoldmarkDataset(Dataset):
             return
         columns = list(slides[0].row)
         if self.options.get("diagnostic_only"):
-            ffpe_col = _column(columns, "ffpe")
-            for s in slides:
-                if s.excluded:
-                    continue
-                if is_tcga(s.slide_id) and "-DX" not in s.slide_id.upper():
-                    s.excluded = "not diagnostic FFPE: TCGA barcode without -DX (frozen or other section)"
-                elif ffpe_col and parse_label(s.row[ffpe_col], f"slide {s.slide_id} ffpe") == 0:
-                    s.excluded = "not diagnostic FFPE: ffpe column is false"
+            _exclude_non_diagnostic(slides, _column(columns, "ffpe"))
         if self.options.get("dedupe"):
-            barcode_col = _column(columns, "slide_barcode")
-            mpp_col, size_col = _column(columns, "mpp"), _column(columns, "file_size")
-            groups: dict[str, list[SlideRecord]] = defaultdict(list)
-            for s in slides:
-                if s.excluded:
-                    continue
-                barcode = (s.row[barcode_col].strip() if barcode_col else "") or (
-                    s.slide_id.split(".")[0] if is_tcga(s.slide_id) else s.slide_id)
-                groups[barcode].append(s)
-            for barcode, scans in groups.items():
-                if len(scans) < 2:
-                    continue
-                # Highest resolution (smallest mpp), then least compressed (largest file), then id.
-                def rank(s: SlideRecord) -> tuple[float, float, str]:
-                    mpp = _float(s.row[mpp_col]) if mpp_col else None
-                    size = _float(s.row[size_col]) if size_col else None
-                    return (mpp if mpp is not None else float("inf"), -(size or 0.0), s.slide_id)
-
-                keep = min(scans, key=rank)
-                for s in scans:
-                    if s is not keep:
-                        s.excluded = f"duplicate scan: {barcode} is also scanned as {keep.slide_id} (kept)"
+            _exclude_duplicate_scans(slides, columns)
         minimum = self.options.get("min_tissue_mm2")
         tissue_col = _column(columns, "tissue_mm2")
         if minimum is not None and tissue_col is not None:
@@ -924,3 +896,41 @@ def suite_report_sections(suite):
     from pathkit_datasets._goldmark_report import suite_rank_sum_sections
 
     return suite_rank_sum_sections(suite)
+
+
+def _exclude_non_diagnostic(slides: list[SlideRecord], ffpe_col: str | None) -> None:
+    """TCGA barcodes without -DX (frozen or other sections), and slides whose ffpe column is false."""
+    for s in slides:
+        if s.excluded:
+            continue
+        if is_tcga(s.slide_id) and "-DX" not in s.slide_id.upper():
+            s.excluded = "not diagnostic FFPE: TCGA barcode without -DX (frozen or other section)"
+        elif ffpe_col and parse_label(s.row[ffpe_col], f"slide {s.slide_id} ffpe") == 0:
+            s.excluded = "not diagnostic FFPE: ffpe column is false"
+
+
+def _exclude_duplicate_scans(slides: list[SlideRecord], columns: list[str]) -> None:
+    """One scan per glass slide (its barcode): the highest resolution (smallest mpp), then the least
+    compressed (largest file), then the first id."""
+    barcode_col = _column(columns, "slide_barcode")
+    mpp_col, size_col = _column(columns, "mpp"), _column(columns, "file_size")
+    groups: dict[str, list[SlideRecord]] = defaultdict(list)
+    for s in slides:
+        if s.excluded:
+            continue
+        barcode = (s.row[barcode_col].strip() if barcode_col else "") or (
+            s.slide_id.split(".")[0] if is_tcga(s.slide_id) else s.slide_id)
+        groups[barcode].append(s)
+
+    def rank(s: SlideRecord) -> tuple[float, float, str]:
+        mpp = _float(s.row[mpp_col]) if mpp_col else None
+        size = _float(s.row[size_col]) if size_col else None
+        return (mpp if mpp is not None else float("inf"), -(size or 0.0), s.slide_id)
+
+    for barcode, scans in groups.items():
+        if len(scans) < 2:
+            continue
+        keep = min(scans, key=rank)
+        for s in scans:
+            if s is not keep:
+                s.excluded = f"duplicate scan: {barcode} is also scanned as {keep.slide_id} (kept)"

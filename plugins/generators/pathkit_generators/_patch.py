@@ -11,14 +11,13 @@ from typing import Any
 
 import torch
 
-from pathkit_core.contracts import GeneratorSpec, PathkitError
+from pathkit_core.contracts import GeneratorSpec, ItemsWithFeatureMatrix, ItemsWithTargets, PathkitError
 
 
 def item_features(items: Sequence[dict[str, Any]], name: str) -> torch.Tensor:
     """(N, D) float32 features of whole-image items (each a one-row bag)."""
-    matrix = getattr(items, "feature_matrix", None)
-    if matrix is not None:
-        return matrix().float()
+    if isinstance(items, ItemsWithFeatureMatrix):
+        return items.feature_matrix().float()
     rows = []
     for item in items:
         feats = item["features"]
@@ -31,8 +30,7 @@ def item_features(items: Sequence[dict[str, Any]], name: str) -> torch.Tensor:
 
 def item_targets(items: Sequence[dict[str, Any]], name: str) -> torch.Tensor:
     """(N,) class indices of items that carry their targets (train and validation)."""
-    targets = getattr(items, "targets", None)
-    values = list(targets.values()) if targets is not None else [item["target"] for item in items]
+    values = list(items.targets.values()) if isinstance(items, ItemsWithTargets) else [item["target"] for item in items]
     if any(v is None for v in values):
         raise PathkitError(f"{name}: a training or validation item carries no class")
     return torch.as_tensor([int(v) for v in values], dtype=torch.long)

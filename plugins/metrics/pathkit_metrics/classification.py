@@ -426,6 +426,26 @@ class _EvaluateFeatures:
         ]
 
 
+def _check_cases(predictions: Sequence[Any], references: Sequence[Any], n_bins: int) -> None:
+    if len(predictions) != len(references):
+        raise PathkitError(
+            f"classification: {len(predictions)} predictions for {len(references)} references"
+        )
+    if not references:
+        raise PathkitError("classification: no cases to score")
+    if n_bins < 1:
+        raise PathkitError(f"classification: n_bins must be at least 1, got {n_bins}")
+
+
+def _class_proportions(summary: dict[str, float], intervals: dict[str, str], confusion: Any, names: Sequence[str],
+                       level: float, method: str) -> None:
+    """Each class's recall and precision with their proportion intervals (K classes)."""
+    for k, name in enumerate(names):
+        tp = int(confusion[k, k])
+        _proportion(summary, intervals, f"recall_{name}", tp, int(confusion[k].sum()), level, method)
+        _proportion(summary, intervals, f"precision_{name}", tp, int(confusion[:, k].sum()), level, method)
+
+
 class ClassificationMetric(Metric):
     """Discrimination and calibration for slide-level (or patch-level) classification.
 
@@ -490,14 +510,7 @@ class ClassificationMetric(Metric):
         if options.get("selection"):
             n_resamples = 0
             method = ""
-        if len(predictions) != len(references):
-            raise PathkitError(
-                f"classification: {len(predictions)} predictions for {len(references)} references"
-            )
-        if not references:
-            raise PathkitError("classification: no cases to score")
-        if n_bins < 1:
-            raise PathkitError(f"classification: n_bins must be at least 1, got {n_bins}")
+        _check_cases(predictions, references, n_bins)
         classes = _class_list(references, predictions, context or {}, options)
         predictions = [_indexed_prediction(p, classes, i) for i, p in enumerate(predictions)]
         labels = np.array([_label_index(r, classes, f"case {i}") for i, r in enumerate(references)])
@@ -547,11 +560,7 @@ class ClassificationMetric(Metric):
             if n_resamples > 0:
                 intervals.update({k: intervals["AUROC"] for k in MACRO_KEYS[1:]})
             if method:
-                for k, name in enumerate(names):
-                    tp = int(confusion[k, k])
-                    _proportion(summary, intervals, f"recall_{name}", tp, int(confusion[k].sum()), level, method)
-                    _proportion(summary, intervals, f"precision_{name}", tp, int(confusion[:, k].sum()), level,
-                                method)
+                _class_proportions(summary, intervals, confusion, names, level, method)
             per_case["target_class"] = [names[k] for k in labels]
             per_case["predicted_class"] = [names[k] for k in predicted]
             if not options.get("selection"):

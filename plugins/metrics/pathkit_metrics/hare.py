@@ -142,6 +142,17 @@ def _valid_model_dir(path: Path) -> bool:
     return path.is_dir() and (path / "config.json").is_file()
 
 
+def _in_base_dirs(base_dirs: list[tuple[str, Path]], repo_name: str, hub_id: str, looked: list[str]) -> Path | None:
+    """The first model folder `<base>/<repo name>` or `<base>/<hub id>`; each base looked in
+    without one is added to `looked`."""
+    for label, base in base_dirs:
+        for candidate in (base / repo_name, base / hub_id):
+            if _valid_model_dir(candidate):
+                return candidate
+        looked.append(f"{label}={base} (no {repo_name}/ with config.json)")
+    return None
+
+
 def resolve_model_dirs(options: Mapping[str, Any]) -> dict[str, Path]:
     """Local folders of the three HARE models, or HareUnavailable naming every place looked in."""
     allow_download = option_bool(options, "allow_download", False, "hare")
@@ -169,15 +180,7 @@ def resolve_model_dirs(options: Mapping[str, Any]) -> dict[str, Path]:
                 )
             hub_id = str(explicit)  # a hub id given explicitly
             looked.append(f"option {component}_model")
-        hit = None
-        for label, base in base_dirs:
-            for candidate in (base / repo_name, base / hub_id):
-                if _valid_model_dir(candidate):
-                    hit = candidate
-                    break
-            if hit:
-                break
-            looked.append(f"{label}={base} (no {repo_name}/ with config.json)")
+        hit = _in_base_dirs(base_dirs, repo_name, hub_id, looked)
         if hit is None:
             hit = _from_hf_cache(hub_id)
             if hit is None:

@@ -116,76 +116,90 @@ class VQAMetric(Metric):
     @staticmethod
     def _summary(rows: list[dict[str, Any]], *, group_size: int = GROUP_SIZE,
                  drop_incomplete: bool = False) -> dict[str, float]:
-        def mean(flags: Sequence[bool]) -> float:
-            return sum(flags) / len(flags)
-
         from pathkit_tasks.vqa.sections import wilson
 
         correct = sum(bool(r["correct"]) for r in rows)
-        out: dict[str, float] = {"Overall": mean([r["correct"] for r in rows]), "n_questions": float(len(rows))}
+        out: dict[str, float] = {"Overall": _mean([r["correct"] for r in rows]), "n_questions": float(len(rows))}
         # the headline's interval: Wilson's, as the report's capability table gives each accuracy
         interval = wilson(correct, len(rows))
         if interval is not None:
             out["Overall_ci_low"], out["Overall_ci_high"] = interval
         capabilities = sorted({r["capability"] for r in rows if r["capability"] is not None})
-        for cap in capabilities:
-            if cap in RESERVED:
-                raise PathkitError(f"vqa: a capability may not be called {cap!r} (a summary score's name)")
-            out[cap] = mean([r["correct"] for r in rows if r["capability"] == cap])
-            states = sorted({r["condition"] for r in rows if r["capability"] == cap and r["condition"] is not None})
-            for state in states:
-                out[f"{cap}@{state}"] = mean([r["correct"] for r in rows
-                                              if r["capability"] == cap and r["condition"] == state])
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for r in rows:
-            if r["group"] is not None:
-                groups.setdefault(r["group"], []).append(r)
-        incomplete = {g: len(members) for g, members in groups.items() if len(members) != group_size}
-        if incomplete and not drop_incomplete:
-            listing = ", ".join(f"{g} ({n} of {group_size} rows)" for g, n in sorted(incomplete.items())[:20])
-            more = f" and {len(incomplete) - 20} more" if len(incomplete) > 20 else ""
-            raise PathkitError(f"vqa: QExact needs whole groups of {group_size} rows; {len(incomplete)} group(s) are "
-                               f"not: {listing}{more}. Score the missing rows, or pass option "
-                               "drop_incomplete_groups=true to leave these groups out of QExact (counted)")
-        if incomplete:
-            groups = {g: members for g, members in groups.items() if g not in incomplete}
-            out["n_groups_dropped"] = float(len(incomplete))
-        if groups:
-            whole = [all(m["correct"] for m in members) for members in groups.values()]
-            out["QExact"] = mean(whole)
-            out["n_groups"] = float(len(groups))
-            # a proportion of groups: Wilson's interval too, as the capability table gives it
-            interval = wilson(sum(whole), len(whole))
-            if interval is not None:
-                out["QExact_ci_low"], out["QExact_ci_high"] = interval
-            out["constant_group_fraction"] = mean([len({m["answer"] for m in members}) == 1
-                                                   for members in groups.values()])
+        _capability_scores(out, rows, capabilities)
+        _group_scores(out, rows, group_size, drop_incomplete)
         for k in sorted({k for r in rows for k in r["sweep"]}):
             at_k = [r for r in rows if k in r["sweep"]]
-            out[f"Overall@K={k}"] = mean([r["sweep"][k] for r in at_k])
+            out[f"Overall@K={k}"] = _mean([r["sweep"][k] for r in at_k])
             for cap in capabilities:
                 mine = [r["sweep"][k] for r in at_k if r["capability"] == cap]
                 if mine:
-                    out[f"{cap}@K={k}"] = mean(mine)
-        out["unanswered_rate"] = mean([r["answer"] is None for r in rows])
-        out["parse_failure_rate"] = mean([r["parse_failed"] for r in rows])
-
-        def accessibility(key: str, flags: list[tuple[str | None, Any]]) -> None:
-            known = [(cap, bool(f)) for cap, f in flags if f is not None]
-            if not known:
-                return
-            out[key] = mean([f for _, f in known])
-            for cap in capabilities:
-                mine = [f for c, f in known if c == cap]
-                if mine:
-                    out[f"{key}:{cap}"] = mean(mine)
-
-        accessibility("evidence_accessibility", [(r["capability"], r["accessible"]) for r in rows])
+                    out[f"{cap}@K={k}"] = _mean(mine)
+        out["unanswered_rate"] = _mean([r["answer"] is None for r in rows])
+        out["parse_failure_rate"] = _mean([r["parse_failed"] for r in rows])
+        _accessibility(out, "evidence_accessibility", [(r["capability"], r["accessible"]) for r in rows], capabilities)
         audited = sorted({name for r in rows for name in r["accessible_by"]})
         for name in audited:
-            accessibility(f"evidence_accessibility@{name}", [(r["capability"], r["accessible_by"].get(name))
-                                                             for r in rows])
+            _accessibility(out, f"evidence_accessibility@{name}", [(r["capability"], r["accessible_by"].get(name))
+                                                                   for r in rows], capabilities)
         return out
+
+
+def _mean(flags: Sequence[bool]) -> float:
+    return sum(flags) / len(flags)
+
+
+def _capability_scores(out: dict[str, float], rows: list[dict[str, Any]], capabilities: list[str]) -> None:
+    """Accuracy per capability, and per capability and condition."""
+    for cap in capabilities:
+        if cap in RESERVED:
+            raise PathkitError(f"vqa: a capability may not be called {cap!r} (a summary score's name)")
+        out[cap] = _mean([r["correct"] for r in rows if r["capability"] == cap])
+        states = sorted({r["condition"] for r in rows if r["capability"] == cap and r["condition"] is not None})
+        for state in states:
+            out[f"{cap}@{state}"] = _mean([r["correct"] for r in rows
+                                           if r["capability"] == cap and r["condition"] == state])
+
+
+def _group_scores(out: dict[str, float], rows: list[dict[str, Any]], group_size: int, drop_incomplete: bool) -> None:
+    """QExact (every question of a group right) with Wilson's interval, and the constant-answer groups."""
+    from pathkit_tasks.vqa.sections import wilson
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["group"] is not None:
+            groups.setdefault(r["group"], []).append(r)
+    incomplete = {g: len(members) for g, members in groups.items() if len(members) != group_size}
+    if incomplete and not drop_incomplete:
+        listing = ", ".join(f"{g} ({n} of {group_size} rows)" for g, n in sorted(incomplete.items())[:20])
+        more = f" and {len(incomplete) - 20} more" if len(incomplete) > 20 else ""
+        raise PathkitError(f"vqa: QExact needs whole groups of {group_size} rows; {len(incomplete)} group(s) are "
+                           f"not: {listing}{more}. Score the missing rows, or pass option "
+                           "drop_incomplete_groups=true to leave these groups out of QExact (counted)")
+    if incomplete:
+        groups = {g: members for g, members in groups.items() if g not in incomplete}
+        out["n_groups_dropped"] = float(len(incomplete))
+    if not groups:
+        return
+    whole = [all(m["correct"] for m in members) for members in groups.values()]
+    out["QExact"] = _mean(whole)
+    out["n_groups"] = float(len(groups))
+    # a proportion of groups: Wilson's interval too, as the capability table gives it
+    interval = wilson(sum(whole), len(whole))
+    if interval is not None:
+        out["QExact_ci_low"], out["QExact_ci_high"] = interval
+    out["constant_group_fraction"] = _mean([len({m["answer"] for m in members}) == 1 for members in groups.values()])
+
+
+def _accessibility(out: dict[str, float], key: str, flags: list[tuple[str | None, Any]],
+                   capabilities: list[str]) -> None:
+    known = [(cap, bool(f)) for cap, f in flags if f is not None]
+    if not known:
+        return
+    out[key] = _mean([f for _, f in known])
+    for cap in capabilities:
+        mine = [f for c, f in known if c == cap]
+        if mine:
+            out[f"{key}:{cap}"] = _mean(mine)
 
 
 @hookimpl

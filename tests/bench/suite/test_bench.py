@@ -82,7 +82,7 @@ def _bench_shard(config, work, shard: str) -> subprocess.Popen:
     """`pathkit bench --shard SHARD` in a process of its own, one torch/BLAS thread (two shards share
     two cores)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATHKIT_PLUGIN_INDEX="off", COLUMNS="200")
+               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", COLUMNS="200")
     for name in ("WORLD_SIZE", "RANK", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT"):
         env.pop(name, None)
     cmd = [sys.executable, "-c", "from pathkit_core.cli import main; main()", "bench", "--config", str(config),

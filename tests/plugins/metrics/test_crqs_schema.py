@@ -7,7 +7,7 @@ from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 from pathkit_metrics._crqs.extract import EXTRACTED_FIELDS
 from pathkit_metrics._crqs.schemas import GENERIC, HISTAI, REG, TCGA, TCGA_PAPER, resolve_schema, schema_by_name
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import Dataset, PathkitError
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_clinical_schema_round_trips_and_hashes():
     assert subset.fields == ("diagnosis", "tumor_volume") and subset.key_fields == ("diagnosis",)
 
 
-class _DatasetWithSchema:
+class _DatasetWithSchema(Dataset):
     name = "my-dataset"
     clinical_schema = ClinicalSchema("mine", fields=("diagnosis", "necrosis"), key_fields=("diagnosis",))
 

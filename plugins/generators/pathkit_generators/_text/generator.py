@@ -85,7 +85,7 @@ class ReportGenerator(Generator):
         reports = [t for t in spec.train_targets if isinstance(t, str)]
         if len(reports) != len(spec.train_targets):
             raise PathkitError("every training target of a report generator must be report text")
-        cleaning, max_tokens = report_settings(spec.dataset)
+        cleaning, max_tokens = report_settings(spec.dataset, spec.report_cleaning, spec.max_report_tokens)
         if hp.get("cleaning") is not None:
             cleaning = str(hp["cleaning"])
         if hp.get("max_tokens") is not None:

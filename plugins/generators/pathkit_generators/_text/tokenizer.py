@@ -58,26 +58,17 @@ def split_tokens(text: str) -> list[str]:
     return TOKEN_PATTERN.findall(text)
 
 
-def report_settings(dataset: str | None) -> tuple[str, int]:
-    """(cleaning style, max tokens) a dataset asks for: its plugin's `report_cleaning` and
-    `max_report_tokens` attributes, else the PathBench values of the paper's datasets, else
-    no cleaning and 320 tokens."""
-    if dataset:
-        try:
-            from pathkit_core.plugins import get_plugin_manager
-
-            cls = get_plugin_manager().get("dataset", dataset)
-        except Exception:  # noqa: BLE001 - an unknown dataset just gets the defaults
-            cls = None
-        cleaning = getattr(cls, "report_cleaning", None)
-        max_tokens = getattr(cls, "max_report_tokens", None)
-        known = KNOWN_REPORT_SETTINGS.get(dataset)
-        if cleaning is None and known:
-            cleaning = known[0]
-        if max_tokens is None and known:
-            max_tokens = known[1]
-        return cleaning or "none", int(max_tokens or DEFAULT_MAX_TOKENS)
-    return "none", DEFAULT_MAX_TOKENS
+def report_settings(dataset: str | None, cleaning: str | None = None,
+                    max_tokens: int | None = None) -> tuple[str, int]:
+    """(cleaning style, max tokens) for a dataset: those it declares (`Dataset.report_cleaning`
+    and `max_report_tokens`, handed over in the `GeneratorSpec`), else the PathBench values of the
+    paper's datasets by name, else no cleaning and 320 tokens."""
+    known = KNOWN_REPORT_SETTINGS.get(dataset or "")
+    if cleaning is None and known:
+        cleaning = known[0]
+    if max_tokens is None and known:
+        max_tokens = known[1]
+    return cleaning or "none", int(max_tokens or DEFAULT_MAX_TOKENS)
 
 
 class ReportTokenizer:

@@ -948,6 +948,38 @@ def _margin_counts(scope: str) -> tuple[int, int]:
     return positive, negative
 
 
+def _fixed_mentions(scope: str) -> list[tuple[int, str, int]]:
+    """(start, token, end) of the statements CRQS finds by fixed patterns (not the vocabulary's
+    terms): states, values, margins, node ratios, depths, words and organs."""
+    found: list[tuple[int, str, int]] = []
+    for pattern, name in _STATE_MENTIONS:
+        for match in _scan(pattern, scope):
+            state = polarity(scope, match.start(), match.end())
+            found.append((match.start(), name + _POLARITY_MARK[state], match.end()))
+    for pattern, name in _VALUE_MENTIONS:
+        for match in _scan(pattern, scope):
+            value = " ".join(_ROMAN_DIGITS.get(g.strip(), g.strip()) for g in match.groups() if g)
+            found.append((match.start(), name + "=" + value, match.end()))
+    for match in _scan(_MARGIN_RE, scope):
+        state = _margin_after(scope, match.end())
+        if state is not None:
+            found.append((match.start(), "margin" + state, match.end()))
+    for match in _scan(_MARGIN_BEFORE_RE, scope):
+        found.append((match.start(), "margin+" if match.group(1) in ("positive", "involved") else "margin-",
+                      match.end()))
+    for match in _scan(_ANY_RATIO_RE, scope):
+        found.append((match.start(), f"ratio={int(match.group(1))}/{int(match.group(2))}", match.end()))
+    for pattern, value in _DEPTH_RULES:
+        for match in _scan(pattern, scope):
+            found.append((match.start(), "depth=" + value, match.end()))
+    for pattern, name in _WORD_MENTIONS:
+        for match in _scan(pattern, scope):
+            found.append((match.start(), name + match.group(1), match.end()))
+    for match in _scan(_ORGAN_RE, scope):
+        found.append((match.start(), "organ=" + _ORGANS[match.group(1)], match.end()))
+    return found
+
+
 class ClinicalExtractor:
     """Extracts canonical clinical fields from report text. Pure and deterministic for a given
     vocabulary; results are cached by text, since report datasets repeat many strings."""
@@ -1194,32 +1226,7 @@ class ClinicalExtractor:
             if term is not None:
                 state = polarity(scope, match.start(), match.end())
                 found.append((match.start(), _POLARITY_MARK[state] + term.canonical, match.end()))
-        for pattern, name in _STATE_MENTIONS:
-            for match in _scan(pattern, scope):
-                state = polarity(scope, match.start(), match.end())
-                found.append((match.start(), name + _POLARITY_MARK[state], match.end()))
-        for pattern, name in _VALUE_MENTIONS:
-            for match in _scan(pattern, scope):
-                value = " ".join(_ROMAN_DIGITS.get(g.strip(), g.strip()) for g in match.groups() if g)
-                found.append((match.start(), name + "=" + value, match.end()))
-        for match in _scan(_MARGIN_RE, scope):
-            state = _margin_after(scope, match.end())
-            if state is not None:
-                found.append((match.start(), "margin" + state, match.end()))
-        for match in _scan(_MARGIN_BEFORE_RE, scope):
-            found.append((match.start(), "margin+" if match.group(1) in ("positive", "involved") else "margin-",
-                          match.end()))
-        for match in _scan(_ANY_RATIO_RE, scope):
-            found.append((match.start(), f"ratio={int(match.group(1))}/{int(match.group(2))}", match.end()))
-        for pattern, value in _DEPTH_RULES:
-            for match in _scan(pattern, scope):
-                found.append((match.start(), "depth=" + value, match.end()))
-        for pattern, name in _WORD_MENTIONS:
-            for match in _scan(pattern, scope):
-                found.append((match.start(), name + match.group(1), match.end()))
-        for match in _scan(_ORGAN_RE, scope):
-            found.append((match.start(), "organ=" + _ORGANS[match.group(1)], match.end()))
-        return found
+        return found + _fixed_mentions(scope)
 
     @staticmethod
     def _primary_site(scope: str, line: tuple[int, int] | None) -> str | None:

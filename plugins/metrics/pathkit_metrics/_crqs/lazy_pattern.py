@@ -6,15 +6,13 @@ form) never runs most of the long-report ones (a gated pattern runs only when it
 `lazy(source)` stands for `re.compile(source)`: its source is at hand (`.pattern`, to build other
 patterns from it) without compiling; the first use of any other attribute compiles it and keeps
 the compiled pattern's methods on the instance, so every later call goes straight to them (no
-Python-level wrapper on the warm path). The compiling itself is done once per interpreter, not
-once per process (`pathkit_metrics.pattern_cache`).
+Python-level wrapper on the warm path).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
-
-from pathkit_metrics import pattern_cache
 
 # the compiled pattern's attributes copied onto the instance at first use
 _FORWARDED = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "groups", "groupindex")
@@ -33,7 +31,7 @@ class LazyPattern:
         # only reached while a forwarded slot is still empty (or for an unknown name)
         if name not in _FORWARDED:
             raise AttributeError(name)
-        compiled = pattern_cache.compiled(self.pattern, self.flags)
+        compiled = re.compile(self.pattern, self.flags)
         for attribute in _FORWARDED:
             setattr(self, attribute, getattr(compiled, attribute))
         return getattr(compiled, name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import Dataset, PathkitError
 from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 
 # Paper appendix A.7, Table 7 (fields) and Table 8 (key fields); STRICT_FIELDS and
@@ -360,11 +360,10 @@ def resolve_schema(context: Mapping[str, Any] | None) -> ClinicalSchema:
         if value is not None:
             return _coerce_schema(value, "clinical_schema")
     dataset = context.get("dataset") or (options.get("dataset") if isinstance(options, Mapping) else None)
-    if dataset is not None and not isinstance(dataset, str):
-        own = getattr(dataset, "clinical_schema", None)
-        if own is not None:
-            return _coerce_schema(own, f"dataset {getattr(dataset, 'name', dataset)!r} clinical_schema")
-        dataset = getattr(dataset, "name", None)
+    if isinstance(dataset, Dataset):
+        if dataset.clinical_schema is not None:
+            return _coerce_schema(dataset.clinical_schema, f"dataset {dataset.name!r} clinical_schema")
+        dataset = dataset.name
     if isinstance(dataset, str) and dataset.strip():
         key = DATASET_ALIASES.get(dataset.strip().lower())
         if key is not None:

@@ -15,8 +15,6 @@ from typing import Any
 from pathkit_core.contracts import PathkitError
 from pathkit_metrics._crqs.lazy_pattern import lazy
 from pathkit_metrics._crqs.normalise import STRUCTURED_ITEM_RE, normalise_phrase, prepare_text, trie_pattern
-from pathkit_metrics.derived_cache import derived
-from pathkit_metrics.pattern_cache import compiled
 
 VOCABULARY_FORMAT = "pathkit-crqs-vocabulary"
 VOCABULARY_VERSION = 1
@@ -340,8 +338,7 @@ def _builtin_rows() -> tuple[list[tuple[str, str, str, str | None]], str]:
     return list(terms.values()), trie_pattern(sorted(terms))
 
 
-# computed once per version of the CRQS code, not once per process (pathkit_metrics.derived_cache)
-_rows, _BUILTIN_PATTERN = derived("crqs-builtin-terms", Path(__file__).parent, _builtin_rows)
+_rows, _BUILTIN_PATTERN = _builtin_rows()
 _BUILTIN_TERMS = {row[0]: Term(*row) for row in _rows}
 del _rows
 
@@ -381,8 +378,8 @@ class Vocabulary:
     @cached_property
     def pattern(self) -> re.Pattern[str]:
         if self.terms is _BUILTIN_TERMS:  # the built-in terms' pattern is kept with them
-            return compiled(_BUILTIN_PATTERN)
-        return compiled(trie_pattern(sorted(self.terms)))
+            return re.compile(_BUILTIN_PATTERN)
+        return re.compile(trie_pattern(sorted(self.terms)))
 
     def lookup(self, surface: str) -> Term | None:
         return self.terms.get(surface)
