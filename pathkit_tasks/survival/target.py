@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+MISSING = {"", "na", "nan", "none", "null", "n/a"}
 EVENT_VALUES = {"0": 0, "1": 1, "0.0": 0, "1.0": 1, "true": 1, "false": 0}
 
 
 def parse_time(value: Any) -> float:
     """A follow-up time: a finite number >= 0; ValueError saying why not."""
-    if isinstance(value, bool) or value is None:
-        raise ValueError(f"time {value!r} is missing or not a number")
+    if isinstance(value, bool) or value is None or (isinstance(value, str) and value.strip().lower() in MISSING):
+        raise ValueError(f"time {value!r} is missing")
     try:
         time = float(str(value).strip()) if isinstance(value, str) else float(value)
     except (TypeError, ValueError):

@@ -95,10 +95,10 @@ class SlidesSurvival(CohortDataset):
 
 SLIDE_PX, MPP = 1024, 0.5
 TUMOUR, STROMA = (150, 70, 150), (225, 150, 190)
-SPLIT_COUNTS = {"train": 40, "val": 10, "test": 30}
+SPLIT_COUNTS = {"train": 50, "val": 10, "test": 60}
 # hazard = BASE_HAZARD * exp(LOG_HAZARD_RATIO * tumour share): a slide that is all tumour dies
-# exp(3) = 20 times as fast as one without tumour; censoring is uniform on [0, CENSOR_MAX].
-BASE_HAZARD, LOG_HAZARD_RATIO, CENSOR_MAX = 0.02, 3.0, 60.0
+# exp(5) = 148 times as fast as one without tumour; censoring is uniform on [0, CENSOR_MAX].
+BASE_HAZARD, LOG_HAZARD_RATIO, CENSOR_MAX = 0.02, 5.0, 60.0
 
 
 def draw_outcome(rng: random.Random, share: float) -> tuple[float, int]:

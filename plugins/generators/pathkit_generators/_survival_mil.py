@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -56,7 +57,7 @@ class CoxMIL(nn.Module):
         return logits[:, 0].float()
 
     def training_step(self, batch: dict[str, Any]) -> torch.Tensor:
-        from torchsurv.loss.cox import neg_partial_log_likelihood
+        from torchsurv.loss.cox import neg_partial_log_likelihood  # imports torchmetrics: ~7 s, once
 
         log_hz = self.log_hazard(batch)
         event = batch["event"].to(log_hz.device)
@@ -64,7 +65,13 @@ class CoxMIL(nn.Module):
             raise PathkitError("abmil-cox: a training batch holds a case without its survival target")
         if not bool(event.any()):
             return (log_hz * 0.0).sum()  # no event: the partial likelihood has no term
-        return neg_partial_log_likelihood(log_hz, event, batch["time"].to(log_hz.device), ties_method=self.ties)
+        # summed over the events, then divided by their number (torchsurv's "mean" divides by the
+        # number of distinct event times instead)
+        with warnings.catch_warnings():  # "ties detected": the tie method is chosen, not a surprise
+            warnings.simplefilter("ignore", UserWarning)
+            total = neg_partial_log_likelihood(log_hz, event, batch["time"].to(log_hz.device),
+                                               ties_method=self.ties, reduction="sum")
+        return total / event.sum()
 
     def predict(self, batch: dict[str, Any]) -> list[dict[str, float]]:
         return [{"risk": float(r)} for r in self.log_hazard(batch).detach().cpu()]

@@ -116,12 +116,22 @@ def horizons(option: Any, time: np.ndarray, event: np.ndarray, train: np.ndarray
     return [v for v in values if low <= v < high]
 
 
+def censored_at(last: float, time: np.ndarray, event: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Test follow-up past `last` (the train split's last time, beyond which the censoring
+    distribution is unknown) censored at `last`, as scikit-survival's IPCW estimates require."""
+    import numpy as np
+
+    over = time > last
+    return np.where(over, last, time), np.where(over, 0, event)
+
+
 def sksurv_scores(risk: np.ndarray, time: np.ndarray, event: np.ndarray, train: np.ndarray, at: list[float],
                   tau: float | None) -> dict[str, float]:
     """Uno's C and the time-dependent AUC at each horizon (NaN where scikit-survival cannot)."""
     import numpy as np
     from sksurv.metrics import concordance_index_ipcw, cumulative_dynamic_auc
 
+    time, event = censored_at(float(train["time"].max()), time, event)
     test = structured(time, event)
     out: dict[str, float] = {}
     try:
@@ -187,7 +197,8 @@ class SurvivalMetric(Metric):
         summary = {"c_index": harrell_c(risk, time, event), **sksurv_scores(risk, time, event, train, at, tau),
                    "n_cases": float(risk.size), "n_events": float(event.sum())}
         n_resamples = 0 if options.get("selection") else int(options.get("n_resamples", DEFAULT_RESAMPLES))
-        details: dict[str, Any] = {"horizons": at, "censoring_from": "train split" if given else "test cases"}
+        details: dict[str, Any] = {"horizons": at, "censoring_from": "train split" if given else "test cases",
+                                   "censored_at_train_end": int((time > float(train["time"].max())).sum())}
         if n_resamples > 0:
             self._intervals(summary, details, risk, time, event, train, at, tau, n_resamples,
                             float(options.get("ci_level", DEFAULT_LEVEL)), int(options.get("seed", 0)))
