@@ -5,8 +5,9 @@ Each summary key is compared on per-case values read from what a run folder alre
 (`Metric.paired_scores`): AUROC by DeLong's test on the per-case class probabilities, accuracy by
 McNemar's exact test on per-case correctness, a corpus statistic of pairs (the survival C-index) by
 the paired bootstrap recomputing it per resample from the per-case columns the metric names, any key
-with a per-case column of its name by the paired bootstrap of the mean difference. The statistics are `pathkit_bench.stats`; this module only
-finds the values and refuses, naming the cases, when the two runs were not scored on the same cases.
+with a per-case column of its name by the paired bootstrap of the mean difference. The statistics
+are `pathkit_bench.stats`; this module only finds the values and refuses, naming the cases, when
+the two runs were not scored on the same cases.
 """
 
 from __future__ import annotations

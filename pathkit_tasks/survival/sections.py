@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pathkit_core.report.figures import new_figure
-from pathkit_core.report.page import Section, esc, number, table
+from pathkit_core.report.page import Section, esc, table
 from pathkit_tasks.survival.target import parse_risk, parse_target
 
 GROUPINGS = (("median split", 2), ("terciles", 3))
@@ -30,6 +30,11 @@ def test_arrays(run: Any) -> tuple[list[str], Any, Any, Any] | None:
         return None
     array = np.asarray(rows, dtype=np.float64)
     return ids, array[:, 0], array[:, 1], array[:, 2].astype(int)
+
+
+def p_text(p: float) -> str:
+    """A p-value in three significant digits (small ones in scientific notation), "n/a" for NaN."""
+    return "n/a" if p != p else f"{p:.3g}"
 
 
 def risk_groups(risk: Any, n_groups: int) -> Any:
@@ -59,7 +64,7 @@ def _km_panel(ax: Any, risk: Any, time: Any, event: Any, n_groups: int, title: s
                      "median_survival": median if np.isfinite(median) else None})
     p = (float(multivariate_logrank_test(time, groups, event).p_value) if len(set(groups.tolist())) > 1
          else float("nan"))
-    ax.set_title(f"{title}: log-rank p = {number(p, 3)}", fontsize="small")
+    ax.set_title(f"{title}: log-rank p = {p_text(p)}", fontsize="small")
     ax.set_xlabel("time")
     ax.set_ylabel("survival probability")
     ax.set_ylim(0, 1.02)
@@ -75,7 +80,8 @@ def survival_sections(run: Any) -> list[Section]:
     summary_rows, data = [], []
     for ax, (title, n_groups) in zip(axes[0], GROUPINGS, strict=True):
         p, rows = _km_panel(ax, risk, time, event, n_groups, title)
-        summary_rows += [[r["grouping"], r["group"], r["n"], r["events"], r["median_survival"], p] for r in rows]
+        summary_rows += [[r["grouping"], r["group"], r["n"], r["events"], r["median_survival"], p_text(p)]
+                         for r in rows]
     groups2, groups3 = risk_groups(risk, 2), risk_groups(risk, 3)
     data = {"id": ids, "risk": risk.tolist(), "time": time.tolist(), "event": event.tolist(),
             "median_group": groups2.tolist(), "tercile": groups3.tolist()}

@@ -8,10 +8,10 @@ import random
 import numpy as np
 import pytest
 import torch
-
-from pathkit_core.contracts import GeneratorSpec, PathkitError
 from pathkit_datasets.slides_survival import draw_outcome
 from pathkit_metrics.survival import harrell_c
+
+from pathkit_core.contracts import GeneratorSpec, PathkitError
 
 DIM = 8
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from lifelines.utils import concordance_index
+from pathkit_metrics.survival import (
+    SurvivalMetric,
+    c_index_statistic,
+    concordance_pairs,
+    harrell_c,
+    harrell_c_resampled,
+)
 from sksurv.metrics import concordance_index_ipcw, cumulative_dynamic_auc
 from sksurv.util import Surv
 
 from pathkit_core.contracts import PathkitError
-from pathkit_metrics.survival import SurvivalMetric, c_index_statistic, harrell_c, harrell_c_resampled, \
-    concordance_pairs
 
 
 def _records(risk, time, event):
