@@ -94,8 +94,9 @@ class OrdinalMetric(Metric):
     whole_records: ClassVar[bool] = True
     paired_scores: ClassVar[dict[str, tuple[str, str]]] = {"qwk": ("statistic", "target,predicted"),
                                                            "accuracy": ("correct", "correct")}
-    citation: ClassVar[str] = ("Cohen J. Weighted kappa. Psychol Bull 1968; Bulten W et al. Artificial intelligence "
-                               "for diagnosis and Gleason grading of prostate cancer: the PANDA challenge. Nat Med 2022")
+    citation: ClassVar[str] = ("Cohen J. Weighted kappa. Psychol Bull 1968; Bulten W et al. Artificial "
+                               "intelligence for diagnosis and Gleason grading of prostate cancer: the PANDA "
+                               "challenge. Nat Med 2022")
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("classes", "any", None, "the ordered classes, lowest first, comma-separated (default: the "
                       "run's class names)"),
