@@ -7,7 +7,9 @@ through its `pathkit` entry points like any plugin (DESIGN.md sections 2 and 4).
 - `pathkit_tasks.vqa`: budgeted multiple-choice VQA, with the evidence-selector kind it adds;
 - `pathkit_tasks.survival`: right-censored time to event per slide or patient (risk scores,
   Kaplan-Meier groups, docs/survival.md);
-- `pathkit_tasks.ordinal`: grading over ordered classes (quadratic weighted kappa, docs/ordinal.md).
+- `pathkit_tasks.ordinal`: grading over ordered classes (quadratic weighted kappa, docs/ordinal.md);
+- `pathkit_tasks.retrieval`: test cases queried against the train split by feature similarity
+  (top-k and majority-vote accuracy, mAP@k; docs/retrieval.md).
 
 Each package holds its protocol (`task.py`), its report sections (`sections.py`) and the machinery
 only it uses; what several tasks share stays in `pathkit_core`.
@@ -22,3 +24,4 @@ TASK_SEGMENTATION = "segmentation"
 TASK_MULTIPLE_CHOICE_VQA = "multiple-choice-vqa"
 TASK_SURVIVAL = "survival"
 TASK_ORDINAL = "ordinal"
+TASK_RETRIEVAL = "retrieval"
