@@ -1,6 +1,6 @@
 """`slides-retrieval`: the `slides-csv` table (slide_path, label, ...) for the `retrieval` task: each
 test slide is queried against the train slides (docs/retrieval.md). The validation part is unused
-(nothing is trained); give a split with train and test, or let pathkit draw one."""
+(nothing is trained), but a cohort split still has all three parts."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class SlidesRetrieval(SlidesCSV):
 SLIDE_PX, MPP = 1024, 0.5
 # one tissue colour per class (the right answer: a query's nearest slides share its colour)
 COLOURS = {"amber": (215, 150, 60), "violet": (140, 70, 170), "teal": (60, 150, 150)}
-SPLIT_COUNTS = {"train": 30, "test": 30}
+SPLIT_COUNTS = {"train": 30, "val": 6, "test": 30}
 
 
 def write_demo(folder: Path, seed: int = 0) -> Path:
@@ -56,7 +56,7 @@ def write_demo(folder: Path, seed: int = 0) -> Path:
 
 
 class RetrievalDemo(SlidesRetrieval):
-    """Synthetic slides (NOT pathology) of three tissue colours, one per class: 30 train, 30 test."""
+    """Synthetic slides (NOT pathology) of three tissue colours, one per class: 30 train, 6 val (unused), 30 test."""
 
     name: ClassVar[str] = "demo-retrieval"
     description: ClassVar[str] = "synthetic slides whose class is their tissue colour (NOT pathology)"
