@@ -153,3 +153,18 @@ def test_compare_bootstraps_the_c_index_difference_on_the_same_patients(tmp_path
     assert row.ci_low < expected < row.ci_high and row.p_value < 0.01
     metrics = json.loads((a / "metrics.json").read_text())
     assert metrics["metrics"]["survival"]["c_index"] == pytest.approx(concordance_index(time, -good, event))
+
+
+def test_pathkit_score_reads_risk_and_time_event_records(cli, tmp_path):
+    from lifelines.utils import concordance_index
+
+    risk, time, event = [2.0, 1.0, 1.0, 0.5], [1.0, 2.0, 2.0, 3.0], [1, 0, 1, 1]
+    pred, ref = tmp_path / "p.json", tmp_path / "r.json"
+    pred.write_text(json.dumps([{"id": f"c{i}", "risk": r} for i, r in enumerate(risk)]))
+    ref.write_text(json.dumps([{"id": f"c{i}", "time": t, "event": e}
+                               for i, (t, e) in enumerate(zip(time, event, strict=True))]))
+    result = cli("score", "--metric", "survival", "-p", pred, "-r", ref, "--option", "n_resamples=0", "--json")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    scores = json.loads(result.stdout)
+    c_index = scores["survival"]["c_index"]
+    assert c_index == pytest.approx(concordance_index(time, [-r for r in risk], event), abs=1e-12)
