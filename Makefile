@@ -49,7 +49,7 @@ test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/tasks/survival/test_survival_demo.py tests/plugins/generators/test_survival_heads.py \
 		tests/tasks/ordinal/test_ordinal_demo.py \
-		tests/tasks/retrieval/test_retrieval_demo.py tests/bench/suite/test_endpoints_suite.py \
+		tests/tasks/retrieval/test_retrieval_demo.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
 		tests/core/test_cli_output.py::test_a_piped_run_breaks_no_line_inside_a_path \
 		tests/core/test_cli_output.py::test_a_run_says_once_that_its_slides_are_below_the_cohort_minimum_tissue_area \
