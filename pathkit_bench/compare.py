@@ -3,9 +3,11 @@
 Each summary key is compared on per-case values read from what a run folder already holds
 (`per_case.parquet`, `test_cases.jsonl`, `metrics.json`): the metric says how
 (`Metric.paired_scores`): AUROC by DeLong's test on the per-case class probabilities, accuracy by
-McNemar's exact test on per-case correctness, any key with a per-case column of its name by the
-paired bootstrap of the mean difference. The statistics are `pathkit_bench.stats`; this module only
-finds the values and refuses, naming the cases, when the two runs were not scored on the same cases.
+McNemar's exact test on per-case correctness, a corpus statistic of pairs (the survival C-index) by
+the paired bootstrap recomputing it per resample from the per-case columns the metric names, any key
+with a per-case column of its name by the paired bootstrap of the mean difference. The statistics
+are `pathkit_bench.stats`; this module only finds the values and refuses, naming the cases, when
+the two runs were not scored on the same cases.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from pathkit_core.contracts import PathkitError
 
-TESTS = ("mean", "correct", "auroc")
+TESTS = ("mean", "correct", "auroc", "statistic")
 # Summary values and per-case means closer than this are one number (a mean score, not a corpus one).
 _SAME = 1e-6
 
@@ -33,6 +35,7 @@ class PairedValues:
     values: Any  # (cases,) scores or 0/1, or (cases, classes) probabilities for "auroc"
     labels: Any = None  # (cases,) class indices for "auroc"
     summary: float = math.nan  # the key's value in metrics.json
+    statistic: Any = None  # "statistic": the metric's statistic of resampled rows (resamples, cases, columns)
 
 
 @dataclass
@@ -124,7 +127,7 @@ def paired_test(metric_cls: Any, key: str, columns: Sequence[str]) -> tuple[str,
         if test not in TESTS:
             raise PathkitError(f"metric {metric_cls.name!r}: paired test {test!r} of {key!r} is "
                                f"not one of {', '.join(TESTS)}")
-        return (test, column) if column in columns else None
+        return (test, column) if all(c in columns for c in column.split(",")) else None
     return ("mean", key) if key in columns else None
 
 
@@ -143,7 +146,8 @@ def paired_values(run: Any, key: str, ids: Sequence[str], registry: Any = None) 
         raise PathkitError(f"{run.path}: score {key!r} has no per-case values in per_case.parquet, so it cannot "
                            f"be compared case by case; per-case columns: {', '.join(c for c in columns if c != 'id')}")
     test, column = how
-    picked = table.select([c for c in {"id", column, "target"} if c in columns])
+    wanted = {"id", "target", *column.split(",")}
+    picked = table.select([c for c in wanted if c in columns])
     twice = picked["id"].cast(str).filter(picked["id"].cast(str).is_duplicated()).unique().sort().to_list()
     if twice:
         raise PathkitError(f"{run.path}: per_case.parquet holds {len(twice)} case id(s) more than once "
@@ -152,9 +156,15 @@ def paired_values(run: Any, key: str, ids: Sequence[str], registry: Any = None) 
     missing = [i for i in ids if i not in rows]
     if missing:
         raise PathkitError(f"{run.path}: per_case.parquet lacks {len(missing)} test case(s) ({_show(missing)})")
-    raw = [rows[i][column] for i in ids]
     recorded = run.summary[metric][key]
     summary = math.nan if recorded is None else float(recorded)
+    if test == "statistic":
+        statistic = cls.paired_statistic(key) if hasattr(cls, "paired_statistic") else None
+        if statistic is None:
+            raise PathkitError(f"metric {metric!r} declares a paired statistic for {key!r} but gives none")
+        values = np.asarray([[float(rows[i][c]) for c in column.split(",")] for i in ids], dtype=np.float64)
+        return PairedValues(key, metric, test, column, values, None, summary, statistic)
+    raw = [rows[i][column] for i in ids]
     if test == "auroc":
         if "target" not in columns:
             raise PathkitError(f"{run.path}: per_case.parquet has class probabilities but no 'target' column")
@@ -194,6 +204,12 @@ def compare_values(a: PairedValues, b: PairedValues, *, n_resamples: int = 2000,
             notes.append("DeLong")
         return Comparison(a.key, a.metric, "DeLong", a.summary, b.summary, res.difference, res.ci_low, res.ci_high,
                           res.p_value, res.p_value, n, "; ".join(notes))
+    if a.test == "statistic":
+        boot = paired_bootstrap(a.values, b.values, statistic=a.statistic, n_resamples=n_resamples, seed=seed,
+                                level=level)
+        return Comparison(a.key, a.metric, "paired bootstrap", a.summary, b.summary, boot.difference, boot.ci_low,
+                          boot.ci_high, boot.p_value, boot.p_value, boot.n_cases,
+                          f"{a.key} recomputed on each resample of the cases ({a.column})")
     boot = paired_bootstrap(a.values, b.values, n_resamples=n_resamples, seed=seed, level=level)
     if boot.n_cases < n:
         notes.append(f"{n - boot.n_cases} case(s) without a value in A or B left out")

@@ -642,7 +642,9 @@ class Metric(Component):
     # How a paired comparison (`pathkit compare`, suites) finds per-case values of a summary key:
     # {key: (test, per-case column)}. "mean": the key is the mean of the column (paired bootstrap);
     # "correct": a 0/1 column whose mean is the key (McNemar's exact test); "auroc": the column holds
-    # each case's class probabilities and the "target" column its class (DeLong's test). A key not
+    # each case's class probabilities and the "target" column its class (DeLong's test); "statistic":
+    # the column is a comma-separated list of per-case columns from which the metric's
+    # `paired_statistic(key)` recomputes the score on each resample (the survival C-index). A key not
     # named here is compared on the per-case column of its own name when there is one ("mean").
     paired_scores: ClassVar[dict[str, tuple[str, str]]] = {}
     # Per-case columns of `MetricResult.per_case` a run report shows beside each case: scores

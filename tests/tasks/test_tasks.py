@@ -13,11 +13,12 @@ from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA, TASK_SLIDE_CLASSIFICATION
 from pathkit_tasks.vqa.selection import Selection, Selector
 from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
 
-BUILTIN = {"report", "slide-classification", "patch-classification", "segmentation", "multiple-choice-vqa"}
+BUILTIN = {"report", "slide-classification", "patch-classification", "segmentation", "multiple-choice-vqa",
+           "survival", "ordinal", "retrieval"}
 N_TILES, DIM = 6, 4
 
 
-def test_the_five_builtin_tasks_register_through_the_hook(fresh_registry, cli):
+def test_the_builtin_tasks_register_through_the_hook(fresh_registry, cli):
     registry = fresh_registry()
     assert set(registry.names("task")) == BUILTIN
     # they come in through the same door as a plugin's: a plugin record of the core's own
@@ -54,7 +55,7 @@ def test_unknown_task_lists_the_registered_ones(fresh_registry):
     registry = fresh_registry({"p": P()})
     record = registry.records["p"]
     assert record.status == "error" and "unknown task(s) ['slide-regression']" in record.error
-    assert "registered tasks: multiple-choice-vqa, patch-classification, report" in record.error
+    assert "registered tasks: multiple-choice-vqa, ordinal, patch-classification, report, retrieval" in record.error
     assert "orphan" not in registry.names("dataset")
 
 
