@@ -69,7 +69,7 @@ test-suite: install
 		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]' \
 		tests/compat/test_wheels.py \
 		tests/compat/test_format_versions.py::test_pathkit_report_rebuilds_the_report_of_a_v010_run_folder \
-		tests/slurm
+		tests/slurm/test_slurm_arrays.py
 
 # The public API (tests/compat/public_modules.txt, docs/api/stability.md) against the last release
 # (.ci/api-baseline): griffe's breaking-change check; a removal without a shim fails.
