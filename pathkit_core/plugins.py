@@ -165,8 +165,40 @@ def _short_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+_INDEX_GONE = ("the index of entry points was removed in pathkit 0.2 (entry points are loaded directly; "
+               "PATHKIT_PLUGIN_INDEX has no effect)")
+
+
+def _index_gone(name: str) -> None:
+    import warnings
+
+    warnings.warn(f"{name} is deprecated: {_INDEX_GONE}; it will be removed in pathkit 0.3", DeprecationWarning,
+                  stacklevel=3)
+
+
+class _EntryPointsOfRecords:
+    """`Registry.entry_points` of 0.1 (what the removed index recorded): {name: (module, distribution,
+    version, "")} of the loaded plugins, derived from their records; deprecated."""
+
+    def __get__(self, registry: Any, owner: Any = None) -> Any:
+        _index_gone("Registry.entry_points")
+        if registry is None:
+            return self
+        return {name: (r.module, r.distribution, r.version, "") for name, r in registry.records.items()}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ENV_INDEX":
+        _index_gone("pathkit_core.plugins.ENV_INDEX")
+        return "PATHKIT_PLUGIN_INDEX"
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class Registry:
     """The loaded plugins and the components they registered, by kind and name."""
+
+
+    entry_points = _EntryPointsOfRecords()  # deprecated in 0.2 (the index is gone)
 
     def __init__(self) -> None:
         self.pm = pluggy.PluginManager(PROJECT_NAME)
