@@ -8,8 +8,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-
 from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
 from pathkit_core.progress import ProgressBar
 from pathkit_core.run.state import Evaluated, RunResult, RunState
@@ -110,6 +108,8 @@ def saved_scores(ctx: Any) -> dict[str, Any] | None:
         if (ctx.run_dir / TEST_CASES_FILE).exists():
             read_jsonl_file(ctx.run_dir / TEST_CASES_FILE, "test-case list")
     except PathkitError as exc:
+        from rich.markup import escape
+
         ctx.log(f"[yellow]the finished score stage's results are damaged ({escape(str(exc))}); scoring again[/]")
         return None
     return saved
