@@ -227,7 +227,8 @@ def test_rows_are_read_only():
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"pooling": "mean"}, "pooling 'mean' is not one of model, cls+patch-mean, feature-map-mean and no tower builds it"),
+    ({"pooling": "mean"},
+     "pooling 'mean' is not one of model, cls+patch-mean, feature-map-mean and no tower builds it"),
     ({"interpolation": "nearest"}, "interpolation 'nearest' is not bicubic or bilinear"),
 ])
 def test_a_row_with_an_unknown_pooling_or_interpolation_is_refused(changes, message):

@@ -144,7 +144,8 @@ def _clip_tower_layouts(tower):
           "visual_projection.weight": s["proj"].t(), "text_projection.weight": torch.zeros(4, 4),
           "logit_scale": torch.tensor(1.0)}
     oc = {"visual.class_embedding": hf["vision_model.embeddings.class_embedding"],
-          "visual.positional_embedding": s["trunk.pos_embed"][0], "visual.conv1.weight": s["trunk.patch_embed.proj.weight"],
+          "visual.positional_embedding": s["trunk.pos_embed"][0],
+          "visual.conv1.weight": s["trunk.patch_embed.proj.weight"],
           "visual.ln_pre.weight": s["trunk.norm_pre.weight"], "visual.ln_pre.bias": s["trunk.norm_pre.bias"],
           "visual.ln_post.weight": s["trunk.norm.weight"], "visual.ln_post.bias": s["trunk.norm.bias"],
           "visual.proj": s["proj"], "text_projection": torch.zeros(4, 4)}
@@ -204,7 +205,7 @@ def test_ctranspath_reads_the_old_swin_layout_through_the_real_loading_path(tmp_
     with seeded(4):
         source = enc.build_backbone("cpu").eval()
     stem = [k for k in source.state_dict() if k.startswith("patch_embed.")]
-    assert "patch_embed.proj.0.weight" in stem and "patch_embed.proj.6.bias" in stem and "patch_embed.norm.weight" in stem
+    assert {"patch_embed.proj.0.weight", "patch_embed.proj.6.bias", "patch_embed.norm.weight"} <= set(stem)
     # timm 0.5's layout: each downsampling at the end of the stage before, masks saved as buffers
     old = {re.sub(r"layers\.(\d+)\.downsample", lambda m: f"layers.{int(m.group(1)) - 1}.downsample", k): v
            for k, v in source.state_dict().items()}
