@@ -75,6 +75,12 @@ class TileSpec:
         """Folder-safe name shared by every encoder with the same spec (one tiling serves all)."""
         return f"{self.tile_px}px_{self.mpp:g}mpp"
 
+    @property
+    def magnification(self) -> str:
+        """The objective magnification this resolution is conventionally called (10 / mpp: 0.5
+        um/px is "20x", 0.25 is "40x"), as papers state their tile settings."""
+        return f"{10.0 / self.mpp:g}x"
+
 
 @dataclass(frozen=True)
 class PretrainedWeights:
@@ -159,6 +165,70 @@ class Encoder(Component):
             weights=cls.weights.as_dict() if cls.weights else None,
             is_pathology_model=cls.is_pathology_model,
             joint_space=cls.joint_space,
+        )
+        return out
+
+
+class SlideEncoder(Component):
+    """A slide encoder: one slide's patch features (N, D) and their level-0 coordinates (N, 2) in,
+    one embedding (embed_dim,) out. Subclasses set the class attributes and implement `load`.
+
+    `patch_encoder` names the patch encoder whose features it reads (None: any, as the mean-pool
+    baseline), `patch_dim` their width and `tile_spec` the tiles they were extracted from (None:
+    any); `feature_problem` says why given features do not fit, before anything runs.
+    `load(device, weights_path)` returns an eval-mode module mapping (features (1, N, D),
+    coords (1, N, 2)) to (1, embed_dim). `parameters` is the published model's parameter count.
+    """
+
+    kind: ClassVar[str] = "slide-encoder"
+    list_columns: ClassVar[tuple[str, ...]] = ("patch_encoder", "magnification", "tile_px", "embed_dim")
+    patch_encoder: ClassVar[str | None] = None
+    patch_dim: ClassVar[int | None] = None
+    embed_dim: ClassVar[int] = 0
+    tile_spec: ClassVar[TileSpec | None] = None
+    weights: ClassVar[PretrainedWeights | None] = None
+    parameters: ClassVar[int] = 0
+    precision: ClassVar[str] = "fp32"
+
+    def feature_problem(self, encoder: str, feature_dim: int, tile_px: int | None = None,
+                        mpp: float | None = None) -> str | None:
+        """Why features of patch encoder `encoder` (width `feature_dim`, tiles of `tile_px` at
+        `mpp`) cannot feed this slide encoder, or None when they can."""
+        if self.patch_encoder is not None and encoder != self.patch_encoder:
+            return (f"slide encoder {self.name!r} reads {self.patch_encoder!r} patch features, "
+                    f"not {encoder!r} ones (extract with --encoder {self.patch_encoder})")
+        if self.patch_dim is not None and feature_dim != self.patch_dim:
+            return f"slide encoder {self.name!r} reads {self.patch_dim}-d patch features, these are {feature_dim}-d"
+        spec = self.tile_spec
+        if spec is not None and tile_px is not None and mpp is not None and (
+                tile_px != spec.tile_px or abs(mpp - spec.mpp) > 1e-6):
+            return (f"slide encoder {self.name!r} was trained on {spec.tile_px} px tiles at {spec.mpp:g} mpp "
+                    f"({spec.magnification}); these features are of {tile_px} px tiles at {mpp:g} mpp "
+                    f"(tile with --tile-px {spec.tile_px} --mpp {spec.mpp:g})")
+        return None
+
+    def load(self, device: str = "cpu", weights_path: str | Path | None = None) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def identity(self) -> str:
+        """What the slide embeddings depend on besides the patch features (name, architecture,
+        weights): a part of their store key."""
+        return self.name
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        out = super().describe()
+        spec = cls.tile_spec
+        out.update(
+            patch_encoder=cls.patch_encoder or "any",
+            patch_dim=cls.patch_dim,
+            embed_dim=cls.embed_dim,
+            tile_px=spec.tile_px if spec else "any",
+            mpp=spec.mpp if spec else "any",
+            magnification=spec.magnification if spec else "any",
+            parameters=cls.parameters,
+            precision=cls.precision,
+            weights=cls.weights.as_dict() if cls.weights else None,
         )
         return out
 
@@ -924,6 +994,7 @@ COMPONENT_BASES: dict[str, type[Component]] = {
     "task": Task,
     "segmenter": TissueSegmenter,
     "encoder": Encoder,
+    "slide-encoder": SlideEncoder,
     "generator": Generator,
     "dataset": Dataset,
     "metric": Metric,

@@ -26,6 +26,12 @@ def register_encoders(register: Register) -> None:
 
 
 @hookspec
+def register_slide_encoders(register: Register) -> None:
+    """Call `register(SlideEncoderClass)` for each slide encoder (a `SlideEncoder`: one slide's
+    patch features and coordinates to one embedding) the plugin provides."""
+
+
+@hookspec
 def register_generators(register: Register) -> None:
     """Call `register(GeneratorClass)` for each generator the plugin provides."""
 

@@ -39,6 +39,7 @@ _HOOK_FOR_KIND = {
     "task": "register_tasks",
     "segmenter": "register_segmenters",
     "encoder": "register_encoders",
+    "slide-encoder": "register_slide_encoders",
     "generator": "register_generators",
     "dataset": "register_datasets",
     "metric": "register_metrics",

@@ -57,3 +57,143 @@ def coca_vision_tower(state_dict: State, backbone: nn.Module, *, drop: tuple[str
                 verbose=False,
             ).to(source.dtype)
     return state_dict
+
+
+def _fused_qkv(state: State, prefix: str, names: tuple[str, str, str]) -> dict[str, torch.Tensor]:
+    """timm's fused `attn.qkv` weight and bias from three separate projections under `prefix`."""
+    import torch
+
+    out = {}
+    for part in ("weight", "bias"):
+        keys = [f"{prefix}{n}.{part}" for n in names]
+        if all(k in state for k in keys):
+            out[f"attn.qkv.{part}"] = torch.cat([state[k] for k in keys], dim=0)
+    return out
+
+
+# Hugging Face ViTModel / Dinov2Model block names -> timm's (per encoder layer).
+_HF_VIT_BLOCK = {"attention.output.dense": "attn.proj", "layernorm_before": "norm1", "layernorm_after": "norm2",
+                 "intermediate.dense": "mlp.fc1", "output.dense": "mlp.fc2", "norm1": "norm1", "norm2": "norm2",
+                 "mlp.fc1": "mlp.fc1", "mlp.fc2": "mlp.fc2", "layer_scale1.lambda1": "ls1.gamma",
+                 "layer_scale2.lambda1": "ls2.gamma"}
+
+
+def _resampled_grid(pos: torch.Tensor, backbone: nn.Module, prefix_tokens: int) -> torch.Tensor:
+    """A position table of another grid resampled to the backbone's (bicubic, antialiased, as
+    Hugging Face's Dinov2 interpolates at its forward pass)."""
+    target = backbone.pos_embed
+    if tuple(pos.shape) == tuple(target.shape):
+        return pos
+    from timm.layers import resample_abs_pos_embed
+
+    return resample_abs_pos_embed(pos.float(), new_size=list(backbone.patch_embed.grid_size),
+                                  num_prefix_tokens=prefix_tokens, interpolation="bicubic", antialias=True,
+                                  verbose=False).to(pos.dtype)
+
+
+def hf_vit(state_dict: State, backbone: nn.Module) -> State:
+    """A Hugging Face `ViTModel` / `Dinov2Model` checkpoint (Phikon, Phikon-v2) in timm's ViT
+    layout: q/k/v fused into `qkv`, layer scale `lambda1` -> `gamma`, the pooler and the mask token
+    dropped (unused for embeddings), a position table of another grid resampled. A state dict
+    already in timm's layout (pathkit's own random checkpoints) is returned unchanged."""
+    state = {k.removeprefix("vit.").removeprefix("dinov2."): v for k, v in state_dict.items()}
+    if "embeddings.cls_token" not in state:
+        return state_dict
+    out = {"cls_token": state["embeddings.cls_token"],
+           "patch_embed.proj.weight": state["embeddings.patch_embeddings.projection.weight"],
+           "patch_embed.proj.bias": state["embeddings.patch_embeddings.projection.bias"],
+           "norm.weight": state["layernorm.weight"], "norm.bias": state["layernorm.bias"]}
+    out["pos_embed"] = _resampled_grid(state["embeddings.position_embeddings"], backbone, 1)
+    depth = 1 + max(int(k.split(".")[2]) for k in state if k.startswith("encoder.layer."))
+    for i in range(depth):
+        src, dst = f"encoder.layer.{i}.", f"blocks.{i}."
+        out.update({dst + k: v for k, v in _fused_qkv(state, src + "attention.attention.",
+                                                      ("query", "key", "value")).items()})
+        for hf_name, timm_name in _HF_VIT_BLOCK.items():
+            for part in ("weight", "bias"):
+                if f"{src}{hf_name}.{part}" in state:
+                    out[f"{dst}{timm_name}.{part}"] = state[f"{src}{hf_name}.{part}"]
+            if hf_name.endswith("lambda1") and src + hf_name in state:
+                out[dst + timm_name] = state[src + hf_name]
+    return out
+
+
+_HF_CLIP_BLOCK = {"self_attn.out_proj": "attn.proj", "layer_norm1": "norm1", "layer_norm2": "norm2",
+                  "mlp.fc1": "mlp.fc1", "mlp.fc2": "mlp.fc2"}
+
+
+def hf_clip_vision(state_dict: State, backbone: nn.Module) -> State:
+    """A Hugging Face `CLIPModel` checkpoint (PLIP) as pathkit's `ClipVisionTower`: the
+    `vision_model.` part in timm's layout and `visual_projection` (a bias-free Linear) as `proj`
+    (its transpose); the text tower and `logit_scale` dropped. An open_clip checkpoint (QuiltNet)
+    goes through timm's own OpenAI-CLIP converter; pathkit's own layout is returned unchanged."""
+    if any(k.startswith("visual.") for k in state_dict):
+        return _open_clip_vision(state_dict, backbone)
+    if "vision_model.embeddings.class_embedding" not in state_dict:
+        return state_dict
+    s = {k.removeprefix("vision_model."): v for k, v in state_dict.items() if k.startswith("vision_model.")}
+    width = s["embeddings.class_embedding"].shape[-1]
+    out = {"trunk.cls_token": s["embeddings.class_embedding"].reshape(1, 1, width),
+           "trunk.pos_embed": s["embeddings.position_embedding.weight"].unsqueeze(0),
+           "trunk.patch_embed.proj.weight": s["embeddings.patch_embedding.weight"],
+           "trunk.norm_pre.weight": s["pre_layrnorm.weight"], "trunk.norm_pre.bias": s["pre_layrnorm.bias"],
+           "trunk.norm.weight": s["post_layernorm.weight"], "trunk.norm.bias": s["post_layernorm.bias"],
+           "proj": state_dict["visual_projection.weight"].t().contiguous()}
+    depth = 1 + max(int(k.split(".")[2]) for k in s if k.startswith("encoder.layers."))
+    for i in range(depth):
+        src, dst = f"encoder.layers.{i}.", f"trunk.blocks.{i}."
+        out.update({dst + k: v for k, v in _fused_qkv(s, src + "self_attn.", ("q_proj", "k_proj", "v_proj")).items()})
+        for hf_name, timm_name in _HF_CLIP_BLOCK.items():
+            for part in ("weight", "bias"):
+                out[f"{dst}{timm_name}.{part}"] = s[f"{src}{hf_name}.{part}"]
+    return out
+
+
+def _open_clip_vision(state_dict: State, backbone: nn.Module) -> State:
+    from timm.models.vision_transformer import _convert_openai_clip
+
+    visual = {k: v for k, v in state_dict.items() if k.startswith("visual.")}
+    proj = visual.pop("visual.proj")
+    trunk = _convert_openai_clip(visual, backbone.trunk, prefix="visual.")
+    trunk = {k: v for k, v in trunk.items() if not k.startswith("head.")}
+    return {**{f"trunk.{k}": v for k, v in trunk.items()}, "proj": proj}
+
+
+def dino_teacher(state_dict: State, backbone: nn.Module | None = None) -> State:
+    """GPFM's release (`GPFM.pth`): the DINOv2 training payload's `teacher` backbone, keys without
+    `backbone.`, block chunks (`blocks.0.3`) flattened to `blocks.3`, the mask token and the DINO /
+    iBOT heads dropped (as kaiko's eva converts it for timm)."""
+    import re
+
+    state = state_dict.get("teacher", state_dict)
+    out = {}
+    for key, value in state.items():
+        if "dino_head" in key or "ibot_head" in key:
+            continue
+        key = re.sub(r"^blocks\.\d+\.(\d+)\.", r"blocks.\1.", key.removeprefix("backbone."))
+        if key != "mask_token":
+            out[key] = value
+    return out
+
+
+def swin_old_layout(state_dict: State, backbone: nn.Module) -> State:
+    """CTransPath's checkpoint (`CHIEF_CTransPath.pth`, a timm 0.5 Swin under `model`): timm's own
+    Swin filter moves each stage's downsampling to the next stage and drops the relative position
+    indices and attention masks (rebuilt by the module); a classifier head is dropped."""
+    from timm.models.swin_transformer import checkpoint_filter_fn
+
+    state = checkpoint_filter_fn(state_dict, backbone)
+    return {k: v for k, v in state.items() if not k.startswith("head.")}
+
+
+def torchvision_resnet_trunk(state_dict: State, backbone: nn.Module) -> State:
+    """An ImageNet ResNet-50 checkpoint (torchvision's `resnet50-19c8e357.pth` / timm's
+    `resnet50.tv_in1k`) cut after stage 3: `layer4` and `fc` dropped; BatchNorm's
+    `num_batches_tracked` (absent from torchvision's old file, never used in eval mode) filled."""
+    import torch
+
+    out = {k: v for k, v in state_dict.items() if not k.startswith(("layer4.", "fc."))}
+    for name, _ in backbone.named_buffers():
+        if name.endswith("num_batches_tracked") and name not in out:
+            out[name] = torch.zeros((), dtype=torch.long)
+    return out

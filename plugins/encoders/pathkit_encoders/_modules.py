@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -207,3 +208,75 @@ class _CrossAttention(nn.Module):
 
         out = F.scaled_dot_product_attention(heads(q), heads(k), heads(v))  # scale 1/sqrt(head_dim)
         return self.out_proj(out.transpose(1, 2).reshape(batch, n_q, d_model))
+
+
+# LayerNorm of Hugging Face's ViTModel (`layer_norm_eps=1e-12`, Phikon's config); timm's ViT uses 1e-6.
+LayerNormEps12 = functools.partial(nn.LayerNorm, eps=1e-12)
+
+
+class FeatureMapMean(nn.Module):
+    """The spatial mean of the last feature map a timm `features_only` backbone returns (the
+    truncated ResNet-50 of CLAM and TRIDENT: stage 3's 1024 x 14 x 14 map -> 1024-d)."""
+
+    def __init__(self, backbone: nn.Module) -> None:
+        super().__init__()
+        self.backbone = backbone
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        maps = self.backbone(x)
+        last = maps[-1] if isinstance(maps, (list, tuple)) else maps
+        return last.mean(dim=(-2, -1))
+
+
+class ConvStem(nn.Module):
+    """CTransPath's patch embedding for timm's Swin: two 3x3 stride-2 convolutions without bias
+    (widths embed_dim/8 and embed_dim/4, each with BatchNorm and ReLU), a 1x1 convolution to
+    `embed_dim`, then the Swin's patch norm; NHWC output as timm's Swin expects. Parameter names
+    (`proj.0`, `proj.1`, `proj.3`, `proj.4`, `proj.6`, `norm`) are those of the CTransPath checkpoint."""
+
+    def __init__(self, img_size: Any = 224, patch_size: Any = 4, in_chans: int = 3, embed_dim: int = 96,
+                 norm_layer: Any = None, **_: Any) -> None:
+        super().__init__()
+        size = (img_size, img_size) if isinstance(img_size, int) else tuple(img_size)
+        patch = patch_size if isinstance(patch_size, int) else patch_size[0]
+        if patch != 4 or embed_dim % 8:
+            raise ValueError(f"CTransPath's stem needs 4 px patches and a width divisible by 8: {patch}, {embed_dim}")
+        self.img_size, self.patch_size = size, (4, 4)
+        self.grid_size = (size[0] // 4, size[1] // 4)
+        self.num_patches = self.grid_size[0] * self.grid_size[1]
+        layers: list[nn.Module] = []
+        width_in, width = in_chans, embed_dim // 8
+        for _stage in range(2):
+            layers += [nn.Conv2d(width_in, width, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(width),
+                       nn.ReLU(inplace=True)]
+            width_in, width = width, width * 2
+        layers.append(nn.Conv2d(width_in, embed_dim, kernel_size=1))
+        self.proj = nn.Sequential(*layers)
+        if isinstance(norm_layer, str):
+            from timm.layers import get_norm_layer
+
+            norm_layer = get_norm_layer(norm_layer)
+        self.norm = norm_layer(embed_dim) if norm_layer else nn.Identity()
+
+    def set_input_size(self, img_size: Any = None, **_: Any) -> None:
+        if img_size is not None:
+            size = (img_size, img_size) if isinstance(img_size, int) else tuple(img_size)
+            self.img_size, self.grid_size = size, (size[0] // 4, size[1] // 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.proj(x).permute(0, 2, 3, 1))
+
+
+class ClipVisionTower(nn.Module):
+    """A CLIP image tower (PLIP, QuiltNet): the timm ViT trunk (class token after the final
+    LayerNorm, OpenAI CLIP's `ln_post`) and the bias-free `proj` (width x proj_dim, open_clip's
+    `visual.proj` layout) into the image-text space."""
+
+    def __init__(self, trunk: nn.Module, proj_dim: int = 512) -> None:
+        super().__init__()
+        self.trunk = trunk
+        width = int(trunk.embed_dim)
+        self.proj = nn.Parameter(width ** -0.5 * torch.randn(width, proj_dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.trunk(x) @ self.proj

@@ -43,6 +43,12 @@ def resolve_reference(value: Any) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+def magnification(mpp: float) -> str:
+    """The objective magnification a resolution is conventionally called (10 / mpp: 0.5 um/px is
+    20x, 0.25 is 40x), as the papers state their tile settings."""
+    return f"{10.0 / mpp:g}x"
+
+
 def build_on(device: str) -> contextlib.AbstractContextManager[Any]:
     """Build a module on `device`; "meta" allocates nothing (shapes only)."""
     import torch
@@ -114,9 +120,10 @@ class ViTTileEncoder(Encoder):
         The public loaders build most of these encoders with `dynamic_img_size=True`; at the
         native input size that changes no number (tested per encoder) but costs a layout change
         and a position-embedding check per forward pass, so pathkit builds the fixed-size model.
-        An explicit `dynamic_img_size` (an override) is kept.
+        An explicit `dynamic_img_size` (an override) is kept; a backbone that is not a timm
+        VisionTransformer (ResNet, Swin) takes no such argument and gets none.
         """
-        if "dynamic_img_size" not in arch:
+        if "dynamic_img_size" not in arch and self.spec.timm_name.startswith("vit_"):
             img_size = arch.get("img_size", 224)
             native = tuple(img_size) if isinstance(img_size, (tuple, list)) else (img_size, img_size)
             arch = {**arch, "dynamic_img_size": native != (self.input_px, self.input_px)}
@@ -199,7 +206,7 @@ class ViTTileEncoder(Encoder):
             expected = self.weights.sha256 if (self.weights and not self.arch_overrides) else None
             sha = W.verify_sha256(path, expected, self.name)
             state = read_state_dict(path, wrappers=self.spec.checkpoint_wrappers)
-            backbone = self.build_backbone("meta")
+            backbone = self.build_backbone(self.spec.load_on)
             state = self.adapt_state_dict(state, backbone)
             load_state_dict_checked(backbone, state, source=path, architecture=self.architecture_label())
             self.weights_path, self.weights_sha256 = path, sha
@@ -282,6 +289,8 @@ class ViTTileEncoder(Encoder):
             timm_model=spec.timm_name,
             architecture={k: v.lstrip("@") if isinstance(v, str) else v for k, v in spec.arch.items()},
             pooling=spec.pooling,
+            parameters=spec.parameters,
+            magnification=magnification(cls.tile_spec.mpp),
             preprocessing={
                 "resize": cls.resize_px,
                 "center_crop": cls.crop_px,

@@ -21,7 +21,17 @@ from types import MappingProxyType
 from typing import Any
 
 from pathkit_core.contracts import PathkitError, PretrainedWeights, TileSpec
-from pathkit_encoders._adapters import COCA_NOT_CONTRAST, COCA_NOT_VISION, coca_vision_tower, strip_data_parallel
+from pathkit_encoders._adapters import (
+    COCA_NOT_CONTRAST,
+    COCA_NOT_VISION,
+    coca_vision_tower,
+    dino_teacher,
+    hf_clip_vision,
+    hf_vit,
+    strip_data_parallel,
+    swin_old_layout,
+    torchvision_resnet_trunk,
+)
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -42,6 +52,7 @@ CONCH_PAPER = ("Lu, M.Y. et al. A visual-language foundation model for computati
 WRAPPERS: Mapping[str, str | None] = MappingProxyType({
     "model": None,
     "cls+patch-mean": "@pathkit_encoders._modules.ClassAndPatchMean",  # Virchow
+    "feature-map-mean": "@pathkit_encoders._modules.FeatureMapMean",  # truncated ResNet-50
 })
 
 
@@ -81,6 +92,8 @@ class EncoderSpec:
     random_init_seed: int = 0
     checkpoint_wrappers: tuple[str, ...] = ()
     adapt_state_dict: Callable[..., Any] | None = None
+    parameters: int | None = None
+    load_on: str = "meta"
 
     def __post_init__(self) -> None:
         # read-only mappings: rows are shared constants
@@ -114,6 +127,7 @@ UNI2H = EncoderSpec(
     timm_name="vit_giant_patch14_224",
     arch=dict(img_size=224, patch_size=14, depth=24, num_heads=24, init_values=1e-5, embed_dim=1536,
               mlp_ratio=2.66667 * 2, num_classes=0, no_embed_class=True, **SWIGLU, reg_tokens=8),
+    parameters=681_394_176,
 )
 
 # CONCH v1.5 vision tower (MahmoodLab/conchv1_5 model card; key layout of `pytorch_model_vision.bin`): ViT-L/16
@@ -137,6 +151,7 @@ CONCH15 = EncoderSpec(
     pooling="attentional-pooler", tower="@pathkit_encoders._modules.ConchVisionTower",
     pooler={"pooler_dim": 768, "pooler_heads": 8}, feature_key="pooler_dim",
     adapt_state_dict=functools.partial(coca_vision_tower, drop=COCA_NOT_VISION),
+    parameters=306_109_184,
 )
 
 # H-optimus-1: bioptimus/H-optimus-1 model card (docs/encoders.md, encoder table).
@@ -153,6 +168,7 @@ HOPTIMUS1 = EncoderSpec(
     interpolation="bilinear", resize_px=224, crop_px=None,
     timm_name="vit_giant_patch14_reg4_dinov2",
     arch=dict(img_size=224, init_values=1e-5, global_pool="token", num_classes=0),
+    parameters=1_134_774_272,
 )
 
 # H-optimus-0: H-optimus-1's architecture, tile spec and preprocessing (TRIDENT,
@@ -184,6 +200,7 @@ VIRCHOW2 = EncoderSpec(
     arch=dict(img_size=224, init_values=1e-5, reg_tokens=4, mlp_ratio=5.3375, global_pool="", num_classes=0,
               **SWIGLU),
     pooling="cls+patch-mean",
+    parameters=631_239_424,
 )
 
 # Prov-GigaPath tile encoder: prov-gigapath/prov-gigapath config (docs/encoders.md). timm's
@@ -204,6 +221,7 @@ GIGAPATH = EncoderSpec(
     timm_name="vit_giant_patch14_dinov2",
     arch=dict(img_size=224, in_chans=3, patch_size=16, embed_dim=1536, depth=40, num_heads=24, mlp_ratio=5.33334,
               num_classes=0),
+    parameters=1_134_953_984,
 )
 
 # UNI v1: MahmoodLab/UNI model card and the TRIDENT loader.
@@ -218,6 +236,7 @@ UNI = EncoderSpec(
     interpolation="bilinear", resize_px=224, crop_px=224,
     timm_name="vit_large_patch16_224",
     arch=dict(img_size=224, patch_size=16, init_values=1e-5, num_classes=0),
+    parameters=303_350_784,
 )
 
 # Virchow v1: Virchow2's architecture, embedding and preprocessing without the 4 register tokens
@@ -236,6 +255,7 @@ VIRCHOW = VIRCHOW2.replace(
         mean=IMAGENET_MEAN, std=IMAGENET_STD, input_size=224, gated=True,
     ),
     arch={k: v for k, v in VIRCHOW2.arch.items() if k != "reg_tokens"},
+    parameters=631_229_184,
 )
 
 # EAGLE (Campanella et al.), GOLDMARK's `gigapath_ft` (paper Table 2): Prov-GigaPath's
@@ -282,6 +302,7 @@ CONCH = EncoderSpec(
     pooling="attentional-pooler+projection", tower="@pathkit_encoders._modules.ConchV1VisionTower",
     pooler={"contrast_dim": 512, "pooler_heads": 8}, feature_key="contrast_dim",
     adapt_state_dict=functools.partial(coca_vision_tower, drop=(*COCA_NOT_VISION, *COCA_NOT_CONTRAST)),
+    parameters=87_829_248,
 )
 
 # tiny-vit: NOT a pathology model. A small timm ViT (64 px input, 8 px patches, width 64, 2
@@ -298,7 +319,7 @@ TINY_VIT = EncoderSpec(
     interpolation="bilinear", resize_px=64, crop_px=None,
     timm_name="vit_tiny_patch16_224",
     arch=dict(img_size=64, patch_size=8, embed_dim=64, depth=2, num_heads=2, mlp_ratio=2.0, num_classes=0),
-    random_init_seed=0,
+    random_init_seed=0, parameters=83_648,
 )
 
 # A second demo encoder (width 96, seed 1) with tiny-vit's tile spec, so that one tiling serves
@@ -306,9 +327,224 @@ TINY_VIT = EncoderSpec(
 TINY_VIT_WIDE = TINY_VIT.replace(
     name="tiny-vit-wide",
     description="NOT a pathology model: wider tiny ViT with fixed random weights (matrix demo)",
-    embed_dim=96, arch={**TINY_VIT.arch, "embed_dim": 96, "num_heads": 3}, random_init_seed=1,
+    embed_dim=96, arch={**TINY_VIT.arch, "embed_dim": 96, "num_heads": 3}, random_init_seed=1, parameters=174_624,
+)
+
+
+# --------------------------------------------------------------------------- the field's other encoders
+# Sources per row: docs/encoders.md, "Every encoder" (the public TRIDENT and eva loaders, the model
+# cards, the papers). Parameter counts are of the module pathkit builds, which is the published
+# architecture; the rounded figure the authors give is quoted beside each.
+
+KAIKO_MEAN = (0.5, 0.5, 0.5)
+KAIKO_STD = (0.5, 0.5, 0.5)
+# Lunit's benchmark-ssl-pathology statistics (its timm hub config and the Kang et al. release).
+LUNIT_MEAN = (0.70322989, 0.53606487, 0.66096631)
+LUNIT_STD = (0.21716536, 0.26081574, 0.20723464)
+OWKIN_LICENCE = "Owkin non-commercial licence (see the model card)"
+KAIKO_LICENCE = "kaiko.ai release terms (github.com/kaiko-ai/towards_large_pathology_fms; see the model card)"
+KAIKO_PAPER = ("Aben, N. et al. Towards large-scale training of pathology foundation models. "
+               "arXiv:2404.15217 (2024).")
+
+# Phikon (Owkin): iBOT ViT-B/16 as a Hugging Face ViTModel (no pooler), layer_norm_eps 1e-12;
+# 224 px tiles at 20x; class token (TRIDENT's Phikon loader). 86M in the paper.
+PHIKON = EncoderSpec(
+    name="phikon",
+    description="Phikon (Owkin), iBOT ViT-B/16, 768-d class token",
+    embed_dim=768, tile_spec=TileSpec(tile_px=224, mpp=0.5), precision="fp32",
+    weights=PretrainedWeights(
+        hf_hub_id="owkin/phikon", filename="pytorch_model.bin", sha256=None, license=OWKIN_LICENCE,
+        citation=("Filiot, A. et al. Scaling self-supervised learning for histopathology with masked image "
+                  "modeling. medRxiv 2023.07.21.23292757 (2023)."),
+        mean=IMAGENET_MEAN, std=IMAGENET_STD, input_size=224,
+    ),
+    interpolation="bilinear", resize_px=224, crop_px=None,
+    timm_name="vit_base_patch16_224",
+    arch=dict(img_size=224, patch_size=16, embed_dim=768, depth=12, num_heads=12, num_classes=0,
+              norm_layer="@pathkit_encoders._modules.LayerNormEps12"),
+    adapt_state_dict=hf_vit, parameters=85_798_656,
+)
+
+# Phikon-v2 (Owkin): DINOv2 ViT-L/16 without registers as a Hugging Face Dinov2Model (layer scale,
+# LayerNorm eps 1e-6); 224 px at 20x; class token; resize 224 + centre crop 224 (TRIDENT).
+PHIKON_V2 = EncoderSpec(
+    name="phikon-v2",
+    description="Phikon-v2 (Owkin), DINOv2 ViT-L/16, 1024-d class token",
+    embed_dim=1024, tile_spec=TileSpec(tile_px=224, mpp=0.5), precision="fp32",
+    weights=PretrainedWeights(
+        hf_hub_id="owkin/phikon-v2", filename="model.safetensors", sha256=None, license=OWKIN_LICENCE,
+        citation=("Filiot, A., Jacob, P., Mac Kain, A. & Saillard, C. Phikon-v2, a large and public feature "
+                  "extractor for biomarker prediction. arXiv:2409.09173 (2024)."),
+        mean=IMAGENET_MEAN, std=IMAGENET_STD, input_size=224,
+    ),
+    interpolation="bilinear", resize_px=224, crop_px=224,
+    timm_name="vit_large_patch16_224",
+    arch=dict(img_size=224, patch_size=16, init_values=1e-5, num_classes=0),
+    adapt_state_dict=hf_vit, parameters=303_350_784,
+)
+
+# kaiko.ai's DINO / DINOv2 ViTs (timm checkpoints on the hub; TRIDENT's Kaiko loader): resize
+# 224 + centre crop 224, bilinear, mean = std = 0.5, class token; 224 px tiles at 20x (their eva
+# benchmark's field of view; training sampled several magnifications).
+KAIKO_VITS16 = EncoderSpec(
+    name="kaiko-vits16",
+    description="kaiko.ai ViT-S/16 (DINO), 384-d class token",
+    embed_dim=384, tile_spec=TileSpec(tile_px=224, mpp=0.5), precision="fp32",
+    weights=PretrainedWeights(
+        hf_hub_id="1aurent/vit_small_patch16_224.kaiko_ai_towards_large_pathology_fms",
+        filename="model.safetensors", sha256=None, license=KAIKO_LICENCE, citation=KAIKO_PAPER,
+        mean=KAIKO_MEAN, std=KAIKO_STD, input_size=224,
+    ),
+    interpolation="bilinear", resize_px=224, crop_px=224,
+    timm_name="vit_small_patch16_224",
+    arch=dict(img_size=224, num_classes=0), parameters=21_665_664,
+)
+KAIKO_VITS8 = KAIKO_VITS16.replace(
+    name="kaiko-vits8", description="kaiko.ai ViT-S/8 (DINO), 384-d class token",
+    weights=dataclasses.replace(KAIKO_VITS16.weights,
+                                hf_hub_id="1aurent/vit_small_patch8_224.kaiko_ai_towards_large_pathology_fms"),
+    timm_name="vit_small_patch8_224", parameters=21_670_272,
+)
+KAIKO_VITB16 = KAIKO_VITS16.replace(
+    name="kaiko-vitb16", description="kaiko.ai ViT-B/16 (DINO), 768-d class token", embed_dim=768,
+    weights=dataclasses.replace(KAIKO_VITS16.weights,
+                                hf_hub_id="1aurent/vit_base_patch16_224.kaiko_ai_towards_large_pathology_fms"),
+    timm_name="vit_base_patch16_224", parameters=85_798_656,
+)
+KAIKO_VITB8 = KAIKO_VITS16.replace(
+    name="kaiko-vitb8", description="kaiko.ai ViT-B/8 (DINO), 768-d class token", embed_dim=768,
+    weights=dataclasses.replace(KAIKO_VITS16.weights,
+                                hf_hub_id="1aurent/vit_base_patch8_224.kaiko_ai_towards_large_pathology_fms"),
+    timm_name="vit_base_patch8_224", parameters=85_807_872,
+)
+# ViT-L/14 (DINOv2, 4 registers) built at its checkpoint's 518 px grid, fed 224 px inputs.
+KAIKO_VITL14 = KAIKO_VITS16.replace(
+    name="kaiko-vitl14", description="kaiko.ai ViT-L/14 (DINOv2, 4 registers), 1024-d class token", embed_dim=1024,
+    weights=dataclasses.replace(
+        KAIKO_VITS16.weights,
+        hf_hub_id="1aurent/vit_large_patch14_reg4_dinov2.kaiko_ai_towards_large_pathology_fms"),
+    timm_name="vit_large_patch14_reg4_dinov2", arch=dict(img_size=518, num_classes=0), parameters=304_370_688,
+)
+
+# Lunit DINO ViT-S/8 (Kang et al., CVPR 2023): timm vit_small_patch8_224, class token; 224 px at
+# 20x; its own mean / std; resize 224 (bicubic, timm's data config for the hub checkpoint).
+LUNIT_VITS8 = EncoderSpec(
+    name="lunit-vits8",
+    description="Lunit DINO ViT-S/8, 384-d class token",
+    embed_dim=384, tile_spec=TileSpec(tile_px=224, mpp=0.5), precision="fp32",
+    weights=PretrainedWeights(
+        hf_hub_id="1aurent/vit_small_patch8_224.lunit_dino", filename="model.safetensors", sha256=None,
+        license="Lunit non-commercial terms (github.com/lunit-io/benchmark-ssl-pathology; see the model card)",
+        citation=("Kang, M., Song, H., Park, S., Yoo, D. & Pereira, S. Benchmarking self-supervised learning on "
+                  "diverse pathology datasets. CVPR (2023)."),
+        mean=LUNIT_MEAN, std=LUNIT_STD, input_size=224,
+    ),
+    interpolation="bicubic", resize_px=224, crop_px=224,
+    timm_name="vit_small_patch8_224",
+    arch=dict(img_size=224, num_classes=0), parameters=21_670_272,
+)
+
+# GPFM (Ma et al.): DINOv2 ViT-L/14 at 224 px (eva's `hkust_gpfm`: timm vit_large_patch14_dinov2,
+# init_values 1e-5, qkv bias), class token; the GitHub release `GPFM.pth` is a DINOv2 training
+# payload (`dino_teacher`). 224 px at 20x.
+GPFM = EncoderSpec(
+    name="gpfm",
+    description="GPFM (HKUST), distilled DINOv2 ViT-L/14, 1024-d class token; local weights (GitHub release)",
+    embed_dim=1024, tile_spec=TileSpec(tile_px=224, mpp=0.5), precision="fp32",
+    weights=PretrainedWeights(
+        hf_hub_id=None, filename="GPFM.pth", sha256=None,
+        license=("the authors' release terms (github.com/birkhoffkiki/GPFM, releases/ckpt); download it and "
+                 "give its path"),
+        citation=("Ma, J. et al. Towards a generalizable pathology foundation model via unified knowledge "
+                  "distillation. arXiv:2407.18449 (2024)."),
+        mean=IMAGENET_MEAN, std=IMAGENET_STD, input_size=224,
+    ),
+    interpolation="bilinear", resize_px=224, crop_px=224,
+    timm_name="vit_large_patch14_dinov2",
+    arch=dict(img_size=224, patch_size=14, init_values=1e-5, qkv_bias=True, num_classes=0),
+    adapt_state_dict=dino_teacher, parameters=303_227_904,
+)
+
+# CTransPath (Wang et al. 2022): Swin-T/4 (window 7, 224 px) with its convolutional stem
+# (TRIDENT's `ctranspath`: timm 0.5's swin_tiny_patch4_window7_224 with `embed_layer=ConvStem`,
+# head removed), global average of the last stage, 768-d; the CHIEF release of the weights
+# (`CHIEF_CTransPath.pth`, under `model`). Tiles: CHIEF's 256 px at 10x, resized to 224
+# (bilinear, ImageNet statistics, TRIDENT). 28M in the paper.
+CTRANSPATH = EncoderSpec(
+    name="ctranspath",
+    description="CTransPath, Swin-T with a convolutional stem, 768-d; local weights",
+    embed_dim=768, tile_spec=TileSpec(tile_px=256, mpp=1.0), precision="fp32",
+    weights=PretrainedWeights(
+        hf_hub_id=None, filename="CHIEF_CTransPath.pth", sha256=None,
+        license=("GPL-3.0 code, academic non-commercial weights (published with CHIEF and in the gated "
+                 "MahmoodLab/hest-bench dataset, fm_v1/ctranspath)"),
+        citation=("Wang, X. et al. Transformer-based unsupervised contrastive learning for histopathological image "
+                  "classification. Medical Image Analysis 81, 102559 (2022)."),
+        mean=IMAGENET_MEAN, std=IMAGENET_STD, input_size=224,
+    ),
+    interpolation="bilinear", resize_px=224, crop_px=None,
+    timm_name="swin_tiny_patch4_window7_224",
+    arch=dict(img_size=224, num_classes=0, embed_layer="@pathkit_encoders._modules.ConvStem"),
+    feature_key="num_features", checkpoint_wrappers=("model",), adapt_state_dict=swin_old_layout,
+    parameters=27_520_038, load_on="cpu",
+)
+
+# PLIP and QuiltNet: fine-tuned OpenAI CLIP ViT-B/32 image towers (quick GELU, pre-norm), the
+# class token after ln_post projected to the 512-d image-text space (`get_image_features`). PLIP's
+# checkpoint is a Hugging Face CLIPModel, QuiltNet's an open_clip one. Neither states a
+# magnification (Twitter / YouTube images); pathkit uses 224 px at 20x. OpenAI CLIP
+# preprocessing: resize 224 (bicubic), centre crop 224.
+PLIP = EncoderSpec(
+    name="plip",
+    description="PLIP (Huang et al.), CLIP ViT-B/32 image tower + projection, 512-d image-text space",
+    embed_dim=512, tile_spec=TileSpec(tile_px=224, mpp=0.5), precision="fp32",
+    weights=PretrainedWeights(
+        hf_hub_id="vinid/plip", filename="pytorch_model.bin", sha256=None,
+        license="research use only (the model card's terms)",
+        citation=("Huang, Z. et al. A visual-language foundation model for pathology image analysis using medical "
+                  "Twitter. Nature Medicine 29, 2307-2316 (2023)."),
+        mean=OPENAI_MEAN, std=OPENAI_STD, input_size=224,
+    ),
+    interpolation="bicubic", resize_px=224, crop_px=224,
+    timm_name="vit_base_patch32_clip_quickgelu_224",
+    arch=dict(img_size=224, num_classes=0),
+    tower="@pathkit_encoders._modules.ClipVisionTower", pooler={"proj_dim": 512}, feature_key="proj_dim",
+    adapt_state_dict=hf_clip_vision, parameters=87_849_216,
+)
+QUILT = PLIP.replace(
+    name="quilt",
+    description="QuiltNet (Ikezogwo et al.), CLIP ViT-B/32 image tower + projection, 512-d image-text space",
+    weights=dataclasses.replace(
+        PLIP.weights, hf_hub_id="wisdomik/QuiltNet-B-32", filename="open_clip_pytorch_model.bin",
+        license="MIT (see the model card)",
+        citation=("Ikezogwo, W. et al. Quilt-1M: One million image-text pairs for histopathology. NeurIPS "
+                  "Datasets and Benchmarks (2023)."),
+    ),
+)
+
+# The ImageNet ResNet-50 truncated after stage 3 (CLAM's and TRIDENT's baseline): conv1 ... layer3,
+# spatial mean of the 1024-channel map; torchvision's IMAGENET1K_V1 weights (timm's
+# resnet50.tv_in1k); 256 px tiles at 20x, resize 224 + centre crop 224, bilinear (TRIDENT).
+RESNET50_TRUNC = EncoderSpec(
+    name="resnet50-trunc",
+    description="NOT a pathology model: ImageNet ResNet-50 cut after stage 3, 1024-d (CLAM baseline)",
+    embed_dim=1024, tile_spec=TileSpec(tile_px=256, mpp=0.5), precision="fp32", is_pathology_model=False,
+    weights=PretrainedWeights(
+        hf_hub_id="timm/resnet50.tv_in1k", filename="model.safetensors", sha256=None,
+        license="BSD-3-Clause (torchvision's ImageNet weights, resnet50-19c8e357.pth)",
+        citation=("He, K., Zhang, X., Ren, S. & Sun, J. Deep residual learning for image recognition. CVPR (2016); "
+                  "truncation as in Lu, M.Y. et al. Data-efficient and weakly supervised computational pathology on "
+                  "whole-slide images. Nature Biomedical Engineering 5, 555-570 (2021)."),
+        mean=IMAGENET_MEAN, std=IMAGENET_STD, input_size=224,
+    ),
+    interpolation="bilinear", resize_px=224, crop_px=224,
+    timm_name="resnet50",
+    arch=dict(features_only=True, out_indices=(3,)), pooling="feature-map-mean", feature_key="num_features",
+    adapt_state_dict=torchvision_resnet_trunk, parameters=8_543_296,
 )
 
 ROWS: Mapping[str, EncoderSpec] = MappingProxyType({spec.name: spec for spec in (
     UNI2H, CONCH15, HOPTIMUS1, VIRCHOW2, GIGAPATH, UNI, HOPTIMUS0, VIRCHOW, EAGLE, CONCH, TINY_VIT, TINY_VIT_WIDE,
+    PHIKON, PHIKON_V2, KAIKO_VITS16, KAIKO_VITS8, KAIKO_VITB16, KAIKO_VITB8, KAIKO_VITL14, LUNIT_VITS8, GPFM,
+    CTRANSPATH, PLIP, QUILT, RESNET50_TRUNC,
 )})

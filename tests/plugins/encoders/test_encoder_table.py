@@ -35,7 +35,9 @@ FIXTURE = Path(__file__).with_name("encoder_table_fixture.json")
 # A small configuration of each published architecture (as the other encoder tests build them).
 TINY = {"depth": 1, "embed_dim": 32, "num_heads": 2}
 SMALL = {"conch15": {**TINY, "pooler_dim": 16, "pooler_heads": 2},
-         "conch": {**TINY, "contrast_dim": 16, "pooler_heads": 2}}
+         "conch": {**TINY, "contrast_dim": 16, "pooler_heads": 2},
+         "plip": {**TINY, "proj_dim": 16}, "quilt": {**TINY, "proj_dim": 16},
+         "ctranspath": {"depths": (1, 1, 1, 1)}, "resnet50-trunc": {"layers": (1, 1, 1, 1)}}
 
 
 def _sha(data: bytes) -> str:
@@ -225,7 +227,8 @@ def test_rows_are_read_only():
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"pooling": "mean"}, "pooling 'mean' is not one of model, cls+patch-mean and no tower builds it"),
+    ({"pooling": "mean"},
+     "pooling 'mean' is not one of model, cls+patch-mean, feature-map-mean and no tower builds it"),
     ({"interpolation": "nearest"}, "interpolation 'nearest' is not bicubic or bilinear"),
 ])
 def test_a_row_with_an_unknown_pooling_or_interpolation_is_refused(changes, message):

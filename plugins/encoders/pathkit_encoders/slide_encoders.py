@@ -1,0 +1,23 @@
+"""The slide encoders (FEATHER, MADELEINE, CHIEF) and the `mean-<encoder>` baseline of every patch
+encoder of `pathkit_encoders.table`, registered as one plugin (component kind `slide-encoder`)."""
+
+from pathkit_encoders._slide import slide_encoder_class, slide_registrar
+from pathkit_encoders.slide_table import SLIDE_ROWS, mean_row
+from pathkit_encoders.table import ROWS
+
+
+def _class_name(name: str) -> str:
+    return "".join(part.capitalize() for part in name.replace("-", " ").replace(".", " ").split()) + "SlideEncoder"
+
+
+FeatherSlideEncoder = slide_encoder_class(SLIDE_ROWS["feather"], __name__, "FeatherSlideEncoder")
+MadeleineSlideEncoder = slide_encoder_class(SLIDE_ROWS["madeleine"], __name__, "MadeleineSlideEncoder")
+ChiefSlideEncoder = slide_encoder_class(SLIDE_ROWS["chief"], __name__, "ChiefSlideEncoder")
+MEAN_ENCODERS = {}
+for _name, _spec in ROWS.items():
+    _cls = slide_encoder_class(mean_row(_name, _spec.embed_dim), __name__, _class_name(f"mean-{_name}"))
+    globals()[_cls.__qualname__] = _cls  # importable by its name (pickling)
+    MEAN_ENCODERS[_cls.name] = _cls
+
+register_slide_encoders = slide_registrar(FeatherSlideEncoder, MadeleineSlideEncoder, ChiefSlideEncoder,
+                                          *MEAN_ENCODERS.values())

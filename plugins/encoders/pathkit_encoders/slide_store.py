@@ -1,0 +1,88 @@
+"""Slide embeddings in the feature store, beside the patch features they come from.
+
+Layout: `<out_dir>/<slide-encoder>/<slide_id>.safetensors` holding `embedding` (embed_dim,
+float32), with metadata naming the patch feature file, its `content_sha256`, the slide encoder's
+identity (architecture and weights) and `slide_embedding_key`, the hash of both: a slide whose
+patch features or slide encoder changed is embedded again, any other is read back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import content_hash
+
+SLIDE_EMBEDDING_FORMAT = "pathkit-slide-embedding/1"
+
+
+@dataclasses.dataclass
+class SlideEmbedding:
+    slide_id: str
+    path: Path
+    status: str  # "computed" or "reused"
+    key: str
+
+
+def slide_embedding_key(patch_features_sha256: str, slide_encoder_identity: str) -> str:
+    return content_hash({"patch_features": patch_features_sha256, "slide_encoder": slide_encoder_identity}, 32)
+
+
+def check_features(slide_encoder: Any, path: Path, meta: dict[str, str]) -> None:
+    """A one-line refusal naming the file when its patch features cannot feed `slide_encoder`."""
+    def number(key: str) -> float | None:
+        return float(meta[key]) if meta.get(key) else None
+
+    tile_px = number("tile_px")
+    problem = slide_encoder.feature_problem(meta.get("encoder", ""), int(meta.get("embed_dim", "0")),
+                                            int(tile_px) if tile_px is not None else None, number("target_mpp"))
+    if problem:
+        raise PathkitError(f"{path}: {problem}")
+
+
+def embed_slides(slide_encoder: Any, feature_files: Sequence[str | Path], out_dir: str | Path, *,
+                 device: str = "cpu", weights_path: str | Path | None = None) -> list[SlideEmbedding]:
+    """Each feature file's slide embedding, computed unless the store holds it under the same key.
+    Every file is checked before any slide is embedded."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    from pathkit_core.features.store import check_encoder_name, read_feature_meta, read_features
+    from pathkit_core.workspace import atomic_path
+
+    metas = [(Path(p), read_feature_meta(p)) for p in feature_files]
+    for path, meta in metas:
+        check_features(slide_encoder, path, meta)
+    model = slide_encoder.load(device, weights_path)
+    identity = slide_encoder.identity()
+    folder = Path(out_dir) / check_encoder_name(slide_encoder.name)
+    results = []
+    for path, meta in metas:
+        slide_id = meta.get("slide_id") or path.name.split(".")[0]
+        key = slide_embedding_key(meta["content_sha256"], identity)
+        target = folder / f"{slide_id}.safetensors"
+        if target.exists():
+            with safe_open(str(target), "pt") as f:
+                if (f.metadata() or {}).get("slide_embedding_key") == key:
+                    results.append(SlideEmbedding(slide_id, target, "reused", key))
+                    continue
+        record = read_features(path)
+        embedding = slide_encoder.embed(model, record.features.to(device), record.coords)
+        meta_out = {"format": SLIDE_EMBEDDING_FORMAT, "slide_id": slide_id, "slide_encoder": slide_encoder.name,
+                    "slide_encoder_identity": identity, "patch_encoder": meta.get("encoder", ""),
+                    "patch_features": str(path), "patch_features_sha256": meta["content_sha256"],
+                    "slide_embedding_key": key}
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(target) as tmp:
+            save_file({"embedding": embedding.detach().cpu().contiguous()}, str(tmp), metadata=meta_out)
+        results.append(SlideEmbedding(slide_id, target, "computed", key))
+    return results
+
+
+def read_slide_embedding(path: str | Path) -> Any:
+    from safetensors.torch import load_file
+
+    return load_file(str(path))["embedding"]

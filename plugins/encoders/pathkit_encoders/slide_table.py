@@ -1,0 +1,100 @@
+"""The slide encoders as data: one `SlideSpec` row each, built by `_slide.TableSlideEncoder`.
+
+A row names the module ("@module.Class" and its keyword arguments, the published architecture),
+the patch encoder whose features it reads, the tiles those were extracted from, the weights
+record and the published parameter count. Sources: docs/encoders.md, "Slide encoders" (TRIDENT's
+slide-encoder loader, MIL-Lab, MADELEINE's and CHIEF's public code). Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from pathkit_core.contracts import PretrainedWeights, TileSpec
+from pathkit_encoders._adapters import strip_data_parallel
+from pathkit_encoders.table import IMAGENET_MEAN, IMAGENET_STD, MAHMOOD_LICENCE
+
+
+@dataclasses.dataclass(frozen=True)
+class SlideSpec:
+    name: str
+    description: str
+    module: str
+    arch: Mapping[str, Any]
+    patch_encoder: str | None
+    patch_dim: int | None
+    embed_dim: int
+    tile_spec: TileSpec | None
+    weights: PretrainedWeights | None
+    parameters: int
+    precision: str = "fp32"
+    feature_key: str | None = None
+    checkpoint_wrappers: tuple[str, ...] = ()
+    adapt_state_dict: Callable[..., Any] | None = None
+    random_init_seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arch", MappingProxyType(dict(self.arch)))
+
+
+def _weights(hub: str | None, filename: str, licence: str, citation: str, gated: bool) -> PretrainedWeights:
+    return PretrainedWeights(hf_hub_id=hub, filename=filename, sha256=None, license=licence, citation=citation,
+                             mean=IMAGENET_MEAN, std=IMAGENET_STD, gated=gated)
+
+
+# FEATHER (MIL-Lab `abmil.base` trained pan-cancer on CONCH v1.5 features, TRIDENT's `feather`):
+# 512-px tiles at 20x; 843,501 parameters with the 108-class head of the release.
+FEATHER = SlideSpec(
+    name="feather",
+    description="FEATHER (Mahmood Lab), gated attention MIL over CONCH v1.5 features, 512-d; gated",
+    module="@pathkit_encoders._slide_modules.FeatherABMIL",
+    arch=dict(in_dim=768, embed_dim=512, attn_dim=384, num_classes=108),
+    patch_encoder="conch15", patch_dim=768, embed_dim=512, tile_spec=TileSpec(512, 0.5),
+    weights=_weights("MahmoodLab/abmil.base.conch_v15.pc108-24k", "model.safetensors", MAHMOOD_LICENCE,
+                     ("Shao, D. et al. Do multiple instance learning models transfer? ICML (2025) (FEATHER, "
+                      "MIL-Lab)."), gated=True),
+    parameters=843_501, feature_key="embed_dim",
+)
+
+# MADELEINE (Jaume et al.): multi-head (4) gated ABMIL over CONCH v1 features, 512-d, the H&E
+# branch (`encode_he`); 256-px tiles at 10x (its patching).
+MADELEINE = SlideSpec(
+    name="madeleine",
+    description="MADELEINE (Mahmood Lab), 4-head gated attention MIL over CONCH v1 features, 512-d; gated",
+    module="@pathkit_encoders._slide_modules.Madeleine",
+    arch=dict(in_dim=512, hidden=512, heads=4),
+    patch_encoder="conch", patch_dim=512, embed_dim=512, tile_spec=TileSpec(256, 1.0),
+    weights=_weights("MahmoodLab/madeleine", "model.pt", MAHMOOD_LICENCE,
+                     ("Jaume, G. et al. Multistain pretraining for slide representation learning in pathology. "
+                      "ECCV (2024)."), gated=True),
+    parameters=4_996_740, feature_key="hidden", adapt_state_dict=strip_data_parallel,
+)
+
+# CHIEF (Wang et al., Nature 2024): CLAM-style gated attention over CTransPath features,
+# `WSI_feature` 512-d; 256-px tiles at 10x; weights on the authors' drive only (local file).
+CHIEF = SlideSpec(
+    name="chief",
+    description="CHIEF (Harvard), gated attention over CTransPath features, 512-d WSI feature; local weights",
+    module="@pathkit_encoders._slide_modules.Chief",
+    arch=dict(in_dim=768, hidden=512, attn_dim=256, n_classes=2),
+    patch_encoder="ctranspath", patch_dim=768, embed_dim=512, tile_spec=TileSpec(256, 1.0),
+    weights=_weights(None, "CHIEF_pretraining.pth",
+                     "AGPL/GPL-3.0 code, non-commercial academic use (github.com/hms-dbmi/CHIEF)",
+                     ("Wang, X. et al. A pathology foundation model for cancer diagnosis and prognosis prediction. "
+                      "Nature 634, 970-978 (2024)."), gated=False),
+    parameters=1_185_032, feature_key="hidden",
+)
+
+SLIDE_ROWS: Mapping[str, SlideSpec] = MappingProxyType({s.name: s for s in (FEATHER, MADELEINE, CHIEF)})
+
+
+def mean_row(encoder: str, dim: int) -> SlideSpec:
+    """`mean-<encoder>`: the mean of that patch encoder's features, any tiles, no parameters."""
+    return SlideSpec(
+        name=f"mean-{encoder}", description=f"mean of the {encoder} patch features (slide-level baseline)",
+        module="@pathkit_encoders._slide_modules.MeanPool", arch={}, patch_encoder=encoder, patch_dim=dim,
+        embed_dim=dim, tile_spec=None, weights=None, parameters=0,
+    )
