@@ -38,7 +38,9 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
 from pathkit_datasets._reports import (
+    DRAWN_SPLIT_SEED,
     FEATURE_SUFFIXES,
+    SLIDE_MPP,
     SLIDE_SUFFIXES,
     ReportDataset,
     assemble_report,
@@ -84,9 +86,9 @@ class HistAI(ReportDataset):
         DatasetOption("report_fields", "str", ",".join(DEFAULT_REPORT_FIELDS),
                       "metadata fields joined into the report, in order"),
         DatasetOption("stains", "str", "all", "slide stains to keep (comma-separated name parts, e.g. HE), or all"),
-        DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)"),
+        DRAWN_SPLIT_SEED,
         option("splits_file"),
-        DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)"),
+        SLIDE_MPP,
     )
     layout: ClassVar[str] = (
         "<root>/metadata.json (HISTAI-metadata: records with case_mapping \"histai/<subset>/case_<n>\" "
@@ -106,9 +108,7 @@ class HistAI(ReportDataset):
             raise PathkitError("histai: option report_fields names no field")
         stains = str(self.options.get("stains") or "all")
         wanted = None if stains.lower() == "all" else {s.strip().lower() for s in stains.split(",")}
-        root = Path(self.root)
-        slides_dir = self.option_path("slides_dir") or root
-        features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
+        root, slides_dir, features_dir = self.release_folders()
         workdir = self.options.get("workdir")
         mpp = self.mpp_option()
         links = Path(workdir) / "datasets" / "histai" / "slide-links" if workdir else None

@@ -106,9 +106,7 @@ class REG2025(ReportDataset):
         found = read_report_records(path, "reg2025 report file", keys=("id", "report"), split_layout=True)
         records, parts_of = found.records, found.parts
         layout: dict[str, str] = {}  # case id -> part, when the file is the {"train", "val", "test"} layout
-        root = Path(self.root)
-        slides_dir = self.option_path("slides_dir") or root
-        features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
+        root, slides_dir, features_dir = self.release_folders()
         mpp = self.mpp_option()
         cases: dict[str, Case] = {}
         excluded: dict[str, str] = {}

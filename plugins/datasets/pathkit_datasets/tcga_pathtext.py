@@ -30,7 +30,9 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._reports import (
+    DRAWN_SPLIT_SEED,
     FEATURE_SUFFIXES,
+    SLIDE_MPP,
     SLIDE_SUFFIXES,
     ReportDataset,
     find_file,
@@ -87,9 +89,9 @@ class TCGAPathText(ReportDataset):
                       "root)"),
         DatasetOption("features_dir", "path", None, "folder of precomputed features named by slide or patient "
                       "(default: <root>/features)"),
-        DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)"),
+        DRAWN_SPLIT_SEED,
         option("splits_file"),
-        DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)"),
+        SLIDE_MPP,
     )
     layout: ClassVar[str] = (
         "<root>/PathText.json (a JSON list of {\"id\": \"TCGA-XX-XXXX\", \"caption\": ...}), GDC slides "
@@ -103,9 +105,7 @@ class TCGAPathText(ReportDataset):
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.annotations_file()
         data = read_report_records(path, "tcga-pathtext annotations", keys=("id", "caption")).records
-        root = Path(self.root)
-        slides_dir = self.option_path("slides_dir") or root
-        features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
+        root, slides_dir, features_dir = self.release_folders()
         mpp = self.mpp_option()
         by_patient = files_by_patient(slides_dir, SLIDE_SUFFIXES)
         cases: dict[str, Case] = {}
