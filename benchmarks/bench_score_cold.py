@@ -26,6 +26,7 @@ empty interpreter's start, and numpy's import against the standard library drawi
 bootstrap (numpy's generator draws the resamples, so only it gives the same intervals).
 
     .venv/bin/python benchmarks/bench_score_cold.py [--pairs 3] [--pathbench DIR] [--only crqs|nlg] [--first-run]
+        [--copies 10]  # CRQS on 7,410 pairs: the 741 test pairs ten times, copy k shuffled with seed k
         [--baseline CHECKOUT]  # CRQS of this checkout against another's (before/after), side by side
     .venv/bin/python benchmarks/bench_score_cold.py --budget
 """
@@ -159,14 +160,20 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def pairs_file(folder: Path, data: Path, *, one_line: bool) -> Path:
+def pairs_file(folder: Path, data: Path, *, one_line: bool, copies: int = 1) -> Path:
+    """Each test report against another test report (shuffle `random.Random(k)`); with `copies`
+    above 1, the 741 test reports that many times, copy k shuffled with seed k and its ids ended
+    with `#k` (7,410 pairs for ten copies)."""
     reports = json.loads(data.read_text(encoding="utf-8"))["test"]
-    order = list(range(len(reports)))
-    random.Random(0).shuffle(order)
     text = (lambda s: " ".join(s.split())) if one_line else (lambda s: s)
-    pairs = {r["id"]: {"target": text(r["report"]), "pred": text(reports[order[i]]["report"])}
-             for i, r in enumerate(reports)}
-    path = folder / f"reg_test_pairs{'_one_line' if one_line else ''}.json"
+    pairs = {}
+    for k in range(copies):
+        order = list(range(len(reports)))
+        random.Random(k).shuffle(order)
+        suffix = f"#{k}" if copies > 1 else ""
+        pairs.update({f"{r['id']}{suffix}": {"target": text(r["report"]), "pred": text(reports[order[i]]["report"])}
+                      for i, r in enumerate(reports)})
+    path = folder / f"reg_test_pairs{'_one_line' if one_line else ''}{f'_x{copies}' if copies > 1 else ''}.json"
     path.write_text(json.dumps(pairs), encoding="utf-8")
     return path
 
@@ -240,6 +247,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--pathbench", type=Path, default=None, help="folder holding PathBench's crqs/ package")
     parser.add_argument("--only", choices=("crqs", "nlg"), default=None)
+    parser.add_argument("--copies", type=int, default=1,
+                        help="CRQS on the test pairs this many times, copy k shuffled with seed k (10: 7,410 pairs)")
     parser.add_argument("--budget", action="store_true", help="time the phases of a cold CRQS scoring process")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="another pathkit checkout (main's) whose CRQS scoring is timed against this one")
@@ -259,7 +268,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if args.only in (None, "crqs"):
-            data = pairs_file(folder, args.data, one_line=False)
+            data = pairs_file(folder, args.data, one_line=False, copies=args.copies)
             print(f"CRQS, {len(json.loads(data.read_text()))} REG test pairs, whole process:")
             if args.pathbench is None or not (args.pathbench / "crqs" / "run_crqs.py").is_file():
                 print("  PathBench's CRQS script: not given (--pathbench DIR with its crqs/ package), skipped")

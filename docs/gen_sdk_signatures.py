@@ -42,6 +42,7 @@ SDK_SECTIONS: dict[str, tuple[str, ...]] = {
         "choose_split", "file_split", "column_split", "drawn_split", "part_counts", "splits_folder",
     ),
     "The table dataset base": ("CohortDataset", "COHORT_OPTIONS", "option"),
+    "Report JSON files": ("read_report_records", "ReportRecords", "find_json_file", "read_json"),
     "Splits": (
         "SPLIT_PARTS", "split_part", "read_split_file", "write_split_file", "match_split_ids", "check_user_split",
         "check_disjoint", "draw_split", "load_or_draw_split", "DrawnSplit", "patient_disjoint_split",
@@ -60,6 +61,7 @@ SDK_SECTIONS: dict[str, tuple[str, ...]] = {
 WIDTH = 100  # longer signatures are written one parameter a line
 # Sections whose module's docstring opens them on the page (the conventions the helpers share).
 SECTION_MODULES = {"Cohort tables": "pathkit_sdk.cohort", "Splits": "pathkit_sdk.splits",
+                   "Report JSON files": "pathkit_sdk.reports",
                    "Checkpoints": "pathkit_sdk.checkpoints", "Synthetic slides": "pathkit_sdk.synthetic"}
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 

@@ -11,6 +11,10 @@ code by tests/sdk/test_sdk_docs.py):
   workspace) and let `CohortDataset` do loading, splits, exclusions and validation. `COHORT_OPTIONS`
   are the options every table dataset shares. docs/file-formats.md, "Cohort tables", has the
   conventions.
+- **Report JSON files** (`pathkit_sdk.reports`): a release shipped as one JSON file of report
+  records (REG 2025, HISTAI's metadata, PathText): `find_json_file` picks it, `read_json` parses
+  it naming the file and the bad byte or line, `read_report_records` checks its records (a list,
+  a wrapped list or the train/val/test layout).
 - **Splits** (`pathkit_sdk.splits`; `split_statement` is the run's own): a user's split checked
   and used exactly (`check_user_split`, `read_split_file`, `match_split_ids`), a seeded patient-disjoint split
   drawn only when none is given (`draw_split`, `load_or_draw_split`), what a split holds in one
@@ -82,6 +86,7 @@ from pathkit_sdk.cohort import (
     resolve_file,
     splits_folder,
 )
+from pathkit_sdk.reports import ReportRecords, find_json_file, read_json, read_report_records
 from pathkit_sdk.splits import (
     SPLIT_PARTS,
     DrawnSplit,
@@ -134,6 +139,7 @@ __all__ = [
     "drop_missing_files",
     "file_split",
     "find_column",
+    "find_json_file",
     "find_table",
     "group_rows",
     "load_or_create_splits",
@@ -151,9 +157,12 @@ __all__ = [
     "plausible_mpp",
     "proportion_ci",
     "PROPORTION_METHODS",
+    "read_json",
+    "read_report_records",
     "read_split_file",
     "read_state_dict",
     "read_table",
+    "ReportRecords",
     "require_columns",
     "resample_indices",
     "resolve_file",

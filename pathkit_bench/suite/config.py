@@ -144,39 +144,42 @@ def parse_suite(data: Mapping[str, Any], path: Path, text: str | None = None) ->
     encoders = _names(data.get("encoders"), f"{where}: encoders")
     generators = _names(data.get("generators"), f"{where}: generators")
     metrics = _names(data.get("metrics"), f"{where}: metrics")
-    seeds = checked.seeds
-    tables = data["tasks"]
-    tasks: list[SuiteTask] = []
-    for n, entry in enumerate(tables, start=1):
-        at = f"{where}: task {n}"
-        if not isinstance(entry, Mapping) or not entry.get("dataset"):
-            raise PathkitError(f"{at}: needs dataset = NAME")
-        bad = sorted(set(entry) - set(TASK_KEYS))
-        if bad:
-            raise PathkitError(f"{at} ({entry['dataset']}): unknown key(s) {bad}; known: {list(TASK_KEYS)}")
-        name = str(entry.get("name") or entry["dataset"])
-        own = {k: entry[k] for k in ("dataset_options", "hparams", "train", "tiling") if k in entry}
-        if "options" in entry:  # any other run option of this task (max_tiles, checkpoints, ...)
-            if not isinstance(entry["options"], Mapping) or set(entry["options"]) & set(CELL_FIELDS):
-                raise PathkitError(f"{at} ({name}): options must be a table of run options other than "
-                                   f"{list(CELL_FIELDS)}")
-            own.update(entry["options"])
-        if entry.get("dataset_root"):
-            own["dataset_root"] = _resolve(entry["dataset_root"], path.parent)
-        task_encoders = _names(entry.get("encoders"), f"{at}: encoders") or encoders
-        task_generators = _names(entry.get("generators"), f"{at}: generators") or generators
-        if not task_encoders or not task_generators:
-            raise PathkitError(f"{at} ({name}): no encoders or no generators (set them for the suite or the task)")
-        tasks.append(SuiteTask(name, str(entry["dataset"]), task_encoders, task_generators,
-                               _names(entry.get("metrics"), f"{at}: metrics") or metrics,
-                               str(entry["compare"]) if entry.get("compare") else None, _merge(run, own)))
+    tasks = [_parse_task(entry, f"{where}: task {n}", path, run, encoders, generators, metrics)
+             for n, entry in enumerate(data["tasks"], start=1)]
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
         raise PathkitError(f"{where}: two tasks are named alike ({sorted({x for x in names if names.count(x) > 1})});"
                            " give each a distinct name")
     _refuse_shared_run_folders(tasks, where)
-    return SuiteConfig(checked.name or path.stem, path, tuple(tasks), tuple(seeds), checked.correction,
+    return SuiteConfig(checked.name or path.stem, path, tuple(tasks), tuple(checked.seeds), checked.correction,
                        checked.alpha, checked.level, checked.resamples)
+
+
+def _parse_task(entry: Any, at: str, path: Path, run: Mapping[str, Any], encoders: tuple[str, ...],
+                generators: tuple[str, ...], metrics: tuple[str, ...]) -> SuiteTask:
+    """One [[tasks]] table (`at` names it in errors), its lists defaulting to the suite's and its
+    run options over the suite's [run]."""
+    if not isinstance(entry, Mapping) or not entry.get("dataset"):
+        raise PathkitError(f"{at}: needs dataset = NAME")
+    bad = sorted(set(entry) - set(TASK_KEYS))
+    if bad:
+        raise PathkitError(f"{at} ({entry['dataset']}): unknown key(s) {bad}; known: {list(TASK_KEYS)}")
+    name = str(entry.get("name") or entry["dataset"])
+    own = {k: entry[k] for k in ("dataset_options", "hparams", "train", "tiling") if k in entry}
+    if "options" in entry:  # any other run option of this task (max_tiles, checkpoints, ...)
+        if not isinstance(entry["options"], Mapping) or set(entry["options"]) & set(CELL_FIELDS):
+            raise PathkitError(f"{at} ({name}): options must be a table of run options other than "
+                               f"{list(CELL_FIELDS)}")
+        own.update(entry["options"])
+    if entry.get("dataset_root"):
+        own["dataset_root"] = _resolve(entry["dataset_root"], path.parent)
+    task_encoders = _names(entry.get("encoders"), f"{at}: encoders") or encoders
+    task_generators = _names(entry.get("generators"), f"{at}: generators") or generators
+    if not task_encoders or not task_generators:
+        raise PathkitError(f"{at} ({name}): no encoders or no generators (set them for the suite or the task)")
+    return SuiteTask(name, str(entry["dataset"]), task_encoders, task_generators,
+                     _names(entry.get("metrics"), f"{at}: metrics") or metrics,
+                     str(entry["compare"]) if entry.get("compare") else None, _merge(run, own))
 
 
 def _refuse_shared_run_folders(tasks: list[SuiteTask], where: str) -> None:

@@ -340,8 +340,6 @@ def extract_features(
     extraction code (`pathkit run` passes a digest of its sources and the encoder's): it joins
     each file's extraction key, so features made by other code are made again.
     """
-    import torch
-
     from pathkit_core.features import store
 
     enc = resolve_encoder(encoder)
@@ -358,14 +356,7 @@ def extract_features(
     precision = compute_dtype(enc, dev, dtype)
     out_dir = Path(out_dir)
 
-    loaded = sorted((_load_manifest(m) for m in manifest_paths(manifests)), key=lambda m: m.slide_id)
-    seen: dict[str, Any] = {}
-    for m in loaded:
-        if m.slide_id in seen:
-            raise PathkitError(
-                f"slide id {m.slide_id!r} appears in two manifests ({seen[m.slide_id]} and {m.path})"
-            )
-        seen[m.slide_id] = m.path
+    loaded = _load_unique_manifests(manifests)
     # Shards are by slide id, so processes that listed the slides differently still agree.
     mine = (shard or Shard()).within(rank, world).select(loaded, key=lambda m: m.slide_id)
     # Every process plans the whole list: slides of a shard not started yet show as pending.
@@ -387,35 +378,15 @@ def extract_features(
         for m in mine:
             job = _prepare(m, enc, out_dir, weights_id, keyed_arch, feature_dtype, overwrite, previous, results,
                            read_at)
-            if job is None:
-                continue
-            if verify_slides:
-                problem = _slide_problem(m)
-                if problem:
-                    _fail(job, problem, enc, out_dir, pending, results)
-                    continue
-            if job.n_tiles == 0:
-                _fail(job, "the tile manifest has no tiles (no tissue found)", enc, out_dir, pending, results)
-                continue
-            jobs.append(job)
+            if job is not None and _runnable(job, verify_slides, enc, out_dir, pending, results):
+                jobs.append(job)
         # A process killed before flushing its records leaves finished files without one.
         for r in results:
             if r.status == "skipped" and previous.get(r.slide_id, {}).get("status") != "ok":
                 pending[r.slide_id] = store.status_record("ok", n_tiles=r.n_tiles, recorded="on resume")
         if jobs:
             model = _load_model(enc, dev, resolved_weights, allow_download)
-            context = {
-                "encoder": enc.name,
-                "architecture": arch,
-                "encoder_description": enc.description,
-                "is_pathology_model": str(bool(enc.is_pathology_model)).lower(),
-                "joint_space": str(enc.joint_space or ""),
-                "weights_path": str(resolved_weights) if resolved_weights else "",
-                "weights_sha256": weights_id,
-                "compute_dtype": precision,
-                "device": dev.type,
-                "torch_version": torch.__version__,
-            }
+            context = _file_context(enc, arch, resolved_weights, weights_id, precision, dev)
             _run(jobs, enc, model, dev, precision, feature_dtype, batch_size, workers,
                  out_dir, context, pending, results, progress=progress and rank == 0, compile=compile)
     finally:
@@ -426,6 +397,51 @@ def extract_features(
     if dist is not None and world > 1:
         dist.wait_for_everyone()
     return results
+
+
+def _load_unique_manifests(manifests: str | Path | Iterable[str | Path | Manifest]) -> list[Manifest]:
+    """The manifests, loaded and sorted by slide id; a slide id in two of them is refused."""
+    loaded = sorted((_load_manifest(m) for m in manifest_paths(manifests)), key=lambda m: m.slide_id)
+    seen: dict[str, Any] = {}
+    for m in loaded:
+        if m.slide_id in seen:
+            raise PathkitError(
+                f"slide id {m.slide_id!r} appears in two manifests ({seen[m.slide_id]} and {m.path})"
+            )
+        seen[m.slide_id] = m.path
+    return loaded
+
+
+def _runnable(job: _SlideJob, verify_slides: bool, enc: Encoder, out_dir: Path,
+              pending: dict[str, dict[str, Any]], results: list[ExtractResult]) -> bool:
+    """Whether the slide is worth running: a changed slide (when verified) or an empty manifest is
+    recorded as failed instead."""
+    problem = _slide_problem(job.manifest) if verify_slides else None
+    if not problem and job.n_tiles == 0:
+        problem = "the tile manifest has no tiles (no tissue found)"
+    if problem:
+        _fail(job, problem, enc, out_dir, pending, results)
+        return False
+    return True
+
+
+def _file_context(enc: Encoder, arch: str, weights: Path | None, weights_id: str, precision: str,
+                  dev: torch.device) -> dict[str, str]:
+    """The metadata every feature file of this extraction records (model, weights, dtype, device)."""
+    import torch
+
+    return {
+        "encoder": enc.name,
+        "architecture": arch,
+        "encoder_description": enc.description,
+        "is_pathology_model": str(bool(enc.is_pathology_model)).lower(),
+        "joint_space": str(enc.joint_space or ""),
+        "weights_path": str(weights) if weights else "",
+        "weights_sha256": weights_id,
+        "compute_dtype": precision,
+        "device": dev.type,
+        "torch_version": torch.__version__,
+    }
 
 
 def _load_model(enc: Encoder, dev: torch.device, weights: Path | None, allow_download: bool | None) -> Any:

@@ -10,8 +10,8 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = ("pathkit_sdk.cohort", "pathkit_sdk.checkpoints", "pathkit_sdk.synthetic", "pathkit_sdk.splits",
-           "pathkit_core.evaluation.bootstrap",
+SOURCES = ("pathkit_sdk.cohort", "pathkit_sdk.reports", "pathkit_sdk.checkpoints", "pathkit_sdk.synthetic",
+           "pathkit_sdk.splits", "pathkit_core.evaluation.bootstrap",
            "pathkit_core.evaluation.intervals")
 
 

@@ -10,13 +10,12 @@ dataset's cleaned report text (`report_cleaning`, shared with the tokenizer thro
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import Case, PathkitError
+from pathkit_core.contracts import Case, DatasetOption
 from pathkit_core.workspace import plain_name
 from pathkit_sdk.cohort import CohortDataset, drawn_split, file_split
 from pathkit_tasks import TASK_REPORT
@@ -25,28 +24,10 @@ from pathkit_tasks.report.text import clean_report, invalid_text_reason
 log = logging.getLogger(__name__)
 
 FEATURE_SUFFIXES = (".safetensors", ".h5", ".pt")
+# Options two report releases declare alike (histai, tcga-pathtext)
+DRAWN_SPLIT_SEED = DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)")
+SLIDE_MPP = DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)")
 SLIDE_SUFFIXES = (".tiff", ".tif", ".svs", ".ndpi", ".mrxs", ".scn", ".bif", ".vms")
-
-
-def read_json(path: Path, what: str) -> Any:
-    """Parse a JSON file, naming the file and the position of any UTF-8 or syntax error."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise PathkitError(f"{what} {path} does not exist") from None
-    except OSError as exc:
-        raise PathkitError(f"{what} {path} cannot be read: {exc}") from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise PathkitError(f"{what} {path} is not UTF-8 text: byte {exc.start} (line {line}) is "
-                           f"{raw[exc.start:exc.start + 1]!r}; re-save the file as UTF-8") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PathkitError(f"{what} {path} is not valid JSON: {exc.msg} at line {exc.lineno}, "
-                           f"column {exc.colno}") from None
 
 
 def find_file(folder: Path | None, stem: str, suffixes: tuple[str, ...]) -> Path | None:
@@ -109,6 +90,13 @@ class ReportDataset(CohortDataset):
     def cleaning(self) -> str:
         """The report cleaning applied to targets: the dataset's (an option may choose another)."""
         return str(self.options.get("report_cleaning") or self.report_cleaning)
+
+    def release_folders(self) -> tuple[Path, Path, Path | None]:
+        """The root, the slides' folder (option `slides_dir`, else the root) and the precomputed
+        features' folder (option `features_dir`, else `<root>/features` when there is one)."""
+        root = Path(self.root)
+        features = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
+        return root, self.option_path("slides_dir") or root, features
 
     def report_split(self, cases: Mapping[str, Case], excluded: Mapping[str, str], fractions: tuple[float, float],
                      file_name: str) -> dict[str, list[str]]:

@@ -38,14 +38,16 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
 from pathkit_datasets._reports import (
+    DRAWN_SPLIT_SEED,
     FEATURE_SUFFIXES,
+    SLIDE_MPP,
     SLIDE_SUFFIXES,
     ReportDataset,
     assemble_report,
     find_file,
-    read_json,
 )
 from pathkit_sdk.cohort import option
+from pathkit_sdk.reports import find_json_file, read_report_records
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +86,9 @@ class HistAI(ReportDataset):
         DatasetOption("report_fields", "str", ",".join(DEFAULT_REPORT_FIELDS),
                       "metadata fields joined into the report, in order"),
         DatasetOption("stains", "str", "all", "slide stains to keep (comma-separated name parts, e.g. HE), or all"),
-        DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)"),
+        DRAWN_SPLIT_SEED,
         option("splits_file"),
-        DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)"),
+        SLIDE_MPP,
     )
     layout: ClassVar[str] = (
         "<root>/metadata.json (HISTAI-metadata: records with case_mapping \"histai/<subset>/case_<n>\" "
@@ -95,41 +97,25 @@ class HistAI(ReportDataset):
     )
 
     def metadata_file(self) -> Path:
-        explicit = self.option_path("metadata")
-        if explicit is not None:
-            return explicit
-        root = Path(self.root)
-        for name in METADATA_NAMES:
-            if (root / name).is_file():
-                return root / name
-        found = sorted(p for p in root.glob("*.json") if p.is_file())
-        if len(found) == 1:
-            return found[0]
-        raise PathkitError(f"histai: {'no' if not found else 'more than one'} metadata JSON in {root}"
-                           f"{' (' + ', '.join(p.name for p in found) + ')' if found else ''}; "
-                           f"choose one with option metadata=FILE; expected layout: {self.layout}")
+        return find_json_file(self.name, Path(self.root), METADATA_NAMES, self.option_path("metadata"),
+                              "metadata JSON", option="metadata", layout=self.layout)
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.metadata_file()
-        data = read_json(path, "histai metadata")
-        records = data.get("cases", data.get("data")) if isinstance(data, dict) else data
-        if not isinstance(records, list):
-            raise PathkitError(f"histai metadata {path}: expected a JSON list of case records")
+        records = read_report_records(path, "histai metadata", wrappers=("cases", "data")).records
         fields = tuple(f.strip() for f in str(self.options["report_fields"]).split(",") if f.strip())
         if not fields:
             raise PathkitError("histai: option report_fields names no field")
         stains = str(self.options.get("stains") or "all")
         wanted = None if stains.lower() == "all" else {s.strip().lower() for s in stains.split(",")}
-        root = Path(self.root)
-        slides_dir = self.option_path("slides_dir") or root
-        features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
+        root, slides_dir, features_dir = self.release_folders()
         workdir = self.options.get("workdir")
         mpp = self.mpp_option()
         links = Path(workdir) / "datasets" / "histai" / "slide-links" if workdir else None
         cases: dict[str, Case] = {}
         excluded: dict[str, str] = {}
         for i, record in enumerate(records):
-            mapping = parse_case_mapping(record.get("case_mapping") if isinstance(record, dict) else None)
+            mapping = parse_case_mapping(record.get("case_mapping"))
             if mapping is None:
                 raise PathkitError(f"histai metadata {path}: record {i} has no case_mapping like "
                                    f"\"histai/HISTAI-skin-b2/case_13384\" ({str(record)[:80]!r})")

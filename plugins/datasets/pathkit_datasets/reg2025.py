@@ -38,10 +38,10 @@ from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     ReportDataset,
     find_file,
-    read_json,
     strip_slide_suffix,
 )
-from pathkit_sdk.cohort import SPLIT_LAYOUT_KEYS, column_split, option, part_counts
+from pathkit_sdk.cohort import column_split, option, part_counts
+from pathkit_sdk.reports import find_json_file, read_report_records
 
 log = logging.getLogger(__name__)
 
@@ -98,43 +98,19 @@ class REG2025(ReportDataset):
     )
 
     def reports_file(self) -> Path:
-        explicit = self.option_path("reports")
-        if explicit is not None:
-            return explicit
-        root = Path(self.root)
-        for name in REPORT_FILE_NAMES:
-            if (root / name).is_file():
-                return root / name
-        found = sorted(p for p in root.glob("*.json") if p.is_file())
-        if len(found) == 1:
-            return found[0]
-        if not found:
-            raise PathkitError(f"reg2025: no report JSON in {root}; expected layout: {self.layout}")
-        raise PathkitError(f"reg2025: several JSON files in {root} ({', '.join(p.name for p in found)}); "
-                           "choose one with the dataset option reports=FILE")
+        return find_json_file(self.name, Path(self.root), REPORT_FILE_NAMES, self.option_path("reports"),
+                              "report JSON", option="reports", layout=self.layout)
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.reports_file()
-        data = read_json(path, "reg2025 report file")
+        found = read_report_records(path, "reg2025 report file", keys=("id", "report"), split_layout=True)
+        records, parts_of = found.records, found.parts
         layout: dict[str, str] = {}  # case id -> part, when the file is the {"train", "val", "test"} layout
-        if isinstance(data, dict) and all(isinstance(data.get(p), list) for p in SPLIT_LAYOUT_KEYS):
-            records = [r for p in SPLIT_LAYOUT_KEYS for r in data[p]]
-            parts_of = [p for p in SPLIT_LAYOUT_KEYS for _ in data[p]]
-        elif isinstance(data, list):
-            records, parts_of = data, []
-        else:
-            raise PathkitError(f"reg2025 report file {path}: expected a JSON list of {{\"id\", \"report\"}} "
-                               f"records, found a {type(data).__name__}")
-        root = Path(self.root)
-        slides_dir = self.option_path("slides_dir") or root
-        features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
+        root, slides_dir, features_dir = self.release_folders()
         mpp = self.mpp_option()
         cases: dict[str, Case] = {}
         excluded: dict[str, str] = {}
         for i, record in enumerate(records):
-            if not isinstance(record, dict) or "id" not in record or "report" not in record:
-                raise PathkitError(f"reg2025 report file {path}: record {i} is not an object with \"id\" and "
-                                   f"\"report\" ({str(record)[:80]!r})")
             case_id = plain_name(strip_slide_suffix(str(record["id"]).strip()),
                                  f"reg2025 report file {path}: record {i} id")
             if case_id in cases or case_id in excluded:

@@ -30,14 +30,16 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._reports import (
+    DRAWN_SPLIT_SEED,
     FEATURE_SUFFIXES,
+    SLIDE_MPP,
     SLIDE_SUFFIXES,
     ReportDataset,
     find_file,
-    read_json,
     strip_slide_suffix,
 )
 from pathkit_sdk.cohort import option
+from pathkit_sdk.reports import find_json_file, read_report_records
 
 FRACTIONS = (884 / 8843, 885 / 8843)  # PathReportEval Table 1: 7074 / 884 / 885
 ANNOTATION_NAMES = ("PathText.json", "pathtext.json", "TCGA_PathText.json")
@@ -87,9 +89,9 @@ class TCGAPathText(ReportDataset):
                       "root)"),
         DatasetOption("features_dir", "path", None, "folder of precomputed features named by slide or patient "
                       "(default: <root>/features)"),
-        DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)"),
+        DRAWN_SPLIT_SEED,
         option("splits_file"),
-        DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)"),
+        SLIDE_MPP,
     )
     layout: ClassVar[str] = (
         "<root>/PathText.json (a JSON list of {\"id\": \"TCGA-XX-XXXX\", \"caption\": ...}), GDC slides "
@@ -97,37 +99,18 @@ class TCGAPathText(ReportDataset):
     )
 
     def annotations_file(self) -> Path:
-        explicit = self.option_path("annotations")
-        if explicit is not None:
-            return explicit
-        root = Path(self.root)
-        for name in ANNOTATION_NAMES:
-            if (root / name).is_file():
-                return root / name
-        found = sorted(p for p in root.glob("*.json") if p.is_file())
-        if len(found) == 1:
-            return found[0]
-        raise PathkitError(f"tcga-pathtext: {'no' if not found else 'more than one'} annotation JSON in {root}"
-                           f"{' (' + ', '.join(p.name for p in found) + ')' if found else ''}; "
-                           f"choose one with option annotations=FILE; expected layout: {self.layout}")
+        return find_json_file(self.name, Path(self.root), ANNOTATION_NAMES, self.option_path("annotations"),
+                              "annotation JSON", option="annotations", layout=self.layout)
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.annotations_file()
-        data = read_json(path, "tcga-pathtext annotations")
-        if not isinstance(data, list):
-            raise PathkitError(f"tcga-pathtext annotations {path}: expected a JSON list of "
-                               "{\"id\", \"caption\"} records")
-        root = Path(self.root)
-        slides_dir = self.option_path("slides_dir") or root
-        features_dir = self.option_path("features_dir") or (root / "features" if (root / "features").is_dir() else None)
+        data = read_report_records(path, "tcga-pathtext annotations", keys=("id", "caption")).records
+        root, slides_dir, features_dir = self.release_folders()
         mpp = self.mpp_option()
         by_patient = files_by_patient(slides_dir, SLIDE_SUFFIXES)
         cases: dict[str, Case] = {}
         excluded: dict[str, str] = {}
         for i, record in enumerate(data):
-            if not isinstance(record, dict) or "id" not in record or "caption" not in record:
-                raise PathkitError(f"tcga-pathtext annotations {path}: record {i} is not an object with "
-                                   f"\"id\" and \"caption\" ({str(record)[:80]!r})")
             raw_id = strip_slide_suffix(str(record["id"]).strip())
             match = PATIENT.match(raw_id)
             if not match:

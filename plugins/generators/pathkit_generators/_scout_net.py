@@ -153,16 +153,7 @@ class GatedDecoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, memory_kv: list[tuple[torch.Tensor, torch.Tensor]],
                 memory_mask: torch.Tensor | None, self_cache: list[torch.Tensor] | None = None) -> torch.Tensor:
-        h = self.self_norm(x)
-        if self_cache is None:
-            attn = self.self_attn(h, h, causal=True)
-        else:
-            k, v = self.self_attn.project_kv(h)
-            if self_cache:
-                k = torch.cat([self_cache[0], k], dim=2)
-                v = torch.cat([self_cache[1], v], dim=2)
-            self_cache[:] = [k, v]
-            attn = self.self_attn.attend_projected(h, k, v)
+        attn = self.self_attn.self_attend(self.self_norm(x), self_cache)
         x = x + self.dropout(attn)
         attended = [cross.attend_projected(norm(x), k, v, key_mask=memory_mask)
                     for cross, norm, (k, v) in zip(self.cross_attns, self.cross_norms, memory_kv, strict=True)]

@@ -16,7 +16,7 @@ from typing import Any
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import GeneratorSpec, PathkitError
-from pathkit_generators._text.generator import COMMON_HPARAMS, ReportGenerator
+from pathkit_generators._text.generator import COMMON_HPARAMS, TRANSFORMER_HPARAMS, ReportGenerator, transformer_args
 
 BANK_DIR_ENV = "PATHKIT_BANK_DIR"
 
@@ -28,13 +28,8 @@ class BiGen(ReportGenerator):
     description = "BiGen: knowledge-bank retrieval + bi-modal latent tokens with a shared layer, transformer decoder"
     default_hparams = {
         **COMMON_HPARAMS,
-        "d_model": 512,
-        "d_ff": 512,
-        "num_heads": 4,
-        "num_layers": 3,
+        **TRANSFORMER_HPARAMS,
         "iterations": 3,
-        "dropout": 0.1,
-        "drop_prob_lm": 0.5,
         "top_fraction": 0.4,
         "region_size": 10,
         "top_k": 3,
@@ -57,9 +52,7 @@ class BiGen(ReportGenerator):
         try:
             return BiGenModel(
                 tokenizer, decoding, feature_dim=spec.feature_dim, bank=bank, bank_state=bank_state,
-                d_model=int(hp["d_model"]), d_ff=int(hp["d_ff"]), num_heads=int(hp["num_heads"]),
-                num_layers=int(hp["num_layers"]), iterations=int(hp["iterations"]),
-                dropout=float(hp["dropout"]), drop_prob_lm=float(hp["drop_prob_lm"]),
+                **transformer_args(hp), iterations=int(hp["iterations"]),
                 top_fraction=float(hp["top_fraction"]), region_size=int(hp["region_size"]),
                 top_k=int(hp["top_k"]), query_space=str(hp["query_space"]),
                 align_weight=float(hp["align_weight"]), align_temperature=float(hp["align_temperature"]),

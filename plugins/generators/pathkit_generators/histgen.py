@@ -13,7 +13,7 @@ from typing import Any
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import GeneratorSpec
-from pathkit_generators._text.generator import COMMON_HPARAMS, ReportGenerator
+from pathkit_generators._text.generator import COMMON_HPARAMS, TRANSFORMER_HPARAMS, ReportGenerator, transformer_args
 
 
 class HistGen(ReportGenerator):
@@ -24,12 +24,7 @@ class HistGen(ReportGenerator):
     default_hparams = {
         **COMMON_HPARAMS,
         "d_vf": 1024,
-        "d_model": 512,
-        "d_ff": 512,
-        "num_heads": 4,
-        "num_layers": 3,
-        "dropout": 0.1,
-        "drop_prob_lm": 0.5,
+        **TRANSFORMER_HPARAMS,
         "topk": 32,
         "prototype_num": 512,
         "cmm_size": 2048,
@@ -40,10 +35,8 @@ class HistGen(ReportGenerator):
         from pathkit_generators._histgen_net import HistGenModel
 
         return HistGenModel(
-            tokenizer, decoding, feature_dim=spec.feature_dim, d_vf=int(hp["d_vf"]),
-            d_model=int(hp["d_model"]), d_ff=int(hp["d_ff"]), num_heads=int(hp["num_heads"]),
-            num_layers=int(hp["num_layers"]), dropout=float(hp["dropout"]),
-            drop_prob_lm=float(hp["drop_prob_lm"]), topk=int(hp["topk"]),
+            tokenizer, decoding, feature_dim=spec.feature_dim, d_vf=int(hp["d_vf"]), **transformer_args(hp),
+            topk=int(hp["topk"]),
             prototype_num=int(hp["prototype_num"]), cmm_size=int(hp["cmm_size"]),
             region_size=int(hp["region_size"]),
         )

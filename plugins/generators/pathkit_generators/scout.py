@@ -18,7 +18,7 @@ from typing import Any
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import GeneratorSpec, PathkitError
-from pathkit_generators._text.generator import COMMON_HPARAMS, ReportGenerator
+from pathkit_generators._text.generator import COMMON_HPARAMS, ReportGenerator, transformer_args
 
 # The slide and concept providers a configuration may name; `_scout_providers` holds their
 # factories under the same names. Nothing outside these names is ever imported.
@@ -69,10 +69,8 @@ class Scout(ReportGenerator):
 
         try:
             return ScoutModel(
-                tokenizer, decoding, feature_dim=spec.feature_dim, d_model=int(hp["d_model"]),
-                d_ff=int(hp["d_ff"]), num_heads=int(hp["num_heads"]), num_layers=int(hp["num_layers"]),
-                dropout=float(hp["dropout"]), adapter_dropout=float(hp["adapter_dropout"]),
-                drop_prob_lm=float(hp["drop_prob_lm"]), film_hidden=int(hp["film_hidden"]),
+                tokenizer, decoding, feature_dim=spec.feature_dim, **transformer_args(hp),
+                adapter_dropout=float(hp["adapter_dropout"]), film_hidden=int(hp["film_hidden"]),
                 film_dropout=float(hp["film_dropout"]), film_alpha=float(hp["film_alpha"]),
                 gate_entropy_weight=float(hp["gate_entropy_weight"]),
                 slide_provider=str(hp["slide_provider"]), concept_provider=str(hp["concept_provider"]),

@@ -13,7 +13,7 @@ from typing import Any
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import GeneratorSpec
-from pathkit_generators._text.generator import COMMON_HPARAMS, ReportGenerator
+from pathkit_generators._text.generator import COMMON_HPARAMS, TRANSFORMER_HPARAMS, ReportGenerator, transformer_args
 
 
 class WSICaption(ReportGenerator):
@@ -23,22 +23,14 @@ class WSICaption(ReportGenerator):
     description = "WSI-Caption / MI-Gen: transformer + position-aware module encoder, transformer decoder"
     default_hparams = {
         **COMMON_HPARAMS,
-        "d_model": 512,
-        "d_ff": 512,
-        "num_heads": 4,
-        "num_layers": 3,
-        "dropout": 0.1,
-        "drop_prob_lm": 0.5,
+        **TRANSFORMER_HPARAMS,
     }
 
     def make_model(self, spec: GeneratorSpec, tokenizer: Any, hp: Mapping[str, Any], decoding: Any) -> Any:
         from pathkit_generators._wsi_caption_net import WSICaptionModel
 
         return WSICaptionModel(
-            tokenizer, decoding, feature_dim=spec.feature_dim, d_model=int(hp["d_model"]),
-            d_ff=int(hp["d_ff"]), num_heads=int(hp["num_heads"]), num_layers=int(hp["num_layers"]),
-            dropout=float(hp["dropout"]), drop_prob_lm=float(hp["drop_prob_lm"]),
-        )
+            tokenizer, decoding, feature_dim=spec.feature_dim, **transformer_args(hp))
 
 
 @hookimpl

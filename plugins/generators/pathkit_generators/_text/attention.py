@@ -146,6 +146,19 @@ class MultiHeadAttention(nn.Module):
             out = out.reshape(batch * fold, self.num_heads, -1, self.d_head)
         return self.out_proj(self._merge(out))
 
+    def self_attend(self, h: torch.Tensor, cache: list[torch.Tensor] | None) -> torch.Tensor:
+        """Causal self-attention of `h`; with `cache` (a list, filled in place with the keys and
+        values so far), one incremental decoding step: the new positions see every cached
+        position and themselves."""
+        if cache is None:
+            return self(h, h, causal=True)
+        k, v = self.project_kv(h)
+        if cache:
+            k = torch.cat([cache[0], k], dim=2)
+            v = torch.cat([cache[1], v], dim=2)
+        cache[:] = [k, v]
+        return self.attend_projected(h, k, v)
+
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor | None = None, *,
                 key_mask: torch.Tensor | None = None, causal: bool = False) -> torch.Tensor:
         value = key if value is None else value

@@ -102,17 +102,7 @@ class DecoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, memory_kv: tuple[torch.Tensor, torch.Tensor],
                 memory_mask: torch.Tensor | None, self_cache: list[torch.Tensor] | None = None,
                 ) -> torch.Tensor:
-        h = self.norms[0](x)
-        if self_cache is None:
-            attn = self.self_attn(h, h, causal=True)
-        else:
-            # incremental step: the new position sees every cached position and itself
-            k, v = self.self_attn.project_kv(h)
-            if self_cache:
-                k = torch.cat([self_cache[0], k], dim=2)
-                v = torch.cat([self_cache[1], v], dim=2)
-            self_cache[:] = [k, v]
-            attn = self.self_attn.attend_projected(h, k, v)
+        attn = self.self_attn.self_attend(self.norms[0](x), self_cache)
         x = x + self.dropout(attn)
         h = self.norms[1](x)
         x = x + self.dropout(self.cross_attn.attend_projected(h, *memory_kv, key_mask=memory_mask))

@@ -40,6 +40,24 @@ COMMON_HPARAMS: dict[str, Any] = {
     "min_count": 1,  # PathBench's vocabulary threshold
 }
 
+# The encoder-decoder transformer's sizes every report generator here builds on (R2Gen's, which
+# HistGen, WSI-Caption and BiGen keep; SCOUT overrides some): docs/report-generation.md.
+TRANSFORMER_HPARAMS: dict[str, Any] = {
+    "d_model": 512,
+    "d_ff": 512,
+    "num_heads": 4,
+    "num_layers": 3,
+    "dropout": 0.1,
+    "drop_prob_lm": 0.5,
+}
+
+
+def transformer_args(hp: Mapping[str, Any]) -> dict[str, Any]:
+    """The model keyword arguments of `TRANSFORMER_HPARAMS`, typed, from the resolved hparams `hp`."""
+    return {"d_model": int(hp["d_model"]), "d_ff": int(hp["d_ff"]), "num_heads": int(hp["num_heads"]),
+            "num_layers": int(hp["num_layers"]), "dropout": float(hp["dropout"]),
+            "drop_prob_lm": float(hp["drop_prob_lm"])}
+
 
 class ReportGenerator(Generator):
     """Generator plugin base for report models: tokenizer from the train split, then `make_model`."""
