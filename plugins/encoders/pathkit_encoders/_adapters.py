@@ -30,6 +30,15 @@ def strip_data_parallel(state_dict: State, backbone: nn.Module | None = None) ->
     return state_dict
 
 
+def titan_vision_encoder(state_dict: State, backbone: nn.Module | None = None) -> State:
+    """TITAN's slide encoder from the whole TITAN checkpoint: its `vision_encoder.` part alone
+    (the text tower and the logit scale are dropped); a file holding only that part is kept."""
+    prefix = "vision_encoder."
+    if any(k.startswith(prefix) for k in state_dict):
+        return {k[len(prefix):]: v for k, v in state_dict.items() if k.startswith(prefix)}
+    return state_dict
+
+
 def coca_vision_tower(state_dict: State, backbone: nn.Module, *, drop: tuple[str, ...]) -> State:
     """A CONCH vision tower from the vision-only file or the full CoCa checkpoint.
 

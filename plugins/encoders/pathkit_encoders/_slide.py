@@ -118,14 +118,17 @@ class TableSlideEncoder(SlideEncoder):
             raise PathkitError(f"slide encoder {self.name!r}: its identity is known once it is loaded")
         return f"{self.architecture_label()}|weights={self.weights_sha256}"
 
-    def embed(self, model: nn.Module, features: torch.Tensor, coords: torch.Tensor | None) -> torch.Tensor:
-        """One slide's embedding (embed_dim,) in float32."""
+    def embed(self, model: nn.Module, features: torch.Tensor, coords: torch.Tensor | None,
+              tile_px_level0: float | None = None) -> torch.Tensor:
+        """One slide's embedding (embed_dim,) in float32. `tile_px_level0` (the feature file's
+        record) reaches the modules that place tiles on a grid by it (TITAN)."""
         import torch
 
         x = features.to(torch.float32).unsqueeze(0)
         c = None if coords is None else coords.to(torch.float32).unsqueeze(0)
+        extra = {"tile_px_level0": tile_px_level0} if self.spec.reads_tile_size else {}
         with torch.inference_mode():
-            return model(x, c)[0].float()
+            return model(x, c, **extra)[0].float()
 
     @classmethod
     def describe(cls) -> dict[str, Any]:

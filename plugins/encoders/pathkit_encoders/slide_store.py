@@ -70,7 +70,9 @@ def embed_slides(slide_encoder: Any, feature_files: Sequence[str | Path], out_di
                     results.append(SlideEmbedding(slide_id, target, "reused", key))
                     continue
         record = read_features(path)
-        embedding = slide_encoder.embed(model, record.features.to(device), record.coords)
+        level0 = meta.get("tile_px_level0")
+        embedding = slide_encoder.embed(model, record.features.to(device), record.coords,
+                                        float(level0) if level0 else None)
         meta_out = {"format": SLIDE_EMBEDDING_FORMAT, "slide_id": slide_id, "slide_encoder": slide_encoder.name,
                     "slide_encoder_identity": identity, "patch_encoder": meta.get("encoder", ""),
                     "patch_features": str(path), "patch_features_sha256": meta["content_sha256"],
