@@ -105,9 +105,9 @@ class TableSlideEncoder(SlideEncoder):
         expected = self.weights.sha256 if (self.weights and not self.arch_overrides) else None
         sha = W.verify_sha256(path, expected, self.name)
         state = read_state_dict(path, wrappers=self.spec.checkpoint_wrappers)
-        if self.spec.adapt_state_dict:
-            state = self.spec.adapt_state_dict(state)
         module = self.build("cpu")
+        if self.spec.adapt_state_dict:
+            state = self.spec.adapt_state_dict(state, module)
         load_state_dict_checked(module, state, source=path, architecture=self.architecture_label())
         self.weights_sha256 = sha
         return module

@@ -1,6 +1,6 @@
-"""The slide encoders (FEATHER, MADELEINE, CHIEF, TITAN, Prov-GigaPath's) and the `mean-<encoder>`
-baseline of every patch encoder of `pathkit_encoders.table`, registered as one plugin (component kind
-`slide-encoder`)."""
+"""The slide encoders (FEATHER, MADELEINE, CHIEF, TITAN, Prov-GigaPath's, PRISM) and the
+`mean-<encoder>` baseline of every patch encoder of `pathkit_encoders.table`, registered as one
+plugin (component kind `slide-encoder`)."""
 
 from pathkit_encoders._slide import slide_encoder_class, slide_registrar
 from pathkit_encoders.slide_table import SLIDE_ROWS, mean_row
@@ -16,6 +16,7 @@ MadeleineSlideEncoder = slide_encoder_class(SLIDE_ROWS["madeleine"], __name__, "
 ChiefSlideEncoder = slide_encoder_class(SLIDE_ROWS["chief"], __name__, "ChiefSlideEncoder")
 TitanSlideEncoder = slide_encoder_class(SLIDE_ROWS["titan"], __name__, "TitanSlideEncoder")
 GigapathSlideEncoder = slide_encoder_class(SLIDE_ROWS["gigapath-slide"], __name__, "GigapathSlideEncoder")
+PrismSlideEncoder = slide_encoder_class(SLIDE_ROWS["prism"], __name__, "PrismSlideEncoder")
 MEAN_ENCODERS = {}
 for _name, _spec in ROWS.items():
     _cls = slide_encoder_class(mean_row(_name, _spec.embed_dim), __name__, _class_name(f"mean-{_name}"))
@@ -23,5 +24,5 @@ for _name, _spec in ROWS.items():
     MEAN_ENCODERS[_cls.name] = _cls
 
 register_slide_encoders = slide_registrar(FeatherSlideEncoder, MadeleineSlideEncoder, ChiefSlideEncoder,
-                                          TitanSlideEncoder, GigapathSlideEncoder,
+                                          TitanSlideEncoder, GigapathSlideEncoder, PrismSlideEncoder,
                                           *MEAN_ENCODERS.values())

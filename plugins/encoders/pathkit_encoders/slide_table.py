@@ -14,8 +14,8 @@ from types import MappingProxyType
 from typing import Any
 
 from pathkit_core.contracts import PretrainedWeights, TileSpec
-from pathkit_encoders._adapters import strip_data_parallel, titan_vision_encoder
-from pathkit_encoders.table import GIGAPATH, IMAGENET_MEAN, IMAGENET_STD, MAHMOOD_LICENCE
+from pathkit_encoders._adapters import prism_image_resampler, strip_data_parallel, titan_vision_encoder
+from pathkit_encoders.table import GIGAPATH, IMAGENET_MEAN, IMAGENET_STD, MAHMOOD_LICENCE, VIRCHOW2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,8 +121,24 @@ GIGAPATH_SLIDE = SlideSpec(
     parameters=86_330_880, feature_key="embed_dim", checkpoint_wrappers=("model",),
 )
 
+# PRISM (Shaikovski et al. 2024; paige-ai/Prism `PerceiverConfig`, `perceiver.py`): Perceiver
+# with 512 + 1 latents of width 1280 over the 2560-d Virchow (v1) tile embeddings of 224-px tiles at
+# 20x; 8 layers sharing cross-attention from the second and the 6-block transformer of the first;
+# the embedding is the LayerNormed first latent, 1280-d. 99,037,440 parameters ("99M").
+PRISM = SlideSpec(
+    name="prism",
+    description="PRISM (Paige), Perceiver over Virchow tile embeddings, 1280-d; gated",
+    module="@pathkit_encoders._perceiver.PrismPerceiver",
+    arch=dict(in_dim=2560, latent_dim=1280, latent_seq=512, mhsa_heads=8, perceiver_depth=8, transformer_depth=6),
+    patch_encoder="virchow", patch_dim=2560, embed_dim=1280, tile_spec=TileSpec(224, 0.5),
+    weights=_weights("paige-ai/Prism", "model.safetensors", VIRCHOW2.weights.license,
+                     ("Shaikovski, G. et al. PRISM: A multi-modal generative foundation model for slide-level "
+                      "histopathology. arXiv:2405.10254 (2024)."), gated=True),
+    parameters=99_037_440, feature_key="latent_dim", adapt_state_dict=prism_image_resampler,
+)
+
 SLIDE_ROWS: Mapping[str, SlideSpec] = MappingProxyType(
-    {s.name: s for s in (FEATHER, MADELEINE, CHIEF, TITAN, GIGAPATH_SLIDE)})
+    {s.name: s for s in (FEATHER, MADELEINE, CHIEF, TITAN, GIGAPATH_SLIDE, PRISM)})
 
 
 def mean_row(encoder: str, dim: int) -> SlideSpec:

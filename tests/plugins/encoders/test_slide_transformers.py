@@ -1,4 +1,4 @@
-"""TITAN and Prov-GigaPath's slide encoder (issue 40): published sizes on the meta device, the
+"""TITAN, PRISM and Prov-GigaPath's slide encoder (issue 40): published sizes on the meta device, the
 2D-ALiBi grid and the LongNet dilated attention against hand computation, random-weight forwards
 of tiny members of each family, checkpoints, and the patch-encoder check before anything runs."""
 
@@ -28,11 +28,14 @@ PUBLISHED = {
     "titan": ("conch15", 768, 768, 512, 0.5, 48_539_904),
     # 1,180,416 tile embedding + 768 class token + 12 x 7,095,552 LongNet layers + 2 x 1,536 norms
     "gigapath-slide": ("gigapath", 1536, 768, 256, 0.5, 86_330_880),
+    # 656,640 latents + 2 x 2,560 norms + 2 x 14,754,560 cross-attention layers + 6 x 11,477,760 blocks
+    "prism": ("virchow", 2560, 1280, 224, 0.5, 99_037_440),
 }
 TINY = {
     "titan": dict(in_dim=16, embed_dim=24, depth=2, num_heads=6, pool_queries=4, pool_heads=2),
     "gigapath-slide": dict(in_dim=16, embed_dim=32, depth=2, num_heads=4, ffn_dim=64, segments=(4, 8, 16),
                            dilations=(1, 2, 4)),
+    "prism": dict(in_dim=12, latent_dim=16, latent_seq=3, mhsa_heads=2, perceiver_depth=4, transformer_depth=2),
 }
 
 
@@ -208,3 +211,56 @@ def test_titan_reads_the_feature_files_level0_tile_size(tmp_path):
     model = small.load()
     want = small.embed(model, record.features, record.coords, 1024.0)
     torch.testing.assert_close(read_slide_embedding(result.path), want)
+
+
+def _attend(q, k, v, heads):
+    b, n, d = q.shape
+    q, k, v = (t.reshape(b, -1, heads, d // heads).transpose(1, 2) for t in (q, k, v))
+    w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // heads), dim=-1)
+    return (w @ v).transpose(1, 2).reshape(b, n, d)
+
+
+def test_prism_shares_its_layers_and_its_embedding_is_the_first_latent_by_hand():
+    enc = _slide("prism", **TINY["prism"])
+    model = enc.load()
+    layers = model.perceiver.layers
+    assert layers[0]["xattn"] is not layers[1]["xattn"] and all(layers[i]["xattn"] is layers[1]["xattn"]
+                                                                  for i in (2, 3))
+    assert all(layers[i]["tf"] is layers[0]["tf"] for i in (1, 2, 3))
+    tiles = torch.randn(1, 9, 12)
+    x = model.perceiver.latents.detach().unsqueeze(0)
+    with torch.no_grad():
+        for layer in layers:
+            xa = layer["xattn"]["xattn"]
+            k, v = xa.to_kv(tiles).chunk(2, dim=-1)
+            x = x + xa.to_out(_attend(xa.to_q(xa.x_norm(x)), k, v, 1))
+            x = x + layer["xattn"]["ff"](x)
+            for block in layer["tf"]:
+                h = block["mhsa"].norm(x)
+                wq, wk, wv = block["mhsa"].mha.in_proj_weight.chunk(3)
+                x = x + _attend(h @ wq.T, h @ wk.T, h @ wv.T, 2) @ block["mhsa"].mha.out_proj.weight.T
+                x = x + block["ff"](x)
+        want = model.cls_norm(x[:, 0])[0]
+    torch.testing.assert_close(enc.embed(model, tiles[0], None), want, rtol=1e-5, atol=1e-6)
+
+
+def test_prism_checkpoint_with_shared_tensors_stored_once_loads(tmp_path):
+    from safetensors.torch import save_file
+
+    source_enc = _slide("prism", **TINY["prism"])
+    source = source_enc.load()
+    state, seen = {}, set()
+    for name, tensor in source.state_dict().items():  # a shared tensor under its first name only
+        if tensor.data_ptr() not in seen:
+            seen.add(tensor.data_ptr())
+            state[name] = tensor
+    assert not any(k.startswith("perceiver.layers.2.") for k in state)
+    payload = {f"image_resampler.{k}": v.contiguous() for k, v in state.items()}
+    payload["text_decoder.lm_head.weight"] = torch.zeros(2, 2)
+    path = tmp_path / "model.safetensors"
+    save_file(payload, str(path))
+    enc = _slide("prism", **TINY["prism"])
+    loaded = enc.load(weights_path=path)
+    tiles = torch.randn(6, 12)
+    assert torch.equal(enc.embed(loaded, tiles, None), source_enc.embed(source, tiles, None))
+    assert "reads 'virchow' patch features" in _slide("prism").feature_problem("virchow2", 2560, 224, 0.5)
