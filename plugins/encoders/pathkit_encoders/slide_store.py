@@ -84,6 +84,64 @@ def embed_slides(slide_encoder: Any, feature_files: Sequence[str | Path], out_di
     return results
 
 
+def bag_features_sha256(features: Any, coords: Any) -> str:
+    """The sha256 of a bag's features (as float32) and coordinates (as int64): the patch-feature
+    part of the key of a bag's embedding (a case's tiles as the run's items hold them)."""
+    import hashlib
+
+    import torch
+
+    digest = hashlib.sha256()
+    digest.update(features.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    digest.update(coords.detach().to("cpu", torch.int64).contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _stored(target: Path | None, key: str) -> Any:
+    from safetensors import safe_open
+
+    if target is None or not target.exists():
+        return None
+    with safe_open(str(target), "pt") as f:
+        if (f.metadata() or {}).get("slide_embedding_key") != key:
+            return None
+        return f.get_tensor("embedding")
+
+
+def embed_items(slide_encoder: Any, model: Any, items: Any, out_dir: str | Path | None) -> tuple[Any, list[str]]:
+    """(embeddings (n, E), "computed" / "reused" per item) of model items (dicts with "case_id",
+    "features", "coords", "geometry"), kept under `<out_dir>/<slide-encoder>/<case_id>.safetensors`
+    keyed by the bag's features and the slide encoder's identity (`out_dir` None: not kept)."""
+    import torch
+    from safetensors.torch import save_file
+
+    from pathkit_core.features.store import check_encoder_name
+    from pathkit_core.workspace import atomic_path
+
+    identity = slide_encoder.identity()
+    folder = Path(out_dir) / check_encoder_name(slide_encoder.name) if out_dir is not None else None
+    rows, statuses = [], []
+    for item in items:
+        feats, coords = item["features"], item["coords"]
+        key = slide_embedding_key(bag_features_sha256(feats, coords), identity)
+        target = folder / f"{item['case_id']}.safetensors" if folder is not None else None
+        embedding = _stored(target, key)
+        statuses.append("reused" if embedding is not None else "computed")
+        if embedding is None:
+            level0 = next((g.get("tile_px_level0") for g in item.get("geometry") or () if g.get("tile_px_level0")),
+                          None)
+            embedding = slide_encoder.embed(model, feats, coords, float(level0) if level0 else None).cpu()
+            if target is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with atomic_path(target) as tmp:
+                    save_file({"embedding": embedding.contiguous()}, str(tmp), metadata={
+                        "format": SLIDE_EMBEDDING_FORMAT, "case_id": str(item["case_id"]),
+                        "slide_encoder": slide_encoder.name, "slide_encoder_identity": identity,
+                        "slide_embedding_key": key})
+        rows.append(embedding.float())
+    return (torch.stack(rows) if rows else torch.empty(0, slide_encoder.embed_dim)), statuses
+
+
 def read_slide_embedding(path: str | Path) -> Any:
     from safetensors.torch import load_file
 

@@ -137,8 +137,20 @@ PRISM = SlideSpec(
     parameters=99_037_440, feature_key="latent_dim", adapt_state_dict=prism_image_resampler,
 )
 
+# tiny-titan: NOT a pathology model. A TITAN-family slide encoder (1 layer, 32 wide, 2 heads) over
+# tiny-vit features with weights from seed 0, so that tests and demo suites run a real slide
+# encoder (grid, ALiBi, attentional pool) in seconds.
+TINY_TITAN = SlideSpec(
+    name="tiny-titan",
+    description="NOT a pathology model: 1-layer TITAN-style slide encoder over tiny-vit features, seeded weights",
+    module="@pathkit_encoders._titan.TitanSlideViT",
+    arch=dict(in_dim=64, embed_dim=32, depth=1, num_heads=2, mlp_ratio=2.0, pool_queries=4, pool_heads=2),
+    patch_encoder="tiny-vit", patch_dim=64, embed_dim=32, tile_spec=TileSpec(128, 1.0), weights=None,
+    parameters=20_608, feature_key="embed_dim", reads_tile_size=True,
+)
+
 SLIDE_ROWS: Mapping[str, SlideSpec] = MappingProxyType(
-    {s.name: s for s in (FEATHER, MADELEINE, CHIEF, TITAN, GIGAPATH_SLIDE, PRISM)})
+    {s.name: s for s in (FEATHER, MADELEINE, CHIEF, TITAN, GIGAPATH_SLIDE, PRISM, TINY_TITAN)})
 
 
 def mean_row(encoder: str, dim: int) -> SlideSpec:
