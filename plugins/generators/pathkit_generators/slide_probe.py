@@ -109,7 +109,9 @@ def _slide_encoder(name: str) -> Any:
 def store_folder(items: Any) -> Path | None:
     """`<features>/slide-embeddings` beside the encoder folders the bags' feature files are in;
     None when the items do not say where their files are (embeddings are then not kept)."""
-    specs = getattr(items, "specs", None)
+    from pathkit_core.contracts import ItemsWithBagSpecs
+
+    specs = items.specs if isinstance(items, ItemsWithBagSpecs) else None
     if not specs or not specs[0].feature_files:
         return None
     return Path(specs[0].feature_files[0]).parent.parent / STORE_FOLDER
@@ -118,9 +120,10 @@ def store_folder(items: Any) -> Path | None:
 def check_items(encoder: Any, items: Sequence[Any]) -> None:
     """Refuse, with the file and the reason, bags whose patch features cannot feed `encoder`
     (another patch encoder, width or tile spec), before any embedding is computed."""
+    from pathkit_core.contracts import ItemsWithBagSpecs
     from pathkit_core.features.store import read_feature_meta
 
-    specs = getattr(items, "specs", None)
+    specs = items.specs if isinstance(items, ItemsWithBagSpecs) else None
     if specs:
         for spec in specs:
             for path in spec.feature_files:
