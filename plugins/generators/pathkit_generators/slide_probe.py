@@ -37,13 +37,7 @@ class SlideEmbeddingProbe(Generator):
     def key_facts(self, hparams: dict[str, Any]) -> dict[str, Any]:
         """What the fit depends on besides the items: the slide encoder's architecture and the
         content of its weights file (a run-identity part: another checkpoint refits)."""
-        from pathkit_core.sources import path_identity
-
-        encoder = _slide_encoder(self.slide_encoder)
-        weights = hparams.get("weights")
-        return {"slide_encoder": {"name": encoder.name, "architecture": getattr(encoder, "architecture_label",
-                                                                                  lambda: encoder.name)(),
-                                  "weights": path_identity(weights) if weights else None}}
+        return encoder_facts(self.slide_encoder, hparams.get("weights"))
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         import torch
@@ -98,6 +92,16 @@ class SlideEmbeddingProbe(Generator):
                 return dict(fitted)
 
         return SlideProbe()
+
+
+def encoder_facts(name: str, weights: Any) -> dict[str, Any]:
+    """A slide encoder's architecture and the content identity of its weights file."""
+    from pathkit_core.sources import path_identity
+
+    encoder = _slide_encoder(name)
+    label = encoder.architecture_label() if hasattr(encoder, "architecture_label") else encoder.name
+    return {"slide_encoder": {"name": encoder.name, "architecture": label,
+                              "weights": path_identity(weights) if weights else None}}
 
 
 def _slide_encoder(name: str) -> Any:

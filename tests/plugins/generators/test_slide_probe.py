@@ -105,3 +105,37 @@ def test_the_slide_encoders_weights_file_is_part_of_the_fit_identity(tmp_path):
     path.write_bytes(b"two")
     assert generator.key_facts({"weights": str(path)}) != first
     assert generator.key_facts({})["slide_encoder"]["architecture"].startswith("titan (TitanSlideViT)")
+
+
+def _survival_items(n, seed):
+    rng = np.random.default_rng(seed)
+    items = _items(n, seed, shift=1.0)
+    for item in items:
+        risk = float(item["features"][:, 0].mean())
+        item["target"] = {"time": float(rng.exponential(np.exp(-risk))), "event": bool(rng.random() < 0.8)}
+    return items
+
+
+def test_coxnet_and_retrieval_take_a_slide_encoders_embeddings():
+    from pathkit_generators.coxnet import CoxNet
+    from pathkit_generators.retriever import FeatureRetriever
+
+    train, val, test = _survival_items(30, 6), _survival_items(10, 7), _survival_items(10, 8)
+    risks = {}
+    for name in (None, "mean-tiny-vit", "tiny-titan"):
+        hp = CoxNet().hparams({"slide_encoder": name})
+        model = CoxNet().build(GeneratorSpec(task="survival", feature_dim=64, hparams=hp, train_items=train,
+                                             val_items=val))
+        risks[name] = [p["risk"] for p in model.predict(model.collate([{**i, "target": None} for i in test]))]
+    assert risks["mean-tiny-vit"] == risks[None]  # the mean baseline is the head's own mean pooling
+    assert np.isfinite(risks["tiny-titan"]).all() and risks["tiny-titan"] != risks[None]
+    assert CoxNet().key_facts(CoxNet().hparams({})) == {}
+    facts = CoxNet().key_facts(CoxNet().hparams({"slide_encoder": "tiny-titan"}))
+    assert facts["slide_encoder"]["name"] == "tiny-titan"
+    keys, queries = _items(10, 9), _items(4, 10)
+    found = {}
+    for name in (None, "mean-tiny-vit"):
+        hp = FeatureRetriever().hparams({"slide_encoder": name})
+        model = FeatureRetriever().build(GeneratorSpec(task="retrieval", feature_dim=64, hparams=hp, train_items=keys))
+        found[name] = model.predict(model.collate(queries))
+    assert found["mean-tiny-vit"] == found[None]
