@@ -84,16 +84,18 @@ def embed_slides(slide_encoder: Any, feature_files: Sequence[str | Path], out_di
     return results
 
 
-def bag_features_sha256(features: Any, coords: Any) -> str:
-    """The sha256 of a bag's features (as float32) and coordinates (as int64): the patch-feature
-    part of the key of a bag's embedding (a case's tiles as the run's items hold them)."""
+def bag_features_sha256(features: Any, coords: Any, tile_file: Any = None) -> str:
+    """The sha256 of a bag's features (as float32), coordinates (as int64) and, for a case of
+    several slides, which slide each tile is of: the patch-feature part of the key of a bag's
+    embedding (a case's tiles as the run's items hold them)."""
     import hashlib
 
     import torch
 
     digest = hashlib.sha256()
-    digest.update(features.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
-    digest.update(coords.detach().to("cpu", torch.int64).contiguous().numpy().tobytes())
+    for tensor, dtype in ((features, torch.float32), (coords, torch.int64), (tile_file, torch.int64)):
+        if tensor is not None:
+            digest.update(tensor.detach().to("cpu", dtype).contiguous().numpy().tobytes())
     return digest.hexdigest()
 
 
@@ -106,6 +108,23 @@ def _stored(target: Path | None, key: str) -> Any:
         if (f.metadata() or {}).get("slide_embedding_key") != key:
             return None
         return f.get_tensor("embedding")
+
+
+def _embed_case(slide_encoder: Any, model: Any, item: dict[str, Any]) -> Any:
+    """A case's embedding: its slide's, or for a case of several slides (a patient's: the bag
+    concatenates their tiles, `tile_file` says whose) the mean of each slide's embedding, so that
+    tiles of different slides never share one slide's grid or positions."""
+    import torch
+
+    geometry = list(item.get("geometry") or ())
+    files = item.get("tile_file")
+    parts = [(item["features"], item["coords"], 0)] if files is None or len(torch.unique(files)) < 2 else [
+        (item["features"][files == k], item["coords"][files == k], int(k)) for k in torch.unique(files)]
+    out = []
+    for feats, coords, k in parts:
+        level0 = geometry[k].get("tile_px_level0") if k < len(geometry) else None
+        out.append(slide_encoder.embed(model, feats, coords, float(level0) if level0 else None).cpu())
+    return torch.stack(out).mean(dim=0)
 
 
 def embed_items(slide_encoder: Any, model: Any, items: Any, out_dir: str | Path | None) -> tuple[Any, list[str]]:
@@ -123,14 +142,12 @@ def embed_items(slide_encoder: Any, model: Any, items: Any, out_dir: str | Path 
     rows, statuses = [], []
     for item in items:
         feats, coords = item["features"], item["coords"]
-        key = slide_embedding_key(bag_features_sha256(feats, coords), identity)
+        key = slide_embedding_key(bag_features_sha256(feats, coords, item.get("tile_file")), identity)
         target = folder / f"{item['case_id']}.safetensors" if folder is not None else None
         embedding = _stored(target, key)
         statuses.append("reused" if embedding is not None else "computed")
         if embedding is None:
-            level0 = next((g.get("tile_px_level0") for g in item.get("geometry") or () if g.get("tile_px_level0")),
-                          None)
-            embedding = slide_encoder.embed(model, feats, coords, float(level0) if level0 else None).cpu()
+            embedding = _embed_case(slide_encoder, model, item)
             if target is not None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with atomic_path(target) as tmp:

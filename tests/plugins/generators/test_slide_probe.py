@@ -139,3 +139,15 @@ def test_coxnet_and_retrieval_take_a_slide_encoders_embeddings():
         model = FeatureRetriever().build(GeneratorSpec(task="retrieval", feature_dim=64, hparams=hp, train_items=keys))
         found[name] = model.predict(model.collate(queries))
     assert found["mean-tiny-vit"] == found[None]
+
+
+def test_a_case_of_two_slides_is_the_mean_of_its_slides_embeddings():
+    enc = get_component("slide-encoder", "tiny-titan")()
+    model = enc.load()
+    a, b = _items(2, 11)
+    both = {"case_id": "p", "features": torch.cat([a["features"], b["features"]]),
+            "coords": torch.cat([a["coords"], b["coords"]]),  # the same grid cells in both slides
+            "tile_file": torch.tensor([0] * 5 + [1] * 5), "geometry": [{"tile_px_level0": "128"}] * 2}
+    (got,), _ = embed_items(enc, model, [both], None)
+    one, _ = embed_items(enc, model, [a, b], None)
+    torch.testing.assert_close(got, one.mean(dim=0))
