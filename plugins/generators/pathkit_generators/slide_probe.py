@@ -95,13 +95,20 @@ class SlideEmbeddingProbe(Generator):
 
 
 def encoder_facts(name: str, weights: Any) -> dict[str, Any]:
-    """A slide encoder's architecture and the content identity of its weights file."""
+    """A slide encoder's architecture and the content identity of its weights file: the one given,
+    else the one the weights resolution finds on this machine ($PATHKIT_WEIGHTS_DIR, the hub cache;
+    never a download), else None (a seeded model, or a checkpoint still to be provided: loading
+    then says where to put it)."""
+    from pathkit_core.features.weights import find_weights
     from pathkit_core.sources import path_identity
 
     encoder = _slide_encoder(name)
     label = encoder.architecture_label() if hasattr(encoder, "architecture_label") else encoder.name
+    found = weights
+    if not found and encoder.weights is not None and encoder.weights.filename:
+        found, _ = find_weights(type(encoder), None)
     return {"slide_encoder": {"name": encoder.name, "architecture": label,
-                              "weights": path_identity(weights) if weights else None}}
+                              "weights": path_identity(found) if found else None}}
 
 
 def _slide_encoder(name: str) -> Any:

@@ -151,3 +151,15 @@ def test_a_case_of_two_slides_is_the_mean_of_its_slides_embeddings():
     (got,), _ = embed_items(enc, model, [both], None)
     one, _ = embed_items(enc, model, [a, b], None)
     torch.testing.assert_close(got, one.mean(dim=0))
+
+
+def test_the_weights_the_resolution_finds_are_part_of_the_fit_identity(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATHKIT_WEIGHTS_DIR", str(tmp_path))
+    generator = get_component("generator", "chief")()
+    assert generator.key_facts({})["slide_encoder"]["weights"] is None  # nothing on this machine yet
+    (tmp_path / "chief").mkdir()
+    (tmp_path / "chief" / "CHIEF_pretraining.pth").write_bytes(b"one")
+    first = generator.key_facts({})
+    assert first["slide_encoder"]["weights"] is not None
+    (tmp_path / "chief" / "CHIEF_pretraining.pth").write_bytes(b"two")
+    assert generator.key_facts({}) != first
