@@ -51,6 +51,7 @@ test-all: install
 # the slurm-wlm and munge packages, which .ci/run installs).
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
+		tests/plugins/encoders/test_slide_suite.py tests/plugins/encoders/test_encoder_defaults.py \
 		tests/tasks/survival/test_survival_demo.py tests/plugins/generators/test_survival_heads.py \
 		tests/tasks/ordinal/test_ordinal_demo.py \
 		tests/tasks/retrieval/test_retrieval_demo.py \

@@ -215,6 +215,17 @@ class SlideEncoder(Component):
         weights): a part of their store key."""
         return self.name
 
+    def embed(self, model: torch.nn.Module, features: torch.Tensor, coords: torch.Tensor | None,
+              tile_px_level0: float | None = None) -> torch.Tensor:
+        """One slide's embedding (embed_dim,) in float32 from its (N, D) features and (N, 2)
+        coordinates (`tile_px_level0`: the tiles' size at level 0, for encoders that place tiles
+        on a grid)."""
+        import torch
+
+        c = None if coords is None else coords.to(torch.float32).unsqueeze(0)
+        with torch.inference_mode():
+            return model(features.to(torch.float32).unsqueeze(0), c)[0].float()
+
     @classmethod
     def describe(cls) -> dict[str, Any]:
         out = super().describe()
@@ -617,6 +628,12 @@ class Generator(Component):
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         raise NotImplementedError
+
+    def key_facts(self, hparams: Mapping[str, Any]) -> dict[str, Any]:
+        """What the fitted model depends on besides the items, settings and code (a frozen model
+        it wraps, the content of a weights file an hparam names): part of the fit's run identity,
+        so that a change refits. None by default."""
+        return {}
 
     def hparams(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
         merged = dict(self.default_hparams)

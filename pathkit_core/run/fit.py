@@ -36,6 +36,7 @@ def plan_fit(ctx: Any, dataset: Dataset, train_items: Sequence[dict[str, Any]], 
     elif not generator.needs_fit:
         checkpoint_dir = None
         gspec.train_items, gspec.val_items = train_items, val_items
+    facts.update(generator.key_facts(gspec.hparams))
     return FitPlan(generator, gspec, train_cfg, checkpoint_dir, spec.selection or ctx.dataset_cls.selection_metric,
                    facts)
 

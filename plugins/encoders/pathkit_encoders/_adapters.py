@@ -30,6 +30,34 @@ def strip_data_parallel(state_dict: State, backbone: nn.Module | None = None) ->
     return state_dict
 
 
+def titan_vision_encoder(state_dict: State, backbone: nn.Module | None = None) -> State:
+    """TITAN's slide encoder from the whole TITAN checkpoint: its `vision_encoder.` part alone
+    (the text tower and the logit scale are dropped); a file holding only that part is kept."""
+    prefix = "vision_encoder."
+    if any(k.startswith(prefix) for k in state_dict):
+        return {k[len(prefix):]: v for k, v in state_dict.items() if k.startswith(prefix)}
+    return state_dict
+
+
+def prism_image_resampler(state_dict: State, backbone: nn.Module) -> State:
+    """PRISM's slide encoder from the whole PRISM checkpoint: its `image_resampler.` part alone
+    (the BioGPT decoder and the contrastive heads are dropped). The Perceiver's layers share
+    modules, which a checkpoint may store under one of their names only: every name of a shared
+    tensor is filled from the one the file holds."""
+    prefix = "image_resampler."
+    if any(k.startswith(prefix) for k in state_dict):
+        state_dict = {k[len(prefix):]: v for k, v in state_dict.items() if k.startswith(prefix)}
+    names: dict[int, list[str]] = {}
+    for name, tensor in backbone.state_dict(keep_vars=True).items():
+        names.setdefault(id(tensor), []).append(name)
+    out = dict(state_dict)
+    for aliases in names.values():
+        held = next((out[n] for n in aliases if n in out), None)
+        if held is not None:
+            out.update({n: held for n in aliases if n not in out})
+    return out
+
+
 def coca_vision_tower(state_dict: State, backbone: nn.Module, *, drop: tuple[str, ...]) -> State:
     """A CONCH vision tower from the vision-only file or the full CoCa checkpoint.
 

@@ -105,9 +105,9 @@ class TableSlideEncoder(SlideEncoder):
         expected = self.weights.sha256 if (self.weights and not self.arch_overrides) else None
         sha = W.verify_sha256(path, expected, self.name)
         state = read_state_dict(path, wrappers=self.spec.checkpoint_wrappers)
-        if self.spec.adapt_state_dict:
-            state = self.spec.adapt_state_dict(state)
         module = self.build("cpu")
+        if self.spec.adapt_state_dict:
+            state = self.spec.adapt_state_dict(state, module)
         load_state_dict_checked(module, state, source=path, architecture=self.architecture_label())
         self.weights_sha256 = sha
         return module
@@ -118,14 +118,17 @@ class TableSlideEncoder(SlideEncoder):
             raise PathkitError(f"slide encoder {self.name!r}: its identity is known once it is loaded")
         return f"{self.architecture_label()}|weights={self.weights_sha256}"
 
-    def embed(self, model: nn.Module, features: torch.Tensor, coords: torch.Tensor | None) -> torch.Tensor:
-        """One slide's embedding (embed_dim,) in float32."""
+    def embed(self, model: nn.Module, features: torch.Tensor, coords: torch.Tensor | None,
+              tile_px_level0: float | None = None) -> torch.Tensor:
+        """One slide's embedding (embed_dim,) in float32. `tile_px_level0` (the feature file's
+        record) reaches the modules that place tiles on a grid by it (TITAN)."""
         import torch
 
         x = features.to(torch.float32).unsqueeze(0)
         c = None if coords is None else coords.to(torch.float32).unsqueeze(0)
+        extra = {"tile_px_level0": tile_px_level0} if self.spec.reads_tile_size else {}
         with torch.inference_mode():
-            return model(x, c)[0].float()
+            return model(x, c, **extra)[0].float()
 
     @classmethod
     def describe(cls) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""coxnet: an elastic-net Cox model on mean-pooled slide embeddings (scikit-survival), its penalty
-chosen on the validation split along the regularisation path (docs/survival.md)."""
+"""coxnet: an elastic-net Cox model on mean-pooled slide embeddings (scikit-survival), or on a slide
+encoder's (`slide_encoder` hparam; docs/encoders.md), its penalty chosen on the validation split
+along the regularisation path (docs/survival.md)."""
 
 from __future__ import annotations
 
@@ -22,28 +23,36 @@ class CoxNet(Generator):
     description: ClassVar[str] = "elastic-net Cox (scikit-survival) on mean-pooled slide embeddings, penalty swept"
     tasks: ClassVar[tuple[str, ...]] = (TASK_SURVIVAL,)
     default_hparams: ClassVar[dict[str, Any]] = {"l1_ratio": 0.5, "n_alphas": 50, "alpha_min_ratio": 0.01,
-                                                 "max_iter": 100000}
+                                                 "max_iter": 100000, "slide_encoder": None,
+                                                 "slide_encoder_weights": None}
     default_train: ClassVar[dict[str, Any]] = {"batch_size": 256}
     default_max_tiles: ClassVar[int | None] = None
     needs_fit: ClassVar[bool] = False
+
+    def key_facts(self, hparams: dict[str, Any]) -> dict[str, Any]:
+        from pathkit_generators._slide_vectors import slide_key_facts
+
+        return slide_key_facts(hparams)
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         import numpy as np
         import torch
 
-        from pathkit_generators._survival import mean_pooled, time_event
+        from pathkit_generators._slide_vectors import slide_vectors
+        from pathkit_generators._survival import time_event
 
         hp = self.hparams(spec.hparams)
         if not len(spec.train_items):
             raise PathkitError(f"{self.name}: no training cases (this head is fitted on the train split)")
-        x = mean_pooled(spec.train_items)
+        vectors = slide_vectors(hp, spec.train_items)
+        x = vectors(spec.train_items).numpy().astype(np.float64)
         time, event = time_event([item["target"] for item in spec.train_items], self.name)
         if event.sum() == 0:
             raise PathkitError(f"{self.name}: no training case had the event (every one is censored); a Cox model "
                                "needs events")
         mean, sd = x.mean(axis=0), x.std(axis=0)
         sd[sd == 0] = 1.0
-        model, alpha, val_c = fit_path(( x - mean) / sd, time, event, spec.val_items, mean, sd, hp)
+        model, alpha, val_c = fit_path((x - mean) / sd, time, event, spec.val_items, mean, sd, hp, vectors)
         coef = np.asarray(model.coef_[:, list(model.alphas_).index(alpha)], dtype=np.float64)
         weights = torch.as_tensor(coef / sd, dtype=torch.float32)
         offset = float(-(mean / sd) @ coef)
@@ -55,8 +64,7 @@ class CoxNet(Generator):
                 self.register_buffer("weights", weights)
 
             def collate(self, items: list[dict[str, Any]]) -> dict[str, Any]:
-                pooled = torch.stack([torch.as_tensor(i["features"]).float().mean(dim=0) for i in items])
-                return {"case_ids": [i["case_id"] for i in items], "features": pooled}
+                return {"case_ids": [i["case_id"] for i in items], "features": vectors(items)}
 
             def predict(self, batch: dict[str, Any]) -> list[dict[str, float]]:
                 risk = batch["features"].to(self.weights.device) @ self.weights + offset
@@ -69,8 +77,10 @@ class CoxNet(Generator):
 
 
 def fit_path(x: Any, time: Any, event: Any, val_items: Any, mean: Any, sd: Any,
-             hp: dict[str, Any]) -> tuple[Any, float, float]:
-    """(fitted path, chosen alpha, its validation Harrell's C or NaN)."""
+             hp: dict[str, Any], vectors: Any = None) -> tuple[Any, float, float]:
+    """(fitted path, chosen alpha, its validation Harrell's C or NaN); `vectors` maps items to
+    their slide vectors (default: the mean of their tile features)."""
+    import numpy as np
     from sksurv.linear_model import CoxnetSurvivalAnalysis
     from sksurv.metrics import concordance_index_censored
     from sksurv.util import Surv
@@ -83,7 +93,7 @@ def fit_path(x: Any, time: Any, event: Any, val_items: Any, mean: Any, sd: Any,
     alphas = list(model.alphas_)
     if not len(val_items):
         return model, alphas[-1], math.nan
-    vx = (mean_pooled(val_items) - mean) / sd
+    vx = ((vectors(val_items).numpy().astype(np.float64) if vectors else mean_pooled(val_items)) - mean) / sd
     vt, ve = time_event([item["target"] for item in val_items], "coxnet")
     if ve.sum() == 0:
         return model, alphas[-1], math.nan

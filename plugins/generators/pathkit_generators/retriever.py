@@ -1,5 +1,6 @@
 """feature-retrieval: test cases queried against the train cases by the similarity of their mean-
-pooled features (Patho-Bench's `Retriever`; docs/retrieval.md). Nothing is trained."""
+pooled features, or of a slide encoder's embeddings (`slide_encoder` hparam; docs/encoders.md)
+(Patho-Bench's `Retriever`; docs/retrieval.md). Nothing is trained."""
 
 from __future__ import annotations
 
@@ -21,20 +22,29 @@ class FeatureRetriever(Generator):
     name: ClassVar[str] = "feature-retrieval"
     description: ClassVar[str] = "rank the train cases by cosine (or L2) similarity of mean-pooled features"
     tasks: ClassVar[tuple[str, ...]] = (TASK_RETRIEVAL,)
-    default_hparams: ClassVar[dict[str, Any]] = {"similarity": "cosine", "centre": False, "depth": 10}
+    default_hparams: ClassVar[dict[str, Any]] = {"similarity": "cosine", "centre": False, "depth": 10,
+                                                 "slide_encoder": None, "slide_encoder_weights": None}
     default_train: ClassVar[dict[str, Any]] = {"batch_size": 256}
     default_max_tiles: ClassVar[int | None] = None
     needs_fit: ClassVar[bool] = False
 
+    def key_facts(self, hparams: dict[str, Any]) -> dict[str, Any]:
+        from pathkit_generators._slide_vectors import slide_key_facts
+
+        return slide_key_facts(hparams)
+
     def build(self, spec: GeneratorSpec) -> TaskModel:
         import torch
+
+        from pathkit_generators._slide_vectors import slide_vectors
 
         hp = self.hparams(spec.hparams)
         if hp["similarity"] not in SIMILARITIES:
             raise PathkitError(f"{self.name}: similarity={hp['similarity']!r}; choose {' or '.join(SIMILARITIES)}")
         if not len(spec.train_items):
             raise PathkitError(f"{self.name}: no train cases to retrieve from")
-        keys = torch.stack([torch.as_tensor(i["features"]).float().mean(dim=0) for i in spec.train_items])
+        vectors = slide_vectors(hp, spec.train_items)
+        keys = vectors(spec.train_items)
         labels = torch.as_tensor([int(i["target"]) for i in spec.train_items])
         key_ids = [str(i["case_id"]) for i in spec.train_items]
         mean = keys.mean(dim=0, keepdim=True) if hp["centre"] else torch.zeros(1, keys.shape[1])
@@ -49,8 +59,7 @@ class FeatureRetriever(Generator):
 
         class FittedRetriever(torch.nn.Module):
             def collate(self, items: list[dict[str, Any]]) -> dict[str, Any]:
-                return {"case_ids": [i["case_id"] for i in items],
-                        "features": torch.stack([torch.as_tensor(i["features"]).float().mean(dim=0) for i in items])}
+                return {"case_ids": [i["case_id"] for i in items], "features": vectors(items)}
 
             def predict(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
                 queries = prepare(batch["features"].cpu())
