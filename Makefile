@@ -46,9 +46,10 @@ test-all: install
 # through a subprocess (no path broken, the low-tissue note once), BiGen, SCOUT and HistGen learning
 # their reports, GOLDMARK's reciprocal cross-site run, the five wheels installed into a fresh
 # virtual environment outside the checkout running doctor, list plugins and the demo, the
-# report of a run folder the v0.1.0 release wrote rebuilt, and docs/scale.md's sbatch array run on a
-# real single-node Slurm cluster (tests/slurm: skipped with the reason when not root or without
-# the slurm-wlm and munge packages, which .ci/run installs).
+# report of a run folder the v0.1.0 release wrote rebuilt, docs/scale.md's sbatch array run on a
+# real single-node Slurm cluster and a two-cell suite submitted to it by `pathkit bench --slurm`
+# (tests/slurm: skipped with the reason when not root or without the slurm-wlm and munge packages,
+# which .ci/run installs).
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/plugins/encoders/test_slide_suite.py tests/plugins/encoders/test_encoder_defaults.py \
@@ -70,7 +71,7 @@ test-suite: install
 		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]' \
 		tests/compat/test_wheels.py \
 		tests/compat/test_format_versions.py::test_pathkit_report_rebuilds_the_report_of_a_v010_run_folder \
-		tests/slurm/test_slurm_arrays.py
+		tests/slurm/test_slurm_arrays.py tests/slurm/test_bench_slurm.py
 
 # The public API (tests/compat/public_modules.txt, docs/api/stability.md) against the last release
 # (.ci/api-baseline): griffe's breaking-change check; a removal without a shim fails.

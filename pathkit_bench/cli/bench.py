@@ -34,6 +34,7 @@ def register(app: typer.Typer) -> None:
         from pathkit_bench.suite.analysis import SuiteAnalysis
         from pathkit_bench.suite.config import check_registered, load_suite
         from pathkit_bench.suite.runner import suite_folder, suite_lock
+        from pathkit_core.shard import current_shard
 
         suite = load_suite(config)
         folder = suite_folder(workdir, suite)
@@ -47,7 +48,7 @@ def register(app: typer.Typer) -> None:
             _check_report_only(suite, folder)
         else:
             check_registered(suite)  # every name a registered plugin's, before any cell runs
-            if shard is None:
+            if current_shard(shard).outer().whole:  # not --shard, nor a Slurm array task
                 folder.mkdir(parents=True, exist_ok=True)
                 lock = suite_lock(folder).acquire()  # a second whole run of this suite is refused
             else:

@@ -26,10 +26,15 @@ def register(app: typer.Typer) -> None:
         correction: str = typer.Option("holm", "--correction", help="Over the scores compared: holm, bh or none."),
         as_json: bool = typer.Option(False, "--json", help="Print the comparisons as JSON."),
         out: Path | None = typer.Option(None, "--out", help="Also write the comparisons to this CSV file."),
+        also_a: list[Path] = typer.Option([], "--also-a",
+                                          help="Another run folder of A with another training seed (repeat it); "
+                                               "A's and B's runs are paired by the seed each recorded."),
+        also_b: list[Path] = typer.Option([], "--also-b", help="Another run folder of B with another training seed."),
     ) -> None:
         """Paired tests of A - B on every case both runs scored: DeLong (AUROC), McNemar (accuracy), paired
-        bootstrap (per-case scores); refuses, naming the cases, when the test cases differ."""
-        from pathkit_bench.compare import compare_runs
+        bootstrap (per-case scores); refuses, naming the cases, when the test cases differ. With several
+        seeds per side (--also-a, --also-b), the suites' seeds x cases inference."""
+        from pathkit_bench.compare_seeds import compare_seed_runs
         from pathkit_bench.suite.schema import MAX_SEED, check_statistics_options
         from pathkit_core.report.run_folder import RunFolder
 
@@ -41,23 +46,28 @@ def register(app: typer.Typer) -> None:
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:  # counted twice, a score would weigh twice in the correction
             raise PathkitError(f"pathkit compare: --metric names {', '.join(twice)} more than once")
-        a, b = RunFolder(run_a), RunFolder(run_b)
-        rows, skipped = compare_runs(a, b, names, n_resamples=resamples, seed=seed, level=level,
-                                     correction=correction)
+        runs_a, runs_b = [RunFolder(p) for p in (run_a, *also_a)], [RunFolder(p) for p in (run_b, *also_b)]
+        rows, skipped, seeds = compare_seed_runs(runs_a, runs_b, names, n_resamples=resamples, seed=seed, level=level,
+                                                 correction=correction)
+        side_a, side_b = (";".join(str(r.path) for r in runs) for runs in (runs_a, runs_b))
         if out is not None:
             import polars as pl
 
             from pathkit_core.workspace import atomic_write_with
 
-            frame = pl.DataFrame([r.row() for r in rows]).with_columns(pl.lit(str(a.path)).alias("run_a"),
-                                                                       pl.lit(str(b.path)).alias("run_b"))
+            frame = pl.DataFrame([r.row() for r in rows]).with_columns(pl.lit(side_a).alias("run_a"),
+                                                                       pl.lit(side_b).alias("run_b"))
+            if seeds:  # several seeds per side: which ones (one seed: the columns as they always were)
+                frame = frame.with_columns(pl.lit(";".join(map(str, seeds))).alias("seeds"))
             atomic_write_with(out, frame.write_csv)
         if as_json:
-            print_json({"run_a": str(a.path), "run_b": str(b.path), "comparisons": [r.row() for r in rows],
-                        "not_compared": skipped})
+            found = {"run_a": side_a, "run_b": side_b, "comparisons": [r.row() for r in rows],
+                     "not_compared": skipped}
+            print_json({**found, "seeds": seeds} if seeds else found)
             return
-        console.print(escape(f"A: {a.path}\nB: {b.path}"), highlight=False)
-        print_table(f"A - B on {rows[0].n_cases} shared test cases (p adjusted: {correction})",
+        console.print(escape(f"A: {side_a}\nB: {side_b}"), highlight=False)
+        over = f" x {len(seeds)} seeds ({', '.join(map(str, seeds))})" if seeds else ""
+        print_table(f"A - B on {rows[0].n_cases} shared test cases{over} (p adjusted: {correction})",
                     ["score", "test", "A", "B", "A - B", f"{int(level * 100)}% CI", "p", "p adj."],
                     [[r.key, r.test, r.a, r.b, r.difference, f"[{r.ci_low:.4f}, {r.ci_high:.4f}]", r.p_value,
                       r.p_adjusted] for r in rows])

@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from pathkit_bench.compare_seeds import two_seeds_note
 from pathkit_core.contracts import PathkitError
 from pathkit_core.report.registry import UsesRegistry
 
@@ -111,10 +112,7 @@ def _paired_data(task: TaskComparison, registry: Any) -> tuple[str, Any, Any]:
     return kind, np.moveaxis(stacked, 1, 2), labels
 
 
-TWO_SEEDS = ("two seeds: the seed-to-seed spread of a difference rests on one degree of freedom, so where the "
-             "seeds disagree a difference must be about 13 times its seed standard error to be significant "
-             "(Student's t, 1 df); a 'no significant winner' here says little; 3-5 seeds tell cells apart "
-             "(docs/comparisons.md)")
+TWO_SEEDS = two_seeds_note("cells")
 
 
 def _compare(kind: str, values: Any, labels: Any, n_seeds: int, *, level: float, resamples: int,

@@ -49,21 +49,27 @@ def _submit(slurm, config, workdir) -> tuple[str, str]:
     return found.group(1), found.group(2)
 
 
+def _logs_of(logs, job: str) -> str:
+    """The last lines of every log of `job`'s tasks (what a failed task said)."""
+    return " || ".join(f"{p.name}: " + " | ".join(p.read_text(errors="replace").splitlines()[-8:])
+                       for p in sorted(logs.glob(f"*{job}*.out")))
+
+
 def test_suite_cells_as_an_array_then_the_report_and_a_rerun_reuses_them(slurm, tmp_path):
     config = write_suite(tmp_path)
     config.write_text(SUITE)
     work = tmp_path / "ws"
     array, report = _submit(slurm, config, work)
-    assert set(slurm.wait(array, timeout=900).values()) == {"COMPLETED"}, (slurm.states(array), slurm.log_tail())
-    assert slurm.wait(report, timeout=300) == {report: "COMPLETED"}
+    logs = work / "suites" / "on-slurm" / "slurm"
+    assert set(slurm.wait(array, timeout=900).values()) == {"COMPLETED"}, (slurm.states(array), _logs_of(logs, array))
+    assert slurm.wait(report, timeout=300) == {report: "COMPLETED"}, _logs_of(logs, report)
     board = pl.read_parquet(work / "suites" / "on-slurm" / "leaderboard.parquet")
     assert sorted(set(board["seed"].to_list())) == [0, 1]
-    logs = work / "suites" / "on-slurm" / "slurm"
     assert "tidy leaderboard:" in (logs / f"report-{report}.out").read_text()
 
     array2, report2 = _submit(slurm, config, work)
-    assert set(slurm.wait(array2, timeout=600).values()) == {"COMPLETED"}
-    assert slurm.wait(report2, timeout=300) == {report2: "COMPLETED"}
+    assert set(slurm.wait(array2, timeout=600).values()) == {"COMPLETED"}, _logs_of(logs, array2)
+    assert slurm.wait(report2, timeout=300) == {report2: "COMPLETED"}, _logs_of(logs, report2)
     cells = "".join(p.read_text() for p in logs.glob(f"cells-{array2}_*.out"))
     counts = [(int(a), int(b)) for a, b in re.findall(r"(\d+) cell\(s\) finished \((\d+) reused\)", cells)]
     assert len(counts) == 2 and sum(a for a, _ in counts) == sum(b for _, b in counts) == 2, cells  # both reused

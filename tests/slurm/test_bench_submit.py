@@ -77,3 +77,31 @@ def test_a_refused_submission_and_conflicting_options_are_one_line(tmp_path, fak
         args = (*base, "--slurm", *extra) if "--shard" in extra else (*base, *extra)
         out = cli(*args)
         assert out.exit_code != 0 and says in out.output and "Traceback" not in out.output
+
+
+def test_an_array_task_is_a_shard_and_takes_no_whole_run_lock(tmp_path, cli, monkeypatch):
+    """Array tasks of one suite run at once: each is a shard (from SLURM_ARRAY_TASK_*), so none takes the
+    lock of a whole run (which a second whole run is refused by): a task finds it held and goes on."""
+    from pathkit_bench.suite.config import load_suite
+    from pathkit_bench.suite.runner import suite_folder, suite_lock
+    from pathkit_core.shard import Shard
+
+    (tmp_path / "suite.toml").write_text(SUITE)
+    suite = load_suite(tmp_path / "suite.toml")
+    count = 8
+    empty = next(k for k in range(count) if not Shard(k, count).select(suite.cells(), key=lambda c: c.label))
+    folder = suite_folder(tmp_path / "ws", suite)
+    held = suite_lock(folder).acquire()  # as another task, or the report job, would hold it
+    try:
+        base = ("bench", "--config", tmp_path / "suite.toml", "--workdir", tmp_path / "ws", "--cpu")
+        refused = cli(*base)  # a whole run is still refused at once
+        assert refused.exit_code != 0 and "is locked by" in refused.output
+        monkeypatch.setenv("SLURM_ARRAY_TASK_ID", str(empty))
+        monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", str(count))
+        monkeypatch.setenv("SLURM_ARRAY_TASK_MIN", "0")
+        monkeypatch.setenv("SLURM_ARRAY_TASK_MAX", str(count - 1))
+        task = cli(*base)
+        assert task.exit_code == 0, task.output
+        assert f"shard {empty + 1}/{count} (SLURM_ARRAY_TASK_ID): 0 of 4 cell(s)" in task.output
+    finally:
+        held.release()

@@ -1,7 +1,8 @@
 """docs/scale.md's Slurm array script, run on a real single-node cluster (tests.slurm.cluster):
 `pathkit tile` and `pathkit extract` over a synthetic cohort as 4 array tasks, one task
 cancelled with scancel while it tiles, `pathkit status` read while the array runs, the array
-resubmitted; tiles and features then equal a single process's. A list array is refused."""
+resubmitted; tile manifests and QC images then equal a single process's byte for byte, features bit
+for bit. A list array is refused."""
 
 from __future__ import annotations
 
@@ -144,6 +145,9 @@ def test_array_cancelled_midway_and_resubmitted_equals_one_process(slurm, cohort
     assert _manifests(store / "tile-store").keys() == _manifests(cohort / "reference" / "tile-store").keys()
     for sid, frame in _manifests(store / "tile-store").items():
         assert frame.equals(_manifests(cohort / "reference" / "tile-store")[sid]), sid
+    tiles, reference = store / "tile-store", cohort / "reference" / "tile-store"
+    for made in sorted(tiles.glob("*.parquet")) + sorted(tiles.glob("*.png")):  # byte for byte
+        assert made.read_bytes() == (reference / made.name).read_bytes(), made.name
     assert len(_same_features(store, cohort / "reference")) == N_SLIDES
     assert leftovers(store) == []
     final = json.loads(_pathkit("status", str(store), "--json").stdout)["stores"]
