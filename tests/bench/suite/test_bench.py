@@ -91,9 +91,6 @@ def _bench_shard(config, work, shard: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="known regression after the 0.2 merges: a rerun retrains some finished cells (their fit "
-                          "key differs from the checkpoint's; docs/scale.md) instead of reusing all 24; open",
-                   strict=False)
 def test_all_tasks_synthetic_suite_runs_and_reruns_reusing_every_cell(cli, tmp_path):
     """The shipped CI suite: every task's synthetic miniature, two tiny encoders, two seeds. Run as
     CI runs it on two cores: its two shards at once (separate processes on one workspace, one
