@@ -34,7 +34,10 @@ With `--tcga`, the same measure on the real TCGA OCR reports
 `benchmarks/tcga_report_pairs.py` (its docstring lists the rewrite kinds), halves by report
 (sha256 of the TCGA patient id), CRQS with the TCGA schema against METEOR, BLEU-4 and ROUGE-L;
 `--tcga-reports N` scores a fixed sample of N reports of the half, `--organs BLADDER,KIDNEY` some
-organ groups only; it also counts the clinically wrong pairs that CRQS scores 1.0.
+organ groups only; it also counts the clinically wrong pairs that CRQS scores 1.0, and prints CRQS's
+AUROC on all pairs and in-schema (concordant pairs against the errors of a field of the paper's
+Table 11 schema), the share of unscored pairs, and a per-kind table (each equivalent kind against
+every changed pair, every equivalent pair against each changed kind).
 
     .venv/bin/python benchmarks/metric_validity.py --tcga --half heldout [--no-nlg] [--tcga-reports 30]
                                                    [--meteor-timeout 3600]

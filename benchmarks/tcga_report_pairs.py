@@ -6,10 +6,19 @@ reference is a real report as OCR gave it, the prediction the same report rewrit
 - concordant rewrites (a pathologist would sign out the same report): equivalent names of the
   same tumour and finding, another notation of the same grade, stage or node count, specimen parts
   in another order, a boilerplate sentence, a page marker and a barcode added, one OCR-style
-  misspelling of a clinical word, the text in another letter case;
+  misspelling of a clinical word, the text in another letter case; OCR noise (two character
+  confusions such as "rn" for "m" or "1" for "l", one clinical word broken by a space, two lines
+  merged); another layout (synoptic items as a heading line over their value, bullets, long lines
+  broken);
 - clinically wrong changes, made inside the report's diagnosis (below): histologic type, grade,
   stage, margin, node status, a negation flipped, the site (side or organ), the depth or kind of
-  invasion, the principal diagnosis dropped.
+  invasion, the principal diagnosis dropped; and the kinds of issue 43 on their own: node counts
+  (with or without brackets, "2 of 15 lymph nodes"), the organ alone, the side alone, LVI/PNI alone
+  (a synoptic value flipped, a stated absence made a presence). `ERROR_FIELDS` names the field of
+  the paper's Table 11 schema each kind changes ("in-schema" pairs; None for pathkit's additions).
+
+The concordant OCR-noise and layout rewrites draw their places from the pair's generator, or for
+seed 0 from one seeded by the report text, so they too are reproducible.
 
 Where a wrong change is made. A change is clinically wrong only where the pathologist signs it
 out, so every error rule edits the diagnosis region that these rules find on their own (not with
