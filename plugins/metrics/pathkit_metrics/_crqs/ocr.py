@@ -16,9 +16,9 @@ in three steps, each accepted only when it leads to exactly one clinical word:
 
 With two or more candidates ("serous"/"serosa" both one edit from "serousa") a token is left as
 written; ordinary words near a clinical word ("capillary" / "papillary") are listed in
-`KNOWN_WORDS` so they are never "corrected". The confusions are the classic OCR substitution
-classes (Kukich 1992, "Techniques for automatically correcting words in text", section on OCR
-errors; Tesseract's `unicharambigs` lists the same pairs).
+`KNOWN_WORDS` so they are never "corrected". The confusions are OCR's substitution errors of
+similar-looking glyphs (Kukich 1992, "Techniques for automatically correcting words in text",
+ACM Computing Surveys 24(4)), the pairs chosen from the development half of the TCGA reports.
 """
 
 
