@@ -136,3 +136,11 @@ def test_gleason_never_matches_a_nottingham_grade(extractor):
     assert "tumor_grade" not in gleason.fields and gleason.fields["gleason_score"] == "3+3=6"
     reference = long_report("Invasive ductal carcinoma of the breast, Nottingham grade 3.\n")
     assert crqs(reference.replace("Nottingham grade 3", "Gleason grade 3"), reference) < 1.0
+
+
+def test_a_part_merged_into_the_line_before_is_still_a_part_and_the_article_a_is_none():
+    from pathkit_metrics._crqs.sections import specimen_parts
+
+    text = "A. Colon, resection: adenocarcinoma. A Lymph node is free of tumor.\nB. Appendix: no abnormality.\n"
+    assert [label for label, _, _ in specimen_parts(text)] == ["a", "b"]
+    assert [label for label, _, _ in specimen_parts(text.replace(".\nB.", ". B."))] == ["a", "b"]
