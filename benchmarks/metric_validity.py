@@ -34,7 +34,10 @@ With `--tcga`, the same measure on the real TCGA OCR reports
 `benchmarks/tcga_report_pairs.py` (its docstring lists the rewrite kinds), halves by report
 (sha256 of the TCGA patient id), CRQS with the TCGA schema against METEOR, BLEU-4 and ROUGE-L;
 `--tcga-reports N` scores a fixed sample of N reports of the half, `--organs BLADDER,KIDNEY` some
-organ groups only; it also counts the clinically wrong pairs that CRQS scores 1.0.
+organ groups only; it also counts the clinically wrong pairs that CRQS scores 1.0, and prints CRQS's
+AUROC on all pairs and in-schema (concordant pairs against the errors of a field of the paper's
+Table 11 schema), the share of unscored pairs, and a per-kind table (each equivalent kind against
+every changed pair, every equivalent pair against each changed kind).
 
     .venv/bin/python benchmarks/metric_validity.py --tcga --half heldout [--no-nlg] [--tcga-reports 30]
                                                    [--meteor-timeout 3600]
@@ -601,6 +604,7 @@ def run_tcga(args: argparse.Namespace) -> int:
     print()
     _auroc_table(scores, kinds, correct, concordant_kinds, error_kinds, args.resamples, args.seed)
     _means_table(scores, kinds, correct, concordant_kinds)
+    _kind_table(scores["CRQS"], kinds, correct, concordant_kinds, error_kinds, len(unscored), len(rows))
     crqs_values = scores["CRQS"]
     identical = [v for v, k in zip(crqs_values, kinds, strict=True) if k == "identical"]
     wrong_at_one = [i for i, (v, c) in enumerate(zip(crqs_values, correct, strict=True)) if not c and v >= 1.0 - 1e-9]
@@ -624,6 +628,27 @@ def run_tcga(args: argparse.Namespace) -> int:
                 print(f"[{kind}] {rows[index]['report']} CRQS {crqs_values[index]:.3f}: {' || '.join(diff)[:300]}")
     print(f"\nCRQS scored {len(rows)} pairs in {crqs_seconds:.2f} s; nlg in {nlg_seconds:.2f} s")
     return 0
+
+
+def _kind_table(values: list[float], kinds: list[str], correct: list[bool], concordant_kinds: list[str],
+                error_kinds: list[str], n_unscored: int, n_pairs: int) -> None:
+    """CRQS per kind (an equivalent kind against every changed pair, every equivalent pair against a
+    changed kind), on all pairs and in-schema (errors of a field of the paper's Table 11 schema)."""
+    import tcga_report_pairs as tcga
+
+    pos = [v for v, k in zip(values, kinds, strict=True) if k in concordant_kinds]
+    neg = [v for v, c in zip(values, correct, strict=True) if not c]
+    in_schema = [v for v, k in zip(values, kinds, strict=True) if tcga.ERROR_FIELDS.get(k)]
+    print(f"\nCRQS AUROC all pairs {auroc(pos, neg):.3f} ({len(pos)} equivalent / {len(neg)} changed); in-schema "
+          f"{auroc(pos, in_schema):.3f} ({len(in_schema)} changed); unscored {n_unscored} of {n_pairs} pairs "
+          f"({100 * n_unscored / max(n_pairs, 1):.1f} %)")
+    print("kind | pairs | CRQS AUROC")
+    for kind in concordant_kinds:
+        chosen = [v for v, k in zip(values, kinds, strict=True) if k == kind]
+        print(f"equivalent, {kind} | {len(chosen)} | {auroc(chosen, neg):.3f}")
+    for kind in error_kinds:
+        chosen = [v for v, k in zip(values, kinds, strict=True) if k == kind]
+        print(f"changed {kind} | {len(chosen)} | {auroc(pos, chosen):.3f}")
 
 
 TABLE3 = (

@@ -6,10 +6,19 @@ reference is a real report as OCR gave it, the prediction the same report rewrit
 - concordant rewrites (a pathologist would sign out the same report): equivalent names of the
   same tumour and finding, another notation of the same grade, stage or node count, specimen parts
   in another order, a boilerplate sentence, a page marker and a barcode added, one OCR-style
-  misspelling of a clinical word, the text in another letter case;
+  misspelling of a clinical word, the text in another letter case; OCR noise (two character
+  confusions such as "rn" for "m" or "1" for "l", one clinical word broken by a space, two lines
+  merged); another layout (synoptic items as a heading line over their value, bullets, long lines
+  broken);
 - clinically wrong changes, made inside the report's diagnosis (below): histologic type, grade,
   stage, margin, node status, a negation flipped, the site (side or organ), the depth or kind of
-  invasion, the principal diagnosis dropped.
+  invasion, the principal diagnosis dropped; and the kinds of issue 43 on their own: node counts
+  (with or without brackets, "2 of 15 lymph nodes"), the organ alone, the side alone, LVI/PNI alone
+  (a synoptic value flipped, a stated absence made a presence). `ERROR_FIELDS` names the field of
+  the paper's Table 11 schema each kind changes ("in-schema" pairs; None for pathkit's additions).
+
+The concordant OCR-noise and layout rewrites draw their places from the pair's generator, or for
+seed 0 from one seeded by the report text, so they too are reproducible.
 
 Where a wrong change is made. A change is clinically wrong only where the pathologist signs it
 out, so every error rule edits the diagnosis region that these rules find on their own (not with
@@ -271,6 +280,77 @@ def letter_case(text: str, region: tuple[int, int], rng: random.Random | None = 
     return text[:start] + other + text[end:] if other != part else None
 
 
+# OCR's character confusions (what a scanner misreads one glyph or glyph pair as)
+_CONFUSIONS = (("m", "rn"), ("rn", "m"), ("l", "1"), ("i", "l"), ("o", "0"), ("e", "c"), ("d", "cl"), ("h", "b"),
+               ("n", "ii"), ("u", "ii"), ("s", "5"), ("g", "q"))
+
+
+def _rng_for(text: str, rng: random.Random | None) -> random.Random:
+    """The pair's generator, or for seed 0 one seeded by the text itself (reproducible)."""
+    return rng if rng is not None else random.Random(hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def _confuse(word: str, rng: random.Random) -> str:
+    places = [(i, a, b) for a, b in _CONFUSIONS for i in range(1, len(word) - len(a) + 1)
+              if word[i:i + len(a)].lower() == a]
+    if not places:
+        return word[:-1]
+    i, a, b = rng.choice(places)
+    return word[:i] + (b.upper() if word[i:i + len(a)].isupper() else b) + word[i + len(a):]
+
+
+def ocr_noise(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
+    """OCR damage of the diagnosis that changes no fact: two clinical words with a character
+    confusion ("carcinoma" -> "carcinorna", "lymph" -> "1ymph"), one clinical word broken by a
+    space ("adeno carcinoma"), and two lines merged into one."""
+    rng = _rng_for(text, rng)
+    start, end = region
+    words = list(_TYPO_WORDS.finditer(text, start, end))
+    if not words:
+        return None
+    chosen = sorted(rng.sample(words, min(3, len(words))), key=lambda m: m.start(), reverse=True)
+    out = text
+    for n, match in enumerate(chosen):
+        word = match.group(0)
+        if n == 0 and len(chosen) == 3:
+            cut = rng.randrange(3, len(word) - 2)
+            new = word[:cut] + " " + word[cut:]
+        else:
+            new = _confuse(word, rng)
+        out = out[:match.start()] + new + out[match.end():]
+    end += len(out) - len(text)
+    breaks = [i for i in range(start, end) if out[i] == "\n" and 0 < i and out[i - 1] not in ":\n"]
+    if breaks:
+        cut = rng.choice(breaks)
+        out = out[:cut] + " " + out[cut + 1:]
+    return out
+
+
+_LABEL_RE = re.compile(r"(?m)^([ \t]*)([A-Z][A-Za-z /-]{2,40}):[ \t]*(\S[^\n]*)$")
+
+
+def layout(text: str, region: tuple[int, int], rng: random.Random | None = None) -> str | None:
+    """The diagnosis laid out otherwise, its words and their order unchanged: "Label: value" lines as
+    a heading line and the value under it, the other lines as bullets, long lines broken in two."""
+    rng = _rng_for(text, rng)
+    start, end = region
+    lines = text[start:end].split("\n")
+    out = []
+    for line in lines:
+        label = _LABEL_RE.match(line)
+        if label is not None and rng.random() < 0.7:
+            out.extend([f"{label.group(2).upper()}", f"{label.group(3)}"])
+        elif line.strip() and not line.lstrip().startswith(("-", "*")) and rng.random() < 0.6:
+            out.append("* " + line.strip())
+        elif len(line) > 50 and rng.random() < 0.5:
+            cut = line.find(" ", len(line) // 2)
+            out.extend([line[:cut], line[cut + 1:]] if cut > 0 else [line])
+        else:
+            out.append(line)
+    new = "\n".join(out)
+    return text[:start] + new + text[end:] if new != text[start:end] else None
+
+
 CONCORDANT: dict[str, Rule] = {
     "equivalent names": names,
     "notation": notation,
@@ -278,6 +358,8 @@ CONCORDANT: dict[str, Rule] = {
     "boilerplate": boilerplate,
     "ocr typo": ocr_typo,
     "letter case": letter_case,
+    "ocr noise": ocr_noise,
+    "layout": layout,
 }
 
 # ----------------------------------------------------------------------------- clinically wrong changes
@@ -362,6 +444,17 @@ NODES: list[Rule] = [
     _in_region(r"(lymph nodes?[^.\n]{0,40}?)\b(negative|benign)\b",
                lambda m: m.group(1) + _case_like(m.group(2), "positive for metastatic carcinoma"), affirmed=False),
 ]
+# node counts written without brackets or in words: "0/12", "2 of 15 lymph nodes", "positive nodes: 0"
+NODE_COUNTS: list[Rule] = [
+    *NODES[:2],
+    _in_region(r"(?<![\d/(])0\s*/\s*([1-9]\d?)(?![\d/])(?=[^.\n]{0,60}\bnodes?\b|\)?\s*(?:lymph )?nodes?\b)",
+               lambda m: f"{min(2, int(m.group(1)))}/{m.group(1)}", 0, affirmed=False),
+    _in_region(r"(?<![\d/(])([1-9]\d?)\s*/\s*(\d{1,2})(?![\d/])(?=\)?[^.\n]{0,30}\bnodes?\b)",
+               lambda m: f"{int(m.group(1)) + 1 if int(m.group(1)) < int(m.group(2)) else 0}/{m.group(2)}", 0,
+               affirmed=False),
+    _in_region(r"\b([1-9]\d?|0)( (?:of|out of) \d{1,2} (?:\w+ ){0,2}(?:lymph )?nodes?)",
+               lambda m: ("2" if m.group(1) == "0" else "0") + m.group(2), affirmed=False),
+]
 NEGATIONS: list[Rule] = [
     _in_region(r"\bno (?:evidence of )?(lymphovascular|lympho-vascular|angiolymphatic|vascular|perineural|"
                r"extranodal|extracapsular|capsular)( invasion| extension)",
@@ -374,6 +467,20 @@ NEGATIONS: list[Rule] = [
     _in_region(r"\bno (?:evidence of )?(?:residual )?(tumor|carcinoma|malignancy)\b",
                lambda m: _case_like(m.group(0), f"{m.group(1)} present"), affirmed=False),
 ]
+_LVI = r"(?:lympho-?\s?vascular|lymph-\s?vascular|angiolymphatic|vascular(?:/lymphatic)?|lymphatic|perineural)"
+_FLIP = {"yes": "no", "no": "yes", "present": "absent", "absent": "present", "not identified": "present",
+         "identified": "not identified", "negative": "positive", "positive": "negative", "not present": "present",
+         "none identified": "present", "none": "present"}
+# LVI and PNI alone: a synoptic value flipped ("Perineural invasion: Present" -> "Absent"), a stated
+# absence made a presence ("No angiolymphatic invasion" -> "Angiolymphatic invasion present")
+LVI_PNI: list[Rule] = [
+    _in_region(rf"(\b{_LVI}(?: space)? invasion\s*:\s*)({'|'.join(sorted(_FLIP, key=len, reverse=True))})"
+               r"\b", lambda m: m.group(1) + _case_like(m.group(2), _FLIP[m.group(2).lower()]), affirmed=False),
+    _in_region(rf"\bno (?:evidence of |definitive )?({_LVI}(?: space)? invasion)(?: is)?(?: identified| seen)?",
+               lambda m: _case_like(m.group(0), f"{m.group(1)} present"), affirmed=False),
+    _in_region(rf"\b({_LVI}(?: and {_LVI})?(?: space)? invasion)( (?:is |are )?(?:identified|present))",
+               lambda m: "No " + m.group(1) + " identified"),
+]
 _SIDES = {"left": "right", "right": "left"}
 _ORGANS = {"ovary": "fallopian tube", "colon": "stomach", "rectum": "stomach", "cervix": "endometrium",
            "bladder": "ureter", "tongue": "larynx", "larynx": "tongue", "kidney": "adrenal gland",
@@ -382,6 +489,8 @@ SITES: list[Rule] = [
     _in_region(r"\b(left|right)\b", _swap(_SIDES)),
     _in_region(_words(_ORGANS), _swap(_ORGANS)),
 ]
+LATERALITY: list[Rule] = [SITES[0]]
+ORGAN_SITES: list[Rule] = [SITES[1]]
 _DEPTHS = {"muscularis propria": "lamina propria", "lamina propria": "muscularis propria",
            "subserosa": "submucosa", "submucosa": "muscularis propria", "perivesical": "subepithelial",
            "perirectal": "submucosal", "pericolonic": "submucosal", "serosa": "submucosa",
@@ -416,6 +525,21 @@ ERRORS: dict[str, Rule] = {
     "site": _first_rule(SITES),
     "invasion": _first_rule(INVASIONS),
     "diagnosis dropped": dropped_diagnosis,
+    # the kinds named by issue 43 on their own: node counts, the organ alone, the side alone, LVI/PNI alone
+    "node counts": _first_rule(NODE_COUNTS),
+    "organ site": _first_rule(ORGAN_SITES),
+    "laterality": _first_rule(LATERALITY),
+    "lvi/pni": _first_rule(LVI_PNI),
+}
+
+# The field of the paper's TCGA schema (Table 11, `tcga-pathreporteval`) each kind of error changes,
+# or None where the paper's schema has no such field (stage, laterality, depth of invasion are
+# pathkit's additions): "in-schema" pairs are the concordant ones and the errors of a Table 11 field.
+ERROR_FIELDS: dict[str, str | None] = {
+    "histologic type": "histologic_type", "grade": "tumor_grade", "stage": None, "margin": "margin_status",
+    "node status": "lymph_node_involvement", "negation": "diagnosis", "site": "organ_site", "invasion": None,
+    "diagnosis dropped": "diagnosis", "node counts": "lymph_node_involvement", "organ site": "organ_site",
+    "laterality": None, "lvi/pni": "lymphovascular_invasion",
 }
 
 
@@ -444,4 +568,4 @@ def build_pairs(records: list[dict], seed: int = 0) -> list[dict]:
     return rows
 
 
-__all__ = ["CONCORDANT", "ERRORS", "build_pairs", "diagnosis_region", "half_of"]
+__all__ = ["CONCORDANT", "ERRORS", "ERROR_FIELDS", "build_pairs", "diagnosis_region", "half_of"]

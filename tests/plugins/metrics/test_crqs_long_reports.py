@@ -181,13 +181,13 @@ def test_spelling_repair_one_edit_unambiguous_only():
     assert repair.repair("a papilary olioblastoma") == "a papillary glioblastoma"
 
 
-def test_the_spelling_index_is_made_on_the_first_word_to_repair():
+def test_known_words_are_answered_without_a_search():
     repair = SpellingRepair(["glioblastoma", "papillary"], known=["capillary"])
-    # known words (all a REG report holds) are answered without it
+    # known words (all a REG report holds) are answered without a fuzzy search, nothing memoised
     assert repair.repair("a capillary papillary glioblastoma") == "a capillary papillary glioblastoma"
-    assert repair._index is None
+    assert repair._memo == {}
     assert repair.correction("papilary") == "papillary"
-    assert repair._index is not None and repair._index["papilary"] == {"papillary"}
+    assert repair._memo["papilary"] == "papillary"
 
 
 def test_severity_weights_enter_every_component():

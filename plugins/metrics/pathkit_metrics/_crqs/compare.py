@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathkit_metrics._crqs.clinical_schema import ClinicalSchema
 from pathkit_metrics._crqs.extract import FINDING_SEPARATOR
 from pathkit_metrics._crqs.lazy_pattern import lazy
-from pathkit_metrics._crqs.normalise import ORDINAL_SCALES
+from pathkit_metrics._crqs.normalise import ORDINAL_SCALES, split_grade_system
 
 # Weights of the formula the paper's numbers use (PathBench config; docs/metrics.md, "CRQS"):
 # CRQS_raw = 0.3*CFC + 0.4*KIR - 0.2*HR - 0.4*CDS, CRQS = CRQS_raw / 0.7.
@@ -61,6 +61,11 @@ def _text_equivalent(reference: str, prediction: str, strict: bool) -> bool:
 def _ordinal_equivalent(field: str, reference: str, prediction: str, tolerance: float) -> bool:
     if reference == prediction:
         return True
+    if field == "tumor_grade":  # two named grading systems never match (normalise.GRADE_SYSTEMS)
+        (ref_system, reference), (pred_system, prediction) = split_grade_system(reference), split_grade_system(
+            prediction)
+        if ref_system and pred_system and ref_system != pred_system:
+            return False
     for scale in ORDINAL_SCALES.get(field, ()):
         if reference in scale and prediction in scale:
             return abs(scale[reference] - scale[prediction]) <= tolerance

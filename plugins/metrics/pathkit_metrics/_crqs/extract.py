@@ -17,7 +17,9 @@ from pathkit_metrics._crqs.normalise import (
     ORDINAL_SCALES,
     STRUCTURED_ITEM_RE,
     format_number,
+    grade_system,
     normalise_names,
+    plain_layout,
     prepare_text,
     roman_or_int,
     trie_pattern,
@@ -79,7 +81,9 @@ _NEG_POST_RE = lazy(
     r"^ *(?:: *\(? *(?:not (?:identified|seen|present|detected|found|evident|observed|noted)|absent\b|"
     r"negative\b|none (?:identified|seen|present|detected|found|noted)\b|(?:no|none)(?= *(?:$|[,;(])))"
     r"|\(? *(?:is|are|was|were|has been|have been) +(?:not\b|absent|negative|none)"
-    r"|(?:not (?:identified|seen|present|detected|found|evident|observed|noted)|absent\b|negative\b))"
+    r"|(?:not (?:identified|seen|present|detected|found|evident|observed|noted)|absent\b|negative\b)"
+    # a count of none: "metastatic carcinoma in 0/12 lymph nodes", "(0 of 8)"
+    r"|(?:(?: +[a-z]+){0,3}? +in)? *\(? *0 *(?:/|of|out of) *\d{1,2}\b)"
 )
 _UNCERTAIN_POST_RE = lazy(
     r"^ *(?:: *)?(?:is |are )?(?:can ?not be (?:excluded|ruled out)|not (?:entirely |completely )?"
@@ -1077,6 +1081,7 @@ class ClinicalExtractor:
         """A long report: read from its diagnosis and synoptic sections (`sections.read_spans`),
         clutter removed, names and OCR misspellings normalised; the findings of each specimen part
         kept apart (`specimen_parts`); the site from the tumour's own part of the diagnosis."""
+        report = plain_layout(report)
         sections = read_spans(report)
         raws = [strip_clutter(report[s.start:s.end]) for s in sections]
         if not _ENOUGH_LETTERS_RE.match("".join(raws)):
@@ -1099,6 +1104,9 @@ class ClinicalExtractor:
         self._diagnosis(scope, scope, facts, doubts, unread, is_report=True, specific_first=True)
         principal = facts.pop("_principal_start", None)
         self._read_fields(scope, facts, doubts)
+        system = grade_system(scope) if "tumor_grade" in facts else None
+        if system is not None:
+            facts["tumor_grade"] = f"{system} {facts['tumor_grade']}"
         self._long_fields(scope, facts)
         line = _principal_line(scope, int(principal) if principal else None)
         organ = self._primary_site(scope, line)
@@ -1232,12 +1240,19 @@ class ClinicalExtractor:
     def _primary_site(scope: str, line: tuple[int, int] | None) -> str | None:
         """The organ of the tumour: the organs named on the line of the principal diagnosis up
         to it (its part's heading: "uterus, cervix, biopsy: ..." -> "cervix and uterus"), else
-        the first organ of the text; a lymph node only when nothing else is named."""
+        the organ named nearest before it (its part's heading on a line of its own, wherever the
+        part stands in the report), else the first organ of the text; a lymph node only when
+        nothing else is named."""
         if line is not None:
             named = {_ORGANS[m.group(1)] for m in _ORGAN_RE.finditer(scope, line[0], line[1])}
             named.discard("lymph node")
             if named:
                 return " and ".join(sorted(named))
+            before = [m for m in _ORGAN_RE.finditer(scope, max(0, line[0] - 300), line[0])
+                      if _ORGANS[m.group(1)] != "lymph node"]
+            if before:  # every organ of the nearest line before that names one
+                heading = scope.rfind("\n", 0, before[-1].start()) + 1
+                return " and ".join(sorted({_ORGANS[m.group(1)] for m in before if m.start() >= heading}))
         named_all = [_ORGANS[m.group(1)] for m in _scan(_ORGAN_RE, scope)]
         return next((o for o in named_all if o != "lymph node"), named_all[0] if named_all else None)
 

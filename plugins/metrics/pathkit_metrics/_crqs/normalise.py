@@ -121,6 +121,28 @@ STRUCTURED_ITEM_RE = lazy(
 )
 
 
+# Layout that carries no meaning (long reports): a bullet mark opening a line, and a synoptic item
+# written as a heading line with its value alone on the next line ("PERINEURAL INVASION" / "Present"),
+# read as "heading: value", the way the item is written inline.
+STATUS_VALUES = (
+    "yes", "no", "ves", "present", "absent", "identified", "not identified", "none identified", "not present",
+    "none", "negative", "positive", "not applicable", "indeterminate", "cannot be assessed", "involved",
+    "uninvolved", "not involved", "free", "seen", "not seen",
+)
+_BULLET_RE = lazy(r"(?m)^[ \t]*[*\u2022\u25aa\u00b7][ \t]+")
+_HEADING_VALUE_RE = lazy(
+    r"(?im)^([ \t]*[a-z][a-z /(),'-]{2,50}?)[ \t]*\n(?=[ \t]*(?:"
+    + "|".join(sorted(STATUS_VALUES, key=len, reverse=True))
+    + r"|\d{1,3}(?:\.\d+)? ?(?:cm|mm|%)?|\d{1,2} ?/ ?\d{1,2})[ \t.]*$)")
+
+
+def plain_layout(text: str) -> str:
+    """`text` with bullet marks dropped and heading-over-value items put on one line (above)."""
+    if "*" in text or not text.isascii():
+        text = _BULLET_RE.sub("", text)
+    return _HEADING_VALUE_RE.sub(r"\1: ", text)
+
+
 def trie_pattern(words: Iterable[str]) -> str:
     """A regex alternation of `words` folded into a prefix tree: one pass over the text finds,
     at each position, the longest word that ends on a word boundary. Built from the sorted
@@ -353,6 +375,29 @@ ORDINAL_SCALES: dict[str, tuple[dict[str, int], ...]] = {
 }
 
 
+# The system a tumour grade is given in, by its names (long reports): grades of two named systems
+# never match (Nottingham grade 2 is no FNCLCC grade 2), a grade whose system is not named matches
+# either. Gleason patterns and nuclear (Fuhrman/ISUP) grades are fields of their own.
+GRADE_SYSTEMS = {
+    "nottingham": "nottingham", "elston": "nottingham", "bloom richardson": "nottingham", "sbr": "nottingham",
+    "fnclcc": "fnclcc", "french federation": "fnclcc", "who": "who", "figo": "figo",
+}
+_GRADE_SYSTEM_RE = lazy(r"\b(" + "|".join(GRADE_SYSTEMS) + r")\b(?=[^\n.;]{0,40}?\bgrade\b)|\bgrade *\( *("
+                        + "|".join(GRADE_SYSTEMS) + r")\b")
+
+
+def grade_system(text: str) -> str | None:
+    """The one grading system `text` names beside a grade, or None (none, or more than one)."""
+    named = {GRADE_SYSTEMS[m.group(1) or m.group(2)] for m in _GRADE_SYSTEM_RE.finditer(text)}
+    return named.pop() if len(named) == 1 else None
+
+
+def split_grade_system(value: str) -> tuple[str | None, str]:
+    """("nottingham", "2") for "nottingham 2"; (None, value) for a grade without its system."""
+    head, _, tail = value.partition(" ")
+    return (head, tail) if tail and head in GRADE_SYSTEMS.values() else (None, value)
+
+
 def format_number(value: float) -> str:
     """Shortest stable text for a measured number: 2.0 -> '2', 2.50 -> '2.5'."""
     text = f"{value:.3f}".rstrip("0").rstrip(".")
@@ -369,6 +414,10 @@ __all__ = [
     "roman_or_int",
     "format_number",
     "ORDINAL_SCALES",
+    "GRADE_SYSTEMS",
+    "grade_system",
+    "split_grade_system",
+    "plain_layout",
     "DIFFERENTIATION",
     "NUCLEAR_GRADE_WORDS",
 ]

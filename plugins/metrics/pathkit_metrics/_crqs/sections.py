@@ -130,9 +130,12 @@ _BOILERPLATE_RE = lazy(
 # ("I attest that the above diagnosis ..."); a longer lead is text OCR glued to it
 _BOILERPLATE_LEAD = 40
 
-# Specimen part markers at the start of a line: "A.", "B)", "C:", "PART 1:", "SPECIMEN 2 -", "1)".
+# Specimen part markers at the start of a line: "A.", "B)", "C:", "PART 1:", "SPECIMEN 2 -", "1)";
+# also a lettered marker or "PART N:" that follows the end of a sentence on its line and opens a
+# capitalised word ("... present. (C) PROSTATE", "(2/9). F. Omentum"): OCR merged the part's line.
 _PART_MARKER_RE = lazy(
-    r"(?im)^[ \t\W]{0,3}(?:(?:part|specimen)[ \t]*([a-p1-9])\b[ \t]*[.):\-]?|([a-p])[ \t]*[.):]|([1-9])[ \t]*[.)])"
+    r"(?im)(?:^[ \t\W]{0,3}|(?<=[.)] )\(?(?=(?-i:[A-P])[.):] ?(?-i:[A-Z])|part[ \t]*[a-p1-9][ \t]*[:\-]))"
+    r"(?:(?:part|specimen)[ \t]*([a-p1-9])\b[ \t]*[.):\-]?|([a-p])[ \t]*[.):]|([1-9])[ \t]*[.)])"
     r"[ \t]*(?=\S)"
 )
 # A numbered line that is a synoptic item ("1. Tumor type: ..."), not a specimen part.
