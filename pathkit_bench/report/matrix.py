@@ -262,7 +262,9 @@ __all__ = ["BOARD_FILE", "Leaderboards", "is_leaderboard", "matrix_sections", "w
 def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, dataset: str, *,
                       console: Any = None) -> Path:
     board = leaderboard_frame(results, dataset)
-    out = Path(workdir) / "leaderboards" / dataset.replace(":", "_")
+    from pathkit_core.workspace import confined
+
+    out = confined(Path(workdir) / "leaderboards", dataset.replace(":", "_"), what=f"leaderboard of {dataset!r}")
     atomic_write_with(out / "leaderboard.parquet", board.write_parquet)
     atomic_write_with(out / "leaderboard.csv", board.write_csv)
     by_generator = summary_view(board, "generator")

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import PathkitError, slide_id_problem
 from pathkit_core.shard import Shard
 from pathkit_core.workspace import (
     FileLock,
     StorageError,
+    confined,
     remove_stale_temporaries,
 )
 from pathkit_core.wsi.params import TileGeometry, TilingParams
@@ -238,11 +239,11 @@ class TileResult:
 
 
 def manifest_path_for(out_dir: str | Path, slide_id: str) -> Path:
-    return Path(out_dir) / f"{slide_id}.parquet"
+    return confined(out_dir, f"{slide_id}.parquet", what=f"tile manifest of slide {slide_id!r}")
 
 
 def qc_path_for(out_dir: str | Path, slide_id: str) -> Path:
-    return Path(out_dir) / f"{slide_id}.qc.png"
+    return confined(out_dir, f"{slide_id}.qc.png", what=f"QC thumbnail of slide {slide_id!r}")
 
 
 def _resumable(
@@ -312,6 +313,9 @@ def tile_slide(
     start = time.perf_counter()
     path = Path(slide_path)
     slide_id = slide_id_for(path)
+    problem = slide_id_problem(slide_id)
+    if problem:  # the rule `pathkit extract` applies: a slide tiled here is never refused there
+        raise SlideError("bad-slide-id", path, f"{problem}; rename the file")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest_file = manifest_path_for(out, slide_id)
@@ -610,10 +614,9 @@ def tile_slides(
     found = find_slides(slides, recursive=recursive)
     phash = params.params_hash()
     duplicates = check_unique_ids(found)
-    planned = {slide_id_for(p): str(p) for p in found}
-    if shard is not None and not shard.whole:
-        _plan(out, planned, phash)
-        planned = {}
+    # Every slide given is recorded as planned before any is tiled, so `pathkit status` counts
+    # the slides still to do while the first one is being tiled (sharded or not).
+    _plan(out, {slide_id_for(p): str(p) for p in found}, phash)
     paths = found if shard is None else shard.select(found, key=slide_id_for)
     results: dict[int, TileResult] = {}
     jobs: list[tuple[int, dict[str, Any]]] = []
@@ -636,10 +639,8 @@ def tile_slides(
     last_flush = time.monotonic()
 
     def flush() -> None:
-        # The plan of an unsharded process goes with its first records, once.
-        _update_status(out, pending_status, phash, planned)
+        _update_status(out, pending_status, phash)
         pending_status.clear()
-        planned.clear()
 
     for r in results.values():
         if strict:
