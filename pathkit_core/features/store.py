@@ -211,9 +211,12 @@ def read_feature_meta(path: str | Path) -> dict[str, str]:
     """Only the metadata of a feature file (reads the header, not the tensors)."""
     from safetensors import SafetensorError, safe_open
 
+    from pathkit_core.contracts import regular_file_problem
+
     path = Path(path)
-    if not path.is_file():
-        raise PathkitError(f"feature file {path} does not exist")
+    problem = regular_file_problem(path)  # a named pipe would block the read
+    if problem:
+        raise PathkitError(f"feature file {path} {problem[1]}")
     try:
         # numpy, not torch: reading a header must not cost a torch import (`pathkit status`)
         with safe_open(str(path), framework="numpy") as fh:
@@ -340,6 +343,12 @@ def _read_status_file(path: Path) -> dict[str, Any]:
         raise PathkitError(f"extraction status {path} is unreadable: {exc}") from None
     if log.lines and not log.header and not log.slides and not log.planned:
         raise PathkitError(f"extraction status {path} is not a {STATUS_FORMAT} record")
+    found = str(log.header.get("format", STATUS_FORMAT))
+    if found.startswith("pathkit-extraction-status/"):  # the number after the slash (pathkit_core.formats)
+        from pathkit_core.formats import check_version
+
+        check_version(found.rpartition("/")[2], what="extraction status", path=path, current=1,
+                      redo="pathkit extract ... --out NEW_FOLDER")
     return {**log.header, "slides": log.slides, "planned": log.planned}
 
 

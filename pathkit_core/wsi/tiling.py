@@ -526,13 +526,21 @@ def _result_from_dict(d: Mapping[str, Any]) -> TileResult:
 
 
 _STATUS_FORMAT = "pathkit.tiling_status"
+TILING_STATUS_VERSION = 1  # `format_version` of the header line (none in 0.1.0's: version 1)
+_STATUS_HEADER = {"format": _STATUS_FORMAT, "format_version": TILING_STATUS_VERSION}
 
 
 def read_tiling_log(out_dir: str | Path) -> StatusLog:
-    """`<out_dir>/tiling_status.json` folded in one parse (records, plan, header)."""
+    """`<out_dir>/tiling_status.json` folded in one parse (records, plan, header); a format
+    version this pathkit does not read is one line naming the file (`pathkit_core.formats`)."""
+    from pathkit_core.formats import check_version
     from pathkit_core.status_log import read_log
 
-    return read_log(Path(out_dir) / STATUS_FILE, "tiling status")
+    path = Path(out_dir) / STATUS_FILE
+    log = read_log(path, "tiling status")
+    check_version(log.header.get("format_version"), what="tiling status", path=path,
+                  current=TILING_STATUS_VERSION, redo="pathkit tile SLIDES --out NEW_FOLDER")
+    return log
 
 
 def read_tiling_status(out_dir: str | Path) -> dict[str, dict[str, Any]]:
@@ -565,7 +573,7 @@ def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: st
     events = slide_events(records)
     if planned:
         events.append({"planned": dict(planned)})
-    append_events(out_dir / STATUS_FILE, out_dir / ".tiling_status.lock", {"format": _STATUS_FORMAT}, events)
+    append_events(out_dir / STATUS_FILE, out_dir / ".tiling_status.lock", _STATUS_HEADER, events)
 
 
 def _plan(out_dir: Path, planned: Mapping[str, str], params_hash: str) -> None:
@@ -573,7 +581,7 @@ def _plan(out_dir: Path, planned: Mapping[str, str], params_hash: str) -> None:
     (shards of one cohort all plan the same list); a long log is compacted first."""
     from pathkit_core.status_log import compact
 
-    log = compact(out_dir / STATUS_FILE, out_dir / ".tiling_status.lock", {"format": _STATUS_FORMAT},
+    log = compact(out_dir / STATUS_FILE, out_dir / ".tiling_status.lock", _STATUS_HEADER,
                   "tiling status")
     new = {sid: p for sid, p in planned.items() if log.planned.get(sid) != p}
     if new:
