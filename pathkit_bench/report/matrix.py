@@ -296,5 +296,7 @@ def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, da
             rows = [[row[key]] + [with_ci(row, c) for c in cols] for row in view.iter_rows(named=True)]
             print_table(f"{title} (mean [mean of the cells' CI bounds])", [key, *(named.header(c) for c in cols)],
                         rows, target=console)
-        console.print(f"leaderboard written to {out}; matrix report: {report}", highlight=False)
+        from rich.markup import escape
+
+        console.print(escape(f"leaderboard written to {out}; matrix report: {report}"), highlight=False)
     return out

@@ -193,3 +193,14 @@ def test_a_suite_name_with_control_characters_or_a_way_out_never_names_a_log_fol
     with pytest.raises(PathkitError, match="suite name"):
         submit(tmp_path / "s.toml", tmp_path / "ws", name, 2)
     assert not fake_sbatch.exists()
+
+
+def test_paths_quoting_user_input_are_printed_as_written(tmp_path, cli):
+    rows = [(f"c{i}", float(i + 1), i % 2) for i in range(8)]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"id": c, "risk": -t}) + "\n" for c, t, _ in rows))
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps({"id": c, "time": t, "event": e}) + "\n" for c, t, e in rows))
+    out = tmp_path / "[bold]res[/bold]"
+    result = cli("score", "--metric", "survival", "-p", tmp_path / "p.jsonl", "-r", tmp_path / "r.jsonl",
+                 "--out", out, "--option", "n_resamples=0")
+    assert result.exit_code == 0, result.output
+    assert f"results written to {out}" in "".join(result.stdout.split("\n"))
