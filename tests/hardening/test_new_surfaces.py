@@ -204,3 +204,26 @@ def test_paths_quoting_user_input_are_printed_as_written(tmp_path, cli):
                  "--out", out, "--option", "n_resamples=0")
     assert result.exit_code == 0, result.output
     assert f"results written to {out}" in "".join(result.stdout.split("\n"))
+
+
+GOOD_REFS = [{"id": f"c{i}", "time": float(i + 1), "event": i % 2} for i in range(6)]
+GOOD_PREDS = [{"id": f"c{i}", "risk": float(-i)} for i in range(6)]
+
+
+@pytest.mark.parametrize("preds, refs, problem", [
+    (GOOD_PREDS + GOOD_PREDS[:1], GOOD_REFS, "appear more than once"),
+    (GOOD_PREDS, GOOD_REFS + GOOD_REFS[2:3], "appear more than once"),
+    ([{**GOOD_PREDS[0], "risk": "NaN"}, *GOOD_PREDS[1:]], GOOD_REFS, "risk 'NaN' is not a finite number"),
+    ([{**GOOD_PREDS[0], "risk": [1]}, *GOOD_PREDS[1:]], GOOD_REFS, "risk [1] is not a finite number"),
+    (GOOD_PREDS, [{**GOOD_REFS[0], "time": -1}, *GOOD_REFS[1:]], "time -1 is negative"),
+    (GOOD_PREDS, [{**GOOD_REFS[0], "event": 2}, *GOOD_REFS[1:]], "event 2 is not 0 (censored) or 1"),
+    (GOOD_PREDS, [{"id": "c0", "event": 1}, *GOOD_REFS[1:]], "is not {\"time\""),
+    (GOOD_PREDS, [{**GOOD_REFS[0], "event": "[bold]x[/bold]"}, *GOOD_REFS[1:]], "event '[bold]x[/bold]' is not"),
+])
+def test_pathkit_score_survival_inputs_are_one_line(tmp_path, cli, preds, refs, problem):
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in refs))
+    result = cli("score", "--metric", "survival", "-p", tmp_path / "p.jsonl", "-r", tmp_path / "r.jsonl",
+                 "--option", "n_resamples=0")
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert problem in result.stderr and len(result.stderr.strip().splitlines()) == 1
