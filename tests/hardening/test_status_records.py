@@ -134,3 +134,19 @@ def test_status_verify_names_every_unusable_feature_file_and_never_blocks(tmp_pa
     assert "format version 9 is newer" in failed["future"]
     plain = cli("status", folder)  # without --verify: the listing only, no file opened
     assert plain.exit_code == 0 and "Traceback" not in plain.output
+
+
+def test_one_unreadable_store_of_a_workspace_hides_no_other(tmp_path, cli):
+    from pathkit_core.features import store
+
+    ws = tmp_path / "ws"
+    (ws / "tiles").mkdir(parents=True)
+    _tiling_log(ws / "tiles", '{"format":"pathkit.tiling_status","format_version":5}\n', A)
+    store.record_status(ws / "features", "enc", "s1", "failed", "reading tiles failed")
+    result = cli("status", ws, "--json")
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    tile, features = json.loads(result.stdout)["stores"]
+    assert "format version 5 is newer than" in tile["unreadable"] and tile["counts"]["done"] == 0
+    assert features["unreadable"] == "" and features["failed"] == {"s1": "reading tiles failed"}
+    shown = " ".join(cli("status", ws).stdout.split())
+    assert "unreadable" in shown and "format version 5 is newer" in shown
