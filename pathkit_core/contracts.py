@@ -280,6 +280,13 @@ class Case:
         return INPUT_SLIDES
 
 
+# Slide ids name files (`<id>.parquet`, `.<id>.safetensors.lock`, `<id>.attention.parquet`):
+# letters, digits, '.', '_', '-', '+' and spaces, starting with a letter or digit, and short
+# enough that the longest suffix pathkit adds keeps the name within a folder entry's 255 bytes.
+_SLIDE_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+ ")
+ID_MAX_BYTES = 200  # case and slide ids; a folder entry holds 255
+
+
 def case_id_problem(case_id: Any) -> str | None:
     """Why `case_id` cannot name a case (None when it can): ids name files in the workspace
     (predictions, masks, attention tables), so they are plain names, never paths."""
@@ -287,6 +294,22 @@ def case_id_problem(case_id: Any) -> str | None:
         return f"case id {case_id!r} is not a non-empty string"
     if case_id in (".", "..") or any(ch in case_id for ch in ("/", "\\", "\x00")):
         return f"case id {case_id!r} must be a plain name (no '/', '\\', NUL, '.' or '..')"
+    size = len(case_id.encode("utf-8", "surrogateescape"))
+    if size > ID_MAX_BYTES:  # it names files with suffixes added (`<id>.attention.parquet`)
+        return f"case id {case_id[:40]!r}... is {size} bytes long; an id is at most {ID_MAX_BYTES}"
+    return None
+
+
+def slide_id_problem(slide_id: Any) -> str | None:
+    """Why `slide_id` cannot name a slide's files (None when it can). One rule for every stage
+    that names files by slide id (`pathkit tile`, `pathkit extract`, feature stores, attention
+    tables), so a slide one stage accepts is never refused by the next."""
+    if (not isinstance(slide_id, str) or not slide_id or slide_id[0] in "._-+ "
+            or not set(slide_id) <= _SLIDE_ID_CHARS):
+        return (f"slide id {slide_id!r} cannot be used as a file name (letters, digits, '.', '_', '-', '+', "
+                "spaces, starting with a letter or digit; no path separators)")
+    if len(slide_id) > ID_MAX_BYTES:  # ASCII: one byte a character
+        return f"slide id {slide_id[:40]!r}... is {len(slide_id)} bytes long; an id is at most {ID_MAX_BYTES}"
     return None
 
 
@@ -1039,5 +1062,6 @@ __all__ = [
     "INPUT_SLIDES", "INPUT_FEATURES", "INPUT_IMAGES", "PathkitError", "brief_list", "repeats_text", "Component",
     "TileSpec", "PretrainedWeights", "Encoder", "Case", "case_id_problem", "regular_file_problem", "DatasetOption",
     "Dataset", "GeneratorSpec", "TaskModel", "Generator", "DeferredTable", "MetricResult", "Metric", "RunFacts",
-    "Task", "TissueSegmenter", "COMPONENT_BASES"
+    "Task", "TissueSegmenter", "COMPONENT_BASES",
+    "slide_id_problem", "ID_MAX_BYTES",
 ]

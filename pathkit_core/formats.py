@@ -1,11 +1,12 @@
 """Format versions of what pathkit writes, and the one check every reader makes of them.
 
 Each format (docs/file-formats.md, "Format versions") records an integer version: tile manifests
-(`format_version` in their metadata), feature files (the number in `format`,
-`pathkit-features/1`), run folders and score results (`format_version` in `metrics.json`) and suite
-folders (`suite.json`). A file without one was written by pathkit 0.1.0, whose formats are all
-version 1. A reader accepts the versions from the oldest it still reads to its own; any other is one
-line naming the file, the version found, the versions read and the command that redoes it.
+(`format_version` in their metadata), feature files (the number in `format`, `pathkit-features/1`),
+run folders and score results (`format_version` in `metrics.json`), suite folders (`suite.json`),
+leaderboards (Parquet metadata) and status records (`tiling_status.json`'s header). A file without
+one was written by pathkit 0.1.0, whose formats are all version 1. A reader accepts the versions
+from the oldest it still reads to its own; any other is one line naming the file, the version found,
+the versions read and the command that redoes it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,19 @@ RUN_FOLDER_VERSION = 1  # metrics.json of a run folder and of `pathkit score --o
 SUITE_FORMAT = "pathkit.suite"
 SUITE_VERSION = 1
 SUITE_FILE = "suite.json"
+# leaderboard.parquet (of a suite folder and of `<workdir>/leaderboards/<dataset>/`): its version in
+# the Parquet metadata under this key; leaderboard.csv and cells.csv are versioned by the suite
+# folder's suite.json ("formats"), a CSV having no room for metadata.
+LEADERBOARD_FORMAT = "pathkit.leaderboard"
+LEADERBOARD_VERSION = 1
+CELLS_VERSION = 1
+
+
+def parquet_version_metadata(fmt: str, version: int) -> dict[str, str]:
+    """The Parquet key-value metadata that records a table's format and version."""
+    import json
+
+    return {fmt: json.dumps({"format": fmt, "format_version": version})}
 
 
 def version_problem(found: Any, *, what: str, path: str | Path, current: int, oldest: int = 1,
@@ -54,4 +68,4 @@ def check_version(found: Any, *, what: str, path: str | Path, current: int, olde
 
 
 __all__ = ["RUN_FOLDER_VERSION", "SUITE_FILE", "SUITE_FORMAT", "SUITE_VERSION", "UNVERSIONED", "check_version",
-           "version_problem"]
+           "version_problem", "LEADERBOARD_FORMAT", "LEADERBOARD_VERSION", "CELLS_VERSION", "parquet_version_metadata"]

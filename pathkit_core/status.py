@@ -38,6 +38,7 @@ class StoreStatus:
     pending: list[str] = field(default_factory=list)
     locked: dict[str, str] = field(default_factory=dict)
     stale_locks: dict[str, str] = field(default_factory=dict)
+    unreadable: str = ""  # in a workspace: why this store's status record could not be read
 
     def counts(self) -> dict[str, int]:
         return {"done": len(self.done), "failed": len(self.failed), "pending": len(self.pending),
@@ -159,6 +160,15 @@ def run_statuses(runs_dir: Path) -> list[RunStatus]:
     return out
 
 
+def _or_unreadable(stage: str, folder: Path, read: Any) -> StoreStatus:
+    """`read()`, or a store that says why its status record is unreadable (a damaged file, a
+    format version this pathkit does not read): one bad store of a workspace hides no other."""
+    try:
+        return read()
+    except PathkitError as exc:
+        return StoreStatus(stage, folder.name, str(folder), unreadable=str(exc))
+
+
 def collect(path: str | Path, *, verify: bool = False) -> dict[str, Any]:
     """Every store under `path` (a workspace, an `extract --out` folder, a tile store or a
     feature store of one encoder) and every run cell: {"stores": [...], "runs": [...]}.
@@ -176,7 +186,7 @@ def collect(path: str | Path, *, verify: bool = False) -> dict[str, Any]:
         # (<out>/<encoder>, <out>/tiles/<spec>)
         for spec in _subfolders(root / "tiles"):
             if _is_tile_store(spec):
-                stores.append(tile_store_status(spec))
+                stores.append(_or_unreadable("tile", spec, lambda spec=spec: tile_store_status(spec)))
         # `features-<hash>`: the feature store of a run whose tiling options differ from the
         # encoder's own (pathkit_core.run.features.store_folders)
         bases = [*sorted(p for p in root.glob("features*") if p.is_dir()), root]
@@ -185,7 +195,7 @@ def collect(path: str | Path, *, verify: bool = False) -> dict[str, Any]:
                 if enc.parent == root and (enc.name in ("tiles", "runs") or enc.name.startswith("features")):
                     continue
                 if _is_feature_store(enc):
-                    found = feature_store_status(enc, verify=verify)
+                    found = _or_unreadable("extract", enc, lambda enc=enc: feature_store_status(enc, verify=verify))
                     if base.name.startswith("features-"):
                         found.name = f"{enc.name} ({base.name})"
                     stores.append(found)

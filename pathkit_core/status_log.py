@@ -97,6 +97,8 @@ def _fold(log: StatusLog, event: Any) -> None:
     planned = event.get("planned")
     if isinstance(planned, dict):
         log.planned.update(planned)
+    if not {"format", "slides", "planned"} & set(event):
+        log.bad.append(f"a line of no known kind (keys {sorted(map(str, event))[:5]})")
 
 
 def read_log(path: str | Path, what: str) -> StatusLog:
@@ -145,6 +147,14 @@ def _write_all(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def _ends_a_line(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        if fh.seek(0, os.SEEK_END) == 0:
+            return True
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
+
+
 def _is_legacy(path: Path) -> bool:
     with open(path, "rb") as fh:
         return fh.read(2) == b"{\n"
@@ -168,7 +178,9 @@ def append_events(path: str | Path, lock_path: str | Path, header: Mapping[str, 
         elif _is_legacy(p):
             _rewrite(p, read_log(p, str(header.get("format", "status"))), header, body)
         else:
-            _write_all(p, body.encode("utf-8"))
+            # a writer that died mid-line left no newline: start on a line of our own, so only
+            # the torn record is lost, not the one appended after it
+            _write_all(p, (b"" if _ends_a_line(p) else b"\n") + body.encode("utf-8"))
 
 
 def _rewrite(p: Path, log: StatusLog, header: Mapping[str, Any], tail: str = "") -> None:

@@ -149,11 +149,14 @@ NAME_MAX_BYTES = 255
 
 def folder_name_problem(name: Any) -> str | None:
     """Why `name` cannot be one file or folder name (None when it can): not a non-empty
-    string, '.', '..', a '/', '\\' or NUL in it, or longer than `NAME_MAX_BYTES` in UTF-8."""
+    string, '.', '..', a '/', '\\', NUL or another control character in it, or longer than
+    `NAME_MAX_BYTES` in UTF-8."""
     if not isinstance(name, str) or not name.strip():
         return f"{name!r} is not a non-empty name"
     if name in (".", "..") or any(ch in name for ch in ("/", "\\", "\x00")):
         return f"{name!r} must be one plain folder name (no '/', '\\', NUL, '.' or '..')"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):  # a newline, a terminal escape
+        return f"{name!r} must be one plain folder name (no control characters such as a newline)"
     if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
         return f"{name[:40]!r}... is {len(name.encode('utf-8', 'surrogateescape'))} bytes long; a name is at most " \
                f"{NAME_MAX_BYTES}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from pathkit_core.cli.common import console, err_console, print_table, user_errors
 from pathkit_core.contracts import PathkitError
@@ -82,8 +83,9 @@ def register(app: typer.Typer) -> None:
         for f in files:
             ff = read_features(f, verify=True)
             if ff.meta.get("status") == "failed":
-                err_console.print(f"[yellow]skipped[/] {f}: marked failed ({ff.meta.get('failure_reason')})")
+                why = escape(f"{f}: marked failed ({ff.meta.get('failure_reason')})")
+                err_console.print(f"[yellow]skipped[/] {why}", highlight=False)
                 continue
             target = export_trident_h5(ff, targets[f])
-            console.print(f"{f} -> {target}", highlight=False)
+            console.print(escape(f"{f} -> {target}"), highlight=False)
 

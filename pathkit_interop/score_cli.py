@@ -89,7 +89,9 @@ def score_command(metric: list[str], predictions: Path, references: Path | None,
 
     print_scores(f"scores over {len(ids)} cases", result.summary, details=result.details)
     if out is not None:
-        console.print(f"results written to {out}")
+        from rich.markup import escape
+
+        console.print(f"results written to {escape(str(out))}", highlight=False)
 
 
 def register(app: Any) -> None:

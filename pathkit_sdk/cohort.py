@@ -500,7 +500,10 @@ def class_order(labels: Sequence[str], given: str | None, where: Path) -> tuple[
 def splits_folder(dataset: str, workdir: Any) -> Path | None:
     """Where drawn splits are kept: `<workdir>/splits/<dataset>/` (None without a workspace:
     then the seeded draw is repeated each time, never written into the user's folder)."""
-    return Path(workdir) / "splits" / dataset.replace(":", "_") if workdir else None
+    from pathkit_core.workspace import confined
+
+    return confined(Path(workdir) / "splits", dataset.replace(":", "_"), what=f"splits of dataset {dataset!r}") \
+        if workdir else None
 
 
 def part_counts(parts: Mapping[str, Sequence[str]], patients: Mapping[str, str]) -> dict[str, Any]:

@@ -51,6 +51,16 @@ def _children(path: Path) -> list[Path]:
         return []
 
 
+def read_leaderboard(path: Path) -> Any:
+    """A leaderboard.parquet (a suite's or a dataset's), its format version checked: one line
+    naming the file when it is damaged or of a version this pathkit does not read."""
+    from pathkit_core.formats import LEADERBOARD_FORMAT, LEADERBOARD_VERSION
+    from pathkit_core.readers import read_versioned_parquet
+
+    return read_versioned_parquet(path, "leaderboard", key=LEADERBOARD_FORMAT, current=LEADERBOARD_VERSION,
+                                  redo="pathkit run (or pathkit bench) into a new --workdir")
+
+
 class Leaderboards(UsesRegistry):
     """The leaderboards under `root` (one dataset's folder, or the folder of every dataset's)."""
 
@@ -74,7 +84,7 @@ class Leaderboards(UsesRegistry):
     def frame(self) -> Any:
         import polars as pl
 
-        return pl.concat([pl.read_parquet(f / BOARD_FILE) for f in self.folders], how="diagonal_relaxed")
+        return pl.concat([read_leaderboard(f / BOARD_FILE) for f in self.folders], how="diagonal_relaxed")
 
     @cached_property
     def metric_of(self) -> dict[str, str]:
@@ -262,8 +272,13 @@ __all__ = ["BOARD_FILE", "Leaderboards", "is_leaderboard", "matrix_sections", "w
 def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, dataset: str, *,
                       console: Any = None) -> Path:
     board = leaderboard_frame(results, dataset)
-    out = Path(workdir) / "leaderboards" / dataset.replace(":", "_")
-    atomic_write_with(out / "leaderboard.parquet", board.write_parquet)
+    from pathkit_core.workspace import confined
+
+    out = confined(Path(workdir) / "leaderboards", dataset.replace(":", "_"), what=f"leaderboard of {dataset!r}")
+    from pathkit_core.formats import LEADERBOARD_FORMAT, LEADERBOARD_VERSION, parquet_version_metadata
+
+    version = parquet_version_metadata(LEADERBOARD_FORMAT, LEADERBOARD_VERSION)
+    atomic_write_with(out / BOARD_FILE, lambda p: board.write_parquet(p, metadata=version))
     atomic_write_with(out / "leaderboard.csv", board.write_csv)
     by_generator = summary_view(board, "generator")
     by_encoder = summary_view(board, "encoder")
@@ -281,5 +296,7 @@ def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, da
             rows = [[row[key]] + [with_ci(row, c) for c in cols] for row in view.iter_rows(named=True)]
             print_table(f"{title} (mean [mean of the cells' CI bounds])", [key, *(named.header(c) for c in cols)],
                         rows, target=console)
-        console.print(f"leaderboard written to {out}; matrix report: {report}", highlight=False)
+        from rich.markup import escape
+
+        console.print(escape(f"leaderboard written to {out}; matrix report: {report}"), highlight=False)
     return out

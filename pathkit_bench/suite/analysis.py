@@ -168,14 +168,30 @@ def compare_task(task: TaskComparison, *, correction: str, level: float, resampl
 def check_suite_version(folder: Path) -> int:
     """The format version of a suite folder (its suite.json; none: written by pathkit 0.1.0, version 1),
     or a one-line PathkitError naming it when this pathkit does not read it."""
-    from pathkit_core.formats import SUITE_FILE, SUITE_FORMAT, SUITE_VERSION, check_version
+    from pathkit_core.formats import (
+        CELLS_VERSION,
+        LEADERBOARD_VERSION,
+        SUITE_FILE,
+        SUITE_FORMAT,
+        SUITE_VERSION,
+        check_version,
+    )
     from pathkit_core.report.run_folder import read_json
 
     record = read_json(folder / SUITE_FILE) if (folder / SUITE_FILE).is_file() else {}
     if not isinstance(record, dict) or record.get("format", SUITE_FORMAT) != SUITE_FORMAT:
         raise PathkitError(f"{folder / SUITE_FILE} is not a pathkit suite record (format {SUITE_FORMAT!r})")
-    return check_version(record.get("format_version"), what="suite folder", path=folder / SUITE_FILE,
-                         current=SUITE_VERSION, redo="pathkit bench --config SUITE.toml --workdir NEW_WORKDIR")
+    redo = "pathkit bench --config SUITE.toml --workdir NEW_WORKDIR"
+    version = check_version(record.get("format_version"), what="suite folder", path=folder / SUITE_FILE,
+                            current=SUITE_VERSION, redo=redo)
+    formats = record.get("formats") or {}  # the CSVs' versions (none before they were recorded: 1)
+    current = {"leaderboard.csv": LEADERBOARD_VERSION, "cells.csv": CELLS_VERSION}
+    if not isinstance(formats, dict):
+        raise PathkitError(f"{folder / SUITE_FILE}: its formats record is a {type(formats).__name__}, not an object")
+    for name, found in formats.items():
+        if name in current:
+            check_version(found, what=name, path=folder / name, current=current[name], redo=redo)
+    return version
 
 
 class SuiteAnalysis(UsesRegistry):
@@ -195,9 +211,10 @@ class SuiteAnalysis(UsesRegistry):
 
     @cached_property
     def frame(self) -> Any:
-        import polars as pl
 
-        return pl.read_parquet(self.folder / "leaderboard.parquet")
+        from pathkit_bench.report.matrix import read_leaderboard
+
+        return read_leaderboard(self.folder / "leaderboard.parquet")
 
     @cached_property
     def cells(self) -> Any:

@@ -115,8 +115,11 @@ def write_leaderboard(config: SuiteConfig, results: list[CellResult], folder: Pa
     schema = {"suite": pl.Utf8, "task": pl.Utf8, "dataset": pl.Utf8, "encoder": pl.Utf8, "generator": pl.Utf8,
               "seed": pl.Int64, "metric": pl.Utf8, "score": pl.Utf8, "value": pl.Float64, "ci_low": pl.Float64,
               "ci_high": pl.Float64, "direction": pl.Utf8, "run_dir": pl.Utf8}
+    from pathkit_core.formats import LEADERBOARD_FORMAT, LEADERBOARD_VERSION, parquet_version_metadata
+
     board = pl.DataFrame(tidy_rows(config, results, registry), schema=schema)
-    atomic_write_with(folder / f"{LEADERBOARD}.parquet", board.write_parquet)
+    version = parquet_version_metadata(LEADERBOARD_FORMAT, LEADERBOARD_VERSION)
+    atomic_write_with(folder / f"{LEADERBOARD}.parquet", lambda p: board.write_parquet(p, metadata=version))
     atomic_write_with(folder / f"{LEADERBOARD}.csv", board.write_csv)
     cells = pl.DataFrame([{"task": r.cell.task.name, "dataset": r.cell.task.dataset, "encoder": r.cell.encoder,
                            "generator": r.cell.generator, "seed": r.cell.seed,
@@ -137,10 +140,12 @@ def write_suite_options(config: SuiteConfig, folder: Path) -> Path:
     """`suite.json`: the folder's format and version (docs/file-formats.md) and the statistics
     options the suite's comparisons and report use, so that `pathkit report <suite folder>`
     rebuilds the same suite report from the folder alone."""
-    from pathkit_core.formats import SUITE_FORMAT, SUITE_VERSION
+    from pathkit_core.formats import CELLS_VERSION, LEADERBOARD_VERSION, SUITE_FORMAT, SUITE_VERSION
     from pathkit_core.workspace import atomic_write_json
 
     return atomic_write_json(folder / SUITE_OPTIONS, {"format": SUITE_FORMAT, "format_version": SUITE_VERSION,
+                                                      "formats": {f"{LEADERBOARD}.csv": LEADERBOARD_VERSION,
+                                                                  f"{CELLS}.csv": CELLS_VERSION},
                                                       "suite": config.name,
                                                       "name": config.name, "config": str(config.path),
                                                       "correction": config.correction, "alpha": config.alpha,

@@ -52,14 +52,39 @@ def _sbatch(args: Sequence[str]) -> str:
     return job
 
 
+# What pathkit itself sets on each job: an option that changed it would change what runs or when.
+_RESERVED = ("--wrap", "--array", "--dependency", "--kill-on-invalid-dep", "--parsable")
+_RESERVED_SHORT = ("-a", "-d")
+
+
+def sbatch_option_problem(option: str) -> str | None:
+    """Why `option` cannot go to `sbatch` (None when it can): each is one sbatch option
+    (`--partition=gpu`, `-pgpu`), passed as one argument, never through a shell; one with a
+    newline or another control character, one that is not an option (a script path) and one that
+    would replace what pathkit sets (the job's command, its array, its dependency) are refused."""
+    if not isinstance(option, str) or not option.startswith("-") or option in ("-", "--"):
+        return f"--sbatch-option {option!r} is not an sbatch option (give it as --sbatch-option=--partition=gpu)"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in option):
+        return f"--sbatch-option {option!r} holds a newline or another control character"
+    name = option.split("=", 1)[0]
+    if name in _RESERVED or (not option.startswith("--") and option[:2] in _RESERVED_SHORT):
+        return f"--sbatch-option {option!r} would replace what pathkit sets on its jobs ({name})"
+    return None
+
+
 def submit(config: Path, workdir: Path, suite_name: str, n_cells: int, *, options: Sequence[str] = (),
            cpu: bool = False, max_tasks: int = 1000) -> Submission:
     """Submit the array (one task per cell, at most `max_tasks`) and the dependent report job.
     `options` go to both `sbatch` calls (e.g. `--partition=gpu`, `--gres=gpu:1`)."""
+    from pathkit_core.workspace import confined
+
     if n_cells < 1:
         raise PathkitError("--slurm: the suite has no cells")
+    for option in options:
+        if problem := sbatch_option_problem(option):
+            raise PathkitError(problem)
     tasks = min(n_cells, max_tasks)
-    log_dir = (Path(workdir) / "suites" / suite_name / "slurm").resolve()
+    log_dir = confined(Path(workdir) / "suites", suite_name, "slurm", what="--slurm: suite name").resolve()
     log_dir.mkdir(parents=True, exist_ok=True)
     wrap = shlex.join(bench_command(config, workdir, cpu=cpu))
     array = _sbatch([f"--job-name=pathkit-bench-{suite_name}", f"--array=0-{tasks - 1}",

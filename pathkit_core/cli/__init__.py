@@ -6,9 +6,10 @@ its plain options itself and leaves anything else (help, unusual spellings) to t
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
 
@@ -110,6 +111,26 @@ def quiet_harmless_warnings() -> None:
         warnings.filterwarnings("ignore", message=message, category=category)
 
 
+def one_line_warnings() -> None:
+    """User warnings the command line shows are one line each (`warning: <message>`), not the
+    file, line and source text Python prints: they are addressed to the user. Other categories
+    (a DeprecationWarning naming a plugin's own line) keep Python's form, for its author."""
+    import warnings
+
+    python_form = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:
+        if not issubclass(category, UserWarning):
+            python_form(message, category, filename, lineno, file, line)
+            return
+        text = " ".join(str(message).split())
+        with contextlib.suppress(OSError, ValueError):
+            (file or sys.stderr).write(f"warning: {text}\n")
+
+    warnings.showwarning = show
+
+
 def _without_typer(args: list[str]) -> int | None:
     """The exit status of a command line run without typer, or None when typer is to run it."""
     if args == ["--version"]:
@@ -125,6 +146,7 @@ def _without_typer(args: list[str]) -> int | None:
 
 def main(argv: list[str] | None = None) -> None:
     quiet_harmless_warnings()
+    one_line_warnings()
     args = sys.argv[1:] if argv is None else list(argv)
     status = _without_typer(args)
     if status is not None:
@@ -136,7 +158,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, prog_name="pathkit", standalone_mode=True)
     except PathkitError as exc:  # raised outside a command's own handling
+        from rich.markup import escape
+
         from pathkit_core.cli.common import err_console
 
-        err_console.print(f"[bold red]error:[/] {exc}")
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from pathkit_core.cli.common import console, err_console, print_json, print_table, user_errors
 from pathkit_core.contracts import PathkitError
@@ -38,10 +39,10 @@ def _tile_first(
     _barrier(state)
     for r in results:
         if r.status == "failed":
-            err_console.print(f"[yellow]tiling failed[/] {r.slide_id}: {r.reason}", highlight=False)
+            err_console.print(f"[yellow]tiling failed[/] {escape(r.slide_id)}: {escape(r.reason)}", highlight=False)
     note = low_tissue_note(results, params) if shard.rank == 0 else None
     if note:
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     ids = [slide_id_for(p) for p in paths]
     found = {sid: manifest_path_for(tiles_dir, sid) for sid in ids}
     found = {sid: m for sid, m in found.items() if m.is_file()}
@@ -163,7 +164,7 @@ def register(app: typer.Typer) -> None:
                 compile=compile_model, shard=shard,
             )
         for w in caught:
-            err_console.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+            err_console.print(f"[yellow]warning:[/] {escape(str(w.message))}", highlight=False)
         # The summary covers this shard (all ranks of the launch); other shards report their own.
         ours = shard.outer().select(every)
         note = shard_summary(shard.outer(), len(ours), len(every))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from pathkit_core.cli.common import console, user_errors
 from pathkit_core.contracts import PathkitError
@@ -41,4 +42,4 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """(Re)build report.html of a run folder or a leaderboard (matrix) from what is on disk."""
         for written in build_reports(path):
-            console.print(f"report written to {written}", highlight=False)
+            console.print(f"report written to {escape(str(written))}", highlight=False)

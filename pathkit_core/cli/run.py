@@ -95,7 +95,7 @@ def _config_or_demo(config: Path | None, dataset: str | None, encoder: list[str]
         demo = registry.get("dataset", name).demo_run
         if demo:
             values.update(copy.deepcopy(dict(demo)), dataset=name)
-            console.print(f"[bold]pathkit demo[/] {name}: {registry.get('dataset', name).description}")
+            console.print(f"[bold]pathkit demo[/] {escape(name)}: {escape(registry.get('dataset', name).description)}")
     return values
 
 
@@ -128,9 +128,9 @@ def _show_cell(dataset: str, enc: str, gen: str, result: Any) -> None:
     hidden = print_scores(f"test scores: {dataset} / {enc} / {gen}", result.summary, result.baselines,
                           headline_only=True, details=saved.get("details"))
     if hidden:
-        console.print(f"{hidden} more score(s) in {result.run_dir / 'metrics.json'}; figures and per-case "
-                      f"evidence in {result.run_dir / 'report.html'}", highlight=False)
-    console.print(f"run folder: {result.run_dir}")
+        console.print(escape(f"{hidden} more score(s) in {result.run_dir / 'metrics.json'}; figures and per-case "
+                             f"evidence in {result.run_dir / 'report.html'}"), highlight=False)
+    console.print(f"run folder: {escape(str(result.run_dir))}", highlight=False)
 
 
 def _as_list(value) -> list[str]:

@@ -99,7 +99,8 @@ def _print(report: dict[str, Any]) -> None:
     if stores:
         print_table(f"status of {report['path']}", ["stage", "store", "done", "failed", "pending", "locked"],
                     [(s.stage, s.name, *s.counts().values()) for s in stores])
-    details = [(s.stage, s.name, sid, "failed", why) for s in stores for sid, why in s.failed.items()]
+    details = [(s.stage, s.name, "", "unreadable", s.unreadable) for s in stores if s.unreadable]
+    details += [(s.stage, s.name, sid, "failed", why) for s in stores for sid, why in s.failed.items()]
     details += [(s.stage, s.name, sid, "locked", who) for s in stores for sid, who in s.locked.items()]
     details += [(s.stage, s.name, sid, "stale lock", f"{who} (gone; the next run breaks it)")
                 for s in stores for sid, who in s.stale_locks.items()]

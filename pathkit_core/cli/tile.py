@@ -157,7 +157,8 @@ def _summary(results: list, out: Path, params_hash: str) -> None:
         rows,
     )
     if len(results) > _MAX_ROWS:
-        console.print(f"... {len(results) - _MAX_ROWS} more rows in {out / 'tiling_status.json'}")
+        console.print(escape(f"... {len(results) - _MAX_ROWS} more rows in {out / 'tiling_status.json'}"),
+                      highlight=False)
     total = sum(r.n_tiles for r in results if r.status in ("ok", "skipped"))
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
     console.print(f"{len(results)} slide(s): {summary}; {total} tiles", highlight=False)

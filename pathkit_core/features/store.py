@@ -41,22 +41,25 @@ _CHECKSUM_KEY = "content_sha256"
 
 
 def check_slide_id(slide_id: str) -> str:
-    """Slide ids become file names: no separators, no leading dot."""
-    # fullmatch: `$` alone would let a trailing newline through
-    if not isinstance(slide_id, str) or not _SLIDE_ID.fullmatch(slide_id) or slide_id.endswith(FEATURE_SUFFIX):
-        raise PathkitError(
-            f"slide id {slide_id!r} cannot be used as a file name "
-            "(letters, digits, '.', '_', '-', '+', spaces; no path separators)"
-        )
+    """Slide ids become file names: `contracts.slide_id_problem`, the rule `pathkit tile` applies too."""
+    from pathkit_core.contracts import slide_id_problem
+
+    problem = slide_id_problem(slide_id)
+    if problem is None and slide_id.endswith(FEATURE_SUFFIX):
+        problem = f"slide id {slide_id!r} ends in {FEATURE_SUFFIX}, which names the feature file itself"
+    if problem:
+        raise PathkitError(problem)
     return slide_id
 
 
 def check_encoder_name(encoder: str) -> str:
     """Encoder names become folder names of the store: the rule of slide ids."""
-    if not isinstance(encoder, str) or not _SLIDE_ID.fullmatch(encoder):
+    from pathkit_core.contracts import ID_MAX_BYTES
+
+    if not isinstance(encoder, str) or not _SLIDE_ID.fullmatch(encoder) or len(encoder) > ID_MAX_BYTES:
         raise PathkitError(
             f"encoder name {encoder!r} cannot be used as a folder name "
-            "(letters, digits, '.', '_', '-', '+', spaces; no path separators, no leading dot)"
+            f"(letters, digits, '.', '_', '-', '+', spaces; no path separators, no leading dot; at most {ID_MAX_BYTES})"
         )
     return encoder
 
@@ -208,9 +211,12 @@ def read_feature_meta(path: str | Path) -> dict[str, str]:
     """Only the metadata of a feature file (reads the header, not the tensors)."""
     from safetensors import SafetensorError, safe_open
 
+    from pathkit_core.contracts import regular_file_problem
+
     path = Path(path)
-    if not path.is_file():
-        raise PathkitError(f"feature file {path} does not exist")
+    problem = regular_file_problem(path)  # a named pipe would block the read
+    if problem:
+        raise PathkitError(f"feature file {path} {problem[1]}")
     try:
         # numpy, not torch: reading a header must not cost a torch import (`pathkit status`)
         with safe_open(str(path), framework="numpy") as fh:
@@ -337,6 +343,12 @@ def _read_status_file(path: Path) -> dict[str, Any]:
         raise PathkitError(f"extraction status {path} is unreadable: {exc}") from None
     if log.lines and not log.header and not log.slides and not log.planned:
         raise PathkitError(f"extraction status {path} is not a {STATUS_FORMAT} record")
+    found = str(log.header.get("format", STATUS_FORMAT))
+    if found.startswith("pathkit-extraction-status/"):  # the number after the slash (pathkit_core.formats)
+        from pathkit_core.formats import check_version
+
+        check_version(found.rpartition("/")[2], what="extraction status", path=path, current=1,
+                      redo="pathkit extract ... --out NEW_FOLDER")
     return {**log.header, "slides": log.slides, "planned": log.planned}
 
 

@@ -15,7 +15,7 @@ from pathkit_core.features.qc import QC_COLUMNS, QC_NUMBERS
 from pathkit_core.run.identity import features_identity, source_identity
 from pathkit_core.run.spec import RunSpec
 from pathkit_core.run.state import FeatureStage, RunState
-from pathkit_core.workspace import atomic_write_json, content_hash
+from pathkit_core.workspace import atomic_write_json, confined, content_hash
 
 # How often a run waiting for slides another process is extracting looks again.
 LOCK_POLL_SECONDS = 2.0
@@ -134,7 +134,8 @@ def _image_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     if not cases:
         return {}, {}
     result = encode_images(encoder_cls(), [(c.case_id, c.images[0]) for c in cases],
-                           workdir / "image-features" / dataset_name.replace(":", "_"),
+                           confined(workdir / "image-features", dataset_name.replace(":", "_"),
+                                    what=f"image features of dataset {dataset_name!r}"),
                            weights_path=spec.weights, batch_size=spec.extract_batch_size,
                            workers=spec.extract_workers, device=spec.device, code_key=extraction_code(encoder_cls))
     return result.rows, result.failed

@@ -54,7 +54,7 @@ class SlideError(PathkitError):
     """A slide that cannot be used, with a stable `code` recorded in tiling status files.
 
     Codes: not-found, symlink-loop, not-a-file, not-a-slide, unopenable, unreadable, no-mpp,
-    implausible-mpp, anisotropic-mpp, duplicate-slide-id, stale-manifest; tiling adds
+    implausible-mpp, anisotropic-mpp, duplicate-slide-id, bad-slide-id, stale-manifest; tiling adds
     cannot-write (the output filesystem refused a write: full, read-only).
     """
 

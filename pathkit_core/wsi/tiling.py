@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import PathkitError, slide_id_problem
 from pathkit_core.shard import Shard
 from pathkit_core.workspace import (
     FileLock,
     StorageError,
+    confined,
     remove_stale_temporaries,
 )
 from pathkit_core.wsi.params import TileGeometry, TilingParams
@@ -238,11 +239,11 @@ class TileResult:
 
 
 def manifest_path_for(out_dir: str | Path, slide_id: str) -> Path:
-    return Path(out_dir) / f"{slide_id}.parquet"
+    return confined(out_dir, f"{slide_id}.parquet", what=f"tile manifest of slide {slide_id!r}")
 
 
 def qc_path_for(out_dir: str | Path, slide_id: str) -> Path:
-    return Path(out_dir) / f"{slide_id}.qc.png"
+    return confined(out_dir, f"{slide_id}.qc.png", what=f"QC thumbnail of slide {slide_id!r}")
 
 
 def _resumable(
@@ -312,6 +313,9 @@ def tile_slide(
     start = time.perf_counter()
     path = Path(slide_path)
     slide_id = slide_id_for(path)
+    problem = slide_id_problem(slide_id)
+    if problem:  # the rule `pathkit extract` applies: a slide tiled here is never refused there
+        raise SlideError("bad-slide-id", path, f"{problem}; rename the file")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest_file = manifest_path_for(out, slide_id)
@@ -522,13 +526,21 @@ def _result_from_dict(d: Mapping[str, Any]) -> TileResult:
 
 
 _STATUS_FORMAT = "pathkit.tiling_status"
+TILING_STATUS_VERSION = 1  # `format_version` of the header line (none in 0.1.0's: version 1)
+_STATUS_HEADER = {"format": _STATUS_FORMAT, "format_version": TILING_STATUS_VERSION}
 
 
 def read_tiling_log(out_dir: str | Path) -> StatusLog:
-    """`<out_dir>/tiling_status.json` folded in one parse (records, plan, header)."""
+    """`<out_dir>/tiling_status.json` folded in one parse (records, plan, header); a format
+    version this pathkit does not read is one line naming the file (`pathkit_core.formats`)."""
+    from pathkit_core.formats import check_version
     from pathkit_core.status_log import read_log
 
-    return read_log(Path(out_dir) / STATUS_FILE, "tiling status")
+    path = Path(out_dir) / STATUS_FILE
+    log = read_log(path, "tiling status")
+    check_version(log.header.get("format_version"), what="tiling status", path=path,
+                  current=TILING_STATUS_VERSION, redo="pathkit tile SLIDES --out NEW_FOLDER")
+    return log
 
 
 def read_tiling_status(out_dir: str | Path) -> dict[str, dict[str, Any]]:
@@ -561,7 +573,7 @@ def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: st
     events = slide_events(records)
     if planned:
         events.append({"planned": dict(planned)})
-    append_events(out_dir / STATUS_FILE, out_dir / ".tiling_status.lock", {"format": _STATUS_FORMAT}, events)
+    append_events(out_dir / STATUS_FILE, out_dir / ".tiling_status.lock", _STATUS_HEADER, events)
 
 
 def _plan(out_dir: Path, planned: Mapping[str, str], params_hash: str) -> None:
@@ -569,7 +581,7 @@ def _plan(out_dir: Path, planned: Mapping[str, str], params_hash: str) -> None:
     (shards of one cohort all plan the same list); a long log is compacted first."""
     from pathkit_core.status_log import compact
 
-    log = compact(out_dir / STATUS_FILE, out_dir / ".tiling_status.lock", {"format": _STATUS_FORMAT},
+    log = compact(out_dir / STATUS_FILE, out_dir / ".tiling_status.lock", _STATUS_HEADER,
                   "tiling status")
     new = {sid: p for sid, p in planned.items() if log.planned.get(sid) != p}
     if new:
@@ -610,10 +622,9 @@ def tile_slides(
     found = find_slides(slides, recursive=recursive)
     phash = params.params_hash()
     duplicates = check_unique_ids(found)
-    planned = {slide_id_for(p): str(p) for p in found}
-    if shard is not None and not shard.whole:
-        _plan(out, planned, phash)
-        planned = {}
+    # Every slide given is recorded as planned before any is tiled, so `pathkit status` counts
+    # the slides still to do while the first one is being tiled (sharded or not).
+    _plan(out, {slide_id_for(p): str(p) for p in found}, phash)
     paths = found if shard is None else shard.select(found, key=slide_id_for)
     results: dict[int, TileResult] = {}
     jobs: list[tuple[int, dict[str, Any]]] = []
@@ -636,10 +647,8 @@ def tile_slides(
     last_flush = time.monotonic()
 
     def flush() -> None:
-        # The plan of an unsharded process goes with its first records, once.
-        _update_status(out, pending_status, phash, planned)
+        _update_status(out, pending_status, phash)
         pending_status.clear()
-        planned.clear()
 
     for r in results.values():
         if strict:

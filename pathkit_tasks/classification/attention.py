@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pathkit_core.contracts import Case, ItemsWithBagSpecs, PathkitError
-from pathkit_core.workspace import atomic_write_text, atomic_write_with
+from pathkit_core.contracts import Case, ItemsWithBagSpecs, PathkitError, slide_id_problem
+from pathkit_core.workspace import atomic_write_text, atomic_write_with, confined
 
 if TYPE_CHECKING:
     import numpy as np
@@ -146,10 +146,18 @@ def attention_table(
 
 def write_attention(table: pl.DataFrame, out_dir: str | Path, slide_id: str) -> tuple[Path, Path]:
     """`<slide_id>.attention.parquet` and `.attention.csv`, written atomically."""
-    out_dir = Path(out_dir)
-    parquet = atomic_write_with(out_dir / f"{slide_id}.attention.parquet", table.write_parquet)
-    csv_path = atomic_write_with(out_dir / f"{slide_id}.attention.csv", table.write_csv)
+    parquet = atomic_write_with(slide_file(out_dir, slide_id, ".attention.parquet"), table.write_parquet)
+    csv_path = atomic_write_with(slide_file(out_dir, slide_id, ".attention.csv"), table.write_csv)
     return parquet, csv_path
+
+
+def slide_file(out_dir: str | Path, slide_id: str, suffix: str) -> Path:
+    """`<out_dir>/<slide_id><suffix>`, for a slide id that can name a file (the rule of tiling and
+    extraction) and stays under `out_dir`; anything else is a one-line error."""
+    problem = slide_id_problem(slide_id)
+    if problem:
+        raise PathkitError(f"attention export into {out_dir}: {problem}")
+    return confined(out_dir, f"{slide_id}{suffix}", what=f"attention export of slide {slide_id!r}")
 
 
 def _ramp(values: np.ndarray) -> np.ndarray:
@@ -288,7 +296,7 @@ def export_run_attention(
                 if tiles is not None and "size0" in tiles.columns:
                     size0 = int(tiles["size0"].max())
                 try:
-                    png = render_heatmap(table, out_dir / f"{source['slide_id']}.heatmap.png",
+                    png = render_heatmap(table, slide_file(out_dir, source["slide_id"], ".heatmap.png"),
                                          thumbnail=source["thumbnail"] if downsample else None,
                                          downsample=downsample, tile_size0=size0)
                     row["heatmap"] = png.name

@@ -30,6 +30,12 @@ class OrdinalTask(ClassificationTask):
         ordered = getattr(dataset, "ordered_classes", None)
         return tuple(ordered() if callable(ordered) else dataset.class_names())
 
+    def check_target(self, case: Case, dataset: Dataset) -> str | None:
+        classes = self.classes(dataset)
+        if len(set(classes)) != len(classes):  # a repeated grade would have two positions in the order
+            return f"dataset {dataset.name!r} orders the grades {list(classes)}, which repeat a grade"
+        return super().check_target(case, dataset)
+
     def reference(self, case: Case, dataset: Dataset) -> Any:
         return case.target
 

@@ -46,6 +46,7 @@ from pathkit_core.contracts import (
     RunFacts,
     Task,
 )
+from pathkit_core.workspace import confined
 from pathkit_core.wsi.masks import MASK_SUFFIXES
 from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SEGMENTATION
 
@@ -358,6 +359,8 @@ def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta:
     from pathkit_core.workspace import atomic_write_with
     from pathkit_tasks.segmentation.stitch import ProbabilityMap, StitchGrid, tissue_cells
 
+    # the case id names the staged map: refused before any window is predicted if it leaves `staging`
+    staged = confined(staging, f"{case_id}.npz", what=f"segmentation case {case_id!r}")
     if len(feature_files) != 1:
         raise PathkitError(f"segmentation case {case_id}: one slide per case, got {len(feature_files)} feature files")
     settings = stitch_settings(meta)
@@ -381,7 +384,6 @@ def predict_slide(model: Any, case_id: str, feature_files: Sequence[Path], meta:
     tissue_mask, mds = _tissue(geo)
     tissue = tissue_cells(tissue_mask, mds, grid, float(settings["cell_tissue_fraction"]))
     thumb = _overlay_thumbnail(geo) if settings["overlay"] else None
-    staged = staging / f"{case_id}.npz"
 
     def write(tmp: Path) -> None:
         pictures = {} if thumb is None else {
@@ -516,7 +518,7 @@ def render_slide(case_id: str, prediction: Mapping[str, Any], folder: Path, run_
     cell_frame = MaskFrame(int(grid["width"]), int(grid["height"]), float(grid["cell_px0"]), float(grid["cell_px0"]),
                            grid.get("mpp"))
     size0 = (int(slide["width0"]), int(slide["height0"]))
-    paths = {kind: folder / kind / f"{case_id}{ext}" for kind, ext in (
+    paths = {kind: confined(folder, kind, f"{case_id}{ext}", what=f"segmentation case {case_id!r}") for kind, ext in (
         ("maps", ".npz"), ("masks", ".tif"), ("tumour_masks", ".tiff"), ("class_maps", ".tiff"),
         ("geojson", ".geojson"), ("overlays", ".png")) if kind != "overlays" or thumbnail is not None}
     into = folder if into is None else into

@@ -173,6 +173,26 @@ def test_a_written_suite_folder_records_its_version(old, tmp_path):
         "format": "pathkit.suite", "format_version": SUITE_VERSION, "suite": "v010-fixture"}
 
 
+def test_a_v010_leaderboard_has_no_version_and_is_read_and_a_written_one_records_it(old, tmp_path):
+    import polars as pl
+
+    from pathkit_bench.report.matrix import read_leaderboard
+    from pathkit_core.formats import LEADERBOARD_FORMAT, LEADERBOARD_VERSION
+
+    board = old / "suite" / "leaderboard.parquet"
+    assert LEADERBOARD_FORMAT not in pl.read_parquet_metadata(board)
+    assert read_leaderboard(board).height == pl.read_parquet(board).height
+    from pathkit_bench.suite.config import load_suite
+    from pathkit_bench.suite.runner import write_leaderboard
+
+    config = tmp_path / "suite.toml"
+    text = V010.joinpath("suite.toml").read_text().replace("/tmp/fx/cohort", str(tmp_path))
+    config.write_text(text.replace("resamples = 50", "resamples = 100"))
+    folder = write_leaderboard(load_suite(config), [], tmp_path / "out")
+    recorded = json.loads(pl.read_parquet_metadata(folder / "leaderboard.parquet")[LEADERBOARD_FORMAT])
+    assert recorded == {"format": LEADERBOARD_FORMAT, "format_version": LEADERBOARD_VERSION}
+
+
 # ---------------------------------------------------------------- the check itself
 
 

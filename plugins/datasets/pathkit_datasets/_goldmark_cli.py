@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from pathkit_core.cli.common import console, print_table, split_names, user_errors
 from pathkit_core.contracts import PathkitError
@@ -90,7 +91,7 @@ def _show_cell(cell: tuple[str, str, str], result) -> None:
     rows.sort(key=lambda r: (r[0], r[1], SHOWN_KEYS.index(r[2])))
     print_table(f"{' / '.join(cell)}: mean and sd over folds", ["setting", "checkpoint", "score", "mean", "sd",
                                                                 "folds"], rows)
-    console.print(f"written to {result.out_dir}")
+    console.print(f"written to {escape(str(result.out_dir))}", highlight=False)
 
 
 def _rank_sums(results, workdir: Path, top_k: int) -> None:
@@ -115,4 +116,4 @@ def _rank_sums(results, workdir: Path, top_k: int) -> None:
             print_table(f"encoder rank-sums ({generator}, {name} tasks; lower is better)",
                         ["setting", "encoder", "mean AUROC", "rank-sum", "tasks"],
                         [(t["setting"], t["encoder"], t["mean_score"], t["rank_sum"], t["n_tasks"]) for t in table])
-    console.print(f"rank-sums written to {out_dir}")
+    console.print(f"rank-sums written to {escape(str(out_dir))}", highlight=False)

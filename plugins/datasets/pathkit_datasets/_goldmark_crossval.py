@@ -46,7 +46,10 @@ RANKSUM_SUBDIR = "crossval"
 
 def crossval_dir(workdir: str | Path, dataset: str, encoder: str, generator: str) -> Path:
     """Where `pathkit crossval` keeps one dataset x encoder x generator's folds and summary."""
-    return Path(workdir) / "crossval" / dataset.replace(":", "_") / encoder / generator
+    from pathkit_core.workspace import confined
+
+    return confined(Path(workdir) / "crossval", dataset.replace(":", "_"), encoder, generator,
+                    what=f"crossval folder of {dataset} x {encoder} x {generator}")
 
 
 def settings_for(train_cohort: str | None, test_cohort: str | None, reciprocal: bool = True) -> list[Setting]:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError, brief_list
-from pathkit_core.workspace import path_inside, plain_name
+from pathkit_core.workspace import confined, path_inside, plain_name
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
 from pathkit_sdk.cohort import find_column, plausible_mpp, read_table, splits_folder
 from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
@@ -582,7 +582,8 @@ class GoldmarkDataset(Dataset):
         version = int(self.options["splits_version"])
         safe_cohort = re.sub(r"[^A-Za-z0-9_.-]+", "_", cohort)
         folder = self._splits_dir()
-        path = folder / f"{self.task_key}.{safe_cohort}.v{version}.splits.csv" if folder else None
+        path = confined(folder, f"{self.task_key}.{safe_cohort}.v{version}.splits.csv",
+                        what=f"goldmark: splits of cohort {cohort!r}") if folder else None
         if self.options.get("split_manifest"):
             return self._imported_splits(split_records, path, version)
         name = f"goldmark:{self.task_key}:{cohort}"

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import PathkitError
-from pathkit_core.workspace import content_hash
+from pathkit_core.contracts import PathkitError, slide_id_problem
+from pathkit_core.workspace import confined, content_hash
 
 SLIDE_EMBEDDING_FORMAT = "pathkit-slide-embedding/1"
 
@@ -43,6 +43,16 @@ def check_features(slide_encoder: Any, path: Path, meta: dict[str, str]) -> None
         raise PathkitError(f"{path}: {problem}")
 
 
+def _slide_id(path: Path, meta: dict[str, Any]) -> str:
+    """The slide id a feature file's metadata names (else its file name's stem), when it can name
+    the embedding's file (the rule of feature stores): it comes from a file, so it never chooses
+    where the embedding is written."""
+    slide_id = meta.get("slide_id") or path.name.split(".")[0]
+    if problem := slide_id_problem(slide_id):
+        raise PathkitError(f"{path}: its metadata names {problem}")
+    return slide_id
+
+
 def embed_slides(slide_encoder: Any, feature_files: Sequence[str | Path], out_dir: str | Path, *,
                  device: str = "cpu", weights_path: str | Path | None = None) -> list[SlideEmbedding]:
     """Each feature file's slide embedding, computed unless the store holds it under the same key.
@@ -56,14 +66,15 @@ def embed_slides(slide_encoder: Any, feature_files: Sequence[str | Path], out_di
     metas = [(Path(p), read_feature_meta(p)) for p in feature_files]
     for path, meta in metas:
         check_features(slide_encoder, path, meta)
+        _slide_id(path, meta)
     model = slide_encoder.load(device, weights_path)
     identity = slide_encoder.identity()
     folder = Path(out_dir) / check_encoder_name(slide_encoder.name)
     results = []
     for path, meta in metas:
-        slide_id = meta.get("slide_id") or path.name.split(".")[0]
+        slide_id = _slide_id(path, meta)
         key = slide_embedding_key(meta["content_sha256"], identity)
-        target = folder / f"{slide_id}.safetensors"
+        target = confined(folder, f"{slide_id}.safetensors", what=f"{path}: slide id")
         if target.exists():
             with safe_open(str(target), "pt") as f:
                 if (f.metadata() or {}).get("slide_embedding_key") == key:

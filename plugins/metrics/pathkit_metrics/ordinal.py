@@ -49,7 +49,8 @@ def class_list(options: dict[str, Any], context: dict[str, Any]) -> list[str]:
     if not given:
         raise PathkitError("ordinal: the ordered classes are unknown; give them lowest first, e.g. "
                            "--option classes=1,2,3,4,5")
-    classes = [_name(c) for c in (given.split(",") if isinstance(given, str) else given)]
+    values = given.split(",") if isinstance(given, str) else given if isinstance(given, list | tuple) else [given]
+    classes = [_name(c) for c in values]
     if len(set(classes)) != len(classes) or len(classes) < 2:
         raise PathkitError(f"ordinal: classes {classes} must name two or more distinct grades")
     return classes

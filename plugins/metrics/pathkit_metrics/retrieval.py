@@ -7,6 +7,7 @@ class index (or name, with the class names in the context or option `classes`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -45,12 +46,36 @@ def query_scores(ranked: Sequence[int], label: int, k: int) -> tuple[float, floa
     return hit, vote, precision / k if found else 0.0
 
 
+def _listed(value: Any) -> list[Any]:
+    """An option's values: "1,3,5", [1, 3, 5] or a single value."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",")]
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
 def _ks(option: Any) -> list[int]:
     values = option if option is not None else DEFAULT_KS
-    ks = sorted({int(v) for v in (values.split(",") if isinstance(values, str) else values)})
+    try:
+        ks = sorted({int(v) for v in _listed(values) if not isinstance(v, bool)})
+    except (TypeError, ValueError):
+        ks = []
     if not ks or ks[0] < 1:
         raise PathkitError(f"retrieval: ks {values!r} must be positive whole numbers, e.g. 1,3,5")
     return ks
+
+
+def _index(value: Any, classes: Sequence[str] | None, where: str) -> int:
+    """A class as its index: a class name of `classes`, or a whole number 0..K-1 (any whole
+    number >= 0 when the classes are not named); a PathkitError naming `where` otherwise."""
+    if classes is not None and isinstance(value, str) and value in classes:
+        return list(classes).index(value)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or (
+            classes is not None and value >= len(classes)):
+        span = f"0..{len(classes) - 1}" if classes is not None else "0 or more"
+        raise PathkitError(f"retrieval: {where}: {value!r} is not a class index ({span}) or class name")
+    return value
 
 
 def _labels(references: Sequence[Any], classes: Sequence[str] | None) -> list[int]:
@@ -58,12 +83,7 @@ def _labels(references: Sequence[Any], classes: Sequence[str] | None) -> list[in
     for i, ref in enumerate(references):
         if isinstance(ref, dict):
             ref = ref.get("label", ref.get("class"))
-        if classes is not None and str(ref) in classes and not isinstance(ref, int):
-            out.append(list(classes).index(str(ref)))
-        elif isinstance(ref, int) and not isinstance(ref, bool):
-            out.append(ref)
-        else:
-            raise PathkitError(f"retrieval: reference {i}: {ref!r} is not a class index or class name")
+        out.append(_index(ref, classes, f"reference {i}"))
     return out
 
 
@@ -92,7 +112,7 @@ class RetrievalMetric(Metric):
         options = self.checked_options(dict(context.get("options") or {}))
         ks = _ks(options.get("ks"))
         classes = options.get("classes") or context.get("class_names")
-        classes = [str(c) for c in (classes.split(",") if isinstance(classes, str) else classes)] if classes else None
+        classes = [str(c) for c in _listed(classes)] if classes else None
         if len(predictions) != len(references) or not references:
             raise PathkitError(f"retrieval: {len(predictions)} predictions for {len(references)} references")
         labels = _labels(references, classes)
@@ -101,7 +121,7 @@ class RetrievalMetric(Metric):
             row = pred.get("retrieved") if isinstance(pred, dict) else None
             if not isinstance(row, list) or not row:
                 raise PathkitError(f"retrieval: prediction {i}: needs \"retrieved\", a non-empty list of classes")
-            ranked.append([int(c) for c in row])
+            ranked.append([_index(c, classes, f"prediction {i}") for c in row])
         columns: dict[str, Any] = {"id": [str(i) for i in ids] if ids is not None else
                                    [str(i) for i in range(len(labels))], "target": labels}
         for k in ks:

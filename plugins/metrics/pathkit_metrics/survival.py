@@ -102,7 +102,14 @@ def horizons(option: Any, time: np.ndarray, event: np.ndarray, train: np.ndarray
     import numpy as np
 
     if option:
-        values = [float(v) for v in (option.split(",") if isinstance(option, str) else option)]
+        given = option.split(",") if isinstance(option, str) else list(option) if isinstance(option, list | tuple) \
+            else [option]
+        try:
+            values = [float(v) for v in given if not isinstance(v, bool)]
+        except (TypeError, ValueError):
+            values = []
+        if len(values) != len(given) or not all(map(math.isfinite, values)):
+            raise PathkitError(f"survival: horizons {option!r} must be finite times, comma-separated (e.g. 12,24,36)")
     else:
         events = time[event == 1]
         if events.size == 0:
@@ -129,11 +136,19 @@ def sksurv_scores(risk: np.ndarray, time: np.ndarray, event: np.ndarray, train: 
                   tau: float | None) -> dict[str, float]:
     """Uno's C and the time-dependent AUC at each horizon (NaN where scikit-survival cannot)."""
     import numpy as np
-    from sksurv.metrics import concordance_index_ipcw, cumulative_dynamic_auc
 
     time, event = censored_at(float(train["time"].max()), time, event)
     test = structured(time, event)
     out: dict[str, float] = {}
+    with np.errstate(invalid="ignore", divide="ignore"):  # a resample without events: NaN, said once as NaN
+        return _sksurv_scores(out, risk, train, test, at, tau)
+
+
+def _sksurv_scores(out: dict[str, float], risk: np.ndarray, train: np.ndarray, test: np.ndarray, at: list[float],
+                   tau: float | None) -> dict[str, float]:
+    import numpy as np
+    from sksurv.metrics import concordance_index_ipcw, cumulative_dynamic_auc
+
     try:
         out["uno_c"] = float(concordance_index_ipcw(train, test, risk, tau=tau)[0])
     except (ValueError, ZeroDivisionError):
@@ -194,6 +209,8 @@ class SurvivalMetric(Metric):
             train = structured(time, event)
         at = horizons(options.get("horizons"), time, event, train)
         tau = options.get("tau")
+        if tau is not None and not (math.isfinite(float(tau)) and float(tau) > 0):
+            raise PathkitError(f"survival: tau {tau!r} must be a positive finite time (the truncation time of Uno's C)")
         summary = {"c_index": harrell_c(risk, time, event), **sksurv_scores(risk, time, event, train, at, tau),
                    "n_cases": float(risk.size), "n_events": float(event.sum())}
         n_resamples = 0 if options.get("selection") else int(options.get("n_resamples", DEFAULT_RESAMPLES))
