@@ -430,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tcga", action="store_true",
                         help="the TCGA OCR report pairs (benchmarks/tcga_report_pairs.py) instead of REG")
     parser.add_argument("--organs", default="", help="TCGA only: comma-separated organ groups (default all)")
+    parser.add_argument("--graded-reg", action="store_true",
+                        help="with --tcga: the graded rules of tcga_report_pairs.py over the REG 2025 reports")
     parser.add_argument("--tcga-reports", type=int, default=0,
                         help="TCGA only: score the pairs of this many reports of the half (a fixed sample: the "
                              "first by sha256 of the patient id); 0 = all")
@@ -540,6 +542,15 @@ def _means_table(scores: dict[str, list[float]], kinds: list[str], correct: list
         print(" | ".join(cells))
 
 
+def _reg_as_graded_records(path: Path, split: str) -> list[dict]:
+    """The REG 2025 reports as records of the graded-pair builder (the report id stands for the
+    patient: the halves are by report)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    splits = ("train", "val", "test") if split == "all" else (split,)
+    return [{"ocr_text": r["report"], "patient_id": str(r["id"]), "organ_group": "REG"}
+            for name in splits for r in data[name]]
+
+
 def run_tcga(args: argparse.Namespace) -> int:
     """Graded pairs from the TCGA OCR reports, split by report (patient id)."""
     import tcga_report_pairs as tcga
@@ -550,6 +561,8 @@ def run_tcga(args: argparse.Namespace) -> int:
         print(f"error: {path} not found (set PATHKIT_REALDATA or --data)", file=sys.stderr)
         return 2
     records = json.loads(path.read_text(encoding="utf-8"))
+    if args.graded_reg:  # the same graded rules over the REG 2025 reports: the REG "set 2"
+        records = _reg_as_graded_records(Path(args.data) / "reports" / "reg2025_pathbench_splits.json", args.split)
     organs = {o.strip().upper() for o in args.organs.split(",") if o.strip()}
     records = [r for r in records if (args.half == "all" or tcga.half_of(r["patient_id"]) == args.half)
                and (not organs or r["organ_group"] in organs)]
@@ -568,7 +581,8 @@ def run_tcga(args: argparse.Namespace) -> int:
     scores: dict[str, list[float]] = {}
     started = time.perf_counter()
     crqs = CRQSMetric().compute(predictions, references, ids=[str(i) for i in range(len(rows))],
-                                context={"dataset": "tcga-pathtext", "bootstrap_resamples": 0})
+                                context={"dataset": "reg2025" if args.graded_reg else "tcga-pathtext",
+                                         "bootstrap_resamples": 0})
     scores["CRQS"] = [float("nan") if v is None else v for v in crqs.per_case.get_column("CRQS").to_list()]
     crqs_seconds = time.perf_counter() - started
     nlg_seconds = 0.0
