@@ -1,0 +1,218 @@
+"""The public patch benchmarks (mhist, bach, crc-100k, pcam, breakhis, bracs, unitopatho) read from
+tiny replicas of their published layouts: official parts and class maps, the validation part
+carved where the source has none, the published counts beside the folder's, and a damaged or
+partial download refused naming the file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from pathkit_datasets.bach import BachDataset
+from pathkit_datasets.bracs import BracsDataset
+from pathkit_datasets.breakhis import BreakHisDataset
+from pathkit_datasets.crc_100k import Crc100kDataset
+from pathkit_datasets.mhist import MhistDataset
+from pathkit_datasets.pcam import PcamDataset
+from pathkit_datasets.unitopatho import UniToPathoDataset
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.features.images import read_image
+from tests.plugins.datasets import catalogue_replicas as replicas
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    base = tmp_path_factory.mktemp("catalogue")
+    return {name: getattr(replicas, name)(base / name) for name in
+            ("mhist", "bach", "crc", "pcam", "breakhis", "bracs", "unitopatho")}
+
+
+def counts(dataset):
+    dataset.validate()
+    return {part: len(ids) for part, ids in dataset.splits().items()}
+
+
+def labels(dataset, part):
+    return [c.target for c in dataset.cases(part)]
+
+
+def test_mhist_partition_and_carved_validation(built):
+    ds = MhistDataset(built["mhist"])
+    # 8 + 8 training images, one per class carved into validation (10% of 8 rounds to 1)
+    assert counts(ds) == {"train": 14, "val": 2, "test": 10}
+    assert sorted(set(labels(ds, "val"))) == ["HP", "SSA"]
+    facts = ds.split_facts()
+    assert facts["source"] == "published" and facts["published_counts"] == {"train": 2175, "test": 977}
+    assert "Partition" in facts["description"] and "image-level" in facts["description"]
+    # the replica is not the release: the summary says the counts differ from the published ones
+    assert "published 2175" in ds.summary()["warnings"][0]
+    assert ds.class_names() == ("HP", "SSA")
+
+
+def test_mhist_refuses_a_table_naming_absent_images(built, tmp_path):
+    root = shutil.copytree(built["mhist"], tmp_path / "m")
+    (root / "images" / "MHIST_aab.png").unlink()
+    with pytest.raises(PathkitError, match=r"annotations.csv names 1 image\(s\) not in .*MHIST_aab.png"):
+        MhistDataset(root).validate()
+    text = (root / "annotations.csv").read_text().replace("Partition", "Split")
+    (root / "annotations.csv").write_text(text)
+    with pytest.raises(PathkitError, match="'Partition' missing"):
+        MhistDataset(root).validate()
+
+
+def test_bach_follows_eva_index_ranges(built):
+    ds = BachDataset(built["bach"])
+    got = counts(ds)
+    assert got["train"] + got["val"] == 268 and got["test"] == 132  # eva's 268 / 132
+    test = {c.case_id for c in ds.cases("test")}
+    # eva's validation ranges [41, 59) and [60, 90) are Benign b042..b059 and b061..b090
+    assert {"b042", "b059", "b061", "b090"} <= test and not {"b041", "b060", "b091"} & test
+    # [139, 169): InSitu is040..is069; [345, 368): Normal n046..n068
+    assert {"is040", "is069", "n046", "n068"} <= test and "n069" not in test
+    assert ds.class_names() == ("Benign", "InSitu", "Invasive", "Normal")
+
+
+def test_bach_refuses_a_missing_class_folder_or_photo(built, tmp_path):
+    root = shutil.copytree(built["bach"], tmp_path / "b")
+    (root / "ICIAR2018_BACH_Challenge" / "Photos" / "Normal" / "n100.tif").unlink()
+    with pytest.raises(PathkitError, match="holds 399 photos .*Normal 99.*400"):
+        BachDataset(root).validate()
+    shutil.rmtree(root / "ICIAR2018_BACH_Challenge" / "Photos" / "InSitu")
+    with pytest.raises(PathkitError, match="class folder .*InSitu is missing"):
+        BachDataset(root).validate()
+
+
+def test_crc_train_and_external_test(built):
+    ds = Crc100kDataset(built["crc"])
+    got = counts(ds)
+    assert got == {"train": 27, "val": 9, "test": 18}  # 9 x 4 training tiles, one per class carved
+    assert sorted(set(labels(ds, "test"))) == sorted(replicas.CRC_CLASSES)
+    assert all(c.case_id.startswith("7K-") for c in ds.cases("test"))
+    assert ds.field_of_view_um() == 112.0
+
+
+def test_crc_refuses_a_missing_test_set(built, tmp_path):
+    root = shutil.copytree(built["crc"], tmp_path / "c")
+    shutil.rmtree(root / "CRC-VAL-HE-7K" / "STR")
+    with pytest.raises(PathkitError, match="class folder .*CRC-VAL-HE-7K/STR is missing"):
+        Crc100kDataset(root).validate()
+    shutil.rmtree(root / "CRC-VAL-HE-7K")
+    with pytest.raises(PathkitError, match="CRC-VAL-HE-7K is missing"):
+        Crc100kDataset(root).validate()
+
+
+def test_crc_replica_with_the_real_tiles(tmp_path):
+    real = os.environ.get("PATHKIT_REALDATA")
+    if not real:
+        pytest.skip("PATHKIT_REALDATA is not set (the real NCT-CRC-HE-100K tiles live there)")
+    tiles = tuple(sorted(Path(real, "patches").glob("*-TCGA-*.tif")))
+    assert [t.name.split("-")[0] for t in tiles] == ["MUC", "TUM"]
+    root = replicas.crc(tmp_path / "c", real_tiles=tiles)
+    ds = Crc100kDataset(root)
+    ds.validate()
+    cases = {c.case_id: c for part in ("train", "val") for c in ds.cases(part)}
+    for tile in tiles:
+        case = cases[f"100K-{tile.stem}"]
+        assert case.target == tile.name.split("-")[0]
+        assert read_image(case.images[0]).size == (224, 224)  # the release's 224 px tiles
+    assert ds.excluded_cases() == {}
+
+
+def test_pcam_reads_h5_rows_lazily(built):
+    ds = PcamDataset(built["pcam"])
+    assert counts(ds) == {"train": 12, "val": 6, "test": 6}
+    case = next(ds.cases("val"))
+    assert case.case_id == "valid-0" and case.target == "no_tumor"
+    image = read_image(case.images[0])
+    assert image.size == (96, 96) and image.mode == "RGB"
+    with h5py.File(built["pcam"] / "camelyonpatch_level_2_split_valid_x.h5") as handle:
+        assert np.array_equal(np.asarray(image), handle["x"][0])
+    assert ds.split_facts()["published_counts"] == {"train": 262144, "val": 32768, "test": 32768}
+
+
+def test_pcam_refuses_wrong_shapes_and_missing_files(built, tmp_path):
+    root = shutil.copytree(built["pcam"], tmp_path / "p")
+    x = root / "camelyonpatch_level_2_split_test_x.h5"
+    with h5py.File(x, "w") as handle:
+        handle.create_dataset("x", data=np.zeros((6, 64, 64, 3), np.uint8))
+    with pytest.raises(PathkitError, match=r"test_x.h5: array 'x' is uint8 of shape \(6, 64, 64, 3\)"):
+        PcamDataset(root).validate()
+    with h5py.File(x, "w") as handle:
+        handle.create_dataset("x", data=np.zeros((5, 96, 96, 3), np.uint8))
+    with pytest.raises(PathkitError, match="holds 5 images but camelyonpatch_level_2_split_test_y.h5 6 labels"):
+        PcamDataset(root).validate()
+    x.unlink()
+    x.with_name(x.name + ".gz").write_bytes(b"")
+    with pytest.raises(PathkitError, match="test_x.h5 is missing; camelyonpatch_level_2_split_test_x.h5.gz is "
+                                           "there: gunzip it"):
+        PcamDataset(root).validate()
+
+
+def test_breakhis_patient_split_at_one_magnification(built):
+    ds = BreakHisDataset(built["breakhis"])
+    got = counts(ds)
+    # 4 classes x 4 patients x 2 images at 40X; eva's held-out patients (one per class) are the test
+    assert got["test"] == 8 and got["train"] + got["val"] == 24
+    assert {c.patient_id for c in ds.cases("test")} == set(replicas.BREAKHIS_HELD_OUT)
+    train = {c.patient_id for c in ds.cases("train")}
+    assert not train & {c.patient_id for c in ds.cases("val")}  # carved by patient
+    assert all(c.meta["file"].split("/")[-2] == "40X" for c in ds.cases("test"))
+    assert counts(BreakHisDataset(built["breakhis"], magnification="100X"))["test"] == 8
+
+
+def test_breakhis_refuses_a_missing_type_folder(built, tmp_path):
+    root = shutil.copytree(built["breakhis"], tmp_path / "h")
+    shutil.rmtree(root / "BreaKHis_v1/histology_slides/breast/malignant/SOB/mucinous_carcinoma")
+    with pytest.raises(PathkitError, match="mucinous_carcinoma is missing"):
+        BreakHisDataset(root).validate()
+
+
+def test_bracs_official_folders(built):
+    ds = BracsDataset(built["bracs"])
+    assert counts(ds) == {"train": 14, "val": 14, "test": 14}
+    assert ds.class_names() == ("N", "PB", "UDH", "FEA", "ADH", "DCIS", "IC")
+    case = next(ds.cases("val"))
+    assert case.target == "N" and case.patient_id == case.case_id.rsplit("_", 2)[0]
+    assert ds.split_facts()["published_counts"] == {"train": 3657, "val": 312, "test": 570}
+
+
+def test_bracs_refuses_a_missing_class_folder(built, tmp_path):
+    root = shutil.copytree(built["bracs"], tmp_path / "r")
+    shutil.rmtree(root / "BRACS_RoI/latest_version/val/3_FEA")
+    with pytest.raises(PathkitError, match="class folder .*val/3_FEA is missing"):
+        BracsDataset(root).validate()
+
+
+def test_unitopatho_tables(built):
+    ds = UniToPathoDataset(built["unitopatho"])
+    got = counts(ds)
+    assert got["test"] == 12 and got["train"] + got["val"] == 36
+    assert sorted(set(labels(ds, "test"))) == sorted(replicas.UNITOPATHO)
+    slides = {p: {c.patient_id for c in ds.cases(p)} for p in ("train", "val", "test")}
+    assert not slides["train"] & slides["val"]
+
+
+def test_unitopatho_refuses_tables_and_files_that_disagree(built, tmp_path):
+    root = shutil.copytree(built["unitopatho"], tmp_path / "u")
+    victim = next((root / "800" / "NORM").iterdir())
+    victim.unlink()
+    with pytest.raises(PathkitError, match=r"names 1 image\(s\) not under"):
+        UniToPathoDataset(root).validate()
+    replicas.save(root / "800" / "NORM" / "stray.png", replicas.patch(1, np.random.default_rng(0)))
+    replicas.save(victim, replicas.patch(1, np.random.default_rng(0)))
+    with pytest.raises(PathkitError, match=r"1 image\(s\) under .* are in neither table: stray.png"):
+        UniToPathoDataset(root).validate()
+
+
+def test_an_unreadable_image_is_excluded_with_its_name(built, tmp_path):
+    root = shutil.copytree(built["bracs"], tmp_path / "r")
+    bad = root / "BRACS_RoI/latest_version/train/0_N/BRACS_1001_N_1.png"
+    bad.write_bytes(b"")
+    ds = BracsDataset(root)
+    ds.validate()
+    assert ds.excluded_cases() == {"BRACS_1001_N_1": "train/0_N/BRACS_1001_N_1.png: empty file (0 bytes)"}
