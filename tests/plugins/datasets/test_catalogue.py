@@ -216,3 +216,22 @@ def test_an_unreadable_image_is_excluded_with_its_name(built, tmp_path):
     ds = BracsDataset(root)
     ds.validate()
     assert ds.excluded_cases() == {"BRACS_1001_N_1": "train/0_N/BRACS_1001_N_1.png: empty file (0 bytes)"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, folder", [("bracs", "bracs"), ("pcam", "pcam")])
+def test_a_patch_head_runs_on_the_replica(cli, built, tmp_path, name, folder):
+    """`pathkit run` with the kNN head: h5 rows and PNG files reach the encoder, the published split
+    reaches metrics.json, and the head beats the majority class on the class-coloured replica."""
+    import json
+
+    config = tmp_path / "knn.toml"
+    config.write_text("[hparams]\nk = 1\n")  # two to six training patches per class
+    result = cli("run", "--dataset", name, "--dataset-root", built[folder], "--encoder", "tiny-vit",
+                 "--generator", "knn", "--workdir", tmp_path, "--config", config)
+    assert result.exit_code == 0, result.output
+    run_dir = next((tmp_path / "runs" / name / "tiny-vit" / "knn").iterdir())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["split"]["source"] == "published"
+    scores = metrics["metrics"]["classification"]
+    assert scores["balanced_accuracy"] > metrics["baselines"]["majority-class"]["classification"]["balanced_accuracy"]
