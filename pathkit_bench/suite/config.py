@@ -39,7 +39,7 @@ from pathkit_bench.suite.schema import check_suite_schema
 from pathkit_core.contracts import PathkitError
 
 SUITE_KEYS = ("name", "encoders", "generators", "seeds", "metrics", "correction", "alpha", "resamples", "level",
-              "run", "tasks")
+              "run", "tasks", "reference_scores")
 TASK_KEYS = ("name", "dataset", "dataset_root", "dataset_options", "encoders", "generators", "metrics", "compare",
              "hparams", "train", "tiling", "options")
 # Run options a suite decides per cell; the [run] table may not set them.
@@ -91,6 +91,8 @@ class SuiteConfig:
     alpha: float = 0.05
     level: float = 0.95
     resamples: int = 2000
+    # published scores shown beside the cells ([[reference_scores]]; docs/comparisons.md)
+    reference_scores: tuple[Mapping[str, Any], ...] = ()
 
     def cells(self) -> list[Cell]:
         return [Cell(t, e, g, s) for t in self.tasks for e in t.encoders for g in t.generators for s in self.seeds]
@@ -175,8 +177,13 @@ def parse_suite(data: Mapping[str, Any], path: Path, text: str | None = None) ->
         raise PathkitError(f"{where}: two tasks are named alike ({sorted({x for x in names if names.count(x) > 1})});"
                            " give each a distinct name")
     _refuse_shared_run_folders(tasks, where)
+    references = tuple(r.model_dump(exclude_none=True) for r in checked.reference_scores)
+    unknown = sorted({r["task"] for r in references} - set(names))
+    if unknown:
+        raise PathkitError(f"{where}: [[reference_scores]] name task(s) {unknown} the suite does not have "
+                           f"(its tasks: {', '.join(names)})")
     return SuiteConfig(checked.name or path.stem, path, tuple(tasks), tuple(seeds), checked.correction,
-                       checked.alpha, checked.level, checked.resamples)
+                       checked.alpha, checked.level, checked.resamples, references)
 
 
 def _refuse_shared_run_folders(tasks: list[SuiteTask], where: str) -> None:

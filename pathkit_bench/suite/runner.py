@@ -144,7 +144,8 @@ def write_suite_options(config: SuiteConfig, folder: Path) -> Path:
                                                       "suite": config.name,
                                                       "name": config.name, "config": str(config.path),
                                                       "correction": config.correction, "alpha": config.alpha,
-                                                      "level": config.level, "resamples": config.resamples})
+                                                      "level": config.level, "resamples": config.resamples,
+                                                      "reference_scores": [dict(r) for r in config.reference_scores]})
 
 
 def is_suite_folder(path: Path) -> bool:
