@@ -39,7 +39,10 @@ from pathkit_bench.suite.schema import check_suite_schema
 from pathkit_core.contracts import PathkitError
 
 SUITE_KEYS = ("name", "encoders", "generators", "seeds", "metrics", "correction", "alpha", "resamples", "level",
-              "run", "tasks", "reference_scores")
+              "run", "tasks", "reference_scores", "baselines")
+# The encoders `baselines = true` adds to every task as reference rows (docs/comparisons.md): the
+# ImageNet ResNet-50 truncated after its third stage (CLAM/TRIDENT's resnet50_trunc).
+BASELINE_ENCODERS = ("resnet50-trunc",)
 TASK_KEYS = ("name", "dataset", "dataset_root", "dataset_options", "encoders", "generators", "metrics", "compare",
              "hparams", "train", "tiling", "options")
 # Run options a suite decides per cell; the [run] table may not set them.
@@ -93,6 +96,8 @@ class SuiteConfig:
     resamples: int = 2000
     # published scores shown beside the cells ([[reference_scores]]; docs/comparisons.md)
     reference_scores: tuple[Mapping[str, Any], ...] = ()
+    # encoders added as reference rows by `baselines = true` (the report's "Baselines" section)
+    baselines: tuple[str, ...] = ()
 
     def cells(self) -> list[Cell]:
         return [Cell(t, e, g, s) for t in self.tasks for e in t.encoders for g in t.generators for s in self.seeds]
@@ -166,6 +171,8 @@ def parse_suite(data: Mapping[str, Any], path: Path, text: str | None = None) ->
         if entry.get("dataset_root"):
             own["dataset_root"] = _resolve(entry["dataset_root"], path.parent)
         task_encoders = _names(entry.get("encoders"), f"{at}: encoders") or encoders
+        if checked.baselines:
+            task_encoders = (*task_encoders, *(b for b in BASELINE_ENCODERS if b not in task_encoders))
         task_generators = _names(entry.get("generators"), f"{at}: generators") or generators
         if not task_encoders or not task_generators:
             raise PathkitError(f"{at} ({name}): no encoders or no generators (set them for the suite or the task)")
@@ -183,7 +190,8 @@ def parse_suite(data: Mapping[str, Any], path: Path, text: str | None = None) ->
         raise PathkitError(f"{where}: [[reference_scores]] name task(s) {unknown} the suite does not have "
                            f"(its tasks: {', '.join(names)})")
     return SuiteConfig(checked.name or path.stem, path, tuple(tasks), tuple(seeds), checked.correction,
-                       checked.alpha, checked.level, checked.resamples, references)
+                       checked.alpha, checked.level, checked.resamples, references,
+                       BASELINE_ENCODERS if checked.baselines else ())
 
 
 def _refuse_shared_run_folders(tasks: list[SuiteTask], where: str) -> None:
@@ -253,4 +261,5 @@ def load_suite(path: str | Path) -> SuiteConfig:
     return parse_suite(data.get("suite", data), path, text)
 
 
-__all__ = ["Cell", "SuiteConfig", "SuiteTask", "check_registered", "declared_scores", "load_suite", "parse_suite"]
+__all__ = ["BASELINE_ENCODERS", "Cell", "SuiteConfig", "SuiteTask", "check_registered", "declared_scores", "load_suite",
+           "parse_suite"]

@@ -145,7 +145,8 @@ def write_suite_options(config: SuiteConfig, folder: Path) -> Path:
                                                       "name": config.name, "config": str(config.path),
                                                       "correction": config.correction, "alpha": config.alpha,
                                                       "level": config.level, "resamples": config.resamples,
-                                                      "reference_scores": [dict(r) for r in config.reference_scores]})
+                                                      "reference_scores": [dict(r) for r in config.reference_scores],
+                                                      "baselines": list(config.baselines)})
 
 
 def is_suite_folder(path: Path) -> bool:

@@ -130,6 +130,7 @@ class SuiteSchema(StatisticsOptions):
     run: Table = {}
     tasks: Annotated[list[TaskSchema], Field(min_length=1)]
     reference_scores: list[ReferenceScoreSchema] = []
+    baselines: Annotated[bool, Field(strict=True)] = False
 
     @field_validator("encoders", "generators", "metrics")
     @classmethod
