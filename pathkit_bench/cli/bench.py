@@ -69,6 +69,11 @@ def register(app: typer.Typer) -> None:
                       r["sd"], r["ci_low"], r["ci_high"]] for r in rows])
         console.print(escape(f"tidy leaderboard: {folder / 'leaderboard.parquet'}; report: {report}"),
                       highlight=False)
+        from pathkit_bench.report.cost import cost_rows, device_hours
+
+        spent = cost_rows(analysis)
+        if spent:
+            _say(f"cost: {device_hours(spent):.4f} device-hours over {len(spent)} cell(s) (the report's Cost section)")
         _check_compared(suite, analysis)
         failed = [r for r in results if r.error]
         if failed:

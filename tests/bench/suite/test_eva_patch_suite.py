@@ -55,3 +55,11 @@ def test_eva_patch_suite_on_replicas(cli, tmp_path):
     assert "eva leaderboard" in report and "0.9150" in report and "not run" in report
     assert "Critical-difference diagram of the encoders" in report
     assert (folder / "figures").is_dir() and any((folder / "figures").glob("cd_encoder*"))
+    # cost columns: every cell's device, time per stage, throughput and memory; the suite's device-hours
+    cells = board.unique(subset=["task", "encoder", "generator", "seed"])
+    assert cells.height == 14 and cells["wall_seconds"].min() > 0 and cells["features_seconds"].min() > 0
+    assert cells["tiles_per_second"].min() > 0 and cells["device"].str.starts_with("CPU: ").all()
+    assert (cells["n_tiles"] > 0).all() and cells["peak_host_memory_mb"].min() > 0
+    total = cells["wall_seconds"].sum() / 3600
+    assert f"{total:.4f} device-hours" in report and f"cost: {total:.4f} device-hours over 14 cell(s)" in \
+        " ".join(result.output.split())

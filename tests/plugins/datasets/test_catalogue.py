@@ -219,8 +219,8 @@ def test_an_unreadable_image_is_excluded_with_its_name(built, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, folder", [("bracs", "bracs"), ("pcam", "pcam")])
-def test_a_patch_head_runs_on_the_replica(cli, built, tmp_path, name, folder):
+@pytest.mark.parametrize("name, folder, n_images", [("bracs", "bracs", 42), ("pcam", "pcam", 24)])
+def test_a_patch_head_runs_on_the_replica(cli, built, tmp_path, name, folder, n_images):
     """`pathkit run` with the kNN head: h5 rows and PNG files reach the encoder, the published split
     reaches metrics.json, and the head beats the majority class on the class-coloured replica."""
     import json
@@ -235,3 +235,7 @@ def test_a_patch_head_runs_on_the_replica(cli, built, tmp_path, name, folder):
     assert metrics["split"]["source"] == "published"
     scores = metrics["metrics"]["classification"]
     assert scores["balanced_accuracy"] > metrics["baselines"]["majority-class"]["classification"]["balanced_accuracy"]
+    cost = json.loads((run_dir / "cost.json").read_text())  # what the run cost, stage by stage
+    assert set(cost["stages"]) == {"dataset", "features", "fit", "predict", "score", "report"}
+    assert cost["n_tiles"] == n_images and cost["tiles_per_second"] > 0  # one tile per patch image
+    assert cost["device"].startswith("CPU: ")
