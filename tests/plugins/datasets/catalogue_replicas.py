@@ -150,3 +150,44 @@ def unitopatho(root: Path, slides_per_class: int = 3, per_slide: int = 2) -> Pat
         with open(base / f"{part}.csv", "w", newline="") as handle:
             csv.writer(handle).writerows([("image_id", "top_label", "top_label_name", "wsi"), *rows])
     return root
+
+
+ASAP_XML = """<?xml version="1.0"?>
+<ASAP_Annotations>
+\t<Annotations>
+{annotations}\t</Annotations>
+\t<AnnotationGroups>
+\t\t<Group Name="_0" PartOfGroup="None" Color="#ff0000"><Attributes /></Group>
+\t</AnnotationGroups>
+</ASAP_Annotations>
+"""
+ASAP_LESION = ("\t\t<Annotation Name=\"Annotation {n}\" Type=\"Polygon\" PartOfGroup=\"_0\" Color=\"#F4FA58\">\n"
+               "\t\t\t<Coordinates>\n\t\t\t\t<Coordinate Order=\"0\" X=\"100.5\" Y=\"200.25\" />\n"
+               "\t\t\t\t<Coordinate Order=\"1\" X=\"150\" Y=\"260\" />\n\t\t\t</Coordinates>\n\t\t</Annotation>\n")
+
+
+def camelyon16(root: Path) -> Path:
+    """training/{normal,tumor}/*.tif (two of each of eva's validation slides among them), their
+    lesion XMLs, testing/images/*.tif and the header-less testing/reference.csv. The slides are
+    small placeholder TIFFs: the reader checks names and labels, not pixels."""
+    rng = np.random.default_rng(8)
+    names = {"normal": ("normal_001", "normal_002", "normal_010", "normal_013"),
+             "tumor": ("tumor_002", "tumor_003", "tumor_001", "tumor_005")}
+    for label, stems in names.items():
+        for stem in stems:
+            save(root / "training" / label / f"{stem}.tif", patch(CLASS_INDEX[label], rng))
+    for n, stem in enumerate(names["tumor"], start=1):
+        xml = ASAP_XML.format(annotations="".join(ASAP_LESION.format(n=k) for k in range(n)))
+        (root / "training" / "lesion_annotations").mkdir(parents=True, exist_ok=True)
+        (root / "training" / "lesion_annotations" / f"{stem}.xml").write_text(xml)
+    rows = []
+    for n, label in enumerate(("Tumor", "Normal", "Normal", "Tumor"), start=1):
+        stem = f"test_{n:03d}"
+        save(root / "testing" / "images" / f"{stem}.tif", patch(CLASS_INDEX[label.lower()], rng))
+        rows.append((stem, label, "Macro" if label == "Tumor" else "", "") if label == "Tumor" else (stem, label))
+    with open(root / "testing" / "reference.csv", "w", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+    return root
+
+
+CLASS_INDEX = {"normal": 0, "tumor": 1}

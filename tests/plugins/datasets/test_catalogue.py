@@ -239,3 +239,34 @@ def test_a_patch_head_runs_on_the_replica(cli, built, tmp_path, name, folder, n_
     assert set(cost["stages"]) == {"dataset", "features", "fit", "predict", "score", "report"}
     assert cost["n_tiles"] == n_images and cost["tiles_per_second"] > 0  # one tile per patch image
     assert cost["device"].startswith("CPU: ")
+
+
+def test_camelyon16_eva_split_labels_and_lesions(tmp_path):
+    from pathkit_datasets.camelyon16 import Camelyon16Dataset
+
+    ds = Camelyon16Dataset(replicas.camelyon16(tmp_path / "c16"))
+    assert counts(ds) == {"train": 4, "val": 4, "test": 4}
+    assert {c.case_id for c in ds.cases("val")} == {"normal_010", "normal_013", "tumor_001", "tumor_005"}
+    assert labels(ds, "test") == ["tumor", "normal", "normal", "tumor"]  # reference.csv, lower-cased
+    lesions = {c.case_id: c.meta.get("n_lesions") for part in ("train", "val") for c in ds.cases(part)}
+    assert lesions == {"normal_001": None, "normal_002": None, "normal_010": None, "normal_013": None,
+                       "tumor_002": 1, "tumor_003": 2, "tumor_001": 3, "tumor_005": 4}
+    assert ds.split_facts()["published_counts"] == {"train": 216, "val": 54, "test": 129}
+
+
+def test_camelyon16_refuses_a_partial_download(tmp_path):
+    from pathkit_datasets.camelyon16 import Camelyon16Dataset
+
+    root = replicas.camelyon16(tmp_path / "c16")
+    (root / "testing" / "images" / "test_002.tif").unlink()
+    with pytest.raises(PathkitError, match=r"reference.csv names 1 slide\(s\) not in testing/images: test_002"):
+        Camelyon16Dataset(root).validate()
+    ds = Camelyon16Dataset(root, skip_missing=True)
+    ds.validate()
+    assert list(ds.excluded_cases()) == ["test_002"] and len(ds.splits()["test"]) == 3
+    (root / "training" / "lesion_annotations" / "tumor_003.xml").write_text("<ASAP_Annotations><Annotations>")
+    with pytest.raises(PathkitError, match="tumor_003.xml: not a readable ASAP annotation XML"):
+        Camelyon16Dataset(root, skip_missing=True).validate()
+    shutil.rmtree(root / "training" / "tumor")
+    with pytest.raises(PathkitError, match="training/tumor is missing"):
+        Camelyon16Dataset(root).validate()
