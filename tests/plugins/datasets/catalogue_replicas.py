@@ -191,3 +191,25 @@ def camelyon16(root: Path) -> Path:
 
 
 CLASS_INDEX = {"normal": 0, "tumor": 1}
+
+
+PANDA_GLEASON = {"0": "0+0", "1": "3+3", "2": "3+4", "3": "4+3", "4": "4+4", "5": "4+5"}
+
+
+def panda(root: Path, per_grade: int = 4) -> Path:
+    """train.csv (Kaggle's header) and train_images/<image_id>.tiff placeholders, both providers
+    (Radboud writes negative biopsies' Gleason score as "negative", Karolinska as "0+0")."""
+    import hashlib
+
+    rng = np.random.default_rng(9)
+    rows = [("image_id", "data_provider", "isup_grade", "gleason_score")]
+    for grade, gleason in PANDA_GLEASON.items():
+        for n in range(per_grade):
+            image_id = hashlib.md5(f"{grade}-{n}".encode()).hexdigest()
+            provider = "radboud" if n % 2 else "karolinska"
+            score = "negative" if provider == "radboud" and grade == "0" else gleason
+            save(root / "train_images" / f"{image_id}.tiff", patch(int(grade), rng))
+            rows.append((image_id, provider, grade, score))
+    with open(root / "train.csv", "w", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+    return root

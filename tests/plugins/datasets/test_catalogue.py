@@ -270,3 +270,41 @@ def test_camelyon16_refuses_a_partial_download(tmp_path):
     shutil.rmtree(root / "training" / "tumor")
     with pytest.raises(PathkitError, match="training/tumor is missing"):
         Camelyon16Dataset(root).validate()
+
+
+def test_panda_grades_providers_and_a_stratified_split(tmp_path):
+    from pathkit_datasets.panda import PandaDataset
+
+    root = replicas.panda(tmp_path / "panda")
+    ds = PandaDataset(root, workdir=tmp_path / "work")
+    got = counts(ds)
+    assert sum(got.values()) == 24 and all(n >= 6 for n in got.values())
+    for part in ("train", "val", "test"):  # stratified: every grade in training, at least one in each part
+        assert len(set(labels(ds, part))) >= (6 if part == "train" else 1)
+    assert ds.class_names() == ("0", "1", "2", "3", "4", "5") and ds.ordered_classes() == ds.class_names()
+    case = next(ds.cases("train"))
+    assert case.slides[0].name == f"{case.case_id}.tiff" and case.meta["data_provider"] in ("karolinska", "radboud")
+    assert ds.split_facts()["source"] == "drawn" and ds.split_facts()["seed"] == 42
+    again = PandaDataset(root, workdir=tmp_path / "work")
+    assert again.splits() == ds.splits()  # kept in the workspace, read back
+    only = PandaDataset(root, data_provider="radboud")
+    only.validate()
+    assert {c.meta["data_provider"] for p in ("train", "val", "test") for c in only.cases(p)} == {"radboud"}
+
+
+def test_panda_refuses_absent_slides_and_bad_grades(tmp_path):
+    from pathkit_datasets.panda import PandaDataset
+
+    root = replicas.panda(tmp_path / "panda")
+    victim = next((root / "train_images").iterdir())
+    victim.unlink()
+    with pytest.raises(PathkitError, match=rf"train.csv names 1 slide\(s\) not in .*{victim.stem}"):
+        PandaDataset(root).validate()
+    ds = PandaDataset(root, skip_missing=True)
+    ds.validate()
+    assert list(ds.excluded_cases()) == [victim.stem]
+    text = (root / "train.csv").read_text().splitlines()
+    text[1] = ",".join(text[1].split(",")[:2] + ["6", "5+5"])
+    (root / "train.csv").write_text("\n".join(text) + "\n")
+    with pytest.raises(PathkitError, match="isup_grade '6' is not 0-5"):
+        PandaDataset(root, skip_missing=True).validate()
