@@ -33,8 +33,11 @@ def run_pipeline(spec: RunSpec, *, log: Callable[[str], None] = print) -> RunRes
             seconds[stage.__module__.rsplit(".", 1)[-1]] = time.perf_counter() - began
             if state.result is not None:
                 if "report" in seconds and "score" not in state.result.resumed_stages:  # its stages ran
-                    cost.write_cost(state.result.run_dir, seconds, cpu_only=bool(spec.cpu),
-                                    resumed=list(state.result.resumed_stages))
+                    try:
+                        cost.write_cost(state.result.run_dir, seconds, cpu_only=bool(spec.cpu),
+                                        resumed=list(state.result.resumed_stages))
+                    except OSError as exc:  # the results are written; a cost record must not fail the run
+                        state.ctx.log(f"[yellow]cost.json could not be written ({exc})[/]")
                 return state.result
     finally:
         state.ctx.close()
