@@ -25,6 +25,9 @@ OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("val_fraction", "float", 0.1, "share of training patients (or images, where the publisher "
                   "names none) carved into validation when the publisher gives no validation part"),
     DatasetOption("split_seed", "int", 0, "seed of that validation carve (the official parts never change)"),
+    DatasetOption("shots", "int", None, "few-shot: keep this many training images per class (drawn with "
+                  "shot_seed, after any validation carve); validation and test stay whole"),
+    DatasetOption("shot_seed", "int", 0, "seed of the few-shot draw"),
     DatasetOption("check_images", "bool", True, "open every image's header before encoding (unreadable images "
                   "are excluded with the reason); false skips the check on a download you trust"),
 )
@@ -84,6 +87,25 @@ def _carve(items: Sequence[Item], fraction: float, seed: int, dataset: str) -> s
     except PathkitError as exc:
         raise PathkitError(f"dataset {dataset!r}: cannot carve a validation part from training ({exc})") from None
     return {i.case_id for i in items if (i.group or i.case_id) in chosen}
+
+
+def few_shot(train: Sequence[str], labels: dict[str, str], shots: int, seed: int, dataset: str) -> list[str]:
+    """`shots` training cases per class, drawn without replacement (seeded), in their listed order;
+    a class with fewer is an error naming it."""
+    import numpy as np
+
+    if shots < 1:
+        raise PathkitError(f"dataset {dataset!r}: option shots={shots} must be 1 or more")
+    by_class: dict[str, list[str]] = defaultdict(list)
+    for case_id in train:
+        by_class[labels[case_id]].append(case_id)
+    short = {c: len(v) for c, v in by_class.items() if len(v) < shots}
+    if short:
+        raise PathkitError(f"dataset {dataset!r}: shots={shots} but class(es) have fewer training images: "
+                           + ", ".join(f"{c} {n}" for c, n in sorted(short.items())))
+    rng = np.random.default_rng(seed)
+    chosen = {c for label in sorted(by_class) for c in rng.choice(by_class[label], size=shots, replace=False)}
+    return [c for c in train if c in chosen]
 
 
 class PublicPatchDataset(CohortDataset):
@@ -164,6 +186,11 @@ class PublicPatchDataset(CohortDataset):
             carved = (f"; validation carved from training by pathkit ({unit}-level, stratified, seed "
                       f"{self.options['split_seed']}, {self.options['val_fraction']:g} of training {unit}s)")
         labels = {i.case_id: i.label for i in usable}
+        if self.options.get("shots") is not None:
+            parts["train"] = few_shot(parts["train"], labels, int(self.options["shots"]),
+                                      int(self.options["shot_seed"]), self.name)
+            carved += (f"; few-shot: {self.options['shots']} training image(s) per class (seed "
+                       f"{self.options['shot_seed']})")
         check_part_classes(parts, labels, f"dataset {self.name!r}")
         self._items = items
         self._split_facts = {

@@ -308,3 +308,18 @@ def test_panda_refuses_absent_slides_and_bad_grades(tmp_path):
     (root / "train.csv").write_text("\n".join(text) + "\n")
     with pytest.raises(PathkitError, match="isup_grade '6' is not 0-5"):
         PandaDataset(root, skip_missing=True).validate()
+
+
+def test_few_shot_keeps_n_training_images_per_class(built):
+    whole = PcamDataset(built["pcam"])
+    whole.validate()
+    ds = PcamDataset(built["pcam"], shots=2, shot_seed=3)
+    assert counts(ds) == {"train": 4, "val": 6, "test": 6}  # validation and test stay whole
+    assert sorted(labels(ds, "train")) == ["no_tumor", "no_tumor", "tumor", "tumor"]
+    assert set(ds.splits()["train"]) <= set(whole.splits()["train"])
+    assert PcamDataset(built["pcam"], shots=2, shot_seed=3).splits() == ds.splits()  # seeded
+    draws = {tuple(PcamDataset(built["pcam"], shots=2, shot_seed=s).splits()["train"]) for s in range(6)}
+    assert len(draws) > 1  # another seed, another draw
+    assert "few-shot: 2 training image(s) per class" in ds.split_facts()["description"]
+    with pytest.raises(PathkitError, match="shots=7 but class.*no_tumor 6"):
+        PcamDataset(built["pcam"], shots=7).validate()
