@@ -213,3 +213,22 @@ def panda(root: Path, per_grade: int = 4) -> Path:
     with open(root / "train.csv", "w", newline="") as handle:
         csv.writer(handle).writerows(rows)
     return root
+
+
+def tcga(root: Path, projects: tuple[str, ...], patients: int = 4) -> Path:
+    """GDC Data Transfer Tool folders: <project>/<file uuid>/<barcode>.<uuid>.svs, a diagnostic (DX)
+    slide per patient, a second DX slide for the first patient and a frozen (TS) one for each
+    (placeholder files: the reader checks names, not pixels)."""
+    import uuid
+
+    rng = np.random.default_rng(10)
+    for k, project in enumerate(projects):
+        for n in range(patients):
+            patient = f"TCGA-{k:02d}-{1000 + n}"
+            names = [f"{patient}-01Z-00-DX1", f"{patient}-01A-01-TS1"] + ([f"{patient}-01Z-00-DX2"] if n == 0 else [])
+            for name in names:
+                file_id = str(uuid.UUID(int=int(rng.integers(1 << 62))))
+                path = root / project / file_id / f"{name}.{file_id}.svs"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(b"placeholder")
+    return root

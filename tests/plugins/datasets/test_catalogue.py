@@ -323,3 +323,28 @@ def test_few_shot_keeps_n_training_images_per_class(built):
     assert "few-shot: 2 training image(s) per class" in ds.split_facts()["description"]
     with pytest.raises(PathkitError, match="shots=7 but class.*no_tumor 6"):
         PcamDataset(built["pcam"], shots=7).validate()
+
+
+def test_tcga_subtyping_reads_the_gdc_layout_by_patient(tmp_path):
+    from pathkit_datasets.tcga_subtyping import DATASETS, parse_barcode
+
+    nsclc, rcc = DATASETS
+    assert parse_barcode("TCGA-05-4244-01Z-00-DX1.d4ff32cd-38cf-40ea-8213-45c2b100ac01.svs") == ("TCGA-05-4244", "DX")
+    root = replicas.tcga(tmp_path / "gdc", ("TCGA-KIRC", "TCGA-KIRP", "TCGA-KICH"), patients=5)
+    ds = rcc(root, workdir=tmp_path / "work")
+    got = counts(ds)
+    assert sum(got.values()) == 15 and ds.class_names() == ("CCRCC", "PRCC", "CHRCC")
+    cases = {c.case_id: c for p in ("train", "val", "test") for c in ds.cases(p)}
+    assert len(cases["TCGA-00-1000"].slides) == 2  # both DX slides of the patient, no frozen slide
+    assert all("-DX" in s.name for c in cases.values() for s in c.slides)
+    assert {c.target for c in cases.values() if c.case_id.startswith("TCGA-02-")} == {"CHRCC"}
+    slides = rcc(root, case="slide", slide_types="all")
+    slides.validate()
+    parts = {p: {c.patient_id for c in slides.cases(p)} for p in ("train", "val", "test")}
+    assert not (parts["train"] & parts["val"] or parts["train"] & parts["test"])  # patient-level
+    assert sum(len(slides.splits()[p]) for p in parts) == 5 * 3 * 2 + 3
+    with pytest.raises(PathkitError, match="project folder .*TCGA-LUAD is missing"):
+        nsclc(root).validate()
+    next((root / "TCGA-KICH").rglob("*.svs")).rename(root / "TCGA-KICH" / "slide.svs")
+    with pytest.raises(PathkitError, match="slide.svs: not named by a TCGA barcode"):
+        rcc(root).validate()
