@@ -56,6 +56,8 @@ test-suite: install
 		tests/tasks/survival/test_survival_demo.py tests/plugins/generators/test_survival_heads.py \
 		tests/tasks/ordinal/test_ordinal_demo.py \
 		tests/hardening/test_killed_after_score.py \
+		tests/plugins/datasets/test_catalogue.py tests/bench/suite/test_eva_patch_suite.py \
+		tests/bench/suite/test_export_merge.py tests/core/report/test_catalogue_sections_browser.py \
 		tests/tasks/retrieval/test_retrieval_demo.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
 		tests/compat/test_legacy_plugin.py::test_the_legacy_plugin_runs_end_to_end_with_deprecation_warnings_and_no_error \

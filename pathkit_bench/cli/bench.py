@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
     @app.command("bench")
     @user_errors
     def bench_cmd(
-        config: Path = typer.Option(..., "--config", "-c", help="The suite TOML (docs/comparisons.md)."),
+        config: Path | None = typer.Option(None, "--config", "-c", help="The suite TOML (docs/comparisons.md)."),
         workdir: Path = typer.Option(Path("pathkit-work"), "--workdir", "-w", help="Workspace of every cell."),
         shard: str | None = typer.Option(None, "--shard", help="Run only shard i of N (i/N) of the cells; a last "
                                                                 "run without it reuses them and writes the report."),
@@ -27,6 +27,11 @@ def register(app: typer.Typer) -> None:
                                    "job that waits for it (sbatch; docs/scale.md); print the job ids."),
         sbatch_option: list[str] = typer.Option([], "--sbatch-option", help="Passed to both sbatch calls, e.g. "
                                                 "--sbatch-option=--partition=gpu (repeatable)."),
+        export: Path | None = typer.Option(None, "--export", help="Also write the suite's tidy table with every "
+                                           "cell's identities to FILE (Parquet; CSV when it ends in .csv)."),
+        merge: tuple[Path, Path] | None = typer.Option(None, "--merge", help="Merge two exports A B into "
+                                                       "<workdir>/suites/merged/ and compare them (rows whose "
+                                                       "protocol differs are refused); no --config."),
     ) -> None:
         """Run a benchmark suite (resumable: a rerun reuses every finished cell) and write its leaderboard,
         comparisons and report under <workdir>/suites/<name>/."""
@@ -36,6 +41,11 @@ def register(app: typer.Typer) -> None:
         from pathkit_bench.suite.runner import suite_folder, suite_lock
         from pathkit_core.shard import current_shard
 
+        if merge:
+            _merge(merge, workdir, config)
+            return
+        if config is None:
+            raise PathkitError("pathkit bench needs --config SUITE.toml (or --merge A B)")
         suite = load_suite(config)
         folder = suite_folder(workdir, suite)
         if slurm:
@@ -70,11 +80,42 @@ def register(app: typer.Typer) -> None:
                       r["sd"], r["ci_low"], r["ci_high"]] for r in rows])
         console.print(escape(f"tidy leaderboard: {folder / 'leaderboard.parquet'}; report: {report}"),
                       highlight=False)
+        from pathkit_bench.report.cost import cost_rows, device_hours
+
+        spent = cost_rows(analysis)
+        if spent:
+            _say(f"cost: {device_hours(spent):.4f} device-hours over {len(spent)} cell(s) (the report's Cost section)")
         _check_compared(suite, analysis)
+        if export is not None:
+            from pathkit_bench.suite.exchange import write_export
+
+            _say(f"export: {write_export(folder, export)} (every cell's identities: docs/comparisons.md)")
         failed = [r for r in results if r.error]
         if failed:
             raise PathkitError(f"{len(failed)} cell(s) failed (the report shows the others): "
                                + "; ".join(f"{r.cell.label}: {r.error}" for r in failed))
+
+
+def _merge(files: tuple[Path, Path], workdir: Path, config: Path | None) -> None:
+    """`--merge A B`: the merged suite folder, its report and headline table."""
+    from pathkit_bench.report.suite import write_suite_report
+    from pathkit_bench.suite.analysis import SuiteAnalysis
+    from pathkit_bench.suite.exchange import merge_exports, read_export, write_merged
+
+    if config is not None:
+        raise PathkitError("--merge takes two exports, not --config")
+    merged, refused = merge_exports(read_export(files[0]), read_export(files[1]))
+    if refused:
+        _say(f"refused {len(refused)} row(s) of {files[1]} whose protocol differs from {files[0]}'s for the same "
+             f"task and generator: {'; '.join(refused[:10])}{' ...' if len(refused) > 10 else ''}")
+    folder = write_merged(merged, Path(workdir) / "suites" / "merged", "merged")
+    missing = [d for d in merged["run_dir"].unique().to_list() if not d or not Path(d).is_dir()]
+    if missing:
+        _say(f"merged leaderboard: {folder / 'leaderboard.parquet'}; {len(missing)} run folder(s) are not on this "
+             "machine, so the paired comparisons need them copied to the paths the exports name")
+        return
+    report = write_suite_report(SuiteAnalysis(folder))
+    _say(f"merged {merged.height} row(s) into {folder / 'leaderboard.parquet'}; report: {report}")
 
 
 def _say(line: str) -> None:

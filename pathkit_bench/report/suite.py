@@ -162,8 +162,15 @@ def cells_section(analysis: Any) -> Section:
 
 
 def suite_sections(analysis: Any, figures: FigureWriter) -> list[Section]:
-    return [headline_section(analysis), pairwise_section(analysis, figures), ranks_section(analysis, figures),
-            seeds_section(analysis, figures), cells_section(analysis),
+    from pathkit_bench.report.baselines import baselines_section
+    from pathkit_bench.report.cost import cost_section
+    from pathkit_bench.report.references import references_section
+
+    extra = [s for s in (references_section(analysis), baselines_section(analysis)) if s is not None]
+    spent = cost_section(analysis)
+    return [headline_section(analysis), *extra, pairwise_section(analysis, figures),
+            ranks_section(analysis, figures), seeds_section(analysis, figures), *([spent] if spent else []),
+            cells_section(analysis),
             *plugin_sections(analysis.registry, "suite_report_sections", analysis)]
 
 

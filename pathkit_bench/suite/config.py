@@ -39,7 +39,10 @@ from pathkit_bench.suite.schema import check_suite_schema
 from pathkit_core.contracts import PathkitError
 
 SUITE_KEYS = ("name", "encoders", "generators", "seeds", "metrics", "correction", "alpha", "resamples", "level",
-              "run", "tasks")
+              "run", "tasks", "reference_scores", "baselines")
+# The encoders `baselines = true` adds to every task as reference rows (docs/comparisons.md): the
+# ImageNet ResNet-50 truncated after its third stage (CLAM/TRIDENT's resnet50_trunc).
+BASELINE_ENCODERS = ("resnet50-trunc",)
 TASK_KEYS = ("name", "dataset", "dataset_root", "dataset_options", "encoders", "generators", "metrics", "compare",
              "hparams", "train", "tiling", "options")
 # Run options a suite decides per cell; the [run] table may not set them.
@@ -91,6 +94,10 @@ class SuiteConfig:
     alpha: float = 0.05
     level: float = 0.95
     resamples: int = 2000
+    # published scores shown beside the cells ([[reference_scores]]; docs/comparisons.md)
+    reference_scores: tuple[Mapping[str, Any], ...] = ()
+    # encoders added as reference rows by `baselines = true` (the report's "Baselines" section)
+    baselines: tuple[str, ...] = ()
 
     def cells(self) -> list[Cell]:
         return [Cell(t, e, g, s) for t in self.tasks for e in t.encoders for g in t.generators for s in self.seeds]
@@ -144,21 +151,27 @@ def parse_suite(data: Mapping[str, Any], path: Path, text: str | None = None) ->
     encoders = _names(data.get("encoders"), f"{where}: encoders")
     generators = _names(data.get("generators"), f"{where}: generators")
     metrics = _names(data.get("metrics"), f"{where}: metrics")
-    tasks = [_parse_task(entry, f"{where}: task {n}", path, run, encoders, generators, metrics)
+    tasks = [_parse_task(entry, f"{where}: task {n}", path, run, encoders, generators, metrics, checked.baselines)
              for n, entry in enumerate(data["tasks"], start=1)]
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
         raise PathkitError(f"{where}: two tasks are named alike ({sorted({x for x in names if names.count(x) > 1})});"
                            " give each a distinct name")
     _refuse_shared_run_folders(tasks, where)
+    references = tuple(r.model_dump(exclude_none=True) for r in checked.reference_scores)
+    unknown = sorted({r["task"] for r in references} - set(names))
+    if unknown:
+        raise PathkitError(f"{where}: [[reference_scores]] name task(s) {unknown} the suite does not have "
+                           f"(its tasks: {', '.join(names)})")
     return SuiteConfig(checked.name or path.stem, path, tuple(tasks), tuple(checked.seeds), checked.correction,
-                       checked.alpha, checked.level, checked.resamples)
+                       checked.alpha, checked.level, checked.resamples, references,
+                       BASELINE_ENCODERS if checked.baselines else ())
 
 
 def _parse_task(entry: Any, at: str, path: Path, run: Mapping[str, Any], encoders: tuple[str, ...],
-                generators: tuple[str, ...], metrics: tuple[str, ...]) -> SuiteTask:
+                generators: tuple[str, ...], metrics: tuple[str, ...], baselines: bool = False) -> SuiteTask:
     """One [[tasks]] table (`at` names it in errors), its lists defaulting to the suite's and its
-    run options over the suite's [run]."""
+    run options over the suite's [run]; `baselines` adds the baseline encoders to its encoders."""
     if not isinstance(entry, Mapping) or not entry.get("dataset"):
         raise PathkitError(f"{at}: needs dataset = NAME")
     bad = sorted(set(entry) - set(TASK_KEYS))
@@ -174,6 +187,8 @@ def _parse_task(entry: Any, at: str, path: Path, run: Mapping[str, Any], encoder
     if entry.get("dataset_root"):
         own["dataset_root"] = _resolve(entry["dataset_root"], path.parent)
     task_encoders = _names(entry.get("encoders"), f"{at}: encoders") or encoders
+    if baselines:
+        task_encoders = (*task_encoders, *(b for b in BASELINE_ENCODERS if b not in task_encoders))
     task_generators = _names(entry.get("generators"), f"{at}: generators") or generators
     if not task_encoders or not task_generators:
         raise PathkitError(f"{at} ({name}): no encoders or no generators (set them for the suite or the task)")
@@ -249,4 +264,5 @@ def load_suite(path: str | Path) -> SuiteConfig:
     return parse_suite(data.get("suite", data), path, text)
 
 
-__all__ = ["Cell", "SuiteConfig", "SuiteTask", "check_registered", "declared_scores", "load_suite", "parse_suite"]
+__all__ = ["BASELINE_ENCODERS", "Cell", "SuiteConfig", "SuiteTask", "check_registered", "declared_scores", "load_suite",
+           "parse_suite"]

@@ -25,6 +25,10 @@ CELLS = "cells"
 # The tidy leaderboard: one row per task x encoder x generator x seed x score.
 TIDY_COLUMNS = ("suite", "task", "dataset", "encoder", "generator", "seed", "metric", "score", "value", "ci_low",
                 "ci_high", "direction", "run_dir")
+# What each cell cost (its run folder's cost.json, `pathkit_core.run.cost`), repeated on its rows.
+STAGE_NAMES = ("dataset", "features", "fit", "predict", "score", "report")
+COST_COLUMNS = ("device", "wall_seconds", *(f"{s}_seconds" for s in STAGE_NAMES), "n_tiles", "tiles_per_second",
+                "peak_host_memory_mb", "peak_gpu_memory_mb")
 
 
 @dataclass
@@ -91,6 +95,7 @@ def tidy_rows(config: SuiteConfig, results: list[CellResult], registry: Any = No
     for r in results:
         if r.run_dir is None:
             continue
+        spent = cost_row(r.run_dir)
         for metric, values in r.summary.items():
             cls = classes.get(metric)
             for key, value in values.items():
@@ -101,8 +106,19 @@ def tidy_rows(config: SuiteConfig, results: list[CellResult], registry: Any = No
                              "encoder": r.cell.encoder, "generator": r.cell.generator, "seed": r.cell.seed,
                              "metric": metric, "score": key, "value": number(value), "ci_low": number(low),
                              "ci_high": number(high), "direction": cls.direction(key) if cls else "higher",
-                             "run_dir": str(r.run_dir)})
+                             "run_dir": str(r.run_dir), **spent})
     return rows
+
+
+def cost_row(run_dir: Path) -> dict[str, Any]:
+    """The cost columns of one cell (None where its run folder has no cost record)."""
+    from pathkit_core.run.cost import read_cost
+
+    found = read_cost(run_dir)
+    stages = found.get("stages") or {}
+    row: dict[str, Any] = {c: found.get(c) for c in COST_COLUMNS}
+    row.update({f"{s}_seconds": stages.get(s) for s in STAGE_NAMES})
+    return row
 
 
 def write_leaderboard(config: SuiteConfig, results: list[CellResult], folder: Path, registry: Any = None) -> Path:
@@ -114,7 +130,8 @@ def write_leaderboard(config: SuiteConfig, results: list[CellResult], folder: Pa
 
     schema = {"suite": pl.Utf8, "task": pl.Utf8, "dataset": pl.Utf8, "encoder": pl.Utf8, "generator": pl.Utf8,
               "seed": pl.Int64, "metric": pl.Utf8, "score": pl.Utf8, "value": pl.Float64, "ci_low": pl.Float64,
-              "ci_high": pl.Float64, "direction": pl.Utf8, "run_dir": pl.Utf8}
+              "ci_high": pl.Float64, "direction": pl.Utf8, "run_dir": pl.Utf8,
+              **{c: pl.Utf8 if c == "device" else pl.Int64 if c == "n_tiles" else pl.Float64 for c in COST_COLUMNS}}
     from pathkit_core.formats import LEADERBOARD_FORMAT, LEADERBOARD_VERSION, parquet_version_metadata
 
     board = pl.DataFrame(tidy_rows(config, results, registry), schema=schema)
@@ -149,7 +166,9 @@ def write_suite_options(config: SuiteConfig, folder: Path) -> Path:
                                                       "suite": config.name,
                                                       "name": config.name, "config": str(config.path),
                                                       "correction": config.correction, "alpha": config.alpha,
-                                                      "level": config.level, "resamples": config.resamples})
+                                                      "level": config.level, "resamples": config.resamples,
+                                                      "reference_scores": [dict(r) for r in config.reference_scores],
+                                                      "baselines": list(config.baselines)})
 
 
 def is_suite_folder(path: Path) -> bool:
@@ -173,6 +192,7 @@ def read_suite_options(folder: Path) -> dict[str, Any]:
     return dict(check_statistics_options(str(path), **options))
 
 
-__all__ = ["CELLS", "LEADERBOARD", "SUITE_LOCK", "SUITE_OPTIONS", "is_suite_folder", "read_suite_options",
+__all__ = ["COST_COLUMNS", "CELLS",
+           "LEADERBOARD", "SUITE_LOCK", "SUITE_OPTIONS", "is_suite_folder", "read_suite_options",
            "suite_lock", "write_suite_options", "TIDY_COLUMNS", "CellResult", "run_cells", "suite_folder", "tidy_rows",
            "write_leaderboard"]

@@ -107,6 +107,20 @@ class TaskSchema(BaseModel):
         return _plain_name(value)
 
 
+class ReferenceScoreSchema(BaseModel):
+    """Published per-encoder scores of one task (`[[reference_scores]]`): the source's numbers,
+    printed beside pathkit's cells in the suite report, never recomputed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Name
+    task: Name
+    score: Name
+    values: dict[str, Annotated[float, Field(strict=False, allow_inf_nan=False)]]
+    generator: Name | None = None
+    note: str | None = None
+
+
 class SuiteSchema(StatisticsOptions):
     name: Name | None = None
     encoders: Names | None = None
@@ -115,6 +129,8 @@ class SuiteSchema(StatisticsOptions):
     seeds: Annotated[list[Seed], BeforeValidator(_seed_list), Field(min_length=1)] = [0]
     run: Table = {}
     tasks: Annotated[list[TaskSchema], Field(min_length=1)]
+    reference_scores: list[ReferenceScoreSchema] = []
+    baselines: Annotated[bool, Field(strict=True)] = False
 
     @field_validator("encoders", "generators", "metrics")
     @classmethod
@@ -245,5 +261,5 @@ def check_statistics_options(where: str = "options", **options: Any) -> Statisti
         raise PathkitError(f"{where}: " + "; ".join(problems)) from None
 
 
-__all__ = ["MAX_RESAMPLES", "MAX_SEED", "MIN_RESAMPLES", "StatisticsOptions", "SuiteSchema", "TaskSchema",
-           "check_statistics_options", "check_suite_schema", "line_of"]
+__all__ = ["MAX_RESAMPLES", "MAX_SEED", "MIN_RESAMPLES", "ReferenceScoreSchema", "StatisticsOptions", "SuiteSchema",
+           "TaskSchema", "check_statistics_options", "check_suite_schema", "line_of"]

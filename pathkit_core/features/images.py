@@ -5,8 +5,9 @@ mean/std (HepatoBench: 150 px patches at 20x). An encoder whose own transform cr
 resizing (Prov-GigaPath, EAGLE: resize 256, centre crop 224) gets that transform: the shorter
 side resized, the centre cropped, so the model sees the field of view it was trained on;
 every other encoder resizes to its input size and crops nothing, the patch encoded whole. Images are
-decoded in DataLoader workers; a reference is a file path or `"<archive>.zip::<member>"`, a
-member read in place. Features go to a per-encoder store of shards (safetensors: `features`
+decoded in DataLoader workers; a reference is a file path, `"<archive>.zip::<member>"`, a
+member read in place, or `"<file>.h5::<key>/<index>"`, one (H, W, 3) uint8 row of an HDF5 array
+read lazily (PatchCamelyon). Features go to a per-encoder store of shards (safetensors: `features`
 N x D in float16, the case ids and any unreadable images in the metadata, a content checksum),
 each shard keyed by its images' identities and the weights, so a rerun re-encodes only what
 changed and a damaged shard is noticed and redone.
@@ -55,6 +56,36 @@ def image_identity(ref: str | Path) -> list[Any]:
 
 
 _ZIPS: dict[str, zipfile.ZipFile] = {}
+H5_SUFFIXES = (".h5", ".hdf5")
+# Open HDF5 files by (process, path): a handle is never shared across a fork (DataLoader workers).
+_H5: dict[tuple[int, str], Any] = {}
+
+
+def h5_ref(path: str | Path, key: str, index: int) -> str:
+    """The image reference of row `index` of the (N, H, W, 3) uint8 array `key` of an HDF5 file."""
+    return f"{path}{ZIP_SEPARATOR}{key}/{int(index)}"
+
+
+def _read_h5_row(path: Path, member: str) -> Any:
+    """Row `<index>` of array `<key>` (member `"<key>/<index>"`) as an RGB PIL image."""
+    import os
+
+    import h5py
+    from PIL import Image
+
+    key, _, index = member.rpartition("/")
+    if not key or not index.isdigit():
+        raise PathkitError(f"{path}::{member}: an HDF5 image reference is <file>.h5::<key>/<index>")
+    handle = _H5.get((os.getpid(), str(path)))
+    if handle is None:
+        handle = _H5[(os.getpid(), str(path))] = h5py.File(path, "r")
+    if key not in handle:
+        raise PathkitError(f"{path}: has no array {key!r} (has: {', '.join(handle.keys())})")
+    array = handle[key]
+    row = int(index)
+    if array.ndim != 4 or array.shape[-1] != 3 or row >= array.shape[0]:
+        raise PathkitError(f"{path}::{member}: array {key!r} of shape {array.shape} has no RGB image {row}")
+    return Image.fromarray(array[row].astype("uint8"))
 
 
 def read_image(ref: str | Path) -> Any:
@@ -65,6 +96,8 @@ def read_image(ref: str | Path) -> Any:
 
     path, member = split_ref(ref)
     try:
+        if member is not None and path.suffix.lower() in H5_SUFFIXES:
+            return _read_h5_row(path, member)
         if member is None:
             data = path.read_bytes()
         else:

@@ -486,8 +486,12 @@ class ClassificationMetric(Metric):
     lower_is_better: ClassVar[tuple[str, ...]] = ("ECE", "Brier")
     informational: ClassVar[tuple[str, ...]] = ("n_cases", "n_positive", "prevalence")
     evaluate_features: ClassVar[Any] = _EvaluateFeatures()
+    # balanced accuracy is the mean of `balanced_accuracy_term`: a case's correctness weighted by
+    # N / (K n_class), K the classes present, so paired tests and suites compare it case by case
+    # (eva's leaderboard score); the weights are the test set's, fixed under resampling.
     paired_scores: ClassVar[dict[str, tuple[str, str]]] = {"AUROC": ("auroc", "probabilities"),
-                                                           "accuracy": ("correct", "correct")}
+                                                           "accuracy": ("correct", "correct"),
+                                                           "balanced_accuracy": ("mean", "balanced_accuracy_term")}
 
     def compute(
         self,
@@ -534,6 +538,9 @@ class ClassificationMetric(Metric):
         recalls = [float((predicted[labels == k] == k).mean()) for k in range(n_classes) if (labels == k).any()]
         summary["accuracy"] = float((predicted == labels).mean())
         summary["balanced_accuracy"] = float(np.mean(recalls))
+        class_sizes = np.bincount(labels, minlength=n_classes)
+        per_case["balanced_accuracy_term"] = ((predicted == labels) * labels.size
+                                              / (len(recalls) * class_sizes[labels])).tolist()
         details[SAMPLE_KEY] = sample_facts(int(labels.size), {names[k]: int((labels == k).sum())
                                                               for k in range(n_classes)})
         intervals: dict[str, str] = {}

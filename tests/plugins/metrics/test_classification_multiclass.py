@@ -178,3 +178,24 @@ def test_score_command_on_class_names(cli, tmp_path, installed_registry):
     assert np.array(saved["details"]["classification"]["confusion_matrix"]).sum() == len(gold)
     result = cli("score", "--metric", "classification", "--predictions", probs, "--references", refs)
     assert result.exit_code == 2 and "no class order is known" in result.output
+
+
+def test_balanced_accuracy_is_the_mean_of_its_per_case_terms():
+    """The per-case term a paired test (and a suite comparing eva's score) averages gives
+    scikit-learn's balanced accuracy exactly, a class absent from the targets included."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    from pathkit_bench.compare import paired_test
+
+    rng = np.random.default_rng(3)
+    refs = rng.choice([0, 1, 3], size=41, p=[0.6, 0.3, 0.1]).tolist()  # class 2 never a target
+    preds = rng.dirichlet(np.ones(4), size=41)
+    preds[np.arange(41)[:25], np.asarray(refs)[:25]] += 1.0  # better than chance
+    result = compute((preds / preds.sum(1, keepdims=True)).tolist(), refs, n_resamples=0)
+    terms = result.per_case["balanced_accuracy_term"].to_numpy()
+    expected = balanced_accuracy_score(refs, result.per_case["predicted"].to_list())
+    assert result.summary["balanced_accuracy"] == pytest.approx(expected, abs=1e-12)
+    assert terms.mean() == pytest.approx(expected, abs=1e-12)
+    assert expected != pytest.approx(result.summary["accuracy"])  # the weights matter on this set
+    assert paired_test(ClassificationMetric, "balanced_accuracy", result.per_case.columns) == (
+        "mean", "balanced_accuracy_term")

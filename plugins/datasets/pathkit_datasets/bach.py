@@ -1,0 +1,68 @@
+"""bach: ICIAR 2018 BACH microscopy photos, four classes (Aresta et al. 2019).
+
+Read as Zenodo record 3632035 distributes it: `ICIAR2018_BACH_Challenge/Photos/{Benign,InSitu,
+Invasive,Normal}/*.tif`, 100 photos per class (2048 x 1536 px, 0.42 um/px). The challenge's test
+labels were never released, so pathkit follows eva's patient-aware split of the 400 labelled
+photos (index ranges over the photos in class then file order: 268 / 132): eva's train part is
+pathkit's training (a validation part carved from it), eva's validation part is pathkit's test.
+docs/catalogue.md#bach.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from pathkit_core import hookimpl
+from pathkit_core.contracts import PathkitError
+from pathkit_datasets._catalogue import Item, PublicPatchDataset, class_folders
+
+CLASSES = ("Benign", "InSitu", "Invasive", "Normal")
+# eva (kaiko-ai/eva, src/eva/vision/data/datasets/classification/bach.py): [start, end) ranges of
+# the sorted photos; chosen by its authors so that no patient is on both sides.
+EVA_TRAIN = ((0, 41), (59, 60), (90, 139), (169, 240), (258, 260), (273, 345), (368, 400))
+EVA_VAL = ((41, 59), (60, 90), (139, 169), (240, 258), (260, 273), (345, 368))
+N_PHOTOS = 400
+
+
+def _indices(ranges: tuple[tuple[int, int], ...]) -> set[int]:
+    return {i for start, end in ranges for i in range(start, end)}
+
+
+class BachDataset(PublicPatchDataset):
+    """The BACH photos (see the module docstring)."""
+
+    name: ClassVar[str] = "bach"
+    description: ClassVar[str] = "BACH (ICIAR 2018): 400 breast photos, 4 classes (eva's patient-aware split)"
+    license: ClassVar[str] = "CC BY-NC-ND 4.0 (Zenodo record 3632035)"
+    citation: ClassVar[str] = ("Aresta et al. (2019). BACH: Grand challenge on breast cancer histology images. "
+                               "Medical Image Analysis 56:122-139")
+    classes: ClassVar[tuple[str, ...]] = CLASSES
+    published_counts: ClassVar[dict[str, int]] = {"train": 268, "test": 132}
+    split_source: ClassVar[str] = "eva's BACH index ranges (train 268, its validation 132 used as test)"
+    test_part_note: ClassVar[str] = "eva's validation part (the challenge's test labels are not public)"
+    patch_px: ClassVar[int | None] = 2048
+    patch_mpp: ClassVar[float | None] = 0.42
+    magnification: ClassVar[str] = "20x (0.42 um/px), 2048 x 1536 px"
+    download_page: ClassVar[str] = "https://zenodo.org/records/3632035"
+    layout: ClassVar[str] = "<root>/ICIAR2018_BACH_Challenge/Photos/{Benign,InSitu,Invasive,Normal}/*.tif"
+
+    def items(self, root: Path) -> list[Item]:
+        photos = root / "ICIAR2018_BACH_Challenge" / "Photos"
+        if not photos.exists() and (root / "Photos").is_dir():
+            photos = root / "Photos"
+        folders = class_folders(photos, CLASSES, self.name, (".tif", ".tiff"))
+        ordered = [(label, path) for label in CLASSES for path in folders[label]]
+        if len(ordered) != N_PHOTOS:
+            counts = ", ".join(f"{c} {len(folders[c])}" for c in CLASSES)
+            raise PathkitError(f"dataset {self.name!r}: {photos} holds {len(ordered)} photos ({counts}); the release "
+                               f"has {N_PHOTOS} (100 per class), over which eva's split is defined")
+        train, test = _indices(EVA_TRAIN), _indices(EVA_VAL)
+        return [Item(path.stem, label, str(path), "train" if i in train else "test" if i in test else None,
+                     where=f"{label}/{path.name}")
+                for i, (label, path) in enumerate(ordered)]
+
+
+@hookimpl
+def register_datasets(register):
+    register(BachDataset)
