@@ -990,9 +990,67 @@ class TissueSegmenter(Component):
         raise NotImplementedError
 
 
+# --------------------------------------------------------------------------- slide readers
+
+
+class SlideReader(Component):
+    """A whole-slide file format behind the one `pathkit_core.wsi.slide.Slide` the pipeline uses.
+
+    Registered through `register_slide_readers`; chosen by `pathkit tile --slide-reader NAME`, or
+    else the first reader, by `order` (smallest first), that `claims` a file and opens it
+    (docs/formats.md). `open(path)` returns an OpenSlide-shaped handle (dimensions, level_count,
+    level_dimensions, level_downsamples, properties, `read_rgb`, associated images, `close`; a
+    `pathkit_core.wsi.readers.base.ReaderHandle`) or raises a `SlideError` with the codes OpenSlide's
+    path uses (not-a-slide, unopenable, unreadable). The reader's library is an optional extra of
+    the `pathkit` distribution: `unavailable()` says what to install when it is missing.
+    """
+
+    kind: ClassVar[str] = "slide-reader"
+    # What it reads, for `pathkit list slide-readers` and docs/formats.md.
+    formats: ClassVar[str] = ""
+    # The extra that installs its library (`pip install "pathkit[EXTRA]"`); "" when the core has it.
+    extra: ClassVar[str] = ""
+    # The modules it imports; `unavailable()` tries them.
+    modules: ClassVar[tuple[str, ...]] = ()
+    # Its place in automatic choice: readers are tried from the smallest order up.
+    order: ClassVar[int] = 100
+    list_columns: ClassVar[tuple[str, ...]] = ("order", "formats", "extra", "available")
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """None when the reader's libraries import; else why not and what to install, in one line."""
+        import importlib
+
+        for module in cls.modules:
+            try:
+                importlib.import_module(module)
+            except Exception as exc:  # noqa: BLE001 - a missing shared library raises OSError
+                fix = f'pip install "pathkit[{cls.extra}]"' if cls.extra else "reinstall pathkit"
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                return f"{module} cannot be imported ({first}); {fix}"
+        return None
+
+    @classmethod
+    def claims(cls, path: Path) -> bool:
+        """A cheap look (name, magic bytes) at whether `path` is this reader's format."""
+        return False
+
+    def open(self, path: Path) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        out = super().describe()
+        why = cls.unavailable()
+        out.update(order=str(cls.order), formats=cls.formats, extra=cls.extra or "(core)",
+                   available="yes" if why is None else f"no: {why}")
+        return out
+
+
 COMPONENT_BASES: dict[str, type[Component]] = {
     "task": Task,
     "segmenter": TissueSegmenter,
+    "slide-reader": SlideReader,
     "encoder": Encoder,
     "slide-encoder": SlideEncoder,
     "generator": Generator,
@@ -1022,5 +1080,5 @@ __all__ = [
     "INPUT_SLIDES", "INPUT_FEATURES", "INPUT_IMAGES", "PathkitError", "brief_list", "repeats_text", "Component",
     "TileSpec", "PretrainedWeights", "Encoder", "Case", "case_id_problem", "regular_file_problem", "DatasetOption",
     "Dataset", "GeneratorSpec", "TaskModel", "Generator", "DeferredTable", "MetricResult", "Metric", "RunFacts",
-    "Task", "TissueSegmenter", "COMPONENT_BASES"
+    "Task", "TissueSegmenter", "SlideReader", "COMPONENT_BASES"
 ]
