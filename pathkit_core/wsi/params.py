@@ -54,6 +54,8 @@ class TilingParams:
     # Windows also over the right and bottom edges, read past the slide as glass (stitched
     # segmentation covers the whole slide; MONAI and TIAToolbox pad the image the same way).
     pad_edges: bool = False
+    # The slide reader (`pathkit list slide-readers`); "" takes the first that opens each slide.
+    slide_reader: str = ""
 
     def __post_init__(self) -> None:
         if self.tile_um is not None:
@@ -107,6 +109,8 @@ class TilingParams:
         out["pen_colours"] = list(self.pen_colours)
         if not self.pad_edges:
             del out["pad_edges"]  # added later: manifests made before it keep their hash
+        if not self.slide_reader:
+            del out["slide_reader"]  # the same: automatic choice keeps the hashes of before
         return out
 
     def params_hash(self) -> str:

@@ -359,7 +359,7 @@ def _tile_unlocked(
     from pathkit_core.wsi.slide import open_slide
 
     st = path.stat()
-    with open_slide(path, mpp=mpp, mpp_source=mpp_source) as slide:
+    with open_slide(path, mpp=mpp, mpp_source=mpp_source, reader=params.slide_reader or None) as slide:
         geometry = choose_geometry(slide.mpp, slide.level_downsamples, params, path=path)
         thumb, mask, mds_x, mds_y = segment_slide(slide, params)
         tiles = plan_grid(
@@ -367,9 +367,10 @@ def _tile_unlocked(
             pad_edges=params.pad_edges,
         )
         meta = _slide_meta(slide, params, geometry, st)
-    from pathkit_core.sources import file_identity
+    from pathkit_core.wsi.readers.base import content_identity
 
-    identity = file_identity(path)  # whole-file sha256 for a small file; header, tail and blocks for a large one
+    # whole-file sha256 for a small file; header, tail and blocks for a large one; every file of a folder slide
+    identity = content_identity(path)
     area = mask.area_mm2
     notes: list[str] = []
     status, reason = "ok", ""
@@ -449,6 +450,7 @@ def low_tissue_note(results: Iterable[TileResult], params: TilingParams) -> str 
 def _slide_meta(slide: Slide, params: TilingParams, g: TileGeometry, st: os.stat_result) -> dict[str, Any]:
     return {
         "vendor": slide.vendor,
+        "slide_reader": slide.reader,
         "objective_power": slide.objective_power,
         "width": slide.dimensions[0],
         "height": slide.dimensions[1],

@@ -95,7 +95,9 @@ def open_tiff_pyramid(path: Path, reader: str) -> ReaderHandle:
         raise cannot_open(path, reader, exc) from None
     try:
         series = tif.series[0]
-        levels = [AxesLevel(zarr.open_array(level.aszarr(), mode="r"), level.axes) for level in series.levels]
+        stored = zarr.open(series.aszarr(), mode="r")  # one array, or a group of the levels "0", "1", ...
+        arrays = [stored] if isinstance(stored, zarr.Array) else [stored[str(i)] for i in range(len(series.levels))]
+        levels = [AxesLevel(a, level.axes) for a, level in zip(arrays, series.levels, strict=True)]
         mpp = ome_mpp(tif.ome_metadata) if tif.is_ome else None
         mpp = mpp or tag_mpp(series.levels[0].keyframe)
         props = {"tiff.series": str(len(tif.series)), "tiff.axes": series.axes, "tiff.levels": str(len(levels))}
