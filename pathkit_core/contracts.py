@@ -1018,16 +1018,19 @@ class SlideReader(Component):
 
     @classmethod
     def unavailable(cls) -> str | None:
-        """None when the reader's libraries import; else why not and what to install, in one line."""
-        import importlib
+        """None when the reader's libraries are installed; else which is missing and what to install,
+        in one line. Looked up, not imported (some take seconds to import): an installed library that
+        fails to import is reported when a slide is opened."""
+        import importlib.util
 
         for module in cls.modules:
             try:
-                importlib.import_module(module)
-            except Exception as exc:  # noqa: BLE001 - a missing shared library raises OSError
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):  # a parent package that is itself missing or broken
+                found = False
+            if not found:
                 fix = f'pip install "pathkit[{cls.extra}]"' if cls.extra else "reinstall pathkit"
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                return f"{module} cannot be imported ({first}); {fix}"
+                return f"{module} is not installed; {fix}"
         return None
 
     @classmethod

@@ -59,8 +59,9 @@ class SlideError(PathkitError):
     """A slide that cannot be used, with a stable `code` recorded in tiling status files.
 
     Codes: not-found, symlink-loop, not-a-file, not-a-slide, unopenable, unreadable, no-mpp,
-    implausible-mpp, anisotropic-mpp, duplicate-slide-id, stale-manifest; tiling adds
-    cannot-write (the output filesystem refused a write: full, read-only).
+    implausible-mpp, anisotropic-mpp, duplicate-slide-id, stale-manifest, reader-missing (the
+    library of the slide's format is not installed: docs/formats.md); tiling adds cannot-write
+    (the output filesystem refused a write: full, read-only).
     """
 
     def __init__(self, code: str, path: str | Path | None, message: str) -> None:

@@ -10,8 +10,9 @@ from typing import Any
 from pathkit_core import hookimpl
 
 
-@hookimpl
-def register_slide_readers(register: Any) -> None:
+def builtin_readers() -> list[type]:
+    """The readers this distribution ships (also what a registry built without entry points, a
+    test's hermetic one, opens slides with)."""
     from pathkit_core.wsi.readers.czi import CziReader
     from pathkit_core.wsi.readers.dicom import DicomReader
     from pathkit_core.wsi.readers.ome_tiff import OmeTiffReader
@@ -19,7 +20,12 @@ def register_slide_readers(register: Any) -> None:
     from pathkit_core.wsi.readers.openslide_reader import OpenSlideReader
     from pathkit_core.wsi.readers.vsi import VsiReader
 
-    for cls in (OpenSlideReader, OmeTiffReader, OmeZarrReader, CziReader, DicomReader, VsiReader):
+    return [OpenSlideReader, OmeTiffReader, OmeZarrReader, CziReader, DicomReader, VsiReader]
+
+
+@hookimpl
+def register_slide_readers(register: Any) -> None:
+    for cls in builtin_readers():
         register(cls)
 
 

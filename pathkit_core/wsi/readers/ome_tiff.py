@@ -84,6 +84,18 @@ def _associated(tif: Any) -> dict[str, Any]:
     return out
 
 
+def truncation(tif: Any, series: Any, size: int) -> str | None:
+    """Why the levels of `series` cannot all be read from a file of `size` bytes, or None."""
+    if not series.levels:
+        return "no image series"
+    for i, level in enumerate(series.levels):
+        page = level.keyframe
+        ends = [o + n for o, n in zip(page.dataoffsets, page.databytecounts, strict=False)]
+        if not ends or max(ends) > size:
+            return f"level {i}'s image data ends past the end of the file (truncated?)"
+    return None
+
+
 def open_tiff_pyramid(path: Path, reader: str) -> ReaderHandle:
     """A handle over the first series of a TIFF tifffile reads, every level of its pyramid."""
     import tifffile
@@ -94,7 +106,10 @@ def open_tiff_pyramid(path: Path, reader: str) -> ReaderHandle:
     except Exception as exc:  # noqa: BLE001 - tifffile raises TiffFileError, struct.error, ValueError...
         raise cannot_open(path, reader, exc) from None
     try:
-        series = tif.series[0]
+        series = tif.series[0] if tif.series else None
+        problem = "no image series" if series is None else truncation(tif, series, path.stat().st_size)
+        if problem:
+            raise cannot_open(path, reader, problem)
         stored = zarr.open(series.aszarr(), mode="r")  # one array, or a group of the levels "0", "1", ...
         arrays = [stored] if isinstance(stored, zarr.Array) else [stored[str(i)] for i in range(len(series.levels))]
         levels = [AxesLevel(a, level.axes) for a, level in zip(arrays, series.levels, strict=True)]

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from pathkit_core.contracts import SlideReader
 from pathkit_core.wsi.readers.axes import AxesLevel
 from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, one_line, to_micrometres
+from pathkit_core.wsi.readers.ome_tiff import TIFF_MAGIC
 from pathkit_core.wsi.slide import SlideError
 
 CONVERT = ("convert it to a pyramidal OME-TIFF (bfconvert -pyramid-resolutions 4 -pyramid-scale 2 -tilex 512 "
@@ -46,6 +47,9 @@ class VsiReader(SlideReader):
         return path.suffix.lower() == ".vsi"
 
     def open(self, path: Path) -> ReaderHandle:
+        with open(path, "rb") as fh:  # a .vsi is a TIFF container: refuse anything else before the import
+            if fh.read(4) not in TIFF_MAGIC:
+                raise cannot_open(path, self.name, f"not a cellSens VSI file (no TIFF header); {CONVERT}")
         from bioio_vsi import Reader
 
         try:
