@@ -21,8 +21,9 @@ def pyramid(level0: np.ndarray, n_levels: int) -> list[np.ndarray]:
 
 
 def write_ome_tiff(path: Path, levels: list[np.ndarray], mpp: float | None, *, compression: str | None = None,
-                   label: np.ndarray | None = None, unit: str = "µm") -> Path:
-    """An OME-TIFF: level 0 and its SubIFD levels, PhysicalSizeX/Y in `unit`, a `label` image series."""
+                   quality: int | None = None, label: np.ndarray | None = None, unit: str = "µm") -> Path:
+    """An OME-TIFF: level 0 and its SubIFD levels, PhysicalSizeX/Y in `unit`, a `label` image series;
+    `quality` is the JPEG quality when `compression` is "jpeg"."""
     import tifffile
 
     factor = {"µm": 1.0, "nm": 1e3, "mm": 1e-3}[unit]
@@ -30,7 +31,8 @@ def write_ome_tiff(path: Path, levels: list[np.ndarray], mpp: float | None, *, c
     if mpp is not None:
         meta.update(PhysicalSizeX=mpp * factor, PhysicalSizeXUnit=unit, PhysicalSizeY=mpp * factor,
                     PhysicalSizeYUnit=unit)
-    opts = {"tile": (256, 256), "photometric": "rgb", "compression": compression}
+    opts = {"tile": (256, 256), "photometric": "rgb", "compression": compression,
+            **({"compressionargs": {"level": quality}} if quality is not None else {})}
     with tifffile.TiffWriter(path, ome=True) as tif:
         tif.write(levels[0], subifds=len(levels) - 1, metadata=meta, **opts)
         for level in levels[1:]:
@@ -76,12 +78,13 @@ def write_czi(path: Path, level0: np.ndarray, mpp: float | None) -> Path:
     return path
 
 
-def write_dicom(source: Path, folder: Path) -> Path:
-    """A DICOM WSI series of `source` (a slide tiffslide reads), JPEG-LS lossless, every dyadic level."""
+def write_dicom(source: Path, folder: Path, *, all_levels: bool = True) -> Path:
+    """A DICOM WSI series of `source` (a slide tiffslide reads), JPEG-LS lossless; every dyadic level
+    down to one tile when `all_levels`, else the source's levels only."""
     from wsidicom.codec.settings import JpegLsSettings
     from wsidicomizer import WsiDicomizer
     from wsidicomizer.sources import TiffSlideSource
 
-    WsiDicomizer.convert(source, folder, add_missing_levels=True, preferred_source=TiffSlideSource,
+    WsiDicomizer.convert(source, folder, add_missing_levels=all_levels, preferred_source=TiffSlideSource,
                          encoding=JpegLsSettings(level=0), workers=1, include_confidential=False)
     return folder

@@ -1,6 +1,6 @@
 """Zeiss CZI through pylibCZIrw (libCZI): the whole scan (the total bounding rectangle of every
-scene) at level 0 and virtual levels at 2x steps that libCZI serves from the file's pyramid
-subblocks (zoom); the mpp from the Scaling/Items/Distance metadata (metres per pixel); Bgr24
+scene) at level 0 and one level per pyramid layer the file stores (its subblocks' zoom), which
+libCZI composes at that zoom; the mpp from the Scaling/Items/Distance metadata (metres per pixel); Bgr24
 pixels returned as RGB; the label and slide preview attachments are not read (docs/formats.md)."""
 
 from __future__ import annotations
@@ -64,6 +64,20 @@ def czi_mpp(metadata: dict[str, Any]) -> tuple[str, tuple[float, float]] | None:
     return "czi Scaling/Distance", (found["X"], found.get("Y") or found["X"])
 
 
+def stored_downsamples(doc: Any) -> list[int]:
+    """The pyramid the file stores: 1 and the downsample (1 / zoom, rounded) of every subblock layer."""
+    found = {1}
+
+    def note(_index: int, info: Any) -> bool:
+        zoom = float(info.get_zoom())
+        if 0 < zoom < 0.95:
+            found.add(round(1.0 / zoom))
+        return True
+
+    doc.enumerate_subblocks(note)
+    return sorted(found)
+
+
 def open_czi_document(path: Path, reader: str) -> ReaderHandle:
     from pylibCZIrw import czi as pyczi
 
@@ -78,10 +92,8 @@ def open_czi_document(path: Path, reader: str) -> ReaderHandle:
         if pixel_type not in ("Bgr24", "Gray8", "Bgra32"):
             raise SlideError("unopenable", path, f"the {reader} reader reads 8-bit brightfield scans "
                              f"(Bgr24, Gray8); this one is {pixel_type or 'of no pixel type'}")
-        levels, d = [], 1
-        while not levels or min(box.w, box.h) // d >= MIN_LEVEL_PX:
-            levels.append(CziLevel(doc, (box.x, box.y), (box.w, box.h), d))
-            d *= 2
+        levels = [CziLevel(doc, (box.x, box.y), (box.w, box.h), d) for d in stored_downsamples(doc)
+                  if d == 1 or min(box.w, box.h) // d >= MIN_LEVEL_PX]
         scenes = doc.scenes_bounding_rectangle
         props = {"czi.pixel_type": pixel_type, "czi.scenes": str(len(scenes)),
                  "czi.bounding_box": f"{box.x},{box.y},{box.w},{box.h}"}

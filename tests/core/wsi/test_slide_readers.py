@@ -82,7 +82,7 @@ def test_a_lossless_file_reads_back_what_was_written_with_its_mpp(files, image, 
         assert slide.mpp_source != "user"
         np.testing.assert_array_equal(slide.read_region((0, 0), 0, (W, H)), image)
         np.testing.assert_array_equal(slide.read_region((96, 64), 0, (128, 100)), image[64:164, 96:224])
-        if reader != "czi":  # CZI levels are libCZI's zoom of level 0, not stored levels
+        if reader != "czi":  # the CZI writer stores no pyramid
             level1 = formats.pyramid(image, 2)[1]
             assert slide.level_dimensions[1] == (W // 2, H // 2) and slide.level_downsamples[1] == 2.0
             np.testing.assert_array_equal(slide.read_region((64, 32), 1, (50, 40)), level1[16:56, 32:82])
@@ -98,14 +98,10 @@ def test_beyond_the_slide_is_white_glass_as_openslide_composites_it(files, image
     assert (region[20:] == 255).all() and (region[:, 10:] == 255).all()
 
 
-def test_czi_levels_are_libczi_zooms_of_level_0(files, image):
+def test_czi_levels_are_the_pyramid_layers_the_file_stores(files):
     _needs("czi")
-    with open_slide(files["czi"]) as slide:
-        assert slide.level_dimensions[:1] == [(W, H)]
-        half = slide.read_region((0, 0), 1, (W // 2, H // 2)) if slide.level_count > 1 else None
-    if half is not None:  # a 2x zoom of the 640-px scan: within a grey level of the 2x2 mean on average
-        mean = image[: H // 2 * 2, : W // 2 * 2].reshape(H // 2, 2, W // 2, 2, 3).mean(axis=(1, 3))
-        assert np.abs(half.astype(float) - mean).mean() < 8
+    with open_slide(files["czi"]) as slide:  # pylibCZIrw writes no pyramid subblocks: one level
+        assert slide.level_dimensions == [(W, H)] and slide.level_downsamples == [1.0]
 
 
 def test_ome_tiff_reads_physical_sizes_in_their_unit_and_the_label_image(files):
