@@ -67,10 +67,17 @@ def files(tmp_path_factory, formats, image) -> dict[str, Path]:
     else:
         out["czi"] = formats.write_czi(root / "a.czi", image, MPP)
         out["czi-nompp"] = formats.write_czi(root / "nompp.czi", image, None)
+    try:
+        import pydicom  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        out["dicom"] = formats.write_dicom_tiled(root / "a.dcm", levels, MPP)
     return out
 
 
-LOSSLESS = [("ome-tiff", "ome-tiff"), ("ome-zarr", "ome-zarr"), ("ome-zarr-0.4-zip", "ome-zarr"), ("czi", "czi")]
+LOSSLESS = [("ome-tiff", "ome-tiff"), ("ome-zarr", "ome-zarr"), ("ome-zarr-0.4-zip", "ome-zarr"), ("czi", "czi"),
+            ("dicom", "dicom")]
 
 
 @pytest.mark.parametrize("case, reader", LOSSLESS)
@@ -138,6 +145,10 @@ def _corrupt(kind: str, files: dict[str, Path], root: Path) -> Path:
     elif kind == "czi":
         path = root / "broken.czi"
         path.write_bytes(files["czi"].read_bytes()[:600])
+    elif kind == "dicom":  # a series folder whose one instance is cut after its header
+        path = root / "broken.dcm"
+        path.mkdir()
+        (path / "level0.dcm").write_bytes((files["dicom"] / "level0.dcm").read_bytes()[:1500])
     elif kind == "vsi":
         path = root / "broken.vsi"
         path.write_bytes(b"\x00" * 400)
@@ -146,7 +157,7 @@ def _corrupt(kind: str, files: dict[str, Path], root: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("reader", ["ome-tiff", "ome-zarr", "czi", "vsi"])
+@pytest.mark.parametrize("reader", ["ome-tiff", "ome-zarr", "czi", "dicom", "vsi"])
 def test_a_corrupt_file_of_each_format_is_one_line_naming_the_file_and_the_reader(files, tmp_path, reader):
     _needs(reader)
     path = _corrupt(reader, files, tmp_path)
