@@ -56,6 +56,10 @@ class TilingParams:
     pad_edges: bool = False
     # The slide reader (`pathkit list slide-readers`); "" takes the first that opens each slide.
     slide_reader: str = ""
+    # A folder of edited tissue masks (`<slide_id>.tissue.geojson` or `<slide_id>.geojson`, QuPath's
+    # GeoJSON) used instead of the segmenter where a slide has one. Not in the hash: each slide's file
+    # content is recorded in its manifest and checked on resume (docs/formats.md, "Tissue masks").
+    tissue_geojson: str = ""
 
     def __post_init__(self) -> None:
         if self.tile_um is not None:
@@ -111,6 +115,7 @@ class TilingParams:
             del out["pad_edges"]  # added later: manifests made before it keep their hash
         if not self.slide_reader:
             del out["slide_reader"]  # the same: automatic choice keeps the hashes of before
+        del out["tissue_geojson"]
         return out
 
     def params_hash(self) -> str:
