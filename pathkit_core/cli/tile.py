@@ -44,8 +44,8 @@ def register(app: typer.Typer) -> None:
             None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]."
         ),
         tissue_geojson: Path | None = typer.Option(
-            None, "--tissue-geojson", help="Folder of edited tissue masks (<slide_id>.tissue.geojson) used instead "
-            "of the segmenter.",
+            None, "--tissue-geojson", exists=True, file_okay=False, dir_okay=True,
+            help="Folder of edited tissue masks (<slide_id>.tissue.geojson) used instead of the segmenter.",
         ),
         thumbnail_px: int = typer.Option(
             2048, "--thumbnail-px", help="Longest side of the tissue mask and its thumbnail, at most (docs/wsi.md)."
@@ -103,10 +103,8 @@ def register(app: typer.Typer) -> None:
             segmenter=segmenter,
             thumbnail_px=thumbnail_px,
             slide_reader=slide_reader or "",
-            tissue_geojson=str(tissue_geojson) if tissue_geojson else "",
+            tissue_geojson=str(tissue_geojson or ""),
         )
-        if tissue_geojson is not None and not tissue_geojson.is_dir():
-            raise PathkitError(f"--tissue-geojson {tissue_geojson}: not a folder")
         from pathkit_core.wsi.readers.choose import check_reader_name
         from pathkit_core.wsi.segmentation import get_segmenter
 

@@ -89,4 +89,4 @@ def test_the_cli_takes_a_folder_of_masks(cli, synthetic_slides, tiled, tmp_path)
     assert read_manifest(tmp_path / "tissue.parquet").n_tiles == manifest.n_tiles
     bad = cli("tile", str(synthetic_slides["tissue"]), "--out", str(tmp_path), "--tissue-geojson",
               str(tmp_path / "nowhere"))
-    assert bad.exit_code != 0 and "not a folder" in bad.output
+    assert bad.exit_code != 0 and "--tissue-geojson" in bad.output and "does not exist" in bad.output
