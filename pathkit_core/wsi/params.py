@@ -58,7 +58,7 @@ class TilingParams:
     slide_reader: str = ""
     # A folder of edited tissue masks (`<slide_id>.tissue.geojson` or `<slide_id>.geojson`, QuPath's
     # GeoJSON) used instead of the segmenter where a slide has one. Not in the hash: each slide's file
-    # content is recorded in its manifest and checked on resume (docs/formats.md, "Tissue masks").
+    # content is recorded in its manifest and checked on resume (docs/wsi.md, "Tissue masks a person can correct").
     tissue_geojson: str = ""
 
     def __post_init__(self) -> None:
