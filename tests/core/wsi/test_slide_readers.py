@@ -274,3 +274,15 @@ def test_pathkit_tile_reads_through_the_chosen_reader_and_the_tiles_follow(cli, 
     np.testing.assert_array_equal(reader[0], (expected.sum(axis=(1, 3)) // 4).astype(np.uint8))
     bad = cli("tile", str(files["ome-zarr"]), "--out", str(out), "--slide-reader", "nope")
     assert bad.exit_code != 0 and "nope" in bad.output
+
+
+def test_pathkit_run_takes_the_reader_into_its_tiling_table(cli):
+    from pathkit_core.cli.run import _apply_flags
+
+    values: dict = {"tiling": {"overlap": 0.25}}
+    _apply_flags(values, {}, [], None, [], [], {"slide_reader": "ome-zarr"})
+    assert values["tiling"] == {"overlap": 0.25, "slide_reader": "ome-zarr"}  # so it feeds the run identity
+    _apply_flags(values := {}, {}, [], None, [], [], {"slide_reader": None})
+    assert "tiling" not in values
+    bad = cli("run", "--dataset", "any", "-e", "tiny-vit", "-g", "any", "--slide-reader", "ome-zar")
+    assert bad.exit_code != 0 and "ome-zarr" in bad.output
