@@ -4,7 +4,6 @@ resolution (mpp) with its source, and bad-input errors."""
 from __future__ import annotations
 
 import csv
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,6 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.wsi.slide_errors import SlideError, as_float, tiff_resolution_mpp
+
+_as_float = as_float
+_tiff_resolution_mpp = tiff_resolution_mpp
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,22 +58,6 @@ def with_mpp_fix(message: str, fix: str | None) -> str:
     return message.replace(MPP_FIXES, fix) if fix else message
 
 
-class SlideError(PathkitError):
-    """A slide that cannot be used, with a stable `code` recorded in tiling status files.
-
-    Codes: not-found, symlink-loop, not-a-file, not-a-slide, unopenable, unreadable, no-mpp,
-    implausible-mpp, anisotropic-mpp, duplicate-slide-id, stale-manifest, reader-missing (the
-    library of the slide's format is not installed: docs/formats.md); tiling adds cannot-write
-    (the output filesystem refused a write: full, read-only).
-    """
-
-    def __init__(self, code: str, path: str | Path | None, message: str) -> None:
-        self.code = code
-        self.path = str(path) if path is not None else None
-        self.detail = message
-        super().__init__(f"{path}: {message}" if path is not None else message)
-
-
 def slide_id_for(path: str | Path) -> str:
     """The slide id: the file name without its extension (`a/b/CMU-1.svs` -> `CMU-1`).
 
@@ -101,26 +88,6 @@ class MppResolution:
     def mpp(self) -> float:
         """One isotropic value (the mean; the two differ by at most the anisotropy tolerance)."""
         return (self.mpp_x + self.mpp_y) / 2.0
-
-
-def _as_float(value: Any) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) and out > 0 else None
-
-
-def _tiff_resolution_mpp(props: Mapping[str, str]) -> tuple[float, float] | None:
-    unit = str(props.get("tiff.ResolutionUnit", "")).strip().lower()
-    per_unit = {"centimeter": 1e4, "centimetre": 1e4, "cm": 1e4, "inch": 25400.0, "in": 25400.0}
-    if unit not in per_unit:
-        return None
-    xres, yres = _as_float(props.get("tiff.XResolution")), _as_float(props.get("tiff.YResolution"))
-    if xres is None:
-        return None
-    yres = yres or xres
-    return per_unit[unit] / xres, per_unit[unit] / yres
 
 
 # Vendor keys OpenSlide may expose without deriving openslide.mpp-x from them (older files,
@@ -274,24 +241,6 @@ def lookup_mpp(overrides: Mapping[str, float] | None, path: str | Path) -> float
 
 
 # --------------------------------------------------------------------------- opening
-
-
-def describe_unsupported(path: Path) -> str:
-    """Say why OpenSlide does not recognise a file, naming the flat-TIFF case explicitly."""
-    try:
-        import tifffile
-
-        with tifffile.TiffFile(path) as tif:
-            page = tif.pages[0]
-            if not page.is_tiled:
-                return (
-                    f"a flat (striped, untiled) TIFF of {page.imagewidth}x{page.imagelength} px, "
-                    "not a pyramidal whole-slide image; OpenSlide reads only tiled slides"
-                )
-    except Exception:  # noqa: BLE001 - not a TIFF at all: fall through to the generic message
-        pass
-    return "not a whole-slide image format OpenSlide recognises"
-
 
 
 @dataclass

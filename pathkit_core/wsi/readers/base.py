@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pathkit_core.wsi.slide import SlideError
+from pathkit_core.wsi.slide_errors import SlideError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import SlideReader
-from pathkit_core.wsi.slide import SlideError
+from pathkit_core.wsi.slide_errors import SlideError
 
 DEFAULT_READER = "openslide"
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
 from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, to_micrometres
-from pathkit_core.wsi.slide import SlideError
+from pathkit_core.wsi.slide_errors import SlideError
 
 if TYPE_CHECKING:
     import numpy as np

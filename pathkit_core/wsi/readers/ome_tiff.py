@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from pathkit_core.contracts import SlideReader
 from pathkit_core.wsi.readers.axes import AxesLevel
 from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, to_micrometres
-from pathkit_core.wsi.slide import SlideError
+from pathkit_core.wsi.slide_errors import SlideError
 
 TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
 # Series names (OME Image names, tifffile's names for vendor layouts) taken as associated images.
@@ -56,7 +56,7 @@ def ome_mpp(xml: str | None) -> tuple[str, tuple[float, float]] | None:
 
 def tag_mpp(page: Any) -> tuple[str, tuple[float, float]] | None:
     """(source, (mpp_x, mpp_y)) from a page's XResolution/YResolution and ResolutionUnit tags."""
-    from pathkit_core.wsi.slide import _tiff_resolution_mpp
+    from pathkit_core.wsi.slide_errors import tiff_resolution_mpp
 
     tags = page.tags
     if "XResolution" not in tags or "ResolutionUnit" not in tags:
@@ -68,7 +68,7 @@ def tag_mpp(page: Any) -> tuple[str, tuple[float, float]] | None:
 
     xres = ratio(tags["XResolution"].value)
     yres = ratio(tags["YResolution"].value) if "YResolution" in tags else xres
-    found = _tiff_resolution_mpp({"tiff.ResolutionUnit": unit, "tiff.XResolution": str(xres),
+    found = tiff_resolution_mpp({"tiff.ResolutionUnit": unit, "tiff.XResolution": str(xres),
                                   "tiff.YResolution": str(yres)})
     return ("tiff-resolution", found) if found else None
 

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from pathkit_core.contracts import SlideReader
 from pathkit_core.wsi.readers.axes import AxesLevel
 from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, to_micrometres
-from pathkit_core.wsi.slide import SlideError
+from pathkit_core.wsi.slide_errors import SlideError
 
 ZARR_MARKERS = ("zarr.json", ".zattrs", ".zgroup")
 

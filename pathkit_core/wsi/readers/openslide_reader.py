@@ -8,7 +8,24 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
-from pathkit_core.wsi.slide import SlideError, describe_unsupported
+from pathkit_core.wsi.slide_errors import SlideError
+
+
+def describe_unsupported(path: Path) -> str:
+    """Say why OpenSlide does not recognise a file, naming the flat-TIFF case explicitly."""
+    try:
+        import tifffile
+
+        with tifffile.TiffFile(path) as tif:
+            page = tif.pages[0]
+            if not page.is_tiled:
+                return (
+                    f"a flat (striped, untiled) TIFF of {page.imagewidth}x{page.imagelength} px, "
+                    "not a pyramidal whole-slide image; OpenSlide reads only tiled slides"
+                )
+    except Exception:  # noqa: BLE001 - not a TIFF at all: fall through to the generic message
+        pass
+    return "not a whole-slide image format OpenSlide recognises"
 
 
 def open_openslide(path: Path) -> Any:

@@ -13,7 +13,7 @@ from pathkit_core.contracts import SlideReader
 from pathkit_core.wsi.readers.axes import AxesLevel
 from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, one_line, to_micrometres
 from pathkit_core.wsi.readers.ome_tiff import TIFF_MAGIC
-from pathkit_core.wsi.slide import SlideError
+from pathkit_core.wsi.slide_errors import SlideError
 
 CONVERT = ("convert it to a pyramidal OME-TIFF (bfconvert -pyramid-resolutions 4 -pyramid-scale 2 -tilex 512 "
            "-tiley 512 in.vsi out.ome.tif, or QuPath's OME-TIFF export) and open that with the ome-tiff reader")
