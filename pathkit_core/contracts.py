@@ -1030,9 +1030,70 @@ class TissueSegmenter(Component):
         raise NotImplementedError
 
 
+# --------------------------------------------------------------------------- slide readers
+
+
+class SlideReader(Component):
+    """A whole-slide file format behind the one `pathkit_core.wsi.slide.Slide` the pipeline uses.
+
+    Registered through `register_slide_readers`; chosen by `pathkit tile --slide-reader NAME`, or
+    else the first reader, by `order` (smallest first), that `claims` a file and opens it
+    (docs/formats.md). `open(path)` returns an OpenSlide-shaped handle (dimensions, level_count,
+    level_dimensions, level_downsamples, properties, `read_rgb`, associated images, `close`; a
+    `pathkit_core.wsi.readers.base.ReaderHandle`) or raises a `SlideError` with the codes OpenSlide's
+    path uses (not-a-slide, unopenable, unreadable). The reader's library is an optional extra of
+    the `pathkit` distribution: `unavailable()` says what to install when it is missing.
+    """
+
+    kind: ClassVar[str] = "slide-reader"
+    # What it reads, for `pathkit list slide-readers` and docs/formats.md.
+    formats: ClassVar[str] = ""
+    # The extra that installs its library (`pip install "pathkit[EXTRA]"`); "" when the core has it.
+    extra: ClassVar[str] = ""
+    # The modules it imports; `unavailable()` tries them.
+    modules: ClassVar[tuple[str, ...]] = ()
+    # Its place in automatic choice: readers are tried from the smallest order up.
+    order: ClassVar[int] = 100
+    list_columns: ClassVar[tuple[str, ...]] = ("order", "formats", "extra", "available")
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """None when the reader's libraries are installed; else which is missing and what to install,
+        in one line. Looked up, not imported (some take seconds to import): an installed library that
+        fails to import is reported when a slide is opened."""
+        import importlib.util
+
+        for module in cls.modules:
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):  # a parent package that is itself missing or broken
+                found = False
+            if not found:
+                fix = f'pip install "pathkit[{cls.extra}]"' if cls.extra else "reinstall pathkit"
+                return f"{module} is not installed; {fix}"
+        return None
+
+    @classmethod
+    def claims(cls, path: Path) -> bool:
+        """A cheap look (name, magic bytes) at whether `path` is this reader's format."""
+        return False
+
+    def open(self, path: Path) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        out = super().describe()
+        why = cls.unavailable()
+        out.update(order=str(cls.order), formats=cls.formats, extra=cls.extra or "(core)",
+                   available="yes" if why is None else f"no: {why}")
+        return out
+
+
 COMPONENT_BASES: dict[str, type[Component]] = {
     "task": Task,
     "segmenter": TissueSegmenter,
+    "slide-reader": SlideReader,
     "encoder": Encoder,
     "slide-encoder": SlideEncoder,
     "generator": Generator,
@@ -1062,6 +1123,6 @@ __all__ = [
     "INPUT_SLIDES", "INPUT_FEATURES", "INPUT_IMAGES", "PathkitError", "brief_list", "repeats_text", "Component",
     "TileSpec", "PretrainedWeights", "Encoder", "Case", "case_id_problem", "regular_file_problem", "DatasetOption",
     "Dataset", "GeneratorSpec", "TaskModel", "Generator", "DeferredTable", "MetricResult", "Metric", "RunFacts",
-    "Task", "TissueSegmenter", "COMPONENT_BASES",
+    "Task", "TissueSegmenter", "SlideReader", "COMPONENT_BASES",
     "slide_id_problem", "ID_MAX_BYTES",
 ]

@@ -66,6 +66,12 @@ def register_segmenters(register: Register) -> None:
     """Call `register(SegmenterClass)` for each tissue segmenter (a `TissueSegmenter`) the plugin provides."""
 
 
+@hookspec
+def register_slide_readers(register: Register) -> None:
+    """Call `register(SlideReaderClass)` for each whole-slide file format (a `SlideReader`) the plugin
+    reads (the core's OpenSlide, OME-TIFF, OME-Zarr, CZI, DICOM and VSI readers register through it)."""
+
+
 @hookspec(historic=True)
 def add_component_kinds(add: Callable[..., None]) -> None:
     """Call `add(kind, base, hook, specs)` for each component kind the plugin adds to the core's:
@@ -122,7 +128,8 @@ def report_sections(run: Any) -> list[Any] | None:
 
 __all__ = [
     "hookspec", "Register", "register_tasks", "register_encoders", "register_generators", "register_datasets",
-    "register_metrics", "register_commands", "plain_commands", "register_segmenters", "add_component_kinds",
+    "register_metrics", "register_commands", "plain_commands", "register_segmenters", "register_slide_readers",
+    "add_component_kinds",
     "read_feature_file", "add_hookspecs", "cells_finished", "folder_reports", "doctor_checks", "default_demo",
     "report_sections"
 ]

@@ -38,6 +38,7 @@ BUILTIN_DISTRIBUTIONS = frozenset(
 _HOOK_FOR_KIND = {
     "task": "register_tasks",
     "segmenter": "register_segmenters",
+    "slide-reader": "register_slide_readers",
     "encoder": "register_encoders",
     "slide-encoder": "register_slide_encoders",
     "generator": "register_generators",

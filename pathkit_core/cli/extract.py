@@ -22,7 +22,7 @@ def _barrier(state: Any) -> None:
 
 def _tile_first(
     slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: float | None, workers: int, progress: bool,
-    state: Any, shard: Any,
+    state: Any, shard: Any, slide_reader: str | None = None,
 ) -> tuple[list[Path], list[str], set[str]]:
     """Tile this shard's slides with the encoder's tile spec: the manifests of all slides that
     have one (this shard's and other shards' so far), the ids of all slides given and the ids of
@@ -31,7 +31,7 @@ def _tile_first(
     from pathkit_core.wsi.tiling import TilingParams, low_tissue_note, manifest_path_for, tile_slides
 
     spec = encoder_cls.tile_spec
-    params = TilingParams(target_mpp=spec.mpp, tile_px=spec.tile_px)
+    params = TilingParams(target_mpp=spec.mpp, tile_px=spec.tile_px, slide_reader=slide_reader or "")
     paths = sorted(find_slides(slides), key=lambda p: slide_id_for(p))
     overrides = {str(p): mpp for p in paths} if mpp is not None else None
     results = tile_slides(paths, tiles_dir, params, workers=max(1, workers), mpp_overrides=overrides,
@@ -120,6 +120,9 @@ def register(app: typer.Typer) -> None:
             None, "--tiles-dir", help="Where SLIDE arguments are tiled [<out>/tiles/<tile spec>]."
         ),
         mpp: float | None = typer.Option(None, "--slide-mpp", help="Level-0 mpp for slides whose metadata lacks it."),
+        slide_reader: str | None = typer.Option(
+            None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]."
+        ),
         overwrite: bool = typer.Option(False, "--overwrite", help="Re-extract slides already extracted."),
         compile_model: bool = typer.Option(
             False, "--compile", help="Run the model through torch.compile (falls back to eager if that fails)."
@@ -141,6 +144,9 @@ def register(app: typer.Typer) -> None:
         from pathkit_core.shard import current_shard, shard_summary
 
         _check_extract_options(slides, manifests, out, device, tiles_dir)
+        from pathkit_core.wsi.readers.choose import check_reader_name
+
+        check_reader_name(slide_reader)
         enc = resolve_encoder(encoder)
         shard = current_shard(shard_option)  # a usage error before any model is loaded
         state = distributed_state(device)
@@ -150,7 +156,7 @@ def register(app: typer.Typer) -> None:
         if slides:
             tdir = tiles_dir or out / "tiles" / enc.tile_spec.key()
             items, every, with_manifest = _tile_first(list(slides), tdir, type(enc), mpp, workers or 1, not quiet,
-                                                      state, shard)
+                                                      state, shard, slide_reader)
             if not items:
                 raise PathkitError("no slide could be tiled; see the messages above")
         else:

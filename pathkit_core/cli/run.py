@@ -44,6 +44,9 @@ def register(app: typer.Typer) -> None:
         metric_option: list[str] = typer.Option(
             [], "--metric-option", help="Option of one metric, METRIC.KEY=VALUE (repeatable), e.g. "
                                         "mymetric.threshold=0.5; a change rescores only."),
+        slide_reader: str | None = typer.Option(
+            None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]; "
+                                         "the [tiling] table's slide_reader."),
     ) -> None:
         """Run the benchmark pipeline; with no arguments, the embedded demo."""
         from pathkit_core.run import RunSpec, run_pipeline
@@ -53,7 +56,7 @@ def register(app: typer.Typer) -> None:
         _apply_flags(values, {"dataset": dataset, "workdir": workdir, "dataset_root": dataset_root,
                               "weights": weights, "seed": seed, "shard": shard,
                               "skip_missing": skip_missing or None, "cpu": cpu or None},
-                     metric, max_epochs, dataset_option, metric_option)
+                     metric, max_epochs, dataset_option, metric_option, {"slide_reader": slide_reader})
         encoders = split_names(encoder) or _as_list(values.pop("encoder", None))
         generators = split_names(generator) or _as_list(values.pop("generator", None))
         values.pop("encoder", None)
@@ -100,9 +103,16 @@ def _config_or_demo(config: Path | None, dataset: str | None, encoder: list[str]
 
 
 def _apply_flags(values: dict, given: dict, metric: list[str], max_epochs: int | None, dataset_option: list[str],
-                 metric_option: list[str]) -> None:
-    """The command line's options over the settings (`given`: the plain ones, None where not given)."""
+                 metric_option: list[str], tiling: dict | None = None) -> None:
+    """The command line's options over the settings (`given`: the plain ones, None where not given;
+    `tiling`: the [tiling] table's, the same)."""
     values.update({key: value for key, value in given.items() if value is not None})
+    tiling = {key: value for key, value in (tiling or {}).items() if value is not None}
+    if tiling:
+        from pathkit_core.wsi.readers.choose import check_reader_name
+
+        check_reader_name(tiling.get("slide_reader"))
+        values.setdefault("tiling", {}).update(tiling)
     if metric:
         values["metrics"] = split_names(metric)
     if max_epochs is not None:

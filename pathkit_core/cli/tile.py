@@ -40,6 +40,13 @@ def register(app: typer.Typer) -> None:
             False, "--exclude-low-tissue", help="Give slides below --min-tissue-area no tiles (a cohort minimum)."
         ),
         segmenter: str = typer.Option("otsu", "--segmenter", help="Tissue segmenter by name."),
+        slide_reader: str | None = typer.Option(
+            None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]."
+        ),
+        tissue_geojson: Path | None = typer.Option(
+            None, "--tissue-geojson", exists=True, file_okay=False, dir_okay=True,
+            help="Folder of edited tissue masks (<slide_id>.tissue.geojson) used instead of the segmenter.",
+        ),
         thumbnail_px: int = typer.Option(
             2048, "--thumbnail-px", help="Longest side of the tissue mask and its thumbnail, at most (docs/wsi.md)."
         ),
@@ -95,10 +102,14 @@ def register(app: typer.Typer) -> None:
             exclude_below_min_area=exclude_low_tissue,
             segmenter=segmenter,
             thumbnail_px=thumbnail_px,
+            slide_reader=slide_reader or "",
+            tissue_geojson=str(tissue_geojson or ""),
         )
+        from pathkit_core.wsi.readers.choose import check_reader_name
         from pathkit_core.wsi.segmentation import get_segmenter
 
         get_segmenter(segmenter)  # an unknown name is a usage error before any work
+        check_reader_name(slide_reader)
         overrides: dict[str, float] = {}
         if mpp_csv is not None:
             overrides.update(read_mpp_csv(mpp_csv))

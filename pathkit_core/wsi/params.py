@@ -54,6 +54,12 @@ class TilingParams:
     # Windows also over the right and bottom edges, read past the slide as glass (stitched
     # segmentation covers the whole slide; MONAI and TIAToolbox pad the image the same way).
     pad_edges: bool = False
+    # The slide reader (`pathkit list slide-readers`); "" takes the first that opens each slide.
+    slide_reader: str = ""
+    # A folder of edited tissue masks (`<slide_id>.tissue.geojson` or `<slide_id>.geojson`, QuPath's
+    # GeoJSON) used instead of the segmenter where a slide has one. Not in the hash: each slide's file
+    # content is recorded in its manifest and checked on resume (docs/wsi.md, "Tissue masks a person can correct").
+    tissue_geojson: str = ""
 
     def __post_init__(self) -> None:
         if self.tile_um is not None:
@@ -107,6 +113,9 @@ class TilingParams:
         out["pen_colours"] = list(self.pen_colours)
         if not self.pad_edges:
             del out["pad_edges"]  # added later: manifests made before it keep their hash
+        if not self.slide_reader:
+            del out["slide_reader"]  # the same: automatic choice keeps the hashes of before
+        del out["tissue_geojson"]
         return out
 
     def params_hash(self) -> str:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from pathkit_core.contracts import PathkitError, TissueSegmenter
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
     from pathkit_core.wsi.params import TilingParams
@@ -188,15 +190,15 @@ def get_segmenter(name: str) -> type[TissueSegmenter]:
 
 
 def segment_slide(
-    slide: Slide, params: TilingParams, thumbnail: Thumbnail | None = None
+    slide: Slide, params: TilingParams, thumbnail: Thumbnail | None = None, *, geojson: Path | None = None
 ) -> tuple[Thumbnail, TissueMask, float, float]:
-    """Thumbnail, tissue mask and the mask's level-0 pixels per mask pixel (x, y)."""
+    """Thumbnail, tissue mask and the mask's level-0 pixels per mask pixel (x, y). With `geojson`
+    (an edited tissue mask, `pathkit_core.wsi.tissue_geojson`) the mask is rasterised from it on the
+    grid the segmenter would have used, and the segmenter does not run."""
     thumb = thumbnail or segmentation_thumbnail(slide, params)
-    th, tw = thumb.shape
-    factor = max(1.0, params.seg_mpp / thumb.mpp) if params.seg_mpp > 0 else 1.0
-    if factor < 1.0 + 1e-3:  # read at the mask's resolution (its size rounded to whole pixels)
-        factor = 1.0
-    mw, mh = max(1, round(tw / factor)), max(1, round(th / factor))
+    if geojson is not None:
+        return _mask_from_geojson(slide, params, thumb, geojson)
+    mw, mh = _mask_grid(slide, params, thumb)
     seg_rgb = resize_rgb(thumb.rgb, (mw, mh))
     width, height = slide.dimensions
     mds_x, mds_y = width / mw, height / mh
@@ -209,3 +211,26 @@ def segment_slide(
             f"{(mh, mw)} image"
         )
     return thumb, mask, mds_x, mds_y
+
+
+def _mask_grid(slide: Slide, params: TilingParams, thumb: Thumbnail) -> tuple[int, int]:
+    """The mask's size (width, height): the thumbnail resized to `params.seg_mpp`."""
+    th, tw = thumb.shape
+    factor = max(1.0, params.seg_mpp / thumb.mpp) if params.seg_mpp > 0 else 1.0
+    if factor < 1.0 + 1e-3:  # read at the mask's resolution (its size rounded to whole pixels)
+        factor = 1.0
+    return max(1, round(tw / factor)), max(1, round(th / factor))
+
+
+def _mask_from_geojson(
+    slide: Slide, params: TilingParams, thumb: Thumbnail, geojson: Path
+) -> tuple[Thumbnail, TissueMask, float, float]:
+    from pathkit_core.wsi.masks import MaskFrame
+    from pathkit_core.wsi.tissue_geojson import mask_from_geojson
+
+    mw, mh = _mask_grid(slide, params, thumb)
+    width, height = slide.dimensions
+    mds_x, mds_y = width / mw, height / mh
+    mask_mpp = slide.mpp * (mds_x + mds_y) / 2.0
+    tissue, info = mask_from_geojson(geojson, MaskFrame(mw, mh, mds_x, mds_y, mask_mpp))
+    return thumb, TissueMask(tissue, mask_mpp, info={"source": "geojson", **info}), mds_x, mds_y

@@ -1,9 +1,9 @@
-"""Slide access through OpenSlide: opening, resolution (mpp) with its source, and bad-input errors."""
+"""Slide access: opening through a slide reader (OpenSlide by default; `pathkit_core.wsi.readers`),
+resolution (mpp) with its source, and bad-input errors."""
 
 from __future__ import annotations
 
 import csv
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.wsi.slide_errors import SlideError, as_float, tiff_resolution_mpp
+
+_as_float = as_float
+_tiff_resolution_mpp = tiff_resolution_mpp
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,7 +34,11 @@ MPP_ANISOTROPY_TOLERANCE = 0.02
 SLIDE_EXTENSIONS: tuple[str, ...] = (
     ".svs", ".tif", ".tiff", ".ndpi", ".vms", ".vmu", ".scn", ".mrxs", ".svslide", ".bif",
     ".dcm", ".btf",
+    # the other slide readers' formats (docs/formats.md)
+    ".czi", ".vsi", ".zarr",
 )
+# Slides that are folders: an OME-Zarr store, a DICOM series.
+FOLDER_SLIDE_EXTENSIONS: tuple[str, ...] = (".zarr", ".dcm")
 
 
 # Errors about a slide's resolution, and how to fix them. The generic fix names every command;
@@ -50,21 +58,6 @@ def with_mpp_fix(message: str, fix: str | None) -> str:
     return message.replace(MPP_FIXES, fix) if fix else message
 
 
-class SlideError(PathkitError):
-    """A slide that cannot be used, with a stable `code` recorded in tiling status files.
-
-    Codes: not-found, symlink-loop, not-a-file, not-a-slide, unopenable, unreadable, no-mpp,
-    implausible-mpp, anisotropic-mpp, duplicate-slide-id, bad-slide-id, stale-manifest; tiling adds
-    cannot-write (the output filesystem refused a write: full, read-only).
-    """
-
-    def __init__(self, code: str, path: str | Path | None, message: str) -> None:
-        self.code = code
-        self.path = str(path) if path is not None else None
-        self.detail = message
-        super().__init__(f"{path}: {message}" if path is not None else message)
-
-
 def slide_id_for(path: str | Path) -> str:
     """The slide id: the file name without its extension (`a/b/CMU-1.svs` -> `CMU-1`).
 
@@ -73,7 +66,7 @@ def slide_id_for(path: str | Path) -> str:
     """
     name = Path(path).name
     lower = name.lower()
-    for ext in (".ome.tiff", ".ome.tif"):
+    for ext in (".ome.tiff", ".ome.tif", ".ome.zarr", ".ome.zarr.zip", ".zarr.zip"):
         if lower.endswith(ext):
             return name[: -len(ext)]
     stem = Path(name).stem
@@ -95,26 +88,6 @@ class MppResolution:
     def mpp(self) -> float:
         """One isotropic value (the mean; the two differ by at most the anisotropy tolerance)."""
         return (self.mpp_x + self.mpp_y) / 2.0
-
-
-def _as_float(value: Any) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) and out > 0 else None
-
-
-def _tiff_resolution_mpp(props: Mapping[str, str]) -> tuple[float, float] | None:
-    unit = str(props.get("tiff.ResolutionUnit", "")).strip().lower()
-    per_unit = {"centimeter": 1e4, "centimetre": 1e4, "cm": 1e4, "inch": 25400.0, "in": 25400.0}
-    if unit not in per_unit:
-        return None
-    xres, yres = _as_float(props.get("tiff.XResolution")), _as_float(props.get("tiff.YResolution"))
-    if xres is None:
-        return None
-    yres = yres or xres
-    return per_unit[unit] / xres, per_unit[unit] / yres
 
 
 # Vendor keys OpenSlide may expose without deriving openslide.mpp-x from them (older files,
@@ -163,17 +136,6 @@ def resolve_mpp(
     or TIFF resolution tags); vendor keys OpenSlide did not convert; TIFF resolution tags.
     Objective power alone is not used: 20x means 0.5 um/px on one scanner and 0.46 on another.
     """
-    hint = f"; supply it with {MPP_FIXES}"
-    if override is not None:
-        value = _as_float(override)
-        if value is None or not (MPP_MIN <= value <= MPP_MAX):
-            raise SlideError(
-                "implausible-mpp", path,
-                f"the supplied mpp {override!r} is outside the plausible range "
-                f"{MPP_MIN}-{MPP_MAX} um/px",
-            )
-        return MppResolution(value, value, override_source)
-
     found: tuple[str, tuple[float, float]] | None = None
     mx, my = _as_float(properties.get("openslide.mpp-x")), _as_float(properties.get("openslide.mpp-y"))
     if mx is not None:
@@ -184,6 +146,29 @@ def resolve_mpp(
         tiff = _tiff_resolution_mpp(properties)
         if tiff is not None:
             found = ("tiff-resolution", tiff)
+    return mpp_from(found, path=path, override=override, override_source=override_source)
+
+
+def mpp_from(
+    found: tuple[str, tuple[float, float]] | None,
+    *,
+    path: str | Path | None = None,
+    override: float | None = None,
+    override_source: str = "user",
+) -> MppResolution:
+    """The checks every slide reader shares: a user's value wins; else `found` (source, (mpp_x,
+    mpp_y)) from the reader's metadata must exist (no-mpp), be plausible (implausible-mpp) and
+    square (anisotropic-mpp)."""
+    hint = f"; supply it with {MPP_FIXES}"
+    if override is not None:
+        value = _as_float(override)
+        if value is None or not (MPP_MIN <= value <= MPP_MAX):
+            raise SlideError(
+                "implausible-mpp", path,
+                f"the supplied mpp {override!r} is outside the plausible range "
+                f"{MPP_MIN}-{MPP_MAX} um/px",
+            )
+        return MppResolution(value, value, override_source)
     if found is None:
         raise SlideError("no-mpp", path, f"no resolution (mpp) in the slide's metadata{hint}")
 
@@ -258,32 +243,19 @@ def lookup_mpp(overrides: Mapping[str, float] | None, path: str | Path) -> float
 # --------------------------------------------------------------------------- opening
 
 
-def _describe_unsupported(path: Path) -> str:
-    """Say why OpenSlide does not recognise a file, naming the flat-TIFF case explicitly."""
-    try:
-        import tifffile
-
-        with tifffile.TiffFile(path) as tif:
-            page = tif.pages[0]
-            if not page.is_tiled:
-                return (
-                    f"a flat (striped, untiled) TIFF of {page.imagewidth}x{page.imagelength} px, "
-                    "not a pyramidal whole-slide image; OpenSlide reads only tiled slides"
-                )
-    except Exception:  # noqa: BLE001 - not a TIFF at all: fall through to the generic message
-        pass
-    return "not a whole-slide image format OpenSlide recognises"
-
-
 @dataclass
 class Slide:
-    """An open slide with its resolved mpp. Close it (or use `with`) when done."""
+    """An open slide with its resolved mpp. Close it (or use `with`) when done.
+
+    `handle` is the reader's: an `openslide.OpenSlide` for the default reader, a
+    `pathkit_core.wsi.readers.base.ReaderHandle` (the same attributes) for the others."""
 
     path: Path
-    handle: openslide.OpenSlide
+    handle: openslide.OpenSlide | Any
     mpp_info: MppResolution
     slide_id: str = ""
     properties: dict[str, str] = field(default_factory=dict)
+    reader: str = "openslide"  # the slide reader that opened it (`pathkit list slide-readers`)
 
     def __post_init__(self) -> None:
         self.slide_id = self.slide_id or slide_id_for(self.path)
@@ -314,7 +286,22 @@ class Slide:
 
     @property
     def vendor(self) -> str:
-        return str(self.properties.get("openslide.vendor", "unknown"))
+        return str(self.properties.get("openslide.vendor") or getattr(self.handle, "vendor", None) or "unknown")
+
+    @property
+    def associated_image_names(self) -> list[str]:
+        """The associated images (label, macro, thumbnail, ...) the slide's file holds."""
+        found = getattr(self.handle, "associated", None)
+        return sorted(found if found is not None else self.handle.associated_images)
+
+    def associated_image(self, name: str) -> np.ndarray:
+        """One associated image as RGB uint8 (h, w, 3)."""
+        import numpy as np
+
+        reader_image = getattr(self.handle, "associated_image", None)
+        if reader_image is not None:
+            return reader_image(name)
+        return np.array(self.handle.associated_images[name].convert("RGB"))
 
     @property
     def objective_power(self) -> float | None:
@@ -367,6 +354,10 @@ def read_rgb(
     import numpy as np
     import openslide
 
+    from pathkit_core.wsi.readers.base import ReaderHandle
+
+    if isinstance(handle, ReaderHandle):  # another format's reader
+        return handle.read_rgb(location, level, size, out=out)
     w, h = int(size[0]), int(size[1])
     raw = _read_region_fn()
     osr = getattr(handle, "_osr", None)
@@ -424,38 +415,35 @@ def check_slide_file(path: str | Path) -> Path:
         return p
     code, message = problem
     if code == "directory":
-        if p.suffix.lower() == ".dcm":  # a DICOM slide is a folder of instances
+        if p.suffix.lower() in FOLDER_SLIDE_EXTENSIONS:  # a DICOM series, an OME-Zarr store
             return p
         raise SlideError("not-a-slide", p, "is a directory, not a slide file")
     raise SlideError({"unreadable": "unopenable"}.get(code, code), p, message)
 
 
-def open_slide(path: str | Path, mpp: float | None = None, *, mpp_source: str = "user") -> Slide:
-    """Open a slide with OpenSlide and resolve its mpp (see `resolve_mpp`); SlideError otherwise."""
-    import openslide
+def open_slide(
+    path: str | Path, mpp: float | None = None, *, mpp_source: str = "user", reader: str | None = None
+) -> Slide:
+    """Open a slide and resolve its mpp (see `resolve_mpp`, `mpp_from`); SlideError otherwise.
+
+    `reader` names the slide reader (`pathkit list slide-readers`); None takes the first that
+    claims and opens the file, in the documented order (docs/formats.md), OpenSlide by default.
+    """
+    from pathkit_core.wsi.readers.base import ReaderHandle
+    from pathkit_core.wsi.readers.choose import open_handle
 
     p = check_slide_file(path)
+    handle, name = open_handle(p, reader)
+    props = {str(k): str(v) for k, v in dict(handle.properties).items()}
     try:
-        fmt = openslide.OpenSlide.detect_format(str(p))
-    except openslide.OpenSlideError as exc:
-        raise SlideError("unopenable", p, f"OpenSlide cannot open it: {exc}") from None
-    if fmt is None:
-        raise SlideError("not-a-slide", p, _describe_unsupported(p))
-    try:
-        handle = openslide.OpenSlide(str(p))
-    except openslide.OpenSlideUnsupportedFormatError:
-        raise SlideError("not-a-slide", p, _describe_unsupported(p)) from None
-    except openslide.OpenSlideError as exc:
-        raise SlideError("unopenable", p, f"OpenSlide cannot open this {fmt} file: {exc}") from None
-    except OSError as exc:
-        raise SlideError("unopenable", p, f"cannot be read: {exc}") from None
-    props = dict(handle.properties)
-    try:
-        mpp_info = resolve_mpp(props, path=p, override=mpp, override_source=mpp_source)
+        if isinstance(handle, ReaderHandle):
+            mpp_info = mpp_from(handle.mpp_found, path=p, override=mpp, override_source=mpp_source)
+        else:
+            mpp_info = resolve_mpp(props, path=p, override=mpp, override_source=mpp_source)
     except BaseException:
         handle.close()
         raise
-    return Slide(path=p, handle=handle, mpp_info=mpp_info, properties=props)
+    return Slide(path=p, handle=handle, mpp_info=mpp_info, properties=props, reader=name)
 
 
 def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False) -> list[Path]:
@@ -469,12 +457,14 @@ def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False) -> lis
     out: list[Path] = []
     for item in inputs:
         p = Path(item)
-        if p.is_dir() and p.suffix.lower() != ".dcm":
+        if p.is_dir() and p.suffix.lower() not in FOLDER_SLIDE_EXTENSIONS:
             pattern = "**/*" if recursive else "*"
             found = sorted(
                 c for c in p.glob(pattern)
                 if c.suffix.lower() in SLIDE_EXTENSIONS and not c.name.startswith(".")
-                and (c.is_file() or c.is_symlink() or (c.exists() and not c.is_dir()))
+                and (c.is_file() or c.is_symlink() or (c.exists() and not c.is_dir())
+                     or (c.is_dir() and c.suffix.lower() in FOLDER_SLIDE_EXTENSIONS))
+                and not _inside_folder_slide(c, p)
             )
             if not found:
                 raise PathkitError(
@@ -485,6 +475,12 @@ def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False) -> lis
         else:
             out.append(p)
     return out
+
+
+def _inside_folder_slide(path: Path, top: Path) -> bool:
+    """Whether `path` lies inside a folder slide below `top` (a chunk of an OME-Zarr store)."""
+    return any(parent.suffix.lower() in FOLDER_SLIDE_EXTENSIONS for parent in path.relative_to(top).parents
+               if parent != Path("."))
 
 
 def check_unique_ids(paths: Sequence[Path]) -> dict[str, list[Path]]:

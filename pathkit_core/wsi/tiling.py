@@ -23,6 +23,7 @@ from pathkit_core.workspace import (
 )
 from pathkit_core.wsi.params import TileGeometry, TilingParams
 from pathkit_core.wsi.slide import SlideError, check_slide_file, slide_id_for
+from pathkit_core.wsi.tissue_geojson import find_tissue_geojson, geojson_identity
 
 if TYPE_CHECKING:
     import numpy as np
@@ -248,6 +249,7 @@ def qc_path_for(out_dir: str | Path, slide_id: str) -> Path:
 
 def _resumable(
     manifest: Path, slide_path: Path, params_hash: str, mpp_override: float | None, code_key: str | None = None,
+    geojson_id: str | None = None,
 ) -> tuple[bool, dict[str, Any] | None, str]:
     """(reusable, meta, why-not) for an existing manifest."""
     from pathkit_core.wsi.manifest import read_manifest_meta
@@ -273,6 +275,8 @@ def _resumable(
     # falls only between the blocks it reads.
     if not _same_slide(slide_path, meta):
         return False, meta, "the slide file changed since (content identity differs)"
+    if (meta.get("segmentation") or {}).get("geojson_identity") != geojson_id:
+        return False, meta, "made from another tissue mask (the tissue GeoJSON was added, edited or removed)"
     return True, meta, ""
 
 
@@ -288,8 +292,10 @@ def _same_slide(path: Path, meta: Mapping[str, Any]) -> bool:
 def _clean_stale_temporaries(out_dir: Path, slide_id: str) -> None:
     # A killed run leaves the temporaries of atomic writes behind; only the lock holder may
     # remove them, so this runs under the slide's lock.
+    from pathkit_core.wsi.tissue_geojson import tissue_geojson_path
+
     for target in (manifest_path_for(out_dir, slide_id), qc_path_for(out_dir, slide_id),
-                   out_dir / f"{slide_id}.csv"):
+                   out_dir / f"{slide_id}.csv", tissue_geojson_path(out_dir, slide_id)):
         remove_stale_temporaries(target)
 
 
@@ -321,10 +327,11 @@ def tile_slide(
     manifest_file = manifest_path_for(out, slide_id)
     check_slide_file(path)  # before the lock: a named pipe would block the reader
     phash = params.params_hash()
+    geojson = find_tissue_geojson(params.tissue_geojson, slide_id)
     with FileLock(out / f".{slide_id}.lock", timeout=lock_timeout):
         _clean_stale_temporaries(out, slide_id)
         if manifest_file.exists():
-            ok, meta, why = _resumable(manifest_file, path, phash, mpp, code_key)
+            ok, meta, why = _resumable(manifest_file, path, phash, mpp, code_key, geojson_identity(geojson))
             if ok and meta is not None:
                 return TileResult(
                     slide_id, str(path), "skipped", "manifest exists with the same parameters",
@@ -337,7 +344,7 @@ def tile_slide(
                     f"{manifest_file} exists but was {why}; pass --overwrite to replace it or "
                     "tile into another --out folder",
                 )
-        result = _tile_unlocked(path, slide_id, out, params, mpp, mpp_source, write_csv, code_key)
+        result = _tile_unlocked(path, slide_id, out, params, mpp, mpp_source, write_csv, code_key, geojson)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -351,29 +358,32 @@ def _tile_unlocked(
     mpp_source: str,
     write_csv: bool,
     code_key: str | None = None,
+    geojson: Path | None = None,
 ) -> TileResult:
     import openslide
     import polars as pl
 
     import pathkit_core
     from pathkit_core.wsi.manifest import write_manifest, write_manifest_csv
-    from pathkit_core.wsi.masks import pack_mask
+    from pathkit_core.wsi.masks import MaskFrame, pack_mask
     from pathkit_core.wsi.qc import render_qc
     from pathkit_core.wsi.segmentation import segment_slide
     from pathkit_core.wsi.slide import open_slide
+    from pathkit_core.wsi.tissue_geojson import tissue_geojson_path, write_tissue_geojson
 
     st = path.stat()
-    with open_slide(path, mpp=mpp, mpp_source=mpp_source) as slide:
+    with open_slide(path, mpp=mpp, mpp_source=mpp_source, reader=params.slide_reader or None) as slide:
         geometry = choose_geometry(slide.mpp, slide.level_downsamples, params, path=path)
-        thumb, mask, mds_x, mds_y = segment_slide(slide, params)
+        thumb, mask, mds_x, mds_y = segment_slide(slide, params, geojson=geojson)
         tiles = plan_grid(
             slide.dimensions, geometry, mask.tissue, (mds_x, mds_y), params.min_tissue_fraction,
             pad_edges=params.pad_edges,
         )
         meta = _slide_meta(slide, params, geometry, st)
-    from pathkit_core.sources import file_identity
+    from pathkit_core.wsi.readers.base import content_identity
 
-    identity = file_identity(path)  # whole-file sha256 for a small file; header, tail and blocks for a large one
+    # whole-file sha256 for a small file; header, tail and blocks for a large one; every file of a folder slide
+    identity = content_identity(path)
     area = mask.area_mm2
     notes: list[str] = []
     status, reason = "ok", ""
@@ -415,7 +425,7 @@ def _tile_unlocked(
             "downsample_x": mds_x, "downsample_y": mds_y, "mpp": mask.mpp,
         },
         tissue_mask=pack_mask(mask.tissue),  # stitched segmentation reads it instead of segmenting again
-        segmentation={"segmenter": params.segmenter, **mask.info},
+        segmentation={"segmenter": "geojson" if geojson is not None else params.segmenter, **mask.info},
         warnings=notes,
         status=status,
         pathkit_version=pathkit_core.__version__,
@@ -426,6 +436,9 @@ def _tile_unlocked(
     manifest_file = manifest_path_for(out, slide_id)
     if write_csv:
         write_manifest_csv(out / f"{slide_id}.csv", tiles)
+    # the contours a person can correct and give back with --tissue-geojson (docs/formats.md)
+    write_tissue_geojson(tissue_geojson_path(out, slide_id), mask.tissue,
+                         MaskFrame(mask.tissue.shape[1], mask.tissue.shape[0], mds_x, mds_y, mask.mpp))
     # The manifest is written last: its presence marks the slide as done for resume.
     write_manifest(manifest_file, tiles, meta)
     for note in notes + ([reason] if status == "empty" else []):
@@ -453,6 +466,7 @@ def low_tissue_note(results: Iterable[TileResult], params: TilingParams) -> str 
 def _slide_meta(slide: Slide, params: TilingParams, g: TileGeometry, st: os.stat_result) -> dict[str, Any]:
     return {
         "vendor": slide.vendor,
+        "slide_reader": slide.reader,
         "objective_power": slide.objective_power,
         "width": slide.dimensions[0],
         "height": slide.dimensions[1],

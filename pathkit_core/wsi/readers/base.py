@@ -1,0 +1,215 @@
+"""What every slide reader shares: the OpenSlide-shaped handle (`ReaderHandle`) over a pyramid of
+per-level arrays, the one-line error wording, and the content identity of a slide that is a folder.
+
+A reader builds a `ReaderHandle` from `Level`s (anything that returns an (h, w, channels) array for
+a level-pixel window) plus its metadata; reading, bounds, glass padding and decode errors are
+handled here once, so every format answers `read_rgb` the way `pathkit_core.wsi.slide.read_rgb`
+answers for OpenSlide: RGB uint8, level-0 location, pixels beyond the slide white.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pathkit_core.wsi.slide_errors import SlideError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# Micrometres per unit, for the length units OME-XML (UnitsLength) and NGFF (UDUNITS-2 names) use.
+MICROMETRES_PER = {
+    "m": 1e6, "meter": 1e6, "metre": 1e6,
+    "cm": 1e4, "centimeter": 1e4, "centimetre": 1e4,
+    "mm": 1e3, "millimeter": 1e3, "millimetre": 1e3,
+    "µm": 1.0, "um": 1.0, "μm": 1.0, "micrometer": 1.0, "micrometre": 1.0, "micron": 1.0,
+    "nm": 1e-3, "nanometer": 1e-3, "nanometre": 1e-3,
+    "å": 1e-4, "angstrom": 1e-4,
+}
+
+
+def to_micrometres(value: Any, unit: str | None) -> float | None:
+    """`value` in `unit` as micrometres; None for a missing or non-positive value or an unknown unit."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    factor = MICROMETRES_PER.get(str(unit or "µm").strip().lower())
+    if factor is None or not number > 0 or number == float("inf"):
+        return None
+    return number * factor
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's first line (libraries put tracebacks or C++ context after it)."""
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def cannot_open(path: Path, reader: str, exc: BaseException | str) -> SlideError:
+    """The `unopenable` error of reader `reader` for `path`, in one line."""
+    why = exc if isinstance(exc, str) else one_line(exc)
+    return SlideError("unopenable", path, f"the {reader} reader cannot open it: {why}")
+
+
+class Level(Protocol):
+    """One pyramid level: `width`, `height` and a window of it as an (h, w, c) array."""
+
+    width: int
+    height: int
+
+    def window(self, x: int, y: int, w: int, h: int) -> np.ndarray: ...
+
+
+@dataclass
+class ArrayLevel:
+    """A level held as an array-like indexed [y, x, c] (a zarr array, a numpy memory map)."""
+
+    array: Any
+
+    @property
+    def width(self) -> int:
+        return int(self.array.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.array.shape[0])
+
+    def window(self, x: int, y: int, w: int, h: int) -> np.ndarray:
+        import numpy as np
+
+        return np.asarray(self.array[y: y + h, x: x + w])
+
+
+def as_rgb(pixels: np.ndarray) -> np.ndarray:
+    """(h, w, c) uint8 pixels as RGB: grey repeated, RGBA composited on white, BGR left to the reader."""
+    import numpy as np
+
+    if pixels.ndim == 2:
+        pixels = pixels[..., None]
+    c = pixels.shape[2]
+    if c == 1:
+        return np.repeat(pixels, 3, axis=2)
+    if c == 4:
+        a = pixels[..., 3:4].astype(np.uint16)
+        return ((pixels[..., :3].astype(np.uint16) * a + 255 * (255 - a)) // 255).astype(np.uint8)
+    return pixels[..., :3]
+
+
+@dataclass
+class ReaderHandle:
+    """An open slide of any format, shaped like `openslide.OpenSlide` for the `Slide` that holds it.
+
+    `mpp_found` is (source, (mpp_x, mpp_y)) as the reader found it in the metadata (None when it
+    has none); `pathkit_core.wsi.slide.mpp_from` checks it like OpenSlide's. `associated` maps an
+    associated image's name (label, macro, thumbnail, ...) to a function reading it as RGB.
+    """
+
+    path: Path
+    reader: str
+    levels: list[Level]
+    mpp_found: tuple[str, tuple[float, float]] | None
+    vendor: str
+    properties: dict[str, str] = field(default_factory=dict)
+    associated: Mapping[str, Callable[[], np.ndarray]] = field(default_factory=dict)
+    on_close: Callable[[], None] | None = None
+    # Pixel values as stored, per channel, need no reordering when False; CZI stores BGR.
+    bgr: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.levels:
+            raise cannot_open(self.path, self.reader, "no image levels")
+        base = self.levels[0]
+        if base.width <= 0 or base.height <= 0:
+            raise cannot_open(self.path, self.reader, f"an empty image of {base.width}x{base.height} px")
+
+    @property
+    def dimensions(self) -> tuple[int, int]:
+        return self.level_dimensions[0]
+
+    @property
+    def level_count(self) -> int:
+        return len(self.levels)
+
+    @property
+    def level_dimensions(self) -> list[tuple[int, int]]:
+        return [(lv.width, lv.height) for lv in self.levels]
+
+    @property
+    def level_downsamples(self) -> list[float]:
+        """Level-0 pixels per level pixel: the mean of the two axes' ratios, as OpenSlide gives it."""
+        w0, h0 = self.dimensions
+        return [((w0 / lv.width) + (h0 / lv.height)) / 2.0 for lv in self.levels]
+
+    @property
+    def associated_images(self) -> dict[str, np.ndarray]:
+        """Each associated image as RGB uint8, read when asked for."""
+        return {name: self.associated_image(name) for name in self.associated}
+
+    def associated_image(self, name: str) -> np.ndarray:
+        try:
+            return as_rgb(self.associated[name]())
+        except Exception as exc:  # noqa: BLE001 - a codec error of any library
+            raise SlideError("unreadable", self.path,
+                             f"associated image {name!r} cannot be decoded ({self.reader}: {one_line(exc)})") from None
+
+    def read_rgb(
+        self, location: tuple[int, int], level: int, size: tuple[int, int], out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """RGB uint8 (h, w, 3) of the `size` region of `level` whose top left is `location` in
+        level-0 pixels; what lies beyond the slide is white glass, as OpenSlide composites it."""
+        import numpy as np
+
+        if not 0 <= level < len(self.levels):
+            raise SlideError("unreadable", self.path, f"level {level} does not exist ({self.level_count} levels)")
+        w, h = int(size[0]), int(size[1])
+        if out is None:
+            out = np.empty((h, w, 3), dtype=np.uint8)
+        out[...] = 255
+        lv = self.levels[level]
+        ds = self.level_downsamples[level]
+        x0, y0 = int(location[0] // ds), int(location[1] // ds)
+        cx0, cy0 = max(x0, 0), max(y0, 0)
+        cx1, cy1 = min(x0 + w, lv.width), min(y0 + h, lv.height)
+        if cx1 <= cx0 or cy1 <= cy0:
+            return out
+        try:
+            pixels = lv.window(cx0, cy0, cx1 - cx0, cy1 - cy0)
+        except Exception as exc:  # noqa: BLE001 - a codec error of any library
+            raise SlideError("unreadable", self.path,
+                             f"tiles cannot be decoded ({self.reader} reader: {one_line(exc)})") from None
+        if pixels.dtype != np.uint8:
+            raise SlideError("unreadable", self.path, f"{pixels.dtype} pixels; the {self.reader} reader reads "
+                             "8-bit brightfield (RGB or grey) slides")
+        rgb = as_rgb(pixels)
+        if self.bgr:
+            rgb = rgb[..., ::-1]
+        out[cy0 - y0: cy1 - y0, cx0 - x0: cx1 - x0] = rgb
+        return out
+
+    def close(self) -> None:
+        if self.on_close is not None:
+            self.on_close()
+            self.on_close = None
+
+
+def content_identity(path: str | Path) -> str:
+    """The content identity of a slide: a file's (`pathkit_core.sources.file_identity`); for a slide
+    that is a folder (an OME-Zarr store, a DICOM series) the sha256 of every file's relative path
+    and identity, so that an edited chunk or an added instance changes it."""
+    from pathkit_core.sources import file_identity
+
+    p = Path(path)
+    if not p.is_dir():
+        return file_identity(p)
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(p):
+        dirs.sort()
+        for name in sorted(files):
+            member = Path(root) / name
+            digest.update(f"{member.relative_to(p).as_posix()}\0{file_identity(member)}\n".encode())
+    return f"folder:{digest.hexdigest()}"

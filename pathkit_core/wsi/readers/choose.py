@@ -1,0 +1,108 @@
+"""Which slide reader opens a file: the one named, or the first, by `order`, that claims the file and
+opens it (docs/formats.md, "How a reader is chosen")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pathkit_core.contracts import SlideReader
+from pathkit_core.wsi.slide_errors import SlideError
+
+DEFAULT_READER = "openslide"
+
+
+def _registered() -> tuple[Any, list[type[SlideReader]]]:
+    """(the registry, its slide readers); a registry that holds none (built without the entry
+    points, as hermetic tests build it) still opens slides with the distribution's own."""
+    from pathkit_core.plugins import get_plugin_manager
+    from pathkit_core.wsi.readers import builtin_readers
+
+    registry = get_plugin_manager()
+    names = registry.names("slide-reader") if "slide-reader" in registry.kinds else []
+    if not names:
+        return None, builtin_readers()
+    return registry, [registry.get("slide-reader", name) for name in names]  # type: ignore[misc]
+
+
+def ordered_readers() -> list[type[SlideReader]]:
+    """Every registered slide reader, in the order automatic choice tries them."""
+    return sorted(_registered()[1], key=lambda cls: (cls.order, cls.name))
+
+
+def get_reader(name: str) -> type[SlideReader]:
+    """The slide reader registered as `name` (an unknown name lists the close ones)."""
+    registry, readers = _registered()
+    if registry is not None:
+        return registry.get("slide-reader", name)  # type: ignore[no-any-return]
+    found = {cls.name: cls for cls in readers}
+    if name not in found:
+        import difflib
+
+        from pathkit_core.contracts import PathkitError
+
+        close = difflib.get_close_matches(name, list(found), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise PathkitError(f"no slide-reader named {name!r}{hint} (known: {', '.join(sorted(found))})")
+    return found[name]
+
+
+def check_reader_name(name: str | None) -> None:
+    """A usage error before any work when `name` is no registered reader or cannot run here."""
+    if not name:
+        return
+    cls = get_reader(name)
+    why = cls.unavailable()
+    if why is not None:
+        from pathkit_core.contracts import PathkitError
+
+        raise PathkitError(f"slide reader {name!r} is not usable here: {why}")
+
+
+def _open(cls: type[SlideReader], path: Path) -> Any:
+    """`cls().open(path)`; a library that is installed but does not import is a reader-missing error."""
+    try:
+        return cls().open(path)
+    except ImportError as exc:
+        raise SlideError("reader-missing", path, f"the {cls.name} reader's library does not import ({exc}); "
+                         f'reinstall it: pip install "pathkit[{cls.extra}]"') from None
+
+
+def _open_named(path: Path, name: str) -> tuple[Any, str]:
+    cls = get_reader(name)
+    why = cls.unavailable()
+    if why is not None:
+        raise SlideError("reader-missing", path, f"the {name} reader is not usable here: {why}")
+    return _open(cls, path), name
+
+
+def open_handle(path: Path, name: str | None = None) -> tuple[Any, str]:
+    """(an open handle of `path`, the reader's name): the reader `name`, or else the first that
+    claims the file and opens it. When none opens it: the extra to install when a reader that claimed it is missing,
+    else the error of the first that claimed it."""
+    if name:
+        return _open_named(path, name)
+    first_error: SlideError | None = None
+    missing: list[tuple[type[SlideReader], str]] = []
+    for cls in ordered_readers():
+        try:
+            claimed = cls.claims(path)
+        except OSError:
+            claimed = False
+        if not claimed:
+            continue
+        why = cls.unavailable()
+        if why is not None:
+            missing.append((cls, why))
+            continue
+        try:
+            return _open(cls, path), cls.name
+        except SlideError as exc:
+            first_error = first_error or exc
+    if missing:  # the file's own format's reader is not installed: that is what to fix
+        cls, why = missing[0]
+        raise SlideError("reader-missing", path, f"looks like {cls.formats} ({cls.name} reader), which is not "
+                         f"usable here: {why}")
+    if first_error is None:
+        raise SlideError("not-a-slide", path, "no slide reader recognises this file")
+    raise first_error

@@ -1,0 +1,127 @@
+"""Zeiss CZI through pylibCZIrw (libCZI): the whole scan (the total bounding rectangle of every
+scene) at level 0 and one level per pyramid layer the file stores (its subblocks' zoom), which
+libCZI composes at that zoom; the mpp from the Scaling/Items/Distance metadata (metres per pixel); Bgr24
+pixels returned as RGB; the label and slide preview attachments are not read (docs/formats.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pathkit_core.contracts import SlideReader
+from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, to_micrometres
+from pathkit_core.wsi.slide_errors import SlideError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+CZI_MAGIC = b"ZISRAWFILE"
+# Virtual levels stop when the smaller side would fall under this many pixels.
+MIN_LEVEL_PX = 512
+
+
+@dataclass
+class CziLevel:
+    """One zoom level of a CZI document: level pixels map to `downsample` level-0 pixels."""
+
+    doc: Any
+    origin: tuple[int, int]
+    base: tuple[int, int]
+    downsample: int
+
+    @property
+    def width(self) -> int:
+        return self.base[0] // self.downsample
+
+    @property
+    def height(self) -> int:
+        return self.base[1] // self.downsample
+
+    def window(self, x: int, y: int, w: int, h: int) -> np.ndarray:
+        import numpy as np
+
+        d = self.downsample
+        roi = (self.origin[0] + x * d, self.origin[1] + y * d, w * d, h * d)
+        pixels = self.doc.read(roi=roi, plane={"C": 0}, zoom=1.0 / d, background_pixel=(1.0, 1.0, 1.0))
+        if pixels.shape[0] != h or pixels.shape[1] != w:  # libCZI rounds the zoomed size
+            fixed = np.full((h, w, pixels.shape[2]), 255, dtype=pixels.dtype)
+            fixed[: min(h, pixels.shape[0]), : min(w, pixels.shape[1])] = pixels[:h, :w]
+            pixels = fixed
+        return pixels
+
+
+def czi_mpp(metadata: dict[str, Any]) -> tuple[str, tuple[float, float]] | None:
+    """(source, (mpp_x, mpp_y)) from ImageDocument/Metadata/Scaling/Items/Distance (metres)."""
+    try:
+        items = metadata["ImageDocument"]["Metadata"]["Scaling"]["Items"]["Distance"]
+    except (KeyError, TypeError):
+        return None
+    items = items if isinstance(items, list) else [items]
+    found = {str(d.get("@Id")): to_micrometres(d.get("Value"), "m") for d in items if isinstance(d, dict)}
+    if found.get("X") is None:
+        return None
+    return "czi Scaling/Distance", (found["X"], found.get("Y") or found["X"])
+
+
+def stored_downsamples(doc: Any) -> list[int]:
+    """The pyramid the file stores: 1 and the downsample (1 / zoom, rounded) of every subblock layer."""
+    found = {1}
+
+    def note(_index: int, info: Any) -> bool:
+        zoom = float(info.get_zoom())
+        if 0 < zoom < 0.95:
+            found.add(round(1.0 / zoom))
+        return True
+
+    doc.enumerate_subblocks(note)
+    return sorted(found)
+
+
+def open_czi_document(path: Path, reader: str) -> ReaderHandle:
+    from pylibCZIrw import czi as pyczi
+
+    context = pyczi.open_czi(str(path))
+    try:
+        doc = context.__enter__()
+    except Exception as exc:  # noqa: BLE001 - libCZI raises RuntimeError on a damaged file
+        raise cannot_open(path, reader, exc) from None
+    try:
+        box = doc.total_bounding_rectangle
+        pixel_type = str(doc.pixel_types.get(0, ""))
+        if pixel_type not in ("Bgr24", "Gray8", "Bgra32"):
+            raise SlideError("unopenable", path, f"the {reader} reader reads 8-bit brightfield scans "
+                             f"(Bgr24, Gray8); this one is {pixel_type or 'of no pixel type'}")
+        levels = [CziLevel(doc, (box.x, box.y), (box.w, box.h), d) for d in stored_downsamples(doc)
+                  if d == 1 or min(box.w, box.h) // d >= MIN_LEVEL_PX]
+        scenes = doc.scenes_bounding_rectangle
+        props = {"czi.pixel_type": pixel_type, "czi.scenes": str(len(scenes)),
+                 "czi.bounding_box": f"{box.x},{box.y},{box.w},{box.h}"}
+        return ReaderHandle(path=path, reader=reader, levels=levels, mpp_found=czi_mpp(doc.metadata), vendor="zeiss",
+                            properties=props, on_close=lambda: context.__exit__(None, None, None),
+                            bgr=pixel_type != "Gray8")
+    except SlideError:
+        context.__exit__(None, None, None)
+        raise
+    except Exception as exc:  # noqa: BLE001 - malformed metadata or directory
+        context.__exit__(None, None, None)
+        raise cannot_open(path, reader, exc) from None
+
+
+class CziReader(SlideReader):
+    name = "czi"
+    description = "Zeiss CZI scans (libCZI through pylibCZIrw)"
+    formats = "czi"
+    extra = "czi"
+    modules: ClassVar[tuple[str, ...]] = ("pylibCZIrw.czi",)
+    order = 30
+
+    @classmethod
+    def claims(cls, path: Path) -> bool:
+        if not path.is_file():
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(len(CZI_MAGIC)) == CZI_MAGIC
+
+    def open(self, path: Path) -> ReaderHandle:
+        return open_czi_document(path, self.name)
