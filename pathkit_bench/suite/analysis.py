@@ -33,6 +33,7 @@ class TaskComparison:
     result: Any = None  # stats.PairwiseBootstrap (one seed), stats.seeds.PairwiseSeeds (several), or None
     p_adjusted: Any = None  # (cells, cells)
     note: str = ""
+    statistic: Any = None  # a corpus statistic's resample function (compared by `pairwise_bootstrap_statistic`)
 
     def mean(self, cell: tuple[str, str]) -> float:
         values = [v for v in self.seed_values.get(cell, {}).values() if v is not None and math.isfinite(v)]
@@ -99,14 +100,14 @@ def _paired_data(task: TaskComparison, registry: Any) -> tuple[str, Any, Any]:
                 differ = case_difference(ids, cell_ids, "/".join(first_cell), f"{'/'.join(cell)} (seed {seed})")
                 raise PathkitError(f"the cells were scored on different test cases: {differ}")
             values = paired_values(run, task.key, ids, registry)
-            kind = values.test
+            kind, task.statistic = values.test, values.statistic
             if values.labels is not None:
                 if labels is not None and not np.array_equal(labels, values.labels):
                     raise PathkitError(f"{run.path}: its per-case classes differ from another cell's")
                 labels = values.labels
             row.append(values.values)
         per_seed.append(row)
-    # (seeds, cells, cases[, classes]) -> (seeds, cases, cells[, classes])
+    # (seeds, cells, cases[, classes or columns]) -> (seeds, cases, cells[, classes or columns])
     stacked = np.asarray(per_seed, dtype=np.float64)
     return kind, np.moveaxis(stacked, 1, 2), labels
 
@@ -118,12 +119,16 @@ TWO_SEEDS = ("two seeds: the seed-to-seed spread of a difference rests on one de
 
 
 def _compare(kind: str, values: Any, labels: Any, n_seeds: int, *, level: float, resamples: int,
-             seed: int) -> tuple[Any, str]:
+             seed: int, statistic: Any = None) -> tuple[Any, str]:
     """(result, the test's words): the two-way bootstrap with one seed, the seeds x cases inference
-    (`stats.seeds`) with several."""
-    from pathkit_bench.stats import pairwise_bootstrap, pairwise_bootstrap_auroc
+    (`stats.seeds`) with several; a corpus statistic (C-index, kappa) by the two-way bootstrap
+    recomputing it per resample, whatever the seeds."""
+    from pathkit_bench.stats import pairwise_bootstrap, pairwise_bootstrap_auroc, pairwise_bootstrap_statistic
     from pathkit_bench.stats.seeds import pairwise_seeds, pairwise_seeds_auroc
 
+    if kind == "statistic":
+        return (pairwise_bootstrap_statistic(values, statistic, resamples, seed, level),
+                "paired bootstrap of the statistic recomputed per resample (seeds x cases)")
     if n_seeds > 1:
         if kind == "auroc":
             return (pairwise_seeds_auroc(values, labels, level),
@@ -152,7 +157,7 @@ def compare_task(task: TaskComparison, *, correction: str, level: float, resampl
     try:
         kind, values, labels = _paired_data(task, registry)
         task.result, task.test = _compare(kind, values, labels, values.shape[0], level=level, resamples=resamples,
-                                          seed=seed)
+                                          seed=seed, statistic=task.statistic)
     except PathkitError as exc:
         task.note = f"not compared: {exc}"
         return task
