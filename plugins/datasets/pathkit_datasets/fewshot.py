@@ -41,13 +41,26 @@ DEMO_COUNTS = {"train": 34, "val": 2, "test": 12}  # per class: 32 shots fit
 DEMO_PX = 64
 
 
+def _mixed(index: int, rng: Any) -> Any:
+    """The class's texture blended with another class's (weight 0.55-0.8 for its own) under pixel
+    noise: few shots do not always find the class, many shots do (the curve rises)."""
+    import numpy as np
+
+    from pathkit_datasets.hepatobench import demo_texture
+
+    other = int(rng.choice([c for c in range(len(DEMO_CLASSES)) if c != index]))
+    weight = rng.uniform(0.55, 0.8)
+    mixed = weight * demo_texture(index, rng, DEMO_PX) + (1 - weight) * demo_texture(other, rng, DEMO_PX)
+    return np.clip(mixed + rng.normal(0, 30, mixed.shape), 0, 255).astype(np.uint8)
+
+
 def write_demo(root: Path, seed: int = 0) -> Path:
     """Class folders of synthetic PNG patches (the class is the texture) and `patches.csv` with the
     split (written last: a complete table means a complete demo)."""
     import numpy as np
 
     from pathkit_core.workspace import atomic_write_bytes, atomic_write_text
-    from pathkit_datasets.hepatobench import _png, demo_texture
+    from pathkit_datasets.hepatobench import _png
 
     table = root / "patches.csv"
     if table.exists():
@@ -60,7 +73,7 @@ def write_demo(root: Path, seed: int = 0) -> Path:
             for _ in range(count):
                 n += 1
                 file = f"{name}_{n:03d}.png"
-                pixels = demo_texture(index, rng, DEMO_PX)
+                pixels = _mixed(index, rng)
                 atomic_write_bytes(root / name / file, _png(pixels))
                 rows.append((file, f"S-{name}-{n:03d}", split))
     buffer = io.StringIO()
