@@ -34,6 +34,7 @@ class TaskComparison:
     p_adjusted: Any = None  # (cells, cells)
     note: str = ""
     statistic: Any = None  # a corpus statistic's resample function (compared by `pairwise_bootstrap_statistic`)
+    curve_of: str = ""  # the task whose curve this point is (few-shot: one comparison per k), "" for a task
 
     def mean(self, cell: tuple[str, str]) -> float:
         values = [v for v in self.seed_values.get(cell, {}).values() if v is not None and math.isfinite(v)]
@@ -241,26 +242,51 @@ class SuiteAnalysis(UsesRegistry):
                     for k in cls.headline_scores if k in run.summary[m]]
         return headline[0] if headline else None
 
+    def curve_keys(self, task: str, key: str) -> list[str]:
+        """The other points of a curve the compared score belongs to (the few-shot metric's
+        accuracy at every k: its `curve_scores`), which the task's cells scored; [] for most metrics."""
+        from pathkit_core.evaluation.scores import metric_classes
+
+        rows = self.frame.filter((self.frame["task"] == task) & (self.frame["score"] == key))
+        if not rows.height:
+            return []
+        metric = str(rows["metric"][0])
+        cls = metric_classes([metric], self.registry).get(metric)
+        curve = tuple(getattr(cls, "curve_scores", ()) or ())
+        if key not in curve:
+            return []
+        held = set(self.frame.filter(self.frame["task"] == task)["score"].to_list())
+        return [k for k in curve if k != key and k in held]
+
+    def _comparison(self, task: str, key: str, label: str) -> TaskComparison | None:
+        rows = self.frame.filter((self.frame["task"] == task) & (self.frame["score"] == key))
+        if not rows.height:
+            return None
+        cells = sorted({(r["encoder"], r["generator"]) for r in rows.iter_rows(named=True)})
+        values: dict[tuple[str, str], dict[int, float]] = {}
+        dirs: dict[tuple[str, str], dict[int, str]] = {}
+        for r in rows.iter_rows(named=True):
+            values.setdefault((r["encoder"], r["generator"]), {})[int(r["seed"])] = r["value"]
+            dirs.setdefault((r["encoder"], r["generator"]), {})[int(r["seed"])] = r["run_dir"]
+        seeds = sorted(set.intersection(*(set(v) for v in dirs.values())))
+        comparison = TaskComparison(label, key, str(rows["direction"][0] or "higher"), cells, seeds, values, dirs)
+        comparison.curve_of = task if label != task else ""
+        return compare_task(comparison, correction=self.correction, level=self.level, resamples=self.resamples,
+                            registry=self.registry)
+
     @cached_property
     def tasks(self) -> list[TaskComparison]:
+        """One comparison per task on its compared score; a curve's other points (few-shot: every k)
+        each get their own, labelled `<task> <score>`, left out of the ranks across tasks."""
         out = []
         for task in self.frame["task"].unique(maintain_order=True).to_list():
             key = self.compared_key(task)
             if key is None:
                 continue
-            rows = self.frame.filter((self.frame["task"] == task) & (self.frame["score"] == key))
-            if not rows.height:
-                continue
-            cells = sorted({(r["encoder"], r["generator"]) for r in rows.iter_rows(named=True)})
-            values: dict[tuple[str, str], dict[int, float]] = {}
-            dirs: dict[tuple[str, str], dict[int, str]] = {}
-            for r in rows.iter_rows(named=True):
-                values.setdefault((r["encoder"], r["generator"]), {})[int(r["seed"])] = r["value"]
-                dirs.setdefault((r["encoder"], r["generator"]), {})[int(r["seed"])] = r["run_dir"]
-            seeds = sorted(set.intersection(*(set(v) for v in dirs.values())))
-            comparison = TaskComparison(task, key, str(rows["direction"][0] or "higher"), cells, seeds, values, dirs)
-            out.append(compare_task(comparison, correction=self.correction, level=self.level,
-                                    resamples=self.resamples, registry=self.registry))
+            for label, score in ((task, key), *((f"{task} {k}", k) for k in self.curve_keys(task, key))):
+                comparison = self._comparison(task, score, label)
+                if comparison is not None:
+                    out.append(comparison)
         return out
 
     def ranks(self, factor: str) -> RankSummary | None:
@@ -277,6 +303,8 @@ class SuiteAnalysis(UsesRegistry):
             return None
         blocks, scores, diffs, pvals = [], [], [], []
         for t in self.tasks:
+            if t.curve_of:  # a curve counts once across tasks, by its compared score
+                continue
             levels = sorted({cell[1 - pick] for cell in t.cells})
             for level in levels:
                 members = [(n, level) if factor == "encoder" else (level, n) for n in names]
