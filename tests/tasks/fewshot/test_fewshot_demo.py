@@ -19,8 +19,8 @@ def test_demo_fewshot_curve_beats_the_majority_class_with_the_same_episodes_for_
     torch.set_num_threads(2)
     folders = {}
     for generator in ("simpleshot", "few-shot-logistic"):
-        result = cli("run", "--dataset", "demo-fewshot", "--generator", generator, "--workdir", tmp_path / "ws",
-                     "--cpu")
+        result = cli("run", "--dataset", "demo-fewshot", "--encoder", "tiny-vit", "--generator", generator,
+                     "--workdir", tmp_path / "ws", "--cpu")
         assert result.exit_code == 0, result.stdout + result.stderr
         folders[generator] = next((tmp_path / "ws" / "runs" / "demo-fewshot" / "tiny-vit" / generator).iterdir())
     episodes = [json.loads((f / "episodes.json").read_text()) for f in folders.values()]
