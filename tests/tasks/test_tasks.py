@@ -55,7 +55,8 @@ def test_unknown_task_lists_the_registered_ones(fresh_registry):
     registry = fresh_registry({"p": P()})
     record = registry.records["p"]
     assert record.status == "error" and "unknown task(s) ['slide-regression']" in record.error
-    assert "registered tasks: few-shot, multiple-choice-vqa, ordinal, patch-classification, report, retrieval" in record.error
+    assert ("registered tasks: few-shot, multiple-choice-vqa, ordinal, patch-classification, report, retrieval"
+            in record.error)
     assert "orphan" not in registry.names("dataset")
 
 

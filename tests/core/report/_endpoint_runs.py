@@ -41,13 +41,13 @@ def ordinal_run(run_dir: Path) -> Path:
     y = rng.integers(0, 5, 40)
     p = np.clip(y + rng.choice([-1, 0, 0, 0, 1], 40), 0, 4)
     test = _cases(40, [grades[g] for g in y])
-    refs = {c.case_id: int(g) for c, g in zip(test, y, strict=True)}
+    refs = {c.case_id: grades[g] for c, g in zip(test, y, strict=True)}
     preds = {c.case_id: {"label": int(g), "class": grades[g]} for c, g in zip(test, p, strict=True)}
     _common(run_dir, "ordinal", "demo-ordinal", {"train": test[:10], "test": test})
     ids = [c.case_id for c in test]
     context = {"class_names": grades, "options": {"n_resamples": 50}}
-    result = score(["ordinal"], {i: v["label"] for i, v in preds.items()}, refs, ids=ids, context=context)
-    base = score(["ordinal"], {i: 2 for i in ids}, refs, ids=ids, context=context).summary
+    result = score(["ordinal"], {i: v["class"] for i, v in preds.items()}, refs, ids=ids, context=context)
+    base = score(["ordinal"], {i: "3" for i in ids}, refs, ids=ids, context=context).summary
     return _write(run_dir, result, "ordinal", "demo-ordinal", preds, test, refs, {"majority-class": base})
 
 
