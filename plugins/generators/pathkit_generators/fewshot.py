@@ -16,7 +16,7 @@ from pathkit_tasks.fewshot.episodes import DEFAULT_EPISODES, DEFAULT_KS, check_s
 
 
 def _vector(features: Any) -> Any:
-    """One feature vector per case: a patch's row, or a slide's tiles mean-pooled."""
+    """One feature vector per case: a slide's tiles (or a patch's one row) mean-pooled."""
     import torch
 
     x = torch.as_tensor(features).float()

@@ -12,14 +12,6 @@ from pathkit_tasks import TASK_RETRIEVAL
 SIMILARITIES = ("cosine", "l2")
 
 
-def _embedding(features: Any) -> Any:
-    """A case's embedding: its tile features mean-pooled, or a patch's one vector as it is."""
-    import torch
-
-    x = torch.as_tensor(features).float()
-    return x.mean(dim=0) if x.ndim == 2 else x
-
-
 class FeatureRetriever(Generator):
     """Keys: the train cases, each the mean of its tile features (a slide embedding by mean
     pooling; a patch is its one row). A query's keys are ranked by cosine similarity (or by negative
@@ -42,7 +34,7 @@ class FeatureRetriever(Generator):
             raise PathkitError(f"{self.name}: similarity={hp['similarity']!r}; choose {' or '.join(SIMILARITIES)}")
         if not len(spec.train_items):
             raise PathkitError(f"{self.name}: no train cases to retrieve from")
-        keys = torch.stack([_embedding(i["features"]) for i in spec.train_items])
+        keys = torch.stack([torch.as_tensor(i["features"]).float().mean(dim=0) for i in spec.train_items])
         labels = torch.as_tensor([int(i["target"]) for i in spec.train_items])
         key_ids = [str(i["case_id"]) for i in spec.train_items]
         mean = keys.mean(dim=0, keepdim=True) if hp["centre"] else torch.zeros(1, keys.shape[1])
@@ -58,7 +50,7 @@ class FeatureRetriever(Generator):
         class FittedRetriever(torch.nn.Module):
             def collate(self, items: list[dict[str, Any]]) -> dict[str, Any]:
                 return {"case_ids": [i["case_id"] for i in items],
-                        "features": torch.stack([_embedding(i["features"]) for i in items])}
+                        "features": torch.stack([torch.as_tensor(i["features"]).float().mean(dim=0) for i in items])}
 
             def predict(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
                 queries = prepare(batch["features"].cpu())

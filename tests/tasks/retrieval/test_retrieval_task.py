@@ -63,12 +63,12 @@ def test_retriever_refuses_an_unknown_similarity():
                                                hparams={**FeatureRetriever.default_hparams, "similarity": "dot"}))
 
 
-def test_retriever_takes_one_vector_per_patch():
-    # patch-retrieval: an image case is one feature vector, used as it is (not mean-pooled to a number)
+def test_retriever_takes_one_row_per_patch():
+    # patch-retrieval: an image case is a one-row bag (the run's ImageItems), its row the embedding
     from pathkit_generators.retriever import FeatureRetriever
 
-    train = [{**i, "features": i["features"].mean(0)} for i in _items(30, 1)]
-    test = [{**i, "features": i["features"].mean(0)} for i in _items(9, 2)]
+    train = [{**i, "features": i["features"].mean(0, keepdim=True)} for i in _items(30, 1)]
+    test = [{**i, "features": i["features"].mean(0, keepdim=True)} for i in _items(9, 2)]
     model = FeatureRetriever().build(GeneratorSpec(task="retrieval", feature_dim=5, train_items=train,
                                                    hparams=FeatureRetriever.default_hparams))
     preds = model.predict(model.collate([{**i, "target": None} for i in test]))
