@@ -54,11 +54,13 @@ test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/plugins/encoders/test_slide_suite.py tests/plugins/encoders/test_encoder_defaults.py \
 		tests/tasks/survival/test_survival_demo.py tests/plugins/generators/test_survival_heads.py \
+		tests/plugins/generators/test_survival_nll.py::test_abmil_nll_learns_the_hazard \
 		tests/tasks/ordinal/test_ordinal_demo.py \
 		tests/hardening/test_killed_after_score.py \
 		tests/plugins/datasets/test_catalogue.py tests/bench/suite/test_eva_patch_suite.py \
 		tests/bench/suite/test_export_merge.py tests/core/report/test_catalogue_sections_browser.py \
 		tests/tasks/retrieval/test_retrieval_demo.py \
+		tests/tasks/fewshot/test_fewshot_demo.py tests/bench/suite/test_endpoints_suite.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
 		tests/compat/test_legacy_plugin.py::test_the_legacy_plugin_runs_end_to_end_with_deprecation_warnings_and_no_error \
 		tests/core/test_cli_output.py::test_a_piped_run_breaks_no_line_inside_a_path \

@@ -9,7 +9,9 @@ through its `pathkit` entry points like any plugin (docs/plugin-authors.md).
   Kaplan-Meier groups, docs/survival.md);
 - `pathkit_tasks.ordinal`: grading over ordered classes (quadratic weighted kappa, docs/ordinal.md);
 - `pathkit_tasks.retrieval`: test cases queried against the train split by feature similarity
-  (top-k and majority-vote accuracy, mAP@k; docs/retrieval.md).
+  (top-k and majority-vote accuracy, mAP@k; docs/retrieval.md);
+- `pathkit_tasks.fewshot`: few-shot curves, k shots per class over seeded episodes shared by every
+  encoder (docs/few-shot.md).
 
 Each package holds its protocol (`task.py`), its report sections (`sections.py`) and the machinery
 only it uses; what several tasks share stays in `pathkit_core`.
@@ -25,9 +27,11 @@ TASK_MULTIPLE_CHOICE_VQA = "multiple-choice-vqa"
 TASK_SURVIVAL = "survival"
 TASK_ORDINAL = "ordinal"
 TASK_RETRIEVAL = "retrieval"
+TASK_FEW_SHOT = "few-shot"
 
 
 __all__ = [
     "TASK_REPORT", "TASK_SLIDE_CLASSIFICATION", "TASK_PATCH_CLASSIFICATION", "TASK_SEGMENTATION",
-    "TASK_MULTIPLE_CHOICE_VQA", "TASK_SURVIVAL", "TASK_ORDINAL", "TASK_RETRIEVAL"
+    "TASK_MULTIPLE_CHOICE_VQA", "TASK_SURVIVAL", "TASK_ORDINAL", "TASK_RETRIEVAL",
+    "TASK_FEW_SHOT",
 ]

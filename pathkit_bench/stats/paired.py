@@ -275,6 +275,36 @@ def pairwise_bootstrap_auroc(probabilities: Any, labels: Any, n_resamples: int =
     return pairwise_from(observed, bootstrap_aurocs(p, labels, n_resamples, seed), p.shape[1], level)
 
 
+def pairwise_bootstrap_statistic(rows: Any, statistic: Callable[[Any], Any], n_resamples: int = DEFAULT_RESAMPLES,
+                                 seed: int = 0, level: float = 0.95) -> PairwiseBootstrap:
+    """`pairwise_bootstrap` of a corpus statistic (the C-index, quadratic kappa) recomputed on every
+    resample from per-case components: `rows` is (seeds, cases, models, columns) (or (cases, models,
+    columns)) and `statistic(block)` maps resampled rows (resamples, cases, columns) of one model and
+    seed to one value per resample, as for `paired_bootstrap`. The cases (and seeds) are drawn as
+    `two_way_resamples` says, once for every model; cases with a NaN anywhere are left out."""
+    import numpy as np
+
+    _check(n_resamples, level)
+    x = np.asarray(rows, dtype=np.float64)
+    if x.ndim == 3:
+        x = x[None]
+    if x.ndim != 4:
+        raise PathkitError(f"rows must be (cases, models, columns) or (seeds, cases, models, columns); got {x.shape}")
+    x = x[:, ~np.isnan(x).any(axis=(0, 2, 3))]
+    n_seeds, n_cases, n_models = x.shape[:3]
+    if n_cases == 0:
+        raise PathkitError("no case has a value in every model and seed: nothing to compare")
+
+    def evaluate(counts: Any) -> Any:
+        # each resample's counts as case indices (a resample draws n_cases rows)
+        idx = np.repeat(np.tile(np.arange(n_cases), counts.shape[0]), counts.ravel()).reshape(-1, n_cases)
+        return np.stack([np.stack([np.asarray(statistic(x[s, :, m][idx]), dtype=np.float64)
+                                   for m in range(n_models)], axis=-1) for s in range(n_seeds)], axis=1)
+
+    observed = evaluate(np.ones((1, n_cases), dtype=np.int64))[0]
+    return pairwise_from(observed, two_way_resamples(n_seeds, n_cases, evaluate, n_resamples, seed), n_cases, level)
+
+
 def seed_bootstrap_ci(scores: Any, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
                       level: float = 0.95) -> tuple[float, float, float, float]:
     """(mean, sd over seeds, CI low, CI high) of one cell from its (seeds, cases) per-case scores:
@@ -382,4 +412,5 @@ def mcnemar_exact(correct_a: Any, correct_b: Any) -> McNemarResult:
 
 __all__ = ["BootstrapComparison", "McNemarResult", "PairwiseBootstrap", "bootstrap_aurocs", "bootstrap_aurocs_on",
            "bootstrap_means", "mcnemar_exact", "paired_bootstrap", "pairwise_bootstrap", "pairwise_bootstrap_auroc",
+           "pairwise_bootstrap_statistic",
            "pairwise_from", "seed_bootstrap_ci", "sign_flip_test", "two_way_resamples"]

@@ -34,6 +34,8 @@ class TaskComparison:
     result: Any = None  # stats.PairwiseBootstrap (one seed), stats.seeds.PairwiseSeeds (several), or None
     p_adjusted: Any = None  # (cells, cells)
     note: str = ""
+    statistic: Any = None  # a corpus statistic's resample function (compared by `pairwise_bootstrap_statistic`)
+    curve_of: str = ""  # the task whose curve this point is (few-shot: one comparison per k), "" for a task
 
     def mean(self, cell: tuple[str, str]) -> float:
         values = [v for v in self.seed_values.get(cell, {}).values() if v is not None and math.isfinite(v)]
@@ -100,14 +102,14 @@ def _paired_data(task: TaskComparison, registry: Any) -> tuple[str, Any, Any]:
                 differ = case_difference(ids, cell_ids, "/".join(first_cell), f"{'/'.join(cell)} (seed {seed})")
                 raise PathkitError(f"the cells were scored on different test cases: {differ}")
             values = paired_values(run, task.key, ids, registry)
-            kind = values.test
+            kind, task.statistic = values.test, values.statistic
             if values.labels is not None:
                 if labels is not None and not np.array_equal(labels, values.labels):
                     raise PathkitError(f"{run.path}: its per-case classes differ from another cell's")
                 labels = values.labels
             row.append(values.values)
         per_seed.append(row)
-    # (seeds, cells, cases[, classes]) -> (seeds, cases, cells[, classes])
+    # (seeds, cells, cases[, classes or columns]) -> (seeds, cases, cells[, classes or columns])
     stacked = np.asarray(per_seed, dtype=np.float64)
     return kind, np.moveaxis(stacked, 1, 2), labels
 
@@ -116,12 +118,16 @@ TWO_SEEDS = two_seeds_note("cells")
 
 
 def _compare(kind: str, values: Any, labels: Any, n_seeds: int, *, level: float, resamples: int,
-             seed: int) -> tuple[Any, str]:
+             seed: int, statistic: Any = None) -> tuple[Any, str]:
     """(result, the test's words): the two-way bootstrap with one seed, the seeds x cases inference
-    (`stats.seeds`) with several."""
-    from pathkit_bench.stats import pairwise_bootstrap, pairwise_bootstrap_auroc
+    (`stats.seeds`) with several; a corpus statistic (C-index, kappa) by the two-way bootstrap
+    recomputing it per resample, whatever the seeds."""
+    from pathkit_bench.stats import pairwise_bootstrap, pairwise_bootstrap_auroc, pairwise_bootstrap_statistic
     from pathkit_bench.stats.seeds import pairwise_seeds, pairwise_seeds_auroc
 
+    if kind == "statistic":
+        return (pairwise_bootstrap_statistic(values, statistic, resamples, seed, level),
+                "paired bootstrap of the statistic recomputed per resample (seeds x cases)")
     if n_seeds > 1:
         if kind == "auroc":
             return (pairwise_seeds_auroc(values, labels, level),
@@ -150,7 +156,7 @@ def compare_task(task: TaskComparison, *, correction: str, level: float, resampl
     try:
         kind, values, labels = _paired_data(task, registry)
         task.result, task.test = _compare(kind, values, labels, values.shape[0], level=level, resamples=resamples,
-                                          seed=seed)
+                                          seed=seed, statistic=task.statistic)
     except PathkitError as exc:
         task.note = f"not compared: {exc}"
         return task
@@ -251,26 +257,51 @@ class SuiteAnalysis(UsesRegistry):
                     for k in cls.headline_scores if k in run.summary[m]]
         return headline[0] if headline else None
 
+    def curve_keys(self, task: str, key: str) -> list[str]:
+        """The other points of a curve the compared score belongs to (the few-shot metric's
+        accuracy at every k: its `curve_scores`), which the task's cells scored; [] for most metrics."""
+        from pathkit_core.evaluation.scores import metric_classes
+
+        rows = self.frame.filter((self.frame["task"] == task) & (self.frame["score"] == key))
+        if not rows.height:
+            return []
+        metric = str(rows["metric"][0])
+        cls = metric_classes([metric], self.registry).get(metric)
+        curve = tuple(getattr(cls, "curve_scores", ()) or ())
+        if key not in curve:
+            return []
+        held = set(self.frame.filter(self.frame["task"] == task)["score"].to_list())
+        return [k for k in curve if k != key and k in held]
+
+    def _comparison(self, task: str, key: str, label: str) -> TaskComparison | None:
+        rows = self.frame.filter((self.frame["task"] == task) & (self.frame["score"] == key))
+        if not rows.height:
+            return None
+        cells = sorted({(r["encoder"], r["generator"]) for r in rows.iter_rows(named=True)})
+        values: dict[tuple[str, str], dict[int, float]] = {}
+        dirs: dict[tuple[str, str], dict[int, str]] = {}
+        for r in rows.iter_rows(named=True):
+            values.setdefault((r["encoder"], r["generator"]), {})[int(r["seed"])] = r["value"]
+            dirs.setdefault((r["encoder"], r["generator"]), {})[int(r["seed"])] = r["run_dir"]
+        seeds = sorted(set.intersection(*(set(v) for v in dirs.values())))
+        comparison = TaskComparison(label, key, str(rows["direction"][0] or "higher"), cells, seeds, values, dirs)
+        comparison.curve_of = task if label != task else ""
+        return compare_task(comparison, correction=self.correction, level=self.level, resamples=self.resamples,
+                            registry=self.registry)
+
     @cached_property
     def tasks(self) -> list[TaskComparison]:
+        """One comparison per task on its compared score; a curve's other points (few-shot: every k)
+        each get their own, labelled `<task> <score>`, left out of the ranks across tasks."""
         out = []
         for task in self.frame["task"].unique(maintain_order=True).to_list():
             key = self.compared_key(task)
             if key is None:
                 continue
-            rows = self.frame.filter((self.frame["task"] == task) & (self.frame["score"] == key))
-            if not rows.height:
-                continue
-            cells = sorted({(r["encoder"], r["generator"]) for r in rows.iter_rows(named=True)})
-            values: dict[tuple[str, str], dict[int, float]] = {}
-            dirs: dict[tuple[str, str], dict[int, str]] = {}
-            for r in rows.iter_rows(named=True):
-                values.setdefault((r["encoder"], r["generator"]), {})[int(r["seed"])] = r["value"]
-                dirs.setdefault((r["encoder"], r["generator"]), {})[int(r["seed"])] = r["run_dir"]
-            seeds = sorted(set.intersection(*(set(v) for v in dirs.values())))
-            comparison = TaskComparison(task, key, str(rows["direction"][0] or "higher"), cells, seeds, values, dirs)
-            out.append(compare_task(comparison, correction=self.correction, level=self.level,
-                                    resamples=self.resamples, registry=self.registry))
+            for label, score in ((task, key), *((f"{task} {k}", k) for k in self.curve_keys(task, key))):
+                comparison = self._comparison(task, score, label)
+                if comparison is not None:
+                    out.append(comparison)
         return out
 
     def ranks(self, factor: str) -> RankSummary | None:
@@ -287,6 +318,8 @@ class SuiteAnalysis(UsesRegistry):
             return None
         blocks, scores, diffs, pvals = [], [], [], []
         for t in self.tasks:
+            if t.curve_of:  # a curve counts once across tasks, by its compared score
+                continue
             levels = sorted({cell[1 - pick] for cell in t.cells})
             for level in levels:
                 members = [(n, level) if factor == "encoder" else (level, n) for n in names]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import INPUT_FEATURES, INPUT_SLIDES, Case, Dataset, RunFacts, Task
+from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, INPUT_SLIDES, Case, Dataset, RunFacts, Task
 from pathkit_tasks import TASK_RETRIEVAL
 from pathkit_tasks._common import most_frequent
 
@@ -24,7 +24,7 @@ class RetrievalTask(Task):
 
     name: ClassVar[str] = TASK_RETRIEVAL
     description: ClassVar[str] = "each test slide queried against the train slides by feature similarity"
-    inputs: ClassVar[tuple[str, ...]] = (INPUT_SLIDES, INPUT_FEATURES)
+    inputs: ClassVar[tuple[str, ...]] = (INPUT_SLIDES, INPUT_FEATURES, INPUT_IMAGES)  # images: patch-retrieval
     target_format: ClassVar[str] = "a class name of the dataset's class_names()"
     prediction_format: ClassVar[str] = ('{"retrieved": [class index of each retrieved train case, most similar '
                                         'first], "neighbours": [their case ids], "similarity": [their scores]}')

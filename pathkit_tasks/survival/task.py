@@ -48,7 +48,12 @@ class SurvivalTask(Task):
         return None
 
     def output(self, prediction: Any, case: Case, dataset: Dataset) -> Any:
-        return {"risk": parse_risk(prediction)}
+        """The risk; a discrete-time head's survival curve (`survival` at `bin_ends`) kept beside it."""
+        out = {"risk": parse_risk(prediction)}
+        if isinstance(prediction, dict) and "survival" in prediction and "bin_ends" in prediction:
+            out["survival"] = [float(v) for v in prediction["survival"]]
+            out["bin_ends"] = [None if v is None else float(v) for v in prediction["bin_ends"]]
+        return out
 
     def baseline_predictions(self, name: str, train_targets: Sequence[Any], test_cases: Sequence[Case],
                              dataset: Dataset) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from pathkit_tasks.vqa.selection import Selection, Selector
 from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
 
 BUILTIN = {"report", "slide-classification", "patch-classification", "segmentation", "multiple-choice-vqa",
-           "survival", "ordinal", "retrieval"}
+           "survival", "ordinal", "retrieval", "few-shot"}
 N_TILES, DIM = 6, 4
 
 
@@ -55,7 +55,8 @@ def test_unknown_task_lists_the_registered_ones(fresh_registry):
     registry = fresh_registry({"p": P()})
     record = registry.records["p"]
     assert record.status == "error" and "unknown task(s) ['slide-regression']" in record.error
-    assert "registered tasks: multiple-choice-vqa, ordinal, patch-classification, report, retrieval" in record.error
+    assert ("registered tasks: few-shot, multiple-choice-vqa, ordinal, patch-classification, report, retrieval"
+            in record.error)
     assert "orphan" not in registry.names("dataset")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
+from pathkit_datasets.patch_folder import PatchFolderDataset
 from pathkit_datasets.slides_csv import SlidesCSV
 from pathkit_tasks import TASK_RETRIEVAL
 
@@ -16,6 +17,18 @@ from pathkit_tasks import TASK_RETRIEVAL
 class SlidesRetrieval(SlidesCSV):
     name: ClassVar[str] = "slides-retrieval"
     description: ClassVar[str] = "your own slides + a table slide_path,label[,...]: test slides retrieved from train"
+    task: ClassVar[str] = TASK_RETRIEVAL
+    default_metrics: ClassVar[tuple[str, ...]] = ("retrieval",)
+    selection_metric: ClassVar[str | None] = None
+    selection_options: ClassVar[dict[str, Any]] = {}
+
+
+class PatchRetrieval(PatchFolderDataset):
+    """The `patch-folder` layout for the `retrieval` task: each test patch queried against the train
+    patches (one feature vector per patch)."""
+
+    name: ClassVar[str] = "patch-retrieval"
+    description: ClassVar[str] = "your own patches, a class folder or zip per class: test patches retrieved from train"
     task: ClassVar[str] = TASK_RETRIEVAL
     default_metrics: ClassVar[tuple[str, ...]] = ("retrieval",)
     selection_metric: ClassVar[str | None] = None
@@ -71,4 +84,5 @@ class RetrievalDemo(SlidesRetrieval):
 @hookimpl
 def register_datasets(register):
     register(SlidesRetrieval)
+    register(PatchRetrieval)
     register(RetrievalDemo)

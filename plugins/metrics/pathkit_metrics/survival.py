@@ -1,6 +1,7 @@
 """Survival metrics: Harrell's C (lifelines' rules), Uno's censoring-weighted C and the cumulative/
-dynamic time-dependent AUC at stated horizons (scikit-survival), each with a percentile bootstrap CI
-(docs/survival.md).
+dynamic time-dependent AUC at stated horizons (scikit-survival), each with a percentile bootstrap CI;
+for predictions that carry a survival curve (a discrete-time head's), the Brier score at each
+horizon and the integrated Brier score over them (scikit-survival) (docs/survival.md).
 
 Predictions are risk scores (higher = earlier event), references `{"time", "event"}`.
 """
@@ -164,6 +165,45 @@ def _sksurv_scores(out: dict[str, float], risk: np.ndarray, train: np.ndarray, t
     return out
 
 
+def survival_at(predictions: Sequence[Any], at: list[float]) -> np.ndarray | None:
+    """(cases, horizons) survival probabilities read from each prediction's `survival` curve at
+    `bin_ends` (a step that drops at each bin's end: S(t) is the survival past every bin that ended
+    by t); None when a prediction carries no curve."""
+    import numpy as np
+
+    rows = []
+    for p in predictions:
+        if not isinstance(p, dict) or "survival" not in p or "bin_ends" not in p:
+            return None
+        ends = np.asarray([np.inf if e is None else float(e) for e in p["bin_ends"]])
+        padded = np.concatenate([[1.0], np.asarray(p["survival"], dtype=np.float64)])
+        rows.append(padded[np.searchsorted(ends, np.asarray(at), side="right")])
+    return np.asarray(rows)
+
+
+def brier_scores(curves: np.ndarray, time: np.ndarray, event: np.ndarray, train: np.ndarray,
+                 at: list[float]) -> dict[str, float]:
+    """scikit-survival's Brier score at each horizon and the integrated Brier score over them (two
+    horizons at least); NaN where it cannot."""
+    import numpy as np
+    from sksurv.metrics import brier_score, integrated_brier_score
+
+    time, event = censored_at(float(train["time"].max()), time, event)
+    test = structured(time, event)
+    out: dict[str, float] = {}
+    try:
+        _, scores = brier_score(train, test, curves, np.asarray(at))
+        out.update({f"brier@{h:g}": float(b) for h, b in zip(at, scores, strict=True)})
+    except ValueError:
+        out.update({f"brier@{h:g}": math.nan for h in at})
+    if len(at) >= 2:
+        try:
+            out["ibs"] = float(integrated_brier_score(train, test, curves, np.asarray(at)))
+        except ValueError:
+            out["ibs"] = math.nan
+    return out
+
+
 class SurvivalMetric(Metric):
     """Harrell's and Uno's concordance and the time-dependent AUC of a risk score, with bootstrap CIs."""
 
@@ -172,7 +212,8 @@ class SurvivalMetric(Metric):
     tasks: ClassVar[tuple[str, ...]] = (TASK_SURVIVAL,)
     headline_scores: ClassVar[tuple[str, ...]] = ("c_index", "uno_c", "mean_auc")
     score_ranges: ClassVar[dict[str, tuple[float, float]]] = {"c_index": (0.0, 1.0), "uno_c": (0.0, 1.0),
-                                                              "mean_auc": (0.0, 1.0)}
+                                                              "mean_auc": (0.0, 1.0), "ibs": (0.0, 1.0)}
+    lower_is_better: ClassVar[tuple[str, ...]] = ("ibs",)
     informational: ClassVar[tuple[str, ...]] = ("n_events",)
     whole_records: ClassVar[bool] = True
     # the C-index is a statistic of pairs: compared by a paired bootstrap recomputing it per resample
@@ -213,6 +254,9 @@ class SurvivalMetric(Metric):
             raise PathkitError(f"survival: tau {tau!r} must be a positive finite time (the truncation time of Uno's C)")
         summary = {"c_index": harrell_c(risk, time, event), **sksurv_scores(risk, time, event, train, at, tau),
                    "n_cases": float(risk.size), "n_events": float(event.sum())}
+        curves = survival_at(predictions, at) if at else None
+        if curves is not None:
+            summary.update(brier_scores(curves, time, event, train, at))
         n_resamples = 0 if options.get("selection") else int(options.get("n_resamples", DEFAULT_RESAMPLES))
         details: dict[str, Any] = {"horizons": at, "censoring_from": "train split" if given else "test cases",
                                    "censored_at_train_end": int((time > float(train["time"].max())).sum())}

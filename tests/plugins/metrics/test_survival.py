@@ -132,3 +132,52 @@ def test_follow_up_past_the_train_split_is_censored_at_its_end():
     assert result.summary["mean_auc"] == pytest.approx(cumulative_dynamic_auc(y_train, y_test, risk, [2, 4])[1],
                                                        abs=1e-12)
     assert result.summary["c_index"] == pytest.approx(concordance_index(time, -risk, event), abs=1e-12)
+
+
+# --------------------------------------------------------------------------- Brier scores of survival curves
+
+
+def _curve_case(rng, n=40):
+    time = np.round(rng.exponential(10, n)) + 1  # rounded: tied times
+    event = (rng.random(n) < 0.7).astype(int)
+    ends = [3.0, 6.0, 12.0, None]
+    hazards = rng.uniform(0.05, 0.5, (n, 4))
+    survival = np.cumprod(1 - hazards, axis=1)
+    preds = [{"risk": float(-s.sum()), "survival": s.tolist(), "bin_ends": ends} for s in survival]
+    return preds, time, event, survival
+
+
+def test_survival_at_reads_the_step_curve_by_hand():
+    from pathkit_metrics.survival import survival_at
+
+    pred = {"survival": [0.9, 0.6, 0.3], "bin_ends": [2.0, 5.0, None]}
+    np.testing.assert_allclose(survival_at([pred], [1.0, 2.0, 4.9, 5.0, 99.0])[0], [1.0, 0.9, 0.9, 0.6, 0.6])
+    assert survival_at([{"risk": 1.0}], [1.0]) is None
+
+
+def test_brier_and_integrated_brier_equal_scikit_survival_with_ties_and_censoring():
+    from pathkit_metrics.survival import SurvivalMetric
+    from sksurv.metrics import brier_score, integrated_brier_score
+    from sksurv.util import Surv
+
+    rng = np.random.default_rng(5)
+    preds, time, event, survival = _curve_case(rng)
+    train_t = np.round(rng.exponential(10, 60)) + 1
+    train_e = (rng.random(60) < 0.7).astype(int)
+    at = [4.0, 8.0, 10.0]
+    context = {"options": {"horizons": at, "n_resamples": 0},
+               "train_survival": np.stack([train_t, train_e], axis=1).tolist()}
+    refs = [{"time": float(t), "event": int(e)} for t, e in zip(time, event, strict=True)]
+    result = SurvivalMetric().compute(preds, refs, context=context)
+    # by hand: S at 4 = past the bin ending at 3; at 8 and 10 = past the bins ending at 3 and 6
+    by_hand = np.stack([survival[:, 0], survival[:, 1], survival[:, 1]], axis=1)
+    last = train_t.max()
+    tt, ee = np.where(time > last, last, time), np.where(time > last, 0, event)
+    train, test = Surv.from_arrays(train_e.astype(bool), train_t), Surv.from_arrays(ee.astype(bool), tt)
+    _, expected = brier_score(train, test, by_hand, at)
+    for h, b in zip(at, expected, strict=True):
+        assert result.summary[f"brier@{h:g}"] == pytest.approx(b, abs=1e-12)
+    assert result.summary["ibs"] == pytest.approx(integrated_brier_score(train, test, by_hand, at), abs=1e-12)
+    # a risk-only prediction has no curve: no Brier scores
+    plain = SurvivalMetric().compute([{"risk": p["risk"]} for p in preds], refs, context=context)
+    assert "ibs" not in plain.summary

@@ -61,3 +61,23 @@ def test_retriever_refuses_an_unknown_similarity():
     with pytest.raises(PathkitError, match="similarity='dot'"):
         FeatureRetriever().build(GeneratorSpec(task="retrieval", feature_dim=5, train_items=_items(3, 0),
                                                hparams={**FeatureRetriever.default_hparams, "similarity": "dot"}))
+
+
+def test_retriever_takes_one_row_per_patch():
+    # patch-retrieval: an image case is a one-row bag (the run's ImageItems), its row the embedding
+    from pathkit_generators.retriever import FeatureRetriever
+
+    train = [{**i, "features": i["features"].mean(0, keepdim=True)} for i in _items(30, 1)]
+    test = [{**i, "features": i["features"].mean(0, keepdim=True)} for i in _items(9, 2)]
+    model = FeatureRetriever().build(GeneratorSpec(task="retrieval", feature_dim=5, train_items=train,
+                                                   hparams=FeatureRetriever.default_hparams))
+    preds = model.predict(model.collate([{**i, "target": None} for i in test]))
+    assert [p["retrieved"][0] for p in preds] == [i["target"] for i in test]
+
+
+def test_patch_retrieval_reads_the_patch_folder_layout_for_the_retrieval_task():
+    from pathkit_datasets.patch_folder import PatchFolderDataset
+    from pathkit_datasets.slides_retrieval import PatchRetrieval
+
+    assert issubclass(PatchRetrieval, PatchFolderDataset) and PatchRetrieval.task == "retrieval"
+    assert "images" in RetrievalTask.inputs

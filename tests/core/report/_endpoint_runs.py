@@ -1,0 +1,93 @@
+"""Small synthetic run folders of the endpoint tasks (survival, ordinal, retrieval, few-shot),
+scored by their real metrics and written as the pipeline writes them, for the browser checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pathkit_core.contracts import Case
+from pathkit_core.evaluation.runner import score
+
+from ._runs import _common, _write
+
+
+def _cases(n: int, targets: list) -> list[Case]:
+    return [Case(f"S{i:02d}", f"P{i:02d}", targets[i]) for i in range(n)]
+
+
+def survival_run(run_dir: Path) -> Path:
+    """30 patients whose risk orders their event times, with censoring and tied times."""
+    rng = np.random.default_rng(1)
+    risk = rng.normal(size=30)
+    time = np.round(np.exp(-risk + rng.normal(0, 0.5, 30)) * 12) + 1
+    event = (rng.random(30) < 0.7).astype(int)
+    refs = {f"S{i:02d}": {"time": float(time[i]), "event": int(event[i])} for i in range(30)}
+    test = _cases(30, list(refs.values()))
+    preds = {c.case_id: {"risk": float(r)} for c, r in zip(test, risk, strict=True)}
+    _common(run_dir, "survival", "demo-survival", {"train": test[:10], "test": test})
+    ids = [c.case_id for c in test]
+    context = {"options": {"n_resamples": 50}}
+    result = score(["survival"], preds, refs, ids=ids, context=context)
+    baseline = score(["survival"], {i: {"risk": 0.0} for i in ids}, refs, ids=ids, context=context).summary
+    return _write(run_dir, result, "survival", "demo-survival", preds, test, refs, {"constant-risk": baseline})
+
+
+def ordinal_run(run_dir: Path) -> Path:
+    """Five grades, most predictions right or one grade off."""
+    rng = np.random.default_rng(2)
+    grades = ["1", "2", "3", "4", "5"]
+    y = rng.integers(0, 5, 40)
+    p = np.clip(y + rng.choice([-1, 0, 0, 0, 1], 40), 0, 4)
+    test = _cases(40, [grades[g] for g in y])
+    refs = {c.case_id: grades[g] for c, g in zip(test, y, strict=True)}
+    preds = {c.case_id: {"label": int(g), "class": grades[g]} for c, g in zip(test, p, strict=True)}
+    _common(run_dir, "ordinal", "demo-ordinal", {"train": test[:10], "test": test})
+    ids = [c.case_id for c in test]
+    context = {"class_names": grades, "options": {"n_resamples": 50}}
+    result = score(["ordinal"], {i: v["class"] for i, v in preds.items()}, refs, ids=ids, context=context)
+    base = score(["ordinal"], {i: "3" for i in ids}, refs, ids=ids, context=context).summary
+    return _write(run_dir, result, "ordinal", "demo-ordinal", preds, test, refs, {"majority-class": base})
+
+
+def retrieval_run(run_dir: Path) -> Path:
+    """Three classes; each query retrieves its own class first most of the time."""
+    rng = np.random.default_rng(3)
+    classes = ["amber", "violet", "teal"]
+    test = _cases(24, [classes[i % 3] for i in range(24)])
+    refs = {c.case_id: i % 3 for i, c in enumerate(test)}
+    preds = {}
+    for c in test:
+        own = refs[c.case_id]
+        ranked = [own if rng.random() < 0.7 else int(rng.integers(0, 3)) for _ in range(10)]
+        preds[c.case_id] = {"retrieved": ranked, "neighbours": [f"T{j}" for j in range(10)],
+                            "similarity": [round(1 - 0.05 * j, 3) for j in range(10)]}
+    _common(run_dir, "retrieval", "demo-retrieval", {"train": test[:9], "test": test}, fit=False)
+    ids = [c.case_id for c in test]
+    context = {"class_names": classes, "options": {"n_resamples": 50}}
+    result = score(["retrieval"], preds, refs, ids=ids, context=context)
+    base = score(["retrieval"], {i: {"retrieved": [0] * 10} for i in ids}, refs, ids=ids, context=context).summary
+    return _write(run_dir, result, "retrieval", "demo-retrieval", preds, test, refs, {"majority-class": base})
+
+
+def fewshot_run(run_dir: Path) -> Path:
+    """Three classes, 20 episodes per k; more shots, more cases right."""
+    rng = np.random.default_rng(4)
+    classes = ["dense", "dotted", "fibrous"]
+    test = _cases(18, [classes[i % 3] for i in range(18)])
+    refs = {c.case_id: i % 3 for i, c in enumerate(test)}
+    preds = {}
+    for c in test:
+        own = refs[c.case_id]
+        preds[c.case_id] = {"shots": {str(k): [own if rng.random() < 0.5 + 0.08 * j else int(rng.integers(0, 3))
+                                               for _ in range(20)] for j, k in enumerate((1, 2, 4, 8, 16))}}
+    _common(run_dir, "few-shot", "demo-fewshot", {"train": test[:9], "test": test}, fit=False)
+    ids = [c.case_id for c in test]
+    context = {"class_names": classes}
+    result = score(["few-shot"], preds, refs, ids=ids, context=context)
+    base = score(["few-shot"], {i: {"shots": {"1": [0]}} for i in ids}, refs, ids=ids, context=context).summary
+    return _write(run_dir, result, "few-shot", "demo-fewshot", preds, test, refs, {"majority-class": base})
+
+
+BUILDERS = {"survival": survival_run, "ordinal": ordinal_run, "retrieval": retrieval_run, "few-shot": fewshot_run}
