@@ -23,7 +23,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 PUBLISHED_ROUNDED_M = {
     "phikon": 86, "phikon-v2": 303, "kaiko-vits16": 22, "kaiko-vits8": 22, "kaiko-vitb16": 86, "kaiko-vitb8": 86,
     "kaiko-vitl14": 304, "lunit-vits8": 22, "gpfm": 303, "ctranspath": 28, "plip": 88, "quilt": 88,
-    "resnet50-trunc": 9, "uni": 303, "uni2h": 681, "virchow2": 631, "conch15": 306, "hibou-b": 86,
+    "resnet50-trunc": 9, "uni": 303, "uni2h": 681, "virchow2": 631, "conch15": 306,
 }
 # (tile px, mpp, magnification) the authors extract at (docs/encoders.md, "Every encoder").
 FIELD_OF_VIEW = {
