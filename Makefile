@@ -53,6 +53,7 @@ test-all: install
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/plugins/encoders/test_slide_suite.py tests/plugins/encoders/test_encoder_defaults.py \
+		tests/plugins/encoders/test_slide_reruns.py \
 		tests/tasks/survival/test_survival_demo.py tests/plugins/generators/test_survival_heads.py \
 		tests/plugins/generators/test_survival_nll.py::test_abmil_nll_learns_the_hazard \
 		tests/tasks/ordinal/test_ordinal_demo.py \

@@ -225,3 +225,17 @@ def torchvision_resnet_trunk(state_dict: State, backbone: nn.Module) -> State:
         if name.endswith("num_batches_tracked") and name not in out:
             out[name] = torch.zeros((), dtype=torch.long)
     return out
+
+
+def dinov2_native(state_dict: State, backbone: nn.Module) -> State:
+    """A checkpoint in the DINOv2 repository's own layout (Hibou-B's GitHub release, built by
+    `hibou.build_model`) in timm's: timm's DINOv2 conversion (`checkpoint_filter_fn`) moves the
+    register tokens to `reg_token`, folds the class token's position into the class token (timm's
+    registered DINOv2 keeps no position for prefix tokens), renames the fused SwiGLU `w12` / `w3`
+    to `fc1` / `fc2` and drops the mask token (unused for embeddings). A state dict already in
+    timm's layout (pathkit's own random checkpoints) is returned unchanged."""
+    if "register_tokens" not in state_dict and "mask_token" not in state_dict:
+        return state_dict
+    from timm.models.vision_transformer import checkpoint_filter_fn
+
+    return checkpoint_filter_fn(dict(state_dict), backbone)

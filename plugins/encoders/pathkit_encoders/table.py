@@ -26,6 +26,7 @@ from pathkit_encoders._adapters import (
     COCA_NOT_VISION,
     coca_vision_tower,
     dino_teacher,
+    dinov2_native,
     hf_clip_vision,
     hf_vit,
     strip_data_parallel,
@@ -543,8 +544,37 @@ RESNET50_TRUNC = EncoderSpec(
     adapt_state_dict=torchvision_resnet_trunk, parameters=8_543_296,
 )
 
+# Hibou-B (HistAI): `hibou.build_model` of github.com/HistAI/hibou builds the DINOv2 ViT-B/14
+# (`vit_base`: width 768, 12 layers, 12 heads, mlp_ratio 4) at 224 px with 4 register tokens,
+# layer scale 1e-5, the fused SwiGLU feed-forward (hidden 2048 = 2/3 of 3072, packed 768 -> 4096)
+# and qkv / proj / ffn biases; its forward is the normed class token. timm's
+# vit_base_patch14_reg4_dinov2 with SwiGLUPacked + SiLU and mlp_ratio 2.66667 * 2 is that module
+# (timm's GluMlp gates the first half, as DINOv2's SwiGLU does). Preprocessing: TRIDENT's Hibou
+# loader (resize 224 bicubic, no crop, Hibou's mean / std); 224 px tiles at 20x (TRIDENT). The
+# weights: the GitHub release (DINOv2 layout, `dinov2_native`); the README's Drive link names no
+# file, so pathkit looks for "hibou-b.pth" and `--weights PATH` gives any other name.
+HIBOU_MEAN = (0.7068, 0.5755, 0.722)
+HIBOU_STD = (0.195, 0.2316, 0.1816)
+HIBOU_B = EncoderSpec(
+    name="hibou-b",
+    description="Hibou-B (HistAI), DINOv2 ViT-B/14 with 4 registers, 768-d class token; local weights (GitHub release)",
+    embed_dim=768, tile_spec=TileSpec(tile_px=224, mpp=0.5), precision="fp32",
+    weights=PretrainedWeights(
+        hf_hub_id=None, filename="hibou-b.pth", sha256=None,
+        license=("Apache-2.0 (github.com/HistAI/hibou; the weights are linked from its README); download them "
+                 "and give their path"),
+        citation=("Nechaev, D., Pchelnikov, A. & Ivanova, E. Hibou: A family of foundational vision transformers "
+                  "for pathology. arXiv:2406.05074 (2024)."),
+        mean=HIBOU_MEAN, std=HIBOU_STD, input_size=224,
+    ),
+    interpolation="bicubic", resize_px=224, crop_px=None,
+    timm_name="vit_base_patch14_reg4_dinov2",
+    arch=dict(img_size=224, init_values=1e-5, mlp_ratio=2.66667 * 2, num_classes=0, **SWIGLU),
+    adapt_state_dict=dinov2_native, parameters=85_739_520,
+)
+
 ROWS: Mapping[str, EncoderSpec] = MappingProxyType({spec.name: spec for spec in (
     UNI2H, CONCH15, HOPTIMUS1, VIRCHOW2, GIGAPATH, UNI, HOPTIMUS0, VIRCHOW, EAGLE, CONCH, TINY_VIT, TINY_VIT_WIDE,
     PHIKON, PHIKON_V2, KAIKO_VITS16, KAIKO_VITS8, KAIKO_VITB16, KAIKO_VITB8, KAIKO_VITL14, LUNIT_VITS8, GPFM,
-    CTRANSPATH, PLIP, QUILT, RESNET50_TRUNC,
+    CTRANSPATH, PLIP, QUILT, RESNET50_TRUNC, HIBOU_B,
 )})

@@ -30,6 +30,7 @@ FIELD_OF_VIEW = {
     "phikon": (224, 0.5, "20x"), "phikon-v2": (224, 0.5, "20x"), "kaiko-vitl14": (224, 0.5, "20x"),
     "lunit-vits8": (224, 0.5, "20x"), "gpfm": (224, 0.5, "20x"), "ctranspath": (256, 1.0, "10x"),
     "resnet50-trunc": (256, 0.5, "20x"), "conch15": (512, 0.5, "20x"), "uni2h": (256, 0.5, "20x"),
+    "hibou-b": (224, 0.5, "20x"),
 }
 
 
@@ -54,7 +55,7 @@ def test_every_row_builds_its_published_parameter_count_on_meta(name):
 
 
 @pytest.mark.parametrize("name", ["phikon", "phikon-v2", "kaiko-vitl14", "lunit-vits8", "gpfm", "ctranspath",
-                                  "plip", "resnet50-trunc"])
+                                  "plip", "resnet50-trunc", "hibou-b"])
 def test_new_rows_embed_to_their_width_on_meta(name):
     enc = _enc(name)
     model = enc.wrap(enc.build_backbone("meta"))
@@ -233,3 +234,61 @@ def test_resnet50_trunc_is_torchvisions_resnet50_cut_after_stage_3(tmp_path):
         h = tv.maxpool(tv.relu(tv.bn1(tv.conv1(x))))
         want = tv.layer3(tv.layer2(tv.layer1(h))).mean(dim=(-2, -1))
         assert torch.allclose(model(x), want, atol=1e-5)
+
+
+def _dinov2_by_hand(state: dict, x: torch.Tensor, heads: int, registers: int) -> torch.Tensor:
+    """The DINOv2 repository's forward (as `hibou.build_model` builds it) written out over its own
+    checkpoint layout: patch embedding, class token + positions, registers inserted after the class
+    token, pre-norm blocks with layer scale and the fused SwiGLU (`w12`, `w3`), final norm, class token."""
+    import torch.nn.functional as F
+
+    tokens = F.conv2d(x, state["patch_embed.proj.weight"], state["patch_embed.proj.bias"], stride=14)
+    tokens = tokens.flatten(2).transpose(1, 2)
+    tokens = torch.cat([state["cls_token"].expand(len(x), -1, -1), tokens], dim=1) + state["pos_embed"]
+    tokens = torch.cat([tokens[:, :1], state["register_tokens"].expand(len(x), -1, -1), tokens[:, 1:]], dim=1)
+    width = tokens.shape[-1]
+    depth = 1 + max(int(k.split(".")[1]) for k in state if k.startswith("blocks."))
+
+    def ln(t, name):
+        return F.layer_norm(t, (width,), state[f"{name}.weight"], state[f"{name}.bias"], eps=1e-6)
+
+    for i in range(depth):
+        b = f"blocks.{i}."
+        q, k, v = F.linear(ln(tokens, b + "norm1"), state[b + "attn.qkv.weight"], state[b + "attn.qkv.bias"]) \
+            .reshape(len(x), -1, 3, heads, width // heads).permute(2, 0, 3, 1, 4)
+        attn = torch.softmax(q @ k.transpose(-2, -1) / (width // heads) ** 0.5, dim=-1) @ v
+        attn = F.linear(attn.transpose(1, 2).reshape(len(x), -1, width), state[b + "attn.proj.weight"],
+                        state[b + "attn.proj.bias"])
+        tokens = tokens + state[b + "ls1.gamma"] * attn
+        x1, x2 = F.linear(ln(tokens, b + "norm2"), state[b + "mlp.w12.weight"], state[b + "mlp.w12.bias"]).chunk(2, -1)
+        ffn = F.linear(F.silu(x1) * x2, state[b + "mlp.w3.weight"], state[b + "mlp.w3.bias"])
+        tokens = tokens + state[b + "ls2.gamma"] * ffn
+    assert registers == state["register_tokens"].shape[1]
+    return ln(tokens, "norm")[:, 0]
+
+
+def test_hibou_b_reads_the_dinov2_layout_and_embeds_as_dinov2_computes_it(tmp_path):
+    """Hibou-B's release in the DINOv2 repository's layout (positions including the class token's,
+    registers without positions, `w12` / `w3`, a mask token) loads through the real path and gives
+    the DINOv2 forward written by hand; width 48 keeps DINOv2's SwiGLU hidden rule (2/3 of 4x,
+    rounded to 8) equal to the packed width timm builds, as at 768."""
+    small = {"depth": 2, "embed_dim": 48, "num_heads": 2}
+    g = torch.Generator().manual_seed(0)
+    grid = 16 * 16
+    shapes = {"cls_token": (1, 1, 48), "pos_embed": (1, 1 + grid, 48), "register_tokens": (1, 4, 48),
+              "mask_token": (1, 48), "patch_embed.proj.weight": (48, 3, 14, 14), "patch_embed.proj.bias": (48,),
+              "norm.weight": (48,), "norm.bias": (48,)}
+    for i in range(2):
+        b = f"blocks.{i}."
+        shapes.update({b + "norm1.weight": (48,), b + "norm1.bias": (48,), b + "attn.qkv.weight": (144, 48),
+                       b + "attn.qkv.bias": (144,), b + "attn.proj.weight": (48, 48), b + "attn.proj.bias": (48,),
+                       b + "ls1.gamma": (48,), b + "norm2.weight": (48,), b + "norm2.bias": (48,),
+                       b + "mlp.w12.weight": (256, 48), b + "mlp.w12.bias": (256,), b + "mlp.w3.weight": (48, 128),
+                       b + "mlp.w3.bias": (48,), b + "ls2.gamma": (48,)})
+    native = {k: torch.randn(shape, generator=g) * 0.2 for k, shape in shapes.items()}
+    path = tmp_path / "hibou-b.pth"
+    torch.save(native, path)
+    model = _enc("hibou-b", **small).load("cpu", weights_path=path)
+    x = torch.randn(2, 3, 224, 224, generator=g)
+    with torch.no_grad():
+        assert torch.allclose(model(x), _dinov2_by_hand(native, x, heads=2, registers=4), atol=1e-4)
