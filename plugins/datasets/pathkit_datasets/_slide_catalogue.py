@@ -54,26 +54,38 @@ def require_path(root: Path, relative: str, dataset: str, layout: str, *, folder
     return path
 
 
+def fold_strata(labels: list[str], k: int) -> list[str]:
+    """`labels` with every stratum of fewer than `k` members pooled into one ("other"), so that a
+    k-fold split stays stratified by the strata that can fill k folds."""
+    from collections import Counter
+
+    counts = Counter(labels)
+    return [label if counts[label] >= k else "other" for label in labels]
+
+
+def _grouped_folds(ids: list[str], strata: dict[str, str], patients: list[str], k: int, seed: int) -> list[Any]:
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    splitter = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)
+    return list(splitter.split(ids, fold_strata([strata[c] for c in ids], k), patients))
+
+
 def kfold_parts(name: str, cases: dict[str, CaseRows], strata: dict[str, str], *, folds: int, fold: int,
                 seed: int, val_fraction: float) -> dict[str, list[str]]:
     """Patient-disjoint parts for fold `fold` of `folds` (scikit-learn StratifiedGroupKFold, shuffled
     with `seed`): that fold is the test part; of the rest, one fold of round(1 / val_fraction) is the
     validation part (stratified and grouped the same way); the others train."""
-    from sklearn.model_selection import StratifiedGroupKFold
-
     if folds < 2 or not 0 <= fold < folds:
         raise PathkitError(f"{name}: options folds={folds} and fold={fold}: folds must be 2 or more and fold in "
                            f"0..{folds - 1}")
     ids = sorted(cases)
     groups = [cases[c].patient_id for c in ids]
-    if len(set(groups)) < folds:
-        raise PathkitError(f"{name}: {len(set(groups))} patients cannot fill {folds} folds")
-    outer = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-    rest, test = list(outer.split(ids, [strata[c] for c in ids], groups))[fold]
     inner_k = max(2, round(1 / val_fraction)) if 0 < val_fraction < 1 else 2
+    if len(set(groups)) < folds * inner_k / (inner_k - 1):
+        raise PathkitError(f"{name}: {len(set(groups))} patients cannot fill {folds} folds and a validation part")
+    rest, test = _grouped_folds(ids, strata, groups, folds, seed)[fold]
     rest_ids = [ids[i] for i in rest]
-    inner = StratifiedGroupKFold(n_splits=inner_k, shuffle=True, random_state=seed)
-    train, val = next(inner.split(rest_ids, [strata[c] for c in rest_ids], [cases[c].patient_id for c in rest_ids]))
+    train, val = _grouped_folds(rest_ids, strata, [cases[c].patient_id for c in rest_ids], inner_k, seed)[0]
     return {"train": [rest_ids[i] for i in train], "val": [rest_ids[i] for i in val],
             "test": [ids[i] for i in test]}
 

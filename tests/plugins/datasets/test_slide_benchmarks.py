@@ -4,11 +4,13 @@ the file (docs/slide-benchmarks.md)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from pathkit_datasets.camelyon16 import Camelyon16
+from pathkit_datasets.panda import PANDA
 
 from pathkit_core.contracts import PathkitError
 from tests.plugins.datasets import _slide_replicas as replicas
@@ -56,7 +58,7 @@ def test_camelyon16_reads_the_release_with_the_official_split_and_eva_val(camely
 ])
 def test_camelyon16_refuses_a_damaged_download_naming_the_file(camelyon, damage, message):
     damage(camelyon)
-    with pytest.raises(PathkitError, match=message.replace("(", r"\(")):
+    with pytest.raises(PathkitError, match=re.escape(message)):
         Camelyon16(camelyon).validate()
 
 
@@ -64,3 +66,51 @@ def test_camelyon16_skip_missing_leaves_an_absent_test_slide_out_and_records_it(
     (camelyon / "testing/images/test_004.tif").unlink()
     ds = Camelyon16(camelyon, skip_missing=True)
     assert "test_004" not in ds.splits()["test"] and "test_004" in ds.excluded_cases()
+
+
+# --------------------------------------------------------------------------- panda
+
+
+@pytest.fixture
+def panda(tmp_path, cache) -> Path:
+    return replicas.panda(tmp_path / "prostate-cancer-grade-assessment", cache)
+
+
+def test_panda_reads_train_csv_as_ordinal_grades_with_a_stratified_drawn_split(panda, tmp_path):
+    ds = PANDA(panda, workdir=str(tmp_path / "work"))
+    ds.validate()
+    parts = ds.splits()
+    assert {p: len(v) for p, v in parts.items()} == {"train": 16, "val": 4, "test": 4}
+    assert sorted(sum(parts.values(), [])) == sorted(p.stem for p in (panda / "train_images").glob("*.tiff"))
+    assert ds.ordered_classes() == ("0", "1", "2", "3", "4", "5")
+    case = next(ds.cases("train"))
+    assert case.target in ds.ordered_classes() and case.meta["cohort"] in ("karolinska", "radboud")
+    assert "gleason_score" not in case.meta  # the grade's own source never reaches the model
+    facts = ds.split_facts()
+    assert facts["source"] == "drawn" and facts["label_masks"] == 2
+    again = PANDA(panda, workdir=str(tmp_path / "work"))
+    assert again.splits() == parts  # the drawn split is kept and read back
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (lambda r: next((r / "train_images").glob("*.tiff")).unlink(), "1 slide file(s) do not exist"),
+    (lambda r: (r / "train.csv").write_text("image_id,data_provider,gleason_score\nab,radboud,3+3\n"),
+     "has no isup_grade column"),
+    (lambda r: (r / "train.csv").write_text(replicas.PANDA_HEADER + "\nab,radboud,7,4+5\n"), "line 2: image_id 'ab'"),
+    (lambda r: shutil.rmtree(r / "train_images"), "train_images is missing"),
+    (lambda r: replicas.place(replicas.Path(r / "train.csv"), r / "train_label_masks/zz_mask.tiff"),
+     "zz_mask.tiff: names no image"),
+])
+def test_panda_refuses_a_damaged_download_naming_the_file(panda, damage, message):
+    damage(panda)
+    with pytest.raises(PathkitError, match=re.escape(message)):
+        PANDA(panda).validate()
+
+
+def test_panda_k_folds_are_patient_disjoint_and_cover_every_image_once_as_test(panda):
+    tests = []
+    for fold in range(3):
+        parts = PANDA(panda, folds=3, fold=fold).splits()
+        assert not set(parts["train"]) & set(parts["val"]) and not set(parts["train"]) & set(parts["test"])
+        tests += parts["test"]
+    assert sorted(tests) == sorted(p.stem for p in (panda / "train_images").glob("*.tiff"))
