@@ -3,8 +3,8 @@ them (docs/slide-benchmarks.md, "camelyon16").
 
 Layout (the release, e.g. the GigaDB / grand-challenge download):
 
-    <root>/training/normal/normal_NNN.tif        160 slides without metastasis
-    <root>/training/tumor/tumor_NNN.tif          111 slides with metastasis
+    <root>/training/normal/normal_NNN.tif        training slides without metastasis
+    <root>/training/tumor/tumor_NNN.tif          training slides with metastasis (270 in all)
     <root>/training/lesion_annotations/tumor_NNN.xml   ASAP XML lesion outlines (optional)
     <root>/testing/images/test_NNN.tif           the 129 or 130 test slides
     <root>/testing/reference.csv                 no header: test_NNN,Tumor|Normal[,Macro|Micro,...]

@@ -37,7 +37,7 @@ class PANDA(SlideCatalogueDataset):
     name: ClassVar[str] = "panda"
     description: ClassVar[str] = "PANDA prostate biopsies, ISUP grade 0-5 (ordinal; drawn 70/15/15 split)"
     task: ClassVar[str] = TASK_ORDINAL
-    license: ClassVar[str] = "CC BY-SA-NC 4.0"
+    license: ClassVar[str] = "CC BY-NC-SA 4.0"
     citation: ClassVar[str] = ("Bulten et al., Artificial intelligence for diagnosis and Gleason grading of "
                                "prostate cancer: the PANDA challenge, Nature Medicine 2022")
     default_metrics: ClassVar[tuple[str, ...]] = ("ordinal",)
