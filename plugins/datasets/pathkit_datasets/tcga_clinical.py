@@ -1,5 +1,7 @@
-"""`tcga-nsclc`, `tcga-rcc`, `tcga-brca` (subtyping) and `tcga-<project>-os|dss|pfi` (survival): TCGA
-diagnostic slides as the GDC delivers them, one case per patient (docs/slide-benchmarks.md, "tcga").
+"""`tcga-brca` (IDC vs ILC subtyping) and `tcga-<project>-os|dss|pfi` (survival): the TCGA tasks whose
+target is in the clinical table, over diagnostic slides as the GDC delivers them, one case per
+patient (docs/slide-benchmarks.md). The project-labelled subtyping tasks `tcga-nsclc` and
+`tcga-rcc` are `pathkit_datasets.tcga_subtyping`'s.
 
 Layout (a GDC download: the slides of the projects, and their clinical table):
 
@@ -13,8 +15,7 @@ Layout (a GDC download: the slides of the projects, and their clinical table):
                                                    OS.time, DSS, DSS.time, PFI, PFI.time
 
 The patient is the first 12 characters of the barcode (TCGA-XX-XXXX); a patient's DX slides (FFPE
-diagnostic sections) form its case, so every split is patient-level. Subtyping labels come from
-the project (NSCLC: LUAD / LUSC; RCC: KIRC / KIRP / KICH as CCRCC / PRCC / CHRCC) or, for BRCA,
+diagnostic sections) form its case, so every split is patient-level. The BRCA labels come from
 the histology (IDC: "Infiltrating duct carcinoma, NOS" / "Infiltrating Ductal Carcinoma"; ILC:
 "Lobular carcinoma, NOS" / "Infiltrating Lobular Carcinoma"; other histologies are left out,
 recorded). Survival needs the TCGA-CDR table for DSS and PFI; OS also reads a GDC clinical table
@@ -158,7 +159,8 @@ class TCGASlides(SlideCatalogueDataset):
 
 
 class TCGASubtyping(TCGASlides):
-    """A TCGA subtyping task: one class per project, or per histology within one project."""
+    """A TCGA subtyping task read from the clinical table: one class per project, or per histology
+    within one project."""
 
     task: ClassVar[str] = TASK_SLIDE_CLASSIFICATION
     default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
@@ -183,20 +185,6 @@ class TCGASubtyping(TCGASlides):
 
     def class_order(self, labels, table):
         return tuple(dict.fromkeys(self.classes.values()))
-
-
-class TCGANSCLC(TCGASubtyping):
-    name: ClassVar[str] = "tcga-nsclc"
-    description: ClassVar[str] = "TCGA non-small-cell lung cancer subtyping, LUAD vs LUSC (patient-level)"
-    projects: ClassVar[tuple[str, ...]] = ("LUAD", "LUSC")
-    classes: ClassVar[dict[str, str]] = {"LUAD": "LUAD", "LUSC": "LUSC"}
-
-
-class TCGARCC(TCGASubtyping):
-    name: ClassVar[str] = "tcga-rcc"
-    description: ClassVar[str] = "TCGA renal cell carcinoma subtyping, CCRCC / PRCC / CHRCC (patient-level)"
-    projects: ClassVar[tuple[str, ...]] = ("KIRC", "KIRP", "KICH")
-    classes: ClassVar[dict[str, str]] = {"KIRC": "CCRCC", "KIRP": "PRCC", "KICH": "CHRCC"}
 
 
 class TCGABRCA(TCGASubtyping):
@@ -278,5 +266,5 @@ SURVIVAL_DATASETS = tuple(survival_dataset(p, e) for p in SURVIVAL_PROJECTS for 
 
 @hookimpl
 def register_datasets(register):
-    for dataset in (TCGANSCLC, TCGARCC, TCGABRCA, *SURVIVAL_DATASETS):
+    for dataset in (TCGABRCA, *SURVIVAL_DATASETS):
         register(dataset)
