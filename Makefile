@@ -54,7 +54,7 @@ test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/plugins/encoders/test_slide_suite.py tests/plugins/encoders/test_encoder_defaults.py \
 		tests/tasks/survival/test_survival_demo.py tests/plugins/generators/test_survival_heads.py \
-		tests/tasks/ordinal/test_ordinal_demo.py \
+		tests/tasks/ordinal/test_ordinal_demo.py tests/examples/test_tcga_folds_suite.py \
 		tests/tasks/retrieval/test_retrieval_demo.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
 		tests/compat/test_legacy_plugin.py::test_the_legacy_plugin_runs_end_to_end_with_deprecation_warnings_and_no_error \
