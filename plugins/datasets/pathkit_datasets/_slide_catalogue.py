@@ -1,14 +1,12 @@
-"""What the public slide-level benchmarks (camelyon16, panda, tcga-*) share: one row per slide as
-the publisher's files give it, then pathkit's cohort rules (pathkit_sdk.cohort) for missing files,
-cases and splits, and a patient-disjoint k-fold split for the benchmarks whose protocol is k-fold
-(docs/slide-benchmarks.md).
+"""What the public slide-level benchmarks without an official split (the tcga_clinical datasets)
+share: one row per slide as the publisher's files give it, then pathkit's cohort rules
+(pathkit_sdk.cohort) for missing files, cases and splits, and a patient-disjoint k-fold split for
+the benchmarks whose protocol is k-fold (docs/slide-benchmarks.md).
 
-A dataset subclass implements `slide_rows()` -> (rows, the file the rows came from): each row a
-`CohortRow` whose `split` is the official part (train/val/test) where the publisher has one, else
-None. Splits, in order of precedence: option `splits_file` (yours, exactly); the official parts
-when every row has one; option `folds=K` with `fold=I` (StratifiedGroupKFold by patient: fold I is
-the test part, the validation part drawn the same way from the others); else a seeded drawn split
-(`drawn_split`, patient-disjoint, stratified).
+A dataset subclass implements `slide_rows()` -> (rows as `CohortRow`s, the table they came from).
+Splits, in order of precedence: option `splits_file` (yours, exactly); option `folds=K` with
+`fold=I` (StratifiedGroupKFold by patient: fold I is the test part, the validation part drawn the
+same way from the others); else a seeded drawn split (`drawn_split`, patient-disjoint, stratified).
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from pathkit_sdk.cohort import (
     check_part_classes,
     check_slide_mpps,
     class_order,
-    column_split,
     drawn_split,
     drop_missing_files,
     file_split,
@@ -94,7 +91,6 @@ class SlideCatalogueDataset(CohortDataset):
     """A public slide benchmark read from its publisher's layout (subclasses: `slide_rows`)."""
 
     license: ClassVar[str] = ""
-    split_source: ClassVar[str] = ""  # where the official split comes from (empty: none)
     case_rule: ClassVar[str] = "slide"  # one case per slide, or per patient
     option_table: ClassVar[tuple[DatasetOption, ...]] = CATALOGUE_OPTIONS
 
@@ -143,16 +139,12 @@ class SlideCatalogueDataset(CohortDataset):
 
     def choose_parts(self, groups: dict[str, CaseRows], table: Path,
                      excluded: dict[str, str]) -> tuple[dict[str, list[str]], dict[str, Any]]:
-        """(parts, split facts): the user's split file, the official split, k folds or a draw."""
+        """(parts, split facts): the user's split file, k folds or a draw."""
         patients = {c: g.patient_id for c, g in groups.items()}
         opts = self.options
         if opts.get("splits_file"):
             return file_split(self.option_path("splits_file"), patients, excluded=excluded)
         folds = int(opts.get("folds") or 0)
-        if self.split_source and not folds:
-            parts, facts = column_split(table, {c: (g.split, g.rows[0].place) for c, g in groups.items()}, patients,
-                                        source=self.split_source)
-            return parts, {**facts, "source": "official", "description": f"official: {self.split_source}"}
         if folds:
             seed, fold = int(opts.get("split_seed") or 0), int(opts.get("fold") or 0)
             parts = kfold_parts(self.name, groups, self.strata(groups), folds=folds, fold=fold, seed=seed,
