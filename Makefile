@@ -54,7 +54,7 @@ test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
 		tests/plugins/encoders/test_slide_suite.py tests/plugins/encoders/test_encoder_defaults.py \
 		tests/tasks/survival/test_survival_demo.py tests/plugins/generators/test_survival_heads.py \
-		tests/tasks/ordinal/test_ordinal_demo.py tests/examples/test_tcga_folds_suite.py \
+		tests/tasks/ordinal/test_ordinal_demo.py \
 		tests/tasks/retrieval/test_retrieval_demo.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
 		tests/compat/test_legacy_plugin.py::test_the_legacy_plugin_runs_end_to_end_with_deprecation_warnings_and_no_error \
@@ -69,7 +69,7 @@ test-suite: install
 		tests/plugins/datasets/test_goldmark_pipeline.py::test_reciprocal_cross_site_run_gives_the_four_settings \
 		tests/plugins/generators/test_scout.py::test_learns_the_report_from_features_and_beats_most_frequent_report \
 		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]' \
-		tests/compat/test_wheels.py \
+		tests/compat/test_wheels.py tests/examples/test_tcga_folds_suite.py \
 		tests/compat/test_format_versions.py::test_pathkit_report_rebuilds_the_report_of_a_v010_run_folder \
 		tests/slurm/test_slurm_arrays.py tests/slurm/test_bench_slurm.py
 
