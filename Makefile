@@ -76,7 +76,7 @@ test-suite: install
 		tests/plugins/datasets/test_goldmark_pipeline.py::test_reciprocal_cross_site_run_gives_the_four_settings \
 		tests/plugins/generators/test_scout.py::test_learns_the_report_from_features_and_beats_most_frequent_report \
 		'tests/plugins/generators/test_report_generators.py::test_learns_the_report_from_features_and_beats_most_frequent_report[histgen]' \
-		tests/compat/test_wheels.py \
+		tests/compat/test_wheels.py tests/examples/test_tcga_folds_suite.py \
 		tests/compat/test_format_versions.py::test_pathkit_report_rebuilds_the_report_of_a_v010_run_folder \
 		tests/slurm/test_slurm_arrays.py tests/slurm/test_bench_slurm.py
 
