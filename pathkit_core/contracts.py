@@ -1022,9 +1022,18 @@ class TissueSegmenter(Component):
     """
 
     kind: ClassVar[str] = "segmenter"
+    # The resolution (um/px) the segmenter wants its image at (a model's training resolution): tiling
+    # then reads the thumbnail there instead of at `params.seg_mpp` (docs/wsi.md).
+    input_mpp: ClassVar[float | None] = None
 
     def __init__(self, params: Any) -> None:
         self.params = params
+
+    @classmethod
+    def identity(cls, params: Any) -> dict[str, Any]:
+        """What else decides its masks (e.g. its weights' sha256): recorded in each manifest, and a
+        manifest made with another identity is tiled again."""
+        return {}
 
     def segment(self, rgb: np.ndarray, mpp: float) -> Any:
         raise NotImplementedError

@@ -39,7 +39,13 @@ def register(app: typer.Typer) -> None:
         exclude_low_tissue: bool = typer.Option(
             False, "--exclude-low-tissue", help="Give slides below --min-tissue-area no tiles (a cohort minimum)."
         ),
-        segmenter: str = typer.Option("otsu", "--segmenter", help="Tissue segmenter by name."),
+        segmenter: str = typer.Option("otsu", "--segmenter", help="Tissue segmenter (otsu, hest, grandqc, ...)."),
+        segmenter_weights: Path | None = typer.Option(
+            None, "--segmenter-weights", help="Checkpoint of a learned segmenter (else $PATHKIT_WEIGHTS_DIR/<name>/)."
+        ),
+        segmenter_option: list[str] = typer.Option(
+            [], "--segmenter-option", help="Segmenter option KEY=VALUE (repeatable), e.g. batch_size=8, device=cuda."
+        ),
         slide_reader: str | None = typer.Option(
             None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]."
         ),
@@ -101,6 +107,7 @@ def register(app: typer.Typer) -> None:
             min_tissue_area_mm2=min_tissue_area,
             exclude_below_min_area=exclude_low_tissue,
             segmenter=segmenter,
+            segmenter_options=_segmenter_options(segmenter_option, segmenter_weights),
             thumbnail_px=thumbnail_px,
             slide_reader=slide_reader or "",
             tissue_geojson=str(tissue_geojson or ""),
@@ -108,7 +115,8 @@ def register(app: typer.Typer) -> None:
         from pathkit_core.wsi.readers.choose import check_reader_name
         from pathkit_core.wsi.segmentation import get_segmenter
 
-        get_segmenter(segmenter)  # an unknown name is a usage error before any work
+        # an unknown name, a learned segmenter's missing weights or library: usage errors before any work
+        get_segmenter(segmenter).identity(params)
         check_reader_name(slide_reader)
         overrides: dict[str, float] = {}
         if mpp_csv is not None:
@@ -147,6 +155,17 @@ def register(app: typer.Typer) -> None:
                 err_console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
         if failed:
             raise typer.Exit(1)
+
+
+def _segmenter_options(option: list[str], weights: Path | None) -> dict:
+    """`--segmenter-option KEY=VALUE`s and `--segmenter-weights` (made absolute: worker processes and
+    a run's identity see the same file)."""
+    from pathkit_core.cli.plain import parse_key_values
+
+    options = parse_key_values(option, "--segmenter-option")
+    if weights is not None:
+        options["weights"] = str(weights.expanduser().resolve())
+    return options
 
 
 def _summary(results: list, out: Path, params_hash: str) -> None:

@@ -119,8 +119,14 @@ class TilingParams:
         return out
 
     def params_hash(self) -> str:
-        """Stable hash of every parameter (and the algorithm version); slide-independent."""
-        return content_hash({"tiling_version": TILING_VERSION, **self.as_dict()})
+        """Stable hash of every parameter (and the algorithm version); slide-independent. A learned
+        segmenter's `weights` path is left out: its content is the segmenter's identity, recorded per
+        manifest, so moving the file reruns nothing and another file re-tiles."""
+        data = self.as_dict()
+        options = dict(data.get("segmenter_options") or {})
+        if options.pop("weights", None) is not None:
+            data["segmenter_options"] = options
+        return content_hash({"tiling_version": TILING_VERSION, **data})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TilingParams:

@@ -189,12 +189,31 @@ def get_segmenter(name: str) -> type[TissueSegmenter]:
     return get_plugin_manager().get("segmenter", name)  # type: ignore[return-value]
 
 
+# A segmenter with its own input resolution reads the slide there up to this longest side
+# (`segmenter_options.max_px` changes it): 8192 px is 8 mm at HEST's 1 um/px, 200 MB of RGB.
+SEGMENTER_MAX_PX = 8192
+
+
+def segmentation_params(params: TilingParams) -> TilingParams:
+    """`params` with the segmenter's own input resolution (`TissueSegmenter.input_mpp`) as the
+    mask's `seg_mpp`, when it declares one, and its image up to `segmenter_options.max_px`
+    (default SEGMENTER_MAX_PX) per side instead of `thumbnail_px`."""
+    import dataclasses
+
+    wanted = get_segmenter(params.segmenter).input_mpp
+    if not wanted:
+        return params
+    cap = int(params.segmenter_options.get("max_px", SEGMENTER_MAX_PX))
+    return dataclasses.replace(params, seg_mpp=float(wanted), thumbnail_px=max(params.thumbnail_px, cap))
+
+
 def segment_slide(
     slide: Slide, params: TilingParams, thumbnail: Thumbnail | None = None, *, geojson: Path | None = None
 ) -> tuple[Thumbnail, TissueMask, float, float]:
     """Thumbnail, tissue mask and the mask's level-0 pixels per mask pixel (x, y). With `geojson`
     (an edited tissue mask, `pathkit_core.wsi.tissue_geojson`) the mask is rasterised from it on the
     grid the segmenter would have used, and the segmenter does not run."""
+    params = segmentation_params(params)
     thumb = thumbnail or segmentation_thumbnail(slide, params)
     if geojson is not None:
         return _mask_from_geojson(slide, params, thumb, geojson)

@@ -249,7 +249,7 @@ def qc_path_for(out_dir: str | Path, slide_id: str) -> Path:
 
 def _resumable(
     manifest: Path, slide_path: Path, params_hash: str, mpp_override: float | None, code_key: str | None = None,
-    geojson_id: str | None = None,
+    geojson_id: str | None = None, segmenter_id: Mapping[str, Any] | None = None,
 ) -> tuple[bool, dict[str, Any] | None, str]:
     """(reusable, meta, why-not) for an existing manifest."""
     from pathkit_core.wsi.manifest import read_manifest_meta
@@ -277,7 +277,18 @@ def _resumable(
         return False, meta, "the slide file changed since (content identity differs)"
     if (meta.get("segmentation") or {}).get("geojson_identity") != geojson_id:
         return False, meta, "made from another tissue mask (the tissue GeoJSON was added, edited or removed)"
+    recorded = (meta.get("segmentation") or {}).get("segmenter_identity") or {}
+    if geojson_id is None and segmenter_id is not None and recorded != dict(segmenter_id):
+        return False, meta, f"made by the segmenter with another identity ({recorded}, now {dict(segmenter_id)})"
     return True, meta, ""
+
+
+def _segmenter_identity(params: TilingParams, geojson: Path | None) -> dict[str, Any] | None:
+    """The segmenter's own identity (`TissueSegmenter.identity`: a learned one's weights sha256), or
+    None when an edited GeoJSON makes the mask."""
+    from pathkit_core.wsi.segmentation import get_segmenter
+
+    return None if geojson is not None else get_segmenter(params.segmenter).identity(params)
 
 
 def _same_slide(path: Path, meta: Mapping[str, Any]) -> bool:
@@ -331,7 +342,8 @@ def tile_slide(
     with FileLock(out / f".{slide_id}.lock", timeout=lock_timeout):
         _clean_stale_temporaries(out, slide_id)
         if manifest_file.exists():
-            ok, meta, why = _resumable(manifest_file, path, phash, mpp, code_key, geojson_identity(geojson))
+            ok, meta, why = _resumable(manifest_file, path, phash, mpp, code_key, geojson_identity(geojson),
+                                       _segmenter_identity(params, geojson))
             if ok and meta is not None:
                 return TileResult(
                     slide_id, str(path), "skipped", "manifest exists with the same parameters",
@@ -425,7 +437,9 @@ def _tile_unlocked(
             "downsample_x": mds_x, "downsample_y": mds_y, "mpp": mask.mpp,
         },
         tissue_mask=pack_mask(mask.tissue),  # stitched segmentation reads it instead of segmenting again
-        segmentation={"segmenter": "geojson" if geojson is not None else params.segmenter, **mask.info},
+        segmentation={"segmenter": "geojson" if geojson is not None else params.segmenter, **mask.info,
+                      **({} if geojson is not None else
+                         {"segmenter_identity": _segmenter_identity(params, None)})},
         warnings=notes,
         status=status,
         pathkit_version=pathkit_core.__version__,
@@ -653,7 +667,9 @@ def tile_slides(
             continue
         override = lookup_mpp(mpp_overrides, p)
         jobs.append((i, {
-            "path": str(p), "out_dir": str(out), "params": params.as_dict(), "mpp": override,
+            # as_dict leaves the mask folder out (it is not hashed): the worker needs it all the same
+            "path": str(p), "out_dir": str(out), "mpp": override,
+            "params": {**params.as_dict(), "tissue_geojson": params.tissue_geojson},
             "mpp_source": "user" if override is not None else "", "overwrite": overwrite,
             "write_csv": write_csv, "code_key": code_key,
         }))

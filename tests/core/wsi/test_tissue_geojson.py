@@ -90,3 +90,19 @@ def test_the_cli_takes_a_folder_of_masks(cli, synthetic_slides, tiled, tmp_path)
     bad = cli("tile", str(synthetic_slides["tissue"]), "--out", str(tmp_path), "--tissue-geojson",
               str(tmp_path / "nowhere"))
     assert bad.exit_code != 0 and "--tissue-geojson" in bad.output and "does not exist" in bad.output
+
+
+def test_a_batch_tiles_from_the_mask_folder(synthetic_slides, tmp_path):
+    """`tile_slides` (what `pathkit tile` and `pathkit run` call) hands the folder to its workers."""
+    from pathkit_core.wsi.manifest import read_manifest_meta
+    from pathkit_core.wsi.tiling import tile_slides
+
+    masks = tmp_path / "masks"
+    masks.mkdir()
+    ring = [[0, 0], [600, 0], [600, 600], [0, 600], [0, 0]]
+    (masks / "tissue.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring]}, "properties": {}}]}))
+    params = TilingParams(target_mpp=2.0, tile_px=64, min_tissue_area_mm2=0.0, thumbnail_px=1024,
+                          tissue_geojson=str(masks))
+    result = tile_slides([synthetic_slides["tissue"]], tmp_path / "out", params, progress=False)[0]
+    assert read_manifest_meta(result.manifest_path)["segmentation"]["segmenter"] == "geojson"
