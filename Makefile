@@ -52,7 +52,7 @@ test-all: install
 # which .ci/run installs).
 test-suite: install
 	$(BIN)/python -m pytest -q -m slow tests/bench/suite/test_bench.py \
-		tests/tissue/test_deep.py \
+		tests/tissue/test_deep.py tests/core/test_tissue_mask_reruns.py \
 		tests/plugins/encoders/test_slide_suite.py tests/plugins/encoders/test_encoder_defaults.py \
 		tests/plugins/encoders/test_slide_reruns.py \
 		tests/tasks/survival/test_survival_demo.py tests/plugins/generators/test_survival_heads.py \

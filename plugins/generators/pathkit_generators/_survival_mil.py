@@ -63,8 +63,9 @@ class CoxMIL(nn.Module):
         event = batch["event"].to(log_hz.device)
         if not batch["known"]:
             raise PathkitError("abmil-cox: a training batch holds a case without its survival target")
-        if not bool(event.any()):
-            return (log_hz * 0.0).sum()  # no event: the partial likelihood has no term
+        if not bool(event.any()) or log_hz.numel() < 2:
+            # no event, or one bag (its risk set is itself): the partial likelihood is identically 0
+            return (log_hz * 0.0).sum()
         # summed over the events, then divided by their number (torchsurv's "mean" divides by the
         # number of distinct event times instead)
         with warnings.catch_warnings():  # "ties detected": the tie method is chosen, not a surprise

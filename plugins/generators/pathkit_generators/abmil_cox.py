@@ -14,7 +14,7 @@ class AttentionCox(Generator):
     """The CLAM-style gated-attention MIL network (`abmil`, one output) with the negative Cox
     partial log-likelihood over each batch of bags (Breslow's handling of tied event times). The
     partial likelihood compares cases within a batch, so a batch holds many bags (`batch_size`);
-    a batch without an event contributes no gradient."""
+    a batch without an event, or of one bag, contributes no gradient (`batch_size` 1 trains nothing)."""
 
     name: ClassVar[str] = "abmil-cox"
     description: ClassVar[str] = "gated-attention MIL with the Cox partial likelihood (Breslow ties; torchsurv)"

@@ -113,6 +113,18 @@ def test_abmil_cox_loss_is_breslow_partial_likelihood():
     assert math.isclose(loss, -total / int(e.sum()), rel_tol=1e-5)
 
 
+def test_abmil_cox_batch_of_one_bag_has_a_zero_loss_and_no_error():
+    """One bag with an event: its risk set is itself, so the partial likelihood is 0 (the last,
+    short batch of an epoch; `batch_size` 1 trains nothing) — not an error inside the loss."""
+    from pathkit_generators._survival_mil import CoxMIL
+
+    model = CoxMIL(DIM, size="small", dropout=0.0, ties="breslow", max_tiles=None)
+    items = _bags(1, 5)
+    items[0]["target"]["event"] = 1
+    loss = model.training_step(model.collate(items))
+    assert float(loss) == 0.0 and loss.requires_grad
+
+
 def test_abmil_cox_predicts_a_risk_per_bag_without_targets():
     from pathkit_generators.abmil_cox import AttentionCox
 
