@@ -1020,7 +1020,7 @@ class ClinicalExtractor:
     def _extract(self, report: str) -> Extraction:
         if len(report) >= _SHORT_REPORT_CHARS:
             return self._extract_long(report)
-        text = prepare_text(report)
+        text = self._spelling.repair(prepare_text(report))
         facts: dict[str, str] = {}
         doubts: dict[str, str] = {}
         body = text

@@ -58,6 +58,11 @@ KNOWN_WORDS = frozenset((
     "temporally", "metastasize", "metastasized", "differentiate", "invasions", "ovaries", "kidneys",
     "tonsils", "involve", "absence", "present", "presence", "radical", "typical", "pyloric", "identifier",
     "diseased", "tubulare",
+    # real words of the REG and development-half TCGA reports one edit from another clinical term
+    "endometriosis", "endometritis", "cerebriform", "ectocervical", "exocervical", "pharyngectomy", "microcystic",
+    "multilocular", "functional", "paravesical", "perineuronal", "mesothelium", "extrahepatic",
+    "granulosa", "microadenoma", "modular", "identifiers", "sarcomatous", "proliferation", "lymphocytes",
+    "pathologist", "significance", "significantly",
 ))
 
 # Short words OCR glues onto a clinical word ("differentiatedwith", "ofcarcinoma"): a token that is a
