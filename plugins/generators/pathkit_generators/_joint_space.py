@@ -12,8 +12,9 @@ from pathkit_core.contracts import ItemsWithBagSpecs, PathkitError
 
 
 def _space_of(meta: dict[str, str]) -> str:
-    """A file's joint space: recorded in it, else its encoder's (older files record only the encoder)."""
-    if meta.get("joint_space"):
+    """A file's joint space as recorded in it ("" for an image-only encoder), else, for files that
+    do not record one, its encoder's."""
+    if "joint_space" in meta:
         return str(meta["joint_space"])
     name = meta.get("encoder")
     if not name:
