@@ -10,7 +10,7 @@ pairs them case by case with another run or a baseline.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, INPUT_SLIDES
 from pathkit_tasks import TASK_ZERO_SHOT
@@ -23,3 +23,10 @@ class ZeroShotTask(ClassificationTask):
     name: ClassVar[str] = TASK_ZERO_SHOT
     description: ClassVar[str] = "classes scored by a text tower's prompt embeddings; slides by MI-Zero top-k pooling"
     inputs: ClassVar[tuple[str, ...]] = (INPUT_SLIDES, INPUT_FEATURES, INPUT_IMAGES)  # images: patch-level
+
+    def report_sections(self, run: Any) -> list[Any]:
+        """Slide classification's sections: ROC and PR curves, calibration, the confusion matrix,
+        the per-class table, every test case (no attention heatmaps: nothing attends)."""
+        from pathkit_tasks.classification.sections import slide_classification_sections
+
+        return slide_classification_sections(run)

@@ -98,6 +98,8 @@ def test_zero_shot_runs_end_to_end_and_beats_the_majority_class(fresh_registry, 
     correct = (table["label"].to_numpy() == labels) if "label" in table.columns else table["correct"].to_numpy()
     boot = paired_bootstrap(np.asarray(correct, float), (labels == 0).astype(float), n_resamples=2000, seed=0)
     assert boot.p_value < 0.01, boot
+    report = (run_dir / "report.html").read_text()
+    assert all(f'id="section-{key}"' in report for key in ("roc-pr", "confusion", "per-class", "cases"))
 
 
 @pytest.mark.slow
