@@ -24,8 +24,9 @@ from pathkit_tasks import TASK_ZERO_SHOT
 # `tokenizer_sha256` hparam names the digest of another file on purpose.
 CONCH_TOKENIZER_SHA256 = "a3861e67c64d32670eb6725a8e52d7dbdd2a06646a4a3c7463052ae7110760fb"
 CONCH_V1_SPACE = "conch-v1"
-# CLIP's upper bound on the learned logit scale (exp(t) <= 100), used when a checkpoint has no `logit_scale`
-DEFAULT_LOGIT_SCALE = 100.0
+# CONCH's initial logit scale, exp(log(1 / 0.07)) (`CoCa.__init__` in `open_clip_custom/coca_model.py`), used
+# when a checkpoint has no `logit_scale` tensor
+DEFAULT_LOGIT_SCALE = 1 / 0.07
 
 
 def pool_top_k(similarity: Any, k: int) -> Any:

@@ -114,7 +114,9 @@ def test_patch_zero_shot_beats_the_majority_class_paired(world):
     from pathkit_bench.stats import paired_bootstrap
 
     items, labels = _patches(world, 20, noise=0.35)
-    preds = _predict(_model(world, items), items)
+    model = _model(world, items)
+    assert model.export_state()["logit_scale"] == pytest.approx(50.0)  # exp of the checkpoint's logit_scale
+    preds = _predict(model, items)
     assert all(abs(sum(p["probabilities"]) - 1) < 1e-6 for p in preds)
     correct = np.asarray([p["label"] for p in preds]) == labels
     majority = labels == 0  # the baseline predicts the first of three equal classes
