@@ -187,3 +187,19 @@ def test_the_zero_shot_task_is_scored_by_the_classification_metric():
     assert "zero-shot" in get_component("metric", "classification").tasks
     assert get_component("task", "zero-shot").baselines == ("majority-class", "class-prior")
     assert get_component("dataset", "slides-zeroshot").task == "zero-shot"
+
+
+def test_patch_shards_are_placed_in_their_encoders_space(tmp_path):
+    """Image-feature shards record only their encoder: `conch` features lie in `conch-v1`, UNI's in none."""
+    from pathkit_generators._joint_space import check_joint_space
+
+    from pathkit_core.features.images import ImageFeatureRow, _write_shard
+
+    def items(encoder):
+        path = tmp_path / f"{encoder}.safetensors"
+        _write_shard(path, torch.zeros(2, DIM), {"encoder": encoder, "ids": json.dumps(["a", "b"])})
+        return SimpleNamespace(rows=[(cid, ImageFeatureRow(path, i, "d"), 0, {}) for i, cid in enumerate("ab")])
+
+    check_joint_space(items("conch"), "conch-v1", "CONCH v1")
+    with pytest.raises(PathkitError, match=r"uni.safetensors: features in no image-text space"):
+        check_joint_space(items("uni"), "conch-v1", "CONCH v1")
