@@ -63,6 +63,7 @@ test-suite: install
 		tests/bench/suite/test_export_merge.py tests/core/report/test_catalogue_sections_browser.py \
 		tests/tasks/retrieval/test_retrieval_demo.py \
 		tests/tasks/fewshot/test_fewshot_demo.py tests/bench/suite/test_endpoints_suite.py \
+		tests/tasks/zeroshot/test_zeroshot_run.py \
 		tests/examples/test_slide_regression.py::test_slide_regression_runs_end_to_end_and_beats_the_train_mean \
 		tests/compat/test_legacy_plugin.py::test_the_legacy_plugin_runs_end_to_end_with_deprecation_warnings_and_no_error \
 		tests/core/test_cli_output.py::test_a_piped_run_breaks_no_line_inside_a_path \

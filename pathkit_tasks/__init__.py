@@ -11,7 +11,9 @@ through its `pathkit` entry points like any plugin (docs/plugin-authors.md).
 - `pathkit_tasks.retrieval`: test cases queried against the train split by feature similarity
   (top-k and majority-vote accuracy, mAP@k; docs/retrieval.md);
 - `pathkit_tasks.fewshot`: few-shot curves, k shots per class over seeded episodes shared by every
-  encoder (docs/few-shot.md).
+  encoder (docs/few-shot.md);
+- `pathkit_tasks.zeroshot`: zero-shot classification with a vision-language model's text tower
+  (prompt ensembles, MI-Zero top-k pooling for slides; docs/zero-shot.md).
 
 Each package holds its protocol (`task.py`), its report sections (`sections.py`) and the machinery
 only it uses; what several tasks share stays in `pathkit_core`.
@@ -28,10 +30,11 @@ TASK_SURVIVAL = "survival"
 TASK_ORDINAL = "ordinal"
 TASK_RETRIEVAL = "retrieval"
 TASK_FEW_SHOT = "few-shot"
+TASK_ZERO_SHOT = "zero-shot"
 
 
 __all__ = [
     "TASK_REPORT", "TASK_SLIDE_CLASSIFICATION", "TASK_PATCH_CLASSIFICATION", "TASK_SEGMENTATION",
     "TASK_MULTIPLE_CHOICE_VQA", "TASK_SURVIVAL", "TASK_ORDINAL", "TASK_RETRIEVAL",
-    "TASK_FEW_SHOT",
+    "TASK_FEW_SHOT", "TASK_ZERO_SHOT",
 ]

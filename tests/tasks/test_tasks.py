@@ -14,7 +14,7 @@ from pathkit_tasks.vqa.selection import Selection, Selector
 from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
 
 BUILTIN = {"report", "slide-classification", "patch-classification", "segmentation", "multiple-choice-vqa",
-           "survival", "ordinal", "retrieval", "few-shot"}
+           "survival", "ordinal", "retrieval", "few-shot", "zero-shot"}
 N_TILES, DIM = 6, 4
 
 

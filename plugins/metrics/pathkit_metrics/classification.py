@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
 from pathkit_core.evaluation.intervals import PROPORTION_METHODS, SAMPLE_KEY, proportion_ci, sample_facts
-from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SLIDE_CLASSIFICATION
+from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SLIDE_CLASSIFICATION, TASK_ZERO_SHOT
 
 if TYPE_CHECKING:
     import numpy as np
@@ -480,7 +480,7 @@ class ClassificationMetric(Metric):
     )
     description: ClassVar[str] = ("AUROC (+ bootstrap CI), AP, balanced accuracy, F1, ECE, Brier, ROC/PR/reliability; "
                                   "K classes: macro/per-class precision, recall, F1, confusion matrix")
-    tasks: ClassVar[tuple[str, ...]] = (TASK_SLIDE_CLASSIFICATION, TASK_PATCH_CLASSIFICATION)
+    tasks: ClassVar[tuple[str, ...]] = (TASK_SLIDE_CLASSIFICATION, TASK_PATCH_CLASSIFICATION, TASK_ZERO_SHOT)
     higher_is_better: ClassVar[bool] = True
     headline_scores: ClassVar[tuple[str, ...]] = ("AUROC", "macro_F1")
     lower_is_better: ClassVar[tuple[str, ...]] = ("ECE", "Brier")
