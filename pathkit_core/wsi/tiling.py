@@ -22,6 +22,7 @@ from pathkit_core.workspace import (
     remove_stale_temporaries,
 )
 from pathkit_core.wsi.params import TileGeometry, TilingParams
+from pathkit_core.wsi.scenes import slide_file
 from pathkit_core.wsi.slide import SlideError, check_slide_file, slide_id_for
 from pathkit_core.wsi.tissue_geojson import find_tissue_geojson, geojson_identity
 
@@ -266,7 +267,7 @@ def _resumable(
         )
     if code_key is not None and meta.get("code_key") != code_key:
         return False, meta, "made by another version of the tiling code"
-    st = slide_path.stat()
+    st = slide_file(slide_path).stat()  # the file that holds it, when the slide is one scene
     if meta.get("slide_size") != st.st_size:
         return False, meta, "the slide file changed since (size differs)"
     # Always by content, not only when the mtime differs: an edit in place that restores the
@@ -383,7 +384,7 @@ def _tile_unlocked(
     from pathkit_core.wsi.slide import open_slide
     from pathkit_core.wsi.tissue_geojson import tissue_geojson_path, write_tissue_geojson
 
-    st = path.stat()
+    st = slide_file(path).stat()
     with open_slide(path, mpp=mpp, mpp_source=mpp_source, reader=params.slide_reader or None) as slide:
         geometry = choose_geometry(slide.mpp, slide.level_downsamples, params, path=path)
         thumb, mask, mds_x, mds_y = segment_slide(slide, params, geojson=geojson)
@@ -422,7 +423,8 @@ def _tile_unlocked(
         slide_id=slide_id,
         slide_path=str(path.resolve()),
         slide_identity=identity,
-        slide_sha256=identity.removeprefix("sha256:") if identity.startswith("sha256:") else "",
+        slide_sha256=identity.removeprefix("sha256:") if identity.startswith("sha256:") and "#" not in identity
+        else "",
         **({"code_key": code_key} if code_key is not None else {}),
         n_tiles=int(tiles.height),
         tissue_area_mm2=round(area, 4),
