@@ -322,11 +322,13 @@ def tile_slide(
     write_csv: bool = False,
     lock_timeout: float = 3600.0,
     code_key: str | None = None,
+    geojson_file: Path | None = None,
 ) -> TileResult:
     """Tile one slide into `<out_dir>/<slide_id>.parquet` (+ `.qc.png`); errors as SlideError.
 
     Resumes: an existing manifest with the same parameter hash, mpp override and slide content
-    is kept (status "skipped"). One that differs is replaced only with `overwrite`.
+    is kept (status "skipped"). One that differs is replaced only with `overwrite`. `geojson_file`
+    is this slide's edited tissue mask, over `params.tissue_geojson`'s folder.
     """
     start = time.perf_counter()
     path = Path(slide_path)
@@ -339,7 +341,9 @@ def tile_slide(
     manifest_file = manifest_path_for(out, slide_id)
     check_slide_file(path)  # before the lock: a named pipe would block the reader
     phash = params.params_hash()
-    geojson = find_tissue_geojson(params.tissue_geojson, slide_id)
+    geojson = geojson_file or find_tissue_geojson(params.tissue_geojson, slide_id)
+    if geojson is not None and not geojson.is_file():
+        raise SlideError("not-found", path, f"its tissue GeoJSON {geojson} does not exist")
     with FileLock(out / f".{slide_id}.lock", timeout=lock_timeout):
         _clean_stale_temporaries(out, slide_id)
         if manifest_file.exists():
@@ -534,6 +538,7 @@ def _tile_job(job: dict[str, Any]) -> dict[str, Any]:
             result = tile_slide(
                 path, job["out_dir"], params, mpp=job["mpp"], mpp_source=job["mpp_source"],
                 overwrite=job["overwrite"], write_csv=job["write_csv"], code_key=job.get("code_key"),
+                geojson_file=Path(job["geojson"]) if job.get("geojson") else None,
             )
     except SlideError as exc:
         result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code=exc.code)
@@ -633,6 +638,8 @@ def tile_slides(
     mpp_fix: str | None = None,
     shard: Shard | None = None,
     code_key: str | None = None,
+    slide_readers: Mapping[str, str] | None = None,
+    tissue_geojsons: Mapping[str, str | Path] | None = None,
 ) -> list[TileResult]:
     """Tile many slides (files or folders); failures are recorded and the batch goes on.
 
@@ -643,7 +650,9 @@ def tile_slides(
     input order; `<out_dir>/tiling_status.json` records every slide's last outcome and the
     slides every shard was given (pending until some shard tiles them). `code_key`, when given,
     names the tiling code (`pathkit run` passes a digest of its sources): a manifest made by other
-    code is not reused.
+    code is not reused. `slide_readers` and `tissue_geojsons` map a slide's path to the reader it is
+    opened with and to the edited tissue GeoJSON file that makes its mask (a cohort table's
+    `slide_reader` and `tissue_geojson` columns), over `params` for that slide only.
     """
     from pathkit_core.wsi.slide import MPP_CODES, check_unique_ids, find_slides, lookup_mpp, with_mpp_fix
 
@@ -668,10 +677,13 @@ def tile_slides(
             )
             continue
         override = lookup_mpp(mpp_overrides, p)
+        reader = (slide_readers or {}).get(str(p))
         jobs.append((i, {
             # as_dict leaves the mask folder out (it is not hashed): the worker needs it all the same
             "path": str(p), "out_dir": str(out), "mpp": override,
-            "params": {**params.as_dict(), "tissue_geojson": params.tissue_geojson},
+            "params": {**params.as_dict(), "tissue_geojson": params.tissue_geojson,
+                       **({"slide_reader": reader} if reader else {})},
+            "geojson": str((tissue_geojsons or {}).get(str(p)) or ""),
             "mpp_source": "user" if override is not None else "", "overwrite": overwrite,
             "write_csv": write_csv, "code_key": code_key,
         }))
