@@ -102,7 +102,7 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
     # reported stale while its old features are used.
     tiled = tile_slides(slides, tile_dir, params, workers=max(spec.extract_workers, 1),
                         mpp_fix=fix, shard=shard, overwrite=True, code_key=tiling_code(params.segmenter),
-                        **per_slide)
+                        scenes=False, **per_slide)  # a case's slides as its dataset names them
     # the cohort-minimum flag in one line for all the slides (every split's are tiled in this one call)
     note = low_tissue_note(tiled, params)
     if note:

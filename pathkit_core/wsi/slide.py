@@ -455,13 +455,14 @@ def open_slide(
     return Slide(path=p, handle=handle, mpp_info=mpp_info, properties=props, reader=name)
 
 
-def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False) -> list[Path]:
+def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False, scenes: bool = True) -> list[Path]:
     """Expand files and folders into slide paths (folders: files with a slide extension).
 
     A path that does not exist is kept so the batch records it as failed; so is an entry of a
     folder with a slide extension that is not a readable file (a dangling symbolic link, a named
     pipe): it is listed as failed with its reason, never skipped. A folder with no slides is an
-    error naming the extensions looked for.
+    error naming the extensions looked for. With `scenes`, a file of several scenes (a CZI) gives
+    one slide path per scene (`pathkit_core.wsi.scenes`); without, the file stays whole.
     """
     out: list[Path] = []
     for item in inputs:
@@ -486,7 +487,7 @@ def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False) -> lis
     from pathkit_core.wsi.scenes import expand_scenes
 
     # a file of several scenes (a CZI) is one slide per scene (docs/formats.md, "Scenes")
-    return [s for p in out for s in (expand_scenes(p) if p.suffix.lower() in SCENE_EXTENSIONS else [p])]
+    return [s for p in out for s in (expand_scenes(p) if scenes and p.suffix.lower() in SCENE_EXTENSIONS else [p])]
 
 
 def _inside_folder_slide(path: Path, top: Path) -> bool:

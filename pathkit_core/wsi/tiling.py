@@ -640,6 +640,7 @@ def tile_slides(
     code_key: str | None = None,
     slide_readers: Mapping[str, str] | None = None,
     tissue_geojsons: Mapping[str, str | Path] | None = None,
+    scenes: bool = True,
 ) -> list[TileResult]:
     """Tile many slides (files or folders); failures are recorded and the batch goes on.
 
@@ -652,13 +653,14 @@ def tile_slides(
     names the tiling code (`pathkit run` passes a digest of its sources): a manifest made by other
     code is not reused. `slide_readers` and `tissue_geojsons` map a slide's path to the reader it is
     opened with and to the edited tissue GeoJSON file that makes its mask (a cohort table's
-    `slide_reader` and `tissue_geojson` columns), over `params` for that slide only.
+    `slide_reader` and `tissue_geojson` columns), over `params` for that slide only. `scenes=False`
+    tiles a CZI of several scenes as the file given (a dataset's case names its slides exactly).
     """
     from pathkit_core.wsi.slide import MPP_CODES, check_unique_ids, find_slides, lookup_mpp, with_mpp_fix
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    found = find_slides(slides, recursive=recursive)
+    found = find_slides(slides, recursive=recursive, scenes=scenes)
     phash = params.params_hash()
     duplicates = check_unique_ids(found)
     # Every slide given is recorded as planned before any is tiled, so `pathkit status` counts

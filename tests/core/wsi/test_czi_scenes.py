@@ -114,3 +114,24 @@ def test_pathkit_tile_tiles_every_scene_as_its_own_slide(cli, two_scenes, tmp_pa
     again = cli(*args)  # resumes: both scenes' manifests are kept
     assert again.exit_code == 0, again.output
     assert not (out / "two.parquet").exists()
+
+
+def test_a_cohort_row_names_one_scene_and_a_run_tiles_its_cases_slides_as_given(two_scenes, tmp_path):
+    from pathkit_core.run.identity import case_identity
+    from pathkit_core.wsi.tiling import TilingParams, tile_slides
+    from pathkit_sdk.cohort import cohort_rows, drop_missing_files, group_rows, read_table
+
+    path, _ = two_scenes
+    table = tmp_path / "cohort.csv"
+    table.write_text(f"slide,label\n{path}#scene=1,a\n{path},b\n")
+    rows, missing = drop_missing_files(cohort_rows(read_table(table), file_key="slide_path", value_key="label"),
+                                       skip_missing=False, where=table)
+    assert not missing and [r.case_id for r in rows] == ["two-1", "two"]
+    from pathkit_core.contracts import Case
+
+    cases = [Case(g.case_id, g.patient_id, g.value, slides=g.files) for g in group_rows(rows, "slide", table)]
+    scene_id = case_identity(cases[0])["slides"][0]
+    assert scene_id.startswith("sha256:") and scene_id.endswith("#scene=1")  # the file's content and the scene
+    params = TilingParams(target_mpp=MPP, tile_px=64, min_tissue_fraction=0.0, min_tissue_area_mm2=0.0)
+    results = tile_slides([s for c in cases for s in c.slides], tmp_path / "t", params, progress=False, scenes=False)
+    assert [(r.slide_id, r.status) for r in results] == [("two-1", "ok"), ("two", "ok")]
