@@ -16,7 +16,18 @@ from pathkit_core.wsi.tiling import TilingParams, tile_slides
 
 pytestmark = pytest.mark.filterwarnings("ignore::pathkit_core.wsi.tiling.TilingWarning")
 
-PARAMS = TilingParams(target_mpp=2.0, tile_px=64, min_tissue_area_mm2=0.0, thumbnail_px=1024)
+PARAMS = TilingParams(target_mpp=1.0, tile_px=64, min_tissue_area_mm2=0.0, thumbnail_px=512)
+
+
+@pytest.fixture(scope="module")
+def slides(tmp_path_factory) -> dict[str, Path]:
+    """Two small slides (1536 x 1024 px at 0.5 um/px) with a blob of tissue each."""
+    from pathkit_sdk.synthetic import Blob, write_synthetic_slide
+
+    root = tmp_path_factory.mktemp("cohort_slides")
+    return {name: write_synthetic_slide(root / f"{name}.tiff", width=1536, height=1024, mpp=0.5, seed=seed,
+                                        tissue=[Blob(0.5, 0.5, 0.35, 0.35, texture="noise")])
+            for seed, name in enumerate(("tissue", "pen"))}
 
 
 def _square(path: Path, side: int) -> Path:
@@ -49,16 +60,16 @@ def _tile(cases: list[Case], out: Path) -> dict[str, str]:
     return {r.slide_id: r.status for r in results}
 
 
-def test_the_columns_force_the_reader_and_the_mask_and_an_edit_re_tiles_that_slide_only(synthetic_slides, tmp_path):
+def test_the_columns_force_the_reader_and_the_mask_and_an_edit_re_tiles_that_slide_only(slides, tmp_path):
     from pathkit_core.run.identity import case_identity
 
     root = tmp_path / "cohort"
     masks = root / "masks"
     masks.mkdir(parents=True)
-    _square(masks / "pen.geojson", 600)
-    rows = [{"slide_path": str(synthetic_slides["tissue"]), "label": "a", "slide_reader": "ome-tiff",
+    _square(masks / "pen.geojson", 400)
+    rows = [{"slide_path": str(slides["tissue"]), "label": "a", "slide_reader": "ome-tiff",
              "tissue_geojson": ""},
-            {"slide_path": str(synthetic_slides["pen"]), "label": "b", "slide_reader": "",
+            {"slide_path": str(slides["pen"]), "label": "b", "slide_reader": "",
              "tissue_geojson": "masks/pen.geojson"}]  # relative to the table's folder
     cases = _cases(root, rows)
     assert cases[0].meta["slide_reader"] == ("ome-tiff",) and "tissue_geojson" not in cases[0].meta
@@ -75,7 +86,7 @@ def test_the_columns_force_the_reader_and_the_mask_and_an_edit_re_tiles_that_sli
     assert _tile(cases, out) == {"tissue": "skipped", "pen": "skipped"}
 
     before = case_identity(cases[1])
-    _square(masks / "pen.geojson", 1200)  # the pathologist draws the mask larger
+    _square(masks / "pen.geojson", 900)  # the pathologist draws the mask larger
     assert case_identity(cases[1]) != before  # the run identity follows the mask's content
     assert _tile(cases, out) == {"tissue": "skipped", "pen": "ok"}
     assert read_manifest_meta(out / "pen.parquet")["n_tiles"] > small
@@ -92,3 +103,25 @@ def test_a_bad_cell_is_one_line_naming_the_table_row(tmp_path):
         _cases(tmp_path / "a", [{"slide_path": str(slide), "label": "x", "slide_reader": "ome-tif"}])
     with pytest.raises(PathkitError, match=r"cohort.csv: line 2: tissue_geojson .*gone.geojson is not a file"):
         _cases(tmp_path / "b", [{"slide_path": str(slide), "label": "x", "tissue_geojson": "gone.geojson"}])
+
+
+def test_slides_csv_carries_the_columns_into_each_cases_meta(tmp_path):
+    from pathkit_datasets.slides_csv import SlidesCSV
+
+    root = tmp_path / "cohort"
+    (root / "slides").mkdir(parents=True)
+    _square(root / "edited.geojson", 100)
+    rows = []
+    for k in range(12):
+        (root / "slides" / f"S{k}.svs").write_bytes(b"")
+        rows.append({"slide_path": f"slides/S{k}.svs", "label": "ab"[k % 2],
+                     "split": "test" if k < 2 else "val" if k < 4 else "train",
+                     "slide_reader": "ome-tiff" if k == 0 else "",
+                     "tissue_geojson": "edited.geojson" if k == 1 else ""})
+    _cases(root, rows)  # writes cohort.csv
+    ds = SlidesCSV(root, workdir=str(tmp_path / "work"))
+    ds.validate()
+    first, second = list(ds.cases("test"))
+    assert first.meta["slide_reader"] == ("ome-tiff",) and "tissue_geojson" not in first.meta
+    assert second.meta["tissue_geojson"] == (str(root / "edited.geojson"),) and "slide_reader" not in second.meta
+    assert "slide_reader" not in next(ds.cases("train")).meta  # an empty cell: automatic choice
