@@ -1087,6 +1087,15 @@ class SlideReader(Component):
         """A cheap look (name, magic bytes) at whether `path` is this reader's format."""
         return False
 
+    # Whether a file of this format may hold several scenes, each its own slide (`FILE#scene=LABEL`,
+    # `pathkit_core.wsi.scenes`); such a reader's `open` takes the scene path.
+    has_scenes: ClassVar[bool] = False
+
+    @classmethod
+    def scene_names(cls, path: Path) -> list[str | None]:
+        """The name of each scene of `path`, in index order (None for an unnamed one)."""
+        return []
+
     def open(self, path: Path) -> Any:
         raise NotImplementedError
 

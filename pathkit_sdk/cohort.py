@@ -17,7 +17,10 @@ their cases with the same rules, so a researcher learns them once:
   name without extension); `patient_id` defaults to the case (a user's `patient_id` always
   wins over any dataset rule); optional `split` (train/val/test and aliases), `mpp` (level-0
   micrometres per pixel, over the file's own; `--dataset-option mpp=...` fills rows without
-  one), `cohort`; every other column is kept in `Case.meta` under its own name.
+  one), `cohort`; for slide tables `slide_reader` (the reader that opens the slide) and
+  `tissue_geojson` (a user-edited tissue mask, relative to the table's folder), kept in `Case.meta`
+  as one value per slide and fed to tiling (docs/wsi.md, "Per-slide tiling inputs"); every other
+  column is kept in `Case.meta` under its own name.
 - **Checks** (`check_duplicates`, `drop_missing_files`): duplicate case ids or files are an
   error listing them with their rows; files that do not exist are listed with their rows and
   stop the run before tiling, unless `--skip-missing` (then they are left out and recorded).
@@ -74,7 +77,11 @@ COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "split": ("split", "set", "partition", "subset"),
     "mpp": ("mpp", "mpp_x", "microns_per_pixel", "um_per_px"),
     "cohort": ("cohort", "site", "centre", "center", "source"),
+    "slide_reader": ("slide_reader",),
+    "tissue_geojson": ("tissue_geojson", "tissue_mask_geojson"),
 }
+# Per-slide tiling inputs a slide table may carry (docs/file-formats.md, "Cohort tables").
+SLIDE_TILING_KEYS = ("slide_reader", "tissue_geojson")
 
 # Options every generic cohort dataset takes (a subclass adds its own to `option_table`).
 COHORT_OPTIONS: tuple[DatasetOption, ...] = (
@@ -312,6 +319,9 @@ class CohortRow:
     mpp: float | None = None
     cohort: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # the slide reader the row forces (`pathkit list slide-readers`), and a user-edited tissue mask
+    slide_reader: str | None = None
+    tissue_geojson: Path | None = None
 
 
 def resolve_file(value: str, base: Path) -> Path:
@@ -350,7 +360,8 @@ def cohort_rows(table: Table, *, file_key: str | None, value_key: str | None, fi
     from pathkit_core.wsi.slide import slide_id_for
 
     keys = [k for k in (file_key, value_key) if k] + [k for k in required if k not in (file_key, value_key)]
-    optional = [k for k in ("case_id", "patient_id", "split", "mpp", "cohort") if k not in keys]
+    tiling_keys = SLIDE_TILING_KEYS if file_key == "slide_path" else ()
+    optional = [k for k in ("case_id", "patient_id", "split", "mpp", "cohort", *tiling_keys) if k not in keys]
     found = require_columns(table, keys, optional, what=what, explicit=columns)
     used = {c for c in found.values() if c is not None}
     base = file_base if file_base is not None else table.path.parent
@@ -379,9 +390,31 @@ def cohort_rows(table: Table, *, file_key: str | None, value_key: str | None, fi
                             f"fix the {found['mpp']} column") if mpp_text else default_mpp
         value = row.get(found[value_key]) if value_key else None
         meta = {k: v for k, v in row.items() if k not in used}
+        reader, mask = _tiling_cells(row, found, base, f"{what} {table.path}: {place}")
         out.append(CohortRow(i, place, case_id, patient or case_id, value, file, split or None, mpp,
-                             cell(row.get(found["cohort"])) or None if found.get("cohort") else None, meta))
+                             cell(row.get(found["cohort"])) or None if found.get("cohort") else None, meta,
+                             slide_reader=reader, tissue_geojson=mask))
     return out
+
+
+def _tiling_cells(row: Mapping[str, Any], found: Mapping[str, str | None], base: Path,
+                  where: str) -> tuple[str | None, Path | None]:
+    """(the row's slide reader, its tissue GeoJSON file) from the `slide_reader` and `tissue_geojson`
+    columns, checked: a reader pathkit has, a mask file that exists (relative to the table's folder)."""
+    reader = cell(row.get(found["slide_reader"])) if found.get("slide_reader") else ""
+    if reader:
+        from pathkit_core.wsi.readers.choose import get_reader
+
+        try:
+            get_reader(reader)
+        except PathkitError as exc:
+            raise PathkitError(f"{where}: {found['slide_reader']}: {exc}") from None
+    text = cell(row.get(found["tissue_geojson"])) if found.get("tissue_geojson") else ""
+    mask = resolve_file(text, base) if text else None
+    if mask is not None and not mask.is_file():
+        raise PathkitError(f"{where}: {found['tissue_geojson']} {mask} is not a file (relative paths are "
+                           "against the table's folder)")
+    return reader or None, mask
 
 
 def check_duplicates(rows: Sequence[CohortRow], key: Callable[[CohortRow], Any], what: str, where: Path) -> None:
@@ -398,9 +431,11 @@ def drop_missing_files(rows: Sequence[CohortRow], *, skip_missing: bool, where: 
                        ) -> tuple[list[CohortRow], dict[str, str]]:
     """(rows whose file exists, {case id: reason} of the others). Missing files stop the run
     with their rows listed, unless `skip_missing`."""
+    from pathkit_core.wsi.scenes import slide_file  # a scene's slide path names its file
+
     kept, missing = [], []
     for r in rows:
-        (kept if r.file is None or r.file.exists() else missing).append(r)
+        (kept if r.file is None or slide_file(r.file).exists() else missing).append(r)
     if missing and not skip_missing:
         shown = "; ".join(f"{r.place}: {r.file}" for r in missing[:20])
         more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
@@ -446,6 +481,10 @@ class CaseRows:
         mpps = [r.mpp for r in self.rows]
         if any(m is not None for m in mpps):
             out["mpp"] = mpps[0] if len(set(mpps)) == 1 else tuple(mpps)
+        for key in SLIDE_TILING_KEYS:  # one value per slide, in `files` order, like a per-slide mpp
+            values = [getattr(r, key) for r in self.rows]
+            if any(v is not None for v in values):
+                out[key] = tuple(None if v is None else str(v) for v in values)
         if len(self.rows) > 1:
             out["slide_ids"] = [r.meta.get("slide_id") or (r.file.stem if r.file else r.case_id) for r in self.rows]
         return out
@@ -627,7 +666,8 @@ def check_slide_mpps(rows: Sequence[CohortRow], *, where: Path, mpp_column: str 
 
     problems = []
     for r in rows:
-        if r.mpp is not None or r.file is None or not r.file.is_file():
+        if (r.mpp is not None or r.file is None or not r.file.is_file()
+                or r.slide_reader not in (None, "openslide")):  # another reader's mpp is checked when tiled
             continue
         try:
             with openslide.OpenSlide(str(r.file)) as handle:

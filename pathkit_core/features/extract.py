@@ -588,10 +588,12 @@ def _slide_problem(manifest: Manifest) -> str:
         reader = TileReader(manifest)
     except PathkitError as exc:
         return str(exc)
+    from pathkit_core.wsi.scenes import slide_file
+
     path = reader.slide_path
     meta = manifest.meta
     try:
-        st = path.stat()
+        st = slide_file(path).stat()  # the file that holds it, when the slide is one scene
     except OSError as exc:
         return f"{path}: {exc}"
     same = (

@@ -44,6 +44,28 @@ def slide_mpps(case: Case) -> dict[str, float]:
     return {str(s): float(m) for s, m in zip(case.slides, values, strict=True) if m is not None}
 
 
+def slide_values(case: Case, key: str) -> dict[str, str]:
+    """A per-slide value a dataset states in `Case.meta[key]` (`slide_reader`, `tissue_geojson`: one
+    value for every slide, or one per slide in `slides` order, None where there is none), by path."""
+    given = case.meta.get(key)
+    if given is None:
+        return {}
+    values = list(given) if isinstance(given, list | tuple) else [given] * len(case.slides)
+    if len(values) != len(case.slides):
+        raise PathkitError(f"case {case.case_id}: meta {key} gives {len(values)} values for {len(case.slides)} slides")
+    return {str(s): str(v) for s, v in zip(case.slides, values, strict=True) if v not in (None, "")}
+
+
+def slide_tiling_inputs(cases: Sequence[Case]) -> dict[str, Any]:
+    """What the cases' datasets state per slide, as `tile_slides` takes it: the level-0 mpp
+    (`mpp_overrides`), the reader (`slide_readers`) and the edited tissue mask (`tissue_geojsons`)
+    by path (a cohort table's mpp, slide_reader and tissue_geojson columns; docs/wsi.md)."""
+    mpps = {path: mpp for c in cases for path, mpp in slide_mpps(c).items()}
+    readers = {p: v for c in cases for p, v in slide_values(c, "slide_reader").items()}
+    masks = {p: v for c in cases for p, v in slide_values(c, "tissue_geojson").items()}
+    return {"mpp_overrides": mpps or None, "slide_readers": readers or None, "tissue_geojsons": masks or None}
+
+
 def mpp_fix(dataset: Any) -> str:
     """How the user of `pathkit run` gives a slide's mpp: the dataset's mpp option, when it has one."""
     option = next((o for o in dataset.option_table if o.name == "mpp"), None)
@@ -73,14 +95,14 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
         params = TilingParams(**{**base, **dict(tiling)})
     except TypeError as exc:
         raise PathkitError(f"tiling options {dict(tiling)}: {exc}") from None
-    mpp_overrides = {path: mpp for c in cases for path, mpp in slide_mpps(c).items()}
+    per_slide = slide_tiling_inputs(cases)
     tile_dir, feature_dir = store_folders(workdir, tile_spec.key(), tiling)
     # The run owns the workspace's stores: a manifest made from another version of the slide,
     # another mpp or by other tiling code is replaced (and so its features re-extracted), never
     # reported stale while its old features are used.
     tiled = tile_slides(slides, tile_dir, params, workers=max(spec.extract_workers, 1),
-                        mpp_overrides=mpp_overrides or None, mpp_fix=fix, shard=shard, overwrite=True,
-                        code_key=tiling_code(params.segmenter))
+                        mpp_fix=fix, shard=shard, overwrite=True, code_key=tiling_code(params.segmenter),
+                        scenes=False, **per_slide)  # a case's slides as its dataset names them
     # the cohort-minimum flag in one line for all the slides (every split's are tiled in this one call)
     note = low_tissue_note(tiled, params)
     if note:

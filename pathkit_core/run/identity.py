@@ -190,6 +190,12 @@ def _may_name_a_file(text: str) -> bool:
 
 
 def _input_identity(path: Any) -> str:
+    from pathkit_core.wsi.scenes import SCENE_MARK, split_scene
+
+    file, scene = split_scene(path)
+    if scene is not None:  # one scene of a file (docs/formats.md, "Scenes"): the file's identity and the scene
+        found = path_identity(file)
+        return f"{found}{SCENE_MARK}{scene}" if found else f"missing:{path}"
     return path_identity(path) or f"missing:{path}"
 
 

@@ -46,7 +46,9 @@ class _TileReaderBase:
         self._pid: int | None = None
         self._scratch: Any = None  # reused uint32 read buffer
         self._raw: Any = None  # reused regions of read_batch before resampling
-        if not self.slide_path.exists():
+        from pathkit_core.wsi.scenes import slide_file
+
+        if not slide_file(self.slide_path).exists():
             raise PathkitError(
                 f"{self.slide_path}: slide of manifest {self.manifest.path} not found (pass "
                 "slide_path= if the slide moved)"

@@ -39,6 +39,8 @@ SLIDE_EXTENSIONS: tuple[str, ...] = (
 )
 # Slides that are folders: an OME-Zarr store, a DICOM series.
 FOLDER_SLIDE_EXTENSIONS: tuple[str, ...] = (".zarr", ".dcm")
+# Files that may hold several scenes, each its own slide (`pathkit_core.wsi.scenes`).
+SCENE_EXTENSIONS: tuple[str, ...] = (".czi",)
 
 
 # Errors about a slide's resolution, and how to fix them. The generic fix names every command;
@@ -62,8 +64,14 @@ def slide_id_for(path: str | Path) -> str:
     """The slide id: the file name without its extension (`a/b/CMU-1.svs` -> `CMU-1`).
 
     Only the last suffix goes, except `.ome.tif(f)` which loses both, so TCGA names with dots
-    (`TCGA-...-DX1.8A7F...svs`) keep their UUID part and stay unique.
+    (`TCGA-...-DX1.8A7F...svs`) keep their UUID part and stay unique. One scene of a file
+    (`a/b/run.czi#scene=Left`) is `run-Left`.
     """
+    from pathkit_core.wsi.scenes import scene_id_part, split_scene
+
+    file, scene = split_scene(path)
+    if scene is not None:  # one scene of a file (docs/formats.md, "Scenes")
+        return f"{slide_id_for(file)}-{scene_id_part(scene)}"
     name = Path(path).name
     lower = name.lower()
     for ext in (".ome.tiff", ".ome.tif", ".ome.zarr", ".ome.zarr.zip", ".zarr.zip"):
@@ -408,9 +416,10 @@ def check_slide_file(path: str | Path) -> Path:
     """`path` if it can be opened as a slide file; else a SlideError saying why (a missing
     file, a symbolic link loop, a named pipe that would block the reader, a folder)."""
     from pathkit_core.contracts import regular_file_problem
+    from pathkit_core.wsi.scenes import split_scene
 
     p = Path(path)
-    problem = regular_file_problem(p)
+    problem = regular_file_problem(split_scene(p)[0])
     if problem is None:
         return p
     code, message = problem
@@ -446,13 +455,14 @@ def open_slide(
     return Slide(path=p, handle=handle, mpp_info=mpp_info, properties=props, reader=name)
 
 
-def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False) -> list[Path]:
+def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False, scenes: bool = True) -> list[Path]:
     """Expand files and folders into slide paths (folders: files with a slide extension).
 
     A path that does not exist is kept so the batch records it as failed; so is an entry of a
     folder with a slide extension that is not a readable file (a dangling symbolic link, a named
     pipe): it is listed as failed with its reason, never skipped. A folder with no slides is an
-    error naming the extensions looked for.
+    error naming the extensions looked for. With `scenes`, a file of several scenes (a CZI) gives
+    one slide path per scene (`pathkit_core.wsi.scenes`); without, the file stays whole.
     """
     out: list[Path] = []
     for item in inputs:
@@ -474,7 +484,10 @@ def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False) -> lis
             out.extend(found)
         else:
             out.append(p)
-    return out
+    from pathkit_core.wsi.scenes import expand_scenes
+
+    # a file of several scenes (a CZI) is one slide per scene (docs/formats.md, "Scenes")
+    return [s for p in out for s in (expand_scenes(p) if scenes and p.suffix.lower() in SCENE_EXTENSIONS else [p])]
 
 
 def _inside_folder_slide(path: Path, top: Path) -> bool:

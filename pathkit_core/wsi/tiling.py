@@ -22,6 +22,7 @@ from pathkit_core.workspace import (
     remove_stale_temporaries,
 )
 from pathkit_core.wsi.params import TileGeometry, TilingParams
+from pathkit_core.wsi.scenes import slide_file
 from pathkit_core.wsi.slide import SlideError, check_slide_file, slide_id_for
 from pathkit_core.wsi.tissue_geojson import find_tissue_geojson, geojson_identity
 
@@ -266,7 +267,7 @@ def _resumable(
         )
     if code_key is not None and meta.get("code_key") != code_key:
         return False, meta, "made by another version of the tiling code"
-    st = slide_path.stat()
+    st = slide_file(slide_path).stat()  # the file that holds it, when the slide is one scene
     if meta.get("slide_size") != st.st_size:
         return False, meta, "the slide file changed since (size differs)"
     # Always by content, not only when the mtime differs: an edit in place that restores the
@@ -321,11 +322,13 @@ def tile_slide(
     write_csv: bool = False,
     lock_timeout: float = 3600.0,
     code_key: str | None = None,
+    geojson_file: Path | None = None,
 ) -> TileResult:
     """Tile one slide into `<out_dir>/<slide_id>.parquet` (+ `.qc.png`); errors as SlideError.
 
     Resumes: an existing manifest with the same parameter hash, mpp override and slide content
-    is kept (status "skipped"). One that differs is replaced only with `overwrite`.
+    is kept (status "skipped"). One that differs is replaced only with `overwrite`. `geojson_file`
+    is this slide's edited tissue mask, over `params.tissue_geojson`'s folder.
     """
     start = time.perf_counter()
     path = Path(slide_path)
@@ -338,7 +341,9 @@ def tile_slide(
     manifest_file = manifest_path_for(out, slide_id)
     check_slide_file(path)  # before the lock: a named pipe would block the reader
     phash = params.params_hash()
-    geojson = find_tissue_geojson(params.tissue_geojson, slide_id)
+    geojson = geojson_file or find_tissue_geojson(params.tissue_geojson, slide_id)
+    if geojson is not None and not geojson.is_file():
+        raise SlideError("not-found", path, f"its tissue GeoJSON {geojson} does not exist")
     with FileLock(out / f".{slide_id}.lock", timeout=lock_timeout):
         _clean_stale_temporaries(out, slide_id)
         if manifest_file.exists():
@@ -383,7 +388,7 @@ def _tile_unlocked(
     from pathkit_core.wsi.slide import open_slide
     from pathkit_core.wsi.tissue_geojson import tissue_geojson_path, write_tissue_geojson
 
-    st = path.stat()
+    st = slide_file(path).stat()
     with open_slide(path, mpp=mpp, mpp_source=mpp_source, reader=params.slide_reader or None) as slide:
         geometry = choose_geometry(slide.mpp, slide.level_downsamples, params, path=path)
         thumb, mask, mds_x, mds_y = segment_slide(slide, params, geojson=geojson)
@@ -422,7 +427,8 @@ def _tile_unlocked(
         slide_id=slide_id,
         slide_path=str(path.resolve()),
         slide_identity=identity,
-        slide_sha256=identity.removeprefix("sha256:") if identity.startswith("sha256:") else "",
+        slide_sha256=identity.removeprefix("sha256:") if identity.startswith("sha256:") and "#" not in identity
+        else "",
         **({"code_key": code_key} if code_key is not None else {}),
         n_tiles=int(tiles.height),
         tissue_area_mm2=round(area, 4),
@@ -532,6 +538,7 @@ def _tile_job(job: dict[str, Any]) -> dict[str, Any]:
             result = tile_slide(
                 path, job["out_dir"], params, mpp=job["mpp"], mpp_source=job["mpp_source"],
                 overwrite=job["overwrite"], write_csv=job["write_csv"], code_key=job.get("code_key"),
+                geojson_file=Path(job["geojson"]) if job.get("geojson") else None,
             )
     except SlideError as exc:
         result = TileResult(slide_id_for(path), str(path), "failed", str(exc), code=exc.code)
@@ -631,6 +638,9 @@ def tile_slides(
     mpp_fix: str | None = None,
     shard: Shard | None = None,
     code_key: str | None = None,
+    slide_readers: Mapping[str, str] | None = None,
+    tissue_geojsons: Mapping[str, str | Path] | None = None,
+    scenes: bool = True,
 ) -> list[TileResult]:
     """Tile many slides (files or folders); failures are recorded and the batch goes on.
 
@@ -641,13 +651,16 @@ def tile_slides(
     input order; `<out_dir>/tiling_status.json` records every slide's last outcome and the
     slides every shard was given (pending until some shard tiles them). `code_key`, when given,
     names the tiling code (`pathkit run` passes a digest of its sources): a manifest made by other
-    code is not reused.
+    code is not reused. `slide_readers` and `tissue_geojsons` map a slide's path to the reader it is
+    opened with and to the edited tissue GeoJSON file that makes its mask (a cohort table's
+    `slide_reader` and `tissue_geojson` columns), over `params` for that slide only. `scenes=False`
+    tiles a CZI of several scenes as the file given (a dataset's case names its slides exactly).
     """
     from pathkit_core.wsi.slide import MPP_CODES, check_unique_ids, find_slides, lookup_mpp, with_mpp_fix
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    found = find_slides(slides, recursive=recursive)
+    found = find_slides(slides, recursive=recursive, scenes=scenes)
     phash = params.params_hash()
     duplicates = check_unique_ids(found)
     # Every slide given is recorded as planned before any is tiled, so `pathkit status` counts
@@ -666,10 +679,13 @@ def tile_slides(
             )
             continue
         override = lookup_mpp(mpp_overrides, p)
+        reader = (slide_readers or {}).get(str(p))
         jobs.append((i, {
             # as_dict leaves the mask folder out (it is not hashed): the worker needs it all the same
             "path": str(p), "out_dir": str(out), "mpp": override,
-            "params": {**params.as_dict(), "tissue_geojson": params.tissue_geojson},
+            "params": {**params.as_dict(), "tissue_geojson": params.tissue_geojson,
+                       **({"slide_reader": reader} if reader else {})},
+            "geojson": str((tissue_geojsons or {}).get(str(p)) or ""),
             "mpp_source": "user" if override is not None else "", "overwrite": overwrite,
             "write_csv": write_csv, "code_key": code_key,
         }))

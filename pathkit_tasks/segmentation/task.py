@@ -321,7 +321,7 @@ def _probabilities(prediction: Any) -> Any:
 
 def slide_geometry(feature_file: Path) -> dict[str, Any]:
     """What stitching needs from a slide's feature file and its tile manifest: level-0 size, mpp,
-    window and stride sizes, the tiling parameters and the slide path."""
+    window and stride sizes, the tiling parameters, the slide path and the reader that opened it."""
     from pathkit_core.features.store import read_feature_meta
     from pathkit_core.wsi.manifest import read_manifest_meta
 
@@ -336,7 +336,9 @@ def slide_geometry(feature_file: Path) -> dict[str, Any]:
             "mpp_override": manifest.get("mpp_override"), "tile_px": int(manifest["tile_px"]),
             "stride_px": int(manifest["stride_px"]), "window0": float(manifest["size0"]),
             "params": manifest["params"], "manifest": str(manifest_path),
-            "tissue_mask": manifest.get("tissue_mask"), "mask_geometry": manifest.get("mask")}
+            "tissue_mask": manifest.get("tissue_mask"), "mask_geometry": manifest.get("mask"),
+            # the reader that tiled it, to reopen the slide the same way (docs/formats.md)
+            "slide_reader": manifest.get("slide_reader") or None}
 
 
 def _window_items(features: Any, coords: Any, start: int) -> list[dict[str, Any]]:
@@ -455,7 +457,7 @@ def _tissue(geo: Mapping[str, Any]) -> tuple[Any, tuple[float, float]]:
     from pathkit_core.wsi.slide import open_slide
     from pathkit_core.wsi.tiling import TilingParams
 
-    with open_slide(geo["slide_path"], mpp=geo.get("mpp_override")) as slide:
+    with open_slide(geo["slide_path"], mpp=geo.get("mpp_override"), reader=geo.get("slide_reader")) as slide:
         _thumb, mask, mds_x, mds_y = segment_slide(slide, TilingParams.from_dict(geo["params"]))
     return mask.tissue, (mds_x, mds_y)
 
@@ -467,7 +469,7 @@ def _overlay_thumbnail(geo: Mapping[str, Any]) -> Any:
     from pathkit_core.wsi.segmentation import Thumbnail, read_thumbnail
     from pathkit_core.wsi.slide import open_slide
 
-    with open_slide(geo["slide_path"], mpp=geo.get("mpp_override")) as slide:
+    with open_slide(geo["slide_path"], mpp=geo.get("mpp_override"), reader=geo.get("slide_reader")) as slide:
         level = overlay_level(slide.level_dimensions)
         if level is None:
             return read_thumbnail(slide, OVERLAY_PX)

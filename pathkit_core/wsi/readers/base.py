@@ -200,10 +200,14 @@ class ReaderHandle:
 def content_identity(path: str | Path) -> str:
     """The content identity of a slide: a file's (`pathkit_core.sources.file_identity`); for a slide
     that is a folder (an OME-Zarr store, a DICOM series) the sha256 of every file's relative path
-    and identity, so that an edited chunk or an added instance changes it."""
+    and identity, so that an edited chunk or an added instance changes it; for one scene of a file,
+    the file's with `#scene=LABEL` appended."""
     from pathkit_core.sources import file_identity
+    from pathkit_core.wsi.scenes import SCENE_MARK, split_scene
 
-    p = Path(path)
+    p, scene = split_scene(path)
+    if scene is not None:  # one scene of a file: its own slide (docs/formats.md, "Scenes")
+        return f"{file_identity(p)}{SCENE_MARK}{scene}"
     if not p.is_dir():
         return file_identity(p)
     digest = hashlib.sha256()

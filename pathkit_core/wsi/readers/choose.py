@@ -60,7 +60,12 @@ def check_reader_name(name: str | None) -> None:
 
 
 def _open(cls: type[SlideReader], path: Path) -> Any:
-    """`cls().open(path)`; a library that is installed but does not import is a reader-missing error."""
+    """`cls().open(path)`; a library that is installed but does not import is a reader-missing error.
+    A scene path (`pathkit_core.wsi.scenes`) opens only with a reader whose format has scenes."""
+    from pathkit_core.wsi.scenes import split_scene
+
+    if split_scene(path)[1] is not None and not cls.has_scenes:
+        raise SlideError("not-a-slide", path, f"names a scene, and the {cls.name} reader's format has none")
     try:
         return cls().open(path)
     except ImportError as exc:
@@ -84,9 +89,11 @@ def open_handle(path: Path, name: str | None = None) -> tuple[Any, str]:
         return _open_named(path, name)
     first_error: SlideError | None = None
     missing: list[tuple[type[SlideReader], str]] = []
+    from pathkit_core.wsi.scenes import slide_file
+
     for cls in ordered_readers():
         try:
-            claimed = cls.claims(path)
+            claimed = cls.claims(slide_file(path))
         except OSError:
             claimed = False
         if not claimed:

@@ -1,5 +1,6 @@
 """Zeiss CZI through pylibCZIrw (libCZI): the whole scan (the total bounding rectangle of every
-scene) at level 0 and one level per pyramid layer the file stores (its subblocks' zoom), which
+scene), or one scene (`FILE#scene=LABEL`, `pathkit_core.wsi.scenes`: its bounding rectangle, its
+subblocks only) at level 0 and one level per pyramid layer the file stores (its subblocks' zoom), which
 libCZI composes at that zoom; the mpp from the Scaling/Items/Distance metadata (metres per pixel); Bgr24
 pixels returned as RGB; the label and slide preview attachments are not read (docs/formats.md)."""
 
@@ -29,6 +30,7 @@ class CziLevel:
     origin: tuple[int, int]
     base: tuple[int, int]
     downsample: int
+    scene: int | None = None
 
     @property
     def width(self) -> int:
@@ -43,7 +45,8 @@ class CziLevel:
 
         d = self.downsample
         roi = (self.origin[0] + x * d, self.origin[1] + y * d, w * d, h * d)
-        pixels = self.doc.read(roi=roi, plane={"C": 0}, zoom=1.0 / d, background_pixel=(1.0, 1.0, 1.0))
+        pixels = self.doc.read(roi=roi, plane={"C": 0}, scene=self.scene, zoom=1.0 / d,
+                               background_pixel=(1.0, 1.0, 1.0))
         if pixels.shape[0] != h or pixels.shape[1] != w:  # libCZI rounds the zoomed size
             fixed = np.full((h, w, pixels.shape[2]), 255, dtype=pixels.dtype)
             fixed[: min(h, pixels.shape[0]), : min(w, pixels.shape[1])] = pixels[:h, :w]
@@ -64,6 +67,26 @@ def czi_mpp(metadata: dict[str, Any]) -> tuple[str, tuple[float, float]] | None:
     return "czi Scaling/Distance", (found["X"], found.get("Y") or found["X"])
 
 
+def czi_scene_names(metadata: dict[str, Any], count: int) -> list[str | None]:
+    """The @Name of each of `count` scenes from Information/Image/Dimensions/S/Scenes/Scene (by
+    @Index, else in order); None where the metadata names none (pylibCZIrw's writer names none)."""
+    try:
+        found = metadata["ImageDocument"]["Metadata"]["Information"]["Image"]["Dimensions"]["S"]["Scenes"]["Scene"]
+    except (KeyError, TypeError):
+        found = []
+    found = found if isinstance(found, list) else [found]
+    names: list[str | None] = [None] * count
+    for order, scene in enumerate(found):
+        if not isinstance(scene, dict):
+            continue
+        index = scene.get("@Index", order)
+        index = int(index) if str(index).isdigit() else order
+        name = str(scene.get("@Name") or "").strip()
+        if index < count and name:
+            names[index] = name
+    return names
+
+
 def stored_downsamples(doc: Any) -> list[int]:
     """The pyramid the file stores: 1 and the downsample (1 / zoom, rounded) of every subblock layer."""
     found = {1}
@@ -78,34 +101,56 @@ def stored_downsamples(doc: Any) -> list[int]:
     return sorted(found)
 
 
-def open_czi_document(path: Path, reader: str) -> ReaderHandle:
+def _scene_box(doc: Any, slide_path: Path, label: str | None) -> tuple[Any, int | None]:
+    """(the rectangle level 0 covers, the scene index or None): the whole scan, or scene `label`."""
+    box = doc.total_bounding_rectangle
+    if label is None:
+        return box, None
+    from pathkit_core.wsi.scenes import find_scene, scene_labels
+
+    rects = doc.scenes_bounding_rectangle
+    indices = sorted(rects)
+    labels = scene_labels(czi_scene_names(doc.metadata, len(indices)))
+    index = indices[find_scene(labels, label, slide_path)] if indices else None
+    if index is None:
+        if label != "0":
+            raise SlideError("not-a-slide", slide_path, f"has no scene {label!r} (it holds one, unnamed: 0)")
+        return box, None
+    return rects[index], index
+
+
+def open_czi_document(slide_path: Path, reader: str) -> ReaderHandle:
     from pylibCZIrw import czi as pyczi
 
+    from pathkit_core.wsi.scenes import split_scene
+
+    path, label = split_scene(slide_path)
     context = pyczi.open_czi(str(path))
     try:
         doc = context.__enter__()
     except Exception as exc:  # noqa: BLE001 - libCZI raises RuntimeError on a damaged file
         raise cannot_open(path, reader, exc) from None
     try:
-        box = doc.total_bounding_rectangle
+        box, scene = _scene_box(doc, slide_path, label)
         pixel_type = str(doc.pixel_types.get(0, ""))
         if pixel_type not in ("Bgr24", "Gray8", "Bgra32"):
-            raise SlideError("unopenable", path, f"the {reader} reader reads 8-bit brightfield scans "
+            raise SlideError("unopenable", slide_path, f"the {reader} reader reads 8-bit brightfield scans "
                              f"(Bgr24, Gray8); this one is {pixel_type or 'of no pixel type'}")
-        levels = [CziLevel(doc, (box.x, box.y), (box.w, box.h), d) for d in stored_downsamples(doc)
+        levels = [CziLevel(doc, (box.x, box.y), (box.w, box.h), d, scene) for d in stored_downsamples(doc)
                   if d == 1 or min(box.w, box.h) // d >= MIN_LEVEL_PX]
         scenes = doc.scenes_bounding_rectangle
         props = {"czi.pixel_type": pixel_type, "czi.scenes": str(len(scenes)),
-                 "czi.bounding_box": f"{box.x},{box.y},{box.w},{box.h}"}
-        return ReaderHandle(path=path, reader=reader, levels=levels, mpp_found=czi_mpp(doc.metadata), vendor="zeiss",
-                            properties=props, on_close=lambda: context.__exit__(None, None, None),
+                 "czi.bounding_box": f"{box.x},{box.y},{box.w},{box.h}",
+                 **({"czi.scene": label, "czi.scene_index": str(scene)} if label is not None else {})}
+        return ReaderHandle(path=slide_path, reader=reader, levels=levels, mpp_found=czi_mpp(doc.metadata),
+                            vendor="zeiss", properties=props, on_close=lambda: context.__exit__(None, None, None),
                             bgr=pixel_type != "Gray8")
     except SlideError:
         context.__exit__(None, None, None)
         raise
     except Exception as exc:  # noqa: BLE001 - malformed metadata or directory
         context.__exit__(None, None, None)
-        raise cannot_open(path, reader, exc) from None
+        raise cannot_open(slide_path, reader, exc) from None
 
 
 class CziReader(SlideReader):
@@ -115,6 +160,7 @@ class CziReader(SlideReader):
     extra = "czi"
     modules: ClassVar[tuple[str, ...]] = ("pylibCZIrw.czi",)
     order = 30
+    has_scenes = True
 
     @classmethod
     def claims(cls, path: Path) -> bool:
@@ -122,6 +168,13 @@ class CziReader(SlideReader):
             return False
         with open(path, "rb") as fh:
             return fh.read(len(CZI_MAGIC)) == CZI_MAGIC
+
+    @classmethod
+    def scene_names(cls, path: Path) -> list[str | None]:
+        from pylibCZIrw import czi as pyczi
+
+        with pyczi.open_czi(str(path)) as doc:
+            return czi_scene_names(doc.metadata, len(doc.scenes_bounding_rectangle))
 
     def open(self, path: Path) -> ReaderHandle:
         return open_czi_document(path, self.name)

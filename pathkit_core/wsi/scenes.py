@@ -1,0 +1,83 @@
+"""Slides that are one scene of a file (the scenes of a Zeiss CZI): the slide path names the scene
+as `FILE#scene=LABEL`, parsed here and nowhere else (docs/formats.md, "Scenes").
+
+A LABEL is the scene's name from the file's metadata, or its index when the scene has no name.
+The slide id is `<file's slide id>-<label>` (characters a slide id cannot hold become `_`); the
+content identity is the file's with the scene appended, so each scene is its own slide.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+SCENE_MARK = "#scene="
+# What a slide id may not hold (pathkit_core.contracts.slide_id_problem), replaced in a scene's label.
+_NOT_IN_ID = re.compile(r"[^A-Za-z0-9._+\- ]")
+
+
+def split_scene(path: str | Path) -> tuple[Path, str | None]:
+    """(the file, the scene label) of a slide path; the label is None for a whole file."""
+    text = str(path)
+    head, mark, label = text.rpartition(SCENE_MARK)
+    if not mark or not label or "/" in label:
+        return Path(path), None
+    return Path(head), label
+
+
+def slide_file(path: str | Path) -> Path:
+    """The file on disk that holds the slide at `path` (the path itself unless it names a scene)."""
+    return split_scene(path)[0]
+
+
+def scene_path(file: str | Path, label: str) -> Path:
+    """The slide path of scene `label` of `file`."""
+    return Path(f"{file}{SCENE_MARK}{label}")
+
+
+def scene_id_part(label: str) -> str:
+    """`label` as it appears in a slide id."""
+    return _NOT_IN_ID.sub("_", label.strip()) or "scene"
+
+
+def scene_labels(names: list[str | None]) -> list[str]:
+    """A label per scene, in index order, from the names the metadata gives (None: unnamed): the
+    name ('/' as '_', so that it stays one path part), or the index when the scene has none or
+    shares its name with another."""
+    clean = [n.strip().replace("/", "_") if n and n.strip() else None for n in names]
+    seen = [n for n in clean if n]
+    return [n if n and seen.count(n) == 1 else str(i) for i, n in enumerate(clean)]
+
+
+def find_scene(labels: list[str], label: str, path: Path) -> int:
+    """The index of scene `label` (a label, else an index) among `labels`; SlideError otherwise."""
+    from pathkit_core.wsi.slide_errors import SlideError
+
+    if label in labels:
+        return labels.index(label)
+    if label.isdigit() and int(label) < len(labels):
+        return int(label)
+    raise SlideError("not-a-slide", path, f"has no scene {label!r} (its scenes: {', '.join(labels) or 'none'})")
+
+
+def expand_scenes(path: Path) -> list[Path]:
+    """The slides of a file: one per scene when a reader that claims it finds more than one scene
+    (`SlideReader.scene_names`), else the file itself. A file no reader can list stays whole (its
+    error comes when it is opened)."""
+    if split_scene(path)[1] is not None or not path.is_file():
+        return [path]
+    from pathkit_core.wsi.readers.choose import ordered_readers
+
+    for cls in ordered_readers():
+        if not getattr(cls, "has_scenes", False) or cls.unavailable() is not None:
+            continue
+        try:
+            if not cls.claims(path):
+                continue
+            names = cls.scene_names(path)
+        except Exception:  # noqa: BLE001 - a damaged file is refused, with its reason, when opened
+            return [path]
+        if len(names) > 1:
+            return [scene_path(path, label) for label in scene_labels(names)]
+        return [path]
+    return [path]
