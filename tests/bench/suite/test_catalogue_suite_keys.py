@@ -114,3 +114,19 @@ def test_reference_scores_sit_beside_pathkits_mean(tmp_path):
     assert rows[0]["seeds"] == 2 and rows[1]["encoder"] == "gigapath" and rows[1]["pathkit"] is None
     body = references_section(A).body
     assert "not run" in body and "0.9000" in body and "not recomputed" in body
+
+
+def test_baselines_add_a_random_weight_copy_of_each_foundation_model(tmp_path):
+    from pathkit_bench.suite.config import check_registered
+
+    text = SUITE.replace('encoders = ["tiny-vit", "tiny-vit-wide"]', 'encoders = ["uni", "tiny-vit", "virchow2"]')
+    suite = load_suite(write(tmp_path, text))
+    # tiny-vit is no pathology model (and already random): no copy of it
+    assert suite.tasks[0].encoders == ("uni", "tiny-vit", "virchow2", "resnet50-trunc", "uni+random",
+                                       "virchow2+random")
+    assert suite.baselines == ("resnet50-trunc", "uni+random", "virchow2+random")
+    check_registered(suite)  # the copies resolve to their architectures
+    cells = {c.encoder: c.run_values(tmp_path) for c in suite.cells()}
+    assert cells["uni+random"]["encoder"] == "uni+random" and cells["uni"]["encoder"] == "uni"
+    plain = load_suite(write(tmp_path, text.replace("baselines = true\n", "")))
+    assert plain.tasks[0].encoders == ("uni", "tiny-vit", "virchow2") and plain.baselines == ()
