@@ -130,3 +130,28 @@ def test_baselines_add_a_random_weight_copy_of_each_foundation_model(tmp_path):
     assert cells["uni+random"]["encoder"] == "uni+random" and cells["uni"]["encoder"] == "uni"
     plain = load_suite(write(tmp_path, text.replace("baselines = true\n", "")))
     assert plain.tasks[0].encoders == ("uni", "tiny-vit", "virchow2") and plain.baselines == ()
+
+
+def test_slide_tasks_compares_panda_on_quadratic_kappa_by_the_statistic_bootstrap():
+    from pathkit_metrics.ordinal import OrdinalMetric
+    from sklearn.metrics import cohen_kappa_score
+
+    from pathkit_bench.suite.analysis import _compare
+    from pathkit_bench.suite.config import check_registered
+
+    suite = load_suite(Path(__file__).resolve().parents[3] / "examples" / "suites" / "slide-tasks.toml")
+    panda = next(t for t in suite.tasks if t.dataset == "panda")
+    assert panda.compare == "qwk" and panda.generators == ("coral",)
+    check_registered(suite)  # qwk is a score of PANDA's metric (ordinal)
+    assert OrdinalMetric.paired_scores["qwk"][0] == "statistic"  # compared as a corpus statistic
+    rng = np.random.default_rng(3)
+    grades = rng.integers(0, 6, 120)
+    close = np.clip(grades + rng.integers(-1, 2, 120), 0, 5)  # off by at most one grade
+    far = rng.integers(0, 6, 120)
+    rows = np.stack([np.stack([grades, p], axis=-1) for p in (close, far)], axis=1)[None]  # (seeds, cases, cells, 2)
+    result, words = _compare("statistic", rows, None, 1, level=0.95, resamples=200, seed=0,
+                             statistic=OrdinalMetric.paired_statistic("qwk"))
+    expected = [cohen_kappa_score(grades, p, weights="quadratic") for p in (close, far)]
+    np.testing.assert_allclose(result.mean, expected, atol=1e-12)
+    assert result.difference[0, 1] == pytest.approx(expected[0] - expected[1], abs=1e-12)
+    assert result.p_value[0, 1] < 0.001 and result.diff_low[0, 1] > 0 and "statistic recomputed" in words
