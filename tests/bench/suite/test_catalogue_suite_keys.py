@@ -142,6 +142,9 @@ def test_slide_tasks_compares_panda_on_quadratic_kappa_by_the_statistic_bootstra
     suite = load_suite(Path(__file__).resolve().parents[3] / "examples" / "suites" / "slide-tasks.toml")
     panda = next(t for t in suite.tasks if t.dataset == "panda")
     assert panda.compare == "qwk" and panda.generators == ("coral",)
+    folds = {(t.dataset, t.run["dataset_options"]["folds"], t.run["dataset_options"]["fold"])
+             for t in suite.tasks if t.dataset.startswith("tcga-")}
+    assert folds == {(d, 5, f) for d in ("tcga-nsclc", "tcga-rcc") for f in range(5)}  # one task per fold
     check_registered(suite)  # qwk is a score of PANDA's metric (ordinal)
     assert OrdinalMetric.paired_scores["qwk"][0] == "statistic"  # compared as a corpus statistic
     rng = np.random.default_rng(3)
