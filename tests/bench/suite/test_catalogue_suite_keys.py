@@ -158,3 +158,23 @@ def test_slide_tasks_compares_panda_on_quadratic_kappa_by_the_statistic_bootstra
     np.testing.assert_allclose(result.mean, expected, atol=1e-12)
     assert result.difference[0, 1] == pytest.approx(expected[0] - expected[1], abs=1e-12)
     assert result.p_value[0, 1] < 0.001 and result.diff_low[0, 1] > 0 and "statistic recomputed" in words
+
+
+def test_each_model_is_also_read_against_its_own_random_copy(tmp_path):
+    from pathkit_bench.report.baselines import baseline_rows, baselines_section
+
+    (tmp_path / "suite.json").write_text(json.dumps({"baselines": ["resnet50-trunc", "uni+random"]}))
+    cells = [("uni", "knn"), ("uni+random", "knn"), ("resnet50-trunc", "knn"), ("virchow2", "knn")]
+    means = dict(zip(cells, (0.80, 0.55, 0.70, 0.72), strict=True))
+    diff = np.array([[means[a] - means[b] for b in cells] for a in cells])
+    p = np.full((4, 4), 0.01)
+    p[0, 1] = p[1, 0] = 0.003
+    task = TaskComparison("t", "balanced_accuracy", "higher", cells, [0], {c: {0: m} for c, m in means.items()},
+                          {c: {0: ""} for c in cells}, result=_Result(diff), p_adjusted=p)
+    rows = {r["encoder"]: r for r in baseline_rows(_Analysis(tmp_path, [task]))}
+    assert set(rows) == {"uni", "virchow2"}  # the random copy is a reference row, not a model
+    assert rows["uni"]["baseline"] == "resnet50-trunc/knn" and rows["uni"]["difference"] == pytest.approx(0.10)
+    assert rows["uni"]["random_difference"] == pytest.approx(0.25) and rows["uni"]["random_p"] == 0.003
+    assert rows["virchow2"]["random_difference"] is None  # the suite ran no virchow2+random
+    body = baselines_section(_Analysis(tmp_path, [task])).body
+    assert "+0.2500" in body and "0.003" in body and "—" in body
