@@ -19,6 +19,7 @@ from pathkit_core.contracts import (
     Component,
     PathkitError,
 )
+from pathkit_core.features.random_copy import random_base, random_copy
 
 ENTRY_POINT_GROUP = PROJECT_NAME
 ENV_LOAD = "PATHKIT_LOAD_PLUGINS"
@@ -419,6 +420,9 @@ class Registry:
         """The component class registered as `name`; errors list close matches."""
         if kind not in self.components:
             raise PathkitError(f"unknown component kind {kind!r}; known: {', '.join(self.kinds)}")
+        copied = random_base(name) if kind == "encoder" and name not in self.components[kind] else None
+        if copied:  # `NAME+random`: NAME's architecture with random weights (pathkit_core.features.random_copy)
+            return random_copy(self.get(kind, copied))  # type: ignore[arg-type]
         provider = self.provider_of(kind, name)
         base_name, _, _view = name.partition(":")
         found = provider.component if provider is not None else self.components[kind].get(name) or (

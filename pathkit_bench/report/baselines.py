@@ -46,8 +46,21 @@ def baseline_rows(analysis: Any) -> list[dict[str, Any]]:
                          "baseline": "/".join(t.cells[best]), "mean": t.mean(cell),
                          "baseline_mean": t.mean(t.cells[best]), "difference": float(diff[i, best]),
                          "p_adjusted": float(t.p_adjusted[i, best]),
-                         "better": bool(diff[i, best] > 0 and t.p_adjusted[i, best] < analysis.alpha)})
+                         "better": bool(diff[i, best] > 0 and t.p_adjusted[i, best] < analysis.alpha),
+                         **_against_random_copy(t, i, diff)})
     return rows
+
+
+def _against_random_copy(task: Any, i: int, diff: Any) -> dict[str, float | None]:
+    """Cell `i`'s oriented difference from its own encoder's random-weight copy (`NAME+random`, same
+    generator) and that pair's corrected p: what pretraining earns. None when the task lacks the copy."""
+    from pathkit_core.features.random_copy import RANDOM_SUFFIX
+
+    encoder, generator = task.cells[i]
+    j = next((k for k, c in enumerate(task.cells) if c == (f"{encoder}{RANDOM_SUFFIX}", generator)), None)
+    if j is None:
+        return {"random_difference": None, "random_p": None}
+    return {"random_difference": float(diff[i, j]), "random_p": float(task.p_adjusted[i, j])}
 
 
 def baselines_section(analysis: Any) -> Section | None:
@@ -58,12 +71,20 @@ def baselines_section(analysis: Any) -> Section | None:
     note = (f"<p class=note>Reference rows ({names}, added by <code>baselines = true</code>): per task, the best "
             "baseline cell, and every model's paired difference from it (positive: the model is better, whatever the "
             f"score's direction), with the task's {analysis.correction}-corrected p-value; ✓ marks a model "
-            f"significantly better than the best baseline (alpha {analysis.alpha}).</p>")
+            f"significantly better than the best baseline (alpha {analysis.alpha}). The last two columns: the "
+            "model against its own architecture with random weights (<code>NAME+random</code>), what pretraining "
+            "earns; — where the suite did not run that copy.</p>")
+
+    def optional(value: float | None, form: str) -> str:
+        return "—" if value is None else format(value, form)
+
     body = table(["task", "score", "encoder", "generator", "mean", "best baseline", "baseline mean",
-                  "model − baseline", "adjusted p", "beats it"],
+                  "model − baseline", "adjusted p", "beats it", "model − its random copy", "adjusted p (copy)"],
                  [[r["task"], r["score"], r["encoder"], r["generator"], f"{r['mean']:.4f}", r["baseline"],
                    f"{r['baseline_mean']:.4f}", f"{r['difference']:+.4f}", f"{r['p_adjusted']:.4g}",
-                   "✓" if r["better"] else ""] for r in rows], table_id="baselines", sortable=True, filterable=True)
+                   "✓" if r["better"] else "", optional(r["random_difference"], "+.4f"),
+                   optional(r["random_p"], ".4g")] for r in rows], table_id="baselines", sortable=True,
+                 filterable=True)
     return Section("Baselines beside every model", note + body, key="baselines", order=6)
 
 

@@ -37,11 +37,13 @@ from typing import Any
 
 from pathkit_bench.suite.schema import check_suite_schema
 from pathkit_core.contracts import PathkitError
+from pathkit_core.features.random_copy import random_base
 
 SUITE_KEYS = ("name", "encoders", "generators", "seeds", "metrics", "correction", "alpha", "resamples", "level",
               "run", "tasks", "reference_scores", "baselines")
 # The encoders `baselines = true` adds to every task as reference rows (docs/comparisons.md): the
-# ImageNet ResNet-50 truncated after its third stage (CLAM/TRIDENT's resnet50_trunc).
+# ImageNet ResNet-50 truncated after its third stage (CLAM/TRIDENT's resnet50_trunc); it also adds
+# `NAME+random`, the random-weight copy, of each foundation-model encoder of the task.
 BASELINE_ENCODERS = ("resnet50-trunc",)
 TASK_KEYS = ("name", "dataset", "dataset_root", "dataset_options", "encoders", "generators", "metrics", "compare",
              "hparams", "train", "tiling", "options")
@@ -96,7 +98,8 @@ class SuiteConfig:
     resamples: int = 2000
     # published scores shown beside the cells ([[reference_scores]]; docs/comparisons.md)
     reference_scores: tuple[Mapping[str, Any], ...] = ()
-    # encoders added as reference rows by `baselines = true` (the report's "Baselines" section)
+    # encoders added as reference rows by `baselines = true` (the report's "Baselines" section):
+    # BASELINE_ENCODERS and the random-weight copies (`NAME+random`) of the tasks' foundation models
     baselines: tuple[str, ...] = ()
 
     def cells(self) -> list[Cell]:
@@ -163,9 +166,23 @@ def parse_suite(data: Mapping[str, Any], path: Path, text: str | None = None) ->
     if unknown:
         raise PathkitError(f"{where}: [[reference_scores]] name task(s) {unknown} the suite does not have "
                            f"(its tasks: {', '.join(names)})")
+    added = dict.fromkeys(e for t in tasks for e in t.encoders if e in BASELINE_ENCODERS or random_base(e))
     return SuiteConfig(checked.name or path.stem, path, tuple(tasks), tuple(checked.seeds), checked.correction,
                        checked.alpha, checked.level, checked.resamples, references,
-                       BASELINE_ENCODERS if checked.baselines else ())
+                       tuple(added) if checked.baselines else ())
+
+
+def random_copies(encoders: tuple[str, ...]) -> list[str]:
+    """`NAME+random` for each foundation-model encoder of `encoders` (a registered encoder with
+    `is_pathology_model`): its architecture with random weights, a reference row of `baselines =
+    true`. A name the registry does not know is left to `check_registered` to refuse."""
+    from pathkit_core.features.random_copy import RANDOM_SUFFIX
+    from pathkit_core.plugins import get_plugin_manager
+
+    registry = get_plugin_manager()
+    known = set(registry.names("encoder"))
+    return [f"{e}{RANDOM_SUFFIX}" for e in encoders
+            if e in known and getattr(registry.get("encoder", e), "is_pathology_model", False)]
 
 
 def _parse_task(entry: Any, at: str, path: Path, run: Mapping[str, Any], encoders: tuple[str, ...],
@@ -188,7 +205,8 @@ def _parse_task(entry: Any, at: str, path: Path, run: Mapping[str, Any], encoder
         own["dataset_root"] = _resolve(entry["dataset_root"], path.parent)
     task_encoders = _names(entry.get("encoders"), f"{at}: encoders") or encoders
     if baselines:
-        task_encoders = (*task_encoders, *(b for b in BASELINE_ENCODERS if b not in task_encoders))
+        added = (*BASELINE_ENCODERS, *random_copies(task_encoders))
+        task_encoders = (*task_encoders, *(b for b in added if b not in task_encoders))
     task_generators = _names(entry.get("generators"), f"{at}: generators") or generators
     if not task_encoders or not task_generators:
         raise PathkitError(f"{at} ({name}): no encoders or no generators (set them for the suite or the task)")

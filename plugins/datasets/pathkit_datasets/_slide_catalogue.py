@@ -87,6 +87,23 @@ def kfold_parts(name: str, cases: dict[str, CaseRows], strata: dict[str, str], *
             "test": [ids[i] for i in test]}
 
 
+def fold_split(name: str, cases: dict[str, CaseRows], strata: dict[str, str],
+               opts: dict[str, Any]) -> tuple[dict[str, list[str]], dict[str, Any]] | None:
+    """(parts, split facts) of options `folds` / `fold` (with `split_seed` and `val_fraction`),
+    or None when `folds` is 0 (the dataset's other split applies)."""
+    folds = int(opts.get("folds") or 0)
+    if not folds:
+        return None
+    seed, fold = int(opts.get("split_seed") or 0), int(opts.get("fold") or 0)
+    parts = kfold_parts(name, cases, strata, folds=folds, fold=fold, seed=seed,
+                        val_fraction=float(opts.get("val_fraction", 0.15)))
+    description = (f"fold {fold} of {folds} (patient-disjoint StratifiedGroupKFold, seed {seed}; the "
+                   "validation part one inner fold of the rest)")
+    patients = {c: g.patient_id for c, g in cases.items()}
+    return parts, {"source": "folds", "description": description, "folds": folds, "fold": fold, "seed": seed,
+                   **part_counts(parts, patients)}
+
+
 class SlideCatalogueDataset(CohortDataset):
     """A public slide benchmark read from its publisher's layout (subclasses: `slide_rows`)."""
 
@@ -144,15 +161,9 @@ class SlideCatalogueDataset(CohortDataset):
         opts = self.options
         if opts.get("splits_file"):
             return file_split(self.option_path("splits_file"), patients, excluded=excluded)
-        folds = int(opts.get("folds") or 0)
-        if folds:
-            seed, fold = int(opts.get("split_seed") or 0), int(opts.get("fold") or 0)
-            parts = kfold_parts(self.name, groups, self.strata(groups), folds=folds, fold=fold, seed=seed,
-                                val_fraction=float(opts.get("val_fraction", 0.15)))
-            description = (f"fold {fold} of {folds} (patient-disjoint StratifiedGroupKFold, seed {seed}; the "
-                           "validation part one inner fold of the rest)")
-            return parts, {"source": "folds", "description": description, "folds": folds, "fold": fold,
-                           "seed": seed, **part_counts(parts, patients)}
+        found = fold_split(self.name, groups, self.strata(groups), opts)
+        if found is not None:
+            return found
         fractions = (float(opts.get("val_fraction", 0.15)), float(opts.get("test_fraction", 0.15)))
         return drawn_split(self.name, patients, seed=int(opts.get("split_seed") or 0), fractions=fractions,
                            workdir=opts.get("workdir"), labels=self.strata(groups))

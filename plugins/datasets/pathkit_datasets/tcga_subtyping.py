@@ -7,7 +7,9 @@ KIRC, KIRP, KICH as CCRCC, PRCC, CHRCC), the patient the barcode's first 12 char
 (`TCGA-05-4244`). Only formalin-fixed diagnostic slides (`-DX` in the barcode's slide part) are
 read by default, as UNI, CLAM and Patho-Bench use them (option `slide_types=all` adds the frozen
 `-TS`/`-BS` slides). There is no official split: pathkit draws a patient-level seeded split
-stratified by class (a patient's slides stay together). docs/catalogue.md#tcga-subtyping.
+stratified by class (a patient's slides stay together), or, with options `folds`/`fold`, one of k
+patient-disjoint stratified folds (`_slide_catalogue.fold_split`, the tcga-clinical datasets'
+split). docs/catalogue.md#tcga-subtyping.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_sdk.cohort import CohortDataset, check_part_classes, drawn_split
+from pathkit_datasets._slide_catalogue import FOLD_OPTIONS, fold_split
+from pathkit_sdk.cohort import CaseRows, CohortDataset, check_part_classes, drawn_split
 from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 # TCGA-<TSS>-<participant>-<sample><vial>-<portion><analyte>-<slide type><n>
@@ -67,6 +70,7 @@ class TcgaSubtyping(CohortDataset):
         DatasetOption("val_fraction", "float", 0.15, "share of patients in validation"),
         DatasetOption("test_fraction", "float", 0.15, "share of patients in test"),
         DatasetOption("case", "slide|patient", "patient", "one case per patient (its slides together) or per slide"),
+        *FOLD_OPTIONS,
     )
     run_options: ClassVar[tuple[str, ...]] = ("workdir",)
 
@@ -111,10 +115,12 @@ class TcgaSubtyping(CohortDataset):
         labels = {c: next(iter(classes_of[patient_of[c]])) for c in groups}
         seed = int(self.options["split_seed"])
         fractions = (float(self.options["val_fraction"]), float(self.options["test_fraction"]))
-        parts, facts = drawn_split(self.name, patient_of, seed=seed, fractions=fractions,
-                                   workdir=self.options.get("workdir"), labels=labels, unit="patient")
+        found = fold_split(self.name, {c: CaseRows(c, p, []) for c, p in patient_of.items()}, labels, self.options)
+        parts, facts = found or drawn_split(self.name, patient_of, seed=seed, fractions=fractions,
+                                            workdir=self.options.get("workdir"), labels=labels, unit="patient")
         check_part_classes(parts, labels, f"dataset {self.name!r}")
-        self._split_facts = {**facts, "protocol": "no official split: patient-level, seeded, stratified by class"}
+        kind = "k patient-level folds stratified by class" if found else "patient-level, seeded, stratified by class"
+        self._split_facts = {**facts, "protocol": f"no official split: {kind}"}
         cases = {c: Case(c, patient_of[c], target=labels[c], slides=tuple(sorted(files)),
                          meta={"project": next(p for p, v in self.spec.projects.items() if v == labels[c])})
                  for c, files in groups.items()}

@@ -114,3 +114,67 @@ def test_reference_scores_sit_beside_pathkits_mean(tmp_path):
     assert rows[0]["seeds"] == 2 and rows[1]["encoder"] == "gigapath" and rows[1]["pathkit"] is None
     body = references_section(A).body
     assert "not run" in body and "0.9000" in body and "not recomputed" in body
+
+
+def test_baselines_add_a_random_weight_copy_of_each_foundation_model(tmp_path):
+    from pathkit_bench.suite.config import check_registered
+
+    text = SUITE.replace('encoders = ["tiny-vit", "tiny-vit-wide"]', 'encoders = ["uni", "tiny-vit", "virchow2"]')
+    suite = load_suite(write(tmp_path, text))
+    # tiny-vit is no pathology model (and already random): no copy of it
+    assert suite.tasks[0].encoders == ("uni", "tiny-vit", "virchow2", "resnet50-trunc", "uni+random",
+                                       "virchow2+random")
+    assert suite.baselines == ("resnet50-trunc", "uni+random", "virchow2+random")
+    check_registered(suite)  # the copies resolve to their architectures
+    cells = {c.encoder: c.run_values(tmp_path) for c in suite.cells()}
+    assert cells["uni+random"]["encoder"] == "uni+random" and cells["uni"]["encoder"] == "uni"
+    plain = load_suite(write(tmp_path, text.replace("baselines = true\n", "")))
+    assert plain.tasks[0].encoders == ("uni", "tiny-vit", "virchow2") and plain.baselines == ()
+
+
+def test_slide_tasks_compares_panda_on_quadratic_kappa_by_the_statistic_bootstrap():
+    from pathkit_metrics.ordinal import OrdinalMetric
+    from sklearn.metrics import cohen_kappa_score
+
+    from pathkit_bench.suite.analysis import _compare
+    from pathkit_bench.suite.config import check_registered
+
+    suite = load_suite(Path(__file__).resolve().parents[3] / "examples" / "suites" / "slide-tasks.toml")
+    panda = next(t for t in suite.tasks if t.dataset == "panda")
+    assert panda.compare == "qwk" and panda.generators == ("coral",)
+    folds = {(t.dataset, t.run["dataset_options"]["folds"], t.run["dataset_options"]["fold"])
+             for t in suite.tasks if t.dataset.startswith("tcga-")}
+    assert folds == {(d, 5, f) for d in ("tcga-nsclc", "tcga-rcc") for f in range(5)}  # one task per fold
+    check_registered(suite)  # qwk is a score of PANDA's metric (ordinal)
+    assert OrdinalMetric.paired_scores["qwk"][0] == "statistic"  # compared as a corpus statistic
+    rng = np.random.default_rng(3)
+    grades = rng.integers(0, 6, 120)
+    close = np.clip(grades + rng.integers(-1, 2, 120), 0, 5)  # off by at most one grade
+    far = rng.integers(0, 6, 120)
+    rows = np.stack([np.stack([grades, p], axis=-1) for p in (close, far)], axis=1)[None]  # (seeds, cases, cells, 2)
+    result, words = _compare("statistic", rows, None, 1, level=0.95, resamples=200, seed=0,
+                             statistic=OrdinalMetric.paired_statistic("qwk"))
+    expected = [cohen_kappa_score(grades, p, weights="quadratic") for p in (close, far)]
+    np.testing.assert_allclose(result.mean, expected, atol=1e-12)
+    assert result.difference[0, 1] == pytest.approx(expected[0] - expected[1], abs=1e-12)
+    assert result.p_value[0, 1] < 0.001 and result.diff_low[0, 1] > 0 and "statistic recomputed" in words
+
+
+def test_each_model_is_also_read_against_its_own_random_copy(tmp_path):
+    from pathkit_bench.report.baselines import baseline_rows, baselines_section
+
+    (tmp_path / "suite.json").write_text(json.dumps({"baselines": ["resnet50-trunc", "uni+random"]}))
+    cells = [("uni", "knn"), ("uni+random", "knn"), ("resnet50-trunc", "knn"), ("virchow2", "knn")]
+    means = dict(zip(cells, (0.80, 0.55, 0.70, 0.72), strict=True))
+    diff = np.array([[means[a] - means[b] for b in cells] for a in cells])
+    p = np.full((4, 4), 0.01)
+    p[0, 1] = p[1, 0] = 0.003
+    task = TaskComparison("t", "balanced_accuracy", "higher", cells, [0], {c: {0: m} for c, m in means.items()},
+                          {c: {0: ""} for c in cells}, result=_Result(diff), p_adjusted=p)
+    rows = {r["encoder"]: r for r in baseline_rows(_Analysis(tmp_path, [task]))}
+    assert set(rows) == {"uni", "virchow2"}  # the random copy is a reference row, not a model
+    assert rows["uni"]["baseline"] == "resnet50-trunc/knn" and rows["uni"]["difference"] == pytest.approx(0.10)
+    assert rows["uni"]["random_difference"] == pytest.approx(0.25) and rows["uni"]["random_p"] == 0.003
+    assert rows["virchow2"]["random_difference"] is None  # the suite ran no virchow2+random
+    body = baselines_section(_Analysis(tmp_path, [task])).body
+    assert "+0.2500" in body and "0.003" in body and "—" in body

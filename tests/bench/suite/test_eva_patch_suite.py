@@ -11,6 +11,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tests.core.report._browser import FIGURES_JS, OVERFLOW_JS, filter_rows
+from tests.core.report.conftest import browser  # noqa: F401  (headless Chromium, skips without one)
 from tests.plugins.datasets import catalogue_replicas as replicas
 
 REPO = Path(__file__).resolve().parents[3]
@@ -36,14 +38,26 @@ def replica_suite(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def eva_suite(tmp_path_factory):
+    """(the bench command's result, the suite folder) of one run of the replica suite, shared by
+    the module's tests."""
+    from typer.testing import CliRunner
+
+    from pathkit_core.cli import build_app
+
+    tmp_path = tmp_path_factory.mktemp("eva-patch")
+    config, work = replica_suite(tmp_path), tmp_path / "work"
+    result = CliRunner().invoke(build_app(), ["bench", "--config", str(config), "--workdir", str(work), "--cpu"],
+                                catch_exceptions=False)
+    return result, work / "suites" / "eva-patch"
+
+
 @pytest.mark.slow  # 14 cells: `make test-suite`
-def test_eva_patch_suite_on_replicas(cli, tmp_path):
-    config = replica_suite(tmp_path)
-    work = tmp_path / "work"
-    result = cli("bench", "--config", config, "--workdir", work, "--cpu")
+def test_eva_patch_suite_on_replicas(eva_suite):
+    result, folder = eva_suite
     assert result.exit_code == 0, result.output
     assert "14 cell(s) finished (0 reused), 0 failed" in " ".join(result.output.split())
-    folder = work / "suites" / "eva-patch"
     board = pl.read_parquet(folder / "leaderboard.parquet")
     compared = board.filter(pl.col("score") == "balanced_accuracy")
     assert compared.height == 14 and set(compared["encoder"]) == {"tiny-vit", "tiny-vit-wide"}
@@ -63,3 +77,34 @@ def test_eva_patch_suite_on_replicas(cli, tmp_path):
     total = cells["wall_seconds"].sum() / 3600
     assert f"{total:.4f} device-hours" in report and f"cost: {total:.4f} device-hours over 14 cell(s)" in \
         " ".join(result.output.split())
+
+
+@pytest.mark.slow  # the same 14 cells (one run for the module): `make test-suite`
+def test_eva_patch_report_in_the_browser(eva_suite, request):
+    """The suite's own report as a reader sees it: datasets x encoders in the headline, eva's numbers
+    beside the cells, the critical-difference diagram drawn, the cost table, the cells' run reports
+    linked; no console error and nothing wider than the window."""
+    pytest.importorskip("websocket", reason="websocket-client (requirements-dev.txt) drives the browser")
+    result, folder = eva_suite
+    assert result.exit_code == 0, result.output
+    page = request.getfixturevalue("browser").open(folder / "report.html")
+    for section in ("headline", "pairwise", "ranks", "references", "cost", "cells"):
+        assert page.evaluate(f"!!document.getElementById('section-{section}')"), section
+    rows = page.evaluate("Array.from(document.querySelectorAll('#headline tbody tr'))"
+                         ".map(r => Array.from(r.cells).map(c => c.innerText))")
+    assert len(rows) == 14  # 7 datasets x 2 encoders, one generator
+    assert {r[0] for r in rows} == {"bach", "crc-100k", "mhist", "pcam", "breakhis", "bracs", "unitopatho"}
+    assert {r[2] for r in rows} == {"tiny-vit", "tiny-vit-wide"} and all("balanced_accuracy" in r[1] for r in rows)
+    assert filter_rows(page, "headline", "", text="unitopatho") == 2  # the table filters as a reader types
+    references = page.evaluate("document.getElementById('section-references').innerText")
+    assert "eva leaderboard" in references and "0.9150" in references and "not run" in references
+    figures = {f["name"]: f for f in page.evaluate(FIGURES_JS)}
+    cd = next(f for name, f in figures.items() if name.startswith("cd_encoder"))
+    assert cd["complete"] and cd["natural"] > 0 and cd["width"] > 100 and cd["height"] > 50 and cd["visible"]
+    board = pl.read_parquet(folder / "leaderboard.parquet").unique(subset=["task", "encoder", "generator", "seed"])
+    cost = page.evaluate("document.getElementById('section-cost').innerText")
+    assert f"{board['wall_seconds'].sum() / 3600:.4f} device-hours" in cost and "CPU: " in cost
+    links = page.evaluate("Array.from(document.querySelectorAll('#cells a')).map(a => a.href)")
+    assert len(links) == 14 and all(link.endswith("/report.html") for link in links)
+    assert page.evaluate(OVERFLOW_JS) <= 1, "the page is wider than the window"
+    assert page.errors == []

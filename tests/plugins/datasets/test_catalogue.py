@@ -348,3 +348,29 @@ def test_tcga_subtyping_reads_the_gdc_layout_by_patient(tmp_path):
     next((root / "TCGA-KICH").rglob("*.svs")).rename(root / "TCGA-KICH" / "slide.svs")
     with pytest.raises(PathkitError, match="slide.svs: not named by a TCGA barcode"):
         rcc(root).validate()
+
+
+def test_tcga_subtyping_k_folds_keep_patients_whole_and_test_each_patient_once(tmp_path):
+    from pathkit_datasets.tcga_subtyping import DATASETS
+
+    rcc = DATASETS[1]
+    root = replicas.tcga(tmp_path / "gdc", ("TCGA-KIRC", "TCGA-KIRP", "TCGA-KICH"), patients=5)
+    tested = []
+    for fold in range(3):
+        ds = rcc(root, folds=3, fold=fold, val_fraction=0.34)
+        ds.validate()
+        parts = ds.splits()
+        assert not set(parts["train"]) & (set(parts["val"]) | set(parts["test"])) and parts["val"]
+        tested += parts["test"]
+        facts = ds.split_facts()
+        assert facts["source"] == "folds" and facts["fold"] == fold and "k patient-level folds" in facts["protocol"]
+        for part in ("train", "test"):  # stratified: every class in each part (5 patients a class, 3 folds)
+            assert {c.target for c in ds.cases(part)} == {"CCRCC", "PRCC", "CHRCC"}
+    assert sorted(tested) == sorted(f"TCGA-{k:02d}-{1000 + n}" for k in range(3) for n in range(5))
+    # one case per slide: a patient's slides still fall in one fold
+    slides = rcc(root, case="slide", slide_types="all", folds=3, fold=1, val_fraction=0.34)
+    parts = {p: {c.patient_id for c in slides.cases(p)} for p in ("train", "val", "test")}
+    assert not (parts["train"] & parts["test"] or parts["val"] & parts["test"] or parts["train"] & parts["val"])
+    assert rcc(root, folds=3, fold=2).splits() != rcc(root, folds=3, fold=2, split_seed=1).splits()  # seeded
+    with pytest.raises(PathkitError, match="folds=3 and fold=3"):
+        rcc(root, folds=3, fold=3).validate()
