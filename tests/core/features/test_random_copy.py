@@ -58,3 +58,11 @@ def test_random_features_differ_from_the_pretrained_ones_and_so_does_the_identit
         copy(SMALL).load("cpu", checkpoint)
     restored = pickle.loads(pickle.dumps(random))  # extraction workers receive it pickled
     assert type(restored) is copy and restored.arch_overrides == SMALL
+
+
+def test_pathkit_info_describes_a_random_copy_and_refuses_one_of_nothing(cli):
+    shown = cli("info", "uni+random", "--json")
+    assert shown.exit_code == 0, shown.output
+    assert "uni's architecture with random weights" in shown.output
+    missing = cli("info", "nothing+random")
+    assert missing.exit_code != 0 and "no component named 'nothing+random'" in missing.output
