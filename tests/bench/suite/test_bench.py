@@ -39,8 +39,12 @@ def test_a_slide_shared_by_two_tasks_is_extracted_once(shared_suite):
 @pytest.mark.slow  # 12 cells: `make test-suite`, which CI runs after `make test`
 def test_tidy_leaderboard_has_one_row_per_cell_and_score(shared_suite):
     board = pl.read_parquet(shared_suite["folder"] / "leaderboard.parquet")
+    from pathkit_bench.suite.runner import COST_COLUMNS
+
+    # the cell's identity and score, then what the cell cost (docs/file-formats.md, the leaderboard)
     assert board.columns == ["suite", "task", "dataset", "encoder", "generator", "seed", "metric", "score", "value",
-                             "ci_low", "ci_high", "direction", "run_dir"]
+                             "ci_low", "ci_high", "direction", "run_dir", *COST_COLUMNS]
+    assert board["wall_seconds"].min() > 0 and all(d.startswith("CPU") for d in board["device"])
     auroc = board.filter(pl.col("score") == "AUROC")
     assert auroc.height == 12 and auroc.select(["task", "encoder", "generator", "seed"]).is_unique().all()
     row = auroc.row(0, named=True)
