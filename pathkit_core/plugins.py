@@ -19,7 +19,7 @@ from pathkit_core.contracts import (
     Component,
     PathkitError,
 )
-from pathkit_core.features.random_copy import random_base, random_copy
+from pathkit_core.random_copy import random_base, random_copy
 
 ENTRY_POINT_GROUP = PROJECT_NAME
 ENV_LOAD = "PATHKIT_LOAD_PLUGINS"
@@ -421,7 +421,7 @@ class Registry:
         if kind not in self.components:
             raise PathkitError(f"unknown component kind {kind!r}; known: {', '.join(self.kinds)}")
         copied = random_base(name) if kind == "encoder" and name not in self.components[kind] else None
-        if copied:  # `NAME+random`: NAME's architecture with random weights (pathkit_core.features.random_copy)
+        if copied:  # `NAME+random`: NAME's architecture with random weights (pathkit_core.random_copy)
             return random_copy(self.get(kind, copied))  # type: ignore[arg-type]
         provider = self.provider_of(kind, name)
         base_name, _, _view = name.partition(":")

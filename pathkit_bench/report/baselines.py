@@ -54,7 +54,7 @@ def baseline_rows(analysis: Any) -> list[dict[str, Any]]:
 def _against_random_copy(task: Any, i: int, diff: Any) -> dict[str, float | None]:
     """Cell `i`'s oriented difference from its own encoder's random-weight copy (`NAME+random`, same
     generator) and that pair's corrected p: what pretraining earns. None when the task lacks the copy."""
-    from pathkit_core.features.random_copy import RANDOM_SUFFIX
+    from pathkit_core.random_copy import RANDOM_SUFFIX
 
     encoder, generator = task.cells[i]
     j = next((k for k, c in enumerate(task.cells) if c == (f"{encoder}{RANDOM_SUFFIX}", generator)), None)

@@ -37,7 +37,7 @@ from typing import Any
 
 from pathkit_bench.suite.schema import check_suite_schema
 from pathkit_core.contracts import PathkitError
-from pathkit_core.features.random_copy import random_base
+from pathkit_core.random_copy import random_base
 
 SUITE_KEYS = ("name", "encoders", "generators", "seeds", "metrics", "correction", "alpha", "resamples", "level",
               "run", "tasks", "reference_scores", "baselines")
@@ -176,8 +176,8 @@ def random_copies(encoders: tuple[str, ...]) -> list[str]:
     """`NAME+random` for each foundation-model encoder of `encoders` (a registered encoder with
     `is_pathology_model`): its architecture with random weights, a reference row of `baselines =
     true`. A name the registry does not know is left to `check_registered` to refuse."""
-    from pathkit_core.features.random_copy import RANDOM_SUFFIX
     from pathkit_core.plugins import get_plugin_manager
+    from pathkit_core.random_copy import RANDOM_SUFFIX
 
     registry = get_plugin_manager()
     known = set(registry.names("encoder"))

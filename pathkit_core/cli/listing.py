@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
 
     def _random_copy(registry: Any, name: str) -> list[Any]:
         """`NAME+random` (an encoder's random-weight copy, not registered apart): [its class] or []."""
-        from pathkit_core.features.random_copy import random_base
+        from pathkit_core.random_copy import random_base
 
         base = random_base(name)
         return [registry.get("encoder", name)] if base and base in registry.names("encoder") else []

@@ -484,7 +484,7 @@ def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False, scenes
             out.extend(found)
         else:
             out.append(p)
-    from pathkit_core.wsi.scenes import expand_scenes
+    from pathkit_core.wsi.readers.choose import expand_scenes
 
     # a file of several scenes (a CZI) is one slide per scene (docs/formats.md, "Scenes")
     return [s for p in out for s in (expand_scenes(p) if scenes and p.suffix.lower() in SCENE_EXTENSIONS else [p])]

@@ -113,3 +113,26 @@ def open_handle(path: Path, name: str | None = None) -> tuple[Any, str]:
     if first_error is None:
         raise SlideError("not-a-slide", path, "no slide reader recognises this file")
     raise first_error
+
+
+def expand_scenes(path: Path) -> list[Path]:
+    """The slides of a file: one per scene when a reader that claims it finds more than one scene
+    (`SlideReader.scene_names`), else the file itself. A file no reader can list stays whole (its
+    error comes when it is opened)."""
+    from pathkit_core.wsi.scenes import scene_labels, scene_path, split_scene
+
+    if split_scene(path)[1] is not None or not path.is_file():
+        return [path]
+    for cls in ordered_readers():
+        if not getattr(cls, "has_scenes", False) or cls.unavailable() is not None:
+            continue
+        try:
+            if not cls.claims(path):
+                continue
+            names = cls.scene_names(path)
+        except Exception:  # noqa: BLE001 - a damaged file is refused, with its reason, when opened
+            return [path]
+        if len(names) > 1:
+            return [scene_path(path, label) for label in scene_labels(names)]
+        return [path]
+    return [path]
