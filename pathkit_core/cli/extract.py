@@ -206,7 +206,11 @@ def register(app: typer.Typer) -> None:
         Per slide: status, tiles and QC flags. Exit status 1 when any slide failed.
         """
         from pathkit_core.features.qc import audit_store
+        from pathkit_core.workspace import folder_name_problem
 
+        problem = folder_name_problem(encoder) if encoder is not None else None
+        if problem:  # the encoder names one folder of the store, never a path out of it
+            raise PathkitError(f"pathkit qc --encoder: {problem}")
         records = audit_store(folder, encoder=encoder)
         if not records:
             raise PathkitError(f"{folder}: no feature files or extraction records found")

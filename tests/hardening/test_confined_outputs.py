@@ -142,3 +142,12 @@ def test_dataset_names_never_leave_their_workspace_folder(tmp_path, dataset):
     with pytest.raises(PathkitError, match="crossval folder"):
         crossval_dir(tmp_path, "goldmark", "../enc", "gen")
     assert splits_folder("goldmark:COAD-MSI", tmp_path) == tmp_path / "splits" / "goldmark_COAD-MSI"
+
+
+@pytest.mark.parametrize("encoder", ["../x", "/abs", "a/b", "..", "a\x00b"])
+def test_qc_reads_only_an_encoder_folder_inside_the_store(cli, tmp_path, encoder):
+    (tmp_path / "store").mkdir()
+    (tmp_path / "x").mkdir()  # a folder beside the store that `../x` would name
+    result = cli("qc", str(tmp_path / "store"), "--encoder", encoder)
+    assert result.exit_code != 0 and "pathkit qc --encoder" in result.output and "plain folder name" in result.output
+    assert "Traceback" not in result.output
