@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, INPUT_SLIDES, Case, Dataset, RunFacts, Task
 from pathkit_tasks import TASK_FEW_SHOT
-from pathkit_tasks._common import most_frequent
+from pathkit_tasks._common import ClassNameTarget, most_frequent
 from pathkit_tasks.fewshot.episodes import EPISODES_FILE
 
 
@@ -25,7 +25,7 @@ def _shots(prediction: Any) -> dict[str, Any] | None:
     return shots if isinstance(shots, dict) and shots else None
 
 
-class FewShotTask(Task):
+class FewShotTask(ClassNameTarget, Task):
     """k-shot classification over seeded episodes: SimpleShot and the logistic probe (UNI's protocol)."""
 
     name: ClassVar[str] = TASK_FEW_SHOT
@@ -34,15 +34,6 @@ class FewShotTask(Task):
     target_format: ClassVar[str] = "a class name of the dataset's class_names()"
     prediction_format: ClassVar[str] = '{"shots": {"<k>": [predicted class index in each episode, ...]}}'
     baselines: ClassVar[tuple[str, ...]] = ("majority-class",)
-
-    def check_target(self, case: Case, dataset: Dataset) -> str | None:
-        classes = tuple(dataset.class_names())
-        if case.target not in classes:
-            return f"target {case.target!r} is not one of the class names {list(classes)}"
-        return None
-
-    def model_target(self, case: Case, dataset: Dataset) -> Any:
-        return None if case.target is None else list(dataset.class_names()).index(case.target)
 
     def check_prediction(self, prediction: Any, case: Case, dataset: Dataset) -> str | None:
         n = len(dataset.class_names())

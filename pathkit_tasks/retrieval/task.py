@@ -13,13 +13,13 @@ from typing import Any, ClassVar
 
 from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, INPUT_SLIDES, Case, Dataset, RunFacts, Task
 from pathkit_tasks import TASK_RETRIEVAL
-from pathkit_tasks._common import most_frequent
+from pathkit_tasks._common import ClassNameTarget, most_frequent
 
 # How many keys a baseline returns per query (the metric reads at most its largest k).
 BASELINE_DEPTH = 10
 
 
-class RetrievalTask(Task):
+class RetrievalTask(ClassNameTarget, Task):
     """Slide retrieval by feature similarity (Patho-Bench's retrieval tasks, docs/retrieval.md)."""
 
     name: ClassVar[str] = TASK_RETRIEVAL
@@ -29,15 +29,6 @@ class RetrievalTask(Task):
     prediction_format: ClassVar[str] = ('{"retrieved": [class index of each retrieved train case, most similar '
                                         'first], "neighbours": [their case ids], "similarity": [their scores]}')
     baselines: ClassVar[tuple[str, ...]] = ("majority-class",)
-
-    def check_target(self, case: Case, dataset: Dataset) -> str | None:
-        classes = tuple(dataset.class_names())
-        if case.target not in classes:
-            return f"target {case.target!r} is not one of the class names {list(classes)}"
-        return None
-
-    def model_target(self, case: Case, dataset: Dataset) -> Any:
-        return None if case.target is None else list(dataset.class_names()).index(case.target)
 
     def check_prediction(self, prediction: Any, case: Case, dataset: Dataset) -> str | None:
         n = len(dataset.class_names())
