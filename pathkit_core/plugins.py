@@ -438,8 +438,13 @@ class Registry:
         return found
 
     def find(self, name: str) -> list[type[Component]]:
-        """Every component of any kind called `name` (for `pathkit info`)."""
-        return [comps[name] for comps in self.components.values() if name in comps]
+        """Every component of any kind called `name` (for `pathkit info`), an encoder's random-weight
+        copy `NAME+random` included."""
+        found = [comps[name] for comps in self.components.values() if name in comps]
+        copied = random_base(name)
+        if not found and copied and copied in self.components.get("encoder", {}):
+            found.append(self.get("encoder", name))
+        return found
 
     def provider_of(self, kind: str, name: str) -> Provider | None:
         """The registration `distribution:name` (or `plugin:name`) names, a view after it allowed

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any
 
 import typer
 from rich.markup import escape
@@ -100,13 +99,6 @@ def register(app: typer.Typer) -> None:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise PathkitError(f"cannot list {what!r}{hint}; choose one of {', '.join(options)}")
 
-    def _random_copy(registry: Any, name: str) -> list[Any]:
-        """`NAME+random` (an encoder's random-weight copy, not registered apart): [its class] or []."""
-        from pathkit_core.random_copy import random_base
-
-        base = random_base(name)
-        return [registry.get("encoder", name)] if base and base in registry.names("encoder") else []
-
     @app.command("info")
     @user_errors
     def info_cmd(
@@ -116,8 +108,7 @@ def register(app: typer.Typer) -> None:
         """Show everything known about a component."""
         registry = get_plugin_manager()
         qualified = [p.component for kind in registry.kinds if (p := registry.provider_of(kind, name))]
-        found = (qualified or registry.find(name) or registry.find(name.partition(":")[0])
-                 or _random_copy(registry, name))
+        found = qualified or registry.find(name) or registry.find(name.partition(":")[0])
         if not found:
             every = sorted({n for kind in registry.kinds for n in registry.names(kind)})
             close = difflib.get_close_matches(name, every, n=3, cutoff=0.5)
