@@ -96,7 +96,7 @@ bench: install
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 lint: install
-	$(BIN)/ruff check pathkit_core pathkit_tasks pathkit_bench pathkit_sdk pathkit_interop pathkit_tissue plugins tests benchmarks examples docs .ci
+	$(BIN)/ruff check pathkit_core pathkit_tasks pathkit_bench pathkit_sdk pathkit_interop pathkit_tissue pathkit_readers plugins tests benchmarks examples docs .ci
 
 clean:
 	rm -rf $(VENV) pathkit-work site

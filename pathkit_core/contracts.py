@@ -1042,16 +1042,37 @@ class TissueSegmenter(Component):
 # --------------------------------------------------------------------------- slide readers
 
 
+class SlideHandle:
+    """An open slide of a format OpenSlide does not read, as a `SlideReader.open` returns it:
+    OpenSlide-shaped (`dimensions`, `level_count`, `level_dimensions`, `level_downsamples`,
+    `properties`, `close`), plus what `pathkit_core.wsi.slide.Slide` asks it for instead of
+    OpenSlide (the shipped readers' is `pathkit_readers.base.ReaderHandle`)."""
+
+    # (where the metadata gives it, (mpp_x, mpp_y)); None when it gives none (docs/formats.md)
+    mpp_found: tuple[str, tuple[float, float]] | None = None
+    vendor: str = "unknown"
+    # The associated images (label, macro, ...) by name, each a function reading it.
+    associated: Mapping[str, Callable[[], np.ndarray]] = {}
+
+    def read_rgb(self, location: tuple[int, int], level: int, size: tuple[int, int],
+                 out: np.ndarray | None = None) -> np.ndarray:
+        """RGB uint8 (h, w, 3) of `size` at `level` from `location` (level-0 pixels), white beyond the slide."""
+        raise NotImplementedError
+
+    def associated_image(self, name: str) -> np.ndarray:
+        """Associated image `name` as RGB uint8 (h, w, 3)."""
+        raise NotImplementedError
+
+
 class SlideReader(Component):
     """A whole-slide file format behind the one `pathkit_core.wsi.slide.Slide` the pipeline uses.
 
     Registered through `register_slide_readers`; chosen by `pathkit tile --slide-reader NAME`, or
     else the first reader, by `order` (smallest first), that `claims` a file and opens it
-    (docs/formats.md). `open(path)` returns an OpenSlide-shaped handle (dimensions, level_count,
-    level_dimensions, level_downsamples, properties, `read_rgb`, associated images, `close`; a
-    `pathkit_core.wsi.readers.base.ReaderHandle`) or raises a `SlideError` with the codes OpenSlide's
-    path uses (not-a-slide, unopenable, unreadable). The reader's library is an optional extra of
-    the `pathkit` distribution: `unavailable()` says what to install when it is missing.
+    (docs/formats.md). `open(path)` returns an `openslide.OpenSlide` or a `SlideHandle`, or raises a
+    `SlideError` with the codes OpenSlide's path uses (not-a-slide, unopenable, unreadable). The
+    reader's library is an optional extra of the `pathkit` distribution: `unavailable()` says what
+    to install when it is missing.
     """
 
     kind: ClassVar[str] = "slide-reader"
@@ -1141,6 +1162,6 @@ __all__ = [
     "INPUT_SLIDES", "INPUT_FEATURES", "INPUT_IMAGES", "PathkitError", "brief_list", "repeats_text", "Component",
     "TileSpec", "PretrainedWeights", "Encoder", "Case", "case_id_problem", "regular_file_problem", "DatasetOption",
     "Dataset", "GeneratorSpec", "TaskModel", "Generator", "DeferredTable", "MetricResult", "Metric", "RunFacts",
-    "Task", "TissueSegmenter", "SlideReader", "COMPONENT_BASES",
+    "Task", "TissueSegmenter", "SlideHandle", "SlideReader", "COMPONENT_BASES",
     "slide_id_problem", "ID_MAX_BYTES",
 ]

@@ -75,6 +75,21 @@ def _identity(path: str, size: int, inode: int, mtime_ns: int, ctime_ns: int) ->
     return f"sampled:{size}:{digest.hexdigest()}"
 
 
+def content_identity(path: str | Path) -> str:
+    """A file's `file_identity`; for a folder (an OME-Zarr store, a DICOM series) the sha256 of
+    every member's relative path and identity, so that an edited chunk or an added file changes it."""
+    p = Path(path)
+    if not p.is_dir():
+        return file_identity(p)
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(p):
+        dirs.sort()
+        for name in sorted(files):
+            member = Path(root) / name
+            digest.update(f"{member.relative_to(p).as_posix()}\0{file_identity(member)}\n".encode())
+    return f"folder:{digest.hexdigest()}"
+
+
 def sampled_offsets(size: int) -> list[int]:
     """Where a large file is read for its identity: the head, BLOCKS blocks between, the tail."""
     between = [HEAD_BYTES + (size - 2 * HEAD_BYTES - BLOCK_BYTES) * (i + 1) // (BLOCKS + 1) for i in range(BLOCKS)]
@@ -96,4 +111,5 @@ def path_identity(value: str | Path) -> str | None:
     return f"{found}::{member}" if sep else found
 
 
-__all__ = ["FULL_HASH_BYTES", "file_identity", "note_read", "path_identity", "recording", "sampled_offsets"]
+__all__ = ["FULL_HASH_BYTES", "content_identity", "file_identity", "note_read", "path_identity", "recording",
+           "sampled_offsets"]

@@ -1,7 +1,8 @@
-"""The slide readers the `pathkit` distribution ships, registered through `register_slide_readers`
-like any plugin's (entry point `slide-readers`): OpenSlide (the default), OME-TIFF, OME-Zarr, CZI,
-DICOM and VSI, one module per format. Each format's library is an optional extra of the
-distribution (docs/formats.md); a reader whose library is missing is listed, with the install line."""
+"""The slide readers the `pathkit` distribution ships, a plugin of it registered through
+`register_slide_readers` like any third party's (entry point `slide-readers`): OpenSlide (the
+default), OME-TIFF, OME-Zarr, CZI, DICOM and VSI, one module per format. Each format's library is
+an optional extra of the distribution; a reader whose library is missing is listed, with the
+install line (docs/formats.md, "Where the readers live, and why")."""
 
 from __future__ import annotations
 
@@ -11,14 +12,13 @@ from pathkit_core import hookimpl
 
 
 def builtin_readers() -> list[type]:
-    """The readers this distribution ships (also what a registry built without entry points, a
-    test's hermetic one, opens slides with)."""
-    from pathkit_core.wsi.readers.czi import CziReader
-    from pathkit_core.wsi.readers.dicom import DicomReader
-    from pathkit_core.wsi.readers.ome_tiff import OmeTiffReader
-    from pathkit_core.wsi.readers.ome_zarr import OmeZarrReader
-    from pathkit_core.wsi.readers.openslide_reader import OpenSlideReader
-    from pathkit_core.wsi.readers.vsi import VsiReader
+    """The readers this distribution ships."""
+    from pathkit_readers.czi import CziReader
+    from pathkit_readers.dicom import DicomReader
+    from pathkit_readers.ome_tiff import OmeTiffReader
+    from pathkit_readers.ome_zarr import OmeZarrReader
+    from pathkit_readers.openslide_reader import OpenSlideReader
+    from pathkit_readers.vsi import VsiReader
 
     return [OpenSlideReader, OmeTiffReader, OmeZarrReader, CziReader, DicomReader, VsiReader]
 
@@ -32,7 +32,7 @@ def register_slide_readers(register: Any) -> None:
 @hookimpl
 def doctor_checks() -> list[tuple[str, str, str]]:
     """A row per slide reader: usable, or what to install."""
-    from pathkit_core.wsi.readers.choose import ordered_readers
+    from pathkit_core.wsi.reader_choice import ordered_readers
 
     rows = []
     for cls in ordered_readers():

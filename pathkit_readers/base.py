@@ -1,5 +1,6 @@
 """What every slide reader shares: the OpenSlide-shaped handle (`ReaderHandle`) over a pyramid of
-per-level arrays, the one-line error wording, and the content identity of a slide that is a folder.
+per-level arrays, the one-line error wording and the refusal of a file the library cannot read,
+and the mpp found in metadata.
 
 A reader builds a `ReaderHandle` from `Level`s (anything that returns an (h, w, channels) array for
 a level-pixel window) plus its metadata; reading, bounds, glass padding and decode errors are
@@ -9,13 +10,13 @@ answers for OpenSlide: RGB uint8, level-0 location, pixels beyond the slide whit
 
 from __future__ import annotations
 
-import hashlib
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pathkit_core.contracts import SlideHandle
 from pathkit_core.wsi.slide_errors import SlideError
 
 if TYPE_CHECKING:
@@ -44,6 +45,11 @@ def to_micrometres(value: Any, unit: str | None) -> float | None:
     return number * factor
 
 
+def found_mpp(source: str, x: float | None, y: float | None) -> tuple[str, tuple[float, float]] | None:
+    """`ReaderHandle.mpp_found` from the metadata's x and y sizes (micrometres): y is x's when missing."""
+    return None if x is None else (source, (x, y or x))
+
+
 def one_line(exc: BaseException) -> str:
     """An exception's first line (libraries put tracebacks or C++ context after it)."""
     text = str(exc).strip()
@@ -56,6 +62,21 @@ def cannot_open(path: Path, reader: str, exc: BaseException | str) -> SlideError
     return SlideError("unopenable", path, f"the {reader} reader cannot open it: {why}")
 
 
+@contextmanager
+def refusing(path: Path, reader: str, close: Callable[[], None] | None = None, hint: str = "") -> Iterator[None]:
+    """Any error inside (a library raises many kinds on a damaged file) leaves as the reader's one-line
+    `unopenable` error for `path`, `hint` appended; a SlideError leaves as it is. `close` (the
+    library's open file) runs first."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - whatever the library raises
+        if close is not None:
+            close()
+        if isinstance(exc, SlideError):
+            raise
+        raise cannot_open(path, reader, f"{one_line(exc)}{hint}") from None
+
+
 class Level(Protocol):
     """One pyramid level: `width`, `height` and a window of it as an (h, w, c) array."""
 
@@ -63,26 +84,6 @@ class Level(Protocol):
     height: int
 
     def window(self, x: int, y: int, w: int, h: int) -> np.ndarray: ...
-
-
-@dataclass
-class ArrayLevel:
-    """A level held as an array-like indexed [y, x, c] (a zarr array, a numpy memory map)."""
-
-    array: Any
-
-    @property
-    def width(self) -> int:
-        return int(self.array.shape[1])
-
-    @property
-    def height(self) -> int:
-        return int(self.array.shape[0])
-
-    def window(self, x: int, y: int, w: int, h: int) -> np.ndarray:
-        import numpy as np
-
-        return np.asarray(self.array[y: y + h, x: x + w])
 
 
 def as_rgb(pixels: np.ndarray) -> np.ndarray:
@@ -101,7 +102,7 @@ def as_rgb(pixels: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class ReaderHandle:
+class ReaderHandle(SlideHandle):
     """An open slide of any format, shaped like `openslide.OpenSlide` for the `Slide` that holds it.
 
     `mpp_found` is (source, (mpp_x, mpp_y)) as the reader found it in the metadata (None when it
@@ -196,24 +197,3 @@ class ReaderHandle:
             self.on_close()
             self.on_close = None
 
-
-def content_identity(path: str | Path) -> str:
-    """The content identity of a slide: a file's (`pathkit_core.sources.file_identity`); for a slide
-    that is a folder (an OME-Zarr store, a DICOM series) the sha256 of every file's relative path
-    and identity, so that an edited chunk or an added instance changes it; for one scene of a file,
-    the file's with `#scene=LABEL` appended."""
-    from pathkit_core.sources import file_identity
-    from pathkit_core.wsi.scenes import SCENE_MARK, split_scene
-
-    p, scene = split_scene(path)
-    if scene is not None:  # one scene of a file: its own slide (docs/formats.md, "Scenes")
-        return f"{file_identity(p)}{SCENE_MARK}{scene}"
-    if not p.is_dir():
-        return file_identity(p)
-    digest = hashlib.sha256()
-    for root, dirs, files in os.walk(p):
-        dirs.sort()
-        for name in sorted(files):
-            member = Path(root) / name
-            digest.update(f"{member.relative_to(p).as_posix()}\0{file_identity(member)}\n".encode())
-    return f"folder:{digest.hexdigest()}"

@@ -6,13 +6,14 @@ pixels returned as RGB; the label and slide preview attachments are not read (do
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
-from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, to_micrometres
 from pathkit_core.wsi.slide_errors import SlideError
+from pathkit_readers.base import ReaderHandle, found_mpp, refusing, to_micrometres
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,9 +63,7 @@ def czi_mpp(metadata: dict[str, Any]) -> tuple[str, tuple[float, float]] | None:
         return None
     items = items if isinstance(items, list) else [items]
     found = {str(d.get("@Id")): to_micrometres(d.get("Value"), "m") for d in items if isinstance(d, dict)}
-    if found.get("X") is None:
-        return None
-    return "czi Scaling/Distance", (found["X"], found.get("Y") or found["X"])
+    return found_mpp("czi Scaling/Distance", found.get("X"), found.get("Y"))
 
 
 def czi_scene_names(metadata: dict[str, Any], count: int) -> list[str | None]:
@@ -126,11 +125,10 @@ def open_czi_document(slide_path: Path, reader: str) -> ReaderHandle:
 
     path, label = split_scene(slide_path)
     context = pyczi.open_czi(str(path))
-    try:
+    with refusing(path, reader):  # libCZI raises RuntimeError on a damaged file
         doc = context.__enter__()
-    except Exception as exc:  # noqa: BLE001 - libCZI raises RuntimeError on a damaged file
-        raise cannot_open(path, reader, exc) from None
-    try:
+    close = functools.partial(context.__exit__, None, None, None)
+    with refusing(slide_path, reader, close):  # malformed metadata or directory
         box, scene = _scene_box(doc, slide_path, label)
         pixel_type = str(doc.pixel_types.get(0, ""))
         if pixel_type not in ("Bgr24", "Gray8", "Bgra32"):
@@ -143,14 +141,7 @@ def open_czi_document(slide_path: Path, reader: str) -> ReaderHandle:
                  "czi.bounding_box": f"{box.x},{box.y},{box.w},{box.h}",
                  **({"czi.scene": label, "czi.scene_index": str(scene)} if label is not None else {})}
         return ReaderHandle(path=slide_path, reader=reader, levels=levels, mpp_found=czi_mpp(doc.metadata),
-                            vendor="zeiss", properties=props, on_close=lambda: context.__exit__(None, None, None),
-                            bgr=pixel_type != "Gray8")
-    except SlideError:
-        context.__exit__(None, None, None)
-        raise
-    except Exception as exc:  # noqa: BLE001 - malformed metadata or directory
-        context.__exit__(None, None, None)
-        raise cannot_open(slide_path, reader, exc) from None
+                            vendor="zeiss", properties=props, on_close=close, bgr=pixel_type != "Gray8")
 
 
 class CziReader(SlideReader):

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
-from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, to_micrometres
-from pathkit_core.wsi.slide_errors import SlideError
+from pathkit_readers.base import ReaderHandle, found_mpp, refusing, to_micrometres
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,8 +43,7 @@ def dicom_mpp(slide: Any) -> tuple[str, tuple[float, float]] | None:
     spacing = slide.levels[0].pixel_spacing  # SizeMm: width (column spacing), height (row spacing)
     if spacing is None:
         return None
-    x, y = to_micrometres(spacing.width, "mm"), to_micrometres(spacing.height, "mm")
-    return None if x is None else ("dicom PixelSpacing", (x, y or x))
+    return found_mpp("dicom PixelSpacing", to_micrometres(spacing.width, "mm"), to_micrometres(spacing.height, "mm"))
 
 
 def _associated(slide: Any) -> dict[str, Any]:
@@ -76,18 +74,10 @@ class DicomReader(SlideReader):
     def open(self, path: Path) -> ReaderHandle:
         from wsidicom import WsiDicom
 
-        try:
+        with refusing(path, self.name):  # pydicom and wsidicom raise many kinds
             slide = WsiDicom.open(path)
-        except Exception as exc:  # noqa: BLE001 - pydicom and wsidicom raise many kinds
-            raise cannot_open(path, self.name, exc) from None
-        try:
+        with refusing(path, self.name, slide.close):  # malformed metadata
             levels = [DicomLevel(slide, int(lv.level), int(lv.size.width), int(lv.size.height)) for lv in slide.levels]
             props = {"dicom.levels": str(len(levels))}
             return ReaderHandle(path=path, reader=self.name, levels=levels, mpp_found=dicom_mpp(slide), vendor="dicom",
                                 properties=props, associated=_associated(slide), on_close=slide.close)
-        except SlideError:
-            slide.close()
-            raise
-        except Exception as exc:  # noqa: BLE001 - malformed metadata
-            slide.close()
-            raise cannot_open(path, self.name, exc) from None

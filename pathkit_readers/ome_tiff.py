@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
-from pathkit_core.wsi.readers.axes import AxesLevel
-from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, to_micrometres
-from pathkit_core.wsi.slide_errors import SlideError
+from pathkit_readers.axes import AxesLevel
+from pathkit_readers.base import ReaderHandle, cannot_open, found_mpp, refusing, to_micrometres
 
 TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
 # Series names (OME Image names, tifffile's names for vendor layouts) taken as associated images.
@@ -47,11 +46,9 @@ def ome_mpp(xml: str | None) -> tuple[str, tuple[float, float]] | None:
     pixels = next((el for el in root.iter() if el.tag.rsplit("}", 1)[-1] == "Pixels"), None)
     if pixels is None:
         return None
-    x = to_micrometres(pixels.get("PhysicalSizeX"), pixels.get("PhysicalSizeXUnit"))
-    y = to_micrometres(pixels.get("PhysicalSizeY"), pixels.get("PhysicalSizeYUnit"))
-    if x is None:
-        return None
-    return "ome-xml PhysicalSizeX/Y", (x, y or x)
+    return found_mpp("ome-xml PhysicalSizeX/Y",
+                     to_micrometres(pixels.get("PhysicalSizeX"), pixels.get("PhysicalSizeXUnit")),
+                     to_micrometres(pixels.get("PhysicalSizeY"), pixels.get("PhysicalSizeYUnit")))
 
 
 def tag_mpp(page: Any) -> tuple[str, tuple[float, float]] | None:
@@ -101,11 +98,9 @@ def open_tiff_pyramid(path: Path, reader: str) -> ReaderHandle:
     import tifffile
     import zarr
 
-    try:
+    with refusing(path, reader):  # tifffile raises TiffFileError, struct.error, ValueError...
         tif = tifffile.TiffFile(path)
-    except Exception as exc:  # noqa: BLE001 - tifffile raises TiffFileError, struct.error, ValueError...
-        raise cannot_open(path, reader, exc) from None
-    try:
+    with refusing(path, reader, tif.close):
         series = tif.series[0] if tif.series else None
         problem = "no image series" if series is None else truncation(tif, series, path.stat().st_size)
         if problem:
@@ -119,11 +114,6 @@ def open_tiff_pyramid(path: Path, reader: str) -> ReaderHandle:
         return ReaderHandle(path=path, reader=reader, levels=levels, mpp_found=mpp,
                             vendor="ome-tiff" if tif.is_ome else "tiff", properties=props,
                             associated=_associated(tif), on_close=tif.close)
-    except Exception as exc:  # noqa: BLE001 - any malformed structure
-        tif.close()
-        if isinstance(exc, SlideError):
-            raise
-        raise cannot_open(path, reader, exc) from None
 
 
 class OmeTiffReader(SlideReader):

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
-from pathkit_core.wsi.readers.axes import AxesLevel
-from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, to_micrometres
-from pathkit_core.wsi.slide_errors import SlideError
+from pathkit_readers.axes import AxesLevel
+from pathkit_readers.base import ReaderHandle, cannot_open, found_mpp, refusing, to_micrometres
 
 ZARR_MARKERS = ("zarr.json", ".zattrs", ".zgroup")
 
@@ -53,8 +52,8 @@ def ngff_levels(group: Any, path: Path, reader: str) -> tuple[list[AxesLevel], t
     unit = {i: (a.get("unit") if isinstance(a, dict) else None) for i, a in enumerate(axes)}
     if unit[ix] is None:  # NGFF allows unitless axes: no physical size
         return levels, None
-    mx, my = to_micrometres(scale[ix], unit[ix]), to_micrometres(scale[iy], unit[iy] or unit[ix])
-    return levels, (None if mx is None else ("ngff scale", (mx, my or mx)))
+    return levels, found_mpp("ngff scale", to_micrometres(scale[ix], unit[ix]),
+                             to_micrometres(scale[iy], unit[iy] or unit[ix]))
 
 
 def _open_group(path: Path) -> tuple[Any, Any]:
@@ -79,20 +78,10 @@ class OmeZarrReader(SlideReader):
         return is_zarr(path)
 
     def open(self, path: Path) -> ReaderHandle:
-        try:
+        with refusing(path, self.name):
             group, store = _open_group(path)
-        except Exception as exc:  # noqa: BLE001 - zarr raises many kinds on a damaged store
-            raise cannot_open(path, self.name, exc) from None
-        try:
+        close = store.close if store is not None else None
+        with refusing(path, self.name, close):  # malformed metadata of any shape
             levels, mpp = ngff_levels(group, path, self.name)
             return ReaderHandle(path=path, reader=self.name, levels=levels, mpp_found=mpp, vendor="ome-zarr",
-                                properties={"ngff.levels": str(len(levels))},
-                                on_close=store.close if store is not None else None)
-        except SlideError:
-            if store is not None:
-                store.close()
-            raise
-        except Exception as exc:  # noqa: BLE001 - malformed metadata of any shape
-            if store is not None:
-                store.close()
-            raise cannot_open(path, self.name, exc) from None
+                                properties={"ngff.levels": str(len(levels))}, on_close=close)

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
-from pathkit_core.wsi.readers.axes import AxesLevel
-from pathkit_core.wsi.readers.base import ReaderHandle, cannot_open, one_line, to_micrometres
-from pathkit_core.wsi.readers.ome_tiff import TIFF_MAGIC
-from pathkit_core.wsi.slide_errors import SlideError
+from pathkit_readers.axes import AxesLevel
+from pathkit_readers.base import ReaderHandle, cannot_open, found_mpp, refusing, to_micrometres
+from pathkit_readers.ome_tiff import TIFF_MAGIC
 
 CONVERT = ("convert it to a pyramidal OME-TIFF (bfconvert -pyramid-resolutions 4 -pyramid-scale 2 -tilex 512 "
            "-tiley 512 in.vsi out.ome.tif, or QuPath's OME-TIFF export) and open that with the ome-tiff reader")
@@ -30,8 +29,7 @@ def _levels(image: Any) -> list[AxesLevel]:
 
 def vsi_mpp(image: Any) -> tuple[str, tuple[float, float]] | None:
     sizes = image.physical_pixel_sizes
-    x, y = to_micrometres(sizes.X, "um"), to_micrometres(sizes.Y, "um")
-    return None if x is None else ("vsi physical pixel size", (x, y or x))
+    return found_mpp("vsi physical pixel size", to_micrometres(sizes.X, "um"), to_micrometres(sizes.Y, "um"))
 
 
 class VsiReader(SlideReader):
@@ -52,13 +50,9 @@ class VsiReader(SlideReader):
                 raise cannot_open(path, self.name, f"not a cellSens VSI file (no TIFF header); {CONVERT}")
         from bioio_vsi import Reader
 
-        try:
+        with refusing(path, self.name, hint=f"; {CONVERT}"):  # bioio-vsi raises VsiError subclasses, codec errors
             image = Reader(str(path))
             levels = _levels(image)
             mpp = vsi_mpp(image)
-        except SlideError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - bioio-vsi raises VsiError subclasses and codec errors
-            raise cannot_open(path, self.name, f"{one_line(exc)}; {CONVERT}") from None
         return ReaderHandle(path=path, reader=self.name, levels=levels, mpp_found=mpp, vendor="olympus",
                             properties={"vsi.levels": str(len(levels)), "vsi.scenes": str(len(image.scenes))})

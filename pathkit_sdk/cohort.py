@@ -403,7 +403,7 @@ def _tiling_cells(row: Mapping[str, Any], found: Mapping[str, str | None], base:
     columns, checked: a reader pathkit has, a mask file that exists (relative to the table's folder)."""
     reader = cell(row.get(found["slide_reader"])) if found.get("slide_reader") else ""
     if reader:
-        from pathkit_core.wsi.readers.choose import get_reader
+        from pathkit_core.wsi.reader_choice import get_reader
 
         try:
             get_reader(reader)

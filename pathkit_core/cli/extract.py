@@ -144,7 +144,7 @@ def register(app: typer.Typer) -> None:
         from pathkit_core.shard import current_shard, shard_summary
 
         _check_extract_options(slides, manifests, out, device, tiles_dir)
-        from pathkit_core.wsi.readers.choose import check_reader_name
+        from pathkit_core.wsi.reader_choice import check_reader_name
 
         check_reader_name(slide_reader)
         enc = resolve_encoder(encoder)

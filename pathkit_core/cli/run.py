@@ -109,7 +109,7 @@ def _apply_flags(values: dict, given: dict, metric: list[str], max_epochs: int |
     values.update({key: value for key, value in given.items() if value is not None})
     tiling = {key: value for key, value in (tiling or {}).items() if value is not None}
     if tiling:
-        from pathkit_core.wsi.readers.choose import check_reader_name
+        from pathkit_core.wsi.reader_choice import check_reader_name
 
         check_reader_name(tiling.get("slide_reader"))
         values.setdefault("tiling", {}).update(tiling)

@@ -112,7 +112,7 @@ def register(app: typer.Typer) -> None:
             slide_reader=slide_reader or "",
             tissue_geojson=str(tissue_geojson or ""),
         )
-        from pathkit_core.wsi.readers.choose import check_reader_name
+        from pathkit_core.wsi.reader_choice import check_reader_name
         from pathkit_core.wsi.segmentation import get_segmenter
 
         # an unknown name, a learned segmenter's missing weights or library: usage errors before any work

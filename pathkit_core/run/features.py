@@ -135,18 +135,21 @@ def _slide_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequenc
 
 
 def tiling_code(segmenter: str) -> str:
-    """A digest of the code that makes a slide's tile manifest: the core's slide handling and
-    the package of the tissue segmenter in use (the default `otsu` is `pathkit_tissue`'s)."""
+    """A digest of the code that makes a slide's tile manifest: the core's slide handling, the slide
+    readers' packages and the package of the tissue segmenter in use (the default `otsu` is `pathkit_tissue`'s)."""
+    from pathkit_core.wsi.reader_choice import reader_packages
     from pathkit_core.wsi.segmentation import get_segmenter
 
-    return source_identity("pathkit_core.wsi", get_segmenter(segmenter).__module__.split(".")[0])
+    return source_identity("pathkit_core.wsi", *reader_packages(), get_segmenter(segmenter).__module__.split(".")[0])
 
 
 def extraction_code(encoder_cls: Any) -> str:
     """A digest of the code that makes a slide's features: the core's slide reading and
-    extraction and the module that defines the encoder (and its package)."""
+    extraction, the slide readers' packages and the module that defines the encoder (and its package)."""
+    from pathkit_core.wsi.reader_choice import reader_packages
+
     module = encoder_cls.__module__
-    return source_identity("pathkit_core.wsi", "pathkit_core.features", module.split(".")[0])
+    return source_identity("pathkit_core.wsi", "pathkit_core.features", *reader_packages(), module.split(".")[0])
 
 
 def _image_inputs(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Sequence[Case],

@@ -133,7 +133,7 @@ def slide_identities(path: str | Path, meta: Mapping[str, Any]) -> tuple[str | N
     the same way): its content identity (`pathkit_core.sources.file_identity`) where the manifest
     holds one, else the whole file's sha256 an older manifest holds."""
     if meta.get("slide_identity"):
-        from pathkit_core.wsi.readers.base import content_identity
+        from pathkit_core.wsi.scenes import content_identity
 
         return meta["slide_identity"], content_identity(path)
     return meta.get("slide_sha256"), sha256_file(path)

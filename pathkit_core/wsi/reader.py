@@ -66,7 +66,7 @@ class _TileReaderBase:
         if self._handle is None or self._pid != pid:
             reader = str(self.manifest.meta.get("slide_reader") or "openslide")
             if reader != "openslide":  # the reader that tiled it (docs/formats.md)
-                from pathkit_core.wsi.readers.choose import open_handle
+                from pathkit_core.wsi.reader_choice import open_handle
 
                 self._handle, _ = open_handle(self.slide_path, reader)
                 self._pid, self._decoder = pid, None

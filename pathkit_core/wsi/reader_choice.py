@@ -9,42 +9,27 @@ from typing import Any
 from pathkit_core.contracts import SlideReader
 from pathkit_core.wsi.slide_errors import SlideError
 
-DEFAULT_READER = "openslide"
-
-
-def _registered() -> tuple[Any, list[type[SlideReader]]]:
-    """(the registry, its slide readers); a registry that holds none (built without the entry
-    points, as hermetic tests build it) still opens slides with the distribution's own."""
-    from pathkit_core.plugins import get_plugin_manager
-    from pathkit_core.wsi.readers import builtin_readers
-
-    registry = get_plugin_manager()
-    names = registry.names("slide-reader") if "slide-reader" in registry.kinds else []
-    if not names:
-        return None, builtin_readers()
-    return registry, [registry.get("slide-reader", name) for name in names]  # type: ignore[misc]
-
 
 def ordered_readers() -> list[type[SlideReader]]:
-    """Every registered slide reader, in the order automatic choice tries them."""
-    return sorted(_registered()[1], key=lambda cls: (cls.order, cls.name))
+    """Every registered slide reader, in the order automatic choice tries them. The distribution's
+    own (`pathkit_readers`) are always registered: its entry points load in every registry, one
+    built without entry points too (`pathkit_core.plugins.Registry.load_entry_points`)."""
+    from pathkit_core.plugins import get_plugin_manager
+
+    return sorted(map(get_reader, get_plugin_manager().names("slide-reader")), key=lambda cls: (cls.order, cls.name))
 
 
 def get_reader(name: str) -> type[SlideReader]:
     """The slide reader registered as `name` (an unknown name lists the close ones)."""
-    registry, readers = _registered()
-    if registry is not None:
-        return registry.get("slide-reader", name)  # type: ignore[no-any-return]
-    found = {cls.name: cls for cls in readers}
-    if name not in found:
-        import difflib
+    from pathkit_core.plugins import get_plugin_manager
 
-        from pathkit_core.contracts import PathkitError
+    return get_plugin_manager().get("slide-reader", name)  # type: ignore[return-value]
 
-        close = difflib.get_close_matches(name, list(found), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise PathkitError(f"no slide-reader named {name!r}{hint} (known: {', '.join(sorted(found))})")
-    return found[name]
+
+def reader_packages() -> list[str]:
+    """The top-level packages of the registered slide readers: their code reads every slide, so it
+    keys the tiles and features made from slides (`pathkit_core.run.features.tiling_code`)."""
+    return sorted({cls.__module__.split(".")[0] for cls in ordered_readers()})
 
 
 def check_reader_name(name: str | None) -> None:
@@ -124,7 +109,7 @@ def expand_scenes(path: Path) -> list[Path]:
     if split_scene(path)[1] is not None or not path.is_file():
         return [path]
     for cls in ordered_readers():
-        if not getattr(cls, "has_scenes", False) or cls.unavailable() is not None:
+        if not cls.has_scenes or cls.unavailable() is not None:
             continue
         try:
             if not cls.claims(path):

@@ -35,6 +35,15 @@ def scene_path(file: str | Path, label: str) -> Path:
     return Path(f"{file}{SCENE_MARK}{label}")
 
 
+def content_identity(path: str | Path) -> str:
+    """The content identity of the slide at `path`: its file's or folder's
+    (`pathkit_core.sources.content_identity`), with `#scene=LABEL` appended for one scene of a file."""
+    from pathkit_core.sources import content_identity as of_file_or_folder
+
+    file, label = split_scene(path)
+    return of_file_or_folder(file) + ("" if label is None else f"{SCENE_MARK}{label}")
+
+
 def scene_id_part(label: str) -> str:
     """`label` as it appears in a slide id."""
     return _NOT_IN_ID.sub("_", label.strip()) or "scene"

@@ -1,4 +1,4 @@
-"""Slide access: opening through a slide reader (OpenSlide by default; `pathkit_core.wsi.readers`),
+"""Slide access: opening through a slide reader (OpenSlide by default; the others in `pathkit_readers`),
 resolution (mpp) with its source, and bad-input errors."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import PathkitError, SlideHandle
 from pathkit_core.wsi.slide_errors import SlideError, as_float, tiff_resolution_mpp
 
 _as_float = as_float
@@ -256,10 +256,10 @@ class Slide:
     """An open slide with its resolved mpp. Close it (or use `with`) when done.
 
     `handle` is the reader's: an `openslide.OpenSlide` for the default reader, a
-    `pathkit_core.wsi.readers.base.ReaderHandle` (the same attributes) for the others."""
+    `pathkit_core.contracts.SlideHandle` (the same attributes) for the others."""
 
     path: Path
-    handle: openslide.OpenSlide | Any
+    handle: openslide.OpenSlide | SlideHandle
     mpp_info: MppResolution
     slide_id: str = ""
     properties: dict[str, str] = field(default_factory=dict)
@@ -294,21 +294,22 @@ class Slide:
 
     @property
     def vendor(self) -> str:
-        return str(self.properties.get("openslide.vendor") or getattr(self.handle, "vendor", None) or "unknown")
+        own = self.handle.vendor if isinstance(self.handle, SlideHandle) else None
+        return str(self.properties.get("openslide.vendor") or own or "unknown")
 
     @property
     def associated_image_names(self) -> list[str]:
         """The associated images (label, macro, thumbnail, ...) the slide's file holds."""
-        found = getattr(self.handle, "associated", None)
-        return sorted(found if found is not None else self.handle.associated_images)
+        if isinstance(self.handle, SlideHandle):
+            return sorted(self.handle.associated)
+        return sorted(self.handle.associated_images)
 
     def associated_image(self, name: str) -> np.ndarray:
         """One associated image as RGB uint8 (h, w, 3)."""
         import numpy as np
 
-        reader_image = getattr(self.handle, "associated_image", None)
-        if reader_image is not None:
-            return reader_image(name)
+        if isinstance(self.handle, SlideHandle):
+            return self.handle.associated_image(name)
         return np.array(self.handle.associated_images[name].convert("RGB"))
 
     @property
@@ -362,9 +363,7 @@ def read_rgb(
     import numpy as np
     import openslide
 
-    from pathkit_core.wsi.readers.base import ReaderHandle
-
-    if isinstance(handle, ReaderHandle):  # another format's reader
+    if isinstance(handle, SlideHandle):  # another format's reader
         return handle.read_rgb(location, level, size, out=out)
     w, h = int(size[0]), int(size[1])
     raw = _read_region_fn()
@@ -438,14 +437,13 @@ def open_slide(
     `reader` names the slide reader (`pathkit list slide-readers`); None takes the first that
     claims and opens the file, in the documented order (docs/formats.md), OpenSlide by default.
     """
-    from pathkit_core.wsi.readers.base import ReaderHandle
-    from pathkit_core.wsi.readers.choose import open_handle
+    from pathkit_core.wsi.reader_choice import open_handle
 
     p = check_slide_file(path)
     handle, name = open_handle(p, reader)
     props = {str(k): str(v) for k, v in dict(handle.properties).items()}
     try:
-        if isinstance(handle, ReaderHandle):
+        if isinstance(handle, SlideHandle):
             mpp_info = mpp_from(handle.mpp_found, path=p, override=mpp, override_source=mpp_source)
         else:
             mpp_info = resolve_mpp(props, path=p, override=mpp, override_source=mpp_source)
@@ -484,7 +482,7 @@ def find_slides(inputs: Iterable[str | Path], *, recursive: bool = False, scenes
             out.extend(found)
         else:
             out.append(p)
-    from pathkit_core.wsi.readers.choose import expand_scenes
+    from pathkit_core.wsi.reader_choice import expand_scenes
 
     # a file of several scenes (a CZI) is one slide per scene (docs/formats.md, "Scenes")
     return [s for p in out for s in (expand_scenes(p) if scenes and p.suffix.lower() in SCENE_EXTENSIONS else [p])]

@@ -397,7 +397,7 @@ def _tile_unlocked(
             pad_edges=params.pad_edges,
         )
         meta = _slide_meta(slide, params, geometry, st)
-    from pathkit_core.wsi.readers.base import content_identity
+    from pathkit_core.wsi.scenes import content_identity
 
     # whole-file sha256 for a small file; header, tail and blocks for a large one; every file of a folder slide
     identity = content_identity(path)

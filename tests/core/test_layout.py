@@ -11,7 +11,7 @@ import pathkit_core
 CORE = Path(pathkit_core.__file__).resolve().parent
 # Packages built on the core (the distribution's own plugins and the public helper API) and the
 # plugin distributions: the core may name them in text, never import them.
-ABOVE_CORE = ("pathkit_tasks", "pathkit_bench", "pathkit_interop", "pathkit_tissue", "pathkit_sdk",
+ABOVE_CORE = ("pathkit_tasks", "pathkit_bench", "pathkit_interop", "pathkit_tissue", "pathkit_readers", "pathkit_sdk",
               "pathkit_encoders", "pathkit_generators", "pathkit_datasets", "pathkit_metrics")
 
 

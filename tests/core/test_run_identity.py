@@ -421,7 +421,8 @@ def test_the_tiling_code_follows_the_segmenter_in_use(tmp_path, monkeypatch, fre
     fresh_registry({"fake": importlib.import_module("pkg_fake_segmenter")})
     source_identity.cache_clear()
     otsu, fake = tiling_code("otsu"), tiling_code("fake-seg")
-    assert otsu == source_identity("pathkit_core.wsi", "pathkit_tissue") != source_identity("pathkit_core.wsi")
+    assert otsu == source_identity("pathkit_core.wsi", "pathkit_readers", "pathkit_tissue")
+    assert otsu != source_identity("pathkit_core.wsi", "pathkit_readers")
     assert fake != otsu
     (package / "more.py").write_text("B = 2\n")
     source_identity.cache_clear()

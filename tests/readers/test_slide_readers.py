@@ -4,6 +4,7 @@ codes as OpenSlide, a corrupt file of each format refused in one line naming the
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -13,21 +14,6 @@ import pytest
 from pathkit_core.wsi.slide import SlideError, open_slide
 
 W, H, MPP = 640, 448, 0.5
-
-
-def _needs(reader: str) -> None:
-    """Skip, naming the extra, when the reader's library is not installed."""
-    from pathkit_core.wsi.readers.choose import get_reader
-
-    cls = get_reader(reader)
-    why = cls.unavailable()
-    if why is not None:
-        pytest.skip(f'the {reader} reader needs pip install "pathkit[{cls.extra}]": {why}')
-
-
-@pytest.fixture(scope="module")
-def formats(load_benchmark):
-    return load_benchmark("slide_formats")
 
 
 @pytest.fixture(scope="module")
@@ -51,28 +37,19 @@ def files(tmp_path_factory, formats, image) -> dict[str, Path]:
     out["ome-tiff-nm"] = formats.write_ome_tiff(root / "nm.ome.tif", levels, MPP, unit="nm")
     out["ome-tiff-nompp"] = formats.write_ome_tiff(root / "nompp.ome.tif", levels, None)
     out["ome-tiff-implausible"] = formats.write_ome_tiff(root / "far.ome.tif", levels, 50.0)
-    try:
-        import zarr  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        out["ome-zarr"] = formats.write_ome_zarr(root / "a.ome.zarr", levels, MPP)
-        out["ome-zarr-0.4-zip"] = formats.write_ome_zarr(root / "b.ome.zarr.zip", levels, MPP, version="0.4",
-                                                         zip_store=True)
-        out["ome-zarr-nompp"] = formats.write_ome_zarr(root / "nompp.ome.zarr", levels, None)
-    try:
-        import pylibCZIrw  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        out["czi"] = formats.write_czi(root / "a.czi", image, MPP)
-        out["czi-nompp"] = formats.write_czi(root / "nompp.czi", image, None)
-    try:
-        import pydicom  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        out["dicom"] = formats.write_dicom_tiled(root / "a.dcm", levels, MPP)
+    optional = {  # the module each writer needs -> the files it writes
+        "zarr": lambda: {
+            "ome-zarr": formats.write_ome_zarr(root / "a.ome.zarr", levels, MPP),
+            "ome-zarr-0.4-zip": formats.write_ome_zarr(root / "b.ome.zarr.zip", levels, MPP, version="0.4",
+                                                       zip_store=True),
+            "ome-zarr-nompp": formats.write_ome_zarr(root / "nompp.ome.zarr", levels, None)},
+        "pylibCZIrw": lambda: {"czi": formats.write_czi(root / "a.czi", image, MPP),
+                               "czi-nompp": formats.write_czi(root / "nompp.czi", image, None)},
+        "pydicom": lambda: {"dicom": formats.write_dicom_tiled(root / "a.dcm", levels, MPP)},
+    }
+    for module, write in optional.items():
+        if importlib.util.find_spec(module) is not None:
+            out.update(write())
     return out
 
 
@@ -81,8 +58,8 @@ LOSSLESS = [("ome-tiff", "ome-tiff"), ("ome-zarr", "ome-zarr"), ("ome-zarr-0.4-z
 
 
 @pytest.mark.parametrize("case, reader", LOSSLESS)
-def test_a_lossless_file_reads_back_what_was_written_with_its_mpp(files, image, formats, case, reader):
-    _needs(reader)
+def test_a_lossless_file_reads_back_what_was_written_with_its_mpp(needs, files, image, formats, case, reader):
+    needs(reader)
     with open_slide(files[case]) as slide:  # chosen automatically
         assert slide.reader == reader
         assert slide.dimensions == (W, H) and slide.mpp == pytest.approx(MPP)
@@ -96,8 +73,8 @@ def test_a_lossless_file_reads_back_what_was_written_with_its_mpp(files, image, 
 
 
 @pytest.mark.parametrize("case, reader", LOSSLESS)
-def test_beyond_the_slide_is_white_glass_as_openslide_composites_it(files, image, case, reader):
-    _needs(reader)
+def test_beyond_the_slide_is_white_glass_as_openslide_composites_it(needs, files, image, case, reader):
+    needs(reader)
     with open_slide(files[case]) as slide:
         region = slide.read_region((W - 10, H - 20), 0, (30, 40))
     assert region.shape == (40, 30, 3)
@@ -105,14 +82,14 @@ def test_beyond_the_slide_is_white_glass_as_openslide_composites_it(files, image
     assert (region[20:] == 255).all() and (region[:, 10:] == 255).all()
 
 
-def test_czi_levels_are_the_pyramid_layers_the_file_stores(files):
-    _needs("czi")
+def test_czi_levels_are_the_pyramid_layers_the_file_stores(needs, files):
+    needs("czi")
     with open_slide(files["czi"]) as slide:  # pylibCZIrw writes no pyramid subblocks: one level
         assert slide.level_dimensions == [(W, H)] and slide.level_downsamples == [1.0]
 
 
-def test_ome_tiff_reads_physical_sizes_in_their_unit_and_the_label_image(files):
-    _needs("ome-tiff")
+def test_ome_tiff_reads_physical_sizes_in_their_unit_and_the_label_image(needs, files):
+    needs("ome-tiff")
     with open_slide(files["ome-tiff-nm"]) as slide:
         assert slide.mpp == pytest.approx(MPP) and slide.mpp_source == "ome-xml PhysicalSizeX/Y"
     with open_slide(files["ome-tiff"]) as slide:
@@ -125,8 +102,8 @@ def test_ome_tiff_reads_physical_sizes_in_their_unit_and_the_label_image(files):
     ("ome-tiff-nompp", "ome-tiff", "no-mpp"), ("ome-tiff-implausible", "ome-tiff", "implausible-mpp"),
     ("ome-zarr-nompp", "ome-zarr", "no-mpp"), ("czi-nompp", "czi", "no-mpp"),
 ])
-def test_every_reader_refuses_a_bad_mpp_with_openslides_codes_and_takes_the_users(files, case, reader, code):
-    _needs(reader)
+def test_every_reader_refuses_a_bad_mpp_with_openslides_codes_and_takes_the_users(needs, files, case, reader, code):
+    needs(reader)
     with pytest.raises(SlideError) as e:
         open_slide(files[case])
     assert e.value.code == code and "--slide-mpp" in str(e.value)
@@ -158,8 +135,8 @@ def _corrupt(kind: str, files: dict[str, Path], root: Path) -> Path:
 
 
 @pytest.mark.parametrize("reader", ["ome-tiff", "ome-zarr", "czi", "dicom", "vsi"])
-def test_a_corrupt_file_of_each_format_is_one_line_naming_the_file_and_the_reader(files, tmp_path, reader):
-    _needs(reader)
+def test_a_corrupt_file_of_each_format_is_one_line_naming_the_file_and_the_reader(needs, files, tmp_path, reader):
+    needs(reader)
     path = _corrupt(reader, files, tmp_path)
     for forced in (None, reader):
         with pytest.raises(SlideError) as e:
@@ -173,7 +150,7 @@ def test_a_corrupt_file_of_each_format_is_one_line_naming_the_file_and_the_reade
 
 
 def test_a_missing_library_names_the_extra_to_install(files, monkeypatch):
-    from pathkit_core.wsi.readers.czi import CziReader
+    from pathkit_readers.czi import CziReader
 
     monkeypatch.setattr(CziReader, "modules", ("pathkit_no_such_module",))
     path = files.get("czi") or _write_fake_czi(files["ome-tiff"].parent)
@@ -190,8 +167,8 @@ def _write_fake_czi(root: Path) -> Path:
     return path
 
 
-def test_openslide_stays_the_default_and_a_forced_reader_takes_a_plain_tiff(tmp_path, formats, image):
-    _needs("ome-tiff")
+def test_openslide_stays_the_default_and_a_forced_reader_takes_a_plain_tiff(needs, tmp_path, formats, image):
+    needs("ome-tiff")
     import tifffile
 
     path = tmp_path / "plain.tif"  # a tiled TIFF without OME-XML: OpenSlide's generic-tiff
@@ -218,7 +195,7 @@ def test_list_and_doctor_show_every_reader(cli):
     assert result.exit_code == 0, result.output
     names = {item["name"] for item in json.loads(result.output)}
     assert {"openslide", "ome-tiff", "ome-zarr", "czi", "dicom", "vsi"} <= names
-    from pathkit_core.wsi.readers import doctor_checks
+    from pathkit_readers import doctor_checks
 
     rows = {name: (status, detail) for name, status, detail in doctor_checks()}
     for name in ("openslide", "ome-tiff", "ome-zarr", "czi", "dicom", "vsi"):
@@ -226,8 +203,8 @@ def test_list_and_doctor_show_every_reader(cli):
 
 
 def test_doctor_says_what_to_install_for_a_missing_reader(monkeypatch):
-    from pathkit_core.wsi.readers import doctor_checks
-    from pathkit_core.wsi.readers.dicom import DicomReader
+    from pathkit_readers import doctor_checks
+    from pathkit_readers.dicom import DicomReader
 
     monkeypatch.setattr(DicomReader, "modules", ("pathkit_no_such_module",))
     rows = {name: (status, detail) for name, status, detail in doctor_checks()}
@@ -236,7 +213,7 @@ def test_doctor_says_what_to_install_for_a_missing_reader(monkeypatch):
 
 
 def test_a_folder_slides_identity_follows_its_files(tmp_path):
-    from pathkit_core.wsi.readers.base import content_identity
+    from pathkit_core.sources import content_identity
 
     store = tmp_path / "s.ome.zarr"
     (store / "0").mkdir(parents=True)
@@ -256,8 +233,8 @@ def test_the_reader_feeds_the_tiling_hash_only_when_chosen():
     assert TilingParams(slide_reader="czi").params_hash() != auto.params_hash()
 
 
-def test_pathkit_tile_reads_through_the_chosen_reader_and_the_tiles_follow(cli, files, image, tmp_path):
-    _needs("ome-zarr")
+def test_pathkit_tile_reads_through_the_chosen_reader_and_the_tiles_follow(needs, cli, files, image, tmp_path):
+    needs("ome-zarr")
     from pathkit_core.wsi.reader import TileReader
 
     out = tmp_path / "tiles"

@@ -5,6 +5,7 @@ the same tile grid from `pathkit tile`, and (lossless) the same tiny-vit feature
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -23,15 +24,6 @@ JPEG_MAD_BOUND = 5.0
 PARAMS = TilingParams(target_mpp=1.0, tile_px=128)
 
 
-def _needs(reader: str) -> None:
-    from pathkit_core.wsi.readers.choose import get_reader
-
-    cls = get_reader(reader)
-    why = cls.unavailable()
-    if why is not None:
-        pytest.skip(f'the {reader} reader needs pip install "pathkit[{cls.extra}]": {why}')
-
-
 @pytest.fixture(scope="module")
 def original(realdata) -> tuple[Path, np.ndarray]:
     """The slide and its level 0 as OpenSlide decodes it (one level, like the original)."""
@@ -41,21 +33,17 @@ def original(realdata) -> tuple[Path, np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def converted(original, tmp_path_factory, load_benchmark) -> dict[str, Path]:
-    formats = load_benchmark("slide_formats")
+def converted(original, tmp_path_factory, formats) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("cmu1-formats")
     _, level0 = original
     out = {"ome-tiff": formats.write_ome_tiff(root / "cmu1.ome.tif", [level0], 0.499, compression="zlib"),
            "ome-tiff-jpeg": formats.write_ome_tiff(root / "cmu1-jpeg.ome.tif", [level0], 0.499,
                                                     compression="jpeg", quality=90)}
-    try:
-        out["ome-zarr"] = formats.write_ome_zarr(root / "cmu1.ome.zarr", [level0], 0.499, version="0.4")
-    except ImportError:
-        pass
-    try:
-        out["czi"] = formats.write_czi(root / "cmu1.czi", level0, 0.499)
-    except ImportError:
-        pass
+    optional = {"ome-zarr": lambda: formats.write_ome_zarr(root / "cmu1.ome.zarr", [level0], 0.499, version="0.4"),
+                "czi": lambda: formats.write_czi(root / "cmu1.czi", level0, 0.499)}
+    for case, write in optional.items():
+        with contextlib.suppress(ImportError):  # that format's writer is not installed
+            out[case] = write()
     return out
 
 
@@ -70,8 +58,8 @@ def _grid(original_level0: np.ndarray, n: int = 24) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("case, reader, lossless", CASES)
-def test_tiles_match_openslides_on_the_original_with_its_mpp(original, converted, case, reader, lossless):
-    _needs(reader)
+def test_tiles_match_openslides_on_the_original_with_its_mpp(needs, original, converted, case, reader, lossless):
+    needs(reader)
     if case not in converted:
         pytest.skip(f"no writer for {case}")
     _, level0 = original
@@ -95,8 +83,8 @@ def original_manifest(original, tmp_path_factory):
 
 
 @pytest.mark.parametrize("case, reader, lossless", CASES)
-def test_pathkit_tile_gives_the_originals_grid(original_manifest, converted, tmp_path, case, reader, lossless):
-    _needs(reader)
+def test_pathkit_tile_gives_the_originals_grid(needs, original_manifest, converted, tmp_path, case, reader, lossless):
+    needs(reader)
     if case not in converted:
         pytest.skip(f"no writer for {case}")
     from pathkit_core.wsi.manifest import read_manifest
@@ -113,8 +101,9 @@ def test_pathkit_tile_gives_the_originals_grid(original_manifest, converted, tmp
 
 
 @pytest.mark.slow
-def test_lossless_formats_give_the_same_tiny_vit_features(original_manifest, converted, tmp_path, one_torch_thread):
-    _needs("ome-tiff")
+def test_lossless_formats_give_the_same_tiny_vit_features(needs, original_manifest, converted, tmp_path,
+                                                          one_torch_thread):
+    needs("ome-tiff")
     from pathkit_core.features.extract import extract_features
     from pathkit_core.features.store import read_features
     from pathkit_core.wsi.manifest import read_manifest
@@ -135,15 +124,15 @@ def test_lossless_formats_give_the_same_tiny_vit_features(original_manifest, con
 
 
 @pytest.mark.slow
-def test_dicom_from_wsidicomizer_matches_openslide_and_tiles_the_same_grid(original, original_manifest, tmp_path,
-                                                                          load_benchmark):
+def test_dicom_from_wsidicomizer_matches_openslide_and_tiles_the_same_grid(needs, formats, original, original_manifest,
+                                                                          tmp_path):
     """wsidicomizer's import alone takes seconds: slow, run by `make test-suite` (with the features test)."""
-    _needs("dicom")
+    needs("dicom")
     pytest.importorskip("wsidicomizer", reason="the DICOM conversion needs wsidicomizer (requirements-dev.txt)")
     from pathkit_core.wsi.manifest import read_manifest
 
     path, level0 = original
-    folder = load_benchmark("slide_formats").write_dicom(path, tmp_path / "cmu1.dcm", all_levels=False)
+    folder = formats.write_dicom(path, tmp_path / "cmu1.dcm", all_levels=False)
     with open_slide(folder) as slide:
         assert slide.reader == "dicom" and slide.mpp == pytest.approx(0.499)
         assert slide.associated_image_names == ["label", "macro"]

@@ -18,7 +18,7 @@ SCENES = (((0, 0), (320, 256)), ((900, 400), (256, 192)))
 
 
 def _needs_czi() -> None:
-    from pathkit_core.wsi.readers.choose import get_reader
+    from pathkit_core.wsi.reader_choice import get_reader
 
     why = get_reader("czi").unavailable()
     if why is not None:
@@ -53,7 +53,7 @@ def test_the_scene_path_is_parsed_in_one_place():
 
 
 def test_scene_labels_are_names_else_the_index():
-    from pathkit_core.wsi.readers.czi import czi_scene_names
+    from pathkit_readers.czi import czi_scene_names
 
     meta = {"ImageDocument": {"Metadata": {"Information": {"Image": {"Dimensions": {"S": {"Scenes": {"Scene": [
         {"@Index": "1", "@Name": "Right"}, {"@Index": "0", "@Name": "Left"}, {"@Index": "2"}]}}}}}}}}
@@ -66,7 +66,7 @@ def test_scene_labels_are_names_else_the_index():
 
 
 def test_a_two_scene_czi_is_two_slides_each_its_own_pixels(two_scenes):
-    from pathkit_core.wsi.readers.base import content_identity
+    from pathkit_core.wsi.scenes import content_identity
 
     path, images = two_scenes
     slides = find_slides([path])
