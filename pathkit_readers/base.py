@@ -50,6 +50,15 @@ def found_mpp(source: str, x: float | None, y: float | None) -> tuple[str, tuple
     return None if x is None else (source, (x, y or x))
 
 
+def starts_with(path: Path, magic: tuple[bytes, ...], offset: int = 0) -> bool:
+    """Whether `path` is a file whose bytes at `offset` are one of `magic` (all of one length)."""
+    if not path.is_file():
+        return False
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        return fh.read(len(magic[0])) in magic
+
+
 def one_line(exc: BaseException) -> str:
     """An exception's first line (libraries put tracebacks or C++ context after it)."""
     text = str(exc).strip()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
 from pathkit_core.wsi.slide_errors import SlideError
-from pathkit_readers.base import ReaderHandle, found_mpp, refusing, to_micrometres
+from pathkit_readers.base import ReaderHandle, found_mpp, refusing, starts_with, to_micrometres
 
 if TYPE_CHECKING:
     import numpy as np
@@ -118,32 +118,6 @@ def _scene_box(doc: Any, slide_path: Path, label: str | None) -> tuple[Any, int 
     return rects[index], index
 
 
-def open_czi_document(slide_path: Path, reader: str) -> ReaderHandle:
-    from pylibCZIrw import czi as pyczi
-
-    from pathkit_core.wsi.scenes import split_scene
-
-    path, label = split_scene(slide_path)
-    context = pyczi.open_czi(str(path))
-    with refusing(path, reader):  # libCZI raises RuntimeError on a damaged file
-        doc = context.__enter__()
-    close = functools.partial(context.__exit__, None, None, None)
-    with refusing(slide_path, reader, close):  # malformed metadata or directory
-        box, scene = _scene_box(doc, slide_path, label)
-        pixel_type = str(doc.pixel_types.get(0, ""))
-        if pixel_type not in ("Bgr24", "Gray8", "Bgra32"):
-            raise SlideError("unopenable", slide_path, f"the {reader} reader reads 8-bit brightfield scans "
-                             f"(Bgr24, Gray8); this one is {pixel_type or 'of no pixel type'}")
-        levels = [CziLevel(doc, (box.x, box.y), (box.w, box.h), d, scene) for d in stored_downsamples(doc)
-                  if d == 1 or min(box.w, box.h) // d >= MIN_LEVEL_PX]
-        scenes = doc.scenes_bounding_rectangle
-        props = {"czi.pixel_type": pixel_type, "czi.scenes": str(len(scenes)),
-                 "czi.bounding_box": f"{box.x},{box.y},{box.w},{box.h}",
-                 **({"czi.scene": label, "czi.scene_index": str(scene)} if label is not None else {})}
-        return ReaderHandle(path=slide_path, reader=reader, levels=levels, mpp_found=czi_mpp(doc.metadata),
-                            vendor="zeiss", properties=props, on_close=close, bgr=pixel_type != "Gray8")
-
-
 class CziReader(SlideReader):
     name = "czi"
     description = "Zeiss CZI scans (libCZI through pylibCZIrw)"
@@ -155,10 +129,7 @@ class CziReader(SlideReader):
 
     @classmethod
     def claims(cls, path: Path) -> bool:
-        if not path.is_file():
-            return False
-        with open(path, "rb") as fh:
-            return fh.read(len(CZI_MAGIC)) == CZI_MAGIC
+        return starts_with(path, (CZI_MAGIC,))
 
     @classmethod
     def scene_names(cls, path: Path) -> list[str | None]:
@@ -168,4 +139,26 @@ class CziReader(SlideReader):
             return czi_scene_names(doc.metadata, len(doc.scenes_bounding_rectangle))
 
     def open(self, path: Path) -> ReaderHandle:
-        return open_czi_document(path, self.name)
+        from pylibCZIrw import czi as pyczi
+
+        from pathkit_core.wsi.scenes import split_scene
+
+        file, label = split_scene(path)  # the file, and the scene a scene path names (None: the whole scan)
+        context = pyczi.open_czi(str(file))
+        with refusing(file, self.name):  # libCZI raises RuntimeError on a damaged file
+            doc = context.__enter__()
+        close = functools.partial(context.__exit__, None, None, None)
+        with refusing(path, self.name, close):  # malformed metadata or directory
+            box, scene = _scene_box(doc, path, label)
+            pixel_type = str(doc.pixel_types.get(0, ""))
+            if pixel_type not in ("Bgr24", "Gray8", "Bgra32"):
+                raise SlideError("unopenable", path, f"the {self.name} reader reads 8-bit brightfield scans "
+                                 f"(Bgr24, Gray8); this one is {pixel_type or 'of no pixel type'}")
+            levels = [CziLevel(doc, (box.x, box.y), (box.w, box.h), d, scene) for d in stored_downsamples(doc)
+                      if d == 1 or min(box.w, box.h) // d >= MIN_LEVEL_PX]
+            scenes = doc.scenes_bounding_rectangle
+            props = {"czi.pixel_type": pixel_type, "czi.scenes": str(len(scenes)),
+                     "czi.bounding_box": f"{box.x},{box.y},{box.w},{box.h}",
+                     **({"czi.scene": label, "czi.scene_index": str(scene)} if label is not None else {})}
+            return ReaderHandle(path=path, reader=self.name, levels=levels, mpp_found=czi_mpp(doc.metadata),
+                                vendor="zeiss", properties=props, on_close=close, bgr=pixel_type != "Gray8")

@@ -10,18 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
-from pathkit_readers.base import ReaderHandle, found_mpp, refusing, to_micrometres
+from pathkit_readers.base import ReaderHandle, found_mpp, refusing, starts_with, to_micrometres
 
 if TYPE_CHECKING:
     import numpy as np
 
 DICOM_MAGIC_OFFSET = 128
-
-
-def _is_dicom_file(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        fh.seek(DICOM_MAGIC_OFFSET)
-        return fh.read(4) == b"DICM"
 
 
 @dataclass
@@ -69,7 +63,7 @@ class DicomReader(SlideReader):
     def claims(cls, path: Path) -> bool:
         if path.is_dir():
             return path.suffix.lower() == ".dcm" or any(c.suffix.lower() == ".dcm" for c in path.iterdir())
-        return path.is_file() and _is_dicom_file(path)
+        return starts_with(path, (b"DICM",), DICOM_MAGIC_OFFSET)
 
     def open(self, path: Path) -> ReaderHandle:
         from wsidicom import WsiDicom

@@ -10,29 +10,11 @@ from typing import Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
 from pathkit_readers.axes import AxesLevel
-from pathkit_readers.base import ReaderHandle, cannot_open, found_mpp, refusing, to_micrometres
+from pathkit_readers.base import ReaderHandle, cannot_open, found_mpp, refusing, starts_with, to_micrometres
 
 TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
 # Series names (OME Image names, tifffile's names for vendor layouts) taken as associated images.
 ASSOCIATED = ("label", "macro", "thumbnail", "overview")
-
-
-def is_ome_tiff(path: Path) -> bool:
-    """A TIFF whose first image description is OME-XML."""
-    if not path.is_file():
-        return False
-    with open(path, "rb") as fh:
-        if fh.read(4) not in TIFF_MAGIC:
-            return False
-    if path.name.lower().endswith((".ome.tif", ".ome.tiff", ".ome.btf")):
-        return True
-    import tifffile
-
-    try:
-        with tifffile.TiffFile(path) as tif:
-            return tif.is_ome
-    except Exception:  # noqa: BLE001 - not readable by tifffile: not claimed
-        return False
 
 
 def ome_mpp(xml: str | None) -> tuple[str, tuple[float, float]] | None:
@@ -93,29 +75,6 @@ def truncation(tif: Any, series: Any, size: int) -> str | None:
     return None
 
 
-def open_tiff_pyramid(path: Path, reader: str) -> ReaderHandle:
-    """A handle over the first series of a TIFF tifffile reads, every level of its pyramid."""
-    import tifffile
-    import zarr
-
-    with refusing(path, reader):  # tifffile raises TiffFileError, struct.error, ValueError...
-        tif = tifffile.TiffFile(path)
-    with refusing(path, reader, tif.close):
-        series = tif.series[0] if tif.series else None
-        problem = "no image series" if series is None else truncation(tif, series, path.stat().st_size)
-        if problem:
-            raise cannot_open(path, reader, problem)
-        stored = zarr.open(series.aszarr(), mode="r")  # one array, or a group of the levels "0", "1", ...
-        arrays = [stored] if isinstance(stored, zarr.Array) else [stored[str(i)] for i in range(len(series.levels))]
-        levels = [AxesLevel(a, level.axes) for a, level in zip(arrays, series.levels, strict=True)]
-        mpp = ome_mpp(tif.ome_metadata) if tif.is_ome else None
-        mpp = mpp or tag_mpp(series.levels[0].keyframe)
-        props = {"tiff.series": str(len(tif.series)), "tiff.axes": series.axes, "tiff.levels": str(len(levels))}
-        return ReaderHandle(path=path, reader=reader, levels=levels, mpp_found=mpp,
-                            vendor="ome-tiff" if tif.is_ome else "tiff", properties=props,
-                            associated=_associated(tif), on_close=tif.close)
-
-
 class OmeTiffReader(SlideReader):
     name = "ome-tiff"
     description = "OME-TIFF and tifffile-readable pyramids (SubIFD or multi-series levels)"
@@ -126,7 +85,36 @@ class OmeTiffReader(SlideReader):
 
     @classmethod
     def claims(cls, path: Path) -> bool:
-        return is_ome_tiff(path)
+        """A TIFF whose first image description is OME-XML."""
+        if not starts_with(path, TIFF_MAGIC):
+            return False
+        if path.name.lower().endswith((".ome.tif", ".ome.tiff", ".ome.btf")):
+            return True
+        import tifffile
+
+        try:
+            with tifffile.TiffFile(path) as tif:
+                return tif.is_ome
+        except Exception:  # noqa: BLE001 - not readable by tifffile: not claimed
+            return False
 
     def open(self, path: Path) -> ReaderHandle:
-        return open_tiff_pyramid(path, self.name)
+        """A handle over the first series of a TIFF tifffile reads, every level of its pyramid."""
+        import tifffile
+        import zarr
+
+        with refusing(path, self.name):  # tifffile raises TiffFileError, struct.error, ValueError...
+            tif = tifffile.TiffFile(path)
+        with refusing(path, self.name, tif.close):
+            series = tif.series[0] if tif.series else None
+            problem = "no image series" if series is None else truncation(tif, series, path.stat().st_size)
+            if problem:
+                raise cannot_open(path, self.name, problem)
+            stored = zarr.open(series.aszarr(), mode="r")  # one array, or a group of the levels "0", "1", ...
+            arrays = [stored] if isinstance(stored, zarr.Array) else [stored[str(i)] for i in range(len(series.levels))]
+            levels = [AxesLevel(a, level.axes) for a, level in zip(arrays, series.levels, strict=True)]
+            mpp = (ome_mpp(tif.ome_metadata) if tif.is_ome else None) or tag_mpp(series.levels[0].keyframe)
+            props = {"tiff.series": str(len(tif.series)), "tiff.axes": series.axes, "tiff.levels": str(len(levels))}
+            return ReaderHandle(path=path, reader=self.name, levels=levels, mpp_found=mpp,
+                                vendor="ome-tiff" if tif.is_ome else "tiff", properties=props,
+                                associated=_associated(tif), on_close=tif.close)

@@ -14,13 +14,6 @@ from pathkit_readers.base import ReaderHandle, cannot_open, found_mpp, refusing,
 ZARR_MARKERS = ("zarr.json", ".zattrs", ".zgroup")
 
 
-def is_zarr(path: Path) -> bool:
-    name = path.name.lower()
-    if path.is_dir():
-        return name.endswith(".zarr") or any((path / m).is_file() for m in ZARR_MARKERS)
-    return name.endswith(".zarr.zip")
-
-
 def _multiscales(attrs: dict[str, Any]) -> list[dict[str, Any]] | None:
     ome = attrs.get("ome") if isinstance(attrs.get("ome"), dict) else attrs  # 0.5 nests under "ome"
     found = ome.get("multiscales")
@@ -75,7 +68,10 @@ class OmeZarrReader(SlideReader):
 
     @classmethod
     def claims(cls, path: Path) -> bool:
-        return is_zarr(path)
+        name = path.name.lower()
+        if path.is_dir():
+            return name.endswith(".zarr") or any((path / m).is_file() for m in ZARR_MARKERS)
+        return name.endswith(".zarr.zip")
 
     def open(self, path: Path) -> ReaderHandle:
         with refusing(path, self.name):

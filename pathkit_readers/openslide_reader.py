@@ -28,26 +28,6 @@ def describe_unsupported(path: Path) -> str:
     return "not a whole-slide image format OpenSlide recognises"
 
 
-def open_openslide(path: Path) -> Any:
-    """An `openslide.OpenSlide` of `path`, or the SlideError saying why not."""
-    import openslide
-
-    try:
-        fmt = openslide.OpenSlide.detect_format(str(path))
-    except openslide.OpenSlideError as exc:
-        raise SlideError("unopenable", path, f"OpenSlide cannot open it: {exc}") from None
-    if fmt is None:
-        raise SlideError("not-a-slide", path, describe_unsupported(path))
-    try:
-        return openslide.OpenSlide(str(path))
-    except openslide.OpenSlideUnsupportedFormatError:
-        raise SlideError("not-a-slide", path, describe_unsupported(path)) from None
-    except openslide.OpenSlideError as exc:
-        raise SlideError("unopenable", path, f"OpenSlide cannot open this {fmt} file: {exc}") from None
-    except OSError as exc:
-        raise SlideError("unopenable", path, f"cannot be read: {exc}") from None
-
-
 class OpenSlideReader(SlideReader):
     name = "openslide"
     description = "OpenSlide 4: the vendor formats and generic tiled TIFF (the default)"
@@ -60,4 +40,20 @@ class OpenSlideReader(SlideReader):
         return True  # anything the readers before it did not take
 
     def open(self, path: Path) -> Any:
-        return open_openslide(path)
+        """An `openslide.OpenSlide` of `path`, or the SlideError saying why not."""
+        import openslide
+
+        try:
+            fmt = openslide.OpenSlide.detect_format(str(path))
+        except openslide.OpenSlideError as exc:
+            raise SlideError("unopenable", path, f"OpenSlide cannot open it: {exc}") from None
+        if fmt is None:
+            raise SlideError("not-a-slide", path, describe_unsupported(path))
+        try:
+            return openslide.OpenSlide(str(path))
+        except openslide.OpenSlideUnsupportedFormatError:
+            raise SlideError("not-a-slide", path, describe_unsupported(path)) from None
+        except openslide.OpenSlideError as exc:
+            raise SlideError("unopenable", path, f"OpenSlide cannot open this {fmt} file: {exc}") from None
+        except OSError as exc:
+            raise SlideError("unopenable", path, f"cannot be read: {exc}") from None

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pathkit_core.contracts import SlideReader
 from pathkit_readers.axes import AxesLevel
-from pathkit_readers.base import ReaderHandle, cannot_open, found_mpp, refusing, to_micrometres
+from pathkit_readers.base import ReaderHandle, cannot_open, found_mpp, refusing, starts_with, to_micrometres
 from pathkit_readers.ome_tiff import TIFF_MAGIC
 
 CONVERT = ("convert it to a pyramidal OME-TIFF (bfconvert -pyramid-resolutions 4 -pyramid-scale 2 -tilex 512 "
@@ -45,9 +45,8 @@ class VsiReader(SlideReader):
         return path.suffix.lower() == ".vsi"
 
     def open(self, path: Path) -> ReaderHandle:
-        with open(path, "rb") as fh:  # a .vsi is a TIFF container: refuse anything else before the import
-            if fh.read(4) not in TIFF_MAGIC:
-                raise cannot_open(path, self.name, f"not a cellSens VSI file (no TIFF header); {CONVERT}")
+        if not starts_with(path, TIFF_MAGIC):  # a .vsi is a TIFF container: refuse anything else before the import
+            raise cannot_open(path, self.name, f"not a cellSens VSI file (no TIFF header); {CONVERT}")
         from bioio_vsi import Reader
 
         with refusing(path, self.name, hint=f"; {CONVERT}"):  # bioio-vsi raises VsiError subclasses, codec errors
