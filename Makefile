@@ -70,7 +70,7 @@ test-suite: install
 		tests/core/test_cli_output.py::test_a_run_says_once_that_its_slides_are_below_the_cohort_minimum_tissue_area \
 		tests/plugins/datasets/test_reg2025_end_to_end.py::test_reg2025_release_folder_runs_end_to_end_with_weights \
 		tests/core/features/test_sharded_extraction.py::test_soak_four_workers_two_killed_and_restarted \
-		tests/core/wsi/test_slide_readers_realdata.py \
+		tests/readers/test_slide_readers_realdata.py \
 		tests/core/features/test_sharded_extraction.py::test_soak_with_a_failing_disk_and_another_hosts_locks \
 		tests/core/features/test_feature_cli.py::test_two_gloo_processes_give_the_same_features_as_one \
 		tests/core/training/test_trainer_protocol.py::test_two_cpu_processes_train_one_synchronised_model \

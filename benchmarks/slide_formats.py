@@ -1,6 +1,6 @@
 """Write an RGB pyramid in each format a slide reader reads, with the format's own writer:
 tifffile (OME-TIFF, SubIFD levels), zarr (OME-Zarr, NGFF 0.4 and 0.5), pylibCZIrw (CZI) and wsidicomizer (DICOM,
-from a slide file). Shared by the reader tests (tests/core/wsi/test_slide_readers*.py) and `bench_readers.py`."""
+from a slide file). Shared by the reader tests (tests/readers/test_slide_readers*.py) and `bench_readers.py`."""
 
 from __future__ import annotations
 
