@@ -13,9 +13,6 @@ from typing import TYPE_CHECKING, Any
 from pathkit_core.contracts import PathkitError, SlideHandle
 from pathkit_core.wsi.slide_errors import SlideError, as_float, tiff_resolution_mpp
 
-_as_float = as_float
-_tiff_resolution_mpp = tiff_resolution_mpp
-
 if TYPE_CHECKING:
     import numpy as np
     import openslide
@@ -98,22 +95,21 @@ class MppResolution:
         return (self.mpp_x + self.mpp_y) / 2.0
 
 
-# Vendor keys OpenSlide may expose without deriving openslide.mpp-x from them (older files,
-# partial metadata). Each maps to a function from properties to (mpp_x, mpp_y).
 def _vendor_mpp(props: Mapping[str, str]) -> tuple[str, tuple[float, float]] | None:
-    single_keys = ("aperio.MPP", "ventana.ScanRes")
-    for key in single_keys:
-        value = _as_float(props.get(key))
+    """(key, (mpp_x, mpp_y)) from the vendor keys OpenSlide may expose without deriving
+    openslide.mpp-x from them (older files, partial metadata)."""
+    for key in ("aperio.MPP", "ventana.ScanRes"):
+        value = as_float(props.get(key))
         if value is not None:
             return key, (value, value)
-    mirax_x = _as_float(props.get("mirax.LAYER_0_LEVEL_0_SECTION.MICROMETER_PER_PIXEL_X"))
-    mirax_y = _as_float(props.get("mirax.LAYER_0_LEVEL_0_SECTION.MICROMETER_PER_PIXEL_Y"))
+    mirax_x = as_float(props.get("mirax.LAYER_0_LEVEL_0_SECTION.MICROMETER_PER_PIXEL_X"))
+    mirax_y = as_float(props.get("mirax.LAYER_0_LEVEL_0_SECTION.MICROMETER_PER_PIXEL_Y"))
     if mirax_x is not None:
         return "mirax.MICROMETER_PER_PIXEL", (mirax_x, mirax_y or mirax_x)
     spacing = props.get("philips.DICOM_PIXEL_SPACING")
     if spacing:
         # DICOM PixelSpacing is "row\column" in millimetres, quoted in Philips metadata.
-        parts = [_as_float(p.strip().strip('"')) for p in str(spacing).replace('"', " ").split()]
+        parts = [as_float(p.strip().strip('"')) for p in str(spacing).replace('"', " ").split()]
         parts = [p for p in parts if p is not None]
         if parts:
             row_mm, col_mm = parts[0], parts[-1]
@@ -131,51 +127,32 @@ def _openslide_mpp_source(props: Mapping[str, str]) -> str:
     return f"openslide.mpp ({vendor or 'unknown vendor'})"
 
 
-def resolve_mpp(
-    properties: Mapping[str, str],
-    *,
-    path: str | Path | None = None,
-    override: float | None = None,
-    override_source: str = "user",
-) -> MppResolution:
+def resolve_mpp(properties: Mapping[str, str], *, path: str | Path | None = None, override: float | None = None,
+                override_source: str = "user") -> MppResolution:
     """The slide's level-0 mpp and its source, or a SlideError; never a guess.
 
     Order: a user-supplied value; `openslide.mpp-x/y` (OpenSlide's reading of vendor metadata
     or TIFF resolution tags); vendor keys OpenSlide did not convert; TIFF resolution tags.
     Objective power alone is not used: 20x means 0.5 um/px on one scanner and 0.46 on another.
     """
-    found: tuple[str, tuple[float, float]] | None = None
-    mx, my = _as_float(properties.get("openslide.mpp-x")), _as_float(properties.get("openslide.mpp-y"))
-    if mx is not None:
-        found = (_openslide_mpp_source(properties), (mx, my or mx))
-    if found is None:
-        found = _vendor_mpp(properties)
-    if found is None:
-        tiff = _tiff_resolution_mpp(properties)
-        if tiff is not None:
-            found = ("tiff-resolution", tiff)
+    mx, my = as_float(properties.get("openslide.mpp-x")), as_float(properties.get("openslide.mpp-y"))
+    tiff = tiff_resolution_mpp(properties)
+    found = ((_openslide_mpp_source(properties), (mx, my or mx)) if mx is not None
+             else _vendor_mpp(properties) or (("tiff-resolution", tiff) if tiff is not None else None))
     return mpp_from(found, path=path, override=override, override_source=override_source)
 
 
-def mpp_from(
-    found: tuple[str, tuple[float, float]] | None,
-    *,
-    path: str | Path | None = None,
-    override: float | None = None,
-    override_source: str = "user",
-) -> MppResolution:
+def mpp_from(found: tuple[str, tuple[float, float]] | None, *, path: str | Path | None = None,
+             override: float | None = None, override_source: str = "user") -> MppResolution:
     """The checks every slide reader shares: a user's value wins; else `found` (source, (mpp_x,
     mpp_y)) from the reader's metadata must exist (no-mpp), be plausible (implausible-mpp) and
     square (anisotropic-mpp)."""
     hint = f"; supply it with {MPP_FIXES}"
     if override is not None:
-        value = _as_float(override)
+        value = as_float(override)
         if value is None or not (MPP_MIN <= value <= MPP_MAX):
-            raise SlideError(
-                "implausible-mpp", path,
-                f"the supplied mpp {override!r} is outside the plausible range "
-                f"{MPP_MIN}-{MPP_MAX} um/px",
-            )
+            raise SlideError("implausible-mpp", path,
+                             f"the supplied mpp {override!r} is outside the plausible range {MPP_MIN}-{MPP_MAX} um/px")
         return MppResolution(value, value, override_source)
     if found is None:
         raise SlideError("no-mpp", path, f"no resolution (mpp) in the slide's metadata{hint}")
@@ -184,22 +161,14 @@ def mpp_from(
     for value in (mpp_x, mpp_y):
         if not (MPP_MIN <= value <= MPP_MAX):
             dpi = 25400.0 / value
-            placeholder = (
-                f": a {dpi:.0f}-dpi placeholder, not a scan resolution"
-                if abs(dpi - round(dpi)) < 0.05 and value > MPP_MAX
-                else ""
-            )
-            raise SlideError(
-                "implausible-mpp", path,
-                f"implausible mpp {value:.4g} um/px from {source}{placeholder} (plausible: "
-                f"{MPP_MIN:g}-{MPP_MAX:g} um/px){hint}",
-            )
+            placeholder = (f": a {dpi:.0f}-dpi placeholder, not a scan resolution"
+                           if abs(dpi - round(dpi)) < 0.05 and value > MPP_MAX else "")
+            raise SlideError("implausible-mpp", path, f"implausible mpp {value:.4g} um/px from {source}{placeholder} "
+                             f"(plausible: {MPP_MIN:g}-{MPP_MAX:g} um/px){hint}")
     if abs(mpp_x - mpp_y) / max(mpp_x, mpp_y) > MPP_ANISOTROPY_TOLERANCE:
-        raise SlideError(
-            "anisotropic-mpp", path,
-            f"non-square pixels (mpp-x {mpp_x:.4g}, mpp-y {mpp_y:.4g} from {source}); square tiles "
-            f"at one physical size need square pixels; force one value with {MPP_FIXES}",
-        )
+        raise SlideError("anisotropic-mpp", path, f"non-square pixels (mpp-x {mpp_x:.4g}, mpp-y {mpp_y:.4g} from "
+                         f"{source}); square tiles at one physical size need square pixels; force one value with "
+                         f"{MPP_FIXES}")
     return MppResolution(mpp_x, mpp_y, source)
 
 
@@ -223,7 +192,7 @@ def read_mpp_csv(path: str | Path) -> dict[str, float]:
             row = {k.strip().lower(): (v or "").strip() for k, v in row.items() if k}
             if not row.get("slide"):
                 continue
-            value = _as_float(row.get("mpp"))
+            value = as_float(row.get("mpp"))
             if value is None:
                 raise PathkitError(f"{p}:{line_no}: mpp {row.get('mpp')!r} is not a positive number")
             out[row["slide"]] = value
@@ -314,7 +283,7 @@ class Slide:
 
     @property
     def objective_power(self) -> float | None:
-        return _as_float(self.properties.get("openslide.objective-power"))
+        return as_float(self.properties.get("openslide.objective-power"))
 
     def read_region(self, location: tuple[int, int], level: int, size: tuple[int, int]) -> np.ndarray:
         """RGB uint8 (h, w, 3) of a region; transparent (unscanned) pixels become white glass."""
@@ -341,16 +310,9 @@ def _read_region_fn() -> Any:
     return getattr(openslide.lowlevel, "_read_region", None)
 
 
-def read_rgb(
-    handle: openslide.OpenSlide,
-    location: tuple[int, int],
-    level: int,
-    size: tuple[int, int],
-    *,
-    path: str | Path | None = None,
-    out: np.ndarray | None = None,
-    scratch: np.ndarray | None = None,
-) -> np.ndarray:
+def read_rgb(handle: openslide.OpenSlide | SlideHandle, location: tuple[int, int], level: int, size: tuple[int, int],
+             *, path: str | Path | None = None, out: np.ndarray | None = None,
+             scratch: np.ndarray | None = None) -> np.ndarray:
     """`read_region` as RGB uint8 (h, w, 3), composited on white; decode errors as SlideError.
 
     Reads OpenSlide's premultiplied ARGB straight into numpy (openslide-python's own
@@ -397,9 +359,8 @@ def read_rgb(
     return out
 
 
-def _read_rgb_pil(
-    handle: openslide.OpenSlide, location: tuple[int, int], level: int, size: tuple[int, int]
-) -> np.ndarray:
+def _read_rgb_pil(handle: openslide.OpenSlide, location: tuple[int, int], level: int,
+                  size: tuple[int, int]) -> np.ndarray:
     import numpy as np
 
     image = handle.read_region(location, level, size)
@@ -429,9 +390,8 @@ def check_slide_file(path: str | Path) -> Path:
     raise SlideError({"unreadable": "unopenable"}.get(code, code), p, message)
 
 
-def open_slide(
-    path: str | Path, mpp: float | None = None, *, mpp_source: str = "user", reader: str | None = None
-) -> Slide:
+def open_slide(path: str | Path, mpp: float | None = None, *, mpp_source: str = "user",
+               reader: str | None = None) -> Slide:
     """Open a slide and resolve its mpp (see `resolve_mpp`, `mpp_from`); SlideError otherwise.
 
     `reader` names the slide reader (`pathkit list slide-readers`); None takes the first that
