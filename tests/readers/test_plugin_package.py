@@ -9,14 +9,14 @@ from __future__ import annotations
 import ast
 import importlib
 import sys
-import textwrap
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import pathkit_core
-from pathkit_core import _deprecation
+from pathkit_core import _deprecation, hookimpl
 
 REPO = Path(__file__).resolve().parents[2]
 FORMATS = ("axes", "czi", "dicom", "ome_tiff", "ome_zarr", "openslide_reader", "vsi")
@@ -40,36 +40,36 @@ def fresh(monkeypatch):
         monkeypatch.delattr(wsi, "readers")
 
 
-def _moved(record) -> list[str]:
-    return [str(w.message) for w in record if issubclass(w.category, DeprecationWarning)
-            and "pathkit 0.3" in str(w.message)]
+def _imported(name: str) -> tuple[Any, list[str]]:
+    """`import name` (twice) and the messages of the moved-name warnings that gave."""
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        module = importlib.import_module(name)
+        assert importlib.import_module(name) is module
+    return module, [str(w.message) for w in record if "pathkit 0.3" in str(w.message)
+                    and issubclass(w.category, DeprecationWarning)]
 
 
 def _message(old: str, new: str) -> str:
     return f"{old} is deprecated: import {new} instead (moved in pathkit 0.2); {old} will be removed in pathkit 0.3"
 
 
+PACKAGE_MOVED = _message("pathkit_core.wsi.readers", "pathkit_readers")
+
+
 @pytest.mark.parametrize("old", sorted(MOVED))
 def test_an_old_path_warns_once_and_gives_the_new_object(fresh, old):
     new, name = MOVED[old]
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        module = importlib.import_module(old)
-        again = importlib.import_module(old)
-        assert getattr(module, name) is getattr(again, name) is getattr(importlib.import_module(new), name)
-    found = _moved(record)
-    assert _message(old, new) in found and found.count(_message(old, new)) == 1
-    # the package's own warning comes with a module of it, once: nothing else is warned
-    assert set(found) <= {_message(old, new), _message("pathkit_core.wsi.readers", "pathkit_readers")}
+    module, found = _imported(old)
+    assert getattr(module, name) is getattr(importlib.import_module(new), name)
+    # a module of the old package warns for itself and, once, for the package
+    assert sorted(found) == sorted({_message(old, new), PACKAGE_MOVED})
 
 
 @pytest.mark.parametrize("name", FORMATS)
 def test_an_old_format_module_is_the_new_one_with_the_packages_one_warning(fresh, name):
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        module = importlib.import_module(f"pathkit_core.wsi.readers.{name}")
-    assert module is importlib.import_module(f"pathkit_readers.{name}")
-    assert _moved(record) == [_message("pathkit_core.wsi.readers", "pathkit_readers")]
+    module, found = _imported(f"pathkit_core.wsi.readers.{name}")
+    assert module is importlib.import_module(f"pathkit_readers.{name}") and found == [PACKAGE_MOVED]
 
 
 def test_the_old_content_identity_is_the_slide_paths_with_its_scene(fresh, tmp_path):
@@ -128,20 +128,17 @@ def test_the_readers_code_keys_the_tiles_and_the_features(tmp_path, monkeypatch,
 
     package = tmp_path / "pkg_fake_reader"
     package.mkdir()
-    (package / "__init__.py").write_text(textwrap.dedent('''
-        from pathkit_core import hookimpl
-        from pathkit_core.contracts import SlideReader
-
-        class Fake(SlideReader):
-            name = "fake-reader"
-            description = "a test reader"
-
-        @hookimpl
-        def register_slide_readers(register):
-            register(Fake)
-    '''))
+    (package / "__init__.py").write_text("from pathkit_core.contracts import SlideReader\n\n\n"
+                                         "class Fake(SlideReader):\n    name = 'fake-reader'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    fresh_registry({"fake": importlib.import_module("pkg_fake_reader")})
+    fake = importlib.import_module("pkg_fake_reader").Fake
+
+    class Plugin:
+        @hookimpl
+        def register_slide_readers(self, register):
+            register(fake)
+
+    fresh_registry({"fake": Plugin()})
     assert reader_packages() == ["pathkit_readers", "pkg_fake_reader"]
     source_identity.cache_clear()
     encoder = type("Enc", (), {"__module__": "pathkit_core.features"})
