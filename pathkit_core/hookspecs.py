@@ -69,7 +69,7 @@ def register_segmenters(register: Register) -> None:
 @hookspec
 def register_slide_readers(register: Register) -> None:
     """Call `register(SlideReaderClass)` for each whole-slide file format (a `SlideReader`) the plugin
-    reads (the core's OpenSlide, OME-TIFF, OME-Zarr, CZI, DICOM and VSI readers register through it)."""
+    reads (the distribution's OpenSlide, OME-TIFF, OME-Zarr, CZI, DICOM and VSI readers, `pathkit_readers`, do)."""
 
 
 @hookspec(historic=True)

@@ -1,4 +1,4 @@
-"""The leaf the slide module and the slide readers share: `SlideError` (every bad-input case with a
+"""The leaf the slide module and the slide readers (`pathkit_readers`) share: `SlideError` (every bad-input case with a
 stable code) and the reading of TIFF resolution tags. Imported by `pathkit_core.wsi.slide`, which
 is where a caller finds `SlideError`; it imports nothing of the slide code, so no cycle."""
 
