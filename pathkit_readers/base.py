@@ -112,12 +112,8 @@ def as_rgb(pixels: np.ndarray) -> np.ndarray:
 
 @dataclass
 class ReaderHandle(SlideHandle):
-    """An open slide of any format, shaped like `openslide.OpenSlide` for the `Slide` that holds it.
-
-    `mpp_found` is (source, (mpp_x, mpp_y)) as the reader found it in the metadata (None when it
-    has none); `pathkit_core.wsi.slide.mpp_from` checks it like OpenSlide's. `associated` maps an
-    associated image's name (label, macro, thumbnail, ...) to a function reading it as RGB.
-    """
+    """The `SlideHandle` of a pyramid of `levels` (`mpp_found` and `associated` as that contract says;
+    `pathkit_core.wsi.slide.mpp_from` checks the mpp like OpenSlide's)."""
 
     path: Path
     reader: str

@@ -110,15 +110,6 @@ def test_the_changelog_and_the_plugin_guide_name_every_move():
     assert "`pathkit_readers.base.ReaderHandle`" in guide
 
 
-def test_a_registry_built_without_entry_points_has_the_distributions_readers(fresh_registry):
-    from pathkit_core.wsi.reader_choice import ordered_readers
-
-    registry = fresh_registry()
-    assert registry.records["slide-readers"].module == "pathkit_readers"
-    assert {"openslide", "ome-tiff", "ome-zarr", "czi", "dicom", "vsi"} <= {c.name for c in ordered_readers()}
-    assert {c.__module__.split(".")[0] for c in ordered_readers()} == {"pathkit_readers"}
-
-
 def test_the_readers_code_keys_the_tiles_and_the_features(tmp_path, monkeypatch, fresh_registry):
     """A slide reader's package is part of the tiling and extraction code identities: editing the
     shipped readers or an installed reader plugin re-tiles and re-extracts."""

@@ -190,6 +190,16 @@ def test_an_unknown_reader_name_lists_the_close_ones(files):
         open_slide(files["ome-tiff"], reader="ome-zar")
 
 
+def test_a_registry_built_without_entry_points_opens_slides_with_the_distributions_readers(fresh_registry, files):
+    from pathkit_core.wsi.reader_choice import ordered_readers
+
+    registry = fresh_registry()  # no entry point but the pathkit distribution's own, which always load
+    assert registry.records["slide-readers"].module == "pathkit_readers"
+    assert {c.__module__.split(".")[0] for c in ordered_readers()} == {"pathkit_readers"}
+    with open_slide(files["ome-tiff"]) as slide:
+        assert slide.reader == "ome-tiff" and slide.dimensions == (W, H)
+
+
 def test_list_and_doctor_show_every_reader(cli):
     result = cli("list", "slide-readers", "--json")
     assert result.exit_code == 0, result.output
