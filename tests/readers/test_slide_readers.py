@@ -111,30 +111,27 @@ def test_every_reader_refuses_a_bad_mpp_with_openslides_codes_and_takes_the_user
         assert (slide.mpp, slide.mpp_source) == (0.25, "user")
 
 
+# format -> (the broken slide, the member written in a folder slide ("": the file itself), its bytes)
+CORRUPT = {
+    "ome-tiff": ("broken.ome.tif", "", lambda f: f["ome-tiff"].read_bytes()[:3000]),  # header and OME-XML survive
+    "ome-zarr": ("broken.ome.zarr", "zarr.json", lambda f: b"{not json"),
+    "czi": ("broken.czi", "", lambda f: f["czi"].read_bytes()[:600]),
+    # a series folder whose one instance is cut after its header
+    "dicom": ("broken.dcm", "level0.dcm", lambda f: (f["dicom"] / "level0.dcm").read_bytes()[:1500]),
+    "vsi": ("broken.vsi", "", lambda f: b"\x00" * 400),
+}
+
+
 def _corrupt(kind: str, files: dict[str, Path], root: Path) -> Path:
-    if kind == "ome-tiff":  # the header and OME-XML survive, the image data does not
-        path = root / "broken.ome.tif"
-        path.write_bytes(files["ome-tiff"].read_bytes()[:3000])
-    elif kind == "ome-zarr":
-        path = root / "broken.ome.zarr"
-        path.mkdir()
-        (path / "zarr.json").write_text("{not json")
-    elif kind == "czi":
-        path = root / "broken.czi"
-        path.write_bytes(files["czi"].read_bytes()[:600])
-    elif kind == "dicom":  # a series folder whose one instance is cut after its header
-        path = root / "broken.dcm"
-        path.mkdir()
-        (path / "level0.dcm").write_bytes((files["dicom"] / "level0.dcm").read_bytes()[:1500])
-    elif kind == "vsi":
-        path = root / "broken.vsi"
-        path.write_bytes(b"\x00" * 400)
-    else:
-        raise AssertionError(kind)
+    name, member, content = CORRUPT[kind]
+    path = root / name
+    target = path / member if member else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content(files))
     return path
 
 
-@pytest.mark.parametrize("reader", ["ome-tiff", "ome-zarr", "czi", "dicom", "vsi"])
+@pytest.mark.parametrize("reader", sorted(CORRUPT))
 def test_a_corrupt_file_of_each_format_is_one_line_naming_the_file_and_the_reader(needs, files, tmp_path, reader):
     needs(reader)
     path = _corrupt(reader, files, tmp_path)
