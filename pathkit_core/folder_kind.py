@@ -1,19 +1,7 @@
-"""Which kind of folder pathkit wrote a path is, told by the files pathkit writes there (the
-layouts of docs/file-formats.md), and the nearest workspace above a folder, found as `git`
-finds its repository. Read-only and cheap: names and small headers only.
-
-Kinds, in the order they are told apart (a run folder holds parquet files too, so it is tested
-before a tile store):
-
-- "run": a `pathkit run` cell (stages.json or metrics.json);
-- "suite": a `pathkit bench` suite folder (leaderboard.parquet beside cells.csv);
-- "tile store": tiling_status.json or tile manifests (<slide>.parquet);
-- "feature store": one encoder's extraction_status.json or <slide>.safetensors;
-- "image-feature store": shard-<key>.safetensors of whole-image features;
-- "dataset store": a folder under a workspace's datasets/ (demo cohorts, slide links);
-- "workspace": tiles/, features/, runs/, suites/, datasets/ or image-features/ (an
-  `extract --out` folder, with <out>/<encoder> and <out>/tiles, reads as one too).
-"""
+"""Which kind of folder pathkit wrote a path is, told by the files pathkit writes there
+(docs/file-formats.md), and the nearest workspace above a folder, found as `git` finds its
+repository. Read-only: names and small headers only. `folder_kind` tests a run folder first: it holds
+parquet files too, as a tile store does."""
 
 from __future__ import annotations
 

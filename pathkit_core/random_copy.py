@@ -1,8 +1,6 @@
-"""The random-weight copy of an encoder: `NAME+random` is encoder NAME's architecture, transform and
-tile spec with its weights initialised from the row's `random_init_seed` instead of its checkpoint
-(the "same architecture, random weights" baseline of docs/comparisons.md). It is no registered row:
-the registry answers `NAME+random` for any registered NAME, and its name keys the run folder, the
-feature store and the leaderboard rows, so its features never mix with the pretrained model's."""
+"""The random-weight copy of an encoder: `NAME+random` is encoder NAME with its weights initialised from
+its `random_init_seed` instead of its checkpoint (docs/encoders.md). It is no registered row: the
+registry answers `NAME+random` for any registered NAME."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""Which slides this process works on: deterministic shards over a cluster and over the ranks of one launch.
-
-A slide belongs to a shard by a hash of its id, never by its position in a list: every
-process of a Slurm array (or of hand-started `--shard i/N` jobs) agrees on the split even when
-each found the slides in another order, or some found a slide another has not seen yet.
-Two levels compose: the outer shard (`--shard i/N`, else `SLURM_ARRAY_TASK_ID` of an array of
-`SLURM_ARRAY_TASK_COUNT` tasks) and, inside it, the rank of a multi-process launch
-(`RANK`/`WORLD_SIZE`, set by torchrun and `accelerate launch`). With h = the first 8 bytes of
-sha256(slide id) as an integer, a slide is this process's when
-
-    h mod N == i   and   (h div N) mod W == r
-
-for outer shard i of N and rank r of W. The outer test does not depend on W, so array tasks
-launched with different numbers of GPUs still split the cohort the same way, and every slide
-falls in exactly one (shard, rank) cell. Shards share one store: files are written atomically
-and each slide is extracted under its own lock (docs/scale.md).
-"""
+"""Which slides this process works on: deterministic shards by a hash of the slide id, over a
+cluster (`--shard i/N`, a Slurm array) and over the ranks of one launch (`RANK`/`WORLD_SIZE`); the
+rule and its properties: docs/scale.md, "Which slides a process takes"."""
 
 from __future__ import annotations
 

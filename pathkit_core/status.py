@@ -1,17 +1,9 @@
-"""What is done, failed, pending and locked in a workspace, a tile store or a feature store.
-
-Read-only and cheap: one parse of each status file, one listing of each store folder, and the
-lock files that listing shows; never the tensors (`pathkit qc` verifies checksums), and a feature
-file's header only with `verify` (`pathkit status --verify`). The slides a store should hold are those any process was
-asked for (the `planned` list every `tile`/`extract` shard records), those with a status
-record, and those with a file. A slide is
-
-- done: its manifest / feature file exists and its last record is not a failure;
-- failed: its last record (or the file's own metadata) says so, with the reason;
-- locked: a live process holds its lock (who, where, since when); a lock whose owner is gone
-  is reported as stale and the slide counts as pending (the next process breaks the lock);
-- pending: everything else.
-"""
+"""What is done, failed, pending and locked in a workspace, a tile store or a feature store
+(`pathkit status`; docs/user-guide.md, "A cluster"). Read-only and cheap: one parse of each status
+file and one listing of each store folder; feature file headers only with `verify`. The slides a
+store should hold are those planned by any shard, recorded or present as a file. A slide is done
+(its file exists, its last record is no failure), failed (with the reason), locked (a live process
+holds its lock; a lock whose owner is gone is reported stale, the slide pending) or pending."""
 
 from __future__ import annotations
 
