@@ -116,21 +116,16 @@ def slide_events(records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any
 
 
 def _write_all(path: Path, data: bytes) -> None:
-    from pathkit_core.workspace import storage_error
+    from pathkit_core.workspace import _storage_errors
 
-    try:
+    with _storage_errors(path):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    except OSError as exc:
-        raise (storage_error(exc, path) or exc) from exc
-    try:
-        written = os.write(fd, data)  # one write: O_APPEND puts the whole line at the end
-        if written != len(data):
-            raise OSError(28, "No space left on device (short write)")
-        os.fsync(fd)
-    except OSError as exc:
-        raise (storage_error(exc, path) or exc) from exc
-    finally:
-        os.close(fd)
+        try:
+            if os.write(fd, data) != len(data):  # one write: O_APPEND puts the whole line at the end
+                raise OSError(28, "No space left on device (short write)")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _ends_a_line(path: Path) -> bool:
