@@ -33,12 +33,20 @@ def is_workspace(folder: Path) -> bool:
         return False
 
 
+def is_tile_store(folder: Path) -> bool:
+    from pathkit_core.wsi.tiling import STATUS_FILE
+
+    return _has(folder, STATUS_FILE) or _any(folder, "*.parquet")
+
+
+def is_feature_store(folder: Path) -> bool:
+    from pathkit_core.features.store import FEATURE_SUFFIX, STATUS_FILE
+
+    return _has(folder, STATUS_FILE) or _any(folder, f"*{FEATURE_SUFFIX}")
+
+
 def folder_kind(folder: str | Path) -> str | None:
     """The kind (one of `KINDS`) of a folder pathkit wrote; None when it is none of them."""
-    from pathkit_core.features.store import FEATURE_SUFFIX
-    from pathkit_core.features.store import STATUS_FILE as EXTRACTION_STATUS
-    from pathkit_core.wsi.tiling import STATUS_FILE as TILING_STATUS
-
     folder = Path(folder)
     if not folder.is_dir():
         return None
@@ -48,11 +56,11 @@ def folder_kind(folder: str | Path) -> str | None:
         return "suite"
     if folder.parent.name == "datasets" and is_workspace(folder.parent.parent):
         return "dataset store"
-    if _has(folder, TILING_STATUS) or _any(folder, "*.parquet"):
+    if is_tile_store(folder):
         return "tile store"
     if _any(folder, "shard-*.safetensors"):
         return "image-feature store"
-    if _has(folder, EXTRACTION_STATUS) or _any(folder, f"*{FEATURE_SUFFIX}"):
+    if is_feature_store(folder):
         return "feature store"
     if is_workspace(folder):
         return "workspace"
@@ -81,4 +89,5 @@ def default_status_folder(cwd: str | Path = ".") -> Path | None:
     return Path(cwd) if folder_kind(cwd) is not None else None
 
 
-__all__ = ["KINDS", "WORKSPACE_PARTS", "default_status_folder", "folder_kind", "is_workspace", "nearest_workspace"]
+__all__ = ["KINDS", "WORKSPACE_PARTS", "default_status_folder", "folder_kind", "is_feature_store", "is_tile_store",
+           "is_workspace", "nearest_workspace"]

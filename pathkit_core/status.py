@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.folder_kind import is_feature_store, is_tile_store
 from pathkit_core.readers import read_json_file
 from pathkit_core.workspace import FileLock
 
@@ -121,18 +122,6 @@ def feature_store_status(encoder_dir: Path, *, verify: bool = False) -> StoreSta
                      lambda sid: encoder_dir / f".{sid}{FEATURE_SUFFIX}.lock", locks)
 
 
-def _is_tile_store(folder: Path) -> bool:
-    from pathkit_core.wsi.tiling import STATUS_FILE
-
-    return (folder / STATUS_FILE).is_file() or any(folder.glob("*.parquet"))
-
-
-def _is_feature_store(folder: Path) -> bool:
-    from pathkit_core.features.store import FEATURE_SUFFIX, STATUS_FILE
-
-    return (folder / STATUS_FILE).is_file() or any(folder.glob(f"*{FEATURE_SUFFIX}"))
-
-
 def _subfolders(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) if folder.is_dir() else []
 
@@ -169,15 +158,15 @@ def collect(path: str | Path, *, verify: bool = False) -> dict[str, Any]:
     if not root.is_dir():
         raise PathkitError(f"{root} is not a folder (give a workspace, a tile store or a feature store)")
     stores: list[StoreStatus] = []
-    if _is_tile_store(root):
+    if is_tile_store(root):
         stores.append(tile_store_status(root))
-    elif _is_feature_store(root):
+    elif is_feature_store(root):
         stores.append(feature_store_status(root, verify=verify))
     else:
         # a workspace (tiles/<spec>, features/<encoder>, runs/) or `pathkit extract --out`
         # (<out>/<encoder>, <out>/tiles/<spec>)
         for spec in _subfolders(root / "tiles"):
-            if _is_tile_store(spec):
+            if is_tile_store(spec):
                 stores.append(_or_unreadable("tile", spec, lambda spec=spec: tile_store_status(spec)))
         # `features-<hash>`: the feature store of a run whose tiling options differ from the
         # encoder's own (pathkit_core.run.features.store_folders)
@@ -186,7 +175,7 @@ def collect(path: str | Path, *, verify: bool = False) -> dict[str, Any]:
             for enc in _subfolders(base):
                 if enc.parent == root and (enc.name in ("tiles", "runs") or enc.name.startswith("features")):
                     continue
-                if _is_feature_store(enc):
+                if is_feature_store(enc):
                     found = _or_unreadable("extract", enc, lambda enc=enc: feature_store_status(enc, verify=verify))
                     if base.name.startswith("features-"):
                         found.name = f"{enc.name} ({base.name})"
