@@ -143,12 +143,9 @@ def plain_name(name: str, where: str) -> str:
 
 
 def path_inside(root: str | Path, value: str | Path, what: str) -> Path:
-    """`value` resolved against `root`, refused when a relative `value` climbs out of it.
-
-    An absolute `value` is the user's own choice and is taken as given; a relative one (from a
-    manifest or an id) must stay inside `root`. The check is on the path as written: a
-    symbolic link inside `root` that points elsewhere is the user's own layout.
-    """
+    """`value` resolved against `root`, refused when a relative `value` (from a manifest or an id) climbs
+    out of it. An absolute `value` is the user's own choice; the check is on the path as written, so a
+    symbolic link inside `root` that points elsewhere is the user's own layout."""
     path = Path(value)
     if path.is_absolute():
         return path
@@ -180,12 +177,10 @@ def folder_name_problem(name: Any) -> str | None:
 
 
 def confined(root: str | Path, *names: str, what: str) -> Path:
-    """`root/name/...` for names that come from a file (a suite, a task, a case, a slide, an
-    encoder): each must be one plain folder name (`folder_name_problem`), and the joined path,
-    as written, must stay under `root`; anything else is a one-line error naming `what`.
-
-    Unlike `path_inside`, an absolute name is refused too: a name in a file shared by someone
-    else never chooses where pathkit writes."""
+    """`root/name/...` for names that come from a file: each one plain folder name, the joined path under
+    `root` (docs/file-formats.md, "Reading state and result files back"); else a one-line error naming
+    `what`. Unlike `path_inside`, an absolute name is refused: a shared file never chooses where pathkit
+    writes."""
     for name in names:
         problem = folder_name_problem(name)
         if problem:
@@ -323,11 +318,8 @@ def atomic_open(target: str | Path, mode: str = "w", encoding: str | None = "utf
 
 
 def remove_stale_temporaries(target: str | Path) -> None:
-    """Remove what writers of `target` killed mid-write left (`.<name>.*.tmp` beside it).
-
-    Call only while holding the lock that guards `target`: a live writer's temporary is
-    indistinguishable from a dead one's.
-    """
+    """Remove what writers of `target` killed mid-write left (`.<name>.*.tmp` beside it). Call only under
+    the lock that guards `target`: a live writer's temporary looks like a dead one's."""
     target = Path(target)
     if not target.parent.is_dir():
         return
@@ -412,13 +404,9 @@ def remove_stale_folders(target: str | Path) -> list[Path]:
 @contextlib.contextmanager
 def replaced_folder(target: str | Path, *, lock_timeout: float = 600.0) -> Iterator[Path]:
     """Yield a new empty folder beside `target` in which to write a whole result; when the block
-    succeeds it takes `target`'s place, else it is removed and `target` is left as it was.
-
-    The old and the new result are never mixed: files are written beside, then the folders are
-    swapped (in one step where the OS allows, Linux renameat2; else two renames, and a swap cut
-    between them is undone by the next writer). A lock beside `target` (`.<name>.lock`) keeps two
-    writers apart; under it, temporaries a killed writer left are removed first.
-    """
+    succeeds it takes `target`'s place, else it is removed and `target` is left as it was. The folders
+    are swapped in one step where the OS allows (Linux renameat2), else by two renames, a swap cut
+    between them undone by the next writer; a lock beside `target` keeps two writers apart."""
     target = Path(target)
     with _storage_errors(target):
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -529,12 +517,9 @@ def _boot_id() -> str:
 
 
 def process_start(pid: int) -> str | None:
-    """When process `pid` started, as an opaque token (None when it cannot be told).
-
-    A pid alone does not name a process: after its owner dies the kernel hands the number to
-    another one. Linux: the boot id and the start time in clock ticks (`/proc/<pid>/stat`
-    field 22), exact; elsewhere psutil's creation time.
-    """
+    """When process `pid` started, as an opaque token (None when it cannot be told): a pid alone does not
+    name a process, the kernel reuses it. Linux: the boot id and the start time in clock ticks
+    (`/proc/<pid>/stat` field 22), exact; elsewhere psutil's creation time."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_bytes()
         # The command name (field 2) may hold spaces and parentheses: split after its last ")".
@@ -558,10 +543,8 @@ def lock_owner_text(info: Mapping[str, Any] | None) -> str:
     return f"pid {info.get('pid')} on {info.get('host')} since {since}"
 
 
-# A held lock's file is touched every HEARTBEAT_SECONDS; one untouched for HEARTBEAT_GRACE
-# seconds has lost its owner, whichever host it was on (a node that crashed, a job killed
-# and requeued elsewhere). The grace covers NFS attribute caching (up to a minute) and
-# clock differences between nodes.
+# A held lock's file is touched every HEARTBEAT_SECONDS; one untouched for HEARTBEAT_GRACE seconds has lost its
+# owner, whichever host it was on (docs/scale.md, "Locks and their timeouts").
 HEARTBEAT_SECONDS = 30.0
 HEARTBEAT_GRACE = 600.0
 
@@ -635,14 +618,9 @@ def _read_owner(path: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 
 class FileLock:
-    """An exclusive lock file holding the owner's pid, process start time, host and time.
-
-    While held, the file is touched every `HEARTBEAT_SECONDS`. It is broken as stale when its
-    owner is gone: on this host, a dead pid or a pid now held by a process that started at
-    another time (the pid was reused); on any host, a file not touched for `HEARTBEAT_GRACE`
-    seconds. Locks written without a heartbeat (older pathkit) from other hosts are broken
-    once older than `stale_after` seconds.
-    """
+    """An exclusive lock file holding the owner's pid, process start time, host and time, touched every
+    `HEARTBEAT_SECONDS` while held and broken as stale when its owner is gone (the rules, `stale_after`
+    for locks without a heartbeat among them: docs/scale.md, "Locks and their timeouts")."""
 
     def __init__(self, path: str | Path, *, timeout: float = 0.0, poll: float = 0.1,
                  stale_after: float = 6 * 3600.0) -> None:
