@@ -791,10 +791,8 @@ class Task(Component):
                         bad.append(f"{case.case_id} ({split}): {problem}")
         if bad:
             more = f" and {count - len(bad)} more" if count > len(bad) else ""
-            raise PathkitError(
-                f"dataset {dataset.name!r} does not fit task {self.name!r}: {'; '.join(bad)}{more}. "
-                f"Expected targets: {self.target_format}"
-            )
+            raise PathkitError(f"dataset {dataset.name!r} does not fit task {self.name!r}: {'; '.join(bad)}{more}. "
+                               f"Expected targets: {self.target_format}")
 
     @classmethod
     def describe(cls) -> dict[str, Any]:

@@ -182,8 +182,6 @@ def collect(path: str | Path, *, verify: bool = False) -> dict[str, Any]:
                     stores.append(found)
     runs = run_statuses(root / "runs") if (root / "runs").is_dir() else []
     if not stores and not runs:
-        raise PathkitError(
-            f"{root}: no tile store, feature store or run found (expected tiling_status.json, "
-            "<encoder>/extraction_status.json, tiles/, features/ or runs/)"
-        )
+        raise PathkitError(f"{root}: no tile store, feature store or run found (expected tiling_status.json, "
+                           "<encoder>/extraction_status.json, tiles/, features/ or runs/)")
     return {"path": str(root), "stores": stores, "runs": runs}

@@ -69,10 +69,8 @@ def storage_error(exc: BaseException, path: str | Path, *, permission: bool = Tr
     code = getattr(exc, "errno", None)
     text = str(exc).lower()
     if code in _FULL or any(t in text for t in _FULL_TEXT):
-        return StorageError(
-            f"{path}: no space left on the device ({free_space(path)}); free some space or write "
-            "elsewhere, then rerun to resume"
-        )
+        return StorageError(f"{path}: no space left on the device ({free_space(path)}); free some space or write "
+                            "elsewhere, then rerun to resume")
     if code == errno.EROFS:
         return StorageError(f"{path}: the filesystem is read-only; write elsewhere")
     if code == errno.EIO:
