@@ -41,7 +41,7 @@ def random_copy(base: type[Encoder]) -> type[Encoder]:
     def __reduce__(self: Encoder) -> tuple[Any, ...]:  # workers rebuild it from the base class
         return _rebuilt, (base,), dict(self.__dict__)
 
-    attrs = {"name": f"{base.name}{RANDOM_SUFFIX}", "random_copy_of": base.name, "is_pathology_model": False,
+    attrs = {"name": f"{base.name}{RANDOM_SUFFIX}", "is_pathology_model": False,
              "description": f"{base.name}'s architecture with random weights (seed {base.random_init_seed})",
              "ships_checkpoint": ships_checkpoint, "load": load, "__reduce__": __reduce__,
              "__module__": base.__module__, "__qualname__": f"{base.__qualname__}_random"}
