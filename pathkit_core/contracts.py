@@ -806,7 +806,7 @@ class Task(Component):
 
 class TissueSegmenter(Component):
     """Tissue segmentation for tiling: `segment(rgb, mpp)` returns a
-    `pathkit_core.wsi.segmentation.TissueMask` for an RGB thumbnail at `mpp` um/px (docs/wsi.md)."""
+    `pathkit_core.wsi.segmentation.TissueMask` (docs/plugin-authors.md, "Tissue segmenters")."""
 
     kind: ClassVar[str] = "segmenter"
     input_mpp: ClassVar[float | None] = None
