@@ -168,9 +168,9 @@ def folder_name_problem(name: Any) -> str | None:
         return f"{name!r} must be one plain folder name (no '/', '\\', NUL, '.' or '..')"
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):  # a newline, a terminal escape
         return f"{name!r} must be one plain folder name (no control characters such as a newline)"
-    if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
-        return f"{name[:40]!r}... is {len(name.encode('utf-8', 'surrogateescape'))} bytes long; a name is at most " \
-               f"{NAME_MAX_BYTES}"
+    size = len(name.encode("utf-8", "surrogateescape"))
+    if size > NAME_MAX_BYTES:
+        return f"{name[:40]!r}... is {size} bytes long; a name is at most {NAME_MAX_BYTES}"
     return None
 
 
