@@ -1,15 +1,7 @@
-"""Moved public names kept importable from their old place for one release, with a warning.
-
-Every shim calls one of the two helpers here: `moved_module` (an old module path that forwards every
-attribute to the module that now holds the code) or `moved_attribute` (one name that left a module
-which still exists, through that module's PEP 562 `__getattr__`). Each warns with a
-`DeprecationWarning` naming the new import and the release that removes the old one, and points the
-warning at the line of the plugin that imported the old name (import machinery, the shim itself and
-this module are skipped). docs/plugin-authors.md, "Moved names", lists every shim; CHANGELOG.md has
-the migration lines.
-
-A leaf module: it imports the new homes by name, only when an old name is used.
-"""
+"""Moved public names kept importable from their old place for one release, with a warning
+(docs/plugin-authors.md, "Moved names"): `moved_module` makes an old module path an alias of the new
+one, `moved_attribute` serves one name that left a module through its PEP 562 `__getattr__`. The
+warning points at the line of the plugin that used the old name. A leaf module."""
 
 from __future__ import annotations
 

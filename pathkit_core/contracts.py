@@ -6,6 +6,7 @@ import dataclasses
 import errno
 import os
 import stat
+import string
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -18,8 +19,7 @@ if TYPE_CHECKING:  # heavy imports stay out of `pathkit --help`
     import polars as pl
     import torch
 
-# What a case may carry as its input (docs/plugin-authors.md, `case.input_kind`): slides to tile and extract,
-# precomputed feature files, or whole images (patches) encoded one image each.
+# What a case's model input comes from (`Case.input_kind`; docs/plugin-authors.md, "Datasets").
 INPUT_SLIDES = "slides"
 INPUT_FEATURES = "features"
 INPUT_IMAGES = "images"
@@ -101,36 +101,21 @@ class PretrainedWeights:
 
 
 class Encoder(Component):
-    """A tile encoder. Subclasses set the class attributes and implement `load` and `transform`.
-
-    `load(device, weights_path)` returns an eval-mode torch module mapping a normalised
-    batch (B, 3, H, W) to embeddings (B, embed_dim); `weights_path` is the checkpoint the
-    run resolved (`--weights`, else `$PATHKIT_WEIGHTS_DIR/<name>/`, else the Hugging Face
-    cache; see pathkit_core.features.weights), already checked against `weights.sha256`.
-    `transform(tiles)` maps uint8 tiles (B, H, W, 3) at the tile spec to that normalised batch.
-    """
+    """A tile encoder: the class attributes, `load` and `transform` are documented in
+    docs/plugin-authors.md, "Encoders"."""
 
     kind: ClassVar[str] = "encoder"
     list_columns: ClassVar[tuple[str, ...]] = ("embed_dim", "tile_px", "mpp", "precision")
     embed_dim: ClassVar[int] = 0
     tile_spec: ClassVar[TileSpec] = TileSpec(224, 0.5)
-    precision: ClassVar[str] = "fp32"  # autocast dtype on GPU: "bf16", "fp16" or "fp32"
+    precision: ClassVar[str] = "fp32"
     weights: ClassVar[PretrainedWeights | None] = None
     is_pathology_model: ClassVar[bool] = True
-    # The joint image-text space the embeddings lie in (e.g. "conch-v1": CONCH v1 after its
-    # contrastive projection), None when they are image-only: text relevance needs one.
     joint_space: ClassVar[str | None] = None
-    # How a whole image (a patch of a patch-classification dataset) is brought to the input size:
-    # "bicubic" or "bilinear" resampling (timm's ViT default is bicubic); `resize_px` the shorter
-    # side before a centre crop to `crop_px` (torchvision's Resize(int) + CenterCrop), both None:
-    # the image is resized whole to the input size. Tiles at the tile spec need none of this.
     interpolation: ClassVar[str] = "bicubic"
     resize_px: ClassVar[int | None] = None
     crop_px: ClassVar[int | None] = None
-    # True: `transform` runs on the extraction device (a GPU) on uint8 tiles moved there first.
     transform_on_device: ClassVar[bool] = False
-    # The seed `load` initialises the architecture from when the encoder ships no checkpoint
-    # (`ships_checkpoint()` False) and none is given: the features' identity names it.
     random_init_seed: ClassVar[int] = 0
 
     @property
@@ -143,9 +128,7 @@ class Encoder(Component):
         return self.name
 
     def ships_checkpoint(self) -> bool:
-        """False when no published checkpoint exists and `load` without a weights path initialises
-        randomly from `random_init_seed`; True (the default) when `load` finds or builds its
-        weights itself."""
+        """False when `load` without a weights path initialises randomly from `random_init_seed`."""
         return True
 
     def load(self, device: str = "cpu", weights_path: str | Path | None = None) -> torch.nn.Module:
@@ -156,29 +139,15 @@ class Encoder(Component):
 
     @classmethod
     def describe(cls) -> dict[str, Any]:
-        out = super().describe()
-        out.update(
-            embed_dim=cls.embed_dim,
-            tile_px=cls.tile_spec.tile_px,
-            mpp=cls.tile_spec.mpp,
-            precision=cls.precision,
-            weights=cls.weights.as_dict() if cls.weights else None,
-            is_pathology_model=cls.is_pathology_model,
-            joint_space=cls.joint_space,
-        )
-        return out
+        return {**super().describe(), "embed_dim": cls.embed_dim, "tile_px": cls.tile_spec.tile_px,
+                "mpp": cls.tile_spec.mpp, "precision": cls.precision,
+                "weights": cls.weights.as_dict() if cls.weights else None,
+                "is_pathology_model": cls.is_pathology_model, "joint_space": cls.joint_space}
 
 
 class SlideEncoder(Component):
-    """A slide encoder: one slide's patch features (N, D) and their level-0 coordinates (N, 2) in,
-    one embedding (embed_dim,) out. Subclasses set the class attributes and implement `load`.
-
-    `patch_encoder` names the patch encoder whose features it reads (None: any, as the mean-pool
-    baseline), `patch_dim` their width and `tile_spec` the tiles they were extracted from (None:
-    any); `feature_problem` says why given features do not fit, before anything runs.
-    `load(device, weights_path)` returns an eval-mode module mapping (features (1, N, D),
-    coords (1, N, 2)) to (1, embed_dim). `parameters` is the published model's parameter count.
-    """
+    """A slide encoder: one slide's patch features (N, D) and level-0 coordinates (N, 2) in, one
+    embedding out (docs/plugin-authors.md, "Slide encoders")."""
 
     kind: ClassVar[str] = "slide-encoder"
     list_columns: ClassVar[tuple[str, ...]] = ("patch_encoder", "magnification", "tile_px", "embed_dim")
@@ -192,8 +161,7 @@ class SlideEncoder(Component):
 
     def feature_problem(self, encoder: str, feature_dim: int, tile_px: int | None = None,
                         mpp: float | None = None) -> str | None:
-        """Why features of patch encoder `encoder` (width `feature_dim`, tiles of `tile_px` at
-        `mpp`) cannot feed this slide encoder, or None when they can."""
+        """Why features of patch encoder `encoder` cannot feed this slide encoder (None: they can)."""
         if self.patch_encoder is not None and encoder != self.patch_encoder:
             return (f"slide encoder {self.name!r} reads {self.patch_encoder!r} patch features, "
                     f"not {encoder!r} ones (extract with --encoder {self.patch_encoder})")
@@ -211,15 +179,12 @@ class SlideEncoder(Component):
         raise NotImplementedError
 
     def identity(self) -> str:
-        """What the slide embeddings depend on besides the patch features (name, architecture,
-        weights): a part of their store key."""
+        """What the slide embeddings depend on besides the patch features: a part of their store key."""
         return self.name
 
     def embed(self, model: torch.nn.Module, features: torch.Tensor, coords: torch.Tensor | None,
               tile_px_level0: float | None = None) -> torch.Tensor:
-        """One slide's embedding (embed_dim,) in float32 from its (N, D) features and (N, 2)
-        coordinates (`tile_px_level0`: the tiles' size at level 0, for encoders that place tiles
-        on a grid)."""
+        """One slide's float32 embedding (embed_dim,) from its (N, D) features and (N, 2) coordinates."""
         import torch
 
         c = None if coords is None else coords.to(torch.float32).unsqueeze(0)
@@ -228,20 +193,12 @@ class SlideEncoder(Component):
 
     @classmethod
     def describe(cls) -> dict[str, Any]:
-        out = super().describe()
         spec = cls.tile_spec
-        out.update(
-            patch_encoder=cls.patch_encoder or "any",
-            patch_dim=cls.patch_dim,
-            embed_dim=cls.embed_dim,
-            tile_px=spec.tile_px if spec else "any",
-            mpp=spec.mpp if spec else "any",
-            magnification=spec.magnification if spec else "any",
-            parameters=cls.parameters,
-            precision=cls.precision,
-            weights=cls.weights.as_dict() if cls.weights else None,
-        )
-        return out
+        return {**super().describe(), "patch_encoder": cls.patch_encoder or "any", "patch_dim": cls.patch_dim,
+                "embed_dim": cls.embed_dim, "tile_px": spec.tile_px if spec else "any",
+                "mpp": spec.mpp if spec else "any", "magnification": spec.magnification if spec else "any",
+                "parameters": cls.parameters, "precision": cls.precision,
+                "weights": cls.weights.as_dict() if cls.weights else None}
 
 
 # --------------------------------------------------------------------------- datasets
@@ -249,18 +206,8 @@ class SlideEncoder(Component):
 
 @dataclass(frozen=True)
 class Case:
-    """One unit of evaluation: a slide (or a patient's slides), a patch, or a question.
-
-    `slides` are whole-slide image paths to tile; `features` are precomputed feature
-    files (pathkit safetensors, CLAM/TRIDENT/STAMP h5) used instead of tiling when present;
-    `images` are whole images (patches) each encoded as one image: a file path, or
-    `"<archive>.zip::<member>"` for a member of a zip read in place. `case_id` is a plain name
-    (no path separators, no `..`); several slides of one case (a patient's slides, a VQA case's
-    candidate sets) are concatenated in order, and `meta` carries everything else the task's
-    model may need (question, choices, candidate sets, mpp, tile geometry): it reaches
-    `TaskModel.collate` unchanged. `meta["mpp"]`, when set, is the slides' level-0 mpp over what
-    their files say: one number for every slide, or a tuple with one value (or None) per slide.
-    """
+    """One unit of evaluation: a slide (or a patient's slides), a patch, or a question; each field
+    is documented in docs/plugin-authors.md, "Datasets"."""
 
     case_id: str
     patient_id: str
@@ -280,10 +227,9 @@ class Case:
         return INPUT_SLIDES
 
 
-# Slide ids name files (`<id>.parquet`, `.<id>.safetensors.lock`, `<id>.attention.parquet`):
-# letters, digits, '.', '_', '-', '+' and spaces, starting with a letter or digit, and short
-# enough that the longest suffix pathkit adds keeps the name within a folder entry's 255 bytes.
-_SLIDE_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+ ")
+# Slide ids name files (`<id>.parquet`, `.<id>.safetensors.lock`, `<id>.attention.parquet`), so they
+# are short enough that the longest suffix pathkit adds keeps the name within a folder entry's 255 bytes.
+_SLIDE_ID_CHARS = frozenset(string.ascii_letters + string.digits + "._-+ ")
 ID_MAX_BYTES = 200  # case and slide ids; a folder entry holds 255
 
 
@@ -342,15 +288,8 @@ _FALSE = {"false", "no", "n", "0", "off"}
 
 @dataclass(frozen=True)
 class DatasetOption:
-    """One option a dataset accepts (`--dataset-option NAME=VALUE`, `[dataset_options]` in a run
-    config): its name, type, default and meaning, listed by `pathkit info DATASET`.
-
-    `type` is "str", "int", "float", "bool", "path" (a file or folder; relative paths are the
-    dataset's to resolve, usually against its root) or choices written "a|b|c". Metrics declare
-    theirs with the same record (`Metric.option_table`) and two more types: "file" (a path,
-    which must be a readable regular file, or any value given through the Python API, such as a
-    list of texts) and "any" (taken as given: lists, mappings, objects).
-    """
+    """One option of a dataset or a metric: name, type, default and meaning (the types are listed in
+    docs/plugin-authors.md, "Datasets", "Options")."""
 
     name: str
     type: str = "str"
@@ -407,54 +346,27 @@ def _parse_number(value: Any, kind: str, where: str) -> int | float:
 
 
 class Dataset(Component):
-    """A benchmark dataset rooted at a folder. `cases(split)` yields `Case` records."""
+    """A benchmark dataset rooted at a folder; `cases(split)` yields `Case` records. Its class
+    attributes and methods are documented in docs/plugin-authors.md, "Datasets"."""
 
     kind: ClassVar[str] = "dataset"
     list_columns: ClassVar[tuple[str, ...]] = ("task", "demo")
     task: ClassVar[str] = ""
     license: ClassVar[str] = ""
     citation: ClassVar[str] = ""
-    # Options this dataset hands to a metric, by metric name (e.g. {"crqs": {"clinical_schema":
-    # "reg2025"}}); the user's own metric options win over them.
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {}
-    # Metrics `pathkit run` scores with when none are given, and the validation score that
-    # selects the best epoch, as "metric:summary-key" (e.g. "nlg:BLEU-4"); None: validation loss.
     default_metrics: ClassVar[tuple[str, ...]] = ()
     selection_metric: ClassVar[str | None] = None
-    # Metric options used only for that per-epoch selection score (e.g. {"meteor": False}).
     selection_options: ClassVar[dict[str, Any]] = {}
-    # Checkpoints scored on the test split ("best" always; GOLDMARK also scores "last").
     evaluate_checkpoints: ClassVar[tuple[str, ...]] = ("best",)
-    # Run facts the pipeline passes as options when asked: "encoder", "workdir".
     run_options: ClassVar[tuple[str, ...]] = ()
-    # Tiling of this dataset's slides beyond the encoder's tile spec (pathkit_core.wsi.tiling
-    # TilingParams fields, e.g. {"overlap": 0.5} for stitched segmentation); the run's own
-    # `tiling` settings win over them.
     tiling_options: ClassVar[dict[str, Any]] = {}
-    # The run `pathkit run --dataset NAME` makes when no encoder or generator is given (and, for
-    # the dataset the `default_demo` hook names, `pathkit run` with no arguments): RunSpec
-    # fields such as {"encoder": "tiny-vit", "generator": "wsi-caption", "hparams": {...}}.
     demo_run: ClassVar[dict[str, Any] | None] = None
-    # The options the dataset accepts, with type, default and meaning (`pathkit info DATASET`).
-    # When the table is given, options are checked against it on opening (an unknown one is an
-    # error listing the known ones), typed, and defaulted; the run facts of `run_options` are
-    # accepted besides. An empty table leaves options unchecked.
     option_table: ClassVar[tuple[DatasetOption, ...]] = ()
-    # The folder layout the dataset expects, shown by `pathkit info DATASET` and in layout errors.
     layout: ClassVar[str] = ""
-    # True: every case of this dataset is synthetic (a demo dataset); its results carry the
-    # synthetic-data banner (pathkit_core.evaluation.provenance). A demo built by `make_demo` is
-    # marked synthetic whatever this says.
     synthetic: ClassVar[bool] = False
-    # Report datasets: how the report generators' tokenizer cleans this dataset's reports
-    # ("none", "pathbench") and the most tokens it keeps per report; None: the tokenizer's own
-    # defaults (docs/report-generation.md). They reach a generator as `GeneratorSpec.report_cleaning`
-    # and `GeneratorSpec.max_report_tokens`.
     report_cleaning: ClassVar[str | None] = None
     max_report_tokens: ClassVar[int | None] = None
-    # Report datasets: the clinical schema CRQS scores this dataset's reports with (a schema
-    # object or a built-in schema's name); None: the one `metric_options` names, else the schema
-    # of the dataset's name, else the generic one (docs/metrics.md).
     clinical_schema: ClassVar[Any] = None
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
@@ -463,8 +375,7 @@ class Dataset(Component):
 
     @classmethod
     def resolve_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The options as the dataset uses them: every option of `option_table` (the given value,
-        typed, else its default), plus the run facts named in `run_options`."""
+        """Every option of `option_table`, typed or defaulted, plus the run facts of `run_options`."""
         if not cls.option_table:
             return dict(options)
         table = {o.name: o for o in cls.option_table}
@@ -481,28 +392,21 @@ class Dataset(Component):
         return out
 
     def split_facts(self) -> dict[str, Any]:
-        """How the split was made, written to metrics.json and the run report: at least "source"
-        ("given": the user's, used as written; "published": the benchmark's; "drawn": pathkit
-        drew it because none was given) and "description"; optionally "file" (where it is kept)."""
+        """How the split was made: "source" (given, published or drawn) and "description"."""
         return {}
 
     def class_names(self) -> tuple[str, ...]:
-        """The ordered class names of a classification dataset (targets are these names; the
-        index of a class is its position here). Empty for tasks without classes."""
+        """The ordered class names of a classification dataset (empty for tasks without classes)."""
         return ()
 
     @property
     def task_defaults(self) -> dict[str, Any]:
-        """Settings of its task's protocol this dataset fixes (the multiple-choice VQA task reads
-        `selector`, `budget`, `candidates`, `selector_options`, `audit_selectors`); the user's
-        dataset options of the same names win over them. {}: the task's own defaults."""
+        """Settings of its task's protocol this dataset fixes (the user's dataset options win)."""
         return {}
 
     @property
     def train_overrides(self) -> dict[str, Any]:
-        """Training options (TrainConfig fields) this dataset's protocol fixes, applied over the
-        generator's defaults and under the run's own (GOLDMARK's paper-70-30 split: no model
-        selection, as it has no validation part)."""
+        """TrainConfig fields this dataset's protocol fixes, over the generator's, under the run's."""
         return {}
 
     def splits(self) -> dict[str, list[str]]:
@@ -520,9 +424,7 @@ class Dataset(Component):
         return {}
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready facts about the opened data, written to metrics.json ("dataset") and provenance:
-        input checksums, counts, the split protocol. Its "warnings" (a list of sentences) are also
-        printed by `pathkit run` and shown at the top of the report (e.g. a leaky split)."""
+        """JSON-ready facts about the opened data (checksums, counts, "warnings") for metrics.json."""
         return {}
 
     def make_demo(self, path: str | Path) -> Path:
@@ -535,13 +437,11 @@ class Dataset(Component):
 
     @classmethod
     def describe(cls) -> dict[str, Any]:
-        out = super().describe()
-        out.update(task=cls.task, license=cls.license, citation=cls.citation, demo=cls.has_demo(),
-                   default_metrics=list(cls.default_metrics), selection_metric=cls.selection_metric,
-                   demo_run=dict(cls.demo_run) if cls.demo_run else None, layout=cls.layout,
-                   options=[dataclasses.asdict(o) for o in cls.option_table],
-                   run_options=list(cls.run_options))
-        return out
+        return {**super().describe(), "task": cls.task, "license": cls.license, "citation": cls.citation,
+                "demo": cls.has_demo(), "default_metrics": list(cls.default_metrics),
+                "selection_metric": cls.selection_metric, "demo_run": dict(cls.demo_run) if cls.demo_run else None,
+                "layout": cls.layout, "options": [dataclasses.asdict(o) for o in cls.option_table],
+                "run_options": list(cls.run_options)}
 
 
 # --------------------------------------------------------------------------- generators
@@ -549,16 +449,7 @@ class Dataset(Component):
 
 @dataclass
 class GeneratorSpec:
-    """What a generator needs to build its model.
-
-    `train_targets` are the train split's model targets (reports, class indices) so that a
-    generator can derive a vocabulary or knowledge bank from training data only; `state`
-    carries what a previous build saved (see `TaskModel.export_state`) so a checkpoint rebuilds
-    exactly. `class_names` is the dataset's class order (classification tasks). A generator that
-    declares `needs_fit = False` gets the train and validation items themselves
-    (`train_items`, `val_items`: sequences of the items `collate` receives) and is never
-    trained by the core loop: kNN indexes, class prototypes, fixed or zero-shot readers.
-    """
+    """What a generator needs to build its model (each field: docs/plugin-authors.md, "Generators")."""
 
     task: str
     feature_dim: int
@@ -569,16 +460,13 @@ class GeneratorSpec:
     class_names: tuple[str, ...] = ()
     train_items: Sequence[dict[str, Any]] = ()
     val_items: Sequence[dict[str, Any]] = ()
-    # the dataset's `report_cleaning` and `max_report_tokens` (None: not declared)
     report_cleaning: str | None = None
     max_report_tokens: int | None = None
 
 
 @runtime_checkable
 class ItemsWithTargets(Protocol):
-    """Model items (what `Task.model_items` returns) that also hold every item's target by case
-    id, so that a caller need not build each item (the feature bags of `training/bags.py`, the VQA
-    evidence items). Plain lists of item dicts are read item by item instead."""
+    """Model items that also hold every item's target by case id, read without building the items."""
 
     @property
     def targets(self) -> Mapping[str, Any]: ...
@@ -586,44 +474,29 @@ class ItemsWithTargets(Protocol):
 
 @runtime_checkable
 class ItemsWithFeatureMatrix(Protocol):
-    """Whole-image model items that give every item's feature vector as one (N, D) tensor, each
-    feature shard read once (kNN, prototypes and linear heads of patch classification)."""
+    """Whole-image model items that give every item's feature vector as one (N, D) tensor."""
 
     def feature_matrix(self) -> Any: ...
 
 
 @runtime_checkable
 class ItemsWithBagSpecs(Protocol):
-    """Model items of slides (feature bags) that expose the `BagSpec` of each case (`specs`),
-    which segmentation streams window by window."""
+    """Model items of slides (feature bags) that expose the `BagSpec` of each case (`specs`)."""
 
     specs: Sequence[Any]
 
 
 @runtime_checkable
 class ProbabilityHead(Protocol):
-    """A patch-classification model that maps a (N, D) feature matrix to (N, K) class
-    probabilities in one call (`probabilities(features)`); segmentation then runs it over a
-    slide's windows in batches instead of through `predict`."""
+    """A patch-classification model mapping (N, D) features to (N, K) class probabilities in one call."""
 
     def probabilities(self, features: Any) -> Any: ...
 
 
 @runtime_checkable
 class TaskModel(Protocol):
-    """What `Generator.build` returns: a torch module the core trainer drives.
-
-    - `collate(items)` turns a list of items into a batch. An item is a dict with "case_id",
-      "features" ((N, D) tensor: N tiles of a slide bag, 1 for a whole image), "coords"
-      ((N, 2) level-0 pixel positions), "tile_index" and "tile_file" (each tile's row in its
-      feature file and which of the case's files it came from), "target" (the task's model
-      target: report text, class index, answer index; None when unknown) and "meta" (the
-      case's `meta`, unchanged: question, choices, candidate sets, geometry);
-    - `training_step(batch)` returns the scalar loss tensor;
-    - `predict(batch)` returns one JSON-serialisable prediction per case, in the task's
-      prediction format (`pathkit info TASK`);
-    - `export_state()` returns JSON-serialisable state saved next to the checkpoint.
-    """
+    """What `Generator.build` returns: a torch module the core trainer drives; its methods and the
+    items `collate` receives are documented in docs/plugin-authors.md, "Generators"."""
 
     def collate(self, items: list[dict[str, Any]]) -> Any: ...
 
@@ -635,59 +508,47 @@ class TaskModel(Protocol):
 
 
 class Generator(Component):
-    """A trainable head over tile features (report generator, MIL classifier, ...)."""
+    """A trainable head over tile features (report generator, MIL classifier, ...); its class
+    attributes are documented in docs/plugin-authors.md, "Generators"."""
 
     kind: ClassVar[str] = "generator"
     list_columns: ClassVar[tuple[str, ...]] = ("tasks", "needs_fit")
     tasks: ClassVar[tuple[str, ...]] = ()
     default_hparams: ClassVar[dict[str, Any]] = {}
-    # Training-loop overrides of the core defaults (pathkit_core.training.TrainConfig fields).
     default_train: ClassVar[dict[str, Any]] = {}
-    # Tiles kept per bag when the run does not say (PathBench: the first 10,000; None: every tile).
     default_max_tiles: ClassVar[int | None] = 10_000
-    # False: the model is built ready to predict (from `GeneratorSpec.train_items`); the core
-    # training loop is skipped and a dataset with only a test split is enough.
     needs_fit: ClassVar[bool] = True
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         raise NotImplementedError
 
     def key_facts(self, hparams: Mapping[str, Any]) -> dict[str, Any]:
-        """What the fitted model depends on besides the items, settings and code (a frozen model
-        it wraps, the content of a weights file an hparam names): part of the fit's run identity,
-        so that a change refits. None by default."""
+        """What the fitted model depends on besides its items, settings and code: part of the fit's identity."""
         return {}
 
     def hparams(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
         merged = dict(self.default_hparams)
         unknown = sorted(set(overrides or {}) - set(merged))
         if unknown:
-            raise PathkitError(
-                f"generator {self.name!r} has no hyperparameter(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(merged))}"
-            )
+            raise PathkitError(f"generator {self.name!r} has no hyperparameter(s) {', '.join(unknown)}; "
+                               f"known: {', '.join(sorted(merged))}")
         merged.update(overrides or {})
         return merged
 
     @classmethod
     def describe(cls) -> dict[str, Any]:
-        out = super().describe()
-        out.update(tasks=list(cls.tasks), default_hparams=dict(cls.default_hparams),
-                   default_train=dict(cls.default_train), needs_fit=cls.needs_fit)
-        return out
+        return {**super().describe(), "tasks": list(cls.tasks), "default_hparams": dict(cls.default_hparams),
+                "default_train": dict(cls.default_train), "needs_fit": cls.needs_fit}
 
 
 # --------------------------------------------------------------------------- metrics
 
 
 class DeferredTable:
-    """A dataclass field holding a table, None, or a zero-argument callable that returns the table
-    (or None): the callable is called on the first read of the field, and what it returns is kept,
-    so a table nobody reads is never built (a scoring process that writes no per-case table then
-    need not import polars). Reading the field always gives the table or None, never the callable.
-    A builder that raises raises on that read, and is called again on the next one. Builds hold one
-    re-entrant lock, so threads reading at once build a table once (a builder may read another
-    deferred table)."""
+    """A dataclass field holding a table, None, or a builder of it: a zero-argument callable called on
+    the first read and replaced by what it returns, so a table nobody reads is never built (nor polars
+    imported). A builder that raises is called again on the next read. One re-entrant lock makes
+    threads reading at once build a table once (a builder may read another deferred table)."""
 
     _building = threading.RLock()
 
@@ -712,13 +573,9 @@ class DeferredTable:
 
 @dataclass
 class MetricResult:
-    """`summary`: named floats; `per_case`: one row per case with the evidence behind each score;
-    `details`: JSON-ready structures that are not one number (a confusion matrix, curve points),
-    written to metrics.json under "details" and drawn in the report.
-
-    `per_case` may be given as a polars DataFrame or as a builder: a zero-argument callable
-    returning the DataFrame, called on the first read of `result.per_case` (`DeferredTable`), so
-    that a caller that reads only the summary (`pathkit score --json`) does not build the table."""
+    """`summary`: named floats; `per_case`: a table (or its builder, `DeferredTable`) of the evidence
+    behind each case's score; `details`: JSON-ready results that are not one number
+    (docs/plugin-authors.md, "Metrics")."""
 
     summary: dict[str, float]
     per_case: pl.DataFrame | Callable[[], pl.DataFrame | None] | None = DeferredTable()
@@ -726,54 +583,29 @@ class MetricResult:
 
 
 class Metric(Component):
-    """A scorer. `compute` takes aligned lists of predictions and references."""
+    """A scorer: `compute` takes aligned lists of predictions and references. Its class attributes
+    are documented in docs/plugin-authors.md, "Metrics"."""
 
     kind: ClassVar[str] = "metric"
     list_columns: ClassVar[tuple[str, ...]] = ("tasks",)
     tasks: ClassVar[tuple[str, ...]] = ()
     higher_is_better: ClassVar[bool] = True
-    # Summary keys shown first in tables and leaderboards, in this order (the paper's columns).
     headline_scores: ClassVar[tuple[str, ...]] = ()
-    # Summary keys where lower is better (error rates, calibration error), against `higher_is_better`.
     lower_is_better: ClassVar[tuple[str, ...]] = ()
-    # Summary keys that describe the scored set rather than score it (counts, prevalence): no
-    # direction ("info"), so no arrow is drawn and no leaderboard ranks by them. Keys `n_*` are
-    # informational whether listed or not.
     informational: ClassVar[tuple[str, ...]] = ()
-    # (lowest, highest) value of bounded summary keys, so that scores on different scales can be
-    # read apart (CRQS in [-0.857, 1] beside CFC in [0, 1]); shown by `pathkit info`.
     score_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
-    # Hugging Face `evaluate` feature types of predictions/references; None: plain values (see
-    # pathkit_interop.evaluate_modules).
     evaluate_features: ClassVar[Any] = None
-    # True: `pathkit score` hands this metric each file record without its id (every field, e.g.
-    # a VQA reference's answer, capability and group) instead of the record's one value.
     whole_records: ClassVar[bool] = False
-    # How a paired comparison (`pathkit compare`, suites) finds per-case values of a summary key:
-    # {key: (test, per-case column)}. "mean": the key is the mean of the column (paired bootstrap);
-    # "correct": a 0/1 column whose mean is the key (McNemar's exact test); "auroc": the column holds
-    # each case's class probabilities and the "target" column its class (DeLong's test); "statistic":
-    # the column is a comma-separated list of per-case columns from which the metric's
-    # `paired_statistic(key)` recomputes the score on each resample (the survival C-index). A key not
-    # named here is compared on the per-case column of its own name when there is one ("mean").
     paired_scores: ClassVar[dict[str, tuple[str, str]]] = {}
-    # Per-case columns of `MetricResult.per_case` a run report shows beside each case: scores
-    # (`case_scores`, e.g. "BLEU-4"), and for a field-based clinical score the field lists behind it
-    # (`case_evidence`: "matched", "missed", "hallucinated", "discordant", as the report task reads them).
     case_scores: ClassVar[tuple[str, ...]] = ()
     case_evidence: ClassVar[tuple[str, ...]] = ()
-    # The reference a report and the Hugging Face `evaluate` module of the metric cite (BibTeX).
     citation: ClassVar[str] = ""
-    # The options the metric reads from `context["options"]` (`--option KEY=VALUE`, a dataset's
-    # metric options), with type, default and meaning. The metric runner checks the options
-    # against it before the metric runs (`checked_options`): an unknown one is warned about and
-    # left out, a typed one parsed (a clear error naming the metric and the option). An empty
-    # table leaves options unchecked.
     option_table: ClassVar[tuple[DatasetOption, ...]] = ()
 
     @classmethod
     def checked_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
-        """`options` checked against `option_table` (see there); unchanged when it is empty."""
+        """`options` checked against `option_table`: an unknown one warned about and left out, each
+        known one parsed; unchanged when the table is empty."""
         if not isinstance(options, Mapping):
             raise PathkitError(f"metric {cls.name!r}: options must be a mapping, got {type(options).__name__}")
         if not cls.option_table:
@@ -786,30 +618,20 @@ class Metric(Component):
                           f"{', '.join(table)}", UserWarning, stacklevel=2)
         return {k: table[k].parse(v, cls.name, owner="metric") for k, v in options.items() if k in table}
 
-    def compute(
-        self,
-        predictions: Sequence[Any],
-        references: Sequence[Any],
-        *,
-        ids: Sequence[str] | None = None,
-        context: Mapping[str, Any] | None = None,
-    ) -> MetricResult:
+    def compute(self, predictions: Sequence[Any], references: Sequence[Any], *, ids: Sequence[str] | None = None,
+                context: Mapping[str, Any] | None = None) -> MetricResult:
         raise NotImplementedError
 
     def prepare(self, context: Mapping[str, Any] | None = None) -> None:
-        """Start what `compute` will wait for (a JVM, a model) without waiting for it; called
-        before the inputs are read, so that it starts while they are. Must not raise for a
-        problem `compute` reports; may be called more than once."""
+        """Start what `compute` will wait for (a JVM, a model) without waiting; must not raise."""
 
     @classmethod
     def describe(cls) -> dict[str, Any]:
-        out = super().describe()
-        out.update(options=[dataclasses.asdict(o) for o in cls.option_table])
-        out.update(tasks=list(cls.tasks), higher_is_better=cls.higher_is_better,
-                   headline_scores=list(cls.headline_scores), lower_is_better=list(cls.lower_is_better),
-                   informational=list(cls.informational),
-                   score_ranges={k: list(v) for k, v in cls.score_ranges.items()})
-        return out
+        return {**super().describe(), "options": [dataclasses.asdict(o) for o in cls.option_table],
+                "tasks": list(cls.tasks), "higher_is_better": cls.higher_is_better,
+                "headline_scores": list(cls.headline_scores), "lower_is_better": list(cls.lower_is_better),
+                "informational": list(cls.informational),
+                "score_ranges": {k: list(v) for k, v in cls.score_ranges.items()}}
 
     @classmethod
     def is_informational(cls, key: str) -> bool:
@@ -848,29 +670,17 @@ class RunFacts:
 
 class Task(Component):
     """A task type: what its cases carry, what its targets and predictions look like, its
-    baselines, how predictions are written and which run facts its metrics receive.
-
-    Datasets declare one task (`Dataset.task`), generators and metrics the tasks they handle
-    (`tasks`). The built-in tasks register through `register_tasks` like any plugin's. Every
-    method has a default that suits a task whose cases are bags of tile features and whose
-    predictions are JSON values; a task overrides what differs.
-    """
+    baselines, how predictions are written and which run facts its metrics receive. Every member
+    has a default for bags of tile features with JSON predictions; a task overrides what differs
+    (each member and its default: docs/plugin-authors.md, "Tasks")."""
 
     kind: ClassVar[str] = "task"
     list_columns: ClassVar[tuple[str, ...]] = ("inputs", "baselines")
-    # Input kinds its cases may carry (Case.input_kind): INPUT_SLIDES, INPUT_FEATURES, INPUT_IMAGES.
     inputs: ClassVar[tuple[str, ...]] = (INPUT_SLIDES, INPUT_FEATURES)
-    # Human-readable formats, shown by `pathkit info TASK` and in validation errors.
     target_format: ClassVar[str] = "any JSON value"
     prediction_format: ClassVar[str] = "any JSON value"
-    # Names of the baselines `baseline_predictions` can make, scored beside every model.
     baselines: ClassVar[tuple[str, ...]] = ()
-    # Other task types whose generators also solve this one (segmentation: any patch-classification
-    # head, applied window by window), besides generators that name this task in their `tasks`.
     generator_tasks: ClassVar[tuple[str, ...]] = ()
-    # The input kinds a metric of this task takes as a Hugging Face `evaluate` module, first the
-    # preferred (pathkit_interop.evaluate_modules.INPUT_KINDS: "text", "multi_reference",
-    # "label", "probabilities", "score", "mask").
     evaluate_inputs: ClassVar[tuple[str, ...]] = ("text", "label", "probabilities", "score")
 
     @classmethod
@@ -904,8 +714,7 @@ class Task(Component):
 
     def baseline_predictions(self, name: str, train_targets: Sequence[Any], test_cases: Sequence[Case],
                              dataset: Dataset) -> dict[str, Any] | None:
-        """Predictions (in the output form) of baseline `name`, one of `baselines`, for every test
-        case, from the train split's model targets; None when it cannot be made."""
+        """Baseline `name`'s output for every test case from the train targets; None: not made."""
         return None
 
     # ------------------------------------------------------------------ inputs and items
@@ -916,37 +725,29 @@ class Task(Component):
 
     def items(self, cases: Sequence[Case], inputs: Mapping[str, Any], dataset: Dataset,
               facts: RunFacts, *, targets: bool = True) -> Sequence[dict[str, Any]] | None:
-        """The items of `cases` (those with usable inputs) that reach `TaskModel.collate`. With
-        `targets=False` (the test split) no item carries its target: a model predicting test
-        cases never sees their answers. None (the default): the run's standard items
-        (`pathkit_core.run.items`): feature bags for slides and feature files, one vector per
-        case for images, each with the model target and the case's meta."""
+        """The items of `cases` that reach `TaskModel.collate`, without targets when `targets` is
+        False (the test split); None: the run's standard items (`pathkit_core.run.items`)."""
         return None
 
     def predict(self, model: TaskModel, items: Sequence[dict[str, Any]], facts: RunFacts, *,
                 batch_size: int, cfg: Any) -> dict[str, Any] | None:
-        """Raw predictions by case id (before `output`). None (the default): the run's standard,
-        the trainer's batched (and sharded) predict over `items`."""
+        """Raw predictions by case id (before `output`); None: the trainer's batched predict."""
         return None
 
     # ------------------------------------------------------------------ outputs
 
     def write_predictions(self, path: Path, predictions: Mapping[str, Any], ids: Sequence[str],
                           facts: RunFacts) -> Path | None:
-        """Write predictions for `ids` to `path`. None (the default): the run's standard, JSON
-        lines `{"id", "prediction"}`."""
+        """Write predictions for `ids` to `path`; None: the run's JSON lines `{"id", "prediction"}`."""
         return None
 
     def read_predictions(self, path: Path) -> dict[str, Any] | None:
-        """Predictions by case id as `write_predictions` wrote them. None (the default): the
-        run's standard JSON lines."""
+        """Predictions by case id as `write_predictions` wrote them; None: the run's JSON lines."""
         return None
 
     def export_evidence(self, model: TaskModel, items: Sequence[dict[str, Any]], cases: Sequence[Case],
                         out_dir: Path, facts: RunFacts) -> None:
-        """Write what a model shows of its reasons for the test predictions under `out_dir` (the
-        slide-classification task: each tile's attention), when the run exports evidence
-        (`RunSpec.export_attention`); nothing by default."""
+        """Write what a model shows of its reasons for the test predictions under `out_dir`."""
 
     def metric_context(self, dataset: Dataset, facts: RunFacts) -> dict[str, Any]:
         """Run facts its metrics receive in `context` (tile geometry, class names, budget)."""
@@ -957,26 +758,20 @@ class Task(Component):
         return {}
 
     def components(self, dataset: Dataset) -> list[tuple[str, str]]:
-        """(kind, name) of registered components beyond the run's own (dataset, encoder, generator,
-        metrics) whose code decides this task's results, e.g. the evidence selector a VQA dataset
-        names; their versions key the fit stage like the run's own components."""
+        """(kind, name) of components beyond the run's own that decide this task's results."""
         return []
 
     # ------------------------------------------------------------------ report
 
     def report_sections(self, run: Any) -> list[Any]:
-        """This task's part of the run report: `pathkit_core.report.Section`s drawn from what the
-        run folder holds (`run`: a `pathkit_core.report.RunFolder`: metrics, per-case table,
-        predictions, test cases and references, `run.figures` to save figures with their data).
-        The core puts the headline scores before them and training, QC and provenance after;
-        [] (the default) leaves the core's generic table of example predictions."""
+        """This task's `pathkit_core.report.Section`s of the run report, from `run` (a `RunFolder`)."""
         return []
 
     # ------------------------------------------------------------------ validation
 
     def validate_cases(self, splits: Mapping[str, Sequence[Case]], dataset: Dataset) -> None:
-        """Every case has a plain, unique id, carries an accepted input and a target of the right
-        form; the first bad cases are named with the expected form, before any tiling or training."""
+        """Every case has a plain, unique id, an accepted input and a target of the right form; else
+        an error naming the first bad cases and the expected form."""
         bad: list[str] = []
         count = 0
         seen: dict[str, str] = {}
@@ -996,18 +791,14 @@ class Task(Component):
                         bad.append(f"{case.case_id} ({split}): {problem}")
         if bad:
             more = f" and {count - len(bad)} more" if count > len(bad) else ""
-            raise PathkitError(
-                f"dataset {dataset.name!r} does not fit task {self.name!r}: {'; '.join(bad)}{more}. "
-                f"Expected targets: {self.target_format}"
-            )
+            raise PathkitError(f"dataset {dataset.name!r} does not fit task {self.name!r}: {'; '.join(bad)}{more}. "
+                               f"Expected targets: {self.target_format}")
 
     @classmethod
     def describe(cls) -> dict[str, Any]:
-        out = super().describe()
-        out.update(inputs=list(cls.inputs), target_format=cls.target_format,
-                   prediction_format=cls.prediction_format, baselines=list(cls.baselines),
-                   generator_tasks=list(cls.generator_tasks))
-        return out
+        return {**super().describe(), "inputs": list(cls.inputs), "target_format": cls.target_format,
+                "prediction_format": cls.prediction_format, "baselines": list(cls.baselines),
+                "generator_tasks": list(cls.generator_tasks)}
 
 
 # --------------------------------------------------------------------------- tissue segmenters
@@ -1015,15 +806,9 @@ class Task(Component):
 
 class TissueSegmenter(Component):
     """Tissue segmentation for tiling: `segment(rgb, mpp)` returns a
-    `pathkit_core.wsi.segmentation.TissueMask` for an RGB thumbnail at `mpp` um/px.
-
-    Registered through `register_segmenters` and chosen by name (`pathkit tile --segmenter`);
-    a learned segmenter reads its own options from `params.segmenter_options`.
-    """
+    `pathkit_core.wsi.segmentation.TissueMask` (docs/plugin-authors.md, "Tissue segmenters")."""
 
     kind: ClassVar[str] = "segmenter"
-    # The resolution (um/px) the segmenter wants its image at (a model's training resolution): tiling
-    # then reads the thumbnail there instead of at `params.seg_mpp` (docs/wsi.md).
     input_mpp: ClassVar[float | None] = None
 
     def __init__(self, params: Any) -> None:
@@ -1031,8 +816,7 @@ class TissueSegmenter(Component):
 
     @classmethod
     def identity(cls, params: Any) -> dict[str, Any]:
-        """What else decides its masks (e.g. its weights' sha256): recorded in each manifest, and a
-        manifest made with another identity is tiled again."""
+        """What else decides its masks (e.g. its weights' sha256): recorded in each manifest."""
         return {}
 
     def segment(self, rgb: np.ndarray, mpp: float) -> Any:
@@ -1065,32 +849,20 @@ class SlideHandle:
 
 
 class SlideReader(Component):
-    """A whole-slide file format behind the one `pathkit_core.wsi.slide.Slide` the pipeline uses.
-
-    Registered through `register_slide_readers`; chosen by `pathkit tile --slide-reader NAME`, or
-    else the first reader, by `order` (smallest first), that `claims` a file and opens it
-    (docs/formats.md). `open(path)` returns an `openslide.OpenSlide` or a `SlideHandle`, or raises a
-    `SlideError` with the codes OpenSlide's path uses (not-a-slide, unopenable, unreadable). The
-    reader's library is an optional extra of the `pathkit` distribution: `unavailable()` says what
-    to install when it is missing.
-    """
+    """A whole-slide file format behind the one `pathkit_core.wsi.slide.Slide` the pipeline uses;
+    its members are documented in docs/plugin-authors.md, "Slide readers"."""
 
     kind: ClassVar[str] = "slide-reader"
-    # What it reads, for `pathkit list slide-readers` and docs/formats.md.
     formats: ClassVar[str] = ""
-    # The extra that installs its library (`pip install "pathkit[EXTRA]"`); "" when the core has it.
     extra: ClassVar[str] = ""
-    # The modules it imports; `unavailable()` tries them.
     modules: ClassVar[tuple[str, ...]] = ()
-    # Its place in automatic choice: readers are tried from the smallest order up.
     order: ClassVar[int] = 100
     list_columns: ClassVar[tuple[str, ...]] = ("order", "formats", "extra", "available")
 
     @classmethod
     def unavailable(cls) -> str | None:
-        """None when the reader's libraries are installed; else which is missing and what to install,
-        in one line. Looked up, not imported (some take seconds to import): an installed library that
-        fails to import is reported when a slide is opened."""
+        """None when the reader's libraries are installed, else which is missing and what to install.
+        Looked up, not imported: some take seconds to import."""
         import importlib.util
 
         for module in cls.modules:
@@ -1108,8 +880,6 @@ class SlideReader(Component):
         """A cheap look (name, magic bytes) at whether `path` is this reader's format."""
         return False
 
-    # Whether a file of this format may hold several scenes, each its own slide (`FILE#scene=LABEL`,
-    # `pathkit_core.wsi.scenes`); such a reader's `open` takes the scene path.
     has_scenes: ClassVar[bool] = False
 
     @classmethod
@@ -1122,11 +892,9 @@ class SlideReader(Component):
 
     @classmethod
     def describe(cls) -> dict[str, Any]:
-        out = super().describe()
         why = cls.unavailable()
-        out.update(order=str(cls.order), formats=cls.formats, extra=cls.extra or "(core)",
-                   available="yes" if why is None else f"no: {why}")
-        return out
+        return {**super().describe(), "order": str(cls.order), "formats": cls.formats, "extra": cls.extra or "(core)",
+                "available": "yes" if why is None else f"no: {why}"}
 
 
 COMPONENT_BASES: dict[str, type[Component]] = {
@@ -1140,9 +908,8 @@ COMPONENT_BASES: dict[str, type[Component]] = {
     "metric": Metric,
 }
 
-# Names that left the contract in pathkit 0.2 (the task names for `pathkit_tasks`, the evidence
-# selectors for the VQA task package, the attention protocol for the classification one): the old
-# import keeps working, with a DeprecationWarning, until pathkit 0.3 (docs/plugin-authors.md, "Moved names").
+# Names that left the contract in pathkit 0.2, importable with a DeprecationWarning until 0.3
+# (docs/plugin-authors.md, "Moved names").
 _MOVED = {
     **dict.fromkeys(("TASK_REPORT", "TASK_SLIDE_CLASSIFICATION", "TASK_PATCH_CLASSIFICATION", "TASK_SEGMENTATION",
                      "TASK_MULTIPLE_CHOICE_VQA"), "pathkit_tasks"),

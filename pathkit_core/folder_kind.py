@@ -1,19 +1,7 @@
-"""Which kind of folder pathkit wrote a path is, told by the files pathkit writes there (the
-layouts of docs/file-formats.md), and the nearest workspace above a folder, found as `git`
-finds its repository. Read-only and cheap: names and small headers only.
-
-Kinds, in the order they are told apart (a run folder holds parquet files too, so it is tested
-before a tile store):
-
-- "run": a `pathkit run` cell (stages.json or metrics.json);
-- "suite": a `pathkit bench` suite folder (leaderboard.parquet beside cells.csv);
-- "tile store": tiling_status.json or tile manifests (<slide>.parquet);
-- "feature store": one encoder's extraction_status.json or <slide>.safetensors;
-- "image-feature store": shard-<key>.safetensors of whole-image features;
-- "dataset store": a folder under a workspace's datasets/ (demo cohorts, slide links);
-- "workspace": tiles/, features/, runs/, suites/, datasets/ or image-features/ (an
-  `extract --out` folder, with <out>/<encoder> and <out>/tiles, reads as one too).
-"""
+"""Which kind of folder pathkit wrote a path is, told by the files pathkit writes there
+(docs/file-formats.md), and the nearest workspace above a folder, found as `git` finds its
+repository. Read-only: names and small headers only. `folder_kind` tests a run folder first: it holds
+parquet files too, as a tile store does."""
 
 from __future__ import annotations
 
@@ -45,12 +33,20 @@ def is_workspace(folder: Path) -> bool:
         return False
 
 
+def is_tile_store(folder: Path) -> bool:
+    from pathkit_core.wsi.tiling import STATUS_FILE
+
+    return _has(folder, STATUS_FILE) or _any(folder, "*.parquet")
+
+
+def is_feature_store(folder: Path) -> bool:
+    from pathkit_core.features.store import FEATURE_SUFFIX, STATUS_FILE
+
+    return _has(folder, STATUS_FILE) or _any(folder, f"*{FEATURE_SUFFIX}")
+
+
 def folder_kind(folder: str | Path) -> str | None:
     """The kind (one of `KINDS`) of a folder pathkit wrote; None when it is none of them."""
-    from pathkit_core.features.store import FEATURE_SUFFIX
-    from pathkit_core.features.store import STATUS_FILE as EXTRACTION_STATUS
-    from pathkit_core.wsi.tiling import STATUS_FILE as TILING_STATUS
-
     folder = Path(folder)
     if not folder.is_dir():
         return None
@@ -60,11 +56,11 @@ def folder_kind(folder: str | Path) -> str | None:
         return "suite"
     if folder.parent.name == "datasets" and is_workspace(folder.parent.parent):
         return "dataset store"
-    if _has(folder, TILING_STATUS) or _any(folder, "*.parquet"):
+    if is_tile_store(folder):
         return "tile store"
     if _any(folder, "shard-*.safetensors"):
         return "image-feature store"
-    if _has(folder, EXTRACTION_STATUS) or _any(folder, f"*{FEATURE_SUFFIX}"):
+    if is_feature_store(folder):
         return "feature store"
     if is_workspace(folder):
         return "workspace"
@@ -93,4 +89,5 @@ def default_status_folder(cwd: str | Path = ".") -> Path | None:
     return Path(cwd) if folder_kind(cwd) is not None else None
 
 
-__all__ = ["KINDS", "WORKSPACE_PARTS", "default_status_folder", "folder_kind", "is_workspace", "nearest_workspace"]
+__all__ = ["KINDS", "WORKSPACE_PARTS", "default_status_folder", "folder_kind", "is_feature_store", "is_tile_store",
+           "is_workspace", "nearest_workspace"]

@@ -1,13 +1,5 @@
-"""Format versions of what pathkit writes, and the one check every reader makes of them.
-
-Each format (docs/file-formats.md, "Format versions") records an integer version: tile manifests
-(`format_version` in their metadata), feature files (the number in `format`, `pathkit-features/1`),
-run folders and score results (`format_version` in `metrics.json`), suite folders (`suite.json`),
-leaderboards (Parquet metadata) and status records (`tiling_status.json`'s header). A file without
-one was written by pathkit 0.1.0, whose formats are all version 1. A reader accepts the versions
-from the oldest it still reads to its own; any other is one line naming the file, the version found,
-the versions read and the command that redoes it.
-"""
+"""Format versions of what pathkit writes, and the one check every reader makes of them
+(docs/file-formats.md, "Format versions")."""
 
 from __future__ import annotations
 

@@ -53,12 +53,8 @@ def register_commands(app: Any) -> None:
 
 @hookspec
 def plain_commands() -> dict[str, str]:
-    """{command name: "module:function"} for commands of this plugin that also run without typer
-    (start-up bound ones: `pathkit score`). The function takes the command's arguments (the words
-    after its name) and returns the exit status, or None to leave the command line to typer (help,
-    anything it does not read). Recorded in the index of entry points; `pathkit` calls it before
-    building the typer app. The typer command must accept the same command lines with the same
-    meaning (`pathkit_core.cli.options` builds both from one option table)."""
+    """{command name: "module:function"} for commands that also run without typer, called before the
+    typer app is built (the function's contract: docs/plugin-authors.md, the hook table)."""
 
 
 @hookspec
@@ -129,7 +125,5 @@ def report_sections(run: Any) -> list[Any] | None:
 __all__ = [
     "hookspec", "Register", "register_tasks", "register_encoders", "register_generators", "register_datasets",
     "register_metrics", "register_commands", "plain_commands", "register_segmenters", "register_slide_readers",
-    "add_component_kinds",
-    "read_feature_file", "add_hookspecs", "cells_finished", "folder_reports", "doctor_checks", "default_demo",
-    "report_sections"
-]
+    "add_component_kinds", "read_feature_file", "add_hookspecs", "cells_finished", "folder_reports", "doctor_checks",
+    "default_demo", "report_sections"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib
 import os
@@ -13,12 +14,8 @@ from typing import Any
 
 import pluggy
 
-from pathkit_core import PROJECT_NAME, hookspecs
-from pathkit_core.contracts import (
-    COMPONENT_BASES,
-    Component,
-    PathkitError,
-)
+from pathkit_core import PROJECT_NAME, __version__, hookspecs
+from pathkit_core.contracts import COMPONENT_BASES, Component, PathkitError
 from pathkit_core.random_copy import random_base, random_copy
 
 ENTRY_POINT_GROUP = PROJECT_NAME
@@ -34,18 +31,10 @@ BUILTIN_DISTRIBUTION = PROJECT_NAME
 BUILTIN_DISTRIBUTIONS = frozenset(
     {PROJECT_NAME, "pathkit-datasets", "pathkit-encoders", "pathkit-generators", "pathkit-metrics"})
 
-# The core's kinds and their hooks; tasks first: the other kinds' declared tasks are checked
-# against the registered ones. A plugin adds kinds through `add_component_kinds`.
-_HOOK_FOR_KIND = {
-    "task": "register_tasks",
-    "segmenter": "register_segmenters",
-    "slide-reader": "register_slide_readers",
-    "encoder": "register_encoders",
-    "slide-encoder": "register_slide_encoders",
-    "generator": "register_generators",
-    "dataset": "register_datasets",
-    "metric": "register_metrics",
-}
+# The core's kinds and their hooks (kind "slide-reader": hook `register_slide_readers`), in the order of
+# COMPONENT_BASES, tasks first: the other kinds' declared tasks are checked against the registered ones.
+# A plugin adds kinds through `add_component_kinds`.
+_HOOK_FOR_KIND = {kind: f"register_{kind.replace('-', '_')}s" for kind in COMPONENT_BASES}
 
 
 class UnknownComponentError(PathkitError, LookupError):
@@ -96,19 +85,7 @@ class PluginRecord:
         self.error = f"{self.error}; {message}" if self.error else message
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "module": self.module,
-            "distribution": self.distribution,
-            "version": self.version,
-            "status": self.status,
-            "error": self.error,
-            "components": {k: list(v) for k, v in self.components.items()},
-            "requires_pathkit": self.requires_pathkit,
-            "pathkit_version": self.pathkit_version,
-            "clashes": list(self.clashes),
-            "deprecations": list(self.deprecations),
-        }
+        return dataclasses.asdict(self)
 
     def check_requirement(self, requirements: Sequence[str] | None, installed: str) -> None:
         """Mark the plugin `incompatible` when its distribution's requirement on pathkit (from its
@@ -200,7 +177,6 @@ def __getattr__(name: str) -> Any:
 class Registry:
     """The loaded plugins and the components they registered, by kind and name."""
 
-
     entry_points = _EntryPointsOfRecords()  # deprecated in 0.2 (the index is gone)
 
     def __init__(self) -> None:
@@ -233,9 +209,8 @@ class Registry:
         self.components.setdefault(kind, {})
 
     # ------------------------------------------------------------------ loading
-    def load_entry_points(
-        self, allow: set[str] | None = None, block: set[str] | None = None, *, builtin_only: bool = False
-    ) -> None:
+    def load_entry_points(self, allow: set[str] | None = None, block: set[str] | None = None, *,
+                          builtin_only: bool = False) -> None:
         """Load each `pathkit` entry point on its own; a failure is recorded, never fatal. The
         `pathkit` distribution's own entry points are always loaded; with `builtin_only`, only they."""
         from importlib import metadata  # tens of ms: only for a build that scans the distributions
@@ -250,14 +225,9 @@ class Registry:
             builtin = distribution == BUILTIN_DISTRIBUTION
             if builtin_only and not builtin:
                 continue
-            record = PluginRecord(
-                name=ep.name,
-                module=ep.value,
-                distribution=distribution,
-                version=dist.version if dist is not None else "",
-            )
+            record = PluginRecord(ep.name, ep.value, distribution, dist.version if dist is not None else "")
             if not builtin and dist is not None:
-                record.check_requirement(getattr(dist, "requires", None), _core_version())
+                record.check_requirement(getattr(dist, "requires", None), __version__)
             if not builtin and ((allow is not None and ep.name not in allow) or (block and ep.name in block)):
                 record.status = "disabled"
                 self.records[ep.name] = record
@@ -289,9 +259,7 @@ class Registry:
     def add_plugin(self, name: str, plugin: Any, distribution: str = "", version: str = "") -> None:
         """Register an in-process plugin object or module (tests, notebooks)."""
         module = getattr(plugin, "__name__", type(plugin).__name__)
-        self._register_plugin(
-            name, plugin, PluginRecord(name, module, distribution or "(inline)", version)
-        )
+        self._register_plugin(name, plugin, PluginRecord(name, module, distribution or "(inline)", version))
 
     def _register_plugin(self, name: str, plugin: Any, record: PluginRecord) -> None:
         self.records[name] = record
@@ -391,10 +359,8 @@ class Registry:
 
         def register(component: type[Component]) -> type[Component]:
             if not (isinstance(component, type) and issubclass(component, base)):
-                raise PathkitError(
-                    f"{self.hooks[kind]} got {component!r}, which is not a subclass of "
-                    f"{base.__module__}.{base.__name__}"
-                )
+                raise PathkitError(f"{self.hooks[kind]} got {component!r}, which is not a subclass of "
+                                   f"{base.__module__}.{base.__name__}")
             name = component.name
             if not name or not isinstance(name, str):
                 raise PathkitError(f"{component.__name__} has no `name` attribute")
@@ -402,10 +368,9 @@ class Registry:
                 declared = [component.task] if kind == "dataset" else list(component.tasks)
                 bad = [t for t in declared if t not in self.components["task"]]
                 if bad or (kind == "dataset" and not declared[0]):
-                    raise PathkitError(
-                        f"{kind} {name!r} declares unknown task(s) {bad or [declared[0]]}; registered tasks: "
-                        f"{', '.join(self.names('task')) or 'none'} (a task plugin registers more)"
-                    )
+                    known = ", ".join(self.names("task")) or "none"
+                    raise PathkitError(f"{kind} {name!r} declares unknown task(s) {bad or [declared[0]]}; registered "
+                                       f"tasks: {known} (a task plugin registers more)")
             if self._add_provider(kind, name, Provider(plugin_name, rec.distribution, component)):
                 rec.components.setdefault(kind, []).append(name)
             return component
@@ -500,29 +465,19 @@ class Registry:
 
     def distributions(self) -> dict[str, str]:
         """Versions of every plugin distribution that loaded (for provenance)."""
-        return {
-            r.distribution: r.version
-            for r in self.records.values()
-            if r.distribution and r.status in ("ok", "incompatible")
-        }
+        return {r.distribution: r.version for r in self.records.values()
+                if r.distribution and r.status in ("ok", "incompatible")}
 
 
-def build_registry(
-    *,
-    autoload: bool = True,
-    plugins: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
-    allow: set[str] | None = None,
-    block: set[str] | None = None,
-) -> Registry:
+def build_registry(*, autoload: bool = True, plugins: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
+                   allow: set[str] | None = None, block: set[str] | None = None) -> Registry:
     """A fresh registry. With `autoload`, entry points of the `pathkit` group are loaded,
     filtered by `allow`/`block` (default: the PATHKIT_LOAD_PLUGINS / PATHKIT_DISABLE_PLUGINS
     environment variables); `plugins` adds inline plugin objects by name."""
     registry = Registry()
-    registry.load_entry_points(
-        allow if allow is not None else _env_list(ENV_LOAD),
-        block if block is not None else (_env_list(ENV_DISABLE) or set()),
-        builtin_only=not autoload,
-    )
+    registry.load_entry_points(allow if allow is not None else _env_list(ENV_LOAD),
+                               block if block is not None else (_env_list(ENV_DISABLE) or set()),
+                               builtin_only=not autoload)
     items = plugins.items() if isinstance(plugins, Mapping) else plugins
     for name, plugin in items:
         if isinstance(plugin, str):
@@ -531,12 +486,6 @@ def build_registry(
     registry.check()
     registry.collect()
     return registry
-
-
-def _core_version() -> str:
-    import pathkit_core
-
-    return pathkit_core.__version__
 
 
 _REGISTRY: Registry | None = None

@@ -26,30 +26,22 @@ class ProgressBar:
 
     def __enter__(self) -> ProgressBar:
         if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                ProgressColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
+            from rich import progress as rp
             from rich.text import Text
 
             from pathkit_core.console import err_console
 
             unit = self.unit
 
-            class Rate(ProgressColumn):
+            class Rate(rp.ProgressColumn):
                 def render(self, task: Any) -> Text:
                     speed = task.finished_speed or task.speed
                     return Text(f"{speed:,.0f} {unit}/s" if speed else f"- {unit}/s")
 
-            columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       Rate() if self.rate else TextColumn(self.unit), TextColumn("{task.fields[status]}"),
-                       TimeElapsedColumn(), TimeRemainingColumn()]
-            self._progress = Progress(*columns, console=err_console)
+            columns = [rp.TextColumn("{task.description}"), rp.BarColumn(), rp.MofNCompleteColumn(),
+                       Rate() if self.rate else rp.TextColumn(self.unit), rp.TextColumn("{task.fields[status]}"),
+                       rp.TimeElapsedColumn(), rp.TimeRemainingColumn()]
+            self._progress = rp.Progress(*columns, console=err_console)
             self._progress.__enter__()
             self._task = self._progress.add_task(self.label, total=self.total, status="")
         return self
@@ -149,35 +141,39 @@ class TrainingEstimate:
             needed -= self.validates_at(p)
         return p if needed <= 0 and p < self.n_periods else None
 
+    def _outlook(self, period: int, bad_validations: int) -> tuple[str, int | None, str] | None:
+        """(time to the last period, earliest stop, time to it) after `period`; None during the
+        warm-up or after the last period."""
+        if not self.ready or period >= self.n_periods:
+            return None
+        stop = self.earliest_stop(period, bad_validations)
+        soonest = "" if stop is None else duration(self.seconds_for(period + 1, stop))
+        return duration(self.seconds_for(period + 1, self.n_periods)), stop, soonest
+
     def left(self, period: int, bad_validations: int) -> str:
         """A short "time left" for the progress bar ("" during the warm-up)."""
-        if not self.ready or period >= self.n_periods:
+        outlook = self._outlook(period, bad_validations)
+        if outlook is None:
             return ""
-        full = duration(self.seconds_for(period + 1, self.n_periods))
-        stop = self.earliest_stop(period, bad_validations)
-        if stop is None:
-            return f"~{full} left"
-        return f"{duration(self.seconds_for(period + 1, stop))}-{full} left (early stopping)"
+        full, stop, soonest = outlook
+        return f"~{full} left" if stop is None else f"{soonest}-{full} left (early stopping)"
 
     def line(self, period: int, bad_validations: int) -> str:
         """The line printed once the warm-up is over: the measured pace and the time left."""
-        if not self.ready or period >= self.n_periods:
+        outlook = self._outlook(period, bad_validations)
+        if outlook is None:
             return ""
-        train, val = self._paces()
+        (full, stop, soonest), (train, val) = outlook, self._paces()
         validated = self._val or self._val_warm
         pace = f"{duration(train)} per {self.unit}" + (f" + {duration(val)} per validation" if validated else "")
-        left = self.n_periods - period
-        full = duration(self.seconds_for(period + 1, self.n_periods))
+        left = f"{self.n_periods - period} {self.unit}(s) left"
         head = f"{self.unit} {period}/{self.n_periods}: {pace} (measured after {self.warmup} warm-up {self.unit}(s))"
-        stop = self.earliest_stop(period, bad_validations)
         if stop is None:
             why = (f" (no early stopping in this protocol: all {self.n_periods} {self.unit}s run)"
                    if self.patience is None else "")
-            return f"{head}; about {full} for the {left} {self.unit}(s) left{why}"
-        soonest = duration(self.seconds_for(period + 1, stop))
-        return (f"{head}; at most {full} for the {left} {self.unit}(s) left. Early stopping (patience "
-                f"{self.patience}) may end it from {self.unit} {stop} on (in {soonest}), so the total cannot be "
-                "known in advance")
+            return f"{head}; about {full} for the {left}{why}"
+        return (f"{head}; at most {full} for the {left}. Early stopping (patience {self.patience}) may end it "
+                f"from {self.unit} {stop} on (in {soonest}), so the total cannot be known in advance")
 
 
 def early_stop_line(epoch: int, patience: int, best_epoch: int, unit: str = "epoch") -> str:

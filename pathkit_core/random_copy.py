@@ -1,8 +1,6 @@
-"""The random-weight copy of an encoder: `NAME+random` is encoder NAME's architecture, transform and
-tile spec with its weights initialised from the row's `random_init_seed` instead of its checkpoint
-(the "same architecture, random weights" baseline of docs/comparisons.md). It is no registered row:
-the registry answers `NAME+random` for any registered NAME, and its name keys the run folder, the
-feature store and the leaderboard rows, so its features never mix with the pretrained model's."""
+"""The random-weight copy of an encoder: `NAME+random` is encoder NAME with its weights initialised from
+its `random_init_seed` instead of its checkpoint (docs/encoders.md). It is no registered row: the
+registry answers `NAME+random` for any registered NAME."""
 
 from __future__ import annotations
 
@@ -43,7 +41,7 @@ def random_copy(base: type[Encoder]) -> type[Encoder]:
     def __reduce__(self: Encoder) -> tuple[Any, ...]:  # workers rebuild it from the base class
         return _rebuilt, (base,), dict(self.__dict__)
 
-    attrs = {"name": f"{base.name}{RANDOM_SUFFIX}", "random_copy_of": base.name, "is_pathology_model": False,
+    attrs = {"name": f"{base.name}{RANDOM_SUFFIX}", "is_pathology_model": False,
              "description": f"{base.name}'s architecture with random weights (seed {base.random_init_seed})",
              "ships_checkpoint": ships_checkpoint, "load": load, "__reduce__": __reduce__,
              "__module__": base.__module__, "__qualname__": f"{base.__qualname__}_random"}

@@ -1,12 +1,7 @@
-"""One reader for every state and result file pathkit writes: JSON records, JSON lines, parquet
-tables and the pids of lock files.
-
-Each reader turns whatever a damaged, truncated, hand-edited or hostile file holds (bad bytes,
-bad JSON, the wrong type, a truncated parquet footer, a folder where a file belongs, a pid no
-process can have) into one `DamagedFile` error naming the file and the problem. Callers that
-can redo the work that wrote the file (a finished stage, a finished suite cell) catch it and
-recompute; the others let it reach the user as a one-line error (docs/file-formats.md).
-"""
+"""One reader for every state and result file pathkit writes (JSON records, JSON lines, parquet tables,
+the pids of lock files): whatever a damaged or hostile file holds becomes one `DamagedFile` error naming
+the file and the problem (docs/file-formats.md, "Reading state and result files back"). Callers that
+can redo the work that wrote the file catch it and recompute."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""Which slides this process works on: deterministic shards over a cluster and over the ranks of one launch.
-
-A slide belongs to a shard by a hash of its id, never by its position in a list: every
-process of a Slurm array (or of hand-started `--shard i/N` jobs) agrees on the split even when
-each found the slides in another order, or some found a slide another has not seen yet.
-Two levels compose: the outer shard (`--shard i/N`, else `SLURM_ARRAY_TASK_ID` of an array of
-`SLURM_ARRAY_TASK_COUNT` tasks) and, inside it, the rank of a multi-process launch
-(`RANK`/`WORLD_SIZE`, set by torchrun and `accelerate launch`). With h = the first 8 bytes of
-sha256(slide id) as an integer, a slide is this process's when
-
-    h mod N == i   and   (h div N) mod W == r
-
-for outer shard i of N and rank r of W. The outer test does not depend on W, so array tasks
-launched with different numbers of GPUs still split the cohort the same way, and every slide
-falls in exactly one (shard, rank) cell. Shards share one store: files are written atomically
-and each slide is extracted under its own lock (docs/scale.md).
-"""
+"""Which slides this process works on: deterministic shards by a hash of the slide id, over a
+cluster (`--shard i/N`, a Slurm array) and over the ranks of one launch (`RANK`/`WORLD_SIZE`); the
+rule and its properties: docs/scale.md, "Which slides a process takes"."""
 
 from __future__ import annotations
 
@@ -27,14 +13,6 @@ from typing import TypeVar
 from pathkit_core.contracts import PathkitError
 
 T = TypeVar("T")
-
-SLURM_TASK_ID = "SLURM_ARRAY_TASK_ID"
-SLURM_TASK_COUNT = "SLURM_ARRAY_TASK_COUNT"
-SLURM_TASK_MIN = "SLURM_ARRAY_TASK_MIN"
-SLURM_TASK_STEP = "SLURM_ARRAY_TASK_STEP"
-SLURM_TASK_MAX = "SLURM_ARRAY_TASK_MAX"
-RANK = "RANK"
-WORLD_SIZE = "WORLD_SIZE"
 
 
 def slide_hash(slide_id: str) -> int:
@@ -76,9 +54,8 @@ class Shard:
         if world == self.world and rank == self.rank:
             return self
         if self.world != 1:
-            raise PathkitError(
-                f"rank {rank} of {world} given, but this shard is already rank {self.rank} of {self.world}"
-            )
+            raise PathkitError(f"rank {rank} of {world} given, but this shard is already rank {self.rank} of "
+                               f"{self.world}")
         return replace(self, rank=rank, world=world)
 
     def outer(self) -> Shard:
@@ -118,52 +95,38 @@ def _env_int(env: Mapping[str, str], name: str, default: int | None = None) -> i
 
 
 def shard_from_environment(env: Mapping[str, str] | None = None) -> Shard | None:
-    """The outer shard of a Slurm job array task, or None outside one.
-
-    `#SBATCH --array=0-7` or `1-8` (any start, any step) gives task ids `min + k*step`;
-    the task is shard k of SLURM_ARRAY_TASK_COUNT. Arrays given as lists of ids
-    (`--array=1,4,9`) cannot be numbered this way: pass `--shard i/N` instead.
-    """
+    """The outer shard of a Slurm job array task (task id `min + k*step` is shard k of the count), or
+    None outside one; an array given as a list of ids (`--array=1,4,9`) is refused."""
     env = os.environ if env is None else env
-    task = _env_int(env, SLURM_TASK_ID)
-    count = _env_int(env, SLURM_TASK_COUNT)
+    task = _env_int(env, "SLURM_ARRAY_TASK_ID")
+    count = _env_int(env, "SLURM_ARRAY_TASK_COUNT")
     if task is None or count is None:
         return None
-    first = _env_int(env, SLURM_TASK_MIN, 0) or 0
-    step = _env_int(env, SLURM_TASK_STEP, 1) or 1
-    last = _env_int(env, SLURM_TASK_MAX)
+    first = _env_int(env, "SLURM_ARRAY_TASK_MIN", 0) or 0
+    step = _env_int(env, "SLURM_ARRAY_TASK_STEP", 1) or 1
+    last = _env_int(env, "SLURM_ARRAY_TASK_MAX")
     offset = task - first
-    # Slurm gives a list (--array=1,4,9) min 1, max 9, step 1 and count 3: every task, the first
-    # included, is refused, since the range min..max in steps would hold other ids than the list
+    # a list (--array=1,4,9) comes as min 1, max 9, step 1, count 3: a range min..max would hold other ids
     not_a_range = last is not None and first + (count - 1) * step != last
     if not_a_range or offset < 0 or offset % step or offset // step >= count:
-        raise PathkitError(
-            f"Slurm array task {task} (min {first}, step {step}, count {count}) does not number the shards "
-            "0..count-1; use a range (--array=0-N) or pass --shard i/N explicitly"
-        )
-    return Shard(index=offset // step, count=count, source=SLURM_TASK_ID)
+        raise PathkitError(f"Slurm array task {task} (min {first}, step {step}, count {count}) does not number the "
+                           "shards 0..count-1; use a range (--array=0-N) or pass --shard i/N explicitly")
+    return Shard(index=offset // step, count=count, source="SLURM_ARRAY_TASK_ID")
 
 
 def process_rank(env: Mapping[str, str] | None = None) -> tuple[int, int]:
     """(rank, world size) of a torchrun / `accelerate launch` process; (0, 1) otherwise."""
     env = os.environ if env is None else env
-    world = _env_int(env, WORLD_SIZE, 1) or 1
-    rank = _env_int(env, RANK, 0) or 0
+    world = _env_int(env, "WORLD_SIZE", 1) or 1
+    rank = _env_int(env, "RANK", 0) or 0
     return (rank, world) if world > 1 else (0, 1)
 
 
-def current_shard(
-    option: str | None = None,
-    env: Mapping[str, str] | None = None,
-    *,
-    rank: int | None = None,
-    world: int | None = None,
-) -> Shard:
-    """This process's shard: `option` ("i/N", from `--shard`) or the Slurm array task, split by
-    the launch's rank (`rank`/`world` when given, else RANK/WORLD_SIZE from the environment).
-
-    `--shard 1/1` takes every slide even inside a Slurm array (an array used for something else).
-    """
+def current_shard(option: str | None = None, env: Mapping[str, str] | None = None, *, rank: int | None = None,
+                  world: int | None = None) -> Shard:
+    """This process's shard: `option` ("i/N", from `--shard`; "1/1" takes every slide even inside a
+    Slurm array) or the Slurm array task, split by the launch's rank (`rank`/`world` when given, else
+    RANK/WORLD_SIZE from the environment)."""
     outer = parse_shard(option) if option else (shard_from_environment(env) or Shard())
     if rank is None or world is None:
         rank, world = process_rank(env)
@@ -175,12 +138,5 @@ def shard_summary(shard: Shard, mine: int, total: int) -> str:
     return "" if shard.whole else f"{shard.label()}: {mine} of {total} slides"
 
 
-__all__ = [
-    "Shard",
-    "current_shard",
-    "parse_shard",
-    "process_rank",
-    "shard_from_environment",
-    "shard_summary",
-    "slide_hash",
-]
+__all__ = ["Shard", "current_shard", "parse_shard", "process_rank", "shard_from_environment", "shard_summary",
+           "slide_hash"]

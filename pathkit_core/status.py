@@ -1,17 +1,9 @@
-"""What is done, failed, pending and locked in a workspace, a tile store or a feature store.
-
-Read-only and cheap: one parse of each status file, one listing of each store folder, and the
-lock files that listing shows; never the tensors (`pathkit qc` verifies checksums), and a feature
-file's header only with `verify` (`pathkit status --verify`). The slides a store should hold are those any process was
-asked for (the `planned` list every `tile`/`extract` shard records), those with a status
-record, and those with a file. A slide is
-
-- done: its manifest / feature file exists and its last record is not a failure;
-- failed: its last record (or the file's own metadata) says so, with the reason;
-- locked: a live process holds its lock (who, where, since when); a lock whose owner is gone
-  is reported as stale and the slide counts as pending (the next process breaks the lock);
-- pending: everything else.
-"""
+"""What is done, failed, pending and locked in a workspace, a tile store or a feature store
+(`pathkit status`; docs/user-guide.md, "A cluster"). Read-only and cheap: one parse of each status
+file and one listing of each store folder; feature file headers only with `verify`. The slides a
+store should hold are those planned by any shard, recorded or present as a file. A slide is done
+(its file exists, its last record is no failure), failed (with the reason), locked (a live process
+holds its lock; a lock whose owner is gone is reported stale, the slide pending) or pending."""
 
 from __future__ import annotations
 
@@ -22,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.folder_kind import is_feature_store, is_tile_store
 from pathkit_core.readers import read_json_file
 from pathkit_core.workspace import FileLock
 
@@ -129,18 +122,6 @@ def feature_store_status(encoder_dir: Path, *, verify: bool = False) -> StoreSta
                      lambda sid: encoder_dir / f".{sid}{FEATURE_SUFFIX}.lock", locks)
 
 
-def _is_tile_store(folder: Path) -> bool:
-    from pathkit_core.wsi.tiling import STATUS_FILE
-
-    return (folder / STATUS_FILE).is_file() or any(folder.glob("*.parquet"))
-
-
-def _is_feature_store(folder: Path) -> bool:
-    from pathkit_core.features.store import FEATURE_SUFFIX, STATUS_FILE
-
-    return (folder / STATUS_FILE).is_file() or any(folder.glob(f"*{FEATURE_SUFFIX}"))
-
-
 def _subfolders(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) if folder.is_dir() else []
 
@@ -177,15 +158,15 @@ def collect(path: str | Path, *, verify: bool = False) -> dict[str, Any]:
     if not root.is_dir():
         raise PathkitError(f"{root} is not a folder (give a workspace, a tile store or a feature store)")
     stores: list[StoreStatus] = []
-    if _is_tile_store(root):
+    if is_tile_store(root):
         stores.append(tile_store_status(root))
-    elif _is_feature_store(root):
+    elif is_feature_store(root):
         stores.append(feature_store_status(root, verify=verify))
     else:
         # a workspace (tiles/<spec>, features/<encoder>, runs/) or `pathkit extract --out`
         # (<out>/<encoder>, <out>/tiles/<spec>)
         for spec in _subfolders(root / "tiles"):
-            if _is_tile_store(spec):
+            if is_tile_store(spec):
                 stores.append(_or_unreadable("tile", spec, lambda spec=spec: tile_store_status(spec)))
         # `features-<hash>`: the feature store of a run whose tiling options differ from the
         # encoder's own (pathkit_core.run.features.store_folders)
@@ -194,15 +175,13 @@ def collect(path: str | Path, *, verify: bool = False) -> dict[str, Any]:
             for enc in _subfolders(base):
                 if enc.parent == root and (enc.name in ("tiles", "runs") or enc.name.startswith("features")):
                     continue
-                if _is_feature_store(enc):
+                if is_feature_store(enc):
                     found = _or_unreadable("extract", enc, lambda enc=enc: feature_store_status(enc, verify=verify))
                     if base.name.startswith("features-"):
                         found.name = f"{enc.name} ({base.name})"
                     stores.append(found)
     runs = run_statuses(root / "runs") if (root / "runs").is_dir() else []
     if not stores and not runs:
-        raise PathkitError(
-            f"{root}: no tile store, feature store or run found (expected tiling_status.json, "
-            "<encoder>/extraction_status.json, tiles/, features/ or runs/)"
-        )
+        raise PathkitError(f"{root}: no tile store, feature store or run found (expected tiling_status.json, "
+                           "<encoder>/extraction_status.json, tiles/, features/ or runs/)")
     return {"path": str(root), "stores": stores, "runs": runs}

@@ -1,20 +1,6 @@
-"""Append-only status records: one JSON line per event, folded into the latest record per slide on read.
-
-`tiling_status.json` and `<encoder>/extraction_status.json` are written this way (docs/scale.md,
-"Status records"). A file is a sequence of JSON lines:
-
-- a header `{"format": ..., ...}` (first line; extra keys such as the encoder are kept);
-- a snapshot `{"slides": {id: record}, "planned": {id: ...}}`: what a compaction wrote, and the
-  whole content of a status file written by pathkit 0.1 (one pretty-printed object), so such
-  files read unchanged;
-- a slide event `{"slide": id, "record": {...}}`: the record replaces that slide's earlier one;
-- a plan event `{"planned": {id: ...}}`: slides some process was asked for.
-
-Recording a slide costs one `write(2)` of one line to a file opened with `O_APPEND` (under the
-status lock, which only a compaction needs): the cost no longer grows with the number of
-slides already recorded. A writing process compacts the file (one snapshot line, written
-atomically) when it starts and the file holds many more lines than slides.
-"""
+"""Append-only status records: one JSON line per event, folded into the latest record per slide on
+read (`tiling_status.json`, `<encoder>/extraction_status.json`; the line kinds, compaction and the
+pathkit 0.1 files: docs/scale.md, "Status records")."""
 
 from __future__ import annotations
 
@@ -130,21 +116,16 @@ def slide_events(records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any
 
 
 def _write_all(path: Path, data: bytes) -> None:
-    from pathkit_core.workspace import storage_error
+    from pathkit_core.workspace import _storage_errors
 
-    try:
+    with _storage_errors(path):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    except OSError as exc:
-        raise (storage_error(exc, path) or exc) from exc
-    try:
-        written = os.write(fd, data)  # one write: O_APPEND puts the whole line at the end
-        if written != len(data):
-            raise OSError(28, "No space left on device (short write)")
-        os.fsync(fd)
-    except OSError as exc:
-        raise (storage_error(exc, path) or exc) from exc
-    finally:
-        os.close(fd)
+        try:
+            if os.write(fd, data) != len(data):  # one write: O_APPEND puts the whole line at the end
+                raise OSError(28, "No space left on device (short write)")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _ends_a_line(path: Path) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import glob
 import hashlib
 import json
@@ -47,13 +48,17 @@ def _human_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
+def _existing(path: Path) -> Path:
+    """`path`, or its nearest existing parent."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def free_space(path: str | Path) -> str:
     """Free space on the filesystem holding `path` (or its nearest existing parent), as text."""
-    where = Path(path)
-    while not where.exists() and where != where.parent:
-        where = where.parent
     try:
-        return f"{_human_bytes(shutil.disk_usage(where).free)} free"
+        return f"{_human_bytes(shutil.disk_usage(_existing(Path(path))).free)} free"
     except OSError:
         return "free space unknown"
 
@@ -64,10 +69,8 @@ def storage_error(exc: BaseException, path: str | Path, *, permission: bool = Tr
     code = getattr(exc, "errno", None)
     text = str(exc).lower()
     if code in _FULL or any(t in text for t in _FULL_TEXT):
-        return StorageError(
-            f"{path}: no space left on the device ({free_space(path)}); free some space or write "
-            "elsewhere, then rerun to resume"
-        )
+        return StorageError(f"{path}: no space left on the device ({free_space(path)}); free some space or write "
+                            "elsewhere, then rerun to resume")
     if code == errno.EROFS:
         return StorageError(f"{path}: the filesystem is read-only; write elsewhere")
     if code == errno.EIO:
@@ -78,19 +81,30 @@ def storage_error(exc: BaseException, path: str | Path, *, permission: bool = Tr
     return None
 
 
-def check_writable_dir(path: str | Path, what: str) -> Path:
-    """Check before any work that `path` is (or can become) a folder this process can write in.
+@contextlib.contextmanager
+def _storage_errors(path: str | Path, *, permission: bool = True) -> Iterator[None]:
+    """An OSError in the block that is the filesystem refusing a write becomes the StorageError of `path`."""
+    try:
+        yield
+    except OSError as exc:
+        raise (storage_error(exc, path, permission=permission) or exc) from exc
 
-    Nothing is created: the nearest existing ancestor must be a folder where a file can be made.
-    """
+
+def _raise_storage_error(exc: BaseException, target: Path) -> None:
+    """Raise the StorageError of `target` for `exc`, raised inside a writing block (where a permission
+    error may be the writer reading some other file); return when `exc` is no such refusal."""
+    err = storage_error(exc, target, permission=False) if isinstance(exc, Exception) else None
+    if err is not None and not isinstance(exc, StorageError):
+        raise err from exc
+
+
+def check_writable_dir(path: str | Path, what: str) -> Path:
+    """Check before any work that `path` is (or can become) a folder this process can write in;
+    nothing is created: the nearest existing ancestor must be a folder where a file can be made."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise PathkitError(f"{what} {path} is an existing file, not a folder; give a folder")
-    probe = path
-    while not probe.exists():
-        if probe == probe.parent:
-            break
-        probe = probe.parent
+    probe = _existing(path)
     if not probe.is_dir():
         raise PathkitError(f"{what} {path}: {probe} is a file, so the folder cannot be made")
     try:
@@ -127,12 +141,9 @@ def plain_name(name: str, where: str) -> str:
 
 
 def path_inside(root: str | Path, value: str | Path, what: str) -> Path:
-    """`value` resolved against `root`, refused when a relative `value` climbs out of it.
-
-    An absolute `value` is the user's own choice and is taken as given; a relative one (from a
-    manifest or an id) must stay inside `root`. The check is on the path as written: a
-    symbolic link inside `root` that points elsewhere is the user's own layout.
-    """
+    """`value` resolved against `root`, refused when a relative `value` (from a manifest or an id) climbs
+    out of it. An absolute `value` is the user's own choice; the check is on the path as written, so a
+    symbolic link inside `root` that points elsewhere is the user's own layout."""
     path = Path(value)
     if path.is_absolute():
         return path
@@ -157,19 +168,17 @@ def folder_name_problem(name: Any) -> str | None:
         return f"{name!r} must be one plain folder name (no '/', '\\', NUL, '.' or '..')"
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):  # a newline, a terminal escape
         return f"{name!r} must be one plain folder name (no control characters such as a newline)"
-    if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
-        return f"{name[:40]!r}... is {len(name.encode('utf-8', 'surrogateescape'))} bytes long; a name is at most " \
-               f"{NAME_MAX_BYTES}"
+    size = len(name.encode("utf-8", "surrogateescape"))
+    if size > NAME_MAX_BYTES:
+        return f"{name[:40]!r}... is {size} bytes long; a name is at most {NAME_MAX_BYTES}"
     return None
 
 
 def confined(root: str | Path, *names: str, what: str) -> Path:
-    """`root/name/...` for names that come from a file (a suite, a task, a case, a slide, an
-    encoder): each must be one plain folder name (`folder_name_problem`), and the joined path,
-    as written, must stay under `root`; anything else is a one-line error naming `what`.
-
-    Unlike `path_inside`, an absolute name is refused too: a name in a file shared by someone
-    else never chooses where pathkit writes."""
+    """`root/name/...` for names that come from a file: each one plain folder name, the joined path under
+    `root` (docs/file-formats.md, "Reading state and result files back"); else a one-line error naming
+    `what`. Unlike `path_inside`, an absolute name is refused: a shared file never chooses where pathkit
+    writes."""
     for name in names:
         problem = folder_name_problem(name)
         if problem:
@@ -274,11 +283,9 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `target`; on success it is fsynced and renamed over
     `target`, on any exception it is removed and `target` is left as it was."""
     target = Path(target)
-    try:
+    with _storage_errors(target):
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise (storage_error(exc, target) or exc) from exc
     os.close(fd)
     tmp = Path(tmp_name)
     batch = getattr(_BATCH, "pending", None)
@@ -290,37 +297,27 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         if batch is not None:  # inside `durable_batch`: synced and moved into place at its end
             batch.append((tmp, target))
             return
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        _fsync_file(tmp)
         os.replace(tmp, target)
         _fsync_dir(target.parent)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-        # In the block, a permission error may be the writer reading some other file.
-        err = storage_error(exc, target, permission=False) if isinstance(exc, Exception) else None
-        if err is not None and not isinstance(exc, StorageError):
-            raise err from exc
+        _raise_storage_error(exc, target)
         raise
 
 
 @contextlib.contextmanager
 def atomic_open(target: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Open a temporary file for writing that replaces `target` only when the block succeeds."""
-    binary = "b" in mode
-    with atomic_path(target) as tmp, open(
-        tmp, mode, encoding=None if binary else encoding
-    ) as fh:
+    with atomic_path(target) as tmp, open(tmp, mode, encoding=None if "b" in mode else encoding) as fh:
         yield fh
         fh.flush()
 
 
 def remove_stale_temporaries(target: str | Path) -> None:
-    """Remove what writers of `target` killed mid-write left (`.<name>.*.tmp` beside it).
-
-    Call only while holding the lock that guards `target`: a live writer's temporary is
-    indistinguishable from a dead one's.
-    """
+    """Remove what writers of `target` killed mid-write left (`.<name>.*.tmp` beside it). Call only under
+    the lock that guards `target`: a live writer's temporary looks like a dead one's."""
     target = Path(target)
     if not target.parent.is_dir():
         return
@@ -405,24 +402,16 @@ def remove_stale_folders(target: str | Path) -> list[Path]:
 @contextlib.contextmanager
 def replaced_folder(target: str | Path, *, lock_timeout: float = 600.0) -> Iterator[Path]:
     """Yield a new empty folder beside `target` in which to write a whole result; when the block
-    succeeds it takes `target`'s place, else it is removed and `target` is left as it was.
-
-    The old and the new result are never mixed: files are written beside, then the folders are
-    swapped (in one step where the OS allows, Linux renameat2; else two renames, and a swap cut
-    between them is undone by the next writer). A lock beside `target` (`.<name>.lock`) keeps two
-    writers apart; under it, temporaries a killed writer left are removed first.
-    """
+    succeeds it takes `target`'s place, else it is removed and `target` is left as it was. The folders
+    are swapped in one step where the OS allows (Linux renameat2), else by two renames, a swap cut
+    between them undone by the next writer; a lock beside `target` keeps two writers apart."""
     target = Path(target)
-    try:
+    with _storage_errors(target):
         target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise (storage_error(exc, target) or exc) from exc
     with FileLock(target.with_name(f".{target.name}.lock"), timeout=lock_timeout):
         remove_stale_folders(target)
-        try:
+        with _storage_errors(target):
             tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-        except OSError as exc:
-            raise (storage_error(exc, target) or exc) from exc
         try:
             yield tmp
             os.chmod(tmp, 0o777 & ~_umask())
@@ -438,9 +427,7 @@ def replaced_folder(target: str | Path, *, lock_timeout: float = 600.0) -> Itera
             _fsync_dir(target.parent)
         except BaseException as exc:
             _remove_tree(tmp)
-            err = storage_error(exc, target, permission=False) if isinstance(exc, Exception) else None
-            if err is not None and not isinstance(exc, StorageError):
-                raise err from exc
+            _raise_storage_error(exc, target)
             raise
 
 
@@ -519,25 +506,18 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-_BOOT_ID: list[str] = []
-
-
+@functools.cache
 def _boot_id() -> str:
-    if not _BOOT_ID:
-        try:
-            _BOOT_ID.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
-        except OSError:
-            _BOOT_ID.append("")
-    return _BOOT_ID[0]
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
 
 
 def process_start(pid: int) -> str | None:
-    """When process `pid` started, as an opaque token (None when it cannot be told).
-
-    A pid alone does not name a process: after its owner dies the kernel hands the number to
-    another one. Linux: the boot id and the start time in clock ticks (`/proc/<pid>/stat`
-    field 22), exact; elsewhere psutil's creation time.
-    """
+    """When process `pid` started, as an opaque token (None when it cannot be told): a pid alone does not
+    name a process, the kernel reuses it. Linux: the boot id and the start time in clock ticks
+    (`/proc/<pid>/stat` field 22), exact; elsewhere psutil's creation time."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_bytes()
         # The command name (field 2) may hold spaces and parentheses: split after its last ")".
@@ -561,10 +541,8 @@ def lock_owner_text(info: Mapping[str, Any] | None) -> str:
     return f"pid {info.get('pid')} on {info.get('host')} since {since}"
 
 
-# A held lock's file is touched every HEARTBEAT_SECONDS; one untouched for HEARTBEAT_GRACE
-# seconds has lost its owner, whichever host it was on (a node that crashed, a job killed
-# and requeued elsewhere). The grace covers NFS attribute caching (up to a minute) and
-# clock differences between nodes.
+# A held lock's file is touched every HEARTBEAT_SECONDS; one untouched for HEARTBEAT_GRACE seconds has lost its
+# owner, whichever host it was on (docs/scale.md, "Locks and their timeouts").
 HEARTBEAT_SECONDS = 30.0
 HEARTBEAT_GRACE = 600.0
 
@@ -623,33 +601,27 @@ def _owner_problem(info: Any) -> str | None:
     return None
 
 
-def _parse_owner(text: str) -> dict[str, Any] | None:
-    """The owner record of a lock file's text; None when half written or corrupt."""
+def _read_owner(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A lock file's owner record, else None and why it is none (no reason: the file is gone)."""
     try:
-        info = json.loads(text)
+        info = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"cannot be read ({exc})"
     except (json.JSONDecodeError, RecursionError):
-        return None
-    return info if _owner_problem(info) is None else None
+        return None, _NOT_JSON
+    problem = _owner_problem(info)
+    return (None, problem) if problem else (info, None)
 
 
 class FileLock:
-    """An exclusive lock file holding the owner's pid, process start time, host and time.
+    """An exclusive lock file holding the owner's pid, process start time, host and time, touched every
+    `HEARTBEAT_SECONDS` while held and broken as stale when its owner is gone (the rules, `stale_after`
+    for locks without a heartbeat among them: docs/scale.md, "Locks and their timeouts")."""
 
-    While held, the file is touched every `HEARTBEAT_SECONDS`. It is broken as stale when its
-    owner is gone: on this host, a dead pid or a pid now held by a process that started at
-    another time (the pid was reused); on any host, a file not touched for `HEARTBEAT_GRACE`
-    seconds. Locks written without a heartbeat (older pathkit) from other hosts are broken
-    once older than `stale_after` seconds.
-    """
-
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        timeout: float = 0.0,
-        poll: float = 0.1,
-        stale_after: float = 6 * 3600.0,
-    ) -> None:
+    def __init__(self, path: str | Path, *, timeout: float = 0.0, poll: float = 0.1,
+                 stale_after: float = 6 * 3600.0) -> None:
         self.path = Path(path)
         self.timeout = timeout
         self.poll = poll
@@ -657,33 +629,19 @@ class FileLock:
         self.held = False
 
     def owner(self) -> dict[str, Any] | None:
-        """The recorded owner; None when the file is missing, half written or corrupt (see
-        `owner_problem`)."""
-        try:
-            return _parse_owner(self.path.read_text())
-        except (OSError, UnicodeDecodeError):
-            return None
+        """The recorded owner; None when the file is missing, half written or corrupt."""
+        return _read_owner(self.path)[0]
 
     def owner_problem(self) -> str | None:
         """Why the lock file is not a lock pathkit wrote (None when it is, or is gone)."""
-        try:
-            text = self.path.read_text()
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError) as exc:
-            return f"cannot be read ({exc})"
-        try:
-            return _owner_problem(json.loads(text))
-        except (json.JSONDecodeError, RecursionError):
-            return _NOT_JSON
+        return _read_owner(self.path)[1]
 
     def state(self) -> dict[str, Any] | None:
         """None when nobody holds the lock; else the owner record with `stale` (True when
         the next acquirer would break it) and `owner` (a readable description)."""
         if not self.path.exists():
             return None
-        info = self.owner()
-        problem = None if info is not None else self.owner_problem()
+        info, problem = _read_owner(self.path)
         owner = lock_owner_text(info) if problem is None else f"a corrupt lock file ({self.path} {problem})"
         return {**(info or {}), "stale": self._is_stale(info), "owner": owner,
                 **({"corrupt": problem} if problem else {})}
@@ -727,10 +685,8 @@ class FileLock:
             raise (storage_error(exc, self.path) or exc) from exc
 
     def acquire(self) -> FileLock:
-        try:
+        with _storage_errors(self.path):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise (storage_error(exc, self.path) or exc) from exc
         deadline = time.monotonic() + self.timeout
         while True:
             try:
@@ -759,11 +715,7 @@ class FileLock:
             os.replace(self.path, grave)
         except FileNotFoundError:
             return
-        try:
-            taken = _parse_owner(grave.read_text())
-        except (OSError, UnicodeDecodeError):
-            taken = None
-        if taken != judged:
+        if _read_owner(grave)[0] != judged:
             with contextlib.suppress(OSError):
                 os.link(grave, self.path)  # fails if yet another lock is already there
         with contextlib.suppress(FileNotFoundError):
@@ -803,26 +755,16 @@ def git_commit(path: str | Path | None = None) -> str | None:
     """The commit of the git checkout holding `path` (pathkit's own by default), if any."""
     where = Path(path) if path else Path(__file__).resolve().parent
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=where,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5,
+                             check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def collect_provenance(
-    *,
-    config: Mapping[str, Any] | None = None,
-    seeds: Mapping[str, int] | None = None,
-    inputs: Mapping[str, Any] | None = None,
-    plugin_versions: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+def collect_provenance(*, config: Mapping[str, Any] | None = None, seeds: Mapping[str, int] | None = None,
+                       inputs: Mapping[str, Any] | None = None,
+                       plugin_versions: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Everything needed to say how a result was produced."""
     from importlib import metadata
 
