@@ -31,24 +31,11 @@ class LogisticRegressionProbe(Generator):
     def build(self, spec: GeneratorSpec) -> TaskModel:
         import torch
 
-        from pathkit_generators._patch import PatchHead, n_classes, training_set
+        from pathkit_generators._patch import PatchHead, training_set
 
         hp = self.hparams(spec.hparams)
         feats, labels = training_set(spec, self.name, with_val=bool(hp["combine_trainval"]))
-        k = n_classes(spec, labels, self.name)
-        seen = sorted(set(labels.tolist()))
-        if len(seen) < 2:
-            raise PathkitError(f"{self.name}: every training patch has class {seen[0]}; a classifier needs two")
-        c = float(hp["C"]) if hp["C"] is not None else feats.shape[1] * len(seen) / 100.0
-        if c <= 0:
-            raise PathkitError(f"{self.name}: C must be positive, got {c}")
-        coef, intercept, n_iter = fit_lbfgs(feats, labels, seen, c, int(hp["max_iter"]))
-        weight = torch.zeros(k, feats.shape[1])
-        bias = torch.full((k,), -torch.inf)  # a class without training patches is never predicted
-        rows = torch.as_tensor(seen)
-        weight[rows] = coef.float()
-        bias[rows] = intercept.float()
-        fitted = {"C": c, "n_iter": n_iter, "classes_seen": len(seen)}
+        weight, bias, fitted = fit_probe(feats, labels, spec, hp, self.name, "patch")
 
         class FittedLogisticRegression(PatchHead):
             name = "logistic-regression"
@@ -65,6 +52,30 @@ class LogisticRegressionProbe(Generator):
                 return dict(fitted)
 
         return FittedLogisticRegression()
+
+
+def fit_probe(features: Any, labels: Any, spec: GeneratorSpec, hp: dict[str, Any], name: str,
+              what: str) -> tuple[Any, Any, dict[str, Any]]:
+    """UNI's linear probe on (features, labels), for logistic-regression and the slide-embedding
+    probes: C = D*K/100 (K the classes seen) unless `hp["C"]` is given, fitted by `fit_lbfgs`. The
+    (K, D) weight and (K,) bias cover every class of the task; a class without training cases
+    (`what`: "patch", "slide") has bias -inf and is never predicted."""
+    import torch
+
+    from pathkit_generators._patch import n_classes
+
+    k = n_classes(spec, labels, name)
+    seen = sorted(set(labels.tolist()))
+    if len(seen) < 2:
+        raise PathkitError(f"{name}: every training {what} has class {seen[0]}; a classifier needs two")
+    c = float(hp["C"]) if hp["C"] is not None else features.shape[1] * len(seen) / 100.0
+    if c <= 0:
+        raise PathkitError(f"{name}: C must be positive, got {c}")
+    coef, intercept, n_iter = fit_lbfgs(features, labels, seen, c, int(hp["max_iter"]))
+    weight, bias = torch.zeros(k, features.shape[1]), torch.full((k,), -torch.inf)
+    rows = torch.as_tensor(seen)
+    weight[rows], bias[rows] = coef.float(), intercept.float()
+    return weight, bias, {"C": c, "n_iter": n_iter, "classes_seen": len(seen)}
 
 
 # scikit-learn's L-BFGS settings for LogisticRegression (linear_model._logistic): gtol = tol

@@ -43,8 +43,8 @@ class SlideEmbeddingProbe(Generator):
         import torch
         from pathkit_encoders.slide_store import embed_items
 
-        from pathkit_generators._patch import PatchHead, n_classes
-        from pathkit_generators.logistic_regression import fit_lbfgs
+        from pathkit_generators._patch import PatchHead
+        from pathkit_generators.logistic_regression import fit_probe
 
         hp = self.hparams(spec.hparams)
         encoder = _slide_encoder(self.slide_encoder)
@@ -58,16 +58,9 @@ class SlideEmbeddingProbe(Generator):
         embedded = [embed_items(encoder, model, part, store) for part in parts]
         feats = torch.cat([e for e, _ in embedded])
         labels = torch.as_tensor([int(item["target"]) for part in parts for item in part], dtype=torch.long)
-        k = n_classes(spec, labels, self.name)
-        seen = sorted(set(labels.tolist()))
-        if len(seen) < 2:
-            raise PathkitError(f"{self.name}: every training slide has class {seen[0]}; a classifier needs two")
-        c = float(hp["C"]) if hp["C"] is not None else feats.shape[1] * len(seen) / 100.0
-        coef, intercept, n_iter = fit_lbfgs(feats, labels, seen, c, int(hp["max_iter"]))
-        weight, bias = torch.zeros(k, feats.shape[1]), torch.full((k,), -torch.inf)
-        weight[torch.as_tensor(seen)], bias[torch.as_tensor(seen)] = coef.float(), intercept.float()
+        weight, bias, fit = fit_probe(feats, labels, spec, hp, self.name, "slide")
         statuses = [s for _, part in embedded for s in part]
-        fitted = {"C": c, "n_iter": n_iter, "slide_encoder": encoder.name, "identity": encoder.identity(),
+        fitted = {"C": fit["C"], "n_iter": fit["n_iter"], "slide_encoder": encoder.name, "identity": encoder.identity(),
                   "embedded_at_fit": {"computed": statuses.count("computed"), "reused": statuses.count("reused")}}
         name = self.name
 
