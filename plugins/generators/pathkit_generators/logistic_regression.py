@@ -8,8 +8,42 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
 from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
+# the hparams of UNI's linear probe: C (None: D*K/100), L-BFGS iterations, fit on train + validation
+PROBE_HPARAMS: dict[str, Any] = {"C": None, "max_iter": 1000, "combine_trainval": True}
 
-class LogisticRegressionProbe(Generator):
+
+class LinearProbeHead(Generator):
+    """A head of UNI's linear-probe protocol (logistic-regression, the slide-embedding probes),
+    fitted when built on frozen features: the core training loop is not used."""
+
+    default_max_tiles: ClassVar[int | None] = None
+    needs_fit: ClassVar[bool] = False
+
+    def fit_probe(self, features: Any, labels: Any, spec: GeneratorSpec, hp: dict[str, Any],
+                  what: str) -> tuple[Any, Any, dict[str, Any]]:
+        """UNI's linear probe on (features, labels): C = D*K/100 (K the classes seen) unless
+        `hp["C"]` is given, fitted by `fit_lbfgs`. The (K, D) weight and (K,) bias cover every class
+        of the task; a class without training cases (`what`: "patch", "slide") has bias -inf and is
+        never predicted."""
+        import torch
+
+        from pathkit_generators._patch import n_classes
+
+        k = n_classes(spec, labels, self.name)
+        seen = sorted(set(labels.tolist()))
+        if len(seen) < 2:
+            raise PathkitError(f"{self.name}: every training {what} has class {seen[0]}; a classifier needs two")
+        c = float(hp["C"]) if hp["C"] is not None else features.shape[1] * len(seen) / 100.0
+        if c <= 0:
+            raise PathkitError(f"{self.name}: C must be positive, got {c}")
+        coef, intercept, n_iter = fit_lbfgs(features, labels, seen, c, int(hp["max_iter"]))
+        weight, bias = torch.zeros(k, features.shape[1]), torch.full((k,), -torch.inf)
+        rows = torch.as_tensor(seen)
+        weight[rows], bias[rows] = coef.float(), intercept.float()
+        return weight, bias, {"C": c, "n_iter": n_iter, "classes_seen": len(seen)}
+
+
+class LogisticRegressionProbe(LinearProbeHead):
     """Multinomial (two classes: binary) logistic regression with C = D*K/100 (D feature
     dimension, K classes in the training labels) and max_iter 1000, fitted on train + validation
     as UNI's `eval_linear_probe` does by default (`combine_trainval`). The objective, the
@@ -22,11 +56,8 @@ class LogisticRegressionProbe(Generator):
     name: ClassVar[str] = "logistic-regression"
     description: ClassVar[str] = "L-BFGS logistic regression on frozen patch features (UNI: C = D*K/100)"
     tasks: ClassVar[tuple[str, ...]] = (TASK_PATCH_CLASSIFICATION,)
-    default_hparams: ClassVar[dict[str, Any]] = {"C": None, "max_iter": 1000, "combine_trainval": True,
-                                                 "n_classes": None}
+    default_hparams: ClassVar[dict[str, Any]] = {**PROBE_HPARAMS, "n_classes": None}
     default_train: ClassVar[dict[str, Any]] = {"batch_size": 4096}
-    default_max_tiles: ClassVar[int | None] = None
-    needs_fit: ClassVar[bool] = False
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         import torch
@@ -35,7 +66,7 @@ class LogisticRegressionProbe(Generator):
 
         hp = self.hparams(spec.hparams)
         feats, labels = training_set(spec, self.name, with_val=bool(hp["combine_trainval"]))
-        weight, bias, fitted = fit_probe(feats, labels, spec, hp, self.name, "patch")
+        weight, bias, fitted = self.fit_probe(feats, labels, spec, hp, "patch")
 
         class FittedLogisticRegression(PatchHead):
             name = "logistic-regression"
@@ -52,30 +83,6 @@ class LogisticRegressionProbe(Generator):
                 return dict(fitted)
 
         return FittedLogisticRegression()
-
-
-def fit_probe(features: Any, labels: Any, spec: GeneratorSpec, hp: dict[str, Any], name: str,
-              what: str) -> tuple[Any, Any, dict[str, Any]]:
-    """UNI's linear probe on (features, labels), for logistic-regression and the slide-embedding
-    probes: C = D*K/100 (K the classes seen) unless `hp["C"]` is given, fitted by `fit_lbfgs`. The
-    (K, D) weight and (K,) bias cover every class of the task; a class without training cases
-    (`what`: "patch", "slide") has bias -inf and is never predicted."""
-    import torch
-
-    from pathkit_generators._patch import n_classes
-
-    k = n_classes(spec, labels, name)
-    seen = sorted(set(labels.tolist()))
-    if len(seen) < 2:
-        raise PathkitError(f"{name}: every training {what} has class {seen[0]}; a classifier needs two")
-    c = float(hp["C"]) if hp["C"] is not None else features.shape[1] * len(seen) / 100.0
-    if c <= 0:
-        raise PathkitError(f"{name}: C must be positive, got {c}")
-    coef, intercept, n_iter = fit_lbfgs(features, labels, seen, c, int(hp["max_iter"]))
-    weight, bias = torch.zeros(k, features.shape[1]), torch.full((k,), -torch.inf)
-    rows = torch.as_tensor(seen)
-    weight[rows], bias[rows] = coef.float(), intercept.float()
-    return weight, bias, {"C": c, "n_iter": n_iter, "classes_seen": len(seen)}
 
 
 # scikit-learn's L-BFGS settings for LogisticRegression (linear_model._logistic): gtol = tol
