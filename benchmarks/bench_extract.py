@@ -23,6 +23,7 @@ weights, bf16 autocast, and prints the absolute tiles/s as well.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -30,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -227,17 +228,27 @@ def _spread(values: list[float]) -> str:
         ", ".join(f"{v:.3f}" for v in values) + ")"
 
 
-def speed_run(args: argparse.Namespace) -> None:
+@contextlib.contextmanager
+def bench_encoder(args: argparse.Namespace) -> Iterator[tuple[Any, Path, Any, Path | None, Any]]:
+    """(device, a temporary work folder, the encoder, its checkpoint, the compute dtype) of `args`."""
     import torch
 
-    from pathkit_core.features.extract import compute_dtype, default_workers
-    from pathkit_core.wsi.reader import TileReader
+    from pathkit_core.features.extract import compute_dtype
 
     device = torch.device(args.device)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         enc, ckpt = make_encoder(args.encoder, work)
-        precision = compute_dtype(enc, device, args.dtype)
+        yield device, work, enc, ckpt, compute_dtype(enc, device, args.dtype)
+
+
+def speed_run(args: argparse.Namespace) -> None:
+    import torch
+
+    from pathkit_core.features.extract import default_workers
+    from pathkit_core.wsi.reader import TileReader
+
+    with bench_encoder(args) as (device, work, enc, ckpt, precision):
         spec = enc.tile_spec
         exact = make_slide(work, spec, args.tiles, "exact")
         model = enc.load(str(device), weights_path=ckpt)

@@ -20,13 +20,12 @@ import json
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from bench_extract import bare_loop, make_encoder
+from bench_extract import bare_loop, bench_encoder
 
 
 def loadavg() -> str:
@@ -69,14 +68,10 @@ def extraction(args: argparse.Namespace) -> None:
     """Bare forward vs encode_images end to end, in alternating pairs, best of `repeats` each."""
     import torch
 
-    from pathkit_core.features.extract import compute_dtype, default_workers
+    from pathkit_core.features.extract import default_workers
     from pathkit_core.features.images import Preprocessing, encode_images
 
-    device = torch.device(args.device)
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        enc, ckpt = make_encoder(args.encoder, work)
-        precision = compute_dtype(enc, device, args.dtype)
+    with bench_encoder(args) as (device, work, enc, ckpt, precision):
         refs = make_zip(work / "01_TUM.zip", args.patches)
         prep = Preprocessing.of(enc)
         pixels = decoded_tensors(refs, prep)

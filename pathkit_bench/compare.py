@@ -13,7 +13,7 @@ the two runs were not scored on the same cases.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -240,36 +240,53 @@ def default_keys(a: Any, b: Any, registry: Any = None) -> list[str]:
     return keys
 
 
+def compare_each(chosen: Sequence[str], asked: Sequence[str], values: Callable[[str], Any],
+                 compare: Callable[[str, Any], Comparison], what: str,
+                 correction: str) -> tuple[list[Comparison], list[str]]:
+    """(the comparisons of the chosen keys, p-values adjusted over them; the keys left out and why).
+    A key whose `values(key)` cannot be read (a PathkitError) is left out, unless keys were
+    `asked` for by name: then the error is raised; `compare(key, values)` makes its comparison."""
+    from pathkit_bench.stats import adjust_pvalues
+
+    out: list[Comparison] = []
+    skipped: list[str] = []
+    for key in chosen:
+        try:
+            found = values(key)
+        except PathkitError as exc:
+            if asked:  # asked for by name: say why not
+                raise
+            skipped.append(f"{key}: {exc}")
+            continue
+        out.append(compare(key, found))
+    if not out:
+        raise PathkitError(f"no score could be compared {what}: " + " | ".join(skipped))
+    for c, p in zip(out, adjust_pvalues([c.p_value for c in out], correction), strict=True):
+        c.p_adjusted = float(p)
+    return out, skipped
+
+
 def compare_runs(a: Any, b: Any, keys: Sequence[str] = (), *, n_resamples: int = 2000, seed: int = 0,
                  level: float = 0.95, correction: str = "holm",
                  registry: Any = None) -> tuple[list[Comparison], list[str]]:
     """Compare run folders `a` and `b` (RunFolder) on each key, p-values adjusted over the keys;
     with no keys, on the headline scores, leaving out (and listing) those without per-case values."""
-    from pathkit_bench.stats import adjust_pvalues
-
     ids = same_test_cases(a, b)
     chosen = list(keys) or default_keys(a, b, registry)
     if not chosen:
         raise PathkitError(f"{a.path} and {b.path} share no score to compare; name one with --metric")
-    out: list[Comparison] = []
-    skipped: list[str] = []
-    for key in chosen:
-        try:
-            va, vb = paired_values(a, key, ids, registry), paired_values(b, key, ids, registry)
-        except PathkitError as exc:
-            if keys:  # asked for by name: say why not
-                raise
-            skipped.append(f"{key}: {exc}")
-            continue
+
+    def compare(key: str, values: tuple[PairedValues, PairedValues]) -> Comparison:
+        va, vb = values
         if va.test != vb.test:
             raise PathkitError(f"{key}: A and B were scored by metrics that compare it differently ({va.test} vs "
                                f"{vb.test})")
-        out.append(compare_values(va, vb, n_resamples=n_resamples, seed=seed, level=level))
-    if not out:
-        raise PathkitError("no score could be compared case by case: " + " | ".join(skipped))
-    adjusted = adjust_pvalues([c.p_value for c in out], correction)
-    for c, p in zip(out, adjusted, strict=True):
-        c.p_adjusted = float(p)
+        return compare_values(va, vb, n_resamples=n_resamples, seed=seed, level=level)
+
+    out, skipped = compare_each(chosen, keys, lambda key: (paired_values(a, key, ids, registry),
+                                                           paired_values(b, key, ids, registry)),
+                                compare, "case by case", correction)
+    for c in out:
         odd = [side for side, value in (("A", c.a), ("B", c.b)) if not math.isfinite(value)]
         if odd:
             c.note = "; ".join(filter(None, [c.note, f"{' and '.join(odd)}'s metrics.json records {c.key} as "
@@ -277,5 +294,5 @@ def compare_runs(a: Any, b: Any, keys: Sequence[str] = (), *, n_resamples: int =
     return out, skipped
 
 
-__all__ = ["Comparison", "PairedValues", "case_difference", "compare_runs", "compare_values", "default_keys",
-           "paired_test", "paired_values", "same_test_cases", "test_case_ids"]
+__all__ = ["Comparison", "PairedValues", "case_difference", "compare_each", "compare_runs", "compare_values",
+           "default_keys", "paired_test", "paired_values", "same_test_cases", "test_case_ids"]

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pathkit_bench.compare import Comparison, compare_runs, default_keys, paired_values, same_test_cases
+from pathkit_bench.compare import Comparison, compare_each, compare_runs, default_keys, paired_values, same_test_cases
 from pathkit_core.contracts import PathkitError
 
 
@@ -121,8 +121,6 @@ def compare_seed_runs(runs_a: Sequence[Any], runs_b: Sequence[Any], keys: Sequen
                       registry: Any = None) -> tuple[list[Comparison], list[str], list[int]]:
     """(comparisons, scores not compared, the seeds) of A's runs against B's (RunFolder each), paired by
     seed. One run per side: `compare_runs` exactly (the seeds list then holds nothing)."""
-    from pathkit_bench.stats import adjust_pvalues
-
     if len(runs_a) == 1 and len(runs_b) == 1:
         rows, skipped = compare_runs(runs_a[0], runs_b[0], keys, n_resamples=n_resamples, seed=seed, level=level,
                                      correction=correction, registry=registry)
@@ -136,19 +134,12 @@ def compare_seed_runs(runs_a: Sequence[Any], runs_b: Sequence[Any], keys: Sequen
     chosen = list(keys) or default_keys(first, pairs[0][2], registry)
     if not chosen:
         raise PathkitError(f"{first.path} and {pairs[0][2].path} share no score to compare; name one with --metric")
-    out: list[Comparison] = []
-    skipped: list[str] = []
-    for key in chosen:
-        try:
-            out.append(_seed_comparison(key, _seed_values(pairs, key, ids, registry), level))
-        except PathkitError as exc:
-            if keys:  # asked for by name: say why not
-                raise
-            skipped.append(f"{key}: {exc}")
-    if not out:
-        raise PathkitError("no score could be compared over seeds x cases: " + " | ".join(skipped))
-    for c, p in zip(out, adjust_pvalues([c.p_value for c in out], correction), strict=True):
-        c.p_adjusted = float(p)
+
+    def values(key: str) -> Comparison:  # read and tested together: either may leave the key out
+        return _seed_comparison(key, _seed_values(pairs, key, ids, registry), level)
+
+    out, skipped = compare_each(chosen, keys, values, lambda _, comparison: comparison, "over seeds x cases",
+                                correction)
     return out, skipped, [s for s, _, _ in pairs]
 
 

@@ -130,12 +130,7 @@ def read_records(path: str | Path, *, whole: bool = False) -> RecordFile:
     keys = _KeyCounter()
     if path.suffix == ".jsonl" or (text.lstrip()[0] == "{" and "\n{" in text.strip() and _is_jsonl(text)):
         return _read_jsonl(path, text, keys, whole)
-    try:
-        data = json.loads(text, object_pairs_hook=keys)
-    except json.JSONDecodeError as exc:
-        raise PathkitError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})") from exc
-    except RecursionError:
-        raise PathkitError(f"{path}: {_TOO_DEEP}") from None
+    data = _loads(path, text, keys)
     _check_inner(path, keys.inner(isinstance(data, Mapping)))
     if isinstance(data, list):
         values: dict[str, Any] = {}
@@ -167,18 +162,25 @@ def _read_text(path: Path) -> str:
     return text
 
 
+def _loads(path: Path, text: str, keys: _KeyCounter, lineno: int | None = None) -> Any:
+    """The JSON value of `text` (the whole file, or its line `lineno`); errors name the position."""
+    at = f"line {lineno}: " if lineno is not None else ""
+    try:
+        return json.loads(text, object_pairs_hook=keys)
+    except json.JSONDecodeError as exc:
+        where = at or f"line {exc.lineno}, column {exc.colno}: "
+        raise PathkitError(f"{path}: {where}invalid JSON ({exc.msg})") from exc
+    except RecursionError:
+        raise PathkitError(f"{path}: {at}{_TOO_DEEP}") from None
+
+
 def _read_jsonl(path: Path, text: str, keys: _KeyCounter, whole: bool) -> RecordFile:
     values: dict[str, Any] = {}
     repeats = _Repeats(path)
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line, object_pairs_hook=keys)
-        except json.JSONDecodeError as exc:
-            raise PathkitError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from exc
-        except RecursionError:
-            raise PathkitError(f"{path}: line {lineno}: {_TOO_DEEP}") from None
+        record = _loads(path, line, keys, lineno)
         rid, value = _record_value(path, f"line {lineno}", record, whole)
         repeats.add(values, rid, value, f"line {lineno}")
     _check_inner(path, keys.inner(top_is_object=False))
@@ -274,12 +276,10 @@ def join_by_id(
     """The shared ids in reference order; any id on one side only is an error listing them."""
     missing = [i for i in references if i not in predictions]
     extra = [i for i in predictions if i not in references]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"{len(missing)} id(s) in {ref_name} missing from {pred_name}: {_show(missing)}")
-        if extra:
-            parts.append(f"{len(extra)} id(s) in {pred_name} not in {ref_name}: {_show(extra)}")
+    parts = [f"{len(ids)} id(s) in {side} {relation} {other}: {_show(ids)}"
+             for ids, side, relation, other in ((missing, ref_name, "missing from", pred_name),
+                                                (extra, pred_name, "not in", ref_name)) if ids]
+    if parts:
         raise PathkitError("; ".join(parts))
     return list(references)
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from pathkit_core.contracts import PathkitError
 
@@ -45,19 +45,30 @@ def _seed_list(value: Any) -> Any:
     return value
 
 
-Name = Annotated[str, Field(strict=True, min_length=1)]
-Names = Annotated[list[Name], BeforeValidator(_split_names)]
-Seed = Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)]
-Probability = Annotated[float, Field(strict=True, gt=0.0, lt=1.0, allow_inf_nan=False)]
-Resamples = Annotated[int, Field(strict=True, ge=MIN_RESAMPLES, le=MAX_RESAMPLES)]
-Table = dict[str, Any]
-
-
 def _unique(value: list[Any], what: str) -> list[Any]:
     twice = sorted({str(v) for v in value if value.count(v) > 1})
     if twice:
         raise ValueError(f"{what} {twice} more than once" if what == "names" else f"{what} repeat a value: {twice}")
     return value
+
+
+def _plain_name(value: str) -> str:
+    from pathkit_core.workspace import folder_name_problem
+
+    problem = folder_name_problem(value)
+    if problem:
+        raise ValueError(f"{problem}; it names the suite's (or task's) folder")
+    return value
+
+
+Name = Annotated[str, Field(strict=True, min_length=1)]
+# a suite's or a task's name, which names its folder
+FolderName = Annotated[Name, AfterValidator(_plain_name)]
+Names = Annotated[list[Name], BeforeValidator(_split_names), AfterValidator(lambda value: _unique(value, "names"))]
+Seed = Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)]
+Probability = Annotated[float, Field(strict=True, gt=0.0, lt=1.0, allow_inf_nan=False)]
+Resamples = Annotated[int, Field(strict=True, ge=MIN_RESAMPLES, le=MAX_RESAMPLES)]
+Table = dict[str, Any]
 
 
 class StatisticsOptions(BaseModel):
@@ -84,7 +95,7 @@ class TaskSchema(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dataset: Name
-    name: Name | None = None
+    name: FolderName | None = None
     dataset_root: Name | None = None
     dataset_options: Table | None = None
     encoders: Names | None = None
@@ -95,16 +106,6 @@ class TaskSchema(BaseModel):
     train: Table | None = None
     tiling: Table | None = None
     options: Table | None = None
-
-    @field_validator("encoders", "generators", "metrics")
-    @classmethod
-    def _distinct(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else _unique(value, "names")
-
-    @field_validator("name")
-    @classmethod
-    def _plain(cls, value: str | None) -> str | None:
-        return _plain_name(value)
 
 
 class ReferenceScoreSchema(BaseModel):
@@ -122,7 +123,7 @@ class ReferenceScoreSchema(BaseModel):
 
 
 class SuiteSchema(StatisticsOptions):
-    name: Name | None = None
+    name: FolderName | None = None
     encoders: Names | None = None
     generators: Names | None = None
     metrics: Names | None = None
@@ -132,29 +133,10 @@ class SuiteSchema(StatisticsOptions):
     reference_scores: list[ReferenceScoreSchema] = []
     baselines: Annotated[bool, Field(strict=True)] = False
 
-    @field_validator("encoders", "generators", "metrics")
-    @classmethod
-    def _distinct(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else _unique(value, "names")
-
     @field_validator("seeds")
     @classmethod
     def _distinct_seeds(cls, value: list[int]) -> list[int]:
         return _unique(value, "seeds")
-
-    @field_validator("name")
-    @classmethod
-    def _plain(cls, value: str | None) -> str | None:
-        return _plain_name(value)
-
-
-def _plain_name(value: str | None) -> str | None:
-    from pathkit_core.workspace import folder_name_problem
-
-    problem = None if value is None else folder_name_problem(value)
-    if problem:
-        raise ValueError(f"{problem}; it names the suite's (or task's) folder")
-    return value
 
 
 # ---------------------------------------------------------------------------- error lines

@@ -10,6 +10,7 @@ per-case table, the predictions and `test_cases.jsonl`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from pathkit_core.report.figures import PALETTE, bar_chart, heatmap, new_figure
@@ -34,11 +35,13 @@ def _ci_text(run: Any, metric: str, key: str) -> str:
     return f"{key} {value:.3f}{ci}"
 
 
-def curves_section(run: Any) -> Section | None:
-    found = run.details("roc")
-    if not found:
-        return None
-    metric, details = found
+def details_section(run: Any, key: str, build: Callable[[Any, str, dict[str, Any]], Section | None]) -> Section | None:
+    """`build(run, metric, details)` over the details a metric recorded under `key`; None when none did."""
+    found = run.details(key)
+    return build(run, *found) if found else None
+
+
+def curves_section(run: Any, metric: str, details: dict[str, Any]) -> Section | None:
     roc, pr, areas = details["roc"], details.get("pr") or {}, details.get("curve_areas") or {}
     binary = len(roc) == 1
     fig, axes = new_figure(10.2, 4.6, ncols=2)
@@ -84,11 +87,7 @@ def curves_section(run: Any) -> Section | None:
     return Section("Discrimination: ROC and precision-recall", body, key="roc-pr", order=100)
 
 
-def reliability_section(run: Any) -> Section | None:
-    found = run.details("reliability")
-    if not found:
-        return None
-    metric, details = found
+def reliability_section(run: Any, metric: str, details: dict[str, Any]) -> Section | None:
     bins = [b for b in details["reliability"]]
     used = [b for b in bins if b.get("count")]
     if not used:
@@ -122,13 +121,9 @@ def reliability_section(run: Any) -> Section | None:
     return Section("Calibration", body, key="calibration", order=110)
 
 
-def confusion_section(run: Any) -> Section | None:
-    found = run.details("confusion_matrix")
-    if not found:
-        return None
+def confusion_section(run: Any, metric: str, details: dict[str, Any]) -> Section | None:
     import numpy as np
 
-    _, details = found
     classes = [str(c) for c in details["classes"]]
     counts = np.asarray(details["confusion_matrix"], dtype=float)
     totals = counts.sum(axis=1, keepdims=True)
@@ -151,11 +146,7 @@ def confusion_section(run: Any) -> Section | None:
     return Section("Confusion matrix", body, key="confusion", order=120)
 
 
-def per_class_section(run: Any) -> Section | None:
-    found = run.details("per_class")
-    if not found:
-        return None
-    metric, details = found
+def per_class_section(run: Any, metric: str, details: dict[str, Any]) -> Section | None:
     rows = details["per_class"]
     names = [f"{r['class']} (n={r['support']})" for r in rows]
     fig = bar_chart(names, {"precision": [r["precision"] for r in rows], "recall": [r["recall"] for r in rows],
@@ -297,17 +288,23 @@ def confused_examples_section(run: Any, rows: list[dict[str, Any]]) -> Section |
     return Section("Most confused pairs: example patches", "".join(parts), key="confused", order=140)
 
 
+# the sections drawn from a metric's details: (details key, builder)
+DETAIL_SECTIONS = (("roc", curves_section), ("reliability", reliability_section),
+                   ("confusion_matrix", confusion_section), ("per_class", per_class_section))
+
+
 def slide_classification_sections(run: Any) -> list[Section]:
     rows = case_rows(run)
-    found = [curves_section(run), reliability_section(run), confusion_section(run), per_class_section(run)
-             if len(_classes(run)) > 2 else None, attention_section(run, rows), cases_section(run, rows)]
+    built = DETAIL_SECTIONS if len(_classes(run)) > 2 else DETAIL_SECTIONS[:3]  # per-class F1: multiclass only
+    found = [*(details_section(run, key, build) for key, build in built), attention_section(run, rows),
+             cases_section(run, rows)]
     return [s for s in found if s is not None]
 
 
 def patch_classification_sections(run: Any) -> list[Section]:
     rows = case_rows(run)
-    found = [confusion_section(run), per_class_section(run), confused_examples_section(run, rows),
-             cases_section(run, rows)]
+    found = [*(details_section(run, key, build) for key, build in DETAIL_SECTIONS[2:]),
+             confused_examples_section(run, rows), cases_section(run, rows)]
     return [s for s in found if s is not None]
 
 

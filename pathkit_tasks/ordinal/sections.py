@@ -7,7 +7,7 @@ from typing import Any
 
 from pathkit_core.report.figures import new_figure
 from pathkit_core.report.page import Section, esc
-from pathkit_tasks.classification.sections import confusion_section
+from pathkit_tasks.classification.sections import confusion_section, details_section
 
 
 def grade_error_section(run: Any) -> Section | None:
@@ -38,4 +38,5 @@ def grade_error_section(run: Any) -> Section | None:
 
 
 def ordinal_sections(run: Any) -> list[Section]:
-    return [s for s in (confusion_section(run), grade_error_section(run)) if s is not None]
+    found = (details_section(run, "confusion_matrix", confusion_section), grade_error_section(run))
+    return [s for s in found if s is not None]

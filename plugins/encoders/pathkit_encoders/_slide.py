@@ -12,9 +12,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pathkit_core import hookimpl
 from pathkit_core.contracts import PathkitError, SlideEncoder
-from pathkit_encoders._vit import build_on, resolve_reference, seeded
+from pathkit_encoders._vit import build_on, hook_registrar, resolve_reference, row_class, seeded
 from pathkit_encoders.slide_table import SlideSpec
 
 if TYPE_CHECKING:
@@ -26,19 +25,11 @@ _CONTRACT_FIELDS = ("name", "description", "patch_encoder", "patch_dim", "embed_
 
 
 def slide_encoder_class(spec: SlideSpec, module: str, class_name: str) -> type[TableSlideEncoder]:
-    attrs: dict[str, Any] = {field: getattr(spec, field) for field in _CONTRACT_FIELDS}
-    attrs.update(spec=spec, __module__=module, __qualname__=class_name,
-                 __doc__=f"{spec.description} (row {spec.name!r} of pathkit_encoders.slide_table).")
-    return type(class_name, (TableSlideEncoder,), attrs)
+    return row_class(spec, TableSlideEncoder, _CONTRACT_FIELDS, "pathkit_encoders.slide_table", module, class_name)
 
 
 def slide_registrar(*classes: type[SlideEncoder]) -> Callable[..., None]:
-    @hookimpl
-    def register_slide_encoders(register: Callable[[type[SlideEncoder]], Any]) -> None:
-        for cls in classes:
-            register(cls)
-
-    return register_slide_encoders
+    return hook_registrar("register_slide_encoders", classes)
 
 
 class TableSlideEncoder(SlideEncoder):

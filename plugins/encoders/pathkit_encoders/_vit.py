@@ -61,24 +61,35 @@ _CONTRACT_FIELDS = ("name", "description", "embed_dim", "tile_spec", "precision"
                     "resize_px", "crop_px", "joint_space", "is_pathology_model", "random_init_seed")
 
 
-def encoder_class(spec: EncoderSpec, module: str, class_name: str) -> type[ViTTileEncoder]:
-    """The registered `Encoder` class of one table row, defined as `module.class_name` (so that
-    it pickles and reads like a written class)."""
-    attrs: dict[str, Any] = {field: getattr(spec, field) for field in _CONTRACT_FIELDS}
+def row_class(spec: Any, base: type, fields: tuple[str, ...], table: str, module: str, class_name: str) -> type:
+    """The registered class of one row of `table` (a subclass of `base` with the row's `fields` as
+    its contract attributes), defined as `module.class_name` so that it pickles and reads like a
+    written class."""
+    attrs: dict[str, Any] = {field: getattr(spec, field) for field in fields}
     attrs.update(spec=spec, __module__=module, __qualname__=class_name,
-                 __doc__=f"{spec.description} (row {spec.name!r} of pathkit_encoders.table).")
-    return type(class_name, (ViTTileEncoder,), attrs)
+                 __doc__=f"{spec.description} (row {spec.name!r} of {table}).")
+    return type(class_name, (base,), attrs)
+
+
+def encoder_class(spec: EncoderSpec, module: str, class_name: str) -> type[ViTTileEncoder]:
+    """The registered `Encoder` class of one row of `pathkit_encoders.table`."""
+    return row_class(spec, ViTTileEncoder, _CONTRACT_FIELDS, "pathkit_encoders.table", module, class_name)
+
+
+def hook_registrar(hook: str, classes: tuple[type, ...]) -> Callable[..., None]:
+    """A plugin module's registration hook `hook` (assigned to that name) registering `classes`."""
+
+    def register_classes(register: Callable[[type], Any]) -> None:
+        for cls in classes:
+            register(cls)
+
+    register_classes.__name__ = register_classes.__qualname__ = hook
+    return hookimpl(register_classes)
 
 
 def registrar(*classes: type[Encoder]) -> Callable[..., None]:
     """A plugin module's `register_encoders` hook registering `classes`."""
-
-    @hookimpl
-    def register_encoders(register: Callable[[type[Encoder]], Any]) -> None:
-        for cls in classes:
-            register(cls)
-
-    return register_encoders
+    return hook_registrar("register_encoders", classes)
 
 
 class ViTTileEncoder(Encoder):

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pathkit_core.contracts import PathkitError
 from pathkit_generators._hashing import stable_hash as _stable_hash
+from pathkit_generators._tensor_file import read_tensor_file, write_tensor_file
 
 if TYPE_CHECKING:
     import torch
@@ -215,37 +216,21 @@ class KnowledgeBank:
     # ------------------------------------------------------------------ files
 
     def save(self, path: Path) -> Path:
-        from safetensors.torch import save_file
-
-        from pathkit_core.workspace import atomic_write_with
-
         metadata = {"format": BANK_FORMAT, "hash": self.hash, "embedder": json.dumps(self.embedder, sort_keys=True),
                     "sentences": json.dumps(self.sentences)}
-        tensors = {"embeddings": self.embeddings.detach().float().cpu().contiguous()}
-        atomic_write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
-        return path
+        return write_tensor_file(path, {"embeddings": self.embeddings.detach().float().cpu().contiguous()}, metadata)
 
     @classmethod
     def load(cls, path: Path) -> KnowledgeBank:
-        from safetensors import SafetensorError, safe_open
-
-        try:
-            with safe_open(str(path), framework="pt") as handle:
-                metadata = handle.metadata() or {}
-                embeddings = handle.get_tensor("embeddings")
-            if metadata.get("format") != BANK_FORMAT:
-                raise PathkitError(f"knowledge bank {path}: unknown format {metadata.get('format')!r}")
-            sentences = json.loads(metadata["sentences"])
-            embedder = json.loads(metadata["embedder"])
-            bank_hash = metadata["hash"]
-        except (OSError, SafetensorError, KeyError, json.JSONDecodeError) as exc:
-            raise PathkitError(f"knowledge bank {path} is unreadable: {exc}") from exc
+        arrays, fields = read_tensor_file(path, "knowledge bank", BANK_FORMAT, ["embeddings"],
+                                          ["sentences", "embedder", "hash"], json_fields=["sentences", "embedder"])
+        embeddings, sentences, embedder = arrays["embeddings"], fields["sentences"], fields["embedder"]
         if embeddings.ndim != 2 or embeddings.shape[0] != len(sentences):
             raise PathkitError(f"knowledge bank {path}: {tuple(embeddings.shape)} embeddings for "
                                f"{len(sentences)} sentences")
-        if bank_content_hash(embedder, sentences) != bank_hash:
+        if bank_content_hash(embedder, sentences) != fields["hash"]:
             raise PathkitError(f"knowledge bank {path}: its hash does not match its sentences and embedder")
-        return cls(sentences, embeddings, embedder, bank_hash)
+        return cls(sentences, embeddings, embedder, fields["hash"])
 
 
 def bank_content_hash(embedder: Mapping[str, Any], sentences: Sequence[str]) -> str:
@@ -276,7 +261,6 @@ def build_knowledge_bank(reports: Iterable[str], embedder: TextEmbedder, *,
                            f"{len(sentences)} sentences of dim {embedder.dim}")
     bank = KnowledgeBank(sentences, embeddings, identity, bank_hash)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         bank.save(path)
         log.info("BiGen knowledge bank %s built (%d sentences) and saved to %s", bank_hash, len(bank), path)
     return bank

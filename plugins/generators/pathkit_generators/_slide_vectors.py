@@ -3,18 +3,37 @@ its tile features, or with the `slide_encoder` hparam that slide encoder's embed
 per bag and kept in the feature store (pathkit_generators/slide_probe.py; docs/encoders.md,
 "Slide embeddings in slide tasks").
 
-Imported only from the heads' `build` (it imports torch)."""
+torch is imported when vectors are made, not with the heads' modules."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
+from pathkit_core.contracts import Generator
+
+if TYPE_CHECKING:
+    import torch
+
+# the hparams that name the slide encoder (None: the mean of the tile features) and its checkpoint
+SLIDE_ENCODER_HPARAMS: Mapping[str, Any] = {"slide_encoder": None, "slide_encoder_weights": None}
+
+
+class SlideVectorHead(Generator):
+    """A head fitted when built on one vector per case (`slide_vectors`), no training loop."""
+
+    default_train: ClassVar[dict[str, Any]] = {"batch_size": 256}
+    default_max_tiles: ClassVar[int | None] = None
+    needs_fit: ClassVar[bool] = False
+
+    def key_facts(self, hparams: dict[str, Any]) -> dict[str, Any]:
+        return slide_key_facts(hparams)
 
 
 def mean_vectors(items: Sequence[dict[str, Any]]) -> torch.Tensor:
     """(cases, D) float32 mean of each item's tile features."""
+    import torch
+
     return torch.stack([torch.as_tensor(i["features"]).float().mean(dim=0) for i in items])
 
 

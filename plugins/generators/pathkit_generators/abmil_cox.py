@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
-from pathkit_tasks import TASK_SURVIVAL
+from pathkit_core.contracts import GeneratorSpec, PathkitError, TaskModel
+from pathkit_generators._abmil_survival import AttentionSurvivalHead
 
 
-class AttentionCox(Generator):
+class AttentionCox(AttentionSurvivalHead):
     """The CLAM-style gated-attention MIL network (`abmil`, one output) with the negative Cox
     partial log-likelihood over each batch of bags (Breslow's handling of tied event times). The
     partial likelihood compares cases within a batch, so a batch holds many bags (`batch_size`);
@@ -18,19 +18,13 @@ class AttentionCox(Generator):
 
     name: ClassVar[str] = "abmil-cox"
     description: ClassVar[str] = "gated-attention MIL with the Cox partial likelihood (Breslow ties; torchsurv)"
-    tasks: ClassVar[tuple[str, ...]] = (TASK_SURVIVAL,)
     default_hparams: ClassVar[dict[str, Any]] = {"size": "small", "dropout": 0.25, "ties": "breslow",
                                                  "max_tiles": 4096}
-    default_train: ClassVar[dict[str, Any]] = {"max_epochs": 40, "lr": 2e-4, "weight_decay": 1e-4,
-                                               "batch_size": 32, "early_stop_patience": 10, "selection_mode": "min"}
-    default_max_tiles: ClassVar[int | None] = 4096
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         from pathkit_generators._survival_mil import CoxMIL
 
-        hp = self.hparams(spec.hparams)
-        if spec.feature_dim <= 0:
-            raise PathkitError(f"{self.name}: feature_dim must be positive, got {spec.feature_dim}")
+        hp = self.checked_hparams(spec)
         if hp["ties"] not in ("breslow", "efron"):
             raise PathkitError(f"{self.name}: hparam ties={hp['ties']!r}: choose breslow or efron")
         return CoxMIL(spec.feature_dim, size=str(hp["size"]), dropout=float(hp["dropout"]), ties=str(hp["ties"]),

@@ -7,31 +7,25 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
-from pathkit_tasks import TASK_SURVIVAL
+from pathkit_core.contracts import GeneratorSpec, PathkitError, TaskModel
+from pathkit_generators._abmil_survival import AttentionSurvivalHead
 
 
-class AttentionNLL(Generator):
+class AttentionNLL(AttentionSurvivalHead):
     """The gated-attention MIL network (`abmil`) with `n_bins` hazard outputs, trained with the
     discrete-time NLL (`alpha` weighs the event terms up, as PORPOISE's `alpha_surv`). The bin
     edges come from the train split's event times and are saved with the checkpoint."""
 
     name: ClassVar[str] = "abmil-nll"
     description: ClassVar[str] = "gated-attention MIL with the discrete-time survival NLL over quantile time bins"
-    tasks: ClassVar[tuple[str, ...]] = (TASK_SURVIVAL,)
     default_hparams: ClassVar[dict[str, Any]] = {"size": "small", "dropout": 0.25, "n_bins": 4, "alpha": 0.0,
                                                  "max_tiles": 4096}
-    default_train: ClassVar[dict[str, Any]] = {"max_epochs": 40, "lr": 2e-4, "weight_decay": 1e-4,
-                                               "batch_size": 32, "early_stop_patience": 10, "selection_mode": "min"}
-    default_max_tiles: ClassVar[int | None] = 4096
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         from pathkit_generators._survival_nll import DiscreteTimeMIL, quantile_edges
         from pathkit_tasks.survival.target import parse_target
 
-        hp = self.hparams(spec.hparams)
-        if spec.feature_dim <= 0:
-            raise PathkitError(f"{self.name}: feature_dim must be positive, got {spec.feature_dim}")
+        hp = self.checked_hparams(spec)
         n_bins = int(hp["n_bins"])
         if n_bins < 2:
             raise PathkitError(f"{self.name}: n_bins={n_bins}; at least 2 time bins")

@@ -8,11 +8,12 @@ import math
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_core.contracts import GeneratorSpec, PathkitError, TaskModel
+from pathkit_generators._slide_vectors import SLIDE_ENCODER_HPARAMS, SlideVectorHead
 from pathkit_tasks import TASK_SURVIVAL
 
 
-class CoxNet(Generator):
+class CoxNet(SlideVectorHead):
     """Slide embedding = mean of its tile features, standardised by the train mean and SD; scikit-
     survival's `CoxnetSurvivalAnalysis` fits the path of `n_alphas` penalties (from the largest that
     zeroes every coefficient down to `alpha_min_ratio` of it) with `l1_ratio`; the penalty with the
@@ -23,16 +24,7 @@ class CoxNet(Generator):
     description: ClassVar[str] = "elastic-net Cox (scikit-survival) on mean-pooled slide embeddings, penalty swept"
     tasks: ClassVar[tuple[str, ...]] = (TASK_SURVIVAL,)
     default_hparams: ClassVar[dict[str, Any]] = {"l1_ratio": 0.5, "n_alphas": 50, "alpha_min_ratio": 0.01,
-                                                 "max_iter": 100000, "slide_encoder": None,
-                                                 "slide_encoder_weights": None}
-    default_train: ClassVar[dict[str, Any]] = {"batch_size": 256}
-    default_max_tiles: ClassVar[int | None] = None
-    needs_fit: ClassVar[bool] = False
-
-    def key_facts(self, hparams: dict[str, Any]) -> dict[str, Any]:
-        from pathkit_generators._slide_vectors import slide_key_facts
-
-        return slide_key_facts(hparams)
+                                                 "max_iter": 100000, **SLIDE_ENCODER_HPARAMS}
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         import numpy as np

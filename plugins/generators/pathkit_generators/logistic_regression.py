@@ -8,8 +8,42 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
 from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
+# the hparams of UNI's linear probe: C (None: D*K/100), L-BFGS iterations, fit on train + validation
+PROBE_HPARAMS: dict[str, Any] = {"C": None, "max_iter": 1000, "combine_trainval": True}
 
-class LogisticRegressionProbe(Generator):
+
+class LinearProbeHead(Generator):
+    """A head of UNI's linear-probe protocol (logistic-regression, the slide-embedding probes),
+    fitted when built on frozen features: the core training loop is not used."""
+
+    default_max_tiles: ClassVar[int | None] = None
+    needs_fit: ClassVar[bool] = False
+
+    def fit_probe(self, features: Any, labels: Any, spec: GeneratorSpec, hp: dict[str, Any],
+                  what: str) -> tuple[Any, Any, dict[str, Any]]:
+        """UNI's linear probe on (features, labels): C = D*K/100 (K the classes seen) unless
+        `hp["C"]` is given, fitted by `fit_lbfgs`. The (K, D) weight and (K,) bias cover every class
+        of the task; a class without training cases (`what`: "patch", "slide") has bias -inf and is
+        never predicted."""
+        import torch
+
+        from pathkit_generators._patch import n_classes
+
+        k = n_classes(spec, labels, self.name)
+        seen = sorted(set(labels.tolist()))
+        if len(seen) < 2:
+            raise PathkitError(f"{self.name}: every training {what} has class {seen[0]}; a classifier needs two")
+        c = float(hp["C"]) if hp["C"] is not None else features.shape[1] * len(seen) / 100.0
+        if c <= 0:
+            raise PathkitError(f"{self.name}: C must be positive, got {c}")
+        coef, intercept, n_iter = fit_lbfgs(features, labels, seen, c, int(hp["max_iter"]))
+        weight, bias = torch.zeros(k, features.shape[1]), torch.full((k,), -torch.inf)
+        rows = torch.as_tensor(seen)
+        weight[rows], bias[rows] = coef.float(), intercept.float()
+        return weight, bias, {"C": c, "n_iter": n_iter, "classes_seen": len(seen)}
+
+
+class LogisticRegressionProbe(LinearProbeHead):
     """Multinomial (two classes: binary) logistic regression with C = D*K/100 (D feature
     dimension, K classes in the training labels) and max_iter 1000, fitted on train + validation
     as UNI's `eval_linear_probe` does by default (`combine_trainval`). The objective, the
@@ -22,33 +56,17 @@ class LogisticRegressionProbe(Generator):
     name: ClassVar[str] = "logistic-regression"
     description: ClassVar[str] = "L-BFGS logistic regression on frozen patch features (UNI: C = D*K/100)"
     tasks: ClassVar[tuple[str, ...]] = (TASK_PATCH_CLASSIFICATION,)
-    default_hparams: ClassVar[dict[str, Any]] = {"C": None, "max_iter": 1000, "combine_trainval": True,
-                                                 "n_classes": None}
+    default_hparams: ClassVar[dict[str, Any]] = {**PROBE_HPARAMS, "n_classes": None}
     default_train: ClassVar[dict[str, Any]] = {"batch_size": 4096}
-    default_max_tiles: ClassVar[int | None] = None
-    needs_fit: ClassVar[bool] = False
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         import torch
 
-        from pathkit_generators._patch import PatchHead, n_classes, training_set
+        from pathkit_generators._patch import PatchHead, training_set
 
         hp = self.hparams(spec.hparams)
         feats, labels = training_set(spec, self.name, with_val=bool(hp["combine_trainval"]))
-        k = n_classes(spec, labels, self.name)
-        seen = sorted(set(labels.tolist()))
-        if len(seen) < 2:
-            raise PathkitError(f"{self.name}: every training patch has class {seen[0]}; a classifier needs two")
-        c = float(hp["C"]) if hp["C"] is not None else feats.shape[1] * len(seen) / 100.0
-        if c <= 0:
-            raise PathkitError(f"{self.name}: C must be positive, got {c}")
-        coef, intercept, n_iter = fit_lbfgs(feats, labels, seen, c, int(hp["max_iter"]))
-        weight = torch.zeros(k, feats.shape[1])
-        bias = torch.full((k,), -torch.inf)  # a class without training patches is never predicted
-        rows = torch.as_tensor(seen)
-        weight[rows] = coef.float()
-        bias[rows] = intercept.float()
-        fitted = {"C": c, "n_iter": n_iter, "classes_seen": len(seen)}
+        weight, bias, fitted = self.fit_probe(feats, labels, spec, hp, "patch")
 
         class FittedLogisticRegression(PatchHead):
             name = "logistic-regression"

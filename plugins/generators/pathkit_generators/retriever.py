@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_core.contracts import GeneratorSpec, PathkitError, TaskModel
+from pathkit_generators._slide_vectors import SLIDE_ENCODER_HPARAMS, SlideVectorHead
 from pathkit_tasks import TASK_RETRIEVAL
 
 SIMILARITIES = ("cosine", "l2")
 
 
-class FeatureRetriever(Generator):
+class FeatureRetriever(SlideVectorHead):
     """Keys: the train cases, each the mean of its tile features (a slide embedding by mean
     pooling; a patch is its one row). A query's keys are ranked by cosine similarity (or by negative
     Euclidean distance, `similarity="l2"`, Patho-Bench's default), after subtracting the train mean
@@ -23,15 +24,7 @@ class FeatureRetriever(Generator):
     description: ClassVar[str] = "rank the train cases by cosine (or L2) similarity of mean-pooled features"
     tasks: ClassVar[tuple[str, ...]] = (TASK_RETRIEVAL,)
     default_hparams: ClassVar[dict[str, Any]] = {"similarity": "cosine", "centre": False, "depth": 10,
-                                                 "slide_encoder": None, "slide_encoder_weights": None}
-    default_train: ClassVar[dict[str, Any]] = {"batch_size": 256}
-    default_max_tiles: ClassVar[int | None] = None
-    needs_fit: ClassVar[bool] = False
-
-    def key_facts(self, hparams: dict[str, Any]) -> dict[str, Any]:
-        from pathkit_generators._slide_vectors import slide_key_facts
-
-        return slide_key_facts(hparams)
+                                                 **SLIDE_ENCODER_HPARAMS}
 
     def build(self, spec: GeneratorSpec) -> TaskModel:
         import torch

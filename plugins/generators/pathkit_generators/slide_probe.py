@@ -17,22 +17,20 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Generator, GeneratorSpec, PathkitError, TaskModel
+from pathkit_core.contracts import GeneratorSpec, PathkitError, TaskModel
+from pathkit_generators.logistic_regression import PROBE_HPARAMS, LinearProbeHead
 from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 STORE_FOLDER = "slide-embeddings"
 
 
-class SlideEmbeddingProbe(Generator):
+class SlideEmbeddingProbe(LinearProbeHead):
     """Logistic regression on the slide embeddings of `slide_encoder` (set per subclass)."""
 
     slide_encoder: ClassVar[str] = ""
     tasks: ClassVar[tuple[str, ...]] = (TASK_SLIDE_CLASSIFICATION,)
-    default_hparams: ClassVar[dict[str, Any]] = {"C": None, "max_iter": 1000, "combine_trainval": True,
-                                                 "weights": None}
+    default_hparams: ClassVar[dict[str, Any]] = {**PROBE_HPARAMS, "weights": None}
     default_train: ClassVar[dict[str, Any]] = {"batch_size": 64}
-    default_max_tiles: ClassVar[int | None] = None
-    needs_fit: ClassVar[bool] = False
 
     def key_facts(self, hparams: dict[str, Any]) -> dict[str, Any]:
         """What the fit depends on besides the items: the slide encoder's architecture and the
@@ -43,8 +41,7 @@ class SlideEmbeddingProbe(Generator):
         import torch
         from pathkit_encoders.slide_store import embed_items
 
-        from pathkit_generators._patch import PatchHead, n_classes
-        from pathkit_generators.logistic_regression import fit_lbfgs
+        from pathkit_generators._patch import PatchHead
 
         hp = self.hparams(spec.hparams)
         encoder = _slide_encoder(self.slide_encoder)
@@ -58,16 +55,9 @@ class SlideEmbeddingProbe(Generator):
         embedded = [embed_items(encoder, model, part, store) for part in parts]
         feats = torch.cat([e for e, _ in embedded])
         labels = torch.as_tensor([int(item["target"]) for part in parts for item in part], dtype=torch.long)
-        k = n_classes(spec, labels, self.name)
-        seen = sorted(set(labels.tolist()))
-        if len(seen) < 2:
-            raise PathkitError(f"{self.name}: every training slide has class {seen[0]}; a classifier needs two")
-        c = float(hp["C"]) if hp["C"] is not None else feats.shape[1] * len(seen) / 100.0
-        coef, intercept, n_iter = fit_lbfgs(feats, labels, seen, c, int(hp["max_iter"]))
-        weight, bias = torch.zeros(k, feats.shape[1]), torch.full((k,), -torch.inf)
-        weight[torch.as_tensor(seen)], bias[torch.as_tensor(seen)] = coef.float(), intercept.float()
+        weight, bias, fit = self.fit_probe(feats, labels, spec, hp, "slide")
         statuses = [s for _, part in embedded for s in part]
-        fitted = {"C": c, "n_iter": n_iter, "slide_encoder": encoder.name, "identity": encoder.identity(),
+        fitted = {"C": fit["C"], "n_iter": fit["n_iter"], "slide_encoder": encoder.name, "identity": encoder.identity(),
                   "embedded_at_fit": {"computed": statuses.count("computed"), "reused": statuses.count("reused")}}
         name = self.name
 

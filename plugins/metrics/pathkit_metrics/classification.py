@@ -493,14 +493,8 @@ class ClassificationMetric(Metric):
                                                            "accuracy": ("correct", "correct"),
                                                            "balanced_accuracy": ("mean", "balanced_accuracy_term")}
 
-    def compute(
-        self,
-        predictions: Sequence[Any],
-        references: Sequence[Any],
-        *,
-        ids: Sequence[str] | None = None,
-        context: Mapping[str, Any] | None = None,
-    ) -> MetricResult:
+    def compute(self, predictions: Sequence[Any], references: Sequence[Any], *, ids: Sequence[str] | None = None,
+                context: Mapping[str, Any] | None = None) -> MetricResult:
         import numpy as np
         import polars as pl
 

@@ -58,14 +58,8 @@ class CRQSMetric(Metric):
     }
     citation: ClassVar[str] = CITATION
 
-    def compute(
-        self,
-        predictions: Sequence[Any],
-        references: Sequence[Any],
-        *,
-        ids: Sequence[str] | None = None,
-        context: Mapping[str, Any] | None = None,
-    ) -> MetricResult:
+    def compute(self, predictions: Sequence[Any], references: Sequence[Any], *, ids: Sequence[str] | None = None,
+                context: Mapping[str, Any] | None = None) -> MetricResult:
         from pathkit_metrics._crqs.scoring import score_reports
 
         return score_reports(predictions, references, ids=ids, context=context)

@@ -518,14 +518,8 @@ class HAREMetric(Metric):
         "histopathology reports, arXiv:2509.16326"
     )
 
-    def compute(
-        self,
-        predictions: Sequence[Any],
-        references: Sequence[Any],
-        *,
-        ids: Sequence[str] | None = None,
-        context: Mapping[str, Any] | None = None,
-    ) -> MetricResult:
+    def compute(self, predictions: Sequence[Any], references: Sequence[Any], *, ids: Sequence[str] | None = None,
+                context: Mapping[str, Any] | None = None) -> MetricResult:
         import numpy as np
         import polars as pl
 

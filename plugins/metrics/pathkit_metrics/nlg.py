@@ -97,14 +97,8 @@ class NLGMetric(Metric):
         if use_meteor:
             meteor_mod.start_meteor()
 
-    def compute(
-        self,
-        predictions: Sequence[Any],
-        references: Sequence[Any],
-        *,
-        ids: Sequence[str] | None = None,
-        context: Mapping[str, Any] | None = None,
-    ) -> MetricResult:
+    def compute(self, predictions: Sequence[Any], references: Sequence[Any], *, ids: Sequence[str] | None = None,
+                context: Mapping[str, Any] | None = None) -> MetricResult:
         import numpy as np
         import polars as pl
 

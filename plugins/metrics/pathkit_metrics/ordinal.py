@@ -13,13 +13,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
+from pathkit_metrics._intervals import RESAMPLE_OPTIONS, SELECTION_OPTION, add_intervals, case_intervals, n_resamples
 from pathkit_tasks import TASK_ORDINAL
 
 if TYPE_CHECKING:
     import numpy as np
-
-DEFAULT_RESAMPLES = 1000
-DEFAULT_LEVEL = 0.95
 
 
 def _name(value: Any) -> str:
@@ -101,10 +99,7 @@ class OrdinalMetric(Metric):
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("classes", "any", None, "the ordered classes, lowest first, comma-separated (default: the "
                       "run's class names)"),
-        DatasetOption("n_resamples", "int", DEFAULT_RESAMPLES, "bootstrap resamples (0: no CI)"),
-        DatasetOption("ci_level", "float", DEFAULT_LEVEL, "confidence level of the CIs"),
-        DatasetOption("seed", "int", 0, "bootstrap seed"),
-        DatasetOption("selection", "bool", False, "epoch selection: no CIs"),
+        *RESAMPLE_OPTIONS, SELECTION_OPTION,
     )
 
     @staticmethod
@@ -129,10 +124,9 @@ class OrdinalMetric(Metric):
                    "accuracy": float((y == p).mean()), "n_cases": float(y.size)}
         details: dict[str, Any] = {"classes": classes, "confusion_matrix": confusion.astype(int).tolist(),
                                    "confusion_axes": ["reference", "prediction"]}
-        n_resamples = 0 if options.get("selection") else int(options.get("n_resamples", DEFAULT_RESAMPLES))
-        if n_resamples > 0:
-            self._intervals(summary, details, y, p, k, n_resamples, float(options.get("ci_level", DEFAULT_LEVEL)),
-                            int(options.get("seed", 0)))
+        n = n_resamples(options)
+        if n > 0:
+            self._intervals(summary, details, y, p, k, n, options)
         case_ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(y.size)]
         per_case = pl.DataFrame({"id": case_ids, "target": y, "predicted": p, "target_class": [classes[i] for i in y],
                                  "predicted_class": [classes[i] for i in p], "correct": (y == p).astype(float),
@@ -141,11 +135,9 @@ class OrdinalMetric(Metric):
 
     @staticmethod
     def _intervals(summary: dict[str, float], details: dict[str, Any], y: np.ndarray, p: np.ndarray, k: int,
-                   n_resamples: int, level: float, seed: int) -> None:
+                   n: int, options: dict[str, Any]) -> None:
         """Percentile bootstrap CIs of the three scores over one set of resamples of the cases."""
         import numpy as np
-
-        from pathkit_core.evaluation.bootstrap import bootstrap_statistics_ci
 
         cell = y * k + p
 
@@ -156,10 +148,8 @@ class OrdinalMetric(Metric):
             return {"qwk": np.asarray(kappas), "mean_abs_grade_error": np.abs(y[block] - p[block]).mean(axis=1),
                     "accuracy": (y[block] == p[block]).mean(axis=1)}
 
-        for key, (low, high) in bootstrap_statistics_ci(statistics, int(y.size), n_resamples, seed, level).items():
-            summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
-        details["intervals"] = {k_: f"percentile bootstrap ({n_resamples} resamples of the cases)"
-                                for k_ in ("qwk", "mean_abs_grade_error", "accuracy")}
+        add_intervals(summary, details, case_intervals(statistics, int(y.size), options, n),
+                      ("qwk", "mean_abs_grade_error", "accuracy"), n, "cases")
 
 
 @hookimpl

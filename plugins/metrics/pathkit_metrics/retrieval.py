@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
+from pathkit_metrics._intervals import DEFAULT_LEVEL, RESAMPLE_OPTIONS, SELECTION_OPTION, add_intervals, n_resamples
 from pathkit_tasks import TASK_RETRIEVAL
 
 if TYPE_CHECKING:
     pass
 
 DEFAULT_KS = (1, 3, 5)
-DEFAULT_RESAMPLES = 1000
 
 
 def query_scores(ranked: Sequence[int], label: int, k: int) -> tuple[float, float, float]:
@@ -98,10 +98,7 @@ class RetrievalMetric(Metric):
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("ks", "any", None, "the k of each score, comma-separated (default 1,3,5)"),
         DatasetOption("classes", "any", None, "class names, to read references given by name"),
-        DatasetOption("n_resamples", "int", DEFAULT_RESAMPLES, "bootstrap resamples (0: no CI)"),
-        DatasetOption("ci_level", "float", 0.95, "confidence level of the CIs"),
-        DatasetOption("seed", "int", 0, "bootstrap seed"),
-        DatasetOption("selection", "bool", False, "epoch selection: no CIs"),
+        *RESAMPLE_OPTIONS, SELECTION_OPTION,
     )
 
     def compute(self, predictions, references, *, ids=None, context=None) -> MetricResult:
@@ -132,16 +129,13 @@ class RetrievalMetric(Metric):
         summary["n_cases"] = float(len(labels))
         details: dict[str, Any] = {"ks": ks, "classes": classes,
                                    "per_class_retrieval": self._per_class(columns, keys, labels, classes)}
-        n_resamples = 0 if options.get("selection") else int(options.get("n_resamples", DEFAULT_RESAMPLES))
-        if n_resamples > 0:
+        n = n_resamples(options)
+        if n > 0:
             from pathkit_core.evaluation.bootstrap import bootstrap_ci
 
-            for key in keys:
-                low, high = bootstrap_ci(np.asarray(columns[key]), n_resamples, int(options.get("seed", 0)),
-                                         float(options.get("ci_level", 0.95)))
-                summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
-            details["intervals"] = {key: f"percentile bootstrap ({n_resamples} resamples of the queries)"
-                                    for key in keys}
+            seed, level = int(options.get("seed", 0)), float(options.get("ci_level", DEFAULT_LEVEL))
+            intervals = {key: bootstrap_ci(np.asarray(columns[key]), n, seed, level) for key in keys}
+            add_intervals(summary, details, intervals, keys, n, "queries")
         return MetricResult(summary, pl.DataFrame(columns), details)
 
     @staticmethod

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
+from pathkit_metrics._intervals import RESAMPLE_OPTIONS, SELECTION_OPTION, add_intervals, case_intervals, n_resamples
 from pathkit_tasks import TASK_SURVIVAL
 
 if TYPE_CHECKING:
     import numpy as np
 
-DEFAULT_RESAMPLES = 1000
-DEFAULT_LEVEL = 0.95
 # Horizons when none are given: the 25th, 50th and 75th percentiles of the test cases' event times.
 DEFAULT_HORIZON_QUANTILES = (0.25, 0.5, 0.75)
 
@@ -222,13 +221,11 @@ class SurvivalMetric(Metric):
                                "On the C-statistics for evaluating overall adequacy of risk prediction procedures "
                                "with censored survival data. Stat Med 2011")
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
-        DatasetOption("n_resamples", "int", DEFAULT_RESAMPLES, "bootstrap resamples (0: no CI)"),
-        DatasetOption("ci_level", "float", DEFAULT_LEVEL, "confidence level of the CIs"),
-        DatasetOption("seed", "int", 0, "bootstrap seed"),
+        *RESAMPLE_OPTIONS,
         DatasetOption("horizons", "any", None, "times of the time-dependent AUC, comma-separated, in the "
                       "dataset's time unit (default: the quartiles of the test event times)"),
         DatasetOption("tau", "float", None, "truncation time of Uno's C (default: none)"),
-        DatasetOption("selection", "bool", False, "epoch selection: no CIs"),
+        SELECTION_OPTION,
     )
 
     @staticmethod
@@ -257,24 +254,21 @@ class SurvivalMetric(Metric):
         curves = survival_at(predictions, at) if at else None
         if curves is not None:
             summary.update(brier_scores(curves, time, event, train, at))
-        n_resamples = 0 if options.get("selection") else int(options.get("n_resamples", DEFAULT_RESAMPLES))
+        n = n_resamples(options)
         details: dict[str, Any] = {"horizons": at, "censoring_from": "train split" if given else "test cases",
                                    "censored_at_train_end": int((time > float(train["time"].max())).sum())}
-        if n_resamples > 0:
-            self._intervals(summary, details, risk, time, event, train, at, tau, n_resamples,
-                            float(options.get("ci_level", DEFAULT_LEVEL)), int(options.get("seed", 0)))
+        if n > 0:
+            self._intervals(summary, details, risk, time, event, train, at, tau, n, options)
         case_ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(risk.size)]
         per_case = pl.DataFrame({"id": case_ids, "risk": risk, "time": time, "event": event})
         return MetricResult(summary, per_case, details)
 
     @staticmethod
     def _intervals(summary: dict[str, float], details: dict[str, Any], risk: np.ndarray, time: np.ndarray,
-                   event: np.ndarray, train: np.ndarray, at: list[float], tau: float | None, n_resamples: int,
-                   level: float, seed: int) -> None:
+                   event: np.ndarray, train: np.ndarray, at: list[float], tau: float | None, n: int,
+                   options: dict[str, Any]) -> None:
         """Percentile bootstrap CIs over one set of resamples of the test cases."""
         import numpy as np
-
-        from pathkit_core.evaluation.bootstrap import bootstrap_statistics_ci
 
         comparable, concordant = concordance_pairs(risk, time, event)
 
@@ -286,11 +280,8 @@ class SurvivalMetric(Metric):
             return {"c_index": harrell_c_resampled(comparable, concordant, block),
                     **{k: np.asarray(v) for k, v in out.items()}}
 
-        for key, (low, high) in bootstrap_statistics_ci(statistics, int(risk.size), n_resamples, seed,
-                                                        level).items():
-            summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
-        details["intervals"] = {k: f"percentile bootstrap ({n_resamples} resamples of the test cases)"
-                                for k in ("c_index", "uno_c", "mean_auc")}
+        add_intervals(summary, details, case_intervals(statistics, int(risk.size), options, n),
+                      ("c_index", "uno_c", "mean_auc"), n, "test cases")
 
 
 @hookimpl

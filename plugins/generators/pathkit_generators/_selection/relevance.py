@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from pathkit_core.contracts import PathkitError
+from pathkit_generators._tensor_file import read_tensor_file, write_tensor_file
 from pathkit_tasks.vqa.selection import EvidencePool
 
 log = logging.getLogger(__name__)
@@ -139,34 +140,17 @@ class LearnedRelevance:
         import json
 
         import torch
-        from safetensors.torch import save_file
-
-        from pathkit_core.workspace import atomic_write_with
 
         tensors = {"weight": torch.from_numpy(self.weight.copy()), "mean": torch.from_numpy(self.mean.copy()),
                    "std": torch.from_numpy(self.std.copy()),
                    "idf": torch.tensor(self.embedder.idf, dtype=torch.float32)}
-        meta = {"format": _FORMAT, "facts": json.dumps(self._facts, sort_keys=True)}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=meta))
-        return path
+        return write_tensor_file(path, tensors, {"format": _FORMAT, "facts": json.dumps(self._facts, sort_keys=True)})
 
     @classmethod
     def load(cls, path: Path) -> LearnedRelevance:
-        import json
-
-        from safetensors import SafetensorError, safe_open
-
-        try:
-            with safe_open(str(path), framework="np") as handle:
-                meta = handle.metadata() or {}
-                arrays = {k: handle.get_tensor(k) for k in ("weight", "mean", "std", "idf")}
-            if meta.get("format") != _FORMAT:
-                raise PathkitError(f"{path}: not a learned relevance file (format {meta.get('format')!r})")
-            facts = json.loads(meta["facts"])
-        except (OSError, SafetensorError, KeyError, json.JSONDecodeError) as exc:
-            raise PathkitError(f"learned relevance {path} is unreadable: {exc}") from exc
-        return cls(arrays["weight"], arrays["mean"], arrays["std"], arrays["idf"].tolist(), facts)
+        arrays, fields = read_tensor_file(path, "learned relevance", _FORMAT, ("weight", "mean", "std", "idf"),
+                                          ["facts"], framework="np", json_fields=["facts"])
+        return cls(arrays["weight"], arrays["mean"], arrays["std"], arrays["idf"].tolist(), fields["facts"])
 
 
 def text_tower(options: Mapping[str, Any], *, required: bool) -> TextTowerRelevance | None:

@@ -235,24 +235,11 @@ def compare_fields(
         norm = raw / CRQS_MAX_RAW
         eq6_raw = W_CFC * cfc + W_KIR * kir_used + W_HR * (1.0 - hr) + W_CDS * (1.0 - cds)
         eq6 = eq6_raw / CRQS_MAX_RAW
-    return CaseComparison(
-        matched=tuple(matched),
-        missed=tuple(missed),
-        hallucinated=tuple(hallucinated),
-        discordant=tuple(discordant),
-        n_reference=n_reference,
-        n_prediction=n_prediction,
-        n_reference_key=sum(1 for name in schema.key_fields if name in reference),
-        cfc=cfc,
-        kir=kir,
-        hr=hr,
-        cds=cds,
-        crqs_raw=raw,
-        crqs=norm,
-        crqs_eq6_raw=eq6_raw,
-        crqs_eq6=eq6,
-        partial=partial,
-    )
+    return CaseComparison(matched=tuple(matched), missed=tuple(missed), hallucinated=tuple(hallucinated),
+                          discordant=tuple(discordant), n_reference=n_reference, n_prediction=n_prediction,
+                          n_reference_key=sum(1 for name in schema.key_fields if name in reference),
+                          cfc=cfc, kir=kir, hr=hr, cds=cds, crqs_raw=raw, crqs=norm, crqs_eq6_raw=eq6_raw,
+                          crqs_eq6=eq6, partial=partial)
 
 
 __all__ = [
