@@ -109,10 +109,8 @@ def run_checks(workdir: Path) -> list[tuple[str, str, str]]:
 def register(app: typer.Typer) -> None:
     @app.command("doctor")
     @user_errors
-    def doctor_cmd(
-        workdir: Path = typer.Option(Path("pathkit-work"), "--workdir", help="Workspace to check."),
-        as_json: bool = typer.Option(False, "--json"),
-    ) -> None:
+    def doctor_cmd(workdir: Path = typer.Option(Path("pathkit-work"), "--workdir", help="Workspace to check."),
+                   as_json: bool = typer.Option(False, "--json")) -> None:
         """Check the environment: Python, torch devices, OpenSlide, encoder weights, workspace, plugin checks."""
         rows = run_checks(workdir)
         if as_json:

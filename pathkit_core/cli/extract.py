@@ -20,10 +20,8 @@ def _barrier(state: Any) -> None:
         state.wait_for_everyone()
 
 
-def _tile_first(
-    slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: float | None, workers: int, progress: bool,
-    state: Any, shard: Any, slide_reader: str | None = None,
-) -> tuple[list[Path], list[str], set[str]]:
+def _tile_first(slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: float | None, workers: int, progress: bool,
+                state: Any, shard: Any, slide_reader: str | None = None) -> tuple[list[Path], list[str], set[str]]:
     """Tile this shard's slides with the encoder's tile spec: the manifests of all slides that
     have one (this shard's and other shards' so far), the ids of all slides given and the ids of
     those with a manifest."""
@@ -98,27 +96,21 @@ def register(app: typer.Typer) -> None:
         manifests: Path | None = typer.Option(
             None, "--manifests", "-m", help="Folder of tile manifests (<slide_id>.parquet) made by `pathkit tile`."
         ),
-        out: Path = typer.Option(
-            ..., "--out", "-o", help="Feature store folder (<out>/<encoder>/<slide>.safetensors)."
-        ),
+        out: Path = typer.Option(..., "--out", "-o",
+                                 help="Feature store folder (<out>/<encoder>/<slide>.safetensors)."),
         weights: Path | None = typer.Option(None, "--weights", help="Checkpoint file or folder."),
         batch_size: int = typer.Option(64, "--batch-size", "-b", min=1, help="Tiles per forward pass."),
-        workers: int | None = typer.Option(
-            None, "--workers", "-j", min=0, help="DataLoader workers reading tiles [GPU: up to 8; CPU: 0]."
-        ),
-        dtype: str = typer.Option(
-            "auto", "--dtype", help="Compute precision: auto (encoder's on GPU, fp32 on CPU), fp32, fp16, bf16."
-        ),
-        feature_dtype: str = typer.Option(
-            "float16", "--feature-dtype", help="Stored dtype: float16, bfloat16, float32."
-        ),
+        workers: int | None = typer.Option(None, "--workers", "-j", min=0,
+                                           help="DataLoader workers reading tiles [GPU: up to 8; CPU: 0]."),
+        dtype: str = typer.Option("auto", "--dtype",
+                                  help="Compute precision: auto (encoder's on GPU, fp32 on CPU), fp32, fp16, bf16."),
+        feature_dtype: str = typer.Option("float16", "--feature-dtype",
+                                          help="Stored dtype: float16, bfloat16, float32."),
         device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 [auto]."),
-        download: bool = typer.Option(
-            False, "--download", help="Allow downloading the checkpoint from the Hugging Face hub."
-        ),
-        tiles_dir: Path | None = typer.Option(
-            None, "--tiles-dir", help="Where SLIDE arguments are tiled [<out>/tiles/<tile spec>]."
-        ),
+        download: bool = typer.Option(False, "--download",
+                                      help="Allow downloading the checkpoint from the Hugging Face hub."),
+        tiles_dir: Path | None = typer.Option(None, "--tiles-dir",
+                                              help="Where SLIDE arguments are tiled [<out>/tiles/<tile spec>]."),
         mpp: float | None = typer.Option(None, "--slide-mpp", help="Level-0 mpp for slides whose metadata lacks it."),
         slide_reader: str | None = typer.Option(
             None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]."

@@ -124,6 +124,4 @@ def run_plain(table: Sequence[CliOption], run: Callable[..., Any], argv: Sequenc
     return 0
 
 
-__all__ = [
-    "REQUIRED", "CliOption", "typer_command", "parse_plain", "run_plain"
-]
+__all__ = ["REQUIRED", "CliOption", "typer_command", "parse_plain", "run_plain"]

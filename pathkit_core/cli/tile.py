@@ -19,23 +19,17 @@ def register(app: typer.Typer) -> None:
     def tile_cmd(
         slides: list[Path] = typer.Argument(..., help="Slide files and/or folders of slides."),
         out: Path = typer.Option(..., "--out", "-o", help="Folder for manifests, QC thumbnails, status."),
-        target_mpp: float = typer.Option(
-            0.5, "--mpp", "--target-mpp", help="Target resolution of the tiles in um/px."
-        ),
-        tile_px: int | None = typer.Option(
-            None, "--tile-px", help="Tile size in pixels at the target mpp (default 256)."
-        ),
-        tile_um: float | None = typer.Option(
-            None, "--tile-um", help="Tile size in micrometres instead (128 = 256 px at 0.5 um/px)."
-        ),
-        stride_px: int | None = typer.Option(
-            None, "--stride", help="Grid step in target pixels (default: the tile size)."
-        ),
+        target_mpp: float = typer.Option(0.5, "--mpp", "--target-mpp", help="Target resolution of the tiles in um/px."),
+        tile_px: int | None = typer.Option(None, "--tile-px",
+                                           help="Tile size in pixels at the target mpp (default 256)."),
+        tile_um: float | None = typer.Option(None, "--tile-um",
+                                             help="Tile size in micrometres instead (128 = 256 px at 0.5 um/px)."),
+        stride_px: int | None = typer.Option(None, "--stride",
+                                             help="Grid step in target pixels (default: the tile size)."),
         overlap: float = typer.Option(0.0, "--overlap", help="Tile overlap as a fraction (if no --stride)."),
         min_tissue: float = typer.Option(0.5, "--min-tissue", help="Minimum tissue fraction per tile."),
-        min_tissue_area: float = typer.Option(
-            25.0, "--min-tissue-area", help="Minimum tissue per slide in mm^2 (below: warned)."
-        ),
+        min_tissue_area: float = typer.Option(25.0, "--min-tissue-area",
+                                              help="Minimum tissue per slide in mm^2 (below: warned)."),
         exclude_low_tissue: bool = typer.Option(
             False, "--exclude-low-tissue", help="Give slides below --min-tissue-area no tiles (a cohort minimum)."
         ),
@@ -57,14 +51,12 @@ def register(app: typer.Typer) -> None:
             2048, "--thumbnail-px", help="Longest side of the tissue mask and its thumbnail, at most (docs/wsi.md)."
         ),
         workers: int = typer.Option(1, "--workers", "-j", min=1, help="Slides tiled in parallel (processes)."),
-        slide_mpp: float | None = typer.Option(
-            None, "--slide-mpp", help="The slide's own mpp when its metadata lacks it (one slide only)."
-        ),
+        slide_mpp: float | None = typer.Option(None, "--slide-mpp",
+                                               help="The slide's own mpp when its metadata lacks it (one slide only)."),
         mpp_csv: Path | None = typer.Option(None, "--mpp-csv", help="CSV `slide,mpp` of slide mpp values."),
         strict: bool = typer.Option(False, "--strict", help="Stop at the first failing slide."),
-        overwrite: bool = typer.Option(
-            False, "--overwrite", help="Replace manifests made with other parameters or an older slide."
-        ),
+        overwrite: bool = typer.Option(False, "--overwrite",
+                                       help="Replace manifests made with other parameters or an older slide."),
         write_csv: bool = typer.Option(False, "--csv", help="Also write <slide_id>.csv tile tables."),
         recursive: bool = typer.Option(False, "--recursive", "-r", help="Search folders recursively."),
         shard_option: str | None = typer.Option(
@@ -129,9 +121,7 @@ def register(app: typer.Typer) -> None:
         if slide_mpp is not None:
             paths = find_slides(slides, recursive=recursive)
             if len(paths) != 1:
-                raise PathkitError(
-                    f"--slide-mpp applies to one slide, but {len(paths)} were given; use --mpp-csv"
-                )
+                raise PathkitError(f"--slide-mpp applies to one slide, but {len(paths)} were given; use --mpp-csv")
             overrides[slide_id_for(paths[0])] = slide_mpp
         try:
             results = tile_slides(
@@ -181,11 +171,8 @@ def _summary(results: list, out: Path, params_hash: str) -> None:
         note = note[len(prefix):] if note.startswith(prefix) else note
         area = f"{r.tissue_area_mm2:.2f}" if r.tissue_area_mm2 is not None else ""
         rows.append((r.slide_id, r.status, r.code, r.n_tiles, area, f"{r.seconds:.1f}", note))
-    print_table(
-        f"tiling into {out} (params {params_hash})",
-        ["slide", "status", "code", "tiles", "tissue mm2", "s", "reason / warnings"],
-        rows,
-    )
+    print_table(f"tiling into {out} (params {params_hash})",
+                ["slide", "status", "code", "tiles", "tissue mm2", "s", "reason / warnings"], rows)
     if len(results) > _MAX_ROWS:
         console.print(escape(f"... {len(results) - _MAX_ROWS} more rows in {out / 'tiling_status.json'}"),
                       highlight=False)

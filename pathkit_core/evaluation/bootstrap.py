@@ -48,9 +48,7 @@ def _as_float_array(values: Sequence[float] | Any, nan_policy: str) -> np.ndarra
     return array
 
 
-def resample_indices(
-    n_cases: int, n_resamples: int = 1000, seed: int = 0
-) -> Iterator[np.ndarray]:
+def resample_indices(n_cases: int, n_resamples: int = 1000, seed: int = 0) -> Iterator[np.ndarray]:
     """Yield blocks of case indices, shape (block, n_cases), drawn with replacement.
 
     The blocks together hold `n_resamples` rows; the same `seed` gives the same rows
@@ -108,13 +106,8 @@ def _percentile_interval(distribution: np.ndarray, level: float) -> tuple[float,
     return (float(low), float(high))
 
 
-def bootstrap_distribution(
-    values: Sequence[float] | Any,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    *,
-    nan_policy: str = "omit",
-) -> np.ndarray:
+def bootstrap_distribution(values: Sequence[float] | Any, n_resamples: int = 1000, seed: int = 0, *,
+                           nan_policy: str = "omit") -> np.ndarray:
     """The `n_resamples` bootstrap means of `values` (empty when there is no finite value)."""
     import numpy as np
 
@@ -126,14 +119,8 @@ def bootstrap_distribution(
     return np.concatenate(means)
 
 
-def bootstrap_ci(
-    values: Sequence[float] | Any,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    *,
-    nan_policy: str = "omit",
-) -> tuple[float, float]:
+def bootstrap_ci(values: Sequence[float] | Any, n_resamples: int = 1000, seed: int = 0, level: float = 0.95, *,
+                 nan_policy: str = "omit") -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of per-case `values`.
 
     NaN values (a case where the metric is undefined, e.g. no key field in the reference)
@@ -146,15 +133,8 @@ def bootstrap_ci(
     return _percentile_interval(distribution, level)
 
 
-def bootstrap_statistic_ci(
-    statistic: Callable[[np.ndarray], float | np.ndarray],
-    n_cases: int,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    *,
-    vectorized: bool = False,
-) -> tuple[float, float]:
+def bootstrap_statistic_ci(statistic: Callable[[np.ndarray], float | np.ndarray], n_cases: int, n_resamples: int = 1000,
+                           seed: int = 0, level: float = 0.95, *, vectorized: bool = False) -> tuple[float, float]:
     """Percentile bootstrap interval of a corpus-level statistic (corpus BLEU, AUROC, ...).
 
     `statistic(indices)` receives the case indices of one resample (an int array of length
@@ -187,13 +167,9 @@ def bootstrap_statistic_ci(
 
 
 
-def bootstrap_statistics_ci(
-    statistics: Callable[[np.ndarray], Mapping[str, np.ndarray]],
-    n_cases: int,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> dict[str, tuple[float, float]]:
+def bootstrap_statistics_ci(statistics: Callable[[np.ndarray], Mapping[str, np.ndarray]], n_cases: int,
+                            n_resamples: int = 1000, seed: int = 0,
+                            level: float = 0.95) -> dict[str, tuple[float, float]]:
     """Percentile bootstrap intervals of several statistics over one set of resamples.
 
     `statistics(block)` receives a block of resamples, shape (block, n_cases), and returns a
@@ -222,10 +198,5 @@ def bootstrap_statistics_ci(
     return {name: _percentile_interval(np.concatenate(parts), level) for name, parts in collected.items()}
 
 
-__all__ = [
-    "bootstrap_ci",
-    "bootstrap_distribution",
-    "bootstrap_statistic_ci",
-    "bootstrap_statistics_ci",
-    "resample_indices",
-]
+__all__ = ["bootstrap_ci", "bootstrap_distribution", "bootstrap_statistic_ci", "bootstrap_statistics_ci",
+           "resample_indices"]

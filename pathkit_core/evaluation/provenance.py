@@ -73,9 +73,8 @@ def run_provenance(dataset: Any, encoder: str, weights: Iterable[str],
     weights = sorted({str(w) for w in weights if w})
     why = synthetic_reason(dataset, summary)
     kind = weights_kind(weights)
-    out: dict[str, Any] = {"dataset": dataset.name, "synthetic_data": bool(why),
-                           "encoder": encoder, "encoder_weights": kind,
-                           "weights": weights}
+    out: dict[str, Any] = {"dataset": dataset.name, "synthetic_data": bool(why), "encoder": encoder,
+                           "encoder_weights": kind, "weights": weights}
     if why:
         out["synthetic_why"] = why
     banners = []

@@ -37,8 +37,7 @@ def score_table(rows: list[ScoreRow], baselines: list[str], *, table_id: str, ca
     body = []
     for r in rows:
         body.append([r.label, r.value if r.value is not None else "n/a", r.ci_text,
-                     *(_baseline_cell(r, b) for b in baselines), r.better,
-                     _range_text(r), r.metric])
+                     *(_baseline_cell(r, b) for b in baselines), r.better, _range_text(r), r.metric])
     return table(headers, body, table_id=table_id, classes="headline scores", caption=caption)
 
 
@@ -166,8 +165,7 @@ def training_section(run: RunFolder) -> Section | None:
     chosen_x = fit.get("best_step") if by_step else selected
     if by_step and chosen_x is None and selected is not None:
         chosen_x = next((h.get("step") for h in history if h.get("epoch") == selected), None)
-    panels = [("loss", [("training loss", "train_loss"), ("validation loss", "val_loss")],
-               "loss (training objective)")]
+    panels = [("loss", [("training loss", "train_loss"), ("validation loss", "val_loss")], "loss (training objective)")]
     if selection != "val_loss" and any(finite_number(h.get("selection")) is not None for h in history):
         short = selection.rpartition(":")[2]
         panels.append(("selection", [(f"validation {selection}", "selection")], f"validation {short}"))
@@ -190,8 +188,7 @@ def training_section(run: RunFolder) -> Section | None:
             line.set_marker("o")
             line.set_markersize(3)
         if chosen_x is not None:
-            ax.axvline(chosen_x, color="#C00000", linestyle=":", linewidth=1.4,
-                       label=f"selected {x_label} {chosen_x}")
+            ax.axvline(chosen_x, color="#C00000", linestyle=":", linewidth=1.4, label=f"selected {x_label} {chosen_x}")
             ax.legend(fontsize="small", loc="best")
         if ylabel == "learning rate":
             ax.set_yscale("log")
@@ -329,8 +326,7 @@ def run_sections(run: RunFolder) -> list[Section]:
     own = task_sections(run)
     drawn = {s.key for s in own}
     sections: list[Section | None] = [headline_section(run), guarded(split_section, run, "Split", ORDER_SPLIT),
-                                      *own, guarded(lambda r: tables_section(r, drawn), run, "Tables",
-                                                     ORDER_TASK + 80),
+                                      *own, guarded(lambda r: tables_section(r, drawn), run, "Tables", ORDER_TASK + 80),
                                       guarded(training_section, run, "Training", ORDER_TRAINING),
                                       guarded(qc_section, run, "Quality control", ORDER_QC)]
     dataset = {k: v for k, v in (run.metrics.get("dataset") or {}).items() if k != "warnings"}

@@ -165,16 +165,8 @@ class _StepModule:
 # --------------------------------------------------------------------------- checkpoints
 
 
-def save_checkpoint(
-    directory: Path,
-    stem: str,
-    model: Any,
-    *,
-    config: Mapping[str, Any],
-    optimizer: Any = None,
-    scheduler: Any = None,
-    trainer_state: Mapping[str, Any] | None = None,
-) -> Path:
+def save_checkpoint(directory: Path, stem: str, model: Any, *, config: Mapping[str, Any], optimizer: Any = None,
+                    scheduler: Any = None, trainer_state: Mapping[str, Any] | None = None) -> Path:
     """Write `<stem>.safetensors` (weights, and optimizer/RNG state when given) and `<stem>.json`."""
     import torch
     from safetensors.torch import save_file
@@ -219,9 +211,7 @@ def discard_checkpoints(directory: Path) -> None:
     (directory / "history.json").unlink(missing_ok=True)
 
 
-def load_checkpoint(
-    weights: Path, model: Any, *, optimizer: Any = None, scheduler: Any = None
-) -> dict[str, Any]:
+def load_checkpoint(weights: Path, model: Any, *, optimizer: Any = None, scheduler: Any = None) -> dict[str, Any]:
     """Load what `save_checkpoint` wrote; returns the JSON side-car."""
     import torch
     from safetensors import SafetensorError
@@ -269,20 +259,13 @@ def _targets(items: Sequence[Any]) -> dict[str, Any]:
     return {i["case_id"]: i["target"] for i in items}
 
 
-def _loader(items: Sequence[dict[str, Any]], model: Any, batch_size: int, shuffle: bool, seed: int,
-            num_workers: int):
+def _loader(items: Sequence[dict[str, Any]], model: Any, batch_size: int, shuffle: bool, seed: int, num_workers: int):
     import torch
 
     generator = torch.Generator()
     generator.manual_seed(seed)
-    return torch.utils.data.DataLoader(
-        items,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        collate_fn=model.collate,
-        num_workers=num_workers,
-        generator=generator,
-    )
+    return torch.utils.data.DataLoader(items, batch_size=batch_size, shuffle=shuffle, collate_fn=model.collate,
+                                       num_workers=num_workers, generator=generator)
 
 
 def _step_batches(n: int, cfg: TrainConfig, period: int) -> list[list[int]]:
@@ -661,15 +644,8 @@ def fit(
     )
 
 
-def predict(
-    model: TaskModel,
-    items: Sequence[dict[str, Any]],
-    *,
-    batch_size: int = 1,
-    accelerator: Any = None,
-    cfg: TrainConfig | None = None,
-    out_path: str | Path | None = None,
-) -> dict[str, Any]:
+def predict(model: TaskModel, items: Sequence[dict[str, Any]], *, batch_size: int = 1, accelerator: Any = None,
+            cfg: TrainConfig | None = None, out_path: str | Path | None = None) -> dict[str, Any]:
     """Predictions keyed by case id (gathered across processes); with `out_path`, also written
     there as JSON lines `{"id", "prediction"}` in the order of `items` (by the main process)."""
     cfg = cfg or TrainConfig()
