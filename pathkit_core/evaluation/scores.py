@@ -1,17 +1,7 @@
-"""Score rows as every table shows them: the score's name, its value and CI, its direction, the baselines.
-
-One place turns a run's `{metric: {key: value}}` summaries into rows, so that the terminal
-(`pathkit run`, `pathkit score`), the run report and the matrix report read alike: the metric's
-headline scores first (`Metric.headline_scores`, in its order), confidence-interval bounds
-(`<key>_ci_low`, `<key>_ci_high`) folded into their score's row, and each score's direction
-(`Metric.direction`) and range (`Metric.score_ranges`) from the metric that made it.
-
-Informational keys (counts, `Metric.informational`) get no arrow. A score whose CI bounds are in
-the summary but not finite had an interval the metric could not estimate (a bootstrap that cannot
-vary): its CI cell says "not estimable (n=...)", never "[x, x]". A metric that records its test set
-as small (`details["sample"]["warning"]`, `pathkit_core.evaluation.intervals`) gets that warning on
-each of its rows (`ScoreRow.note`), printed beside the table.
-"""
+"""Score rows as every table shows them (terminal, run report, matrix report): a metric's headline
+scores first, CI bounds (`<key>_ci_low`, `<key>_ci_high`) folded into their score's row ("not estimable
+(n=...)" when not finite), each score's direction and range from its metric, and the metric's small-sample
+warning (docs/reports.md, "The run report"; docs/metrics.md, "Small test sets")."""
 
 from __future__ import annotations
 
