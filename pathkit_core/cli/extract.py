@@ -15,11 +15,6 @@ from pathkit_core.contracts import PathkitError
 _MAX_ROWS = 60
 
 
-def _barrier(state: Any) -> None:
-    if state is not None:
-        state.wait_for_everyone()
-
-
 def _tile_first(slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: float | None, workers: int, progress: bool,
                 state: Any, shard: Any, slide_reader: str | None = None) -> tuple[list[Path], list[str], set[str]]:
     """Tile this shard's slides with the encoder's tile spec: the manifests of all slides that
@@ -34,7 +29,8 @@ def _tile_first(slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: floa
     overrides = {str(p): mpp for p in paths} if mpp is not None else None
     results = tile_slides(paths, tiles_dir, params, workers=max(1, workers), mpp_overrides=overrides,
                           progress=progress and shard.rank == 0, shard=shard, mpp_fix=MPP_FIX_EXTRACT)
-    _barrier(state)
+    if state is not None:
+        state.wait_for_everyone()
     for r in results:
         if r.status == "failed":
             err_console.print(f"[yellow]tiling failed[/] {escape(r.slide_id)}: {escape(r.reason)}", highlight=False)

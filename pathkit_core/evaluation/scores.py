@@ -6,6 +6,7 @@ warning (docs/reports.md, "The run report"; docs/metrics.md, "Small test sets").
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,12 +130,7 @@ def sample_warning(details: Mapping[str, Any] | None) -> str:
 
 def sample_warnings(details: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
     """{metric: its small-sample warning} of the metrics that recorded one (metrics.json "details")."""
-    out = {}
-    for metric, found in (details or {}).items():
-        text = sample_warning(found)
-        if text:
-            out[metric] = text
-    return out
+    return {metric: text for metric, found in (details or {}).items() if (text := sample_warning(found))}
 
 
 def score_rows(summary: Mapping[str, Mapping[str, Any]],
@@ -149,10 +145,7 @@ def score_rows(summary: Mapping[str, Mapping[str, Any]],
     labelled `key (metric)`."""
     baselines = baselines or {}
     classes = metric_classes(summary, registry)
-    counts: dict[str, int] = {}
-    for values in summary.values():
-        for key in _point_keys(values):
-            counts[key] = counts.get(key, 0) + 1
+    counts = Counter(key for values in summary.values() for key in _point_keys(values))
     headline_rows: list[ScoreRow] = []
     other_rows: list[ScoreRow] = []
     for metric, values in summary.items():

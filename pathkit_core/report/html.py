@@ -1,22 +1,17 @@
-"""The run report (`<run>/report.html`): headline scores first, then the task's own sections,
-the plugins' sections, training curves, the QC of the features used and provenance, folded.
-
-The page stands alone (inline style, figures as data URIs) and every figure's data is written
-beside it under `<run>/figures/`. Task-specific parts come from the run's task
-(`Task.report_sections`) and from plugins (hook `report_sections`); the core only orders them.
-"""
+"""The run report (`<run>/report.html`), one self-contained page: headline scores, split, the task's and
+the plugins' sections, training, the QC of the features used and provenance (docs/reports.md, "The run
+report"); the core only orders the sections."""
 
 from __future__ import annotations
 
 import json
-import traceback
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.evaluation.provenance import banners
 from pathkit_core.evaluation.scores import ScoreRow, finite_number, format_ci, sample_warnings, score_rows
 from pathkit_core.report.figures import integer_bins, line_chart, new_figure
-from pathkit_core.report.page import Section, details, esc, page, pre_json, table
+from pathkit_core.report.page import Section, details, esc, failed_section, page, plugin_sections, pre_json, table
 from pathkit_core.report.run_folder import RunFolder
 from pathkit_core.workspace import atomic_write_text
 
@@ -290,12 +285,6 @@ def _tiles_figure(run: RunFolder, used: Any) -> str:
 # --------------------------------------------------------------------------- assembly
 
 
-def _failed_section(title: str, exc: BaseException, order: int) -> Section:
-    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return Section(title, f'<p class="warning">This section could not be drawn: {esc(detail)}</p>', order=order,
-                   key=f"failed-{abs(hash(title)) % 10**6}")
-
-
 def task_sections(run: RunFolder) -> list[Section]:
     task = run.task
     sections: list[Section] = []
@@ -303,23 +292,18 @@ def task_sections(run: RunFolder) -> list[Section]:
         try:
             sections = list(task.report_sections(run) or [])
         except Exception as exc:  # noqa: BLE001 - the rest of the report is still worth having
-            sections = [_failed_section(f"{task.name} results", exc, ORDER_TASK)]
+            sections = [failed_section(f"{task.name} results", exc, ORDER_TASK)]
     if not sections:
         generic = predictions_section(run)
         sections = [generic] if generic else []
-    for plugin, found in run.registry.report_sections("report_sections", run):
-        if isinstance(found, BaseException):
-            sections.append(_failed_section(f"Section of plugin {plugin}", found, ORDER_PLUGIN))
-        else:
-            sections.extend(found)
-    return sections
+    return sections + plugin_sections(run.registry, "report_sections", run, ORDER_PLUGIN)
 
 
 def guarded(build: Any, run: RunFolder, title: str, order: int) -> Section | None:
     try:
         return build(run)
     except Exception as exc:  # noqa: BLE001 - one section's failure must not cost the whole report
-        return _failed_section(title, exc, order)
+        return failed_section(title, exc, order)
 
 
 def run_sections(run: RunFolder) -> list[Section]:
