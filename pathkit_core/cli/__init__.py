@@ -151,9 +151,6 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, prog_name="pathkit", standalone_mode=True)
     except PathkitError as exc:  # raised outside a command's own handling
-        from rich.markup import escape
+        from pathkit_core.cli.common import report_user_error
 
-        from pathkit_core.cli.common import err_console
-
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(report_user_error(exc))

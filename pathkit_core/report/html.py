@@ -29,10 +29,8 @@ def _range_text(row: ScoreRow) -> str:
 def score_table(rows: list[ScoreRow], baselines: list[str], *, table_id: str, caption: str = "") -> str:
     """Scores as the report shows them: the score's name, model value, CI, baselines, direction, range."""
     headers = ["metric", "model", "95% CI", *(f"baseline: {b}" for b in baselines), "better", "range", "scored by"]
-    body = []
-    for r in rows:
-        body.append([r.label, r.value if r.value is not None else "n/a", r.ci_text,
-                     *(_baseline_cell(r, b) for b in baselines), r.better, _range_text(r), r.metric])
+    body = [[r.label, r.value if r.value is not None else "n/a", r.ci_text, *(_baseline_cell(r, b) for b in baselines),
+             r.better, _range_text(r), r.metric] for r in rows]
     return table(headers, body, table_id=table_id, classes="headline scores", caption=caption)
 
 
@@ -97,11 +95,8 @@ def predictions_section(run: RunFolder, limit: int = 50) -> Section | None:
     numeric = [c for c, t in per_case.schema.items() if c != "id" and t.is_numeric()][:6] \
         if per_case is not None else []
     numeric, scores = run.per_case_rows(numeric)
-    rows = []
-    for cid, pred in list(run.predictions.items())[:limit]:
-        row = [cid, _compact(refs.get(cid)), _compact(pred)]
-        row += [scores.get(cid, {}).get(c) for c in numeric]
-        rows.append(row)
+    rows = [[cid, _compact(refs.get(cid)), _compact(pred), *(scores.get(cid, {}).get(c) for c in numeric)]
+            for cid, pred in list(run.predictions.items())[:limit]]
     body = table(["id", "reference", "prediction", *numeric], rows, table_id="cases", sortable=True,
                  filterable=True, numeric_filters=numeric, classes="cases")
     more = len(run.predictions) - len(rows)
@@ -212,9 +207,8 @@ def checkpoint_table(run: RunFolder, checkpoints: dict[str, Any]) -> str:
     rows_by = {n: score_rows(checkpoints[n].get("metrics") or {}, registry=run.registry, headline_only=True)
                for n in names}
     labels = [r.label for r in rows_by[names[0]]]
-    body = []
-    for i, label in enumerate(labels):
-        body.append([label, *(_with_ci(rows_by[n][i]) if i < len(rows_by[n]) else "" for n in names)])
+    body = [[label, *(_with_ci(rows_by[n][i]) if i < len(rows_by[n]) else "" for n in names)]
+            for i, label in enumerate(labels)]
     headers = ["metric", *(f"{n} (epoch {checkpoints[n].get('epoch')})" for n in names)]
     return "<h3>Evaluated checkpoints</h3>" + table(headers, body, table_id="checkpoints")
 
