@@ -38,8 +38,7 @@ def _tile_first(slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: floa
     if note:
         err_console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     ids = [slide_id_for(p) for p in paths]
-    found = {sid: manifest_path_for(tiles_dir, sid) for sid in ids}
-    found = {sid: m for sid, m in found.items() if m.is_file()}
+    found = {sid: manifest for sid in ids if (manifest := manifest_path_for(tiles_dir, sid)).is_file()}
     return list(found.values()), ids, set(found)
 
 
