@@ -183,11 +183,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("qc")
     @user_errors
-    def qc_cmd(
-        folder: Path = typer.Argument(..., help="A feature store folder (<out> or <out>/<encoder>)."),
-        encoder: str | None = typer.Option(None, "--encoder", "-e", help="Only this encoder's folder."),
-        as_json: bool = typer.Option(False, "--json", help="Print the per-slide QC as JSON."),
-    ) -> None:
+    def qc_cmd(folder: Path = typer.Argument(..., help="A feature store folder (<out> or <out>/<encoder>)."),
+               encoder: str | None = typer.Option(None, "--encoder", "-e", help="Only this encoder's folder."),
+               as_json: bool = typer.Option(False, "--json", help="Print the per-slide QC as JSON.")) -> None:
         """Verify every feature file (checksum, shapes, manifest row count) and recompute its QC.
 
         Per slide: status, tiles and QC flags. Exit status 1 when any slide failed.

@@ -105,11 +105,9 @@ def register(app: typer.Typer) -> None:
         paths = find_slides(slides, recursive=recursive)
         overrides = _mpp_overrides(paths, mpp_csv, slide_mpp)
         try:
-            results = tile_slides(
-                slides, out, params, workers=workers, mpp_overrides=overrides, strict=strict,
-                progress=not quiet and not as_json, overwrite=overwrite, write_csv=write_csv,
-                recursive=recursive, shard=shard, mpp_fix=MPP_FIX_TILE,
-            )
+            results = tile_slides(slides, out, params, workers=workers, mpp_overrides=overrides, strict=strict,
+                                  progress=not quiet and not as_json, overwrite=overwrite, write_csv=write_csv,
+                                  recursive=recursive, shard=shard, mpp_fix=MPP_FIX_TILE)
         except TilingFailed as exc:
             results = exc.results
             err_console.print(f"[bold red]stopped (--strict):[/] {escape(str(exc))}", highlight=False, soft_wrap=True)

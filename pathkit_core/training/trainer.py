@@ -575,16 +575,10 @@ def fit(model: TaskModel, train_items: Sequence[dict[str, Any]], val_items: Sequ
             shown = f" sel {score:.4f}" if validated else ""
             progress.update(task, completed=epoch, left=estimate.left(epoch, state["bad_epochs"]),
                             description=f"{unit} {epoch} loss {record['train_loss']:.3f}{shown}")
-    return FitResult(
-        best_epoch=int(state["best_epoch"]),
-        best_score=float(state["best_score"]),
-        epochs_run=int(state["epoch"]),
-        history=list(state["history"]),
-        best_checkpoint=out_dir / "best.safetensors",
-        last_checkpoint=out_dir / "last.safetensors",
-        stopped_early=stopped_early,
-        best_step=state.get("best_step"),
-    )
+    return FitResult(best_epoch=int(state["best_epoch"]), best_score=float(state["best_score"]),
+                     epochs_run=int(state["epoch"]), history=list(state["history"]),
+                     best_checkpoint=out_dir / "best.safetensors", last_checkpoint=out_dir / "last.safetensors",
+                     stopped_early=stopped_early, best_step=state.get("best_step"))
 
 
 def predict(model: TaskModel, items: Sequence[dict[str, Any]], *, batch_size: int = 1, accelerator: Any = None,
