@@ -17,6 +17,12 @@ def _cases(n: int, targets: list) -> list[Case]:
     return [Case(f"S{i:02d}", f"P{i:02d}", targets[i]) for i in range(n)]
 
 
+def _cycling(classes: list[str], n: int) -> tuple[list[Case], dict[str, int]]:
+    """`n` cases whose classes cycle through `classes`, and their references (the class indices)."""
+    test = _cases(n, [classes[i % len(classes)] for i in range(n)])
+    return test, {c.case_id: i % len(classes) for i, c in enumerate(test)}
+
+
 def _scored_run(run_dir: Path, task: str, dataset: str, test: list[Case], refs: dict, preds: dict, context: dict,
                 baseline: tuple[str, object], *, n_train: int, fit: bool = True, scored: dict | None = None) -> Path:
     """The run folder of `preds` (scored as `scored` when given) by the task's metric, beside one baseline
@@ -59,8 +65,7 @@ def retrieval_run(run_dir: Path) -> Path:
     """Three classes; each query retrieves its own class first most of the time."""
     rng = np.random.default_rng(3)
     classes = ["amber", "violet", "teal"]
-    test = _cases(24, [classes[i % 3] for i in range(24)])
-    refs = {c.case_id: i % 3 for i, c in enumerate(test)}
+    test, refs = _cycling(classes, 24)
     preds = {}
     for c in test:
         own = refs[c.case_id]
@@ -76,8 +81,7 @@ def fewshot_run(run_dir: Path) -> Path:
     """Three classes, 20 episodes per k; more shots, more cases right."""
     rng = np.random.default_rng(4)
     classes = ["dense", "dotted", "fibrous"]
-    test = _cases(18, [classes[i % 3] for i in range(18)])
-    refs = {c.case_id: i % 3 for i, c in enumerate(test)}
+    test, refs = _cycling(classes, 18)
     preds = {}
     for c in test:
         own = refs[c.case_id]
