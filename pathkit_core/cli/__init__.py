@@ -20,9 +20,8 @@ if TYPE_CHECKING:
 COMMAND_MODULES = ("listing", "doctor", "run", "report", "tile", "extract", "status")
 # Which module registers each core command (tests/core/test_cli.py checks it against the modules):
 # a process running one core command imports and builds that module only.
-CORE_COMMANDS = {"list": "listing", "info": "listing", "doctor": "doctor", "run": "run",
-                 "report": "report", "tile": "tile", "extract": "extract", "qc": "extract",
-                 "status": "status"}
+CORE_COMMANDS = {"list": "listing", "info": "listing", "doctor": "doctor", "run": "run", "report": "report",
+                 "tile": "tile", "extract": "extract", "qc": "extract", "status": "status"}
 
 
 def _version_text() -> str:
@@ -44,19 +43,13 @@ def build_app(*, with_plugins: bool = True, command: str | None = None) -> typer
     registers it (and no plugin commands): what a process running that command needs."""
     import typer
 
-    app = typer.Typer(
-        name="pathkit",
-        help="Benchmark computational-pathology models under one reproducible protocol.",
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-    )
+    app = typer.Typer(name="pathkit", help="Benchmark computational-pathology models under one reproducible protocol.",
+                      no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
     @app.callback()
     def _root(
-        version: bool = typer.Option(
-            False, "--version", callback=_version_callback, is_eager=True, help="Show the version."
-        ),
+        version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True,
+                                     help="Show the version."),
     ) -> None:
         """pathkit: tile, extract, train, decode and score, resumably."""
 
@@ -158,9 +151,6 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, prog_name="pathkit", standalone_mode=True)
     except PathkitError as exc:  # raised outside a command's own handling
-        from rich.markup import escape
+        from pathkit_core.cli.common import report_user_error
 
-        from pathkit_core.cli.common import err_console
-
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(report_user_error(exc))

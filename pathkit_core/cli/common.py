@@ -68,9 +68,8 @@ def report_user_error(exc: BaseException) -> int | None:
     return 2
 
 
-def print_table(
-    title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, target: Console | None = None
-) -> None:
+def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *,
+                target: Console | None = None) -> None:
     target = target or console
     if title and not target.is_terminal:
         # rich wraps a title to its table's width, splitting a path in it; a log gets it whole

@@ -87,32 +87,19 @@ def _plugin_versions_and_names(registry: Any) -> list[tuple[str, str, str]]:
 def run_checks(workdir: Path) -> list[tuple[str, str, str]]:
     from pathkit_core.plugins import get_plugin_manager
 
-    rows: list[tuple[str, str, str]] = [("python", "ok", sys.version.split()[0])]
-    rows.append(("torch", *_torch()))
-    rows.append(("openslide", *_openslide()))
-    rows.append(("workspace", *_workspace(workdir)))
     registry = get_plugin_manager()
-    broken = [r for r in registry.records.values() if r.status == "error"]
-    rows.append((
-        "plugins",
-        "error" if broken else "ok",
-        f"{len(registry.records)} loaded" + (
-            "; broken: " + "; ".join(f"{r.name}: {r.error}" for r in broken) if broken else ""
-        ),
-    ))
-    rows.extend(_plugin_versions_and_names(registry))
-    rows.extend(_encoder_weights())
-    rows.extend(registry.doctor_rows())
-    return rows
+    broken = "; ".join(f"{r.name}: {r.error}" for r in registry.records.values() if r.status == "error")
+    loaded = f"{len(registry.records)} loaded" + (f"; broken: {broken}" if broken else "")
+    return [("python", "ok", sys.version.split()[0]), ("torch", *_torch()), ("openslide", *_openslide()),
+            ("workspace", *_workspace(workdir)), ("plugins", "error" if broken else "ok", loaded),
+            *_plugin_versions_and_names(registry), *_encoder_weights(), *registry.doctor_rows()]
 
 
 def register(app: typer.Typer) -> None:
     @app.command("doctor")
     @user_errors
-    def doctor_cmd(
-        workdir: Path = typer.Option(Path("pathkit-work"), "--workdir", help="Workspace to check."),
-        as_json: bool = typer.Option(False, "--json"),
-    ) -> None:
+    def doctor_cmd(workdir: Path = typer.Option(Path("pathkit-work"), "--workdir", help="Workspace to check."),
+                   as_json: bool = typer.Option(False, "--json")) -> None:
         """Check the environment: Python, torch devices, OpenSlide, encoder weights, workspace, plugin checks."""
         rows = run_checks(workdir)
         if as_json:

@@ -15,15 +15,8 @@ from pathkit_core.contracts import PathkitError
 _MAX_ROWS = 60
 
 
-def _barrier(state: Any) -> None:
-    if state is not None:
-        state.wait_for_everyone()
-
-
-def _tile_first(
-    slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: float | None, workers: int, progress: bool,
-    state: Any, shard: Any, slide_reader: str | None = None,
-) -> tuple[list[Path], list[str], set[str]]:
+def _tile_first(slides: list[Path], tiles_dir: Path, encoder_cls: Any, mpp: float | None, workers: int, progress: bool,
+                state: Any, shard: Any, slide_reader: str | None = None) -> tuple[list[Path], list[str], set[str]]:
     """Tile this shard's slides with the encoder's tile spec: the manifests of all slides that
     have one (this shard's and other shards' so far), the ids of all slides given and the ids of
     those with a manifest."""
@@ -36,7 +29,8 @@ def _tile_first(
     overrides = {str(p): mpp for p in paths} if mpp is not None else None
     results = tile_slides(paths, tiles_dir, params, workers=max(1, workers), mpp_overrides=overrides,
                           progress=progress and shard.rank == 0, shard=shard, mpp_fix=MPP_FIX_EXTRACT)
-    _barrier(state)
+    if state is not None:
+        state.wait_for_everyone()
     for r in results:
         if r.status == "failed":
             err_console.print(f"[yellow]tiling failed[/] {escape(r.slide_id)}: {escape(r.reason)}", highlight=False)
@@ -44,8 +38,7 @@ def _tile_first(
     if note:
         err_console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     ids = [slide_id_for(p) for p in paths]
-    found = {sid: manifest_path_for(tiles_dir, sid) for sid in ids}
-    found = {sid: m for sid, m in found.items() if m.is_file()}
+    found = {sid: manifest for sid in ids if (manifest := manifest_path_for(tiles_dir, sid)).is_file()}
     return list(found.values()), ids, set(found)
 
 
@@ -98,27 +91,21 @@ def register(app: typer.Typer) -> None:
         manifests: Path | None = typer.Option(
             None, "--manifests", "-m", help="Folder of tile manifests (<slide_id>.parquet) made by `pathkit tile`."
         ),
-        out: Path = typer.Option(
-            ..., "--out", "-o", help="Feature store folder (<out>/<encoder>/<slide>.safetensors)."
-        ),
+        out: Path = typer.Option(..., "--out", "-o",
+                                 help="Feature store folder (<out>/<encoder>/<slide>.safetensors)."),
         weights: Path | None = typer.Option(None, "--weights", help="Checkpoint file or folder."),
         batch_size: int = typer.Option(64, "--batch-size", "-b", min=1, help="Tiles per forward pass."),
-        workers: int | None = typer.Option(
-            None, "--workers", "-j", min=0, help="DataLoader workers reading tiles [GPU: up to 8; CPU: 0]."
-        ),
-        dtype: str = typer.Option(
-            "auto", "--dtype", help="Compute precision: auto (encoder's on GPU, fp32 on CPU), fp32, fp16, bf16."
-        ),
-        feature_dtype: str = typer.Option(
-            "float16", "--feature-dtype", help="Stored dtype: float16, bfloat16, float32."
-        ),
+        workers: int | None = typer.Option(None, "--workers", "-j", min=0,
+                                           help="DataLoader workers reading tiles [GPU: up to 8; CPU: 0]."),
+        dtype: str = typer.Option("auto", "--dtype",
+                                  help="Compute precision: auto (encoder's on GPU, fp32 on CPU), fp32, fp16, bf16."),
+        feature_dtype: str = typer.Option("float16", "--feature-dtype",
+                                          help="Stored dtype: float16, bfloat16, float32."),
         device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 [auto]."),
-        download: bool = typer.Option(
-            False, "--download", help="Allow downloading the checkpoint from the Hugging Face hub."
-        ),
-        tiles_dir: Path | None = typer.Option(
-            None, "--tiles-dir", help="Where SLIDE arguments are tiled [<out>/tiles/<tile spec>]."
-        ),
+        download: bool = typer.Option(False, "--download",
+                                      help="Allow downloading the checkpoint from the Hugging Face hub."),
+        tiles_dir: Path | None = typer.Option(None, "--tiles-dir",
+                                              help="Where SLIDE arguments are tiled [<out>/tiles/<tile spec>]."),
         mpp: float | None = typer.Option(None, "--slide-mpp", help="Level-0 mpp for slides whose metadata lacks it."),
         slide_reader: str | None = typer.Option(
             None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]."
@@ -196,11 +183,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("qc")
     @user_errors
-    def qc_cmd(
-        folder: Path = typer.Argument(..., help="A feature store folder (<out> or <out>/<encoder>)."),
-        encoder: str | None = typer.Option(None, "--encoder", "-e", help="Only this encoder's folder."),
-        as_json: bool = typer.Option(False, "--json", help="Print the per-slide QC as JSON."),
-    ) -> None:
+    def qc_cmd(folder: Path = typer.Argument(..., help="A feature store folder (<out> or <out>/<encoder>)."),
+               encoder: str | None = typer.Option(None, "--encoder", "-e", help="Only this encoder's folder."),
+               as_json: bool = typer.Option(False, "--json", help="Print the per-slide QC as JSON.")) -> None:
         """Verify every feature file (checksum, shapes, manifest row count) and recompute its QC.
 
         Per slide: status, tiles and QC flags. Exit status 1 when any slide failed.

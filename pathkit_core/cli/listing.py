@@ -70,11 +70,9 @@ def _list_kind(kind: str, as_json: bool) -> None:
 def _task_users(registry, task: str) -> dict[str, list[str]]:
     """The datasets, generators and metrics registered for a task."""
     task_cls = registry.get("task", task)
-    return {
-        "datasets": [n for n in registry.names("dataset") if registry.get("dataset", n).task == task],
-        "generators": [n for n in registry.names("generator") if task_cls.solved_by(registry.get("generator", n))],
-        "metrics": [n for n in registry.names("metric") if task in registry.get("metric", n).tasks],
-    }
+    return {"datasets": [n for n in registry.names("dataset") if registry.get("dataset", n).task == task],
+            "generators": [n for n in registry.names("generator") if task_cls.solved_by(registry.get("generator", n))],
+            "metrics": [n for n in registry.names("metric") if task in registry.get("metric", n).tasks]}
 
 
 def register(app: typer.Typer) -> None:

@@ -64,29 +64,17 @@ def parse_plain(table: Sequence[CliOption], argv: Sequence[str]) -> dict[str, An
     by_flag = {flag: opt for opt in table for flag in opt.flags}
     values: dict[str, Any] = {opt.name: [] if opt.multiple else opt.default for opt in table}
     given: set[str] = set()
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        arg = args[i]
+    words = iter(argv)
+    for arg in words:
         flag, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
         opt = by_flag.get(flag)
-        if opt is None:
+        if opt is None or (opt.kind is bool and eq):
             return None
         if opt.kind is bool:
-            if eq:
-                return None
             value: Any = True
-            i += 1
         else:
-            if eq:
-                raw = inline
-                i += 1
-            elif i + 1 < len(args):
-                raw = args[i + 1]
-                i += 2
-            else:
-                return None
-            if raw.startswith("-") or (opt.kind is Path and not raw):
+            raw = inline if eq else next(words, None)
+            if raw is None or raw.startswith("-") or (opt.kind is Path and not raw):
                 return None  # click may read these otherwise (or refuse them with its own message)
             value = Path(raw) if opt.kind is Path else raw
         if opt.multiple:
@@ -124,6 +112,4 @@ def run_plain(table: Sequence[CliOption], run: Callable[..., Any], argv: Sequenc
     return 0
 
 
-__all__ = [
-    "REQUIRED", "CliOption", "typer_command", "parse_plain", "run_plain"
-]
+__all__ = ["REQUIRED", "CliOption", "typer_command", "parse_plain", "run_plain"]

@@ -9,13 +9,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from pathkit_core.cli.common import (
-    console,
-    parse_key_values,
-    print_scores,
-    split_names,
-    user_errors,
-)
+from pathkit_core.cli.common import console, parse_key_values, print_scores, split_names, user_errors
 from pathkit_core.contracts import PathkitError
 
 

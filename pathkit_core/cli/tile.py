@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import typer
@@ -19,23 +20,17 @@ def register(app: typer.Typer) -> None:
     def tile_cmd(
         slides: list[Path] = typer.Argument(..., help="Slide files and/or folders of slides."),
         out: Path = typer.Option(..., "--out", "-o", help="Folder for manifests, QC thumbnails, status."),
-        target_mpp: float = typer.Option(
-            0.5, "--mpp", "--target-mpp", help="Target resolution of the tiles in um/px."
-        ),
-        tile_px: int | None = typer.Option(
-            None, "--tile-px", help="Tile size in pixels at the target mpp (default 256)."
-        ),
-        tile_um: float | None = typer.Option(
-            None, "--tile-um", help="Tile size in micrometres instead (128 = 256 px at 0.5 um/px)."
-        ),
-        stride_px: int | None = typer.Option(
-            None, "--stride", help="Grid step in target pixels (default: the tile size)."
-        ),
+        target_mpp: float = typer.Option(0.5, "--mpp", "--target-mpp", help="Target resolution of the tiles in um/px."),
+        tile_px: int | None = typer.Option(None, "--tile-px",
+                                           help="Tile size in pixels at the target mpp (default 256)."),
+        tile_um: float | None = typer.Option(None, "--tile-um",
+                                             help="Tile size in micrometres instead (128 = 256 px at 0.5 um/px)."),
+        stride_px: int | None = typer.Option(None, "--stride",
+                                             help="Grid step in target pixels (default: the tile size)."),
         overlap: float = typer.Option(0.0, "--overlap", help="Tile overlap as a fraction (if no --stride)."),
         min_tissue: float = typer.Option(0.5, "--min-tissue", help="Minimum tissue fraction per tile."),
-        min_tissue_area: float = typer.Option(
-            25.0, "--min-tissue-area", help="Minimum tissue per slide in mm^2 (below: warned)."
-        ),
+        min_tissue_area: float = typer.Option(25.0, "--min-tissue-area",
+                                              help="Minimum tissue per slide in mm^2 (below: warned)."),
         exclude_low_tissue: bool = typer.Option(
             False, "--exclude-low-tissue", help="Give slides below --min-tissue-area no tiles (a cohort minimum)."
         ),
@@ -57,14 +52,12 @@ def register(app: typer.Typer) -> None:
             2048, "--thumbnail-px", help="Longest side of the tissue mask and its thumbnail, at most (docs/wsi.md)."
         ),
         workers: int = typer.Option(1, "--workers", "-j", min=1, help="Slides tiled in parallel (processes)."),
-        slide_mpp: float | None = typer.Option(
-            None, "--slide-mpp", help="The slide's own mpp when its metadata lacks it (one slide only)."
-        ),
+        slide_mpp: float | None = typer.Option(None, "--slide-mpp",
+                                               help="The slide's own mpp when its metadata lacks it (one slide only)."),
         mpp_csv: Path | None = typer.Option(None, "--mpp-csv", help="CSV `slide,mpp` of slide mpp values."),
         strict: bool = typer.Option(False, "--strict", help="Stop at the first failing slide."),
-        overwrite: bool = typer.Option(
-            False, "--overwrite", help="Replace manifests made with other parameters or an older slide."
-        ),
+        overwrite: bool = typer.Option(False, "--overwrite",
+                                       help="Replace manifests made with other parameters or an older slide."),
         write_csv: bool = typer.Option(False, "--csv", help="Also write <slide_id>.csv tile tables."),
         recursive: bool = typer.Option(False, "--recursive", "-r", help="Search folders recursively."),
         shard_option: str | None = typer.Option(
@@ -85,7 +78,7 @@ def register(app: typer.Typer) -> None:
         """
         from pathkit_core.shard import current_shard, shard_summary
         from pathkit_core.workspace import check_writable_dir
-        from pathkit_core.wsi.slide import MPP_FIX_TILE, find_slides, read_mpp_csv, slide_id_for
+        from pathkit_core.wsi.slide import MPP_FIX_TILE, find_slides, slide_id_for
         from pathkit_core.wsi.tiling import TilingFailed, TilingParams, low_tissue_note, tile_slides
 
         shard = current_shard(shard_option)
@@ -98,54 +91,29 @@ def register(app: typer.Typer) -> None:
             raise PathkitError("give --tile-px or --tile-um, not both")
         check_writable_dir(out, "--out")
         params = TilingParams(
-            target_mpp=target_mpp,
-            tile_px=(256 if tile_px is None else tile_px) if tile_um is None else None,
-            tile_um=tile_um,
-            stride_px=stride_px,
-            overlap=overlap,
-            min_tissue_fraction=min_tissue,
-            min_tissue_area_mm2=min_tissue_area,
-            exclude_below_min_area=exclude_low_tissue,
-            segmenter=segmenter,
-            segmenter_options=_segmenter_options(segmenter_option, segmenter_weights),
-            thumbnail_px=thumbnail_px,
-            slide_reader=slide_reader or "",
-            tissue_geojson=str(tissue_geojson or ""),
-        )
+            target_mpp=target_mpp, tile_px=(256 if tile_px is None else tile_px) if tile_um is None else None,
+            tile_um=tile_um, stride_px=stride_px, overlap=overlap, min_tissue_fraction=min_tissue,
+            min_tissue_area_mm2=min_tissue_area, exclude_below_min_area=exclude_low_tissue, segmenter=segmenter,
+            segmenter_options=_segmenter_options(segmenter_option, segmenter_weights), thumbnail_px=thumbnail_px,
+            slide_reader=slide_reader or "", tissue_geojson=str(tissue_geojson or ""))
         from pathkit_core.wsi.reader_choice import check_reader_name
         from pathkit_core.wsi.segmentation import get_segmenter
 
         # an unknown name, a learned segmenter's missing weights or library: usage errors before any work
         get_segmenter(segmenter).identity(params)
         check_reader_name(slide_reader)
-        overrides: dict[str, float] = {}
-        if mpp_csv is not None:
-            overrides.update(read_mpp_csv(mpp_csv))
-        if overrides:  # a slide the CSV names twice (by file name and by id) is refused before any work
-            from pathkit_core.wsi.slide import lookup_mpp
-
-            for found in find_slides(slides, recursive=recursive):
-                lookup_mpp(overrides, found)
-        if slide_mpp is not None:
-            paths = find_slides(slides, recursive=recursive)
-            if len(paths) != 1:
-                raise PathkitError(
-                    f"--slide-mpp applies to one slide, but {len(paths)} were given; use --mpp-csv"
-                )
-            overrides[slide_id_for(paths[0])] = slide_mpp
+        paths = find_slides(slides, recursive=recursive)
+        overrides = _mpp_overrides(paths, mpp_csv, slide_mpp)
         try:
-            results = tile_slides(
-                slides, out, params, workers=workers, mpp_overrides=overrides, strict=strict,
-                progress=not quiet and not as_json, overwrite=overwrite, write_csv=write_csv,
-                recursive=recursive, shard=shard, mpp_fix=MPP_FIX_TILE,
-            )
+            results = tile_slides(slides, out, params, workers=workers, mpp_overrides=overrides, strict=strict,
+                                  progress=not quiet and not as_json, overwrite=overwrite, write_csv=write_csv,
+                                  recursive=recursive, shard=shard, mpp_fix=MPP_FIX_TILE)
         except TilingFailed as exc:
             results = exc.results
             err_console.print(f"[bold red]stopped (--strict):[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         failed = [r for r in results if r.status == "failed"]
         if not shard.whole:
-            total = len(find_slides(slides, recursive=recursive))
-            err_console.print(shard_summary(shard, len(results), total), highlight=False)
+            err_console.print(shard_summary(shard, len(results), len(paths)), highlight=False)
         if as_json:
             print_json([r.as_dict() for r in results])
         else:
@@ -155,6 +123,21 @@ def register(app: typer.Typer) -> None:
                 err_console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
         if failed:
             raise typer.Exit(1)
+
+
+def _mpp_overrides(paths: list[Path], mpp_csv: Path | None, slide_mpp: float | None) -> dict[str, float]:
+    """The slide mpp values of `--mpp-csv` and `--slide-mpp`; a slide the CSV names twice (by file name and by
+    id), or `--slide-mpp` given for several slides, is refused before any work."""
+    from pathkit_core.wsi.slide import lookup_mpp, read_mpp_csv, slide_id_for
+
+    overrides = read_mpp_csv(mpp_csv) if mpp_csv is not None else {}
+    for path in paths if overrides else ():
+        lookup_mpp(overrides, path)
+    if slide_mpp is not None:
+        if len(paths) != 1:
+            raise PathkitError(f"--slide-mpp applies to one slide, but {len(paths)} were given; use --mpp-csv")
+        overrides[slide_id_for(paths[0])] = slide_mpp
+    return overrides
 
 
 def _segmenter_options(option: list[str], weights: Path | None) -> dict:
@@ -169,9 +152,7 @@ def _segmenter_options(option: list[str], weights: Path | None) -> dict:
 
 
 def _summary(results: list, out: Path, params_hash: str) -> None:
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
+    counts = Counter(r.status for r in results)
     order = {"failed": 0, "empty": 1, "ok": 2, "skipped": 3}
     shown = sorted(results, key=lambda r: (order.get(r.status, 9), r.slide_id))[:_MAX_ROWS]
     rows = []
@@ -181,11 +162,8 @@ def _summary(results: list, out: Path, params_hash: str) -> None:
         note = note[len(prefix):] if note.startswith(prefix) else note
         area = f"{r.tissue_area_mm2:.2f}" if r.tissue_area_mm2 is not None else ""
         rows.append((r.slide_id, r.status, r.code, r.n_tiles, area, f"{r.seconds:.1f}", note))
-    print_table(
-        f"tiling into {out} (params {params_hash})",
-        ["slide", "status", "code", "tiles", "tissue mm2", "s", "reason / warnings"],
-        rows,
-    )
+    print_table(f"tiling into {out} (params {params_hash})",
+                ["slide", "status", "code", "tiles", "tissue mm2", "s", "reason / warnings"], rows)
     if len(results) > _MAX_ROWS:
         console.print(escape(f"... {len(results) - _MAX_ROWS} more rows in {out / 'tiling_status.json'}"),
                       highlight=False)

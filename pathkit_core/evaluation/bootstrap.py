@@ -1,7 +1,5 @@
-"""Bootstrap confidence intervals for metric summaries: per-case means and corpus-level statistics.
-
-An interval of no width (resamples that cannot vary) is (nan, nan), never [x, x]: the tables show it as
-"not estimable" (pathkit_core.evaluation.intervals; docs/metrics.md, "Small test sets")."""
+"""Bootstrap confidence intervals for metric summaries: per-case means and corpus-level statistics
+(docs/metrics.md, "Bootstrap confidence intervals"); an interval of no width is (nan, nan), "not estimable"."""
 
 from __future__ import annotations
 
@@ -48,9 +46,7 @@ def _as_float_array(values: Sequence[float] | Any, nan_policy: str) -> np.ndarra
     return array
 
 
-def resample_indices(
-    n_cases: int, n_resamples: int = 1000, seed: int = 0
-) -> Iterator[np.ndarray]:
+def resample_indices(n_cases: int, n_resamples: int = 1000, seed: int = 0) -> Iterator[np.ndarray]:
     """Yield blocks of case indices, shape (block, n_cases), drawn with replacement.
 
     The blocks together hold `n_resamples` rows; the same `seed` gives the same rows
@@ -67,54 +63,23 @@ def resample_indices(
         done += rows
 
 
-def linear_quantiles(ordered: Sequence[float], quantiles: Sequence[float]) -> list[float]:
-    """`numpy.quantile(values, quantiles)` (its default, linear method) of `ordered`, the values
-    sorted, with numpy's arithmetic step for step (virtual index (n - 1) q, its floor, and numpy's
-    two-sided interpolation), so the numbers are the same to the last bit (tested). numpy's own
-    call imports numpy.ma on its first use (np.unique of the partition indices), a fifth of a
-    cold CRQS process's numpy import again, for two numbers."""
-    n = len(ordered)
-    out = []
-    for q in quantiles:
-        virtual = (n - 1) * float(q)
-        if virtual >= n - 1:
-            out.append(float(ordered[-1]))
-            continue
-        if virtual < 0:
-            out.append(float(ordered[0]))
-            continue
-        below = math.floor(virtual)
-        gamma = virtual - below
-        a, b = float(ordered[below]), float(ordered[below + 1])
-        diff = b - a
-        out.append(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
-    return out
-
-
 def _percentile_interval(distribution: np.ndarray, level: float) -> tuple[float, float]:
-    """The percentile interval of the finite resample values; (nan, nan) -- not estimable --
-    when there is none or when it has no width: every resample (or all but a few beyond the
-    percentiles) gave the same value, as for 3 perfectly ranked cases or constant per-case
-    scores. A zero-width interval would claim a certainty the test set cannot give."""
+    """The percentile interval of the finite resample values; (nan, nan), not estimable, when there is none
+    or when it has no width (docs/metrics.md, "Bootstrap confidence intervals")."""
     import numpy as np
 
     finite = distribution[np.isfinite(distribution)]
     if finite.size == 0:
         return (math.nan, math.nan)
     alpha = (1.0 - float(level)) / 2.0
-    low, high = linear_quantiles(np.sort(finite).tolist(), (alpha, 1.0 - alpha))
+    low, high = np.quantile(finite, (alpha, 1.0 - alpha)).tolist()
     if low == high:
         return (math.nan, math.nan)
     return (float(low), float(high))
 
 
-def bootstrap_distribution(
-    values: Sequence[float] | Any,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    *,
-    nan_policy: str = "omit",
-) -> np.ndarray:
+def bootstrap_distribution(values: Sequence[float] | Any, n_resamples: int = 1000, seed: int = 0, *,
+                           nan_policy: str = "omit") -> np.ndarray:
     """The `n_resamples` bootstrap means of `values` (empty when there is no finite value)."""
     import numpy as np
 
@@ -126,14 +91,8 @@ def bootstrap_distribution(
     return np.concatenate(means)
 
 
-def bootstrap_ci(
-    values: Sequence[float] | Any,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    *,
-    nan_policy: str = "omit",
-) -> tuple[float, float]:
+def bootstrap_ci(values: Sequence[float] | Any, n_resamples: int = 1000, seed: int = 0, level: float = 0.95, *,
+                 nan_policy: str = "omit") -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of per-case `values`.
 
     NaN values (a case where the metric is undefined, e.g. no key field in the reference)
@@ -146,15 +105,8 @@ def bootstrap_ci(
     return _percentile_interval(distribution, level)
 
 
-def bootstrap_statistic_ci(
-    statistic: Callable[[np.ndarray], float | np.ndarray],
-    n_cases: int,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    *,
-    vectorized: bool = False,
-) -> tuple[float, float]:
+def bootstrap_statistic_ci(statistic: Callable[[np.ndarray], float | np.ndarray], n_cases: int, n_resamples: int = 1000,
+                           seed: int = 0, level: float = 0.95, *, vectorized: bool = False) -> tuple[float, float]:
     """Percentile bootstrap interval of a corpus-level statistic (corpus BLEU, AUROC, ...).
 
     `statistic(indices)` receives the case indices of one resample (an int array of length
@@ -164,36 +116,18 @@ def bootstrap_statistic_ci(
     Resamples where the statistic is NaN (e.g. AUROC of a one-class resample) are left out;
     when the others all agree the interval is (nan, nan): not estimable.
     """
-    import numpy as np
-
-    _check_args(n_resamples, level)
-    if isinstance(n_cases, bool) or not isinstance(n_cases, int) or n_cases < 0:
-        raise PathkitError(f"bootstrap: n_cases must be a non-negative integer, got {n_cases!r}")
-    if n_cases == 0:
-        return (math.nan, math.nan)
-    collected: list[np.ndarray] = []
-    for block in resample_indices(n_cases, n_resamples, seed):
-        if vectorized:
-            out = np.asarray(statistic(block), dtype=np.float64).reshape(-1)
-            if out.shape[0] != block.shape[0]:
-                raise PathkitError(
-                    f"bootstrap: a vectorized statistic must return one value per resample "
-                    f"({block.shape[0]}), got {out.shape[0]}"
-                )
-        else:
-            out = np.array([float(statistic(row)) for row in block], dtype=np.float64)
-        collected.append(out)
-    return _percentile_interval(np.concatenate(collected), level)
+    name = getattr(statistic, "__name__", "statistic")
+    if vectorized:
+        found = bootstrap_statistics_ci(lambda block: {name: statistic(block)}, n_cases, n_resamples, seed, level)
+    else:
+        found = bootstrap_statistics_ci(lambda block: {name: [float(statistic(row)) for row in block]}, n_cases,
+                                        n_resamples, seed, level)
+    return found.get(name, (math.nan, math.nan))
 
 
-
-def bootstrap_statistics_ci(
-    statistics: Callable[[np.ndarray], Mapping[str, np.ndarray]],
-    n_cases: int,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> dict[str, tuple[float, float]]:
+def bootstrap_statistics_ci(statistics: Callable[[np.ndarray], Mapping[str, np.ndarray]], n_cases: int,
+                            n_resamples: int = 1000, seed: int = 0,
+                            level: float = 0.95) -> dict[str, tuple[float, float]]:
     """Percentile bootstrap intervals of several statistics over one set of resamples.
 
     `statistics(block)` receives a block of resamples, shape (block, n_cases), and returns a
@@ -207,25 +141,16 @@ def bootstrap_statistics_ci(
     _check_args(n_resamples, level)
     if isinstance(n_cases, bool) or not isinstance(n_cases, int) or n_cases < 0:
         raise PathkitError(f"bootstrap: n_cases must be a non-negative integer, got {n_cases!r}")
-    if n_cases == 0:
-        return {}
     collected: dict[str, list[np.ndarray]] = {}
-    for block in resample_indices(n_cases, n_resamples, seed):
+    for block in resample_indices(n_cases, n_resamples, seed) if n_cases else ():
         for name, values in statistics(block).items():
             out = np.asarray(values, dtype=np.float64).reshape(-1)
             if out.shape[0] != block.shape[0]:
-                raise PathkitError(
-                    f"bootstrap: statistic {name!r} must return one value per resample "
-                    f"({block.shape[0]}), got {out.shape[0]}"
-                )
+                raise PathkitError(f"bootstrap: statistic {name!r} must return one value per resample "
+                                   f"({block.shape[0]}), got {out.shape[0]}")
             collected.setdefault(name, []).append(out)
     return {name: _percentile_interval(np.concatenate(parts), level) for name, parts in collected.items()}
 
 
-__all__ = [
-    "bootstrap_ci",
-    "bootstrap_distribution",
-    "bootstrap_statistic_ci",
-    "bootstrap_statistics_ci",
-    "resample_indices",
-]
+__all__ = ["bootstrap_ci", "bootstrap_distribution", "bootstrap_statistic_ci", "bootstrap_statistics_ci",
+           "resample_indices"]

@@ -1,21 +1,7 @@
-"""Intervals a small test set can honestly carry: score intervals of proportions, the small-sample
-threshold of the bootstrap, and the words the tables use when an interval cannot be estimated.
-
-- Proportions (accuracy, sensitivity, specificity, per-class recall and precision) get the Wilson
-  score interval by default, or the exact Clopper-Pearson interval (`method="exact"`), both from
-  `scipy.stats.binomtest(...).proportion_ci`. Both are defined for any n >= 1 (0/n and n/n
-  included) and never collapse to a point, unlike a bootstrap of a proportion.
-- A percentile bootstrap (pathkit_core.evaluation.bootstrap) gives no interval when its resamples
-  cannot vary; the summary then holds NaN bounds and the tables say "not estimable".
-- A test set is *small* for the bootstrap when it has fewer than `MIN_CASES` cases or one of its
-  classes fewer than `MIN_CASES_PER_CLASS`; the tables and the terminal say so beside the score.
-
-Why these thresholds (docs/metrics.md, "Small test sets"): a resample of n cases misses a class of
-k cases with probability (1 - k/n)^n <= e^-k; with k = 3 that is about 5% of the resamples (they
-are dropped: an AUROC needs both classes, so the interval is drawn from a biased subset), with
-k = 10 under 5e-5. And n cases give at most C(2n-1, n) distinct resamples (10 for n = 3, 92,378
-for n = 10), so below ~20 cases a percentile interval is read off a handful of lattice points.
-"""
+"""Intervals a small test set can honestly carry: Wilson or exact (Clopper-Pearson) intervals of
+proportions (`scipy.stats.binomtest`), the small-sample thresholds of the bootstrap (`MIN_CASES`,
+`MIN_CASES_PER_CLASS`) and the words the tables use when an interval cannot be estimated; why these
+methods and thresholds: docs/metrics.md, "Small test sets"."""
 
 from __future__ import annotations
 

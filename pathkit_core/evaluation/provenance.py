@@ -1,14 +1,5 @@
-"""What a result rests on, said where the result is read: synthetic cases and random encoder weights.
-
-A run's metrics.json carries "provenance" (`run_provenance`): whether its cases are synthetic (the
-dataset's demo was built and used, its root holds the demo marker `SYNTHETIC_MARKER`, the dataset
-class declares `Dataset.synthetic`, or its summary says "synthetic") and what its encoder weights
-are, as the feature files record them (`random-init:seed=N`: a randomly initialised encoder, not a
-published checkpoint; a sha256: a checkpoint file; "built-in": an encoder without learned
-weights). Its "banners" are the sentences the terminal summary, the run report and the matrix
-report show above the scores (`banners`), so that a shared report of a demo never reads like a
-real result.
-"""
+"""What a result rests on, said where the result is read: synthetic cases and random encoder weights, in
+metrics.json "provenance" and as the banners above every score table (docs/reports.md, "Provenance banners")."""
 
 from __future__ import annotations
 
@@ -73,9 +64,8 @@ def run_provenance(dataset: Any, encoder: str, weights: Iterable[str],
     weights = sorted({str(w) for w in weights if w})
     why = synthetic_reason(dataset, summary)
     kind = weights_kind(weights)
-    out: dict[str, Any] = {"dataset": dataset.name, "synthetic_data": bool(why),
-                           "encoder": encoder, "encoder_weights": kind,
-                           "weights": weights}
+    out: dict[str, Any] = {"dataset": dataset.name, "synthetic_data": bool(why), "encoder": encoder,
+                           "encoder_weights": kind, "weights": weights}
     if why:
         out["synthetic_why"] = why
     banners = []

@@ -64,9 +64,7 @@ def resolve_metrics(names: Sequence[str], task: str | None = None) -> list[Metri
     for name in names:
         cls = get_component("metric", name)
         if task and cls.tasks and task not in cls.tasks:
-            raise PathkitError(
-                f"metric {name!r} scores {', '.join(cls.tasks)}, not the {task!r} task of this dataset"
-            )
+            raise PathkitError(f"metric {name!r} scores {', '.join(cls.tasks)}, not the {task!r} task of this dataset")
         metrics.append(cls())
     if not metrics:
         raise PathkitError("no metric given: use --metric NAME[,NAME...]")
@@ -119,16 +117,9 @@ def input_flags(predictions: Sequence[Any], references: Sequence[Any]) -> list[s
     return out
 
 
-def score(
-    metric_names: Sequence[str],
-    predictions: Mapping[str, Any],
-    references: Mapping[str, Any],
-    *,
-    ids: Sequence[str] | None = None,
-    dataset: str | None = None,
-    context: Mapping[str, Any] | None = None,
-    on_metric: Callable[[str], None] | None = None,
-) -> ScoreResult:
+def score(metric_names: Sequence[str], predictions: Mapping[str, Any], references: Mapping[str, Any], *,
+          ids: Sequence[str] | None = None, dataset: str | None = None, context: Mapping[str, Any] | None = None,
+          on_metric: Callable[[str], None] | None = None) -> ScoreResult:
     """Run each metric on the predictions/references aligned by `ids` (reference order by default);
     `on_metric(name)` is called before each metric (progress display). The per-case table (ids,
     input flags, each metric's table joined on `id`) is built when `result.per_case` is read."""
@@ -205,7 +196,5 @@ def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[st
     return out_dir
 
 
-__all__ = [
-    "RESULT_FILES", "ScoreResult", "metric_context", "context_for", "resolve_metrics", "prepare_metrics",
-    "INPUT_FLAGS", "text_flags", "input_flags", "score", "write_result_folder", "write_results"
-]
+__all__ = ["RESULT_FILES", "ScoreResult", "metric_context", "context_for", "resolve_metrics", "prepare_metrics",
+           "INPUT_FLAGS", "text_flags", "input_flags", "score", "write_result_folder", "write_results"]

@@ -1,21 +1,12 @@
-"""Score rows as every table shows them: the score's name, its value and CI, its direction, the baselines.
-
-One place turns a run's `{metric: {key: value}}` summaries into rows, so that the terminal
-(`pathkit run`, `pathkit score`), the run report and the matrix report read alike: the metric's
-headline scores first (`Metric.headline_scores`, in its order), confidence-interval bounds
-(`<key>_ci_low`, `<key>_ci_high`) folded into their score's row, and each score's direction
-(`Metric.direction`) and range (`Metric.score_ranges`) from the metric that made it.
-
-Informational keys (counts, `Metric.informational`) get no arrow. A score whose CI bounds are in
-the summary but not finite had an interval the metric could not estimate (a bootstrap that cannot
-vary): its CI cell says "not estimable (n=...)", never "[x, x]". A metric that records its test set
-as small (`details["sample"]["warning"]`, `pathkit_core.evaluation.intervals`) gets that warning on
-each of its rows (`ScoreRow.note`), printed beside the table.
-"""
+"""Score rows as every table shows them (terminal, run report, matrix report): a metric's headline
+scores first, CI bounds (`<key>_ci_low`, `<key>_ci_high`) folded into their score's row ("not estimable
+(n=...)" when not finite), each score's direction and range from its metric, and the metric's small-sample
+warning (docs/reports.md, "The run report"; docs/metrics.md, "Small test sets")."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,12 +130,7 @@ def sample_warning(details: Mapping[str, Any] | None) -> str:
 
 def sample_warnings(details: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
     """{metric: its small-sample warning} of the metrics that recorded one (metrics.json "details")."""
-    out = {}
-    for metric, found in (details or {}).items():
-        text = sample_warning(found)
-        if text:
-            out[metric] = text
-    return out
+    return {metric: text for metric, found in (details or {}).items() if (text := sample_warning(found))}
 
 
 def score_rows(summary: Mapping[str, Mapping[str, Any]],
@@ -159,10 +145,7 @@ def score_rows(summary: Mapping[str, Mapping[str, Any]],
     labelled `key (metric)`."""
     baselines = baselines or {}
     classes = metric_classes(summary, registry)
-    counts: dict[str, int] = {}
-    for values in summary.values():
-        for key in _point_keys(values):
-            counts[key] = counts.get(key, 0) + 1
+    counts = Counter(key for values in summary.values() for key in _point_keys(values))
     headline_rows: list[ScoreRow] = []
     other_rows: list[ScoreRow] = []
     for metric, values in summary.items():

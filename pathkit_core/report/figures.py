@@ -1,11 +1,6 @@
-"""Figures of a report: drawn with matplotlib, embedded in the page as PNG, and written next to it
-with the data behind them (CSV), so that a reader can replot any figure.
-
-`FigureWriter(folder)` saves `<folder>/<name>.png` and `<folder>/<name>.csv` and returns the
-`<figure>` HTML (the PNG as a data URI, a caption, links to both files). The plotting helpers
-below draw the figures every task shares: curves, bars with intervals, heatmaps, images.
-matplotlib is imported inside each function (never by `pathkit --help`), without pyplot.
-"""
+"""Figures of a report: drawn with matplotlib (imported inside each function, without pyplot), embedded
+as PNG and written beside the page with the data behind them as CSV (`FigureWriter`), and the plots every
+task shares: curves, bars with intervals, heatmaps, images."""
 
 from __future__ import annotations
 

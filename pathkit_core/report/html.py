@@ -1,22 +1,17 @@
-"""The run report (`<run>/report.html`): headline scores first, then the task's own sections,
-the plugins' sections, training curves, the QC of the features used and provenance, folded.
-
-The page stands alone (inline style, figures as data URIs) and every figure's data is written
-beside it under `<run>/figures/`. Task-specific parts come from the run's task
-(`Task.report_sections`) and from plugins (hook `report_sections`); the core only orders them.
-"""
+"""The run report (`<run>/report.html`), one self-contained page: headline scores, split, the task's and
+the plugins' sections, training, the QC of the features used and provenance (docs/reports.md, "The run
+report"); the core only orders the sections."""
 
 from __future__ import annotations
 
 import json
-import traceback
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.evaluation.provenance import banners
 from pathkit_core.evaluation.scores import ScoreRow, finite_number, format_ci, sample_warnings, score_rows
 from pathkit_core.report.figures import integer_bins, line_chart, new_figure
-from pathkit_core.report.page import Section, details, esc, page, pre_json, table
+from pathkit_core.report.page import Section, details, esc, failed_section, page, plugin_sections, pre_json, table
 from pathkit_core.report.run_folder import RunFolder
 from pathkit_core.workspace import atomic_write_text
 
@@ -34,11 +29,8 @@ def _range_text(row: ScoreRow) -> str:
 def score_table(rows: list[ScoreRow], baselines: list[str], *, table_id: str, caption: str = "") -> str:
     """Scores as the report shows them: the score's name, model value, CI, baselines, direction, range."""
     headers = ["metric", "model", "95% CI", *(f"baseline: {b}" for b in baselines), "better", "range", "scored by"]
-    body = []
-    for r in rows:
-        body.append([r.label, r.value if r.value is not None else "n/a", r.ci_text,
-                     *(_baseline_cell(r, b) for b in baselines), r.better,
-                     _range_text(r), r.metric])
+    body = [[r.label, r.value if r.value is not None else "n/a", r.ci_text, *(_baseline_cell(r, b) for b in baselines),
+             r.better, _range_text(r), r.metric] for r in rows]
     return table(headers, body, table_id=table_id, classes="headline scores", caption=caption)
 
 
@@ -103,11 +95,8 @@ def predictions_section(run: RunFolder, limit: int = 50) -> Section | None:
     numeric = [c for c, t in per_case.schema.items() if c != "id" and t.is_numeric()][:6] \
         if per_case is not None else []
     numeric, scores = run.per_case_rows(numeric)
-    rows = []
-    for cid, pred in list(run.predictions.items())[:limit]:
-        row = [cid, _compact(refs.get(cid)), _compact(pred)]
-        row += [scores.get(cid, {}).get(c) for c in numeric]
-        rows.append(row)
+    rows = [[cid, _compact(refs.get(cid)), _compact(pred), *(scores.get(cid, {}).get(c) for c in numeric)]
+            for cid, pred in list(run.predictions.items())[:limit]]
     body = table(["id", "reference", "prediction", *numeric], rows, table_id="cases", sortable=True,
                  filterable=True, numeric_filters=numeric, classes="cases")
     more = len(run.predictions) - len(rows)
@@ -166,8 +155,7 @@ def training_section(run: RunFolder) -> Section | None:
     chosen_x = fit.get("best_step") if by_step else selected
     if by_step and chosen_x is None and selected is not None:
         chosen_x = next((h.get("step") for h in history if h.get("epoch") == selected), None)
-    panels = [("loss", [("training loss", "train_loss"), ("validation loss", "val_loss")],
-               "loss (training objective)")]
+    panels = [("loss", [("training loss", "train_loss"), ("validation loss", "val_loss")], "loss (training objective)")]
     if selection != "val_loss" and any(finite_number(h.get("selection")) is not None for h in history):
         short = selection.rpartition(":")[2]
         panels.append(("selection", [(f"validation {selection}", "selection")], f"validation {short}"))
@@ -190,8 +178,7 @@ def training_section(run: RunFolder) -> Section | None:
             line.set_marker("o")
             line.set_markersize(3)
         if chosen_x is not None:
-            ax.axvline(chosen_x, color="#C00000", linestyle=":", linewidth=1.4,
-                       label=f"selected {x_label} {chosen_x}")
+            ax.axvline(chosen_x, color="#C00000", linestyle=":", linewidth=1.4, label=f"selected {x_label} {chosen_x}")
             ax.legend(fontsize="small", loc="best")
         if ylabel == "learning rate":
             ax.set_yscale("log")
@@ -220,9 +207,8 @@ def checkpoint_table(run: RunFolder, checkpoints: dict[str, Any]) -> str:
     rows_by = {n: score_rows(checkpoints[n].get("metrics") or {}, registry=run.registry, headline_only=True)
                for n in names}
     labels = [r.label for r in rows_by[names[0]]]
-    body = []
-    for i, label in enumerate(labels):
-        body.append([label, *(_with_ci(rows_by[n][i]) if i < len(rows_by[n]) else "" for n in names)])
+    body = [[label, *(_with_ci(rows_by[n][i]) if i < len(rows_by[n]) else "" for n in names)]
+            for i, label in enumerate(labels)]
     headers = ["metric", *(f"{n} (epoch {checkpoints[n].get('epoch')})" for n in names)]
     return "<h3>Evaluated checkpoints</h3>" + table(headers, body, table_id="checkpoints")
 
@@ -293,12 +279,6 @@ def _tiles_figure(run: RunFolder, used: Any) -> str:
 # --------------------------------------------------------------------------- assembly
 
 
-def _failed_section(title: str, exc: BaseException, order: int) -> Section:
-    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return Section(title, f'<p class="warning">This section could not be drawn: {esc(detail)}</p>', order=order,
-                   key=f"failed-{abs(hash(title)) % 10**6}")
-
-
 def task_sections(run: RunFolder) -> list[Section]:
     task = run.task
     sections: list[Section] = []
@@ -306,31 +286,25 @@ def task_sections(run: RunFolder) -> list[Section]:
         try:
             sections = list(task.report_sections(run) or [])
         except Exception as exc:  # noqa: BLE001 - the rest of the report is still worth having
-            sections = [_failed_section(f"{task.name} results", exc, ORDER_TASK)]
+            sections = [failed_section(f"{task.name} results", exc, ORDER_TASK)]
     if not sections:
         generic = predictions_section(run)
         sections = [generic] if generic else []
-    for plugin, found in run.registry.report_sections("report_sections", run):
-        if isinstance(found, BaseException):
-            sections.append(_failed_section(f"Section of plugin {plugin}", found, ORDER_PLUGIN))
-        else:
-            sections.extend(found)
-    return sections
+    return sections + plugin_sections(run.registry, "report_sections", run, ORDER_PLUGIN)
 
 
 def guarded(build: Any, run: RunFolder, title: str, order: int) -> Section | None:
     try:
         return build(run)
     except Exception as exc:  # noqa: BLE001 - one section's failure must not cost the whole report
-        return _failed_section(title, exc, order)
+        return failed_section(title, exc, order)
 
 
 def run_sections(run: RunFolder) -> list[Section]:
     own = task_sections(run)
     drawn = {s.key for s in own}
     sections: list[Section | None] = [headline_section(run), guarded(split_section, run, "Split", ORDER_SPLIT),
-                                      *own, guarded(lambda r: tables_section(r, drawn), run, "Tables",
-                                                     ORDER_TASK + 80),
+                                      *own, guarded(lambda r: tables_section(r, drawn), run, "Tables", ORDER_TASK + 80),
                                       guarded(training_section, run, "Training", ORDER_TRAINING),
                                       guarded(qc_section, run, "Quality control", ORDER_QC)]
     dataset = {k: v for k, v in (run.metrics.get("dataset") or {}).items() if k != "warnings"}

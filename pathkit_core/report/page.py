@@ -1,9 +1,5 @@
-"""The HTML of a report page: sections, tables (sortable, filterable), embedded figures, folded parts.
-
-A page is one self-contained file: its style and script are inline and its figures are data
-URIs, so it opens from disk with no server and no network. Everything a section shows goes
-through these helpers, so that every report reads alike.
-"""
+"""The HTML of a report page: sections, tables (sortable, filterable), figures, folded parts. A page is one
+file with inline style and script and figures as data URIs: it opens from disk, with no server or network."""
 
 from __future__ import annotations
 
@@ -208,14 +204,22 @@ document.querySelectorAll('div.filters').forEach(function(f){
 """
 
 
+def failed_section(title: str, exc: BaseException, order: int, key: str = "") -> Section:
+    """What a section that raised becomes: a warning naming the exception; the rest of the page is kept."""
+    import traceback
+
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return Section(title, f'<p class="warning">This section could not be drawn: {esc(detail)}</p>', order=order,
+                   key=key or f"failed-{abs(hash(title)) % 10**6}")
+
+
 def plugin_sections(registry: Any, hook_name: str, subject: Any, order: int = 200) -> list[Section]:
-    """The sections plugins add through report hook `hook_name` ("matrix_report_sections",
-    "suite_report_sections"); a plugin that raised gets a warning section naming it."""
+    """The sections plugins add through report hook `hook_name` ("report_sections",
+    "matrix_report_sections", "suite_report_sections"); a plugin that raised gets a warning section naming it."""
     out: list[Section] = []
     for plugin, found in registry.report_sections(hook_name, subject):
         if isinstance(found, BaseException):
-            out.append(Section(f"Section of plugin {plugin}", f'<p class="warning">{esc(found)}</p>',
-                               key=f"plugin-{plugin}", order=order))
+            out.append(failed_section(f"Section of plugin {plugin}", found, order, key=f"plugin-{plugin}"))
         else:
             out.extend(found)
     return out
@@ -246,5 +250,5 @@ def page(title: str, subtitle: str, sections: Sequence[Section], *, warnings: Se
     return "\n".join(parts)
 
 
-__all__ = ["Section", "banner", "details", "esc", "link", "number", "page", "plugin_sections", "pre_json", "table",
-           "tags", "warning"]
+__all__ = ["Section", "banner", "details", "esc", "failed_section", "link", "number", "page", "plugin_sections",
+           "pre_json", "table", "tags", "warning"]

@@ -1,10 +1,6 @@
-"""A finished run folder as a report reads it: every artifact on disk, loaded on first use.
-
-`RunFolder(path)` is what a report section gets (`Task.report_sections(run)` and the
-`report_sections` hook): the run's metrics.json, per-case table, predictions, the test cases and
-their references, the training history, the stage markers, provenance, attention and QC files,
-and a `FigureWriter` whose figures land in `<run>/figures/`. Nothing here reruns any stage.
-"""
+"""A finished run folder as a report reads it: every artifact on disk (metrics, per-case table,
+predictions, test cases, history, stages, provenance, QC), loaded on first use; nothing reruns a stage
+(docs/reports.md, "Adding a task's or a plugin's own sections")."""
 
 from __future__ import annotations
 

@@ -42,16 +42,9 @@ class BagDataset:
     `sample_tiles` a seeded random subset (the MIL option of GOLDMARK-style training).
     """
 
-    def __init__(
-        self,
-        specs: Sequence[BagSpec],
-        *,
-        max_tiles: int | None = None,
-        sample_tiles: bool = False,
-        seed: int = 0,
-        loader: Callable[[Path], tuple[Any, Any]] | None = None,
-        dtype: str = "float32",
-    ) -> None:
+    def __init__(self, specs: Sequence[BagSpec], *, max_tiles: int | None = None, sample_tiles: bool = False,
+                 seed: int = 0, loader: Callable[[Path], tuple[Any, Any]] | None = None,
+                 dtype: str = "float32") -> None:
         self.specs = list(specs)
         self.max_tiles = max_tiles
         self.sample_tiles = sample_tiles

@@ -22,53 +22,30 @@ SelectionFn = Callable[[Mapping[str, Any], Mapping[str, Any]], float]
 
 @dataclass
 class TrainConfig:
-    """Defaults follow the PathBench protocol (its public configs; docs/training.md has each option's source)."""
+    """Each option, its default and its source (PathBench, GOLDMARK, eva): docs/training.md, "Options"."""
 
     max_epochs: int = 200
     lr: float = 7e-5
     weight_decay: float = 1e-5
     batch_size: int = 1
-    # cases decoded at once when predicting on validation/test (None: batch_size); predictions
-    # do not depend on it, only their speed does
-    eval_batch_size: int | None = None
+    eval_batch_size: int | None = None  # cases decoded at once on validation/test (None: batch_size)
     grad_clip: float | None = None
     plateau_factor: float = 0.5
     plateau_patience: int = 7
-    # "val_loss" (PathBench), "selection" (GOLDMARK: validation AUROC) or "none" (a constant
-    # learning rate: eva's linear probe)
-    plateau_on: str = "val_loss"
+    plateau_on: str = "val_loss"  # or "selection", or "none" (a constant learning rate)
     early_stop_patience: int | None = 20
     selection_mode: str = "max"  # direction of the selection score
-    # Train for this many optimizer steps instead of `max_epochs` passes (eva's linear probe:
-    # 12,500). Training then runs in periods of `val_every_steps` steps (None: one pass over
-    # the training cases, eva's check per epoch), each ending in a validation check; in that
-    # mode an "epoch" of the history, the early-stopping patience and the plateau scheduler
-    # count periods, and the history and checkpoints also record the step.
-    max_steps: int | None = None
+    max_steps: int | None = None  # train by optimizer steps, in periods of val_every_steps
     val_every_steps: int | None = None
-    # Epochs at which the model is validated (validation loss and selection score), and so the
-    # only ones that can become "best", step the plateau scheduler or count towards early
-    # stopping; the last epoch is always one. None: every epoch (PathBench). GOLDMARK validates
-    # at 2, 5, 10, 20, 50, 80 and 120 (its public EXTRA_VAL_EPOCHS; docs/goldmark.md).
-    validation_epochs: tuple[int, ...] | None = None
-    # False: no model selection; "best" is the last epoch, and training needs no validation
-    # cases (without them the plateau scheduler is never stepped). GOLDMARK's paper-comparable
-    # setting trains on 70 % and reports the epoch-120 model.
-    model_selection: bool = True
-    # Shuffle the training cases every epoch (seeded by seed + epoch). PathBench's data modules
-    # never shuffle; GOLDMARK's do (docs/training.md, "Shuffling").
+    validation_epochs: tuple[int, ...] | None = None  # None: every epoch; the last one always
+    model_selection: bool = True  # False: "best" is the last epoch, no validation cases needed
     shuffle: bool = True
     mixed_precision: str = "no"  # "no", "bf16", "fp16"
     seed: int = 0
     cpu: bool = False
     num_workers: int = 0
     progress: bool = True
-    # The `last` checkpoint (what a resumed run continues from: weights, optimizer, scheduler and
-    # RNG state) is written at most every this many minutes, and always after the final period
-    # (the last one, or the one early stopping ends on); 0 writes it after every period. A run
-    # killed in between resumes from the previous `last` and retrains the periods since, exactly
-    # (batches and RNG state follow from the period number). `best` is written whenever it changes.
-    checkpoint_every_minutes: float = 10.0
+    checkpoint_every_minutes: float = 10.0  # docs/training.md, "How often `last` is written"
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> TrainConfig:
@@ -144,37 +121,26 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-class _StepModule:
-    """Routes DDP's forward to `training_step` so gradients synchronise across processes."""
+def _step_module(model: Any) -> Any:
+    """`model` in a module whose forward is its `training_step`, so DDP synchronises the gradients."""
+    import torch
 
-    @staticmethod
-    def wrap(model: Any) -> Any:
-        import torch
+    class StepModule(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
 
-        class StepModule(torch.nn.Module):
-            def __init__(self, inner: torch.nn.Module) -> None:
-                super().__init__()
-                self.inner = inner
+        def forward(self, batch: Any) -> Any:
+            return self.inner.training_step(batch)
 
-            def forward(self, batch: Any) -> Any:
-                return self.inner.training_step(batch)
-
-        return StepModule(model)
+    return StepModule(model)
 
 
 # --------------------------------------------------------------------------- checkpoints
 
 
-def save_checkpoint(
-    directory: Path,
-    stem: str,
-    model: Any,
-    *,
-    config: Mapping[str, Any],
-    optimizer: Any = None,
-    scheduler: Any = None,
-    trainer_state: Mapping[str, Any] | None = None,
-) -> Path:
+def save_checkpoint(directory: Path, stem: str, model: Any, *, config: Mapping[str, Any], optimizer: Any = None,
+                    scheduler: Any = None, trainer_state: Mapping[str, Any] | None = None) -> Path:
     """Write `<stem>.safetensors` (weights, and optimizer/RNG state when given) and `<stem>.json`."""
     import torch
     from safetensors.torch import save_file
@@ -219,9 +185,7 @@ def discard_checkpoints(directory: Path) -> None:
     (directory / "history.json").unlink(missing_ok=True)
 
 
-def load_checkpoint(
-    weights: Path, model: Any, *, optimizer: Any = None, scheduler: Any = None
-) -> dict[str, Any]:
+def load_checkpoint(weights: Path, model: Any, *, optimizer: Any = None, scheduler: Any = None) -> dict[str, Any]:
     """Load what `save_checkpoint` wrote; returns the JSON side-car."""
     import torch
     from safetensors import SafetensorError
@@ -269,22 +233,6 @@ def _targets(items: Sequence[Any]) -> dict[str, Any]:
     return {i["case_id"]: i["target"] for i in items}
 
 
-def _loader(items: Sequence[dict[str, Any]], model: Any, batch_size: int, shuffle: bool, seed: int,
-            num_workers: int):
-    import torch
-
-    generator = torch.Generator()
-    generator.manual_seed(seed)
-    return torch.utils.data.DataLoader(
-        items,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        collate_fn=model.collate,
-        num_workers=num_workers,
-        generator=generator,
-    )
-
-
 def _step_batches(n: int, cfg: TrainConfig, period: int) -> list[list[int]]:
     """The index batches of training period `period` (1-based) when training by steps.
 
@@ -307,15 +255,26 @@ def _step_batches(n: int, cfg: TrainConfig, period: int) -> list[list[int]]:
 
 
 def _period_loader(items: Sequence[dict[str, Any]], model: Any, cfg: TrainConfig, period: int, accelerator: Any):
-    """The training batches of one period: a shuffled pass (by epochs) or its steps (by steps)."""
+    """The training batches of one period: a pass shuffled by seed + period (by epochs) or its steps."""
     import torch
 
     if cfg.max_steps is None:
-        loader = _loader(items, model, cfg.batch_size, cfg.shuffle, cfg.seed + period, cfg.num_workers)
+        loader = torch.utils.data.DataLoader(items, batch_size=cfg.batch_size, shuffle=cfg.shuffle,
+                                             collate_fn=model.collate, num_workers=cfg.num_workers,
+                                             generator=torch.Generator().manual_seed(cfg.seed + period))
     else:
         loader = torch.utils.data.DataLoader(items, batch_sampler=_step_batches(len(items), cfg, period),
                                              collate_fn=model.collate, num_workers=cfg.num_workers)
     return accelerator.prepare_data_loader(loader) if accelerator.num_processes > 1 else loader
+
+
+def _shard_batches(accelerator: Any, model: Any, items: Sequence[dict[str, Any]], batch_size: int):
+    """(cases, batch on the device) of this process's shard of `items`, the model in eval mode."""
+    shard = range(accelerator.process_index, len(items), accelerator.num_processes)
+    model.eval()
+    for start in range(0, len(shard), batch_size):
+        chunk = [items[i] for i in shard[start : start + batch_size]]
+        yield chunk, _to_device(model.collate(chunk), accelerator.device)
 
 
 def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]], batch_size: int,
@@ -325,19 +284,13 @@ def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]]
     import torch
     from accelerate.utils import gather_object
 
-    shard = range(accelerator.process_index, len(items), accelerator.num_processes)
     out: list[tuple[str, Any]] = []
-    model.eval()
     with torch.no_grad(), accelerator.autocast():
-        for start in range(0, len(shard), batch_size):
-            chunk = [items[i] for i in shard[start : start + batch_size]]
-            batch = model.collate(chunk)
-            batch = _to_device(batch, accelerator.device)
+        for chunk, batch in _shard_batches(accelerator, model, items, batch_size):
             preds = model.predict(batch)
             if len(preds) != len(chunk):
-                raise PathkitError(
-                    f"{type(model).__name__}.predict returned {len(preds)} predictions for {len(chunk)} cases"
-                )
+                raise PathkitError(f"{type(model).__name__}.predict returned {len(preds)} predictions for "
+                                   f"{len(chunk)} cases")
             out.extend((item["case_id"], pred) for item, pred in zip(chunk, preds, strict=True))
             if bar is not None:
                 bar.advance(len(chunk) * accelerator.num_processes)
@@ -349,13 +302,9 @@ def _predict_items(accelerator: Any, model: Any, items: Sequence[dict[str, Any]]
 def _val_loss(accelerator: Any, model: Any, items: Sequence[dict[str, Any]], batch_size: int) -> float:
     import torch
 
-    shard = range(accelerator.process_index, len(items), accelerator.num_processes)
     total, count = 0.0, 0
-    model.eval()
     with torch.no_grad(), accelerator.autocast():
-        for start in range(0, len(shard), batch_size):
-            chunk = [items[i] for i in shard[start : start + batch_size]]
-            batch = _to_device(model.collate(chunk), accelerator.device)
+        for _, batch in _shard_batches(accelerator, model, items, batch_size):
             total += float(model.training_step(batch).detach().float())
             count += 1
     stats = torch.tensor([total, count], dtype=torch.float64, device=accelerator.device)
@@ -395,13 +344,9 @@ def make_accelerator(cfg: TrainConfig):
 
 @dataclass
 class TrainingSchedule:
-    """A benchmark's training protocol as one declared policy, read from its `TrainConfig` (which a
-    generator's `default_train` and a dataset's `train_overrides` declare): when to validate,
-    which validation is better, how the plateau scheduler steps and when early stopping ends the
-    run. PathBench's (plateau on validation loss, early stopping, every epoch validated),
-    GOLDMARK's paper schedule (validation at epochs 2, 5, 10, 20, 50, 80 and 120, plateau on the
-    selection score, no early stop), eva's fixed steps (constant learning rate) are all values of
-    it; `fit` is one loop over periods that asks it."""
+    """A benchmark's training protocol as one policy read from its `TrainConfig`: when to validate, which
+    validation is better, how the plateau scheduler steps, when early stopping ends the run (docs/training.md,
+    "The loop")."""
 
     cfg: TrainConfig
     maximize: bool  # a selection score to maximise (else: lower is better)
@@ -433,8 +378,7 @@ class TrainingSchedule:
                                                           patience=cfg.plateau_patience)
 
     def step_scheduler(self, scheduler: Any, val_loss: float, score: float) -> None:
-        # the plateau scheduler counts validations, not epochs (GOLDMARK steps it only at its
-        # validation epochs)
+        # stepped at validations only, so its patience counts validations, not epochs
         if scheduler is not None:
             scheduler.step(val_loss if self.cfg.plateau_on == "val_loss" else score)
 
@@ -566,32 +510,14 @@ def _keep(run: _Fit, inner: Any, epoch: int, validated: bool, score: float) -> b
     return final
 
 
-def fit(
-    model: TaskModel,
-    train_items: Sequence[dict[str, Any]],
-    val_items: Sequence[dict[str, Any]],
-    cfg: TrainConfig,
-    out_dir: Path,
-    *,
-    selection: SelectionFn | None = None,
-    checkpoint_config: Mapping[str, Any] | None = None,
-    accelerator: Any = None,
-    resume: bool = True,
-    on_epoch: Callable[[dict[str, float]], None] | None = None,
-    stage_key: str | None = None,
-) -> FitResult:
-    """Train `model`, selecting the best epoch on `val_items` with `selection` (validation loss
-    when None), under the `TrainingSchedule` of `cfg`: ReduceLROnPlateau, early stopping and
-    per-epoch `last` checkpoints.
-
-    Validation runs at `cfg.validation_epochs` only (every epoch by default); the history of an
-    epoch without validation has no `val_loss`/`selection`. With `cfg.model_selection` False,
-    `val_items` may be empty and "best" is the last epoch.
-
-    With `resume`, an existing `last` checkpoint in `out_dir` is continued from exactly. Every
-    checkpoint records `stage_key` (the run's fit key: data, code and settings); one written
-    under another key is never resumed: training starts fresh and says why in one line.
-    """
+def fit(model: TaskModel, train_items: Sequence[dict[str, Any]], val_items: Sequence[dict[str, Any]], cfg: TrainConfig,
+        out_dir: Path, *, selection: SelectionFn | None = None, checkpoint_config: Mapping[str, Any] | None = None,
+        accelerator: Any = None, resume: bool = True, on_epoch: Callable[[dict[str, float]], None] | None = None,
+        stage_key: str | None = None) -> FitResult:
+    """Train `model` under the `TrainingSchedule` of `cfg`, selecting the best epoch on `val_items` with
+    `selection` (validation loss when None; docs/training.md, "The loop"). With `resume`, a `last` checkpoint in
+    `out_dir` written under `stage_key` (the run's fit key) is continued exactly; one written under another key
+    is discarded, saying why in one line (docs/user-guide.md)."""
     import torch
 
     out_dir = Path(out_dir)
@@ -609,7 +535,7 @@ def fit(
     if resume:
         _resume(run, stage_key)
     state, unit = run.state, schedule.unit
-    stepper, run.optimizer = accelerator.prepare(_StepModule.wrap(model), optimizer)
+    stepper, run.optimizer = accelerator.prepare(_step_module(model), optimizer)
     references = _targets(val_items)
     stopped_early = False
     estimate = TrainingEstimate(run.n_periods, cfg.validates_at, cfg.early_stop_patience, unit=unit)
@@ -649,27 +575,14 @@ def fit(
             shown = f" sel {score:.4f}" if validated else ""
             progress.update(task, completed=epoch, left=estimate.left(epoch, state["bad_epochs"]),
                             description=f"{unit} {epoch} loss {record['train_loss']:.3f}{shown}")
-    return FitResult(
-        best_epoch=int(state["best_epoch"]),
-        best_score=float(state["best_score"]),
-        epochs_run=int(state["epoch"]),
-        history=list(state["history"]),
-        best_checkpoint=out_dir / "best.safetensors",
-        last_checkpoint=out_dir / "last.safetensors",
-        stopped_early=stopped_early,
-        best_step=state.get("best_step"),
-    )
+    return FitResult(best_epoch=int(state["best_epoch"]), best_score=float(state["best_score"]),
+                     epochs_run=int(state["epoch"]), history=list(state["history"]),
+                     best_checkpoint=out_dir / "best.safetensors", last_checkpoint=out_dir / "last.safetensors",
+                     stopped_early=stopped_early, best_step=state.get("best_step"))
 
 
-def predict(
-    model: TaskModel,
-    items: Sequence[dict[str, Any]],
-    *,
-    batch_size: int = 1,
-    accelerator: Any = None,
-    cfg: TrainConfig | None = None,
-    out_path: str | Path | None = None,
-) -> dict[str, Any]:
+def predict(model: TaskModel, items: Sequence[dict[str, Any]], *, batch_size: int = 1, accelerator: Any = None,
+            cfg: TrainConfig | None = None, out_path: str | Path | None = None) -> dict[str, Any]:
     """Predictions keyed by case id (gathered across processes); with `out_path`, also written
     there as JSON lines `{"id", "prediction"}` in the order of `items` (by the main process)."""
     cfg = cfg or TrainConfig()

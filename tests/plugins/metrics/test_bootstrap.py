@@ -13,7 +13,6 @@ from pathkit_core.evaluation.bootstrap import (
     bootstrap_distribution,
     bootstrap_statistic_ci,
     bootstrap_statistics_ci,
-    linear_quantiles,
     resample_indices,
 )
 
@@ -38,16 +37,6 @@ def test_percentiles_of_the_resampled_means_by_hand():
     # every resampled mean is a multiple of 1/5
     assert np.allclose(means * 5, np.round(means * 5))
     assert bootstrap_ci(values, 500, 3) == tuple(np.quantile(means, [0.025, 0.975]))
-
-
-def test_linear_quantiles_are_numpys_to_the_last_bit():
-    rng = np.random.default_rng(5)
-    for trial in range(400):
-        values = rng.standard_normal(int(rng.integers(1, 1500))) * 10.0 ** rng.uniform(-3, 3)
-        if trial % 2:
-            values = np.round(values, 1)  # ties
-        quantiles = [0.0, 0.025, 0.5, 0.975, 1.0, float(rng.uniform())]
-        assert linear_quantiles(np.sort(values).tolist(), quantiles) == np.quantile(values, quantiles).tolist()
 
 
 def test_seeded_and_deterministic():
