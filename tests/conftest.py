@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -102,6 +104,47 @@ def cli():
         return runner.invoke(app, [str(a) for a in args], catch_exceptions=False, **kwargs)
 
     return invoke
+
+
+@pytest.fixture
+def demo_run(cli, tmp_path):
+    """Runs a demo dataset end to end (`pathkit run --dataset NAME --cpu` on two torch threads) in
+    `tmp_path / "ws"`; returns the folder of its tiny-vit run with `generator` and its metrics.json."""
+
+    def run(dataset: str, generator: str) -> tuple[Path, dict]:
+        import torch
+
+        torch.set_num_threads(2)
+        result = cli("run", "--dataset", dataset, "--workdir", tmp_path / "ws", "--cpu")
+        assert result.exit_code == 0, result.stdout + result.stderr
+        run_dir = next((tmp_path / "ws" / "runs" / dataset / "tiny-vit" / generator).iterdir())
+        return run_dir, json.loads((run_dir / "metrics.json").read_text())
+
+    return run
+
+
+FAKE_SBATCH = """#!{python}
+import json, sys
+from pathlib import Path
+log = Path({log!r})
+calls = json.loads(log.read_text()) if log.exists() else []
+calls.append(sys.argv[1:])
+log.write_text(json.dumps(calls))
+if any(a.startswith("--partition=refuse") for a in sys.argv):
+    sys.exit("sbatch: error: invalid partition specified: refuse")
+print(f"{{4100 + len(calls)}};cluster")
+"""
+
+
+@pytest.fixture
+def fake_sbatch(tmp_path, monkeypatch) -> Path:
+    """A stand-in `sbatch` first on PATH: it records each call's arguments in the returned JSON file
+    and answers job ids 4101, 4102, ...; a `--partition=refuse...` it refuses as sbatch would."""
+    from tests._executables import install_executable
+
+    log = tmp_path / "calls.json"
+    install_executable(monkeypatch, tmp_path / "bin", "sbatch", FAKE_SBATCH.format(python=sys.executable, log=str(log)))
+    return log
 
 
 def _load_benchmark(name: str) -> ModuleType:

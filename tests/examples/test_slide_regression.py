@@ -9,14 +9,8 @@ import pytest
 
 # a convergence check (the demo's whole training): `make test-suite`, which CI runs after `make test`
 @pytest.mark.slow
-def test_slide_regression_runs_end_to_end_and_beats_the_train_mean(installed_registry, cli, tmp_path):
-    import torch
-
-    torch.set_num_threads(2)
-    result = cli("run", "--dataset", "demo-purity", "--workdir", tmp_path / "ws", "--cpu")
-    assert result.exit_code == 0, result.stdout + result.stderr
-    run_dir = next((tmp_path / "ws" / "runs" / "demo-purity" / "tiny-vit" / "mean-pool-regressor").iterdir())
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+def test_slide_regression_runs_end_to_end_and_beats_the_train_mean(installed_registry, demo_run):
+    run_dir, metrics = demo_run("demo-purity", "mean-pool-regressor")
     model, baseline = metrics["metrics"]["regression"], metrics["baselines"]["train-mean"]["regression"]
     assert model["MAE"] < 0.5 * baseline["MAE"], (model, baseline)
     assert model["pearson_r"] > 0.8

@@ -3,25 +3,18 @@ the paired kappa bootstrap (p < 0.01), and the report shows the ordinal sections
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 
 @pytest.mark.slow
-def test_demo_ordinal_coral_beats_the_majority_grade_paired(cli, tmp_path):
+def test_demo_ordinal_coral_beats_the_majority_grade_paired(demo_run):
     import polars as pl
-    import torch
     from pathkit_metrics.ordinal import kappa_statistic
 
     from pathkit_bench.stats import paired_bootstrap
 
-    torch.set_num_threads(2)
-    result = cli("run", "--dataset", "demo-ordinal", "--workdir", tmp_path / "ws", "--cpu")
-    assert result.exit_code == 0, result.stdout + result.stderr
-    run_dir = next((tmp_path / "ws" / "runs" / "demo-ordinal" / "tiny-vit" / "coral").iterdir())
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+    run_dir, metrics = demo_run("demo-ordinal", "coral")
     model = metrics["metrics"]["ordinal"]
     assert metrics["baselines"]["majority-class"]["ordinal"]["qwk"] == 0.0
     assert model["qwk"] > 0.6 and model["qwk_ci_low"] > 0.3, model

@@ -9,17 +9,12 @@ import pytest
 
 
 @pytest.mark.slow
-def test_demo_retrieval_finds_the_class_and_beats_the_majority_class(cli, tmp_path):
+def test_demo_retrieval_finds_the_class_and_beats_the_majority_class(demo_run):
     import polars as pl
-    import torch
 
     from pathkit_bench.stats import paired_bootstrap
 
-    torch.set_num_threads(2)
-    result = cli("run", "--dataset", "demo-retrieval", "--workdir", tmp_path / "ws", "--cpu")
-    assert result.exit_code == 0, result.stdout + result.stderr
-    run_dir = next((tmp_path / "ws" / "runs" / "demo-retrieval" / "tiny-vit" / "feature-retrieval").iterdir())
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+    run_dir, metrics = demo_run("demo-retrieval", "feature-retrieval")
     model, base = metrics["metrics"]["retrieval"], metrics["baselines"]["majority-class"]["retrieval"]
     assert model["top1_acc"] > 0.8 and model["mAP@5"] > 0.7, model
     assert base["top1_acc"] == pytest.approx(1 / 3)

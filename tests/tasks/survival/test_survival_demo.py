@@ -3,25 +3,18 @@ constant-risk baseline on the same test patients by the paired C-index bootstrap
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 
 @pytest.mark.slow
-def test_demo_survival_coxnet_beats_constant_risk_paired(cli, tmp_path):
+def test_demo_survival_coxnet_beats_constant_risk_paired(demo_run):
     import polars as pl
-    import torch
     from pathkit_metrics.survival import c_index_statistic
 
     from pathkit_bench.stats import paired_bootstrap
 
-    torch.set_num_threads(2)
-    result = cli("run", "--dataset", "demo-survival", "--workdir", tmp_path / "ws", "--cpu")
-    assert result.exit_code == 0, result.stdout + result.stderr
-    run_dir = next((tmp_path / "ws" / "runs" / "demo-survival" / "tiny-vit" / "coxnet").iterdir())
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+    run_dir, metrics = demo_run("demo-survival", "coxnet")
     model = metrics["metrics"]["survival"]
     assert metrics["baselines"]["constant-risk"]["survival"]["c_index"] == 0.5
     assert model["c_index"] > 0.65 and model["c_index_ci_low"] > 0.5, model
