@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -109,16 +108,16 @@ def cli():
 @pytest.fixture
 def demo_run(cli, tmp_path):
     """Runs a demo dataset end to end (`pathkit run --dataset NAME --cpu` on two torch threads) in
-    `tmp_path / "ws"`; returns the folder of its tiny-vit run with `generator` and its metrics.json."""
+    `tmp_path / "ws"`; returns the folder of its tiny-vit run with `generator`."""
+    from tests._run_folder import RunFolder
 
-    def run(dataset: str, generator: str) -> tuple[Path, dict]:
+    def run(dataset: str, generator: str) -> RunFolder:
         import torch
 
         torch.set_num_threads(2)
         result = cli("run", "--dataset", dataset, "--workdir", tmp_path / "ws", "--cpu")
         assert result.exit_code == 0, result.stdout + result.stderr
-        run_dir = next((tmp_path / "ws" / "runs" / dataset / "tiny-vit" / generator).iterdir())
-        return run_dir, json.loads((run_dir / "metrics.json").read_text())
+        return RunFolder(next((tmp_path / "ws" / "runs" / dataset / "tiny-vit" / generator).iterdir()))
 
     return run
 

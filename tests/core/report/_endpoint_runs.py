@@ -17,6 +17,19 @@ def _cases(n: int, targets: list) -> list[Case]:
     return [Case(f"S{i:02d}", f"P{i:02d}", targets[i]) for i in range(n)]
 
 
+def _scored_run(run_dir: Path, task: str, test: list[Case], refs: dict, preds: dict, baseline: tuple[str, object],
+                context: dict, *, n_train: int, fit: bool = True, scored: dict | None = None) -> Path:
+    """The run folder of `task` on its demo dataset: `preds` scored by the task's metric (`scored`
+    where the metric reads another form of them) beside the baseline (name, one prediction for all)."""
+    dataset = "demo-" + task.replace("-", "")
+    _common(run_dir, task, dataset, {"train": test[:n_train], "test": test}, fit=fit)
+    ids = [c.case_id for c in test]
+    result = score([task], scored or preds, refs, ids=ids, context=context)
+    name, constant = baseline
+    base = score([task], dict.fromkeys(ids, constant), refs, ids=ids, context=context).summary
+    return _write(run_dir, result, task, dataset, preds, test, refs, {name: base})
+
+
 def survival_run(run_dir: Path) -> Path:
     """30 patients whose risk orders their event times, with censoring and tied times."""
     rng = np.random.default_rng(1)
@@ -26,12 +39,8 @@ def survival_run(run_dir: Path) -> Path:
     refs = {f"S{i:02d}": {"time": float(time[i]), "event": int(event[i])} for i in range(30)}
     test = _cases(30, list(refs.values()))
     preds = {c.case_id: {"risk": float(r)} for c, r in zip(test, risk, strict=True)}
-    _common(run_dir, "survival", "demo-survival", {"train": test[:10], "test": test})
-    ids = [c.case_id for c in test]
-    context = {"options": {"n_resamples": 50}}
-    result = score(["survival"], preds, refs, ids=ids, context=context)
-    baseline = score(["survival"], {i: {"risk": 0.0} for i in ids}, refs, ids=ids, context=context).summary
-    return _write(run_dir, result, "survival", "demo-survival", preds, test, refs, {"constant-risk": baseline})
+    return _scored_run(run_dir, "survival", test, refs, preds, ("constant-risk", {"risk": 0.0}),
+                       {"options": {"n_resamples": 50}}, n_train=10)
 
 
 def ordinal_run(run_dir: Path) -> Path:
@@ -43,12 +52,9 @@ def ordinal_run(run_dir: Path) -> Path:
     test = _cases(40, [grades[g] for g in y])
     refs = {c.case_id: grades[g] for c, g in zip(test, y, strict=True)}
     preds = {c.case_id: {"label": int(g), "class": grades[g]} for c, g in zip(test, p, strict=True)}
-    _common(run_dir, "ordinal", "demo-ordinal", {"train": test[:10], "test": test})
-    ids = [c.case_id for c in test]
-    context = {"class_names": grades, "options": {"n_resamples": 50}}
-    result = score(["ordinal"], {i: v["class"] for i, v in preds.items()}, refs, ids=ids, context=context)
-    base = score(["ordinal"], {i: "3" for i in ids}, refs, ids=ids, context=context).summary
-    return _write(run_dir, result, "ordinal", "demo-ordinal", preds, test, refs, {"majority-class": base})
+    return _scored_run(run_dir, "ordinal", test, refs, preds, ("majority-class", "3"),
+                       {"class_names": grades, "options": {"n_resamples": 50}}, n_train=10,
+                       scored={i: v["class"] for i, v in preds.items()})
 
 
 def retrieval_run(run_dir: Path) -> Path:
@@ -63,12 +69,8 @@ def retrieval_run(run_dir: Path) -> Path:
         ranked = [own if rng.random() < 0.7 else int(rng.integers(0, 3)) for _ in range(10)]
         preds[c.case_id] = {"retrieved": ranked, "neighbours": [f"T{j}" for j in range(10)],
                             "similarity": [round(1 - 0.05 * j, 3) for j in range(10)]}
-    _common(run_dir, "retrieval", "demo-retrieval", {"train": test[:9], "test": test}, fit=False)
-    ids = [c.case_id for c in test]
-    context = {"class_names": classes, "options": {"n_resamples": 50}}
-    result = score(["retrieval"], preds, refs, ids=ids, context=context)
-    base = score(["retrieval"], {i: {"retrieved": [0] * 10} for i in ids}, refs, ids=ids, context=context).summary
-    return _write(run_dir, result, "retrieval", "demo-retrieval", preds, test, refs, {"majority-class": base})
+    return _scored_run(run_dir, "retrieval", test, refs, preds, ("majority-class", {"retrieved": [0] * 10}),
+                       {"class_names": classes, "options": {"n_resamples": 50}}, n_train=9, fit=False)
 
 
 def fewshot_run(run_dir: Path) -> Path:
@@ -82,12 +84,8 @@ def fewshot_run(run_dir: Path) -> Path:
         own = refs[c.case_id]
         preds[c.case_id] = {"shots": {str(k): [own if rng.random() < 0.5 + 0.08 * j else int(rng.integers(0, 3))
                                                for _ in range(20)] for j, k in enumerate((1, 2, 4, 8, 16))}}
-    _common(run_dir, "few-shot", "demo-fewshot", {"train": test[:9], "test": test}, fit=False)
-    ids = [c.case_id for c in test]
-    context = {"class_names": classes}
-    result = score(["few-shot"], preds, refs, ids=ids, context=context)
-    base = score(["few-shot"], {i: {"shots": {"1": [0]}} for i in ids}, refs, ids=ids, context=context).summary
-    return _write(run_dir, result, "few-shot", "demo-fewshot", preds, test, refs, {"majority-class": base})
+    return _scored_run(run_dir, "few-shot", test, refs, preds, ("majority-class", {"shots": {"1": [0]}}),
+                       {"class_names": classes}, n_train=9, fit=False)
 
 
 BUILDERS = {"survival": survival_run, "ordinal": ordinal_run, "retrieval": retrieval_run, "few-shot": fewshot_run}

@@ -54,7 +54,7 @@ def overfit_one_batch(build_model, steps: int):
     return model, batch, losses[-1], [c["target"] for c in cases]
 
 
-def assert_learns_synthetic_reports(build_model, out_dir, *, epochs: int, margin: float, loss_ratio: float) -> None:
+def assert_learns(build_model, out_dir, *, epochs: int, margin: float, loss_ratio: float) -> None:
     """Fit on the synthetic task with the core trainer: the validation exact-match accuracy beats the
     most-frequent report (under 0.5) by `margin`, and the validation loss falls `loss_ratio`-fold."""
     from collections import Counter
@@ -75,7 +75,7 @@ def assert_learns_synthetic_reports(build_model, out_dir, *, epochs: int, margin
     assert result.history[-1]["val_loss"] < result.history[0]["val_loss"] / loss_ratio
 
 
-def assert_rebuilds_identically(build_model) -> tuple:
+def assert_rebuilds(build_model) -> tuple:
     """A model for five cases, and one built for other targets from its exported state (through JSON,
     as the checkpoint side-car holds it) given its weights, predict alike; returns (model, rebuilt,
     state)."""

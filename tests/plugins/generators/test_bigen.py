@@ -14,14 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from _report_cases import (
-    FEATURE_DIM,
-    REG_REPORTS,
-    assert_learns_synthetic_reports,
-    assert_rebuilds_identically,
-    make_cases,
-    overfit_one_batch,
-)
+from _report_cases import FEATURE_DIM, REG_REPORTS, assert_learns, assert_rebuilds, make_cases, overfit_one_batch
 from pathkit_generators import _knowledge_bank as kb
 from pathkit_generators._bigen_net import rank_regions, region_means, retrieve
 from pathkit_generators.bigen import BiGen
@@ -322,11 +315,11 @@ def test_overfits_one_batch():
 def test_learns_the_report_from_features_and_beats_most_frequent_report(tmp_path):
     # The class is learned (and retrieved) within 12 epochs, but the exact wording converges
     # more slowly: dropout on the two memory tokens is noisier than on a memory of many tiles.
-    assert_learns_synthetic_reports(build, tmp_path / "ckpt", epochs=30, margin=0.3, loss_ratio=2)
+    assert_learns(build, tmp_path / "ckpt", epochs=30, margin=0.3, loss_ratio=2)
 
 
 def test_rebuild_from_exported_state_restores_the_bank_and_predicts_identically():
-    model, rebuilt, state = assert_rebuilds_identically(build)
+    model, rebuilt, state = assert_rebuilds(build)
     assert state["knowledge_bank"]["hash"] == model.bank_state["hash"]
     assert rebuilt.knowledge_bank.shape == model.knowledge_bank.shape
 

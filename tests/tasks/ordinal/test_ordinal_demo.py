@@ -5,24 +5,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pathkit_metrics.ordinal import kappa_statistic
+
+from pathkit_bench.stats import paired_bootstrap
 
 
 @pytest.mark.slow
 def test_demo_ordinal_coral_beats_the_majority_grade_paired(demo_run):
-    import polars as pl
-    from pathkit_metrics.ordinal import kappa_statistic
-
-    from pathkit_bench.stats import paired_bootstrap
-
-    run_dir, metrics = demo_run("demo-ordinal", "coral")
-    model = metrics["metrics"]["ordinal"]
-    assert metrics["baselines"]["majority-class"]["ordinal"]["qwk"] == 0.0
+    run = demo_run("demo-ordinal", "coral")
+    model = run.metrics["metrics"]["ordinal"]
+    assert run.metrics["baselines"]["majority-class"]["ordinal"]["qwk"] == 0.0
     assert model["qwk"] > 0.6 and model["qwk_ci_low"] > 0.3, model
-    table = pl.read_parquet(run_dir / "per_case.parquet")
-    a = np.stack([table["target"].to_numpy(), table["predicted"].to_numpy()], axis=1)
+    a = np.stack([run.per_case["target"].to_numpy(), run.per_case["predicted"].to_numpy()], axis=1)
     b = a.copy()
     b[:, 1] = np.bincount(a[:, 0]).argmax()  # one grade for every case: kappa 0
     boot = paired_bootstrap(a, b, statistic=kappa_statistic, n_resamples=2000, seed=0)
     assert boot.p_value < 0.01, boot
-    report = (run_dir / "report.html").read_text()
-    assert 'id="section-ordinal-errors"' in report and 'id="section-confusion"' in report
+    assert 'id="section-ordinal-errors"' in run.report and 'id="section-confusion"' in run.report

@@ -4,27 +4,25 @@ constant-risk baseline on the same test patients by the paired C-index bootstrap
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
+from pathkit_metrics.survival import c_index_statistic
+
+from pathkit_bench.stats import paired_bootstrap
 
 
 @pytest.mark.slow
 def test_demo_survival_coxnet_beats_constant_risk_paired(demo_run):
-    import polars as pl
-    from pathkit_metrics.survival import c_index_statistic
-
-    from pathkit_bench.stats import paired_bootstrap
-
-    run_dir, metrics = demo_run("demo-survival", "coxnet")
-    model = metrics["metrics"]["survival"]
-    assert metrics["baselines"]["constant-risk"]["survival"]["c_index"] == 0.5
+    run = demo_run("demo-survival", "coxnet")
+    model = run.metrics["metrics"]["survival"]
+    assert run.metrics["baselines"]["constant-risk"]["survival"]["c_index"] == 0.5
     assert model["c_index"] > 0.65 and model["c_index_ci_low"] > 0.5, model
-    table = pl.read_parquet(run_dir / "per_case.parquet")
+    table = run.per_case
     rows = table.filter(pl.col("source") == "model") if "source" in table.columns else table
     a = np.stack([rows["risk"].to_numpy(), rows["time"].to_numpy(), rows["event"].to_numpy()], axis=1)
     b = a.copy()
     b[:, 0] = 0.0  # the constant-risk baseline on the same patients
     boot = paired_bootstrap(a, b, statistic=c_index_statistic, n_resamples=2000, seed=0)
     assert boot.difference > 0.15 and boot.p_value < 0.01, boot
-    report = (run_dir / "report.html").read_text()
-    assert 'id="section-survival-km"' in report and "log-rank p" in report
-    assert len((run_dir / "figures" / "kaplan_meier_risk_groups.csv").read_text().splitlines()) == 61
+    assert 'id="section-survival-km"' in run.report and "log-rank p" in run.report
+    assert len((run.path / "figures" / "kaplan_meier_risk_groups.csv").read_text().splitlines()) == 61
