@@ -8,9 +8,10 @@ import json
 import pytest
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Case, Dataset, Encoder, Generator, Metric, MetricResult, PathkitError, Task, TileSpec
+from pathkit_core.contracts import Case, Dataset, Generator, Metric, MetricResult, PathkitError, Task, TileSpec
 from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA, TASK_SLIDE_CLASSIFICATION
 from pathkit_tasks.vqa.selection import Selection, Selector
+from tests.core import _toy
 from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
 
 BUILTIN = {"report", "slide-classification", "patch-classification", "segmentation", "multiple-choice-vqa",
@@ -88,10 +89,8 @@ class Toy(Dataset):
                        meta={"site": f"site-{int(cid[1:]) % 3}"})
 
 
-class Precomputed(Encoder):
-    name = "precomputed"
+class Precomputed(_toy.Precomputed):
     embed_dim = DIM
-    tile_spec = TileSpec(224, 0.5)
 
 
 class Nearest(Generator):
@@ -488,7 +487,7 @@ def test_segmentation_calls_a_patch_head_on_the_window_matrix_as_predict_would()
 
 
 def _segmentation_facts(run_dir):
-    from pathkit_core.contracts import RunFacts, TileSpec
+    from pathkit_core.contracts import RunFacts
 
     return RunFacts(workdir=run_dir.parent, run_dir=run_dir, encoder="tiny-vit", tile_spec=TileSpec(224, 0.5))
 
