@@ -40,11 +40,13 @@ class ComponentPlugin:
 
 
 def write_toy_features(root: Path, n_cases: int, n_tiles: int, dim: int, prefix: str) -> Path:
-    """`<prefix><i:02d>.safetensors` feature files whose class is the sign of feature 0."""
+    """`<prefix><i:02d>.safetensors` feature files whose class is the sign of feature 0, in `root`
+    (made if missing)."""
     import torch
 
     from pathkit_core.features.store import write_features
 
+    root.mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(0)
     for i in range(n_cases):
         feats = torch.randn(n_tiles, dim, generator=g)

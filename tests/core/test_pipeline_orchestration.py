@@ -71,9 +71,7 @@ def toy_plugin():
 
 @pytest.fixture
 def toy_root(tmp_path):
-    root = tmp_path / "toy"
-    root.mkdir()
-    return write_toy_features(root, 30, N_TILES, DIM, "case")
+    return write_toy_features(tmp_path / "toy", 30, N_TILES, DIM, "case")
 
 
 def test_run_orchestration_and_resume(fresh_registry, cli, toy_root, tmp_path):

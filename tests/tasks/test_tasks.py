@@ -139,9 +139,7 @@ def toy_plugin():
 
 @pytest.fixture
 def toy_root(tmp_path):
-    root = tmp_path / "toy"
-    root.mkdir()
-    return write_toy_features(root, 16, N_TILES, DIM, "c")
+    return write_toy_features(tmp_path / "toy", 16, N_TILES, DIM, "c")
 
 
 def _run(cli, toy_root, tmp_path, *extra):

@@ -17,6 +17,17 @@ def _cases(n: int, targets: list) -> list[Case]:
     return [Case(f"S{i:02d}", f"P{i:02d}", targets[i]) for i in range(n)]
 
 
+def _in_turn(classes: list[str], n: int) -> tuple[list[Case], dict[str, int]]:
+    """`n` cases of the three classes in turn, and each case's class index."""
+    test = _cases(n, [classes[i % 3] for i in range(n)])
+    return test, {c.case_id: i % 3 for i, c in enumerate(test)}
+
+
+def _own_or_other(rng: np.random.Generator, own: int, p: float) -> int:
+    """The case's own class with probability `p`, else one of the three drawn at random."""
+    return own if rng.random() < p else int(rng.integers(0, 3))
+
+
 def _scored_run(run_dir: Path, task: str, test: list[Case], refs: dict, preds: dict, baseline: tuple[str, object],
                 context: dict, *, n_train: int, fit: bool = True, scored: dict | None = None) -> Path:
     """The run folder of `task` on its demo dataset: `preds` scored by the task's metric (`scored`
@@ -61,14 +72,10 @@ def retrieval_run(run_dir: Path) -> Path:
     """Three classes; each query retrieves its own class first most of the time."""
     rng = np.random.default_rng(3)
     classes = ["amber", "violet", "teal"]
-    test = _cases(24, [classes[i % 3] for i in range(24)])
-    refs = {c.case_id: i % 3 for i, c in enumerate(test)}
-    preds = {}
-    for c in test:
-        own = refs[c.case_id]
-        ranked = [own if rng.random() < 0.7 else int(rng.integers(0, 3)) for _ in range(10)]
-        preds[c.case_id] = {"retrieved": ranked, "neighbours": [f"T{j}" for j in range(10)],
-                            "similarity": [round(1 - 0.05 * j, 3) for j in range(10)]}
+    test, refs = _in_turn(classes, 24)
+    preds = {c.case_id: {"retrieved": [_own_or_other(rng, refs[c.case_id], 0.7) for _ in range(10)],
+                         "neighbours": [f"T{j}" for j in range(10)],
+                         "similarity": [round(1 - 0.05 * j, 3) for j in range(10)]} for c in test}
     return _scored_run(run_dir, "retrieval", test, refs, preds, ("majority-class", {"retrieved": [0] * 10}),
                        {"class_names": classes, "options": {"n_resamples": 50}}, n_train=9, fit=False)
 
@@ -77,13 +84,9 @@ def fewshot_run(run_dir: Path) -> Path:
     """Three classes, 20 episodes per k; more shots, more cases right."""
     rng = np.random.default_rng(4)
     classes = ["dense", "dotted", "fibrous"]
-    test = _cases(18, [classes[i % 3] for i in range(18)])
-    refs = {c.case_id: i % 3 for i, c in enumerate(test)}
-    preds = {}
-    for c in test:
-        own = refs[c.case_id]
-        preds[c.case_id] = {"shots": {str(k): [own if rng.random() < 0.5 + 0.08 * j else int(rng.integers(0, 3))
-                                               for _ in range(20)] for j, k in enumerate((1, 2, 4, 8, 16))}}
+    test, refs = _in_turn(classes, 18)
+    preds = {c.case_id: {"shots": {str(k): [_own_or_other(rng, refs[c.case_id], 0.5 + 0.08 * j) for _ in range(20)]
+                                   for j, k in enumerate((1, 2, 4, 8, 16))}} for c in test}
     return _scored_run(run_dir, "few-shot", test, refs, preds, ("majority-class", {"shots": {"1": [0]}}),
                        {"class_names": classes}, n_train=9, fit=False)
 
