@@ -13,6 +13,7 @@ import pytest
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Metric, MetricResult, PathkitError
 from pathkit_tasks import TASK_REPORT
+from tests._imports import imported_by
 from tests._pipes import without_blocking
 
 PREDS = [{"id": "a", "report": "invasive carcinoma grade 2"}, {"id": "b", "report": "benign"}]
@@ -186,11 +187,8 @@ def test_help_imports_no_heavy_library():
     on a busy machine)."""
     out = subprocess.run([_pathkit(), "--help"], capture_output=True, text=True, check=True)
     assert "score" in out.stdout and "run" in out.stdout
-    heavy = "('torch', 'timm', 'polars', 'openslide', 'scipy', 'sklearn')"
-    code = ("import sys; from pathkit_core.cli import build_app; build_app(); "
-            f"print(sorted(m for m in {heavy} if m in sys.modules))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip() == "[]"
+    heavy = ("torch", "timm", "polars", "openslide", "scipy", "sklearn")
+    assert imported_by("from pathkit_core.cli import build_app; build_app()", heavy) == []
 
 
 def test_installed_example_plugin_is_discovered_and_scores(files, tmp_path):
