@@ -9,12 +9,11 @@ import torch
 
 from pathkit_core.contracts import PathkitError
 from pathkit_core.plugins import get_component
+from tests._imports import imported_by
 
 pytest.importorskip("pathkit_encoders")
 
 from pathkit_encoders._vit import seeded  # noqa: E402
-
-from tests._imports import imported_by
 
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 HOPTIMUS = ((0.707223, 0.578729, 0.703617), (0.211883, 0.230117, 0.177517))
