@@ -20,12 +20,8 @@ from pathkit_encoders.slide_store import embed_slides, read_slide_embedding  # n
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-# name: (patch encoder, patch dim, embed dim, tile px, mpp, parameters)
-PUBLISHED = {
-    "feather": ("conch15", 768, 512, 512, 0.5, 843_501),
-    "madeleine": ("conch", 512, 512, 256, 1.0, 4_996_740),
-    "chief": ("ctranspath", 768, 512, 256, 1.0, 1_185_032),
-}
+# the pooling encoders read no coordinates: they run on the meta device at full size
+POOLING = ("chief", "feather", "madeleine")
 
 
 def test_slide_encoders_are_a_listed_kind(cli):
@@ -37,9 +33,9 @@ def test_slide_encoders_are_a_listed_kind(cli):
     assert rows["mean-uni"]["patch_encoder"] == "uni" and rows["mean-uni"]["embed_dim"] == 1024
 
 
-@pytest.mark.parametrize("name", sorted(PUBLISHED))
+@pytest.mark.parametrize("name", POOLING)
 def test_published_architecture_and_size(name):
-    cls = check_published(name, PUBLISHED[name])
+    cls = check_published(name)
     with torch.no_grad():
         out = cls().build("meta")(torch.empty(1, 37, cls.patch_dim, device="meta"), None)
     assert tuple(out.shape) == (1, cls.embed_dim)

@@ -21,16 +21,6 @@ from pathkit_encoders.slide_store import embed_slides, read_slide_embedding  # n
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-# name: (patch encoder, patch dim, embed dim, tile px, mpp, parameters counted by hand from the configs)
-PUBLISHED = {
-    # 590,592 patch embedding + 768 class token + 6 x 7,087,872 blocks + 1,536 norm + 2,463,744 and
-    # 2,366,208 attentional pools + 589,824 projection
-    "titan": ("conch15", 768, 768, 512, 0.5, 48_539_904),
-    # 1,180,416 tile embedding + 768 class token + 12 x 7,095,552 LongNet layers + 2 x 1,536 norms
-    "gigapath-slide": ("gigapath", 1536, 768, 256, 0.5, 86_330_880),
-    # 656,640 latents + 2 x 2,560 norms + 2 x 14,754,560 cross-attention layers + 6 x 11,477,760 blocks
-    "prism": ("virchow", 2560, 1280, 224, 0.5, 99_037_440),
-}
 TINY = {
     "titan": dict(in_dim=16, embed_dim=24, depth=2, num_heads=6, pool_queries=4, pool_heads=2),
     "gigapath-slide": dict(in_dim=16, embed_dim=32, depth=2, num_heads=4, ffn_dim=64, segments=(4, 8, 16),
@@ -39,9 +29,9 @@ TINY = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(PUBLISHED))
+@pytest.mark.parametrize("name", sorted(TINY))
 def test_published_architecture_and_size(name):
-    check_published(name, PUBLISHED[name])
+    check_published(name)
 
 
 def test_alibi_slopes_and_bias_by_hand():
