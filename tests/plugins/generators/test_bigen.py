@@ -20,6 +20,7 @@ from pathkit_generators._bigen_net import rank_regions, region_means, retrieve
 from pathkit_generators.bigen import BiGen
 
 from pathkit_core.contracts import GeneratorSpec, PathkitError, TaskModel
+from tests._conch_tokenizer import write_conch_tokenizer
 
 SMALL = {"d_model": 32, "d_ff": 64, "num_heads": 2, "num_layers": 1, "drop_prob_lm": 0.1, "max_tokens": 48,
          "text_embedder": "hashed-ngram", "embedding_dim": 64}
@@ -202,16 +203,8 @@ def test_auto_embedder_falls_back_offline_and_conch_without_files_is_a_clear_err
 
 def _fake_conch(folder: Path, width: int = 16, layers: int = 2, context: int = 128, out_dim: int = 8) -> dict:
     """A CONCH-layout checkpoint with random weights and a tiny BPE tokenizer with CONCH's specials."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-
     words = ["<pad>", "<start_of_text>", "<end_of_text>", "carcinoma", "invasive", "benign", "tissue", "of"]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="of"))
-    tok.normalizer = normalizers.Lowercase()
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.TemplateProcessing(
-        single="<start_of_text> $A <end_of_text>", special_tokens=[("<start_of_text>", 1), ("<end_of_text>", 2)])
-    folder.mkdir(parents=True, exist_ok=True)
-    tok.save(str(folder / "conch_byte_level_bpe_uncased.json"))
+    write_conch_tokenizer(folder, words, unk_token="of")
     gen = torch.Generator().manual_seed(0)
 
     def r(*shape):
