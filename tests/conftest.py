@@ -146,14 +146,21 @@ def fake_sbatch(tmp_path, monkeypatch) -> Path:
     return log
 
 
-def _load_benchmark(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+def _load_script(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 @pytest.fixture(scope="session")
+def load_script() -> Callable[[str], ModuleType]:
+    """Loads a script of the repository by its path from the root (`.ci/api_check.py`): scripts are
+    not a package."""
+    return lambda relative: _load_script(BENCHMARKS.parent / relative)
+
+
+@pytest.fixture(scope="session")
 def load_benchmark() -> Callable[[str], ModuleType]:
     """Loads `benchmarks/<name>.py` (the benchmarks are scripts, not a package)."""
-    return _load_benchmark
+    return lambda name: _load_script(BENCHMARKS / f"{name}.py")
