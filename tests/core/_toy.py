@@ -1,6 +1,6 @@
 """Test helpers shared by the pipeline tests: an inline plugin of given components, toy features
-with a known answer, the encoder that stands for them, a model over mean tile features, and a toy
-accuracy metric."""
+with a known answer, the encoder that stands for them, a model over mean tile features, a toy
+accuracy metric and a report word count."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import polars as pl
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Encoder, Metric, MetricResult, TileSpec
-from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
+from pathkit_tasks import TASK_REPORT, TASK_SLIDE_CLASSIFICATION
 
 
 def _registers(kind: str):
@@ -105,3 +105,16 @@ class ToyAccuracy(Metric):
         hits = [float(p["label"] == r) for p, r in zip(predictions, references, strict=True)]
         ToyAccuracy.context = dict(context or {})
         return MetricResult({"accuracy": sum(hits) / len(hits)}, pl.DataFrame({"id": ids, "hit": hits}))
+
+
+class WordCount(Metric):
+    """Report words: the mean number of words of the predicted reports (times the `scale` option,
+    default 1), and each case's count."""
+
+    name = "word-count"
+    tasks = (TASK_REPORT,)
+
+    def compute(self, predictions, references, *, ids=None, context=None):
+        counts = [float(len(p.split())) for p in predictions]
+        scale = float((context or {}).get("options", {}).get("scale", 1))
+        return MetricResult({"words": scale * sum(counts) / len(counts)}, pl.DataFrame({"id": ids, "words": counts}))

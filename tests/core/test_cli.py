@@ -15,24 +15,10 @@ from pathkit_core.contracts import Metric, MetricResult, PathkitError
 from pathkit_tasks import TASK_REPORT
 from tests._imports import imported_by
 from tests._pipes import without_blocking
+from tests.core._toy import ComponentPlugin, WordCount
 
 PREDS = [{"id": "a", "report": "invasive carcinoma grade 2"}, {"id": "b", "report": "benign"}]
 REFS = [{"id": "a", "report": "invasive carcinoma"}, {"id": "b", "report": "benign breast tissue"}]
-
-
-class WordCount(Metric):
-    name = "word-count"
-    tasks = (TASK_REPORT,)
-
-    def compute(self, predictions, references, *, ids=None, context=None):
-        counts = [float(len(p.split())) for p in predictions]
-        return MetricResult({"words": sum(counts) / len(counts)}, pl.DataFrame({"id": ids, "words": counts}))
-
-
-class _Plugin:
-    @hookimpl
-    def register_metrics(self, register):
-        register(WordCount)
 
 
 @pytest.fixture
@@ -45,7 +31,7 @@ def files(tmp_path):
 
 @pytest.fixture
 def inline(fresh_registry):
-    return fresh_registry({"inline": _Plugin()})
+    return fresh_registry({"inline": ComponentPlugin(WordCount)})
 
 
 def test_version(cli):
