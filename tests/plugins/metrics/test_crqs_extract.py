@@ -30,7 +30,7 @@ HSIL = "high grade squamous intraepithelial lesion"
 NST = "invasive carcinoma of no special type"
 SUBEPITHELIAL = "subepithelial connective tissue"
 
-# a report -> the fields it must give (None: a field it must not give), grouped by what they show
+# a report -> the fields it must give
 REPORT_FIELDS = {
     "reg-breast": (
         "Breast, sono-guided core biopsy;\n  1. Invasive carcinoma of no special type, grade II "
@@ -45,28 +45,7 @@ REPORT_FIELDS = {
         "Prostate, biopsy;\n  Acinar adenocarcinoma, Gleason's score 7 (4+3), grade group 3 "
         "(Gleason pattern 4: 70%), tumor volume:  40%",
         {"gleason_score": "4+3=7", "grade_group": "3", "tumor_volume": "40%", "diagnosis": "acinar adenocarcinoma"}),
-    # "high-grade" of HSIL, "low grade" dysplasia, grade group and nuclear grade are other fields
-    "hsil-grade": ("High-grade squamous intraepithelial lesion (HSIL; CIN 2)", {"tumor_grade": None}),
-    "dysplasia-grade": ("Tubular adenoma with low grade dysplasia", {"tumor_grade": None}),
-    "grade-group": ("Acinar adenocarcinoma, grade group 2", {"tumor_grade": None}),
-    "nuclear-grade": ("DCIS, nuclear grade: high", {"tumor_grade": None}),
-    # a grade written on the next list item is not this one's
-    "grade-of-its-item": ("Urinary bladder, TUR;\n 1. Non-invasive papillary urothelial carcinoma, high grade\n"
-                          " 2. Urothelial carcinoma in situ", {"tumor_grade": "high"}),
-    # synonyms and abbreviations: three spellings of HSIL give one diagnosis
     "hsil": ("Cervix, biopsy; HSIL (CIN 3)", {"diagnosis": HSIL, "dysplasia_grade": "high"}),
-    "hsil-long-form": ("Cervix, biopsy; High-grade squamous intraepithelial lesion", {"diagnosis": HSIL}),
-    "cin-2": ("Cervix, biopsy; CIN 2", {"diagnosis": HSIL}),
-    "cin-1": ("Cervix, biopsy; CIN 1", {"diagnosis": "low grade squamous intraepithelial lesion"}),
-    "idc-nst": ("Breast; IDC, NST", {"diagnosis": NST}),
-    "ductal": ("Breast; invasive ductal carcinoma", {"diagnosis": NST}),
-    "misspelt-metaplasia": ("Stomach; chronic gastritis with interstinal metaplasia",
-                            {"intestinal_metaplasia": "present"}),
-    "nsclc": ("Lung; NSCLC, favor adenocarcinoma", {"histologic_type": "adenocarcinoma"}),
-    "net": ("Rectum; NET, G1", {"diagnosis": "neuroendocrine tumor"}),
-    # lower-case "net" is an ordinary word, not an abbreviation
-    "lower-case-net": ("net weight of the specimen 5 g", {"diagnosis": None}),
-    # negation
     "without-necrosis": ("Lung, biopsy; Chronic granulomatous inflammation without necrosis",
                          {"necrosis": "absent", "diagnosis": "chronic granulomatous inflammation"}),
     "negated-findings": (
@@ -74,43 +53,21 @@ REPORT_FIELDS = {
         "not identified. Perineural invasion is present. Negative for dysplasia.",
         {"diagnosis": NEGATIVE_FOR_MALIGNANCY, "benign_vs_malignant": "benign", "metastatic_involvement": "absent",
          "lymphovascular_invasion": "absent", "perineural_invasion": "present", "dysplasia_grade": "negative"}),
-    "no-tumor": ("Prostate, biopsy; No tumor present", {"diagnosis": NEGATIVE_FOR_MALIGNANCY}),
-    # "no special type" is not a negation of the grade that follows
-    "no-special-type": ("invasive carcinoma of no special type, grade 3", {"tumor_grade": "3"}),
-    # "X: no evidence of Y" negates Y, not X
-    "negates-what-follows": ("Prostate biopsy: no evidence of carcinoma", {"specimen_type": "biopsy"}),
-    # lymph nodes, margins and invasion
     "nodes-margins-depth": (
         "Left pelvic lymph nodes: three of sixteen lymph nodes with metastatic urothelial carcinoma "
         "(3/16). Ureteral margins: negative. pT3a, N2. Depth of invasion: muscularis propria.",
         {"lymph_node_involvement": "present", "margin_status": "negative", "invasion_depth": "muscle proper"}),
-    "benign-nodes": ("Eight benign lymph nodes (0/8)", {"lymph_node_involvement": "absent"}),
-    "pn0": ("Colon; adenocarcinoma, pT2 pN0", {"lymph_node_involvement": "absent"}),
-    "inked-margin": ("Carcinoma extends to the inked margin; margin involved", {"margin_status": "positive"}),
     "no-muscle-proper": (
         "Urinary bladder, transurethral resection;\n  Invasive urothelial carcinoma,\n  with "
         "involvement of subepithelial connective tissue\n\nNote) The specimen does not include muscle proper.",
         {"invasion_depth": SUBEPITHELIAL, "muscle_proper_status": "not included"}),
-    "lamina-propria": ("Bladder; invasive urothelial carcinoma invading the lamina propria",
-                       {"invasion_depth": SUBEPITHELIAL}),
-    # measurements
-    "size-mm": ("Kidney; clear cell renal cell carcinoma, tumor size: 45 x 30 x 20 mm", {"tumor_size": "4.5 cm"}),
-    "size-cm": ("The tumor measures 2.5 x 2 x 1 cm", {"tumor_size": "2.5 cm"}),
-    "volume": ("Prostate; tumor involving 30% of the tissue", {"tumor_volume": "30%"}),
-    "extent": ("Tumor extent: 12 mm", {"tumor_extent": "1.2 cm"}),
-    "mitoses": ("Mitoses: 12", {"mitotic_score": "12"}),
-    "mitotic-count": ("Mitotic count: 12 per 10 hpf", {"mitotic_score": "12 per 10 hpf"}),
-    "mitoses-per-hpf": ("Tumor with 12 mitoses per 10 high power fields", {"mitotic_score": "12 per 10 hpf"}),
-    # gastrointestinal
     "gastritis": (
         "Stomach, biopsy; chronic active gastritis with intestinal metaplasia and atrophy. "
         "H. pylori: positive. OLGA stage II, OLGIM stage I.",
         {"gastritis_type": "chronic active", "inflammation_activity": "active", "hpylori_status": "positive",
          "olga_stage": "2", "olgim_stage": "1", "atrophy": "present", "metaplasia_type": "intestinal"}),
-    "no-hpylori": ("Helicobacter pylori organisms are not identified", {"hpylori_status": "negative"}),
     "adenoma": ("Colon; tubulovillous adenoma with high grade dysplasia",
                 {"adenoma_type": "tubulovillous", "polyp_type": "adenomatous", "dysplasia_grade": "high"}),
-    "serrated": ("Colon; sessile serrated lesion", {"serrated_lesion": "present"}),
     # the principal diagnosis is the worst lesion; the negative statement about the ureter is not a
     # finding next to the carcinomas
     "worst-lesion": (
@@ -118,15 +75,64 @@ REPORT_FIELDS = {
         "B. Bladder: invasive urothelial carcinoma.\nC. Ureter: no tumor.",
         {"diagnosis": "invasive urothelial carcinoma; urothelial carcinoma",
          "histologic_type": "urothelial carcinoma", "primary_vs_metastatic": "primary"}),
-    "metastatic": ("Lung, biopsy; Metastatic adenocarcinoma, from colon primary",
-                   {"primary_vs_metastatic": "metastatic"}),
 }
+
+# a phrase -> a field it must give (None: a field it must not give)
+PHRASE_FIELD = [
+    # "high-grade" of HSIL, "low grade" dysplasia, grade group and nuclear grade are other fields
+    ("High-grade squamous intraepithelial lesion (HSIL; CIN 2)", "tumor_grade", None),
+    ("Tubular adenoma with low grade dysplasia", "tumor_grade", None),
+    ("Acinar adenocarcinoma, grade group 2", "tumor_grade", None),
+    ("DCIS, nuclear grade: high", "tumor_grade", None),
+    # a grade written on the next list item is not this one's
+    ("Urinary bladder, TUR;\n 1. Non-invasive papillary urothelial carcinoma, high grade\n"
+     " 2. Urothelial carcinoma in situ", "tumor_grade", "high"),
+    # synonyms and abbreviations: three spellings of HSIL (the first in REPORT_FIELDS) give one diagnosis
+    ("Cervix, biopsy; High-grade squamous intraepithelial lesion", "diagnosis", HSIL),
+    ("Cervix, biopsy; CIN 2", "diagnosis", HSIL),
+    ("Cervix, biopsy; CIN 1", "diagnosis", "low grade squamous intraepithelial lesion"),
+    ("Breast; IDC, NST", "diagnosis", NST),
+    ("Breast; invasive ductal carcinoma", "diagnosis", NST),
+    ("Stomach; chronic gastritis with interstinal metaplasia", "intestinal_metaplasia", "present"),
+    ("Lung; NSCLC, favor adenocarcinoma", "histologic_type", "adenocarcinoma"),
+    ("Rectum; NET, G1", "diagnosis", "neuroendocrine tumor"),
+    # lower-case "net" is an ordinary word, not an abbreviation
+    ("net weight of the specimen 5 g", "diagnosis", None),
+    # negation
+    ("Prostate, biopsy; No tumor present", "diagnosis", NEGATIVE_FOR_MALIGNANCY),
+    # "no special type" is not a negation of the grade that follows
+    ("invasive carcinoma of no special type, grade 3", "tumor_grade", "3"),
+    # "X: no evidence of Y" negates Y, not X
+    ("Prostate biopsy: no evidence of carcinoma", "specimen_type", "biopsy"),
+    # lymph nodes, margins and invasion
+    ("Eight benign lymph nodes (0/8)", "lymph_node_involvement", "absent"),
+    ("Colon; adenocarcinoma, pT2 pN0", "lymph_node_involvement", "absent"),
+    ("Carcinoma extends to the inked margin; margin involved", "margin_status", "positive"),
+    ("Bladder; invasive urothelial carcinoma invading the lamina propria", "invasion_depth", SUBEPITHELIAL),
+    # measurements
+    ("Kidney; clear cell renal cell carcinoma, tumor size: 45 x 30 x 20 mm", "tumor_size", "4.5 cm"),
+    ("The tumor measures 2.5 x 2 x 1 cm", "tumor_size", "2.5 cm"),
+    ("Prostate; tumor involving 30% of the tissue", "tumor_volume", "30%"),
+    ("Tumor extent: 12 mm", "tumor_extent", "1.2 cm"),
+    ("Mitoses: 12", "mitotic_score", "12"),
+    ("Mitotic count: 12 per 10 hpf", "mitotic_score", "12 per 10 hpf"),
+    ("Tumor with 12 mitoses per 10 high power fields", "mitotic_score", "12 per 10 hpf"),
+    # gastrointestinal
+    ("Helicobacter pylori organisms are not identified", "hpylori_status", "negative"),
+    ("Colon; sessile serrated lesion", "serrated_lesion", "present"),
+    ("Lung, biopsy; Metastatic adenocarcinoma, from colon primary", "primary_vs_metastatic", "metastatic"),
+]
 
 
 @pytest.mark.parametrize(("report", "expected"), REPORT_FIELDS.values(), ids=REPORT_FIELDS)
 def test_fields_of_a_report(extract, report, expected):
     fields = extract(report)
     assert {name: fields.get(name) for name in expected} == expected
+
+
+@pytest.mark.parametrize(("text", "field", "value"), PHRASE_FIELD)
+def test_the_field_of_a_phrase(extract, text, field, value):
+    assert extract(text).get(field) == value
 
 
 @pytest.mark.parametrize(
