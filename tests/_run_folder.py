@@ -16,6 +16,10 @@ class RunFolder:
     def metrics(self) -> dict:
         return json.loads((self.path / "metrics.json").read_text())
 
+    def scores(self, task: str, baseline: str) -> tuple[dict, dict]:
+        """The model's and the baseline's summary of the task's metric, from metrics.json."""
+        return self.metrics["metrics"][task], self.metrics["baselines"][baseline][task]
+
     @cached_property
     def per_case(self):
         import polars as pl

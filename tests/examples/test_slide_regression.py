@@ -9,7 +9,7 @@ import pytest
 @pytest.mark.slow
 def test_slide_regression_runs_end_to_end_and_beats_the_train_mean(installed_registry, demo_run):
     run = demo_run("demo-purity", "mean-pool-regressor")
-    model, baseline = run.metrics["metrics"]["regression"], run.metrics["baselines"]["train-mean"]["regression"]
+    model, baseline = run.scores("regression", "train-mean")
     assert model["MAE"] < 0.5 * baseline["MAE"], (model, baseline)
     assert model["pearson_r"] > 0.8
     assert len(run.predictions) == 6 and all(set(p["prediction"]) == {"value"} for p in run.predictions)

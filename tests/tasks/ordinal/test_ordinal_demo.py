@@ -13,8 +13,8 @@ from pathkit_bench.stats import paired_bootstrap
 @pytest.mark.slow
 def test_demo_ordinal_coral_beats_the_majority_grade_paired(demo_run):
     run = demo_run("demo-ordinal", "coral")
-    model = run.metrics["metrics"]["ordinal"]
-    assert run.metrics["baselines"]["majority-class"]["ordinal"]["qwk"] == 0.0
+    model, base = run.scores("ordinal", "majority-class")
+    assert base["qwk"] == 0.0
     assert model["qwk"] > 0.6 and model["qwk_ci_low"] > 0.3, model
     a = np.stack([run.per_case["target"].to_numpy(), run.per_case["predicted"].to_numpy()], axis=1)
     b = a.copy()

@@ -11,7 +11,7 @@ from pathkit_bench.stats import paired_bootstrap
 @pytest.mark.slow
 def test_demo_retrieval_finds_the_class_and_beats_the_majority_class(demo_run):
     run = demo_run("demo-retrieval", "feature-retrieval")
-    model, base = run.metrics["metrics"]["retrieval"], run.metrics["baselines"]["majority-class"]["retrieval"]
+    model, base = run.scores("retrieval", "majority-class")
     assert model["top1_acc"] > 0.8 and model["mAP@5"] > 0.7, model
     assert base["top1_acc"] == pytest.approx(1 / 3)
     labels = run.per_case["target"].to_numpy()

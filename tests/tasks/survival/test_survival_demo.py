@@ -14,8 +14,8 @@ from pathkit_bench.stats import paired_bootstrap
 @pytest.mark.slow
 def test_demo_survival_coxnet_beats_constant_risk_paired(demo_run):
     run = demo_run("demo-survival", "coxnet")
-    model = run.metrics["metrics"]["survival"]
-    assert run.metrics["baselines"]["constant-risk"]["survival"]["c_index"] == 0.5
+    model, base = run.scores("survival", "constant-risk")
+    assert base["c_index"] == 0.5
     assert model["c_index"] > 0.65 and model["c_index_ci_low"] > 0.5, model
     table = run.per_case
     rows = table.filter(pl.col("source") == "model") if "source" in table.columns else table
