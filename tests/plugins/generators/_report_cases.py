@@ -1,4 +1,5 @@
-"""Synthetic report cases for the report-generator tests: the report is a known function of the features."""
+"""Synthetic report cases for the report-generator tests (the report is a known function of the features),
+and the checks every report generator passes on them: overfitting one batch, learning, exact rebuilds."""
 
 from __future__ import annotations
 
