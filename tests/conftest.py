@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -104,14 +105,62 @@ def cli():
     return invoke
 
 
-def _load_benchmark(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+@pytest.fixture
+def demo_run(cli, tmp_path):
+    """Runs a demo dataset end to end (`pathkit run --dataset NAME --cpu` on two torch threads) in
+    `tmp_path / "ws"`; returns the folder of its tiny-vit run with `generator`."""
+    from tests._run_folder import RunFolder
+
+    def run(dataset: str, generator: str) -> RunFolder:
+        import torch
+
+        torch.set_num_threads(2)
+        result = cli("run", "--dataset", dataset, "--workdir", tmp_path / "ws", "--cpu")
+        assert result.exit_code == 0, result.stdout + result.stderr
+        return RunFolder(next((tmp_path / "ws" / "runs" / dataset / "tiny-vit" / generator).iterdir()))
+
+    return run
+
+
+FAKE_SBATCH = """#!{python}
+import json, sys
+from pathlib import Path
+log = Path({log!r})
+calls = json.loads(log.read_text()) if log.exists() else []
+calls.append(sys.argv[1:])
+log.write_text(json.dumps(calls))
+if any(a.startswith("--partition=refuse") for a in sys.argv):
+    sys.exit("sbatch: error: invalid partition specified: refuse")
+print(f"{{4100 + len(calls)}};cluster")
+"""
+
+
+@pytest.fixture
+def fake_sbatch(tmp_path, monkeypatch) -> Path:
+    """A stand-in `sbatch` first on PATH: it records each call's arguments in the returned JSON file
+    and answers job ids 4101, 4102, ...; a `--partition=refuse...` it refuses as sbatch would."""
+    from tests._executables import install_executable
+
+    log = tmp_path / "calls.json"
+    install_executable(monkeypatch, tmp_path / "bin", "sbatch", FAKE_SBATCH.format(python=sys.executable, log=str(log)))
+    return log
+
+
+def _load_script(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 @pytest.fixture(scope="session")
+def load_script() -> Callable[[str], ModuleType]:
+    """Loads a script of the repository by its path from the root (`.ci/api_check.py`): scripts are
+    not a package."""
+    return lambda relative: _load_script(BENCHMARKS.parent / relative)
+
+
+@pytest.fixture(scope="session")
 def load_benchmark() -> Callable[[str], ModuleType]:
     """Loads `benchmarks/<name>.py` (the benchmarks are scripts, not a package)."""
-    return _load_benchmark
+    return lambda name: _load_script(BENCHMARKS / f"{name}.py")

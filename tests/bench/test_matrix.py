@@ -6,10 +6,11 @@ import polars as pl
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import TileSpec
-from tests.core.test_pipeline_orchestration import MeanPool, NoEncoder, toy_plugin, toy_root  # noqa: F401
+from tests.core._toy import Precomputed
+from tests.core.test_pipeline_orchestration import MeanPool, toy_plugin, toy_root  # noqa: F401
 
 
-class OtherEncoder(NoEncoder):
+class OtherEncoder(Precomputed):
     name = "precomputed-b"
     tile_spec = TileSpec(256, 0.5)
 

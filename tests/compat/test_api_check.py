@@ -5,20 +5,12 @@ baseline is the release tag, else its recorded commit. (The check itself, griffe
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def api_check():
-    spec = importlib.util.spec_from_file_location("api_check", ROOT / ".ci" / "api_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def api_check(load_script):
+    return load_script(".ci/api_check.py")
 
 
 def test_a_moved_name_passes_only_while_it_imports_with_a_deprecation_warning(api_check, tmp_path, monkeypatch):

@@ -13,25 +13,12 @@ import pytest
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Metric, MetricResult, PathkitError
 from pathkit_tasks import TASK_REPORT
+from tests._imports import imported_by
 from tests._pipes import without_blocking
+from tests.core._toy import ComponentPlugin, WordCount
 
 PREDS = [{"id": "a", "report": "invasive carcinoma grade 2"}, {"id": "b", "report": "benign"}]
 REFS = [{"id": "a", "report": "invasive carcinoma"}, {"id": "b", "report": "benign breast tissue"}]
-
-
-class WordCount(Metric):
-    name = "word-count"
-    tasks = (TASK_REPORT,)
-
-    def compute(self, predictions, references, *, ids=None, context=None):
-        counts = [float(len(p.split())) for p in predictions]
-        return MetricResult({"words": sum(counts) / len(counts)}, pl.DataFrame({"id": ids, "words": counts}))
-
-
-class _Plugin:
-    @hookimpl
-    def register_metrics(self, register):
-        register(WordCount)
 
 
 @pytest.fixture
@@ -44,7 +31,7 @@ def files(tmp_path):
 
 @pytest.fixture
 def inline(fresh_registry):
-    return fresh_registry({"inline": _Plugin()})
+    return fresh_registry({"inline": ComponentPlugin(WordCount)})
 
 
 def test_version(cli):
@@ -186,11 +173,8 @@ def test_help_imports_no_heavy_library():
     on a busy machine)."""
     out = subprocess.run([_pathkit(), "--help"], capture_output=True, text=True, check=True)
     assert "score" in out.stdout and "run" in out.stdout
-    heavy = "('torch', 'timm', 'polars', 'openslide', 'scipy', 'sklearn')"
-    code = ("import sys; from pathkit_core.cli import build_app; build_app(); "
-            f"print(sorted(m for m in {heavy} if m in sys.modules))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip() == "[]"
+    heavy = ("torch", "timm", "polars", "openslide", "scipy", "sklearn")
+    assert imported_by("from pathkit_core.cli import build_app; build_app()", heavy) == []
 
 
 def test_installed_example_plugin_is_discovered_and_scores(files, tmp_path):

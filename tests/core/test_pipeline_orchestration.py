@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from pathkit_core.contracts import Case, Dataset, Encoder, Generator, TileSpec
+from pathkit_core.contracts import Case, Dataset, Generator
 from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
-from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
+from tests.core._toy import ComponentPlugin, Precomputed, ToyAccuracy, mean_feature_model, write_toy_features
 
-N_TILES, DIM = 12, 8
+N_TILES, DIM = 12, Precomputed.embed_dim
 
 
 class ToyCohort(Dataset):
@@ -48,12 +48,6 @@ class ToyCohort(Dataset):
                 "counts": {"train": 18, "val": 6, "test": 6}}
 
 
-class NoEncoder(Encoder):
-    name = "precomputed"
-    embed_dim = DIM
-    tile_spec = TileSpec(224, 0.5)
-
-
 class MeanPool(Generator):
     name = "mean-pool"
     tasks = (TASK_SLIDE_CLASSIFICATION,)
@@ -66,38 +60,18 @@ class MeanPool(Generator):
         import torch
 
         MeanPool.built += 1
-
-        class Model(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.head = torch.nn.Sequential(torch.nn.Linear(spec.feature_dim, spec.hparams["hidden"]),
-                                                torch.nn.ReLU(), torch.nn.Linear(spec.hparams["hidden"], 2))
-
-            def collate(self, items):
-                return {"x": torch.stack([i["features"].mean(0) for i in items]),
-                        "y": torch.tensor([-100 if i["target"] is None else int(i["target"]) for i in items])}
-
-            def training_step(self, batch):
-                return torch.nn.functional.cross_entropy(self.head(batch["x"]), batch["y"])
-
-            def predict(self, batch):
-                return self.head(batch["x"]).argmax(-1).tolist()
-
-            def export_state(self):
-                return {"classes": [0, 1]}
-
-        return Model()
+        hidden = spec.hparams["hidden"]
+        return mean_feature_model(torch.nn.Sequential(torch.nn.Linear(spec.feature_dim, hidden), torch.nn.ReLU(),
+                                                      torch.nn.Linear(hidden, 2)), probabilities=False)
 
 
 def toy_plugin():
-    return ComponentPlugin(ToyCohort, NoEncoder, MeanPool, ToyAccuracy)
+    return ComponentPlugin(ToyCohort, Precomputed, MeanPool, ToyAccuracy)
 
 
 @pytest.fixture
 def toy_root(tmp_path):
-    root = tmp_path / "toy"
-    root.mkdir()
-    return write_toy_features(root, 30, N_TILES, DIM, "case")
+    return write_toy_features(tmp_path / "toy", 30, N_TILES, DIM, "case")
 
 
 def test_run_orchestration_and_resume(fresh_registry, cli, toy_root, tmp_path):

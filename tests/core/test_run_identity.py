@@ -12,7 +12,7 @@ import pytest
 
 from pathkit_core.contracts import Case, Dataset, Generator, Metric, MetricResult
 from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
-from tests.core._toy import ComponentPlugin
+from tests.core._toy import ComponentPlugin, mean_feature_model
 
 N_SLIDES = 8
 
@@ -47,26 +47,7 @@ class Head(Generator):
         import torch
 
         Head.built += 1
-
-        class Model(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.head = torch.nn.Linear(spec.feature_dim, 2)
-
-            def collate(self, items):
-                return {"x": torch.stack([i["features"].mean(0) for i in items]),
-                        "y": torch.tensor([-100 if i["target"] is None else i["target"] for i in items])}
-
-            def training_step(self, batch):
-                return torch.nn.functional.cross_entropy(self.head(batch["x"]), batch["y"])
-
-            def predict(self, batch):
-                return [{"probabilities": p.tolist()} for p in torch.softmax(self.head(batch["x"]), -1)]
-
-            def export_state(self):
-                return {}
-
-        return Model()
+        return mean_feature_model(torch.nn.Linear(spec.feature_dim, 2), probabilities=True)
 
 
 class Accuracy(Metric):

@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 
 # a convergence check (the demo's whole training): `make test-suite`, which CI runs after `make test`
 @pytest.mark.slow
-def test_slide_regression_runs_end_to_end_and_beats_the_train_mean(installed_registry, cli, tmp_path):
-    import torch
-
-    torch.set_num_threads(2)
-    result = cli("run", "--dataset", "demo-purity", "--workdir", tmp_path / "ws", "--cpu")
-    assert result.exit_code == 0, result.stdout + result.stderr
-    run_dir = next((tmp_path / "ws" / "runs" / "demo-purity" / "tiny-vit" / "mean-pool-regressor").iterdir())
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    model, baseline = metrics["metrics"]["regression"], metrics["baselines"]["train-mean"]["regression"]
+def test_slide_regression_runs_end_to_end_and_beats_the_train_mean(installed_registry, demo_run):
+    run = demo_run("demo-purity", "mean-pool-regressor")
+    model, baseline = run.scores("regression", "train-mean")
     assert model["MAE"] < 0.5 * baseline["MAE"], (model, baseline)
     assert model["pearson_r"] > 0.8
-    predictions = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
-    assert len(predictions) == 6 and all(set(p["prediction"]) == {"value"} for p in predictions)
-    assert (run_dir / "report.html").exists() and (run_dir / "checkpoints" / "best.safetensors").exists()
+    assert len(run.predictions) == 6 and all(set(p["prediction"]) == {"value"} for p in run.predictions)
+    assert (run.path / "report.html").exists() and (run.path / "checkpoints" / "best.safetensors").exists()
     # the third-party task's own report section, with its figure's data beside it
-    report = (run_dir / "report.html").read_text()
-    assert 'id="section-regression"' in report and "Predicted against reference" in report
-    assert len((run_dir / "figures" / "predicted_vs_reference.csv").read_text().splitlines()) == 7
+    assert 'id="section-regression"' in run.report and "Predicted against reference" in run.report
+    assert len((run.path / "figures" / "predicted_vs_reference.csv").read_text().splitlines()) == 7
 
 
 def test_a_bad_purity_value_is_named_before_any_tiling(installed_registry, cli, tmp_path):

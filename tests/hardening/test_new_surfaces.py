@@ -5,10 +5,7 @@ grade order, `pathkit bench --slurm`'s sbatch options, the command line's warnin
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import stat
-import sys
 import warnings
 from types import SimpleNamespace
 
@@ -127,28 +124,6 @@ def test_an_error_raised_outside_a_command_prints_its_markup_as_text(monkeypatch
         cli_module.main(["list"])
     assert info.value.code == 2
     assert "no [[tasks]] in [run] of [bold]x.toml" in " ".join(capsys.readouterr().err.split())
-
-
-FAKE = """#!{python}
-import json, sys
-from pathlib import Path
-log = Path({log!r})
-calls = json.loads(log.read_text()) if log.exists() else []
-calls.append(sys.argv[1:])
-log.write_text(json.dumps(calls))
-print(f"{{4100 + len(calls)}};cluster")
-"""
-
-
-@pytest.fixture
-def fake_sbatch(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "sbatch"
-    exe.write_text(FAKE.format(python=sys.executable, log=str(tmp_path / "calls.json")))
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return tmp_path / "calls.json"
 
 
 HOSTILE_BUT_ONE_ARGUMENT = ["--partition=gpu;touch {pwned}", "--comment=$(touch {pwned})", "--comment=`touch {pwned}`",

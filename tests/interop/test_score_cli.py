@@ -12,34 +12,20 @@ import sys
 import polars as pl
 import pytest
 
-from pathkit_core import hookimpl
-from pathkit_core.contracts import Metric, MetricResult
 from pathkit_interop import score_cli
-from pathkit_tasks import TASK_REPORT
+from tests.core._toy import ComponentPlugin, WordCount
 
 PREDS = [{"id": "a", "report": "invasive carcinoma grade 2"}, {"id": "b", "report": "benign \ufffd"}]
 REFS = [{"id": "a", "report": "invasive carcinoma"}, {"id": "b", "report": "benign breast tissue"}]
 
 
-class Words(Metric):
+class Words(WordCount):
     name = "words"
-    tasks = (TASK_REPORT,)
-
-    def compute(self, predictions, references, *, ids=None, context=None):
-        counts = [float(len(p.split())) for p in predictions]
-        scale = float((context or {}).get("options", {}).get("scale", 1))
-        return MetricResult({"words": scale * sum(counts) / len(counts)}, pl.DataFrame({"id": ids, "words": counts}))
-
-
-class _Plugin:
-    @hookimpl
-    def register_metrics(self, register):
-        register(Words)
 
 
 @pytest.fixture
 def files(tmp_path, fresh_registry):
-    fresh_registry({"inline": _Plugin()})
+    fresh_registry({"inline": ComponentPlugin(Words)})
     pred, ref, renamed = tmp_path / "pred.json", tmp_path / "ref.json", tmp_path / "renamed.json"
     pred.write_text(json.dumps(PREDS))
     ref.write_text(json.dumps(REFS))

@@ -5,12 +5,8 @@ after it with --dependency=afterok:<array id>, the options passed to both, the i
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import stat
 import sys
-
-import pytest
 
 SUITE = """
 name = "tiny"
@@ -23,30 +19,6 @@ name = "colour"
 dataset = "slides-csv"
 dataset_root = "cohort"
 """
-
-FAKE = """#!{python}
-import json, sys
-from pathlib import Path
-log = Path({log!r})
-calls = json.loads(log.read_text()) if log.exists() else []
-calls.append(sys.argv[1:])
-log.write_text(json.dumps(calls))
-if any(a.startswith("--partition=refuse") for a in sys.argv):
-    sys.exit("sbatch: error: invalid partition specified: refuse")
-print(f"{{4100 + len(calls)}};cluster")
-"""
-
-
-@pytest.fixture
-def fake_sbatch(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "sbatch"
-    exe.write_text(FAKE.format(python=sys.executable, log=str(tmp_path / "calls.json")))
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return tmp_path / "calls.json"
-
 
 def test_cells_go_as_one_array_and_the_report_waits_for_it(tmp_path, fake_sbatch, cli):
     (tmp_path / "suite.toml").write_text(SUITE)

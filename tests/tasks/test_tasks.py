@@ -8,9 +8,10 @@ import json
 import pytest
 
 from pathkit_core import hookimpl
-from pathkit_core.contracts import Case, Dataset, Encoder, Generator, Metric, MetricResult, PathkitError, Task, TileSpec
+from pathkit_core.contracts import Case, Dataset, Generator, Metric, MetricResult, PathkitError, Task, TileSpec
 from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA, TASK_SLIDE_CLASSIFICATION
 from pathkit_tasks.vqa.selection import Selection, Selector
+from tests.core import _toy
 from tests.core._toy import ComponentPlugin, ToyAccuracy, write_toy_features
 
 BUILTIN = {"report", "slide-classification", "patch-classification", "segmentation", "multiple-choice-vqa",
@@ -88,10 +89,8 @@ class Toy(Dataset):
                        meta={"site": f"site-{int(cid[1:]) % 3}"})
 
 
-class Precomputed(Encoder):
-    name = "precomputed"
+class Precomputed(_toy.Precomputed):
     embed_dim = DIM
-    tile_spec = TileSpec(224, 0.5)
 
 
 class Nearest(Generator):
@@ -140,9 +139,7 @@ def toy_plugin():
 
 @pytest.fixture
 def toy_root(tmp_path):
-    root = tmp_path / "toy"
-    root.mkdir()
-    return write_toy_features(root, 16, N_TILES, DIM, "c")
+    return write_toy_features(tmp_path / "toy", 16, N_TILES, DIM, "c")
 
 
 def _run(cli, toy_root, tmp_path, *extra):
@@ -488,7 +485,7 @@ def test_segmentation_calls_a_patch_head_on_the_window_matrix_as_predict_would()
 
 
 def _segmentation_facts(run_dir):
-    from pathkit_core.contracts import RunFacts, TileSpec
+    from pathkit_core.contracts import RunFacts
 
     return RunFacts(workdir=run_dir.parent, run_dir=run_dir, encoder="tiny-vit", tile_spec=TileSpec(224, 0.5))
 

@@ -33,44 +33,40 @@ def _flip_a_feature_byte(path):
     header = int.from_bytes(data[:8], "little")
     data[8 + header + n // 2] ^= 0x10
     path.write_bytes(bytes(data))
-
-
-def test_a_flipped_byte_is_found_on_resume_and_the_slide_re_extracted(tiled_slides, tmp_path):
-    first = _extract(tiled_slides["tiles"], tmp_path)
-    path = first["pink-01"].path
-    good = store.read_features(path).features.clone()
-    _flip_a_feature_byte(path)
     assert store.read_feature_meta(path)["status"] == "ok"  # the header alone looks fine
-    with pytest.warns(UserWarning, match="fails its checksum.*re-extracting it"):
-        again = _extract(tiled_slides["tiles"], tmp_path)
-    assert again["pink-01"].status == "ok" and again["dark-02"].status == "skipped"
-    assert torch.equal(store.read_features(path).features, good)
 
 
-def test_a_nan_file_with_a_valid_checksum_is_found_by_qc_on_resume(tiled_slides, tmp_path):
-    first = _extract(tiled_slides["tiles"], tmp_path)
-    path = first["dark-02"].path
-    ff = store.read_features(path)
-    good = ff.features.clone()
-    # Rewritten through the store: a valid checksum over NaNs, the metadata still saying "ok".
-    store.write_features(path, torch.full_like(ff.features, float("nan")), ff.coords,
-                         {k: v for k, v in ff.meta.items() if k != "content_sha256"})
+def _rewrite(path, features, coords):
+    """Rewritten through the store: a valid checksum over the new content, the metadata still "ok"."""
+    meta = store.read_features(path).meta
+    store.write_features(path, features, coords, {k: v for k, v in meta.items() if k != "content_sha256"})
     assert store.read_features(path, verify=True).meta["status"] == "ok"
-    with pytest.warns(UserWarning, match="fails QC .*NaN"):
-        again = _extract(tiled_slides["tiles"], tmp_path)
-    assert again["dark-02"].status == "ok" and again["pink-01"].status == "skipped"
-    assert torch.equal(store.read_features(path).features, good)
 
 
-def test_a_file_with_too_few_rows_is_found_on_resume(tiled_slides, tmp_path):
-    first = _extract(tiled_slides["tiles"], tmp_path)
-    path = first["pink-01"].path
+def _nan_features(path):
     ff = store.read_features(path)
-    meta = {k: v for k, v in ff.meta.items() if k != "content_sha256"}
-    store.write_features(path, ff.features[:-1], ff.coords[:-1], meta)
-    with pytest.warns(UserWarning, match="row count"):
+    _rewrite(path, torch.full_like(ff.features, float("nan")), ff.coords)
+
+
+def _one_row_less(path):
+    ff = store.read_features(path)
+    _rewrite(path, ff.features[:-1], ff.coords[:-1])
+
+
+@pytest.mark.parametrize(("slide", "damage", "warning"), [
+    ("pink-01", _flip_a_feature_byte, "fails its checksum.*re-extracting it"),
+    ("dark-02", _nan_features, "fails QC .*NaN"),  # a valid checksum: QC finds it
+    ("pink-01", _one_row_less, "row count"),
+], ids=["flipped-byte", "nan", "too-few-rows"])
+def test_a_damaged_file_is_found_on_resume_and_the_slide_re_extracted(tiled_slides, tmp_path, slide, damage, warning):
+    first = _extract(tiled_slides["tiles"], tmp_path)
+    path = first[slide].path
+    good = store.read_features(path).features.clone()
+    damage(path)
+    with pytest.warns(UserWarning, match=warning):
         again = _extract(tiled_slides["tiles"], tmp_path)
-    assert again["pink-01"].status == "ok" and store.read_features(path).n_tiles == ff.n_tiles
+    assert {sid: r.status for sid, r in again.items()} == {sid: "ok" if sid == slide else "skipped" for sid in first}
+    assert torch.equal(store.read_features(path).features, good)
 
 
 def test_a_slide_finished_by_another_process_while_waiting_for_its_lock_is_not_redone(

@@ -20,7 +20,6 @@ from tests.core.test_pipeline_orchestration import DIM, N_TILES, MeanPool, toy_p
 @pytest.fixture
 def toy_spec(fresh_registry, tmp_path):
     fresh_registry({"toy": toy_plugin()})
-    (tmp_path / "toy").mkdir()
     root = write_toy_features(tmp_path / "toy", 30, N_TILES, DIM, "case")
     return RunSpec(dataset="toy-cohort", encoder="precomputed", generator="mean-pool", dataset_root=str(root),
                    workdir=str(tmp_path / "ws"), cpu=True)

@@ -204,20 +204,25 @@ def test_packed_masks_come_back_bit_for_bit_and_damage_is_named(shape):
 # --------------------------------------------------------------------------- hardening (issue 28)
 
 
-@pytest.mark.parametrize("bad", ["NaN", "1e400", "-Infinity"])
-def test_a_geojson_coordinate_that_is_not_finite_names_the_file_and_feature(tmp_path, bad):
+def _tumour_polygon_with(bad: str) -> str:
+    return ('{"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {"classification": '
+            '{"name": "Tumor"}}, "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [10, 0], '
+            f'[10, {bad}], [0, 10], [0, 0]]]}}}}]}}')
+
+
+NOT_FINITE = r"feature 0 \(Tumor\) has a NaN or infinite coordinate"
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (_tumour_polygon_with("NaN"), NOT_FINITE),
+    (_tumour_polygon_with("1e400"), NOT_FINITE),
+    (_tumour_polygon_with("-Infinity"), NOT_FINITE),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply to be read"),  # deeper than json can read
+], ids=["NaN", "1e400", "-Infinity", "deep"])
+def test_a_hostile_geojson_is_one_line_naming_the_file_and_the_problem(tmp_path, content, problem):
     path = tmp_path / "bad.geojson"
-    path.write_text('{"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {"classification": '
-                    '{"name": "Tumor"}}, "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [10, 0], '
-                    f'[10, {bad}], [0, 10], [0, 0]]]}}}}]}}')
-    with pytest.raises(PathkitError, match=rf"GeoJSON {path}: feature 0 \(Tumor\) has a NaN or infinite coordinate"):
-        read_geojson(path)
-
-
-def test_a_geojson_nested_deeper_than_json_can_read_is_one_line(tmp_path):
-    path = tmp_path / "deep.geojson"
-    path.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(PathkitError, match=rf"GeoJSON {path}: nested too deeply to be read"):
+    path.write_text(content)
+    with pytest.raises(PathkitError, match=rf"GeoJSON {path}: {problem}"):
         read_geojson(path)
 
 

@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from _slide_encoders import check_published, slide_encoder
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.plugins import get_component
 
 pytest.importorskip("pathkit_encoders")
 
@@ -21,16 +21,6 @@ from pathkit_encoders.slide_store import embed_slides, read_slide_embedding  # n
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-# name: (patch encoder, patch dim, embed dim, tile px, mpp, parameters counted by hand from the configs)
-PUBLISHED = {
-    # 590,592 patch embedding + 768 class token + 6 x 7,087,872 blocks + 1,536 norm + 2,463,744 and
-    # 2,366,208 attentional pools + 589,824 projection
-    "titan": ("conch15", 768, 768, 512, 0.5, 48_539_904),
-    # 1,180,416 tile embedding + 768 class token + 12 x 7,095,552 LongNet layers + 2 x 1,536 norms
-    "gigapath-slide": ("gigapath", 1536, 768, 256, 0.5, 86_330_880),
-    # 656,640 latents + 2 x 2,560 norms + 2 x 14,754,560 cross-attention layers + 6 x 11,477,760 blocks
-    "prism": ("virchow", 2560, 1280, 224, 0.5, 99_037_440),
-}
 TINY = {
     "titan": dict(in_dim=16, embed_dim=24, depth=2, num_heads=6, pool_queries=4, pool_heads=2),
     "gigapath-slide": dict(in_dim=16, embed_dim=32, depth=2, num_heads=4, ffn_dim=64, segments=(4, 8, 16),
@@ -39,17 +29,9 @@ TINY = {
 }
 
 
-def _slide(name, **overrides):
-    return get_component("slide-encoder", name)(arch_overrides=overrides or None)
-
-
-@pytest.mark.parametrize("name", sorted(PUBLISHED))
+@pytest.mark.parametrize("name", sorted(TINY))
 def test_published_architecture_and_size(name):
-    encoder, patch_dim, dim, px, mpp, params = PUBLISHED[name]
-    cls = get_component("slide-encoder", name)
-    assert (cls.patch_encoder, cls.patch_dim, cls.embed_dim, cls.tile_spec.tile_px, cls.tile_spec.mpp) == (
-        encoder, patch_dim, dim, px, mpp)
-    assert cls().parameter_count() == params == cls.parameters
+    check_published(name)
 
 
 def test_alibi_slopes_and_bias_by_hand():
@@ -75,7 +57,7 @@ def test_titan_grid_sums_a_cell_drops_background_and_reads_the_tile_step():
 
 
 def test_titan_embedding_is_invariant_to_tile_order_and_translation_and_sees_geometry():
-    enc = _slide("titan", **TINY["titan"])
+    enc = slide_encoder("titan", **TINY["titan"])
     model = enc.load()
     rng = np.random.default_rng(0)
     x = torch.from_numpy(rng.normal(size=(12, 16)).astype(np.float32))
@@ -93,13 +75,13 @@ def test_titan_embedding_is_invariant_to_tile_order_and_translation_and_sees_geo
 def test_titan_checkpoint_loads_its_vision_part_strictly(tmp_path):
     from safetensors.torch import save_file
 
-    source_enc = _slide("titan", **TINY["titan"])
+    source_enc = slide_encoder("titan", **TINY["titan"])
     source = source_enc.load()
     state = {f"vision_encoder.{k}": v.contiguous() for k, v in source.state_dict().items()}
     state["text_encoder.token_embedding.weight"] = torch.zeros(3, 4)  # the text tower is dropped
     path = tmp_path / "model.safetensors"
     save_file(state, str(path))
-    enc = _slide("titan", **TINY["titan"])
+    enc = slide_encoder("titan", **TINY["titan"])
     loaded = enc.load(weights_path=path)
     x, coords = torch.randn(5, 16), torch.tensor([[0, 0], [512, 0], [0, 512], [512, 512], [1024, 0]])
     assert torch.equal(enc.embed(loaded, x, coords, 512.0), source_enc.embed(source, x, coords, 512.0))
@@ -118,7 +100,7 @@ def test_gigapath_positions_are_maes_sincos_of_the_256_px_cell():
     got = sincos_2d(torch.tensor([3, 0]), torch.tensor([17, 999]), 32).numpy()
     np.testing.assert_allclose(got[0], _mae_sincos(3, 17, 32), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(got[1], _mae_sincos(0, 999, 32), rtol=1e-6, atol=1e-7)
-    model = _slide("gigapath-slide", **TINY["gigapath-slide"]).build()
+    model = slide_encoder("gigapath-slide", **TINY["gigapath-slide"]).build()
     pos = model.positions(torch.tensor([[3 * 256 + 10.0, 17 * 256 + 255.0]]))
     np.testing.assert_allclose(pos[0].numpy(), _mae_sincos(3, 17, 32), rtol=1e-6, atol=1e-7)
     with pytest.raises(PathkitError, match="1000 x 1000 grid"):
@@ -165,11 +147,11 @@ def test_dilated_attention_matches_the_union_of_its_branches_by_hand():
 
 
 def test_gigapath_slide_forward_and_checkpoint(tmp_path):
-    enc = _slide("gigapath-slide", **TINY["gigapath-slide"])
+    enc = slide_encoder("gigapath-slide", **TINY["gigapath-slide"])
     source = enc.load()
     path = tmp_path / "slide_encoder.pth"
     torch.save({"model": source.state_dict()}, path)  # the release's payload layout
-    loaded_enc = _slide("gigapath-slide", **TINY["gigapath-slide"])
+    loaded_enc = slide_encoder("gigapath-slide", **TINY["gigapath-slide"])
     loaded = loaded_enc.load(weights_path=path)
     x, coords = torch.randn(21, 16), torch.randint(0, 5000, (21, 2)).float()
     out = loaded_enc.embed(loaded, x, coords)
@@ -189,7 +171,7 @@ def _features(folder, slide_id, encoder, dim, tile_px, mpp, level0=None):
 
 
 def test_titan_over_uni_features_is_refused_with_the_reason(tmp_path):
-    titan = _slide("titan")
+    titan = slide_encoder("titan")
     problem = titan.feature_problem("uni", 1024, 256, 0.5)
     assert "reads 'conch15' patch features, not 'uni'" in problem and "--encoder conch15" in problem
     assert "512 px tiles at 0.5 mpp (20x)" in titan.feature_problem("conch15", 768, 256, 0.5)
@@ -197,12 +179,12 @@ def test_titan_over_uni_features_is_refused_with_the_reason(tmp_path):
     with pytest.raises(PathkitError, match=r"u\.safetensors: slide encoder 'titan' reads 'conch15'"):
         embed_slides(titan, [uni], tmp_path / "store")
     assert not (tmp_path / "store").exists()
-    gp = _slide("gigapath-slide")
+    gp = slide_encoder("gigapath-slide")
     assert "reads 'gigapath' patch features" in gp.feature_problem("conch15", 768, 512, 0.5)
 
 
 def test_titan_reads_the_feature_files_level0_tile_size(tmp_path):
-    small = _slide("titan", **{**TINY["titan"], "in_dim": 768})
+    small = slide_encoder("titan", **{**TINY["titan"], "in_dim": 768})
     path = _features(tmp_path, "c", "conch15", 768, 512, 0.5, level0=1024)  # a 40x slide
     (result,) = embed_slides(small, [path], tmp_path / "store")
     from pathkit_core.features.store import read_features
@@ -221,7 +203,7 @@ def _attend(q, k, v, heads):
 
 
 def test_prism_shares_its_layers_and_its_embedding_is_the_first_latent_by_hand():
-    enc = _slide("prism", **TINY["prism"])
+    enc = slide_encoder("prism", **TINY["prism"])
     model = enc.load()
     layers = model.perceiver.layers
     assert layers[0]["xattn"] is not layers[1]["xattn"] and all(layers[i]["xattn"] is layers[1]["xattn"]
@@ -247,7 +229,7 @@ def test_prism_shares_its_layers_and_its_embedding_is_the_first_latent_by_hand()
 def test_prism_checkpoint_with_shared_tensors_stored_once_loads(tmp_path):
     from safetensors.torch import save_file
 
-    source_enc = _slide("prism", **TINY["prism"])
+    source_enc = slide_encoder("prism", **TINY["prism"])
     source = source_enc.load()
     state, seen = {}, set()
     for name, tensor in source.state_dict().items():  # a shared tensor under its first name only
@@ -259,8 +241,8 @@ def test_prism_checkpoint_with_shared_tensors_stored_once_loads(tmp_path):
     payload["text_decoder.lm_head.weight"] = torch.zeros(2, 2)
     path = tmp_path / "model.safetensors"
     save_file(payload, str(path))
-    enc = _slide("prism", **TINY["prism"])
+    enc = slide_encoder("prism", **TINY["prism"])
     loaded = enc.load(weights_path=path)
     tiles = torch.randn(6, 12)
     assert torch.equal(enc.embed(loaded, tiles, None), source_enc.embed(source, tiles, None))
-    assert "reads 'virchow' patch features" in _slide("prism").feature_problem("virchow2", 2560, 224, 0.5)
+    assert "reads 'virchow' patch features" in slide_encoder("prism").feature_problem("virchow2", 2560, 224, 0.5)

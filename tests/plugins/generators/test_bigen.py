@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from _report_cases import FEATURE_DIM, REG_REPORTS, learn_synthetic_reports, make_cases, overfit_one_batch
+from _report_cases import FEATURE_DIM, REG_REPORTS, assert_learns, assert_rebuilds, make_cases, overfit_one_batch
 from pathkit_generators import _knowledge_bank as kb
 from pathkit_generators._bigen_net import rank_regions, region_means, retrieve
 from pathkit_generators.bigen import BiGen
 
 from pathkit_core.contracts import GeneratorSpec, PathkitError, TaskModel
+from tests._conch_tokenizer import write_conch_tokenizer
 
 SMALL = {"d_model": 32, "d_ff": 64, "num_heads": 2, "num_layers": 1, "drop_prob_lm": 0.1, "max_tokens": 48,
          "text_embedder": "hashed-ngram", "embedding_dim": 64}
@@ -202,16 +203,8 @@ def test_auto_embedder_falls_back_offline_and_conch_without_files_is_a_clear_err
 
 def _fake_conch(folder: Path, width: int = 16, layers: int = 2, context: int = 128, out_dim: int = 8) -> dict:
     """A CONCH-layout checkpoint with random weights and a tiny BPE tokenizer with CONCH's specials."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-
     words = ["<pad>", "<start_of_text>", "<end_of_text>", "carcinoma", "invasive", "benign", "tissue", "of"]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="of"))
-    tok.normalizer = normalizers.Lowercase()
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.TemplateProcessing(
-        single="<start_of_text> $A <end_of_text>", special_tokens=[("<start_of_text>", 1), ("<end_of_text>", 2)])
-    folder.mkdir(parents=True, exist_ok=True)
-    tok.save(str(folder / "conch_byte_level_bpe_uncased.json"))
+    write_conch_tokenizer(folder, words, unk_token="of")
     gen = torch.Generator().manual_seed(0)
 
     def r(*shape):
@@ -315,23 +308,13 @@ def test_overfits_one_batch():
 def test_learns_the_report_from_features_and_beats_most_frequent_report(tmp_path):
     # The class is learned (and retrieved) within 12 epochs, but the exact wording converges
     # more slowly: dropout on the two memory tokens is noisier than on a memory of many tiles.
-    accuracy, baseline, history = learn_synthetic_reports(build, tmp_path / "ckpt", epochs=30)
-    assert baseline < 0.5
-    assert accuracy >= baseline + 0.3, (accuracy, baseline)
-    assert history[-1]["val_loss"] < history[0]["val_loss"] / 2
+    assert_learns(build, tmp_path / "ckpt", epochs=30, margin=0.3, loss_ratio=2)
 
 
 def test_rebuild_from_exported_state_restores_the_bank_and_predicts_identically():
-    cases = make_cases(5, seed=4, tiles=(1, 30))
-    model = build([c["target"] for c in cases]).eval()
-    weights = {k: v.clone() for k, v in model.state_dict().items()}
-    state = json.loads(json.dumps(model.export_state()))  # what the checkpoint side-car holds
+    model, rebuilt, state = assert_rebuilds(build)
     assert state["knowledge_bank"]["hash"] == model.bank_state["hash"]
-    rebuilt = build(["something else entirely"], state=state).eval()
     assert rebuilt.knowledge_bank.shape == model.knowledge_bank.shape
-    rebuilt.load_state_dict(weights)
-    batch = model.collate(cases)
-    assert rebuilt.predict(batch) == model.predict(batch)
 
 
 def test_batched_prediction_equals_one_case_at_a_time():

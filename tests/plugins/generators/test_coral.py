@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from _fit import fit_batch
 from sklearn.metrics import cohen_kappa_score
 
 from pathkit_core.contracts import GeneratorSpec, PathkitError
@@ -37,15 +38,7 @@ def test_coral_learns_the_grades_and_beats_the_majority_grade():
     torch.manual_seed(0)
     model = CoralHead().build(GeneratorSpec(task="ordinal", feature_dim=DIM, class_names=("1", "2", "3", "4"),
                                             hparams=CoralHead.default_hparams))
-    optimiser = torch.optim.Adam(model.parameters(), lr=0.05)
-    batch = model.collate(_items(40, 1))
-    model.train()
-    for _ in range(80):
-        loss = model.training_step(batch)
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-    model.eval()
+    fit_batch(model, model.collate(_items(40, 1)), torch.optim.Adam(model.parameters(), lr=0.05), 80)
     test = _items(40, 2)
     with torch.no_grad():
         preds = model.predict(model.collate([{**i, "target": None} for i in test]))

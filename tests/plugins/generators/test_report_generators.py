@@ -4,10 +4,11 @@ exact rebuilds from saved state, batch invariance, and the encoders' geometry.""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
-from _report_cases import FEATURE_DIM, REG_REPORTS, learn_synthetic_reports, make_cases, overfit_one_batch
+from _report_cases import FEATURE_DIM, REG_REPORTS, assert_learns, assert_rebuilds, make_cases, overfit_one_batch
 from pathkit_generators._histgen_net import CrossModalMemory
 from pathkit_generators._text.attention import attention_implementation
 from pathkit_generators._wsi_caption_net import PositionAwareModule, pad_to_square
@@ -46,21 +47,12 @@ def test_overfits_one_batch(name):
 # HistGen's run (11 s on 2 cores) in `make test-suite`; WSI-Caption's (5 s) stays in the default suite
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "histgen" else n for n in GENERATORS])
 def test_learns_the_report_from_features_and_beats_most_frequent_report(name, tmp_path):
-    accuracy, baseline, history = learn_synthetic_reports(lambda t: build(name, t), tmp_path / "ckpt", epochs=14)
-    assert baseline < 0.5
-    assert accuracy >= baseline + 0.25, (accuracy, baseline)
-    assert history[-1]["val_loss"] < history[0]["val_loss"] / 4
+    assert_learns(partial(build, name), tmp_path / "ckpt", epochs=14, margin=0.25, loss_ratio=4)
 
 
 @pytest.mark.parametrize("name", GENERATORS)
 def test_rebuild_from_exported_state_predicts_identically(name):
-    cases = make_cases(5, seed=4, tiles=(1, 30))
-    model = build(name, [c["target"] for c in cases]).eval()
-    weights = {k: v.clone() for k, v in model.state_dict().items()}
-    rebuilt = build(name, ["something else entirely"], state=model.export_state()).eval()
-    rebuilt.load_state_dict(weights)
-    batch = model.collate(cases)
-    assert rebuilt.predict(batch) == model.predict(batch)
+    assert_rebuilds(partial(build, name))
 
 
 @pytest.mark.parametrize("name", GENERATORS)

@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 import torch
+from _fit import fit_batch
 from pathkit_datasets.slides_survival import draw_outcome
 from pathkit_metrics.survival import harrell_c
 
@@ -62,17 +63,8 @@ def _trained_abmil(train, steps):
     torch.manual_seed(0)
     model = AttentionCox().build(GeneratorSpec(task="survival", feature_dim=DIM,
                                                hparams={**AttentionCox.default_hparams, "size": "small"}))
-    optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)
     batch = model.collate(train)
-    first = None
-    for _ in range(steps):
-        model.train()
-        loss = model.training_step(batch)
-        first = float(loss) if first is None else first
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-    model.eval()
+    first = fit_batch(model, batch, torch.optim.Adam(model.parameters(), lr=1e-3), steps)[0]
     with torch.no_grad():
         return model, first, float(model.training_step(batch))
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from _fit import fit_batch
 
 from pathkit_core.contracts import GeneratorSpec, PathkitError
 from tests.plugins.generators.test_survival_heads import DIM, _bags, _c
@@ -66,17 +67,7 @@ def test_abmil_nll_learns_the_hazard():
     model = AttentionNLL().build(GeneratorSpec(task="survival", feature_dim=DIM,
                                                train_targets=[i["target"] for i in train],
                                                hparams=AttentionNLL.default_hparams))
-    optimiser = torch.optim.Adam(model.parameters(), lr=5e-3)
-    batch = model.collate(train)
-    losses = []
-    for _ in range(30):
-        model.train()
-        loss = model.training_step(batch)
-        losses.append(float(loss.detach()))
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-    model.eval()
+    losses = fit_batch(model, model.collate(train), torch.optim.Adam(model.parameters(), lr=5e-3), 30)
     assert losses[-1] < losses[0]
     with torch.no_grad():
         assert _c(model, test) > 0.62  # constant risk scores 0.5 exactly; the true hazard 0.77

@@ -7,6 +7,7 @@ import random
 
 import pytest
 import torch
+from _fit import fit_batch
 
 from pathkit_core.contracts import GeneratorSpec, PathkitError
 from pathkit_tasks import TASK_MULTIPLE_CHOICE_VQA
@@ -80,14 +81,7 @@ def test_trainable_readers_overfit_one_batch(name):
     # the text-only control can only tell questions apart by their text: GR-like rows only
     items = _items(8, seed=1)[::2] if name == "text-only" else _items(8, seed=1)
     batch = model.collate(items)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    model.train()
-    for _ in range(100):
-        loss = model.training_step(batch)
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-    model.eval()
+    fit_batch(model, batch, torch.optim.AdamW(model.parameters(), lr=1e-2), 100)
     predictions = model.predict(batch)
     assert [p["answer"] for p in predictions] == batch["targets"].tolist()
     assert all(abs(sum(p["scores"]) - 1) < 1e-4 for p in predictions)

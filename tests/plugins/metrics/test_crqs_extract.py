@@ -26,28 +26,113 @@ def extract():
     return lambda text: dict(extractor.extract(text).fields)
 
 
-def test_reg_breast_report(extract):
-    fields = extract("Breast, sono-guided core biopsy;\n  1. Invasive carcinoma of no special type, grade II "
-                     "(Tubule formation: 3, Nuclear grade: 2, Mitoses: 1)\n  2. Ductal carcinoma in situ")
-    assert fields["organ_site"] == "breast"
-    assert fields["specimen_type"] == "core needle biopsy"
-    # every finding of the list, sorted; the principal one gives the histologic type
-    assert fields["diagnosis"] == "ductal carcinoma in situ; invasive carcinoma of no special type"
-    assert fields["histologic_type"] == "carcinoma of no special type"
-    assert fields["tumor_grade"] == "2"
-    assert (fields["tubule_score"], fields["nuclear_grade"], fields["mitotic_score"]) == ("3", "2", "1")
-    assert fields["in_situ_component"] == "ductal carcinoma in situ"
-    assert fields["in_situ_vs_invasive"] == "invasive"
-    assert fields["benign_vs_malignant"] == "malignant"
+HSIL = "high grade squamous intraepithelial lesion"
+NST = "invasive carcinoma of no special type"
+SUBEPITHELIAL = "subepithelial connective tissue"
+
+# a report -> the fields it must give
+REPORT_FIELDS = {
+    "reg-breast": (
+        "Breast, sono-guided core biopsy;\n  1. Invasive carcinoma of no special type, grade II "
+        "(Tubule formation: 3, Nuclear grade: 2, Mitoses: 1)\n  2. Ductal carcinoma in situ",
+        # every finding of the list, sorted; the principal one gives the histologic type
+        {"organ_site": "breast", "specimen_type": "core needle biopsy",
+         "diagnosis": "ductal carcinoma in situ; invasive carcinoma of no special type",
+         "histologic_type": "carcinoma of no special type", "tumor_grade": "2", "tubule_score": "3",
+         "nuclear_grade": "2", "mitotic_score": "1", "in_situ_component": "ductal carcinoma in situ",
+         "in_situ_vs_invasive": "invasive", "benign_vs_malignant": "malignant"}),
+    "reg-prostate": (
+        "Prostate, biopsy;\n  Acinar adenocarcinoma, Gleason's score 7 (4+3), grade group 3 "
+        "(Gleason pattern 4: 70%), tumor volume:  40%",
+        {"gleason_score": "4+3=7", "grade_group": "3", "tumor_volume": "40%", "diagnosis": "acinar adenocarcinoma"}),
+    "hsil": ("Cervix, biopsy; HSIL (CIN 3)", {"diagnosis": HSIL, "dysplasia_grade": "high"}),
+    "without-necrosis": ("Lung, biopsy; Chronic granulomatous inflammation without necrosis",
+                         {"necrosis": "absent", "diagnosis": "chronic granulomatous inflammation"}),
+    "negated-findings": (
+        "Lymph node: no evidence of metastatic carcinoma is identified. Lymphovascular invasion: "
+        "not identified. Perineural invasion is present. Negative for dysplasia.",
+        {"diagnosis": NEGATIVE_FOR_MALIGNANCY, "benign_vs_malignant": "benign", "metastatic_involvement": "absent",
+         "lymphovascular_invasion": "absent", "perineural_invasion": "present", "dysplasia_grade": "negative"}),
+    "nodes-margins-depth": (
+        "Left pelvic lymph nodes: three of sixteen lymph nodes with metastatic urothelial carcinoma "
+        "(3/16). Ureteral margins: negative. pT3a, N2. Depth of invasion: muscularis propria.",
+        {"lymph_node_involvement": "present", "margin_status": "negative", "invasion_depth": "muscle proper"}),
+    "no-muscle-proper": (
+        "Urinary bladder, transurethral resection;\n  Invasive urothelial carcinoma,\n  with "
+        "involvement of subepithelial connective tissue\n\nNote) The specimen does not include muscle proper.",
+        {"invasion_depth": SUBEPITHELIAL, "muscle_proper_status": "not included"}),
+    "gastritis": (
+        "Stomach, biopsy; chronic active gastritis with intestinal metaplasia and atrophy. "
+        "H. pylori: positive. OLGA stage II, OLGIM stage I.",
+        {"gastritis_type": "chronic active", "inflammation_activity": "active", "hpylori_status": "positive",
+         "olga_stage": "2", "olgim_stage": "1", "atrophy": "present", "metaplasia_type": "intestinal"}),
+    "adenoma": ("Colon; tubulovillous adenoma with high grade dysplasia",
+                {"adenoma_type": "tubulovillous", "polyp_type": "adenomatous", "dysplasia_grade": "high"}),
+    # the principal diagnosis is the worst lesion; the negative statement about the ureter is not a
+    # finding next to the carcinomas
+    "worst-lesion": (
+        "A. Lymph nodes: one lymph node with metastatic urothelial carcinoma (1/1).\n"
+        "B. Bladder: invasive urothelial carcinoma.\nC. Ureter: no tumor.",
+        {"diagnosis": "invasive urothelial carcinoma; urothelial carcinoma",
+         "histologic_type": "urothelial carcinoma", "primary_vs_metastatic": "primary"}),
+}
+
+# a phrase -> a field it must give (None: a field it must not give)
+PHRASE_FIELD = [
+    # "high-grade" of HSIL, "low grade" dysplasia, grade group and nuclear grade are other fields
+    ("High-grade squamous intraepithelial lesion (HSIL; CIN 2)", "tumor_grade", None),
+    ("Tubular adenoma with low grade dysplasia", "tumor_grade", None),
+    ("Acinar adenocarcinoma, grade group 2", "tumor_grade", None),
+    ("DCIS, nuclear grade: high", "tumor_grade", None),
+    # a grade written on the next list item is not this one's
+    ("Urinary bladder, TUR;\n 1. Non-invasive papillary urothelial carcinoma, high grade\n"
+     " 2. Urothelial carcinoma in situ", "tumor_grade", "high"),
+    # synonyms and abbreviations: three spellings of HSIL (the first in REPORT_FIELDS) give one diagnosis
+    ("Cervix, biopsy; High-grade squamous intraepithelial lesion", "diagnosis", HSIL),
+    ("Cervix, biopsy; CIN 2", "diagnosis", HSIL),
+    ("Cervix, biopsy; CIN 1", "diagnosis", "low grade squamous intraepithelial lesion"),
+    ("Breast; IDC, NST", "diagnosis", NST),
+    ("Breast; invasive ductal carcinoma", "diagnosis", NST),
+    ("Stomach; chronic gastritis with interstinal metaplasia", "intestinal_metaplasia", "present"),
+    ("Lung; NSCLC, favor adenocarcinoma", "histologic_type", "adenocarcinoma"),
+    ("Rectum; NET, G1", "diagnosis", "neuroendocrine tumor"),
+    # lower-case "net" is an ordinary word, not an abbreviation
+    ("net weight of the specimen 5 g", "diagnosis", None),
+    # negation
+    ("Prostate, biopsy; No tumor present", "diagnosis", NEGATIVE_FOR_MALIGNANCY),
+    # "no special type" is not a negation of the grade that follows
+    ("invasive carcinoma of no special type, grade 3", "tumor_grade", "3"),
+    # "X: no evidence of Y" negates Y, not X
+    ("Prostate biopsy: no evidence of carcinoma", "specimen_type", "biopsy"),
+    # lymph nodes, margins and invasion
+    ("Eight benign lymph nodes (0/8)", "lymph_node_involvement", "absent"),
+    ("Colon; adenocarcinoma, pT2 pN0", "lymph_node_involvement", "absent"),
+    ("Carcinoma extends to the inked margin; margin involved", "margin_status", "positive"),
+    ("Bladder; invasive urothelial carcinoma invading the lamina propria", "invasion_depth", SUBEPITHELIAL),
+    # measurements
+    ("Kidney; clear cell renal cell carcinoma, tumor size: 45 x 30 x 20 mm", "tumor_size", "4.5 cm"),
+    ("The tumor measures 2.5 x 2 x 1 cm", "tumor_size", "2.5 cm"),
+    ("Prostate; tumor involving 30% of the tissue", "tumor_volume", "30%"),
+    ("Tumor extent: 12 mm", "tumor_extent", "1.2 cm"),
+    ("Mitoses: 12", "mitotic_score", "12"),
+    ("Mitotic count: 12 per 10 hpf", "mitotic_score", "12 per 10 hpf"),
+    ("Tumor with 12 mitoses per 10 high power fields", "mitotic_score", "12 per 10 hpf"),
+    # gastrointestinal
+    ("Helicobacter pylori organisms are not identified", "hpylori_status", "negative"),
+    ("Colon; sessile serrated lesion", "serrated_lesion", "present"),
+    ("Lung, biopsy; Metastatic adenocarcinoma, from colon primary", "primary_vs_metastatic", "metastatic"),
+]
 
 
-def test_reg_prostate_report(extract):
-    fields = extract("Prostate, biopsy;\n  Acinar adenocarcinoma, Gleason's score 7 (4+3), grade group 3 "
-                     "(Gleason pattern 4: 70%), tumor volume:  40%")
-    assert fields["gleason_score"] == "4+3=7"
-    assert fields["grade_group"] == "3"
-    assert fields["tumor_volume"] == "40%"
-    assert fields["diagnosis"] == "acinar adenocarcinoma"
+@pytest.mark.parametrize(("report", "expected"), REPORT_FIELDS.values(), ids=REPORT_FIELDS)
+def test_fields_of_a_report(extract, report, expected):
+    fields = extract(report)
+    assert {name: fields.get(name) for name in expected} == expected
+
+
+@pytest.mark.parametrize(("text", "field", "value"), PHRASE_FIELD)
+def test_the_field_of_a_phrase(extract, text, field, value):
+    assert extract(text).get(field) == value
 
 
 @pytest.mark.parametrize(
@@ -77,54 +162,6 @@ def test_tumor_grade_spellings(extract, text, grade):
     assert extract(text)["tumor_grade"] == grade
 
 
-def test_grade_words_that_are_not_tumour_grades(extract):
-    # "high-grade" of HSIL, "low grade" dysplasia, grade group and nuclear grade are other fields
-    for text in ("High-grade squamous intraepithelial lesion (HSIL; CIN 2)",
-                 "Tubular adenoma with low grade dysplasia",
-                 "Acinar adenocarcinoma, grade group 2", "DCIS, nuclear grade: high"):
-        assert "tumor_grade" not in extract(text), text
-    # a grade written on the next list item is not this one's
-    fields = extract("Urinary bladder, TUR;\n 1. Non-invasive papillary urothelial carcinoma, high grade\n"
-                     " 2. Urothelial carcinoma in situ")
-    assert fields["tumor_grade"] == "high"
-
-
-def test_synonyms_and_abbreviations(extract):
-    hsil = extract("Cervix, biopsy; HSIL (CIN 3)")
-    long_form = extract("Cervix, biopsy; High-grade squamous intraepithelial lesion")
-    cin = extract("Cervix, biopsy; CIN 2")
-    expected = "high grade squamous intraepithelial lesion"
-    assert hsil["diagnosis"] == long_form["diagnosis"] == cin["diagnosis"] == expected
-    assert hsil["dysplasia_grade"] == "high"
-    assert extract("Cervix, biopsy; CIN 1")["diagnosis"] == "low grade squamous intraepithelial lesion"
-    assert extract("Breast; IDC, NST")["diagnosis"] == "invasive carcinoma of no special type"
-    assert extract("Breast; invasive ductal carcinoma")["diagnosis"] == "invasive carcinoma of no special type"
-    assert extract("Stomach; chronic gastritis with interstinal metaplasia")["intestinal_metaplasia"] == "present"
-    assert extract("Lung; NSCLC, favor adenocarcinoma")["histologic_type"] == "adenocarcinoma"
-    assert extract("Rectum; NET, G1")["diagnosis"] == "neuroendocrine tumor"
-    # lower-case "net" is an ordinary word, not an abbreviation
-    assert "diagnosis" not in extract("net weight of the specimen 5 g")
-
-
-def test_negation(extract):
-    fields = extract("Lung, biopsy; Chronic granulomatous inflammation without necrosis")
-    assert fields["necrosis"] == "absent"
-    assert fields["diagnosis"] == "chronic granulomatous inflammation"
-    fields = extract("Lymph node: no evidence of metastatic carcinoma is identified. Lymphovascular invasion: "
-                     "not identified. Perineural invasion is present. Negative for dysplasia.")
-    assert fields["diagnosis"] == NEGATIVE_FOR_MALIGNANCY
-    assert fields["benign_vs_malignant"] == "benign"
-    assert fields["metastatic_involvement"] == "absent"
-    assert fields["lymphovascular_invasion"] == "absent"
-    assert fields["perineural_invasion"] == "present"
-    assert fields["dysplasia_grade"] == "negative"
-    assert extract("Prostate, biopsy; No tumor present")["diagnosis"] == NEGATIVE_FOR_MALIGNANCY
-    # "no special type" is not a negation of the grade that follows
-    assert extract("invasive carcinoma of no special type, grade 3")["tumor_grade"] == "3"
-    # "X: no evidence of Y" negates Y, not X
-    assert extract("Prostate biopsy: no evidence of carcinoma")["specimen_type"] == "biopsy"
-
-
 def test_uncertainty_is_not_asserted():
     extractor = ClinicalExtractor()
     result = extractor.extract("Lung, biopsy; Adenocarcinoma cannot be excluded.")
@@ -143,62 +180,6 @@ def test_polarity_scopes():
     assert polarity(text, text.index("hemorrhage"), text.index("hemorrhage") + 10) == 0
     start = text.rindex("necrosis")
     assert polarity(text, start, start + 8) == 1
-
-
-def test_lymph_nodes_margins_and_invasion(extract):
-    fields = extract("Left pelvic lymph nodes: three of sixteen lymph nodes with metastatic urothelial carcinoma "
-                     "(3/16). Ureteral margins: negative. pT3a, N2. Depth of invasion: muscularis propria.")
-    assert fields["lymph_node_involvement"] == "present"
-    assert fields["margin_status"] == "negative"
-    assert fields["invasion_depth"] == "muscle proper"
-    assert extract("Eight benign lymph nodes (0/8)")["lymph_node_involvement"] == "absent"
-    assert extract("Colon; adenocarcinoma, pT2 pN0")["lymph_node_involvement"] == "absent"
-    assert extract("Carcinoma extends to the inked margin; margin involved")["margin_status"] == "positive"
-    fields = extract("Urinary bladder, transurethral resection;\n  Invasive urothelial carcinoma,\n  with "
-                     "involvement of subepithelial connective tissue\n\nNote) The specimen does not include "
-                     "muscle proper.")
-    assert fields["invasion_depth"] == "subepithelial connective tissue"
-    assert fields["muscle_proper_status"] == "not included"
-    assert extract("Bladder; invasive urothelial carcinoma invading the lamina propria")["invasion_depth"] == (
-        "subepithelial connective tissue")
-
-
-def test_measurements(extract):
-    assert extract("Kidney; clear cell renal cell carcinoma, tumor size: 45 x 30 x 20 mm")["tumor_size"] == "4.5 cm"
-    assert extract("The tumor measures 2.5 x 2 x 1 cm")["tumor_size"] == "2.5 cm"
-    assert extract("Prostate; tumor involving 30% of the tissue")["tumor_volume"] == "30%"
-    assert extract("Tumor extent: 12 mm")["tumor_extent"] == "1.2 cm"
-    assert extract("Mitoses: 12")["mitotic_score"] == "12"
-    assert extract("Mitotic count: 12 per 10 hpf")["mitotic_score"] == "12 per 10 hpf"
-    assert extract("Tumor with 12 mitoses per 10 high power fields")["mitotic_score"] == "12 per 10 hpf"
-
-
-def test_gastrointestinal_fields(extract):
-    fields = extract("Stomach, biopsy; chronic active gastritis with intestinal metaplasia and atrophy. "
-                     "H. pylori: positive. OLGA stage II, OLGIM stage I.")
-    assert fields["gastritis_type"] == "chronic active"
-    assert fields["inflammation_activity"] == "active"
-    assert fields["hpylori_status"] == "positive"
-    assert (fields["olga_stage"], fields["olgim_stage"]) == ("2", "1")
-    assert fields["atrophy"] == "present"
-    assert fields["metaplasia_type"] == "intestinal"
-    assert extract("Helicobacter pylori organisms are not identified")["hpylori_status"] == "negative"
-    fields = extract("Colon; tubulovillous adenoma with high grade dysplasia")
-    assert fields["adenoma_type"] == "tubulovillous"
-    assert fields["polyp_type"] == "adenomatous"
-    assert fields["dysplasia_grade"] == "high"
-    assert extract("Colon; sessile serrated lesion")["serrated_lesion"] == "present"
-
-
-def test_principal_diagnosis_is_the_worst_lesion(extract):
-    fields = extract("A. Lymph nodes: one lymph node with metastatic urothelial carcinoma (1/1).\n"
-                     "B. Bladder: invasive urothelial carcinoma.\nC. Ureter: no tumor.")
-    # the negative statement about the ureter is not a finding next to the carcinomas
-    assert fields["diagnosis"] == "invasive urothelial carcinoma; urothelial carcinoma"
-    assert fields["histologic_type"] == "urothelial carcinoma"
-    assert fields["primary_vs_metastatic"] == "primary"
-    assert extract("Lung, biopsy; Metastatic adenocarcinoma, from colon primary")["primary_vs_metastatic"] == (
-        "metastatic")
 
 
 def test_non_text_and_empty_input_have_no_fields():

@@ -6,10 +6,8 @@ import contextlib
 import io
 import json
 import math
-import os
 import random
 import shutil
-import stat
 import threading
 
 import numpy as np
@@ -28,6 +26,7 @@ from pathkit_metrics._nlg.rouge import lcs_length, rouge_l_scores
 from pathkit_metrics.nlg import SUMMARY_KEYS, NLGMetric, score_reports
 
 from pathkit_core.contracts import PathkitError
+from tests._executables import install_executable
 
 NO_METEOR = {"options": {"meteor": False}}
 HAS_JAVA = shutil.which("java") is not None
@@ -281,15 +280,20 @@ def test_protocol_safe_text():
 # --------------------------------------------------------------------------- METEOR errors without a JVM
 
 
-def _fake_java(tmp_path, body: str):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    java = bin_dir / "java"
-    java.write_text("#!/bin/sh\n" + body + "\n")
-    java.chmod(java.stat().st_mode | stat.S_IXUSR)
-    jar = tmp_path / "meteor-1.5.jar"
-    jar.write_bytes(b"")
-    return bin_dir, jar
+@pytest.fixture
+def fake_java(tmp_path, monkeypatch):
+    """Installs a `java` shell script of the given body and an empty jar for the test; no METEOR JVM
+    runs before or after it."""
+
+    def install(body: str) -> None:
+        install_executable(monkeypatch, tmp_path / "bin", "java", "#!/bin/sh\n" + body + "\n")
+        jar = tmp_path / "meteor-1.5.jar"
+        jar.write_bytes(b"")
+        monkeypatch.setenv(meteor_mod.ENV_METEOR_JAR, str(jar))
+        meteor_mod.shutdown_meteor()
+
+    yield install
+    meteor_mod.shutdown_meteor()
 
 
 def test_no_java_is_a_clear_error(tmp_path, monkeypatch):
@@ -312,41 +316,16 @@ def test_missing_jar_is_a_clear_error(tmp_path, monkeypatch):
         meteor_mod.locate_meteor_jar()
 
 
-def test_silent_jvm_times_out(tmp_path, monkeypatch):
-    bin_dir, jar = _fake_java(tmp_path, "exec sleep 30")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv(meteor_mod.ENV_METEOR_JAR, str(jar))
-    meteor_mod.shutdown_meteor()
-    try:
-        with pytest.raises(PathkitError, match="no answer within 0.5 s"):
-            meteor_mod.meteor_scores(["a"], [["a"]], timeout=0.5)
-        assert meteor_mod._PROCESS is None  # the next call starts afresh
-    finally:
-        meteor_mod.shutdown_meteor()
-
-
-def test_dying_jvm_reports_its_stderr(tmp_path, monkeypatch):
-    bin_dir, jar = _fake_java(tmp_path, "echo 'Error: Unable to access jarfile' >&2; exit 1")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv(meteor_mod.ENV_METEOR_JAR, str(jar))
-    meteor_mod.shutdown_meteor()
-    try:
-        with pytest.raises(PathkitError, match="exited unexpectedly.*Unable to access jarfile"):
-            meteor_mod.meteor_scores(["a"], [["a"]], timeout=10)
-    finally:
-        meteor_mod.shutdown_meteor()
-
-
-def test_garbage_answer_is_reported(tmp_path, monkeypatch):
-    bin_dir, jar = _fake_java(tmp_path, "while read line; do echo 'not a number'; done")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv(meteor_mod.ENV_METEOR_JAR, str(jar))
-    meteor_mod.shutdown_meteor()
-    try:
-        with pytest.raises(PathkitError, match="'not a number' where segment statistics"):
-            meteor_mod.meteor_scores(["a"], [["a"]], timeout=10)
-    finally:
-        meteor_mod.shutdown_meteor()
+@pytest.mark.parametrize(("body", "timeout", "message"), [
+    ("exec sleep 30", 0.5, "no answer within 0.5 s"),  # a silent JVM times out
+    ("echo 'Error: Unable to access jarfile' >&2; exit 1", 10, "exited unexpectedly.*Unable to access jarfile"),
+    ("while read line; do echo 'not a number'; done", 10, "'not a number' where segment statistics"),
+], ids=["silent", "dying", "garbage"])
+def test_a_failing_jvm_is_a_clear_error(fake_java, body, timeout, message):
+    fake_java(body)
+    with pytest.raises(PathkitError, match=message):
+        meteor_mod.meteor_scores(["a"], [["a"]], timeout=timeout)
+    assert meteor_mod._PROCESS is None  # the next call starts afresh
 
 
 # --------------------------------------------------------------------------- METEOR with the real jar
@@ -454,25 +433,20 @@ def test_evaluate_interface_without_meteor():
     assert multi == pytest.approx(expected, abs=1e-12)
 
 
-def test_prepare_starts_the_jvm_without_waiting_and_only_when_meteor_is_on(tmp_path, monkeypatch):
+def test_prepare_starts_the_jvm_without_waiting_and_only_when_meteor_is_on(fake_java, tmp_path, monkeypatch):
     """`pathkit score` calls `prepare` before reading its inputs: the JVM then loads meanwhile."""
     import time
 
-    bin_dir, jar = _fake_java(tmp_path, "exec sleep 30")  # a JVM that never answers
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv(meteor_mod.ENV_METEOR_JAR, str(jar))
+    fake_java("exec sleep 30")  # a JVM that never answers
+    NLGMetric().prepare(NO_METEOR)
+    assert meteor_mod._PROCESS is None
+    t0 = time.perf_counter()
+    NLGMetric().prepare({"options": {}})
+    assert time.perf_counter() - t0 < 5.0 and meteor_mod._PROCESS.alive()  # started, not awaited
+    pid = meteor_mod._PROCESS.proc.pid
+    NLGMetric().prepare(None)  # again: the same process
+    assert meteor_mod._PROCESS.proc.pid == pid
     meteor_mod.shutdown_meteor()
-    try:
-        NLGMetric().prepare(NO_METEOR)
-        assert meteor_mod._PROCESS is None
-        t0 = time.perf_counter()
-        NLGMetric().prepare({"options": {}})
-        assert time.perf_counter() - t0 < 5.0 and meteor_mod._PROCESS.alive()  # started, not awaited
-        pid = meteor_mod._PROCESS.proc.pid
-        NLGMetric().prepare(None)  # again: the same process
-        assert meteor_mod._PROCESS.proc.pid == pid
-    finally:
-        meteor_mod.shutdown_meteor()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.delenv("JAVA_HOME", raising=False)
     NLGMetric().prepare(None)  # no Java: nothing started, nothing raised (compute says why)

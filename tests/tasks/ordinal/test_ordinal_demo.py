@@ -3,33 +3,22 @@ the paired kappa bootstrap (p < 0.01), and the report shows the ordinal sections
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
+from pathkit_metrics.ordinal import kappa_statistic
+
+from pathkit_bench.stats import paired_bootstrap
 
 
 @pytest.mark.slow
-def test_demo_ordinal_coral_beats_the_majority_grade_paired(cli, tmp_path):
-    import polars as pl
-    import torch
-    from pathkit_metrics.ordinal import kappa_statistic
-
-    from pathkit_bench.stats import paired_bootstrap
-
-    torch.set_num_threads(2)
-    result = cli("run", "--dataset", "demo-ordinal", "--workdir", tmp_path / "ws", "--cpu")
-    assert result.exit_code == 0, result.stdout + result.stderr
-    run_dir = next((tmp_path / "ws" / "runs" / "demo-ordinal" / "tiny-vit" / "coral").iterdir())
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    model = metrics["metrics"]["ordinal"]
-    assert metrics["baselines"]["majority-class"]["ordinal"]["qwk"] == 0.0
+def test_demo_ordinal_coral_beats_the_majority_grade_paired(demo_run):
+    run = demo_run("demo-ordinal", "coral")
+    model, base = run.scores("ordinal", "majority-class")
+    assert base["qwk"] == 0.0
     assert model["qwk"] > 0.6 and model["qwk_ci_low"] > 0.3, model
-    table = pl.read_parquet(run_dir / "per_case.parquet")
-    a = np.stack([table["target"].to_numpy(), table["predicted"].to_numpy()], axis=1)
+    a = np.stack([run.per_case["target"].to_numpy(), run.per_case["predicted"].to_numpy()], axis=1)
     b = a.copy()
     b[:, 1] = np.bincount(a[:, 0]).argmax()  # one grade for every case: kappa 0
     boot = paired_bootstrap(a, b, statistic=kappa_statistic, n_resamples=2000, seed=0)
     assert boot.p_value < 0.01, boot
-    report = (run_dir / "report.html").read_text()
-    assert 'id="section-ordinal-errors"' in report and 'id="section-confusion"' in report
+    assert 'id="section-ordinal-errors"' in run.report and 'id="section-confusion"' in run.report

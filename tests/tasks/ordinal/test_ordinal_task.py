@@ -12,16 +12,11 @@ from sklearn.metrics import cohen_kappa_score
 
 from pathkit_core.contracts import Case, PathkitError
 from pathkit_tasks.ordinal.task import OrdinalTask
+from tests.tasks._cohort import write_slide_table
 
 
 def _table(root: Path, labels: list[str]) -> Path:
-    (root / "slides").mkdir(parents=True, exist_ok=True)
-    lines = ["slide_path,label"]
-    for i, label in enumerate(labels):
-        (root / "slides" / f"S{i}.tiff").write_bytes(b"")
-        lines.append(f"slides/S{i}.tiff,{label}")
-    (root / "cohort.csv").write_text("\n".join(lines) + "\n")
-    return root
+    return write_slide_table(root, "cohort.csv", "label", labels)
 
 
 def test_grade_outside_the_ordered_classes_is_refused_with_file_and_row(tmp_path):

@@ -3,31 +3,20 @@ ahead of the majority-class baseline on the same queries (paired, p < 0.01)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
+
+from pathkit_bench.stats import paired_bootstrap
 
 
 @pytest.mark.slow
-def test_demo_retrieval_finds_the_class_and_beats_the_majority_class(cli, tmp_path):
-    import polars as pl
-    import torch
-
-    from pathkit_bench.stats import paired_bootstrap
-
-    torch.set_num_threads(2)
-    result = cli("run", "--dataset", "demo-retrieval", "--workdir", tmp_path / "ws", "--cpu")
-    assert result.exit_code == 0, result.stdout + result.stderr
-    run_dir = next((tmp_path / "ws" / "runs" / "demo-retrieval" / "tiny-vit" / "feature-retrieval").iterdir())
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    model, base = metrics["metrics"]["retrieval"], metrics["baselines"]["majority-class"]["retrieval"]
+def test_demo_retrieval_finds_the_class_and_beats_the_majority_class(demo_run):
+    run = demo_run("demo-retrieval", "feature-retrieval")
+    model, base = run.scores("retrieval", "majority-class")
     assert model["top1_acc"] > 0.8 and model["mAP@5"] > 0.7, model
     assert base["top1_acc"] == pytest.approx(1 / 3)
-    table = pl.read_parquet(run_dir / "per_case.parquet")
-    labels = table["target"].to_numpy()
+    labels = run.per_case["target"].to_numpy()
     majority = (labels == 0).astype(float)  # the baseline retrieves class 0 (the first of three equal classes)
-    boot = paired_bootstrap(table["top1_acc"].to_numpy(), majority, n_resamples=2000, seed=0)
+    boot = paired_bootstrap(run.per_case["top1_acc"].to_numpy(), majority, n_resamples=2000, seed=0)
     assert boot.p_value < 0.01, boot
-    predictions = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
-    assert len(predictions) == 30 and len(predictions[0]["prediction"]["neighbours"]) == 10
-    assert 'id="section-retrieval"' in (run_dir / "report.html").read_text()
+    assert len(run.predictions) == 30 and len(run.predictions[0]["prediction"]["neighbours"]) == 10
+    assert 'id="section-retrieval"' in run.report

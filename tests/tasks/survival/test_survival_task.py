@@ -12,6 +12,7 @@ from lifelines.statistics import multivariate_logrank_test
 
 from pathkit_core.contracts import Case, PathkitError
 from pathkit_tasks.survival.task import SurvivalTask
+from tests.tasks._cohort import write_slide_table
 
 
 def _case(target):
@@ -43,13 +44,7 @@ def test_prediction_forms_and_baseline():
 
 
 def _table(root: Path, rows: list[str]) -> Path:
-    (root / "slides").mkdir(parents=True, exist_ok=True)
-    lines = ["slide_path,time,event,patient_id"]
-    for i, row in enumerate(rows):
-        (root / "slides" / f"S{i}.tiff").write_bytes(b"")
-        lines.append(f"slides/S{i}.tiff,{row},P{i}")
-    (root / "survival.csv").write_text("\n".join(lines) + "\n")
-    return root
+    return write_slide_table(root, "survival.csv", "time,event,patient_id", [f"{r},P{i}" for i, r in enumerate(rows)])
 
 
 def _open(root: Path, **options):

@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from tests._conch_tokenizer import write_conch_tokenizer
+
 CLASSES = ("tumour", "stroma", "necrosis")
 DIM = 8
 
@@ -17,16 +19,9 @@ def aligned_tower(folder: Path, means: torch.Tensor) -> tuple[Path, Path]:
     so LayerNorm keeps its direction), every other token embeds to 0, attention is uniform (q = k =
     0) with identity values and output, the MLP is zero, and the projection keeps the first half."""
     from safetensors.torch import save_file
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
     words = ["<pad>", "<start_of_text>", "<end_of_text>", "<unk>", *CLASSES]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    tok.normalizer = normalizers.Lowercase()
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.TemplateProcessing(
-        single="<start_of_text> $A <end_of_text>", special_tokens=[("<start_of_text>", 1), ("<end_of_text>", 2)])
-    folder.mkdir(parents=True, exist_ok=True)
-    tok.save(str(folder / "conch_byte_level_bpe_uncased.json"))
+    tokenizer = write_conch_tokenizer(folder, words, unk_token="<unk>")
     width = 2 * DIM
     embedding = torch.zeros(len(words), width)
     for c in range(len(CLASSES)):
@@ -45,4 +40,4 @@ def aligned_tower(folder: Path, means: torch.Tensor) -> tuple[Path, Path]:
              p + "mlp.c_fc.bias": torch.zeros(4 * width), p + "mlp.c_proj.weight": torch.zeros(width, 4 * width),
              p + "mlp.c_proj.bias": torch.zeros(width), "logit_scale": torch.tensor(np.log(50.0))}
     save_file(state, str(folder / "model.safetensors"))
-    return folder / "model.safetensors", folder / "conch_byte_level_bpe_uncased.json"
+    return folder / "model.safetensors", tokenizer
