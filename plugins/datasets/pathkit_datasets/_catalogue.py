@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core.contracts import Case, DatasetOption, PathkitError, brief_list
+from pathkit_datasets._cards import Carded
 from pathkit_sdk.cohort import CohortDataset, check_part_classes
 from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
@@ -108,9 +109,9 @@ def few_shot(train: Sequence[str], labels: dict[str, str], shots: int, seed: int
     return [c for c in train if c in chosen]
 
 
-class PublicPatchDataset(CohortDataset):
-    """A public patch benchmark read as published (see the module docstring). A subclass sets the
-    class attributes and implements `items()`."""
+class PublicPatchDataset(Carded, CohortDataset):
+    """A public patch benchmark read as published (see the module docstring). A subclass names its
+    card (data/cards.toml), sets `classes` and implements `items()`."""
 
     task: ClassVar[str] = TASK_PATCH_CLASSIFICATION
     default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
@@ -119,7 +120,7 @@ class PublicPatchDataset(CohortDataset):
     option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
     run_options: ClassVar[tuple[str, ...]] = ("workdir",)
     classes: ClassVar[tuple[str, ...]] = ()
-    # The split's counts as its source states them (docs/catalogue.md), and the source.
+    # The split's counts as its source states them (docs/catalogue.md), and the source (its card).
     published_counts: ClassVar[dict[str, int]] = {}
     split_source: ClassVar[str] = ""
     # Which official part plays pathkit's test part, where the source has no test part (eva's "val").
