@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._variants import slide_cohort, synthetic_demo
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     CohortDataset,
@@ -93,7 +94,6 @@ class SlidesSurvival(CohortDataset):
 
 # --------------------------------------------------------------------------- synthetic demo
 
-SLIDE_PX, MPP = 1024, 0.5
 TUMOUR, STROMA = (150, 70, 150), (225, 150, 190)
 SPLIT_COUNTS = {"train": 50, "val": 10, "test": 60}
 # hazard = BASE_HAZARD * exp(LOG_HAZARD_RATIO * tumour share): a slide that is all tumour dies
@@ -109,44 +109,23 @@ def draw_outcome(rng: random.Random, share: float) -> tuple[float, int]:
     return (round(event_time, 3), 1) if event_time <= censor else (round(censor, 3), 0)
 
 
-def write_demo(folder: Path, seed: int = 0) -> Path:
-    """The demo slides and `survival.csv` (written last: a complete table means a complete demo)."""
-    from pathkit_core.workspace import atomic_write_text
-    from pathkit_sdk import Blob, write_synthetic_slide
+def _demo_row(rng: random.Random, split: str, i: int, slide: Any) -> str:
+    from pathkit_sdk import Blob
 
-    table = folder / "survival.csv"
-    if table.exists():
-        return folder
-    rng = random.Random(seed)
-    lines = ["slide_path,time,event,split"]
-    for split, n in SPLIT_COUNTS.items():
-        for i in range(n):
-            slide_id = f"SYN-SURV-{split}-{i:02d}"
-            share = rng.uniform(0.05, 0.95)
-            width = 0.42  # two ellipses side by side, their widths in the ratio share : 1 - share
-            blobs = [Blob(0.5 - width * (1 - share) / 2, 0.5, width * share / 2 + 1e-3, 0.3, colour=TUMOUR,
-                          nuclei_density=2.0, nucleus_radius_um=4.5),
-                     Blob(0.5 + width * share / 2, 0.5, width * (1 - share) / 2 + 1e-3, 0.3, colour=STROMA,
-                          nuclei_density=0.4, nucleus_radius_um=2.5)]
-            write_synthetic_slide(folder / "slides" / f"{slide_id}.tiff", width=SLIDE_PX, height=SLIDE_PX, mpp=MPP,
-                                  tissue=blobs, seed=rng.randrange(1 << 30))
-            time, event = draw_outcome(rng, share)
-            lines.append(f"slides/{slide_id}.tiff,{time},{event},{split}")
-    atomic_write_text(table, "\n".join(lines) + "\n")
-    return folder
+    share = rng.uniform(0.05, 0.95)
+    width = 0.42  # two ellipses side by side, their widths in the ratio share : 1 - share
+    path = slide(f"SYN-SURV-{split}-{i:02d}", [
+        Blob(0.5 - width * (1 - share) / 2, 0.5, width * share / 2 + 1e-3, 0.3, colour=TUMOUR, nuclei_density=2.0,
+             nucleus_radius_um=4.5),
+        Blob(0.5 + width * share / 2, 0.5, width * (1 - share) / 2 + 1e-3, 0.3, colour=STROMA, nuclei_density=0.4,
+             nucleus_radius_um=2.5)])
+    time, event = draw_outcome(rng, share)
+    return f"{path},{time},{event},{split}"
 
 
-class SurvivalDemo(SlidesSurvival):
-    """Synthetic slides (NOT pathology) whose hazard rises with their tumour share: 40/10/30 cases."""
-
-    name: ClassVar[str] = "demo-survival"
-    description: ClassVar[str] = "synthetic slides whose hazard is set by their tumour share (NOT pathology)"
-    license: ClassVar[str] = "generated locally"
-    synthetic: ClassVar[bool] = True
-    demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "coxnet"}
-
-    def make_demo(self, path: str | Path) -> Path:
-        return write_demo(Path(path) / "v1")
+SurvivalDemo = synthetic_demo("SurvivalDemo", SlidesSurvival, "demo-survival", "coxnet",
+                              slide_cohort("survival.csv", "slide_path,time,event,split", SPLIT_COUNTS, _demo_row),
+                              "synthetic slides whose hazard is set by their tumour share (NOT pathology)")
 
 
 @hookimpl
