@@ -55,6 +55,12 @@ def need(path: Path, what: str, dataset: str) -> Path:
     return path
 
 
+def release_path(root: Path, top: str, *inner: str) -> Path:
+    """`root/top/inner...`, or `root/inner...` when the root given is the release's `top` folder itself."""
+    full = root.joinpath(top, *inner)
+    return root.joinpath(*inner) if not full.exists() and (root / inner[0]).is_dir() else full
+
+
 def class_folders(parent: Path, classes: Sequence[str], dataset: str,
                   suffixes: tuple[str, ...]) -> dict[str, list[Path]]:
     """{class: its image files, sorted} of `parent/<class>/`; an absent or empty class folder is an

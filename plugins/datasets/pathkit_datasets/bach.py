@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import PathkitError
-from pathkit_datasets._catalogue import Item, PublicPatchDataset, class_folders
+from pathkit_datasets._catalogue import Item, PublicPatchDataset, class_folders, release_path
 
 CLASSES = ("Benign", "InSitu", "Invasive", "Normal")
 # eva (kaiko-ai/eva, src/eva/vision/data/datasets/classification/bach.py): [start, end) ranges of
@@ -35,9 +35,7 @@ class BachDataset(PublicPatchDataset, card="bach"):
     classes: ClassVar[tuple[str, ...]] = CLASSES
 
     def items(self, root: Path) -> list[Item]:
-        photos = root / "ICIAR2018_BACH_Challenge" / "Photos"
-        if not photos.exists() and (root / "Photos").is_dir():
-            photos = root / "Photos"
+        photos = release_path(root, "ICIAR2018_BACH_Challenge", "Photos")
         folders = class_folders(photos, CLASSES, self.name, (".tif", ".tiff"))
         ordered = [(label, path) for label in CLASSES for path in folders[label]]
         if len(ordered) != N_PHOTOS:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_datasets._catalogue import Item, PublicPatchDataset, class_folders, need
+from pathkit_datasets._catalogue import Item, PublicPatchDataset, class_folders, need, release_path
 
 FOLDERS = ("0_N", "1_PB", "2_UDH", "3_FEA", "4_ADH", "5_DCIS", "6_IC")
 CLASSES = tuple(f.split("_", 1)[1] for f in FOLDERS)
@@ -30,9 +30,7 @@ class BracsDataset(PublicPatchDataset, card="bracs"):
     classes: ClassVar[tuple[str, ...]] = CLASSES
 
     def items(self, root: Path) -> list[Item]:
-        base = root / "BRACS_RoI" / "latest_version"
-        if not base.exists() and (root / "latest_version").is_dir():
-            base = root / "latest_version"
+        base = release_path(root, "BRACS_RoI", "latest_version")
         need(base, "BRACS_RoI/latest_version", self.name)
         out = []
         for part in ("train", "val", "test"):

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, PathkitError
-from pathkit_datasets._catalogue import OPTIONS, Item, PublicPatchDataset, need
+from pathkit_datasets._catalogue import OPTIONS, Item, PublicPatchDataset, need, release_path
 
 CLASSES = ("TA", "MC", "F", "DC")
 # The tumour-type folders of the four classes used (the other four: adenosis, phyllodes_tumor,
@@ -47,9 +47,7 @@ class BreakHisDataset(PublicPatchDataset, card="breakhis"):
     )
 
     def items(self, root: Path) -> list[Item]:
-        breast = root / "BreaKHis_v1" / "histology_slides" / "breast"
-        if not breast.exists() and (root / "histology_slides").is_dir():
-            breast = root / "histology_slides" / "breast"
+        breast = release_path(root, "BreaKHis_v1", "histology_slides", "breast")
         need(breast, "BreaKHis_v1/histology_slides/breast of the unpacked BreaKHis_v1.tar.gz", self.name)
         magnification = self.options["magnification"]
         out = []

@@ -19,9 +19,10 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError, brief_list
 from pathkit_core.workspace import confined, path_inside, plain_name
+from pathkit_datasets._cards import Carded
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
+from pathkit_datasets._slide_catalogue import SlideClassification
 from pathkit_sdk.cohort import find_column, plausible_mpp, read_table, splits_folder
-from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 MANIFEST_NAMES = ("manifest.csv", "manifest.parquet", "slides.csv", "slides.parquet")
 LABEL_NAMES = ("labels.csv", "labels.parquet")
@@ -170,7 +171,7 @@ def is_tcga(slide_id: str) -> bool:
     return slide_id.upper().startswith("TCGA-")
 
 
-class GoldmarkDataset(Dataset):
+class GoldmarkDataset(Carded, SlideClassification, Dataset, card="goldmark"):
     """GOLDMARK slide-level biomarker prediction (paper: 33 tasks, Table 1; 5 patient-level splits).
 
     Options (`dataset_options`, or the `:TASK` view): `task`/`view` (e.g. "COAD-MSI"), `fold`
@@ -183,27 +184,12 @@ class GoldmarkDataset(Dataset):
     `allow_unmatched_labels`, `manifest`, `labels`, `tile_manifest_dir`.
     """
 
-    name: ClassVar[str] = "goldmark"
-    description: ClassVar[str] = "GOLDMARK: 33 OncoKB level 1-3 tumour-biomarker tasks (view goldmark:COAD-MSI)"
-    task: ClassVar[str] = TASK_SLIDE_CLASSIFICATION
-    license: ClassVar[str] = "TCGA slides: NIH GDC open access; MSKCC slides are not public; labels: OncoKB levels 1-3"
-    citation: ClassVar[str] = ("GOLDMARK: Governed Outcome-Linked Diagnostic Model Assessment Reference Kit "
-                               "(Memorial Sloan Kettering Cancer Center; artificialintelligencepathology.org)")
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = "classification:AUROC"
-    # Epoch selection needs the AUROC only, not its bootstrap interval.
-    selection_options: ClassVar[dict[str, Any]] = {"n_resamples": 0}
     # GOLDMARK reports both the validation-selected checkpoint and the final (epoch 120) one.
     evaluate_checkpoints: ClassVar[tuple[str, ...]] = ("best", "last")
     # Run facts the pipeline passes in: features per encoder, splits and QC caches in the workspace.
     run_options: ClassVar[tuple[str, ...]] = ("encoder", "workdir")
 
     option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
-    layout: ClassVar[str] = (
-        "<root>/manifest.csv (slide_id, patient_id, cohort, slide_path or feature_path, a column per task or gene "
-        "such as COAD-MSI, optional mpp, tumor_code, tissue_mm2, ffpe, slide_barcode), optional <root>/labels.csv "
-        "(patient_id, task, label), features <root>/features/; see docs/goldmark.md"
-    )
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         super().__init__(root, **options)

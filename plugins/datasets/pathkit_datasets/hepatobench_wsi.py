@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.wsi.masks import MASK_SUFFIXES
+from pathkit_datasets._cards import Carded
 from pathkit_sdk.cohort import (
     COLUMN_ALIASES,
     CohortDataset,
@@ -74,22 +75,14 @@ OPTIONS: tuple[DatasetOption, ...] = (
 )
 
 
-class HepatoBenchWSI(CohortDataset):
+class HepatoBenchWSI(Carded, CohortDataset, card="hepatobench-wsi"):
     """Slides with tumour masks, and the patch set of their window classifier (module docstring)."""
 
-    name: ClassVar[str] = "hepatobench-wsi"
-    description: ClassVar[str] = "HepatoBench part 2: whole-slide tumour masks and tissue composition from a patch head"
     task: ClassVar[str] = TASK_SEGMENTATION
-    license: ClassVar[str] = "the user's data (HepatoBench's patches: CC BY 4.0)"
-    citation: ClassVar[str] = ("Xiao et al. (2026). A Digital Pathology Resource for Liver Cancer Quantification "
-                               "with Datasets, Benchmarks, and Tools. arXiv:2604.22858")
     default_metrics: ClassVar[tuple[str, ...]] = ("segmentation",)
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"segmentation": {"region": "tissue", "empty": "seed"}}
     option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
     demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "knn"}
-    layout: ClassVar[str] = ("<root>/slides.csv (slide_path, mask[, patient_id, mpp, mask_downsample]) or "
-                             "<root>/slides/ + <root>/masks/<slide id>.geojson|png|tif; <root>/patches/ (class zips or "
-                             "folders + patch_slides.csv)")
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
         super().__init__(root, **options)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._slide_catalogue import SlideClassification
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     CohortDataset,
@@ -36,22 +37,17 @@ from pathkit_sdk.cohort import (
     group_rows,
     read_table,
 )
-from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 TABLE_NAMES = ("cohort.csv", "cohort.tsv", "cohort.parquet", "cohort.jsonl", "cohort.json")
 
 
-class SlidesCSV(CohortDataset):
+class SlidesCSV(SlideClassification, CohortDataset):
     """A folder of slides with a table of slide, patient, label (and optionally split, mpp, cohort)."""
 
     name: ClassVar[str] = "slides-csv"
     description: ClassVar[str] = "your own slides + a table slide_path,label[,patient_id,split,mpp]: classification"
-    task: ClassVar[str] = TASK_SLIDE_CLASSIFICATION
     license: ClassVar[str] = "your data"
     citation: ClassVar[str] = ""
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = "classification:AUROC"
-    selection_options: ClassVar[dict[str, Any]] = {"n_resamples": 0}  # the epoch's AUROC, not its interval
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         *COHORT_OPTIONS,
         DatasetOption("classes", "str", None, "the class order, comma-separated (default: the labels in natural "
