@@ -47,7 +47,7 @@ from pathkit_datasets._reports import (
     find_file,
 )
 from pathkit_sdk.cohort import option
-from pathkit_sdk.reports import find_json_file, read_report_records
+from pathkit_sdk.reports import read_report_records
 
 log = logging.getLogger(__name__)
 
@@ -66,17 +66,9 @@ def parse_case_mapping(value: Any) -> tuple[str, str] | None:
     return parts[-2], parts[-1]
 
 
-class HistAI(ReportDataset):
+class HistAI(ReportDataset, card="histai"):
     """HISTAI: a large multi-organ WSI collection with diagnostic text for every case."""
 
-    name = "histai"
-    description = "HISTAI report generation (patient-disjoint seeded 80/10/10 split, PathReportEval sizes)"
-    license = "CC BY-NC 4.0 (HISTAI); research use only"
-    citation = ("Nechaev et al., HISTAI: An Open-Source, Large-Scale Whole Slide Image Dataset for "
-                "Computational Pathology; PathReportEval (protocol)")
-    metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "histai"}}
-    report_cleaning: ClassVar[str] = "pathbench"
-    max_report_tokens: ClassVar[int] = 600  # PathBench max_seq_length for HistAI (its configs and paper)
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("metadata", "path", None, "the HISTAI-metadata JSON (default: metadata.json, ... or the only "
                       "*.json in the root)"),
@@ -90,18 +82,9 @@ class HistAI(ReportDataset):
         option("splits_file"),
         SLIDE_MPP,
     )
-    layout: ClassVar[str] = (
-        "<root>/metadata.json (HISTAI-metadata: records with case_mapping \"histai/<subset>/case_<n>\" "
-        "and report fields), slides <root>/<subset>/case_<n>/*.tiff, optional features "
-        "<root>/features/<subset>_case_<n>.safetensors"
-    )
-
-    def metadata_file(self) -> Path:
-        return find_json_file(self.name, Path(self.root), METADATA_NAMES, self.option_path("metadata"),
-                              "metadata JSON", option="metadata", layout=self.layout)
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
-        path = self.metadata_file()
+        path = self.report_file(METADATA_NAMES, "metadata", "metadata JSON")
         records = read_report_records(path, "histai metadata", wrappers=("cases", "data")).records
         fields = tuple(f.strip() for f in str(self.options["report_fields"]).split(",") if f.strip())
         if not fields:
@@ -143,10 +126,8 @@ class HistAI(ReportDataset):
                 excluded[case_id] = f"{problem} (fields {', '.join(fields)})"
             else:
                 cases[case_id] = case
-        if cases and not any(c.slides or c.features for c in cases.values()):
-            raise PathkitError(f"histai at {root}: no case folder with slides (<subset>/case_<n>/*.tiff) or "
-                               f"feature file was found for the {len(cases)} cases; expected layout: "
-                               f"{self.layout}")
+        self.require_inputs(cases, f"histai at {root}: no case folder with slides (<subset>/case_<n>/*.tiff) or "
+                                   f"feature file was found for the {len(cases)} cases")
         splits = self.report_split(cases, excluded, FRACTIONS, "histai-seed{seed}.csv")
         return cases, splits, excluded
 

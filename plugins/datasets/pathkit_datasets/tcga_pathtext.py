@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
@@ -39,7 +39,7 @@ from pathkit_datasets._reports import (
     strip_slide_suffix,
 )
 from pathkit_sdk.cohort import option
-from pathkit_sdk.reports import find_json_file, read_report_records
+from pathkit_sdk.reports import read_report_records
 
 FRACTIONS = (884 / 8843, 885 / 8843)  # PathReportEval Table 1: 7074 / 884 / 885
 ANNOTATION_NAMES = ("PathText.json", "pathtext.json", "TCGA_PathText.json")
@@ -71,17 +71,9 @@ def choose_diagnostic_slide(slides: list[Path]) -> Path | None:
     return ranked[0][1] if ranked else None
 
 
-class TCGAPathText(ReportDataset):
+class TCGAPathText(ReportDataset, card="tcga-pathtext"):
     """TCGA WSIs paired with PathText slide-level captions (WSI-Caption, MICCAI 2024)."""
 
-    name = "tcga-pathtext"
-    description = "TCGA PathText report generation (one DX slide per patient, seeded 7074/884/885-style split)"
-    license = "TCGA: GDC open access; PathText captions: see cpystan/Wsi-Caption"
-    citation = ("Chen et al., WsiCaption: Multiple Instance Generation of Pathology Reports for Gigapixel "
-                "Whole Slide Images, MICCAI 2024; PathReportEval (protocol)")
-    metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "tcga-pathtext"}}
-    report_cleaning: ClassVar[str] = "pathbench"
-    max_report_tokens: ClassVar[int] = 600
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("annotations", "path", None, "the PathText JSON (default: PathText.json, ... or the only "
                       "*.json in the root)"),
@@ -93,17 +85,9 @@ class TCGAPathText(ReportDataset):
         option("splits_file"),
         SLIDE_MPP,
     )
-    layout: ClassVar[str] = (
-        "<root>/PathText.json (a JSON list of {\"id\": \"TCGA-XX-XXXX\", \"caption\": ...}), GDC slides "
-        "TCGA-XX-XXXX-01Z-00-DX1.<uuid>.svs anywhere below the root, optional features <root>/features/"
-    )
-
-    def annotations_file(self) -> Path:
-        return find_json_file(self.name, Path(self.root), ANNOTATION_NAMES, self.option_path("annotations"),
-                              "annotation JSON", option="annotations", layout=self.layout)
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
-        path = self.annotations_file()
+        path = self.report_file(ANNOTATION_NAMES, "annotations", "annotation JSON")
         data = read_report_records(path, "tcga-pathtext annotations", keys=("id", "caption")).records
         root, slides_dir, features_dir = self.release_folders()
         mpp = self.mpp_option()
@@ -138,10 +122,8 @@ class TCGAPathText(ReportDataset):
                 excluded[patient] = problem or "unusable report"
             else:
                 cases[patient] = case
-        if cases and not any(c.slides or c.features for c in cases.values()):
-            raise PathkitError(f"tcga-pathtext at {root}: no TCGA slide (TCGA-XX-XXXX-...-DX1.<uuid>.svs) or "
-                               f"feature file was found for the {len(cases)} patients; expected layout: "
-                               f"{self.layout}")
+        self.require_inputs(cases, f"tcga-pathtext at {root}: no TCGA slide (TCGA-XX-XXXX-...-DX1.<uuid>.svs) or "
+                                   f"feature file was found for the {len(cases)} patients")
         splits = self.report_split(cases, excluded, FRACTIONS, "tcga-pathtext-seed{seed}.csv")
         return cases, splits, excluded
 
