@@ -27,15 +27,9 @@ from pathkit_sdk.cohort import (
     cell,
     check_duplicates,
     check_part_classes,
-    check_slide_mpps,
     choose_split,
     class_order,
     cohort_rows,
-    drop_missing_files,
-    find_column,
-    find_table,
-    group_rows,
-    read_table,
 )
 
 TABLE_NAMES = ("cohort.csv", "cohort.tsv", "cohort.parquet", "cohort.jsonl", "cohort.json")
@@ -70,9 +64,7 @@ class SlidesCSV(SlideClassification, CohortDataset):
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         from pathkit_core.wsi.slide import slide_id_for
 
-        root = Path(self.root)
-        path = find_table(root, TABLE_NAMES, self.option_path("table"), "cohort table", self.layout)
-        table = read_table(path, "cohort table")
+        path, table = self.read_cohort_table(TABLE_NAMES, "cohort table")
         rows = cohort_rows(table, file_key="slide_path", value_key="label", default_mpp=self.mpp_option(),
                            what="cohort table")
         unlabelled = [r.place for r in rows if not cell(r.value)]
@@ -85,12 +77,10 @@ class SlidesCSV(SlideClassification, CohortDataset):
         # slides are stored by file name (tiles, features), so two files may not share one
         check_duplicates(rows, lambda r: slide_id_for(r.file), "slide file name", path)
         check_duplicates(rows, lambda r: r.case_id, "case id", path)
-        rows, excluded = drop_missing_files(rows, skip_missing=bool(self.options["skip_missing"]), where=path)
-        check_slide_mpps(rows, where=path, mpp_column=find_column(table.columns, "mpp"))
-        groups = {g.case_id: g for g in group_rows(rows, str(self.options["case"]), path)}
+        groups, excluded = self.cohort_groups(rows, table, path)
         labels = {c: str(g.value) for c, g in groups.items()}
         self._classes = class_order(list(labels.values()), self.options.get("classes"), path)
-        parts, facts = choose_split(self.name, groups, self.options, root=root, table=path, labels=labels,
+        parts, facts = choose_split(self.name, groups, self.options, root=Path(self.root), table=path, labels=labels,
                                     excluded=excluded, normalise_id=slide_id_for)
         check_part_classes(parts, labels, f"{self.name}: {facts['description']}")
         self._split_facts = {**facts, "class_names": list(self._classes), "table": str(path),

@@ -10,14 +10,13 @@ with the table and its rows (docs/ordinal.md).
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, PathkitError
 from pathkit_datasets._variants import slide_cohort, synthetic_demo
 from pathkit_datasets.slides_csv import TABLE_NAMES, SlidesCSV
-from pathkit_sdk.cohort import COHORT_OPTIONS, cell, cohort_rows, find_table, read_table
+from pathkit_sdk.cohort import COHORT_OPTIONS, cell, cohort_rows
 from pathkit_tasks import TASK_ORDINAL
 
 
@@ -48,9 +47,8 @@ class SlidesOrdinal(SlidesCSV):
     def _check_grades(self, given: str) -> None:
         """Every row's label is one of the given ordered classes; else the table and its rows."""
         order = [c.strip() for c in given.split(",") if c.strip()]
-        path = find_table(Path(self.root), TABLE_NAMES, self.option_path("table"), "cohort table", self.layout)
-        rows = cohort_rows(read_table(path, "cohort table"), file_key="slide_path", value_key="label",
-                           what="cohort table")
+        path, table = self.read_cohort_table(TABLE_NAMES, "cohort table")
+        rows = cohort_rows(table, file_key="slide_path", value_key="label", what="cohort table")
         bad = [f"{r.place}: {cell(r.value)!r}" for r in rows if cell(r.value) not in order]
         if bad:
             more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""

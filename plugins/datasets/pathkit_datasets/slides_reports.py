@@ -26,14 +26,9 @@ from pathkit_datasets._reports import SLIDE_SUFFIXES, ReportDataset, assemble_re
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     check_duplicates,
-    check_slide_mpps,
     choose_split,
     cohort_rows,
-    drop_missing_files,
     find_column,
-    find_table,
-    group_rows,
-    read_table,
 )
 from pathkit_tasks.report.text import CLEANING_STYLES
 
@@ -68,8 +63,7 @@ class SlidesReports(ReportDataset):
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         root = Path(self.root)
-        path = find_table(root, TABLE_NAMES, self.option_path("table"), "reports file", self.layout)
-        table = read_table(path, "reports file")
+        path, table = self.read_cohort_table(TABLE_NAMES, "reports file")
         fields = tuple(f.strip() for f in str(self.options.get("report_fields") or "").split(",") if f.strip())
         missing_fields = [f for f in fields if f not in table.columns]
         if missing_fields:
@@ -88,9 +82,7 @@ class SlidesReports(ReportDataset):
                 r.file = find_file(slides_dir, r.case_id, SLIDE_SUFFIXES) or slides_dir / f"{r.case_id}.{pattern}"
         else:
             check_duplicates(rows, lambda r: str(r.file.resolve()), "slide path", path)
-        rows, excluded = drop_missing_files(rows, skip_missing=bool(self.options["skip_missing"]), where=path)
-        check_slide_mpps(rows, where=path, mpp_column=find_column(table.columns, "mpp"))
-        groups = {g.case_id: g for g in group_rows(rows, str(self.options["case"]), path, value_name="report")}
+        groups, excluded = self.cohort_groups(rows, table, path, value_name="report")
         cases: dict[str, Case] = {}
         for case_id, group in groups.items():
             first = group.rows[0]

@@ -21,14 +21,9 @@ from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     CohortDataset,
     check_duplicates,
-    check_slide_mpps,
     choose_split,
     cohort_rows,
-    drop_missing_files,
     find_column,
-    find_table,
-    group_rows,
-    read_table,
 )
 from pathkit_tasks import TASK_SURVIVAL
 
@@ -71,19 +66,14 @@ class SlidesSurvival(CohortDataset):
     )
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
-        root = Path(self.root)
-        path = find_table(root, TABLE_NAMES, self.option_path("table"), "survival table", self.layout)
-        table = read_table(path, "survival table")
+        path, table = self.read_cohort_table(TABLE_NAMES, "survival table")
         rows = cohort_rows(table, file_key="slide_path", value_key="time", required=("event",),
                            default_mpp=self.mpp_option(), what="survival table")
         row_targets(table, rows, path)
         check_duplicates(rows, lambda r: r.case_id, "case id", path)
-        rows, excluded = drop_missing_files(rows, skip_missing=bool(self.options["skip_missing"]), where=path)
-        check_slide_mpps(rows, where=path, mpp_column=find_column(table.columns, "mpp"))
-        groups = {g.case_id: g for g in group_rows(rows, str(self.options["case"]), path,
-                                                   value_name="time and event")}
+        groups, excluded = self.cohort_groups(rows, table, path, value_name="time and event")
         events = {c: str(g.value["event"]) for c, g in groups.items()}
-        parts, facts = choose_split(self.name, groups, self.options, root=root, table=path, labels=events,
+        parts, facts = choose_split(self.name, groups, self.options, root=Path(self.root), table=path, labels=events,
                                     excluded=excluded)
         self._split_facts = {**facts, "table": str(path), "time_unit": self.options["time_unit"],
                              "case": self.options["case"]}
