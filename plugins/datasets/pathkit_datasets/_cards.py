@@ -1,6 +1,6 @@
-"""The descriptive facts of this plugin's datasets of public releases (description, licence,
-citation, layout; for the patch benchmarks the published counts and scale), one table per
-dataset in `data/cards.toml`. A dataset module keeps only how its release is read:
+"""The descriptive facts of this plugin's datasets (description, licence, citation, layout; for the
+public benchmarks the published counts, scale and report settings), one table per dataset in
+`data/cards.toml`. A dataset module keeps only how its release is read:
 `class BachDataset(PublicPatchDataset, card="bach")` is the dataset `bach` with that table's
 values as its class attributes (docs/catalogue.md lists them)."""
 

@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import PathkitError
 from pathkit_core.workspace import atomic_path, atomic_write_text
-from pathkit_datasets._cards import Carded
 from pathkit_datasets._references import PublishedReference, PublishedScore
 from pathkit_datasets.patch_folder import PatchFolderDataset
 
@@ -34,7 +33,7 @@ PATCH_PX = 150
 PATCH_MPP = 0.5  # 20x: HepatoBench's patches are 150 px at 20x, a 75 um field of view
 
 
-class HepatoBenchDataset(Carded, PatchFolderDataset, card="hepatobench"):
+class HepatoBenchDataset(PatchFolderDataset, card="hepatobench"):
     """The seven HepatoBench class zips (or folders); every patch-folder option applies."""
 
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"classification": {"classes": list(CLASSES)}}

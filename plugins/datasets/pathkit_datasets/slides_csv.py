@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._cards import Carded
 from pathkit_datasets._slide_catalogue import SlideClassification
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
@@ -35,22 +36,13 @@ from pathkit_sdk.cohort import (
 TABLE_NAMES = ("cohort.csv", "cohort.tsv", "cohort.parquet", "cohort.jsonl", "cohort.json")
 
 
-class SlidesCSV(SlideClassification, CohortDataset):
+class SlidesCSV(Carded, SlideClassification, CohortDataset, card="slides-csv"):
     """A folder of slides with a table of slide, patient, label (and optionally split, mpp, cohort)."""
 
-    name: ClassVar[str] = "slides-csv"
-    description: ClassVar[str] = "your own slides + a table slide_path,label[,patient_id,split,mpp]: classification"
-    license: ClassVar[str] = "your data"
-    citation: ClassVar[str] = ""
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         *COHORT_OPTIONS,
         DatasetOption("classes", "str", None, "the class order, comma-separated (default: the labels in natural "
                       "sort order); for two classes the second is the positive one"),
-    )
-    layout: ClassVar[str] = (
-        "<root>/cohort.csv (or option table=FILE; CSV, TSV, Parquet, JSON, JSONL) with columns slide_path (absolute "
-        "or relative to the table) and label, optional patient_id, split (train/val/test), mpp, cohort, case_id, "
-        "and any others (kept with the case)"
     )
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:

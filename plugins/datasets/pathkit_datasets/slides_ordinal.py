@@ -20,11 +20,9 @@ from pathkit_sdk.cohort import COHORT_OPTIONS, cell, cohort_rows
 from pathkit_tasks import TASK_ORDINAL
 
 
-class SlidesOrdinal(SlidesCSV):
+class SlidesOrdinal(SlidesCSV, card="slides-ordinal"):
     """A folder of slides with a table of slide, grade (optionally patient, split, mpp, cohort)."""
 
-    name: ClassVar[str] = "slides-ordinal"
-    description: ClassVar[str] = "your own slides + a table slide_path,label (a grade)[,patient_id,split,mpp]: ordinal"
     task: ClassVar[str] = TASK_ORDINAL
     default_metrics: ClassVar[tuple[str, ...]] = ("ordinal",)
     selection_metric: ClassVar[str | None] = None  # the validation loss

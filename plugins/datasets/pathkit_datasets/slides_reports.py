@@ -35,13 +35,9 @@ from pathkit_tasks.report.text import CLEANING_STYLES
 TABLE_NAMES = ("reports.json", "reports.jsonl", "reports.csv", "reports.tsv", "reports.parquet")
 
 
-class SlidesReports(ReportDataset):
+class SlidesReports(ReportDataset, card="slides-reports"):
     """A folder of slides with their reports (REG-style JSON, JSONL, CSV or Parquet)."""
 
-    name: ClassVar[str] = "slides-reports"
-    description: ClassVar[str] = "your own slides + their reports (REG JSON, JSONL, CSV): report generation"
-    license: ClassVar[str] = "your data"
-    citation: ClassVar[str] = ""
     report_cleaning: ClassVar[str] = "none"
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         *COHORT_OPTIONS,
@@ -54,11 +50,6 @@ class SlidesReports(ReportDataset):
         DatasetOption("report_cleaning", "|".join(CLEANING_STYLES), "none",
                       "none: reports as written; pathbench: lower-cased, punctuation stripped (PathBench's HistAI "
                       "and TCGA text)"),
-    )
-    layout: ClassVar[str] = (
-        "<root>/reports.json (a JSON list of {\"id\": \"case_001.tiff\", \"report\": ...}, JSONL, CSV, TSV or "
-        "Parquet; option table=FILE), slides <root>/<id>.tiff|.svs|... (option slides_dir) or a slide_path column; "
-        "optional patient_id, split (or the {\"train\", \"val\", \"test\"} layout), mpp, cohort"
     )
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._cards import Carded
 from pathkit_datasets._variants import slide_cohort, synthetic_demo
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
@@ -47,22 +48,14 @@ def row_targets(table: Any, rows: list[Any], path: Path) -> None:
                            f"{'; '.join(bad[:10])}{more} (time: a number >= 0; event: 1 observed, 0 censored)")
 
 
-class SlidesSurvival(CohortDataset):
+class SlidesSurvival(Carded, CohortDataset, card="slides-survival"):
     """A folder of slides with a table of slide, time, event (optionally patient, split, mpp)."""
 
-    name: ClassVar[str] = "slides-survival"
-    description: ClassVar[str] = "your own slides + a table slide_path,time,event[,patient_id,split,mpp]: survival"
     task: ClassVar[str] = TASK_SURVIVAL
-    license: ClassVar[str] = "your data"
     default_metrics: ClassVar[tuple[str, ...]] = ("survival",)
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         *COHORT_OPTIONS,
         DatasetOption("time_unit", "str", "months", "the unit of the time column (recorded with the results)"),
-    )
-    layout: ClassVar[str] = (
-        "<root>/survival.csv (or option table=FILE; CSV, TSV, Parquet, JSON, JSONL) with columns slide_path "
-        "(absolute or relative to the table), time (>= 0) and event (1 observed, 0 censored), optional patient_id, "
-        "split (train/val/test), mpp, case_id"
     )
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
