@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 
 from pathkit_core.contracts import Case, DatasetOption, PathkitError, brief_list
 from pathkit_datasets._cards import Carded
+from pathkit_datasets._protocols import PatchClassification
 from pathkit_sdk.cohort import CohortDataset, check_part_classes
-from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 PARTS = ("train", "val", "test")
 OPTIONS: tuple[DatasetOption, ...] = (
@@ -115,16 +115,11 @@ def few_shot(train: Sequence[str], labels: dict[str, str], shots: int, seed: int
     return [c for c in train if c in chosen]
 
 
-class PublicPatchDataset(Carded, CohortDataset):
+class PublicPatchDataset(Carded, PatchClassification, CohortDataset):
     """A public patch benchmark read as published (see the module docstring). A subclass names its
     card (data/cards.toml), sets `classes` and implements `items()`."""
 
-    task: ClassVar[str] = TASK_PATCH_CLASSIFICATION
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = "classification:balanced_accuracy"
-    selection_options: ClassVar[dict[str, Any]] = {"selection": True}
     option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
-    run_options: ClassVar[tuple[str, ...]] = ("workdir",)
     classes: ClassVar[tuple[str, ...]] = ()
     # The split's counts as its source states them (docs/catalogue.md), and the source (its card).
     published_counts: ClassVar[dict[str, int]] = {}

@@ -29,18 +29,6 @@ from pathkit_sdk.cohort import (
     option,
     part_counts,
 )
-from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
-
-
-class SlideClassification:
-    """Mixin put before the base of a slide classification dataset: scored by the classification
-    metric, its checkpoint selected on the validation AUROC (the epoch's value, not its interval)."""
-
-    task: ClassVar[str] = TASK_SLIDE_CLASSIFICATION
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = "classification:AUROC"
-    selection_options: ClassVar[dict[str, Any]] = {"n_resamples": 0}
-
 
 FOLD_OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("folds", "int", 0, "k of a patient-disjoint stratified k-fold split (0: no folds; the official "

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError, brief_list
 from pathkit_datasets._cards import Carded
-from pathkit_datasets._slide_catalogue import SlideClassification
+from pathkit_datasets._protocols import SlideClassification
 from pathkit_sdk.cohort import CohortDataset, check_part_classes
 
 CLASSES = ("normal", "tumor")

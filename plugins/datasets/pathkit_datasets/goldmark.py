@@ -21,7 +21,7 @@ from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError, b
 from pathkit_core.workspace import confined, path_inside, plain_name
 from pathkit_datasets._cards import Carded
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
-from pathkit_datasets._slide_catalogue import SlideClassification
+from pathkit_datasets._protocols import SlideClassification
 from pathkit_sdk.cohort import find_column, plausible_mpp, read_table, splits_folder
 
 MANIFEST_NAMES = ("manifest.csv", "manifest.parquet", "slides.csv", "slides.parquet")

@@ -21,6 +21,7 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError, brief_list
 from pathkit_core.workspace import sha256_file
 from pathkit_datasets._cards import Carded
+from pathkit_datasets._protocols import PatchClassification
 from pathkit_sdk.cohort import (
     COLUMN_ALIASES,
     CohortDataset,
@@ -34,7 +35,6 @@ from pathkit_sdk.cohort import (
     read_table,
     require_columns,
 )
-from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
 # Patch tables found at the root when option `table` is not given.
@@ -80,15 +80,10 @@ def _is_image(name: str) -> bool:
     return (name.lower().endswith(IMAGE_SUFFIXES) and not base.startswith(".") and "__MACOSX/" not in name)
 
 
-class PatchFolderDataset(Carded, CohortDataset, card="patch-folder"):
+class PatchFolderDataset(Carded, PatchClassification, CohortDataset, card="patch-folder"):
     """Class folders or zips of patch images under the root (see the module docstring)."""
 
-    task: ClassVar[str] = TASK_PATCH_CLASSIFICATION
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = "classification:balanced_accuracy"
-    selection_options: ClassVar[dict[str, Any]] = {"selection": True}
     option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
-    run_options: ClassVar[tuple[str, ...]] = ("workdir",)
     # Patch side the data is meant to have; others are accepted (the encoder resizes) and counted.
     expected_px: ClassVar[int | None] = None
     # Micrometres per pixel of the patches as declared by the release (None: not declared); with

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._cards import Carded
-from pathkit_datasets._slide_catalogue import SlideClassification
+from pathkit_datasets._protocols import SlideClassification
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     CohortDataset,

@@ -21,7 +21,8 @@ from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_datasets._slide_catalogue import FOLD_OPTIONS, SlideClassification, fold_split
+from pathkit_datasets._protocols import SlideClassification
+from pathkit_datasets._slide_catalogue import FOLD_OPTIONS, fold_split
 from pathkit_sdk.cohort import CaseRows, CohortDataset, check_part_classes, drawn_split
 
 # TCGA-<TSS>-<participant>-<sample><vial>-<portion><analyte>-<slide type><n>
