@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
 from pathkit_datasets._cards import Carded
-from pathkit_sdk.cohort import CohortDataset, drawn_split, file_split
+from pathkit_sdk.cohort import CohortDataset, drawn_split, file_split, option
 from pathkit_sdk.reports import find_json_file
 from pathkit_tasks import TASK_REPORT
 from pathkit_tasks.report.text import clean_report, invalid_text_reason
@@ -26,9 +26,13 @@ from pathkit_tasks.report.text import clean_report, invalid_text_reason
 log = logging.getLogger(__name__)
 
 FEATURE_SUFFIXES = (".safetensors", ".h5", ".pt")
-# Options two report releases declare alike (histai, tcga-pathtext)
-DRAWN_SPLIT_SEED = DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)")
-SLIDE_MPP = DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)")
+# The last options of the report releases whose split is drawn unless the user gives one (histai,
+# tcga-pathtext).
+DRAWN_SPLIT_OPTIONS = (
+    DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)"),
+    option("splits_file"),
+    DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)"),
+)
 SLIDE_SUFFIXES = (".tiff", ".tif", ".svs", ".ndpi", ".mrxs", ".scn", ".bif", ".vms")
 
 

@@ -39,15 +39,13 @@ from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
 from pathkit_datasets._cards import card_options
 from pathkit_datasets._reports import (
-    DRAWN_SPLIT_SEED,
+    DRAWN_SPLIT_OPTIONS,
     FEATURE_SUFFIXES,
-    SLIDE_MPP,
     SLIDE_SUFFIXES,
     ReportDataset,
     assemble_report,
     find_file,
 )
-from pathkit_sdk.cohort import option
 from pathkit_sdk.reports import read_report_records
 
 log = logging.getLogger(__name__)
@@ -69,8 +67,7 @@ def parse_case_mapping(value: Any) -> tuple[str, str] | None:
 class HistAI(ReportDataset, card="histai"):
     """HISTAI: a large multi-organ WSI collection with diagnostic text for every case."""
 
-    option_table: ClassVar[tuple[DatasetOption, ...]] = (*card_options("histai"), DRAWN_SPLIT_SEED,
-                                                          option("splits_file"), SLIDE_MPP)
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (*card_options("histai"), *DRAWN_SPLIT_OPTIONS)
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.report_file(METADATA_NAMES, "metadata", "metadata JSON")

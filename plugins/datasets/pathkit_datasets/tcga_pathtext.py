@@ -31,15 +31,13 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._cards import card_options
 from pathkit_datasets._reports import (
-    DRAWN_SPLIT_SEED,
+    DRAWN_SPLIT_OPTIONS,
     FEATURE_SUFFIXES,
-    SLIDE_MPP,
     SLIDE_SUFFIXES,
     ReportDataset,
     find_file,
     strip_slide_suffix,
 )
-from pathkit_sdk.cohort import option
 from pathkit_sdk.reports import read_report_records
 
 FRACTIONS = (884 / 8843, 885 / 8843)  # PathReportEval Table 1: 7074 / 884 / 885
@@ -75,8 +73,7 @@ def choose_diagnostic_slide(slides: list[Path]) -> Path | None:
 class TCGAPathText(ReportDataset, card="tcga-pathtext"):
     """TCGA WSIs paired with PathText slide-level captions (WSI-Caption, MICCAI 2024)."""
 
-    option_table: ClassVar[tuple[DatasetOption, ...]] = (*card_options("tcga-pathtext"), DRAWN_SPLIT_SEED,
-                                                          option("splits_file"), SLIDE_MPP)
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (*card_options("tcga-pathtext"), *DRAWN_SPLIT_OPTIONS)
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.report_file(ANNOTATION_NAMES, "annotations", "annotation JSON")
