@@ -130,6 +130,18 @@ class ReportDataset(Carded, CohortDataset):
                                                    file_name=file_name.format(seed=seed))
         return parts
 
+    @staticmethod
+    def keep(cases: dict[str, Case], excluded: dict[str, str], case_id: str,
+             found: tuple[Case | None, str | None], where: str = "") -> bool:
+        """Put `report_case`'s case into `cases`, or its problem (followed by `where`, e.g. " (in
+        train.json)") into `excluded`; True when the case is kept."""
+        case, problem = found
+        if case is None:
+            excluded[case_id] = f"{problem}{where}"
+            return False
+        cases[case_id] = case
+        return True
+
     def report_case(self, case_id: str, patient_id: str, raw: Any, *, slides: tuple[Path, ...] = (),
                     features: tuple[Path, ...] = (), meta: Mapping[str, Any] | None = None,
                     ) -> tuple[Case | None, str | None]:

@@ -103,15 +103,12 @@ class HistAI(ReportDataset, card="histai"):
                 if links is not None:
                     slides = tuple(self._link(links, case_id, s) for s in slides)
             patient = str(record.get("patient_id") or case_id)
-            case, problem = self.report_case(case_id, patient, assemble_report(record, fields), slides=slides,
-                                             features=(feature,) if feature else (),
-                                             meta={"case_mapping": record.get("case_mapping"),
-                                                   "specialization": record.get("specialization"),
-                                                   **({"mpp": mpp} if mpp else {})})
-            if case is None:
-                excluded[case_id] = f"{problem} (fields {', '.join(fields)})"
-            else:
-                cases[case_id] = case
+            found = self.report_case(case_id, patient, assemble_report(record, fields), slides=slides,
+                                     features=(feature,) if feature else (),
+                                     meta={"case_mapping": record.get("case_mapping"),
+                                           "specialization": record.get("specialization"),
+                                           **({"mpp": mpp} if mpp else {})})
+            self.keep(cases, excluded, case_id, found, f" (fields {', '.join(fields)})")
         self.require_inputs(cases, f"histai at {root}: no case folder with slides (<subset>/case_<n>/*.tiff) or "
                                    f"feature file was found for the {len(cases)} cases")
         splits = self.report_split(cases, excluded, FRACTIONS, "histai-seed{seed}.csv")

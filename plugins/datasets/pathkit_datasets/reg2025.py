@@ -93,17 +93,11 @@ class REG2025(ReportDataset, card="reg2025"):
             slide = find_file(slides_dir, case_id, (".tiff", ".tif", ".svs"))
             feature = find_file(features_dir, case_id, FEATURE_SUFFIXES)
             patient = str(record.get("patient_id") or "").strip() or patient_of(case_id)
-            case, problem = self.report_case(
-                case_id, patient, record["report"],
-                slides=(slide,) if slide and not feature else (), features=(feature,) if feature else (),
-                meta={"mpp": mpp} if mpp else None,
-            )
-            if case is None:
-                excluded[case_id] = f"{problem} (in {path.name})"
-            else:
-                cases[case_id] = case
-                if parts_of:
-                    layout[case_id] = parts_of[i]
+            found = self.report_case(case_id, patient, record["report"],
+                                     slides=(slide,) if slide and not feature else (),
+                                     features=(feature,) if feature else (), meta={"mpp": mpp} if mpp else None)
+            if self.keep(cases, excluded, case_id, found, f" (in {path.name})") and parts_of:
+                layout[case_id] = parts_of[i]
         self.require_inputs(cases, f"reg2025 at {root}: none of the {len(cases)} ids in {path.name} has a slide "
                                    f"({slides_dir}/<id>.tiff) or a feature file")
         splits = self._split(cases, excluded, path, layout)

@@ -75,11 +75,8 @@ class SlidesReports(ReportDataset, card="slides-reports"):
             first = group.rows[0]
             raw = assemble_report({f: first.meta.get(f) for f in fields}, fields) if fields else first.value
             meta = {k: v for k, v in group.meta().items() if k not in fields}
-            case, problem = self.report_case(case_id, group.patient_id, raw, slides=group.files, meta=meta)
-            if case is None:
-                excluded[case_id] = f"{problem} ({path.name}, {first.place})"
-            else:
-                cases[case_id] = case
+            found = self.report_case(case_id, group.patient_id, raw, slides=group.files, meta=meta)
+            self.keep(cases, excluded, case_id, found, f" ({path.name}, {first.place})")
         usable = {c: g for c, g in groups.items() if c in cases}
         parts, facts = choose_split(self.name, usable, self.options, root=root, table=path, excluded=excluded,
                                     normalise_id=strip_slide_suffix)

@@ -102,15 +102,11 @@ class TCGAPathText(ReportDataset, card="tcga-pathtext"):
             if slide is not None:
                 feature = find_file(features_dir, strip_slide_suffix(slide.name), FEATURE_SUFFIXES)
             feature = feature or find_file(features_dir, patient, FEATURE_SUFFIXES)
-            case, problem = self.report_case(
-                patient, patient, record["caption"], slides=(slide,) if slide and not feature else (),
-                features=(feature,) if feature else (),
-                meta={"slide": slide.name if slide else None, **({"mpp": mpp} if mpp else {})},
-            )
-            if case is None:
-                excluded[patient] = problem or "unusable report"
-            else:
-                cases[patient] = case
+            found = self.report_case(patient, patient, record["caption"],
+                                     slides=(slide,) if slide and not feature else (),
+                                     features=(feature,) if feature else (),
+                                     meta={"slide": slide.name if slide else None, **({"mpp": mpp} if mpp else {})})
+            self.keep(cases, excluded, patient, found)
         self.require_inputs(cases, f"tcga-pathtext at {root}: no TCGA slide (TCGA-XX-XXXX-...-DX1.<uuid>.svs) or "
                                    f"feature file was found for the {len(cases)} patients")
         splits = self.report_split(cases, excluded, FRACTIONS, "tcga-pathtext-seed{seed}.csv")
