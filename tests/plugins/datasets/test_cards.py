@@ -22,6 +22,7 @@ def test_every_card_names_a_dataset_and_declared_attributes(installed_registry):
 
 def test_card_options_keep_their_types_and_defaults():
     from pathkit_datasets.goldmark import OPTIONS, SPLIT_PROTOCOLS
+
     from pathkit_sdk.cohort import option
 
     assert option("split_protocol", OPTIONS).type == "|".join(SPLIT_PROTOCOLS)
