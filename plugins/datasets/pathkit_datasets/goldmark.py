@@ -62,7 +62,7 @@ DEGENERATE_VARIANCE = 1e-6  # GOLDMARK: mean per-dimension variance <= 1e-6 mark
 #   As in the public code (train_task_v2.py passes the test split as validation), the fold's test
 #   part is the validation part: it steps the plateau scheduler at the validation epochs (test
 #   AUROC), and chooses nothing (best = last).
-SPLIT_PROTOCOLS = ("train-val-test", "paper-70-30")  # option split_protocol's choices
+SPLIT_PROTOCOLS = ("train-val-test", "paper-70-30")  # option split_protocol's choices (its card; test_cards.py)
 # paper-70-30's validation cases are the test part's slides under ids of their own (a case id
 # belongs to one split): "<slide id>" + SCHEDULE_SUFFIX.
 SCHEDULE_SUFFIX = "__test-part"
