@@ -88,14 +88,9 @@ def load_state_dict_checked(
     import torch
 
     missing, unexpected, shapes = state_dict_mismatches(model, state_dict)
-    if missing or unexpected or shapes:
-        parts = []
-        if missing:
-            parts.append(f"{len(missing)} missing key(s): {brief_list(missing, _MAX_LISTED)}")
-        if unexpected:
-            parts.append(f"{len(unexpected)} unexpected key(s): {brief_list(unexpected, _MAX_LISTED)}")
-        if shapes:
-            parts.append(f"{len(shapes)} shape mismatch(es): {brief_list(shapes, _MAX_LISTED)}")
+    parts = [f"{len(found)} {what}: {brief_list(found, _MAX_LISTED)}" for found, what in
+             ((missing, "missing key(s)"), (unexpected, "unexpected key(s)"), (shapes, "shape mismatch(es)")) if found]
+    if parts:
         raise PathkitError(
             f"checkpoint {source} does not fit the {architecture} architecture: " + "; ".join(parts)
         )

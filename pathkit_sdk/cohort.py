@@ -765,6 +765,23 @@ class CohortDataset(Dataset):
         path = Path(str(value)).expanduser()
         return path if path.is_absolute() or self.root is None else Path(self.root) / path
 
+    def read_cohort_table(self, names: Sequence[str], what: str) -> tuple[Path, Table]:
+        """The dataset's table (`what` in messages): option `table`, else the first of `names` in the
+        root (`find_table`), read (`read_table`)."""
+        path = find_table(Path(self.root), names, self.option_path("table"), what, self.layout)
+        return path, read_table(path, what)
+
+    def cohort_groups(self, rows: Sequence[CohortRow], table: Table, path: Path, *,
+                      value_name: str = "label") -> tuple[dict[str, CaseRows], dict[str, str]]:
+        """The cases of `rows` ({case id: its rows}) and the rows left out ({case id: why}): rows
+        whose file is missing are refused, or left out with option `skip_missing`
+        (`drop_missing_files`); slide resolutions are checked (`check_slide_mpps`); rows are
+        grouped by option `case` (`group_rows`; `value_name` names the value in its errors)."""
+        rows, excluded = drop_missing_files(rows, skip_missing=bool(self.options["skip_missing"]), where=path)
+        check_slide_mpps(rows, where=path, mpp_column=find_column(table.columns, "mpp"))
+        groups = group_rows(rows, str(self.options["case"]), path, value_name=value_name)
+        return {g.case_id: g for g in groups}, excluded
+
     def mpp_option(self) -> float | None:
         """Option `mpp` (every slide's level-0 mpp, over the file's), range-checked."""
         value = self.options.get("mpp")

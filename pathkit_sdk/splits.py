@@ -586,11 +586,8 @@ def match_split_ids(parts: Mapping[str, Sequence[str]], case_ids: Sequence[str],
                 unknown.append(rid)
     listed = {c for ids in out.values() for c in ids}
     unlisted = [c for c in case_ids if c not in listed]
-    problems = []
-    if unknown:
-        problems.append(f"{len(unknown)} listed id(s) are no case of the dataset: {', '.join(unknown[:10])}")
-    if unlisted:
-        problems.append(f"{len(unlisted)} case(s) are in no part: {', '.join(unlisted[:10])}")
+    problems = [f"{len(found)} {what}: {', '.join(found[:10])}" for found, what in
+                ((unknown, "listed id(s) are no case of the dataset"), (unlisted, "case(s) are in no part")) if found]
     if problems:
         raise PathkitError(f"{where}: {'; '.join(problems)}. A given split is used exactly as written: list every "
                            "case once.")
@@ -649,12 +646,9 @@ def load_or_draw_split(path: Path | None, case_patients: Mapping[str, str], *, f
         listed = {c for ids in parts.values() for c in ids}
         missing = sorted(set(case_patients) - listed)
         extra = sorted(listed - set(case_patients))
-        if missing or extra:
-            detail = []
-            if missing:
-                detail.append(f"{len(missing)} usable case(s) not in it (e.g. {', '.join(missing[:3])})")
-            if extra:
-                detail.append(f"{len(extra)} listed case(s) no longer usable (e.g. {', '.join(extra[:3])})")
+        detail = [f"{len(found)} {what} (e.g. {', '.join(found[:3])})" for found, what in
+                  ((missing, "usable case(s) not in it"), (extra, "listed case(s) no longer usable")) if found]
+        if detail:
             raise PathkitError(f"split file {path} does not match the dataset: {'; '.join(detail)}. "
                                "Delete it to draw a new split, or restore the cases it was made from.")
         check_disjoint(parts, case_patients, f"split file {path}")

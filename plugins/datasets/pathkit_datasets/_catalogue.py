@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core.contracts import Case, DatasetOption, PathkitError, brief_list
+from pathkit_datasets._cards import Carded
+from pathkit_datasets._protocols import PatchClassification
 from pathkit_sdk.cohort import CohortDataset, check_part_classes
-from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 PARTS = ("train", "val", "test")
 OPTIONS: tuple[DatasetOption, ...] = (
@@ -52,6 +53,12 @@ def need(path: Path, what: str, dataset: str) -> Path:
     if not path.exists():
         raise PathkitError(f"dataset {dataset!r}: {path} is missing ({what}); is the download complete?")
     return path
+
+
+def release_path(root: Path, top: str, *inner: str) -> Path:
+    """`root/top/inner...`, or `root/inner...` when the root given is the release's `top` folder itself."""
+    full = root.joinpath(top, *inner)
+    return root.joinpath(*inner) if not full.exists() and (root / inner[0]).is_dir() else full
 
 
 def class_folders(parent: Path, classes: Sequence[str], dataset: str,
@@ -108,18 +115,13 @@ def few_shot(train: Sequence[str], labels: dict[str, str], shots: int, seed: int
     return [c for c in train if c in chosen]
 
 
-class PublicPatchDataset(CohortDataset):
-    """A public patch benchmark read as published (see the module docstring). A subclass sets the
-    class attributes and implements `items()`."""
+class PublicPatchDataset(Carded, PatchClassification, CohortDataset):
+    """A public patch benchmark read as published (see the module docstring). A subclass names its
+    card (data/cards.toml), sets `classes` and implements `items()`."""
 
-    task: ClassVar[str] = TASK_PATCH_CLASSIFICATION
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = "classification:balanced_accuracy"
-    selection_options: ClassVar[dict[str, Any]] = {"selection": True}
     option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
-    run_options: ClassVar[tuple[str, ...]] = ("workdir",)
     classes: ClassVar[tuple[str, ...]] = ()
-    # The split's counts as its source states them (docs/catalogue.md), and the source.
+    # The split's counts as its source states them (docs/catalogue.md), and the source (its card).
     published_counts: ClassVar[dict[str, int]] = {}
     split_source: ClassVar[str] = ""
     # Which official part plays pathkit's test part, where the source has no test part (eva's "val").

@@ -11,22 +11,28 @@ dataset's cleaned report text (`report_cleaning`, shared with the tokenizer thro
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import Case, DatasetOption
+from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
-from pathkit_sdk.cohort import CohortDataset, drawn_split, file_split
+from pathkit_datasets._cards import Carded
+from pathkit_sdk.cohort import CohortDataset, drawn_split, file_split, option
+from pathkit_sdk.reports import find_json_file
 from pathkit_tasks import TASK_REPORT
 from pathkit_tasks.report.text import clean_report, invalid_text_reason
 
 log = logging.getLogger(__name__)
 
 FEATURE_SUFFIXES = (".safetensors", ".h5", ".pt")
-# Options two report releases declare alike (histai, tcga-pathtext)
-DRAWN_SPLIT_SEED = DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)")
-SLIDE_MPP = DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)")
+# The last options of the report releases whose split is drawn unless the user gives one (histai,
+# tcga-pathtext).
+DRAWN_SPLIT_OPTIONS = (
+    DatasetOption("split_seed", "int", 0, "seed of the drawn split (PathReportEval proportions)"),
+    option("splits_file"),
+    DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)"),
+)
 SLIDE_SUFFIXES = (".tiff", ".tif", ".svs", ".ndpi", ".mrxs", ".scn", ".bif", ".vms")
 
 
@@ -74,7 +80,7 @@ def assemble_report(record: dict[str, Any], fields: tuple[str, ...]) -> str:
     return " ".join(parts)
 
 
-class ReportDataset(CohortDataset):
+class ReportDataset(Carded, CohortDataset):
     """Base of the report datasets: report cleaning, selection by BLEU-4, the cohort machinery
     (lazy loading, splits, exclusions, validation) of `pathkit_sdk.cohort.CohortDataset`."""
 
@@ -90,6 +96,17 @@ class ReportDataset(CohortDataset):
     def cleaning(self) -> str:
         """The report cleaning applied to targets: the dataset's (an option may choose another)."""
         return str(self.options.get("report_cleaning") or self.report_cleaning)
+
+    def report_file(self, names: Sequence[str], option: str, what: str) -> Path:
+        """The release's JSON file (`what`): option `option`, else the first of `names` in the root,
+        else the only `*.json` there."""
+        return find_json_file(self.name, Path(self.root), names, self.option_path(option), what, option=option,
+                              layout=self.layout)
+
+    def require_inputs(self, cases: Mapping[str, Case], problem: str) -> None:
+        """Stop, saying `problem` and the layout, when no case found a slide or a feature file."""
+        if cases and not any(c.slides or c.features for c in cases.values()):
+            raise PathkitError(f"{problem}; expected layout: {self.layout}")
 
     def release_folders(self) -> tuple[Path, Path, Path | None]:
         """The root, the slides' folder (option `slides_dir`, else the root) and the precomputed
@@ -112,6 +129,18 @@ class ReportDataset(CohortDataset):
                                                    workdir=self.options.get("workdir"),
                                                    file_name=file_name.format(seed=seed))
         return parts
+
+    @staticmethod
+    def keep(cases: dict[str, Case], excluded: dict[str, str], case_id: str,
+             found: tuple[Case | None, str | None], where: str = "") -> bool:
+        """Put `report_case`'s case into `cases`, or its problem (followed by `where`, e.g. " (in
+        train.json)") into `excluded`; True when the case is kept."""
+        case, problem = found
+        if case is None:
+            excluded[case_id] = f"{problem}{where}"
+            return False
+        cases[case_id] = case
+        return True
 
     def report_case(self, case_id: str, patient_id: str, raw: Any, *, slides: tuple[Path, ...] = (),
                     features: tuple[Path, ...] = (), meta: Mapping[str, Any] | None = None,

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import PathkitError
-from pathkit_datasets._catalogue import Item, PublicPatchDataset, class_folders
+from pathkit_datasets._catalogue import Item, PublicPatchDataset, class_folders, release_path
 
 CLASSES = ("Benign", "InSitu", "Invasive", "Normal")
 # eva (kaiko-ai/eva, src/eva/vision/data/datasets/classification/bach.py): [start, end) ranges of
@@ -29,28 +29,13 @@ def _indices(ranges: tuple[tuple[int, int], ...]) -> set[int]:
     return {i for start, end in ranges for i in range(start, end)}
 
 
-class BachDataset(PublicPatchDataset):
+class BachDataset(PublicPatchDataset, card="bach"):
     """The BACH photos (see the module docstring)."""
 
-    name: ClassVar[str] = "bach"
-    description: ClassVar[str] = "BACH (ICIAR 2018): 400 breast photos, 4 classes (eva's patient-aware split)"
-    license: ClassVar[str] = "CC BY-NC-ND 4.0 (Zenodo record 3632035)"
-    citation: ClassVar[str] = ("Aresta et al. (2019). BACH: Grand challenge on breast cancer histology images. "
-                               "Medical Image Analysis 56:122-139")
     classes: ClassVar[tuple[str, ...]] = CLASSES
-    published_counts: ClassVar[dict[str, int]] = {"train": 268, "test": 132}
-    split_source: ClassVar[str] = "eva's BACH index ranges (train 268, its validation 132 used as test)"
-    test_part_note: ClassVar[str] = "eva's validation part (the challenge's test labels are not public)"
-    patch_px: ClassVar[int | None] = 2048
-    patch_mpp: ClassVar[float | None] = 0.42
-    magnification: ClassVar[str] = "20x (0.42 um/px), 2048 x 1536 px"
-    download_page: ClassVar[str] = "https://zenodo.org/records/3632035"
-    layout: ClassVar[str] = "<root>/ICIAR2018_BACH_Challenge/Photos/{Benign,InSitu,Invasive,Normal}/*.tif"
 
     def items(self, root: Path) -> list[Item]:
-        photos = root / "ICIAR2018_BACH_Challenge" / "Photos"
-        if not photos.exists() and (root / "Photos").is_dir():
-            photos = root / "Photos"
+        photos = release_path(root, "ICIAR2018_BACH_Challenge", "Photos")
         folders = class_folders(photos, CLASSES, self.name, (".tif", ".tiff"))
         ordered = [(label, path) for label in CLASSES for path in folders[label]]
         if len(ordered) != N_PHOTOS:

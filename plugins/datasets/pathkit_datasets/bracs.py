@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from pathkit_core import hookimpl
-from pathkit_datasets._catalogue import Item, PublicPatchDataset, class_folders, need
+from pathkit_datasets._catalogue import Item, PublicPatchDataset, class_folders, need, release_path
 
 FOLDERS = ("0_N", "1_PB", "2_UDH", "3_FEA", "4_ADH", "5_DCIS", "6_IC")
 CLASSES = tuple(f.split("_", 1)[1] for f in FOLDERS)
@@ -24,26 +24,13 @@ def slide_of(stem: str) -> str:
     return "_".join(fields[:2]) if len(fields) >= 4 else stem
 
 
-class BracsDataset(PublicPatchDataset):
+class BracsDataset(PublicPatchDataset, card="bracs"):
     """The BRACS RoI folders (see the module docstring)."""
 
-    name: ClassVar[str] = "bracs"
-    description: ClassVar[str] = "BRACS RoI: 4,539 breast RoIs, 7 classes at 40x (official train/val/test)"
-    license: ClassVar[str] = "CC BY-NC 4.0 (as eva states it; registration on the BRACS site)"
-    citation: ClassVar[str] = ("Brancati et al. (2022). BRACS: A Dataset for BReAst Carcinoma Subtyping in H&E "
-                               "Histology Images. Database 2022:baac093")
     classes: ClassVar[tuple[str, ...]] = CLASSES
-    published_counts: ClassVar[dict[str, int]] = {"train": 3657, "val": 312, "test": 570}
-    split_source: ClassVar[str] = "the BRACS_RoI/latest_version train / val / test folders"
-    patch_mpp: ClassVar[float | None] = 0.25
-    magnification: ClassVar[str] = "40x (0.25 um/px), RoIs of varying size"
-    download_page: ClassVar[str] = "https://www.bracs.icar.cnr.it/download/"
-    layout: ClassVar[str] = "<root>/BRACS_RoI/latest_version/{train,val,test}/{0_N,...,6_IC}/*.png"
 
     def items(self, root: Path) -> list[Item]:
-        base = root / "BRACS_RoI" / "latest_version"
-        if not base.exists() and (root / "latest_version").is_dir():
-            base = root / "latest_version"
+        base = release_path(root, "BRACS_RoI", "latest_version")
         need(base, "BRACS_RoI/latest_version", self.name)
         out = []
         for part in ("train", "val", "test"):

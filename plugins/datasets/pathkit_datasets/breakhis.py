@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, PathkitError
-from pathkit_datasets._catalogue import OPTIONS, Item, PublicPatchDataset, need
+from pathkit_datasets._catalogue import OPTIONS, Item, PublicPatchDataset, need, release_path
 
 CLASSES = ("TA", "MC", "F", "DC")
 # The tumour-type folders of the four classes used (the other four: adenosis, phyllodes_tumor,
@@ -36,24 +36,10 @@ def name_parts(file_name: str) -> tuple[str, str]:
     return fields[0].split("_")[-1], fields[2]
 
 
-class BreakHisDataset(PublicPatchDataset):
+class BreakHisDataset(PublicPatchDataset, card="breakhis"):
     """BreakHis at one magnification (see the module docstring)."""
 
-    name: ClassVar[str] = "breakhis"
-    description: ClassVar[str] = "BreakHis: breast tumour photos 700 x 460 px, eva's 4 classes at 40X (patient split)"
-    license: ClassVar[str] = "CC BY 4.0 (as eva states it); the publisher asks that the paper be cited"
-    citation: ClassVar[str] = ("Spanhol et al. (2016). A Dataset for Breast Cancer Histopathological Image "
-                               "Classification. IEEE Transactions on Biomedical Engineering 63(7):1455-1462")
     classes: ClassVar[tuple[str, ...]] = CLASSES
-    published_counts: ClassVar[dict[str, int]] = {"train": 1132, "test": 339}
-    split_source: ClassVar[str] = "eva's 14 held-out patients (its validation part, used as test)"
-    test_part_note: ClassVar[str] = "eva's validation patients"
-    patch_px: ClassVar[int | None] = 700
-    patch_mpp: ClassVar[float | None] = 0.25
-    magnification: ClassVar[str] = "40X by default (0.25 um/px as eva states), 700 x 460 px"
-    download_page: ClassVar[str] = "https://web.inf.ufpr.br/vri/databases/breast-cancer-histopathological-database-breakhis/"
-    layout: ClassVar[str] = ("<root>/BreaKHis_v1/histology_slides/breast/{benign,malignant}/SOB/<type>/<patient>/"
-                             "<magnification>/*.png")
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         *OPTIONS,
         DatasetOption("magnification", "|".join(MAGNIFICATIONS), "40X", "the magnification folder read (eva: "
@@ -61,9 +47,7 @@ class BreakHisDataset(PublicPatchDataset):
     )
 
     def items(self, root: Path) -> list[Item]:
-        breast = root / "BreaKHis_v1" / "histology_slides" / "breast"
-        if not breast.exists() and (root / "histology_slides").is_dir():
-            breast = root / "histology_slides" / "breast"
+        breast = release_path(root, "BreaKHis_v1", "histology_slides", "breast")
         need(breast, "BreaKHis_v1/histology_slides/breast of the unpacked BreaKHis_v1.tar.gz", self.name)
         magnification = self.options["magnification"]
         out = []

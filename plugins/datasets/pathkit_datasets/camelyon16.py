@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError, brief_list
+from pathkit_datasets._cards import Carded
+from pathkit_datasets._protocols import SlideClassification
 from pathkit_sdk.cohort import CohortDataset, check_part_classes
-from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 CLASSES = ("normal", "tumor")
 # eva (kaiko-ai/eva, src/eva/vision/data/datasets/classification/camelyon16.py): its validation
@@ -42,27 +43,16 @@ def lesion_count(path: Path) -> int:
     return sum(1 for a in root.iter("Annotation") if a.find("Coordinates") is not None)
 
 
-class Camelyon16Dataset(CohortDataset):
+class Camelyon16Dataset(Carded, SlideClassification, CohortDataset, card="camelyon16"):
     """The Camelyon16 slides (see the module docstring)."""
 
-    name: ClassVar[str] = "camelyon16"
-    description: ClassVar[str] = "Camelyon16: 399 lymph-node slides, metastasis or not (eva's 216/54/129 split)"
-    task: ClassVar[str] = TASK_SLIDE_CLASSIFICATION
-    license: ClassVar[str] = "CC0 1.0 (the challenge's data on the GigaScience database / AWS open data)"
-    citation: ClassVar[str] = ("Ehteshami Bejnordi et al. (2017). Diagnostic Assessment of Deep Learning Algorithms "
-                               "for Detection of Lymph Node Metastases in Women With Breast Cancer. JAMA 318(22)")
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = "classification:AUROC"
-    selection_options: ClassVar[dict[str, Any]] = {"n_resamples": 0}
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"classification": {"classes": list(CLASSES)}}
-    published_counts: ClassVar[dict[str, int]] = {"train": 216, "val": 54, "test": 129}
+    published_counts: ClassVar[dict[str, int]]  # the card's
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("skip_missing", "bool", False, "leave out reference.csv rows whose slide is absent (listed "
                       "as excluded) instead of stopping"),
     )
     run_options: ClassVar[tuple[str, ...]] = ("workdir",)
-    layout: ClassVar[str] = ("<root>/training/{normal,tumor}/*.tif [training/lesion_annotations/*.xml], "
-                             "<root>/testing/images/*.tif and <root>/testing/reference.csv")
 
     def class_names(self) -> tuple[str, ...]:
         return CLASSES

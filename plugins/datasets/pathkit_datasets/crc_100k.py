@@ -22,23 +22,10 @@ TRAIN_FOLDERS = ("NCT-CRC-HE-100K", "NCT-CRC-HE-100K-NONORM")
 TEST_FOLDER = "CRC-VAL-HE-7K"
 
 
-class Crc100kDataset(PublicPatchDataset):
+class Crc100kDataset(PublicPatchDataset, card="crc-100k"):
     """NCT-CRC-HE-100K + CRC-VAL-HE-7K (see the module docstring)."""
 
-    name: ClassVar[str] = "crc-100k"
-    description: ClassVar[str] = "CRC-100K: 9 colorectal tissue classes, 224 px at 0.5 um/px (100K train, 7K test)"
-    license: ClassVar[str] = "CC BY 4.0 (Zenodo record 1214456)"
-    citation: ClassVar[str] = ("Kather et al. (2019). Predicting survival from colorectal cancer histology slides "
-                               "using deep learning: A retrospective multicenter study. PLOS Medicine 16(1):e1002730")
     classes: ClassVar[tuple[str, ...]] = CLASSES
-    published_counts: ClassVar[dict[str, int]] = {"train": 100000, "test": 7180}
-    split_source: ClassVar[str] = "the two Zenodo sets (NCT-CRC-HE-100K train, CRC-VAL-HE-7K test; as UNI and eva)"
-    test_part_note: ClassVar[str] = "CRC-VAL-HE-7K (eva calls it its validation part and reports on it)"
-    patch_px: ClassVar[int | None] = 224
-    patch_mpp: ClassVar[float | None] = 0.5
-    magnification: ClassVar[str] = "20x (0.5 um/px), 224 x 224 px"
-    download_page: ClassVar[str] = "https://zenodo.org/records/1214456"
-    layout: ClassVar[str] = "<root>/NCT-CRC-HE-100K/<class>/*.tif and <root>/CRC-VAL-HE-7K/<class>/*.tif"
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         *OPTIONS,
         DatasetOption("train_folder", "|".join(TRAIN_FOLDERS), TRAIN_FOLDERS[0], "the training set: the Macenko-"

@@ -159,12 +159,8 @@ class DemoReports(ReportDataset):
                                  f"demo-reports {root / 'reports.json'}: record {i} id")
             slide = find_file(root / "slides", case_id, (".tiff",))
             meta = {"grade_visible": record.get("grade_visible", True), **({"mpp": mpp} if mpp else {})}
-            case, problem = self.report_case(case_id, case_id, record["report"], slides=(slide,) if slide else (),
-                                             meta=meta)
-            if case is None:
-                excluded[case_id] = problem or "unusable report"
-            else:
-                cases[case_id] = case
+            found = self.report_case(case_id, case_id, record["report"], slides=(slide,) if slide else (), meta=meta)
+            self.keep(cases, excluded, case_id, found)
         parts = {p: [c for c in splits.get(p, []) if c in cases] for p in ("train", "val", "test")}
         self._split_facts = {"source": "given", "description": "the demo's own split (splits.json): stratified by "
                              "report class, 60/20/20, the grade hidden on a third of each part",

@@ -8,31 +8,18 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pathkit_core import hookimpl
+from pathkit_datasets._variants import synthetic_demo, task_variant
 from pathkit_datasets.patch_folder import PatchFolderDataset
 from pathkit_datasets.slides_csv import SlidesCSV
 from pathkit_tasks import TASK_FEW_SHOT
 
-
-class SlidesFewShot(SlidesCSV):
-    name: ClassVar[str] = "slides-fewshot"
-    description: ClassVar[str] = "your own slides + a table slide_path,label[,...]: k-shot curves over episodes"
-    task: ClassVar[str] = TASK_FEW_SHOT
-    default_metrics: ClassVar[tuple[str, ...]] = ("few-shot",)
-    selection_metric: ClassVar[str | None] = None
-    selection_options: ClassVar[dict[str, Any]] = {}
-
-
-class PatchFewShot(PatchFolderDataset):
-    name: ClassVar[str] = "patch-fewshot"
-    description: ClassVar[str] = "your own patches, one class folder or zip per class: k-shot curves over episodes"
-    task: ClassVar[str] = TASK_FEW_SHOT
-    default_metrics: ClassVar[tuple[str, ...]] = ("few-shot",)
-    selection_metric: ClassVar[str | None] = None
-    selection_options: ClassVar[dict[str, Any]] = {}
-
+SlidesFewShot = task_variant("SlidesFewShot", SlidesCSV, "slides-fewshot", TASK_FEW_SHOT, "few-shot",
+                             "your own slides + a table slide_path,label[,...]: k-shot curves over episodes")
+PatchFewShot = task_variant("PatchFewShot", PatchFolderDataset, "patch-fewshot", TASK_FEW_SHOT, "few-shot",
+                            "your own patches, one class folder or zip per class: k-shot curves over episodes")
 
 # --------------------------------------------------------------------------- synthetic demo
 
@@ -82,17 +69,8 @@ def write_demo(root: Path, seed: int = 0) -> Path:
     return root
 
 
-class FewShotDemo(PatchFewShot):
-    """Synthetic patches (NOT pathology) of three textures, one per class: 34 train, 2 val, 12 test each."""
-
-    name: ClassVar[str] = "demo-fewshot"
-    description: ClassVar[str] = "synthetic patches whose class is their texture (NOT pathology)"
-    license: ClassVar[str] = "generated locally"
-    synthetic: ClassVar[bool] = True
-    demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "simpleshot"}
-
-    def make_demo(self, path: str | Path) -> Path:
-        return write_demo(Path(path) / "v1")
+FewShotDemo = synthetic_demo("FewShotDemo", PatchFewShot, "demo-fewshot", "simpleshot", write_demo,
+                             "synthetic patches whose class is their texture (NOT pathology)")
 
 
 @hookimpl

@@ -33,14 +33,9 @@ PATCH_PX = 150
 PATCH_MPP = 0.5  # 20x: HepatoBench's patches are 150 px at 20x, a 75 um field of view
 
 
-class HepatoBenchDataset(PatchFolderDataset):
+class HepatoBenchDataset(PatchFolderDataset, card="hepatobench"):
     """The seven HepatoBench class zips (or folders); every patch-folder option applies."""
 
-    name: ClassVar[str] = "hepatobench"
-    description: ClassVar[str] = "HepatoBench: 7 liver tissue classes, 150 px patches at 20x (zips read in place)"
-    license: ClassVar[str] = "CC BY 4.0 (Hugging Face xtxx/HepatoBench, DOI 10.57967/hf/8231)"
-    citation: ClassVar[str] = ("Xiao et al. (2026). A Digital Pathology Resource for Liver Cancer Quantification "
-                               "with Datasets, Benchmarks, and Tools. arXiv:2604.22858")
     metric_options: ClassVar[dict[str, dict[str, Any]]] = {"classification": {"classes": list(CLASSES)}}
     expected_px: ClassVar[int | None] = PATCH_PX
     patch_mpp: ClassVar[float | None] = PATCH_MPP

@@ -37,21 +37,19 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
+from pathkit_datasets._cards import card_options
 from pathkit_datasets._reports import (
-    DRAWN_SPLIT_SEED,
+    DRAWN_SPLIT_OPTIONS,
     FEATURE_SUFFIXES,
-    SLIDE_MPP,
     SLIDE_SUFFIXES,
     ReportDataset,
     assemble_report,
     find_file,
 )
-from pathkit_sdk.cohort import option
-from pathkit_sdk.reports import find_json_file, read_report_records
+from pathkit_sdk.reports import read_report_records
 
 log = logging.getLogger(__name__)
 
-DEFAULT_REPORT_FIELDS = ("micro_protocol", "conclusion", "diagnosis")
 FRACTIONS = (1248 / 12476, 1248 / 12476)  # PathReportEval Table 1: 9980 / 1248 / 1248
 METADATA_NAMES = ("metadata.json", "HISTAI-metadata.json", "histai_metadata.json")
 
@@ -66,42 +64,13 @@ def parse_case_mapping(value: Any) -> tuple[str, str] | None:
     return parts[-2], parts[-1]
 
 
-class HistAI(ReportDataset):
+class HistAI(ReportDataset, card="histai"):
     """HISTAI: a large multi-organ WSI collection with diagnostic text for every case."""
 
-    name = "histai"
-    description = "HISTAI report generation (patient-disjoint seeded 80/10/10 split, PathReportEval sizes)"
-    license = "CC BY-NC 4.0 (HISTAI); research use only"
-    citation = ("Nechaev et al., HISTAI: An Open-Source, Large-Scale Whole Slide Image Dataset for "
-                "Computational Pathology; PathReportEval (protocol)")
-    metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "histai"}}
-    report_cleaning: ClassVar[str] = "pathbench"
-    max_report_tokens: ClassVar[int] = 600  # PathBench max_seq_length for HistAI (its configs and paper)
-    option_table: ClassVar[tuple[DatasetOption, ...]] = (
-        DatasetOption("metadata", "path", None, "the HISTAI-metadata JSON (default: metadata.json, ... or the only "
-                      "*.json in the root)"),
-        DatasetOption("slides_dir", "path", None, "folder holding <subset>/case_<n>/ (default: the root)"),
-        DatasetOption("features_dir", "path", None, "folder of precomputed <subset>_case_<n>.safetensors features "
-                      "(default: <root>/features)"),
-        DatasetOption("report_fields", "str", ",".join(DEFAULT_REPORT_FIELDS),
-                      "metadata fields joined into the report, in order"),
-        DatasetOption("stains", "str", "all", "slide stains to keep (comma-separated name parts, e.g. HE), or all"),
-        DRAWN_SPLIT_SEED,
-        option("splits_file"),
-        SLIDE_MPP,
-    )
-    layout: ClassVar[str] = (
-        "<root>/metadata.json (HISTAI-metadata: records with case_mapping \"histai/<subset>/case_<n>\" "
-        "and report fields), slides <root>/<subset>/case_<n>/*.tiff, optional features "
-        "<root>/features/<subset>_case_<n>.safetensors"
-    )
-
-    def metadata_file(self) -> Path:
-        return find_json_file(self.name, Path(self.root), METADATA_NAMES, self.option_path("metadata"),
-                              "metadata JSON", option="metadata", layout=self.layout)
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (*card_options("histai"), *DRAWN_SPLIT_OPTIONS)
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
-        path = self.metadata_file()
+        path = self.report_file(METADATA_NAMES, "metadata", "metadata JSON")
         records = read_report_records(path, "histai metadata", wrappers=("cases", "data")).records
         fields = tuple(f.strip() for f in str(self.options["report_fields"]).split(",") if f.strip())
         if not fields:
@@ -134,19 +103,14 @@ class HistAI(ReportDataset):
                 if links is not None:
                     slides = tuple(self._link(links, case_id, s) for s in slides)
             patient = str(record.get("patient_id") or case_id)
-            case, problem = self.report_case(case_id, patient, assemble_report(record, fields), slides=slides,
-                                             features=(feature,) if feature else (),
-                                             meta={"case_mapping": record.get("case_mapping"),
-                                                   "specialization": record.get("specialization"),
-                                                   **({"mpp": mpp} if mpp else {})})
-            if case is None:
-                excluded[case_id] = f"{problem} (fields {', '.join(fields)})"
-            else:
-                cases[case_id] = case
-        if cases and not any(c.slides or c.features for c in cases.values()):
-            raise PathkitError(f"histai at {root}: no case folder with slides (<subset>/case_<n>/*.tiff) or "
-                               f"feature file was found for the {len(cases)} cases; expected layout: "
-                               f"{self.layout}")
+            found = self.report_case(case_id, patient, assemble_report(record, fields), slides=slides,
+                                     features=(feature,) if feature else (),
+                                     meta={"case_mapping": record.get("case_mapping"),
+                                           "specialization": record.get("specialization"),
+                                           **({"mpp": mpp} if mpp else {})})
+            self.keep(cases, excluded, case_id, found, f" (fields {', '.join(fields)})")
+        self.require_inputs(cases, f"histai at {root}: no case folder with slides (<subset>/case_<n>/*.tiff) or "
+                                   f"feature file was found for the {len(cases)} cases")
         splits = self.report_split(cases, excluded, FRACTIONS, "histai-seed{seed}.csv")
         return cases, splits, excluded
 

@@ -21,22 +21,10 @@ COLUMNS = ("Image Name", "Majority Vote Label", "Number of Annotators who Select
 PARTITIONS = {"train": "train", "test": "test"}
 
 
-class MhistDataset(PublicPatchDataset):
+class MhistDataset(PublicPatchDataset, card="mhist"):
     """MHIST as downloaded from BMIRDS (see the module docstring)."""
 
-    name: ClassVar[str] = "mhist"
-    description: ClassVar[str] = "MHIST: colorectal polyps HP vs SSA, 3,152 images 224 px (official train/test)"
-    license: ClassVar[str] = "MHIST Dataset Research Use Agreement (BMIRDS; access on request)"
-    citation: ClassVar[str] = ("Wei et al. (2021). A Petri Dish for Histopathology Image Analysis. AIME 2021, "
-                               "arXiv:2101.12355")
     classes: ClassVar[tuple[str, ...]] = ("HP", "SSA")
-    published_counts: ClassVar[dict[str, int]] = {"train": 2175, "test": 977}
-    split_source: ClassVar[str] = "annotations.csv `Partition` (BMIRDS release; eva uses the same)"
-    patch_px: ClassVar[int | None] = 224
-    patch_mpp: ClassVar[float | None] = 2.0
-    magnification: ClassVar[str] = "5x (2.0 um/px; downsampled from 40x)"
-    download_page: ClassVar[str] = "https://bmirds.github.io/MHIST/#accessing-dataset"
-    layout: ClassVar[str] = "<root>/annotations.csv and <root>/images/MHIST_*.png"
 
     def items(self, root: Path) -> list[Item]:
         path = need(root / "annotations.csv", "the MHIST annotation table", self.name)

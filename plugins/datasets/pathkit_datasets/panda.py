@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError, brief_list
+from pathkit_datasets._cards import Carded
 from pathkit_sdk.cohort import CohortDataset, cell, check_part_classes, drawn_split, read_table
 from pathkit_tasks import TASK_ORDINAL
 
@@ -23,15 +24,10 @@ COLUMNS = ("image_id", "data_provider", "isup_grade", "gleason_score")
 PROVIDERS = ("karolinska", "radboud")
 
 
-class PandaDataset(CohortDataset):
+class PandaDataset(Carded, CohortDataset, card="panda"):
     """PANDA's training slides graded 0-5 (see the module docstring)."""
 
-    name: ClassVar[str] = "panda"
-    description: ClassVar[str] = "PANDA: 10,616 prostate biopsies, ISUP grade 0-5 (ordinal; seeded 70/15/15 split)"
     task: ClassVar[str] = TASK_ORDINAL
-    license: ClassVar[str] = "CC BY-NC-SA 4.0 (the Kaggle competition's data licence)"
-    citation: ClassVar[str] = ("Bulten et al. (2022). Artificial intelligence for diagnosis and Gleason grading of "
-                               "prostate cancer: the PANDA challenge. Nature Medicine 28:154-163")
     default_metrics: ClassVar[tuple[str, ...]] = ("ordinal",)
     selection_metric: ClassVar[str | None] = None  # the validation loss, as slides-ordinal
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
@@ -43,7 +39,6 @@ class PandaDataset(CohortDataset):
                       "excluded) instead of stopping"),
     )
     run_options: ClassVar[tuple[str, ...]] = ("workdir",)
-    layout: ClassVar[str] = "<root>/train.csv and <root>/train_images/<image_id>.tiff"
 
     def class_names(self) -> tuple[str, ...]:
         return GRADES

@@ -20,6 +20,8 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError, brief_list
 from pathkit_core.workspace import sha256_file
+from pathkit_datasets._cards import Carded
+from pathkit_datasets._protocols import PatchClassification
 from pathkit_sdk.cohort import (
     COLUMN_ALIASES,
     CohortDataset,
@@ -33,7 +35,6 @@ from pathkit_sdk.cohort import (
     read_table,
     require_columns,
 )
-from pathkit_tasks import TASK_PATCH_CLASSIFICATION
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
 # Patch tables found at the root when option `table` is not given.
@@ -79,20 +80,10 @@ def _is_image(name: str) -> bool:
     return (name.lower().endswith(IMAGE_SUFFIXES) and not base.startswith(".") and "__MACOSX/" not in name)
 
 
-class PatchFolderDataset(CohortDataset):
+class PatchFolderDataset(Carded, PatchClassification, CohortDataset, card="patch-folder"):
     """Class folders or zips of patch images under the root (see the module docstring)."""
 
-    name: ClassVar[str] = "patch-folder"
-    description: ClassVar[str] = "your own patches: one class folder or zip per class, optional patch -> slide table"
-    task: ClassVar[str] = TASK_PATCH_CLASSIFICATION
-    license: ClassVar[str] = "the user's data"
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = "classification:balanced_accuracy"
-    selection_options: ClassVar[dict[str, Any]] = {"selection": True}
     option_table: ClassVar[tuple[DatasetOption, ...]] = OPTIONS
-    run_options: ClassVar[tuple[str, ...]] = ("workdir",)
-    layout: ClassVar[str] = ("<root>/<class>/ (images, any depth) or <root>/<class>.zip, one per class; optional "
-                             "<root>/patches.csv with columns patch, slide_id[, patient_id][, split]")
     # Patch side the data is meant to have; others are accepted (the encoder resizes) and counted.
     expected_px: ClassVar[int | None] = None
     # Micrometres per pixel of the patches as declared by the release (None: not declared); with

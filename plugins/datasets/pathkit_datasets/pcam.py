@@ -48,22 +48,10 @@ def _array(path: Path, key: str, shape: tuple[int, ...], dataset: str):
     return handle, array
 
 
-class PcamDataset(PublicPatchDataset):
+class PcamDataset(PublicPatchDataset, card="pcam"):
     """The six PatchCamelyon h5 files (see the module docstring)."""
 
-    name: ClassVar[str] = "pcam"
-    description: ClassVar[str] = "PatchCamelyon: 327,680 lymph-node patches 96 px at 10x, tumour or not"
-    license: ClassVar[str] = "CC0 1.0 (Zenodo record 2546921)"
-    citation: ClassVar[str] = ("Veeling et al. (2018). Rotation Equivariant CNNs for Digital Pathology. MICCAI 2018, "
-                               "arXiv:1806.03962")
     classes: ClassVar[tuple[str, ...]] = CLASSES
-    published_counts: ClassVar[dict[str, int]] = {"train": 262144, "val": 32768, "test": 32768}
-    split_source: ClassVar[str] = "the release's train / valid / test files"
-    patch_px: ClassVar[int | None] = 96
-    patch_mpp: ClassVar[float | None] = 0.972
-    magnification: ClassVar[str] = "10x (0.972 um/px: Camelyon16 level 2), 96 x 96 px"
-    download_page: ClassVar[str] = "https://github.com/basveeling/pcam (files on Zenodo record 2546921)"
-    layout: ClassVar[str] = "<root>/camelyonpatch_level_2_split_{train,valid,test}_{x,y}.h5 (gunzipped)"
 
     def items(self, root: Path) -> list[Item]:
         from pathkit_core.features.images import h5_ref

@@ -29,11 +29,12 @@ import logging
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
+from pathkit_datasets._cards import card_options
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     ReportDataset,
@@ -41,7 +42,7 @@ from pathkit_datasets._reports import (
     strip_slide_suffix,
 )
 from pathkit_sdk.cohort import column_split, option, part_counts
-from pathkit_sdk.reports import find_json_file, read_report_records
+from pathkit_sdk.reports import read_report_records
 
 log = logging.getLogger(__name__)
 
@@ -65,44 +66,18 @@ def patient_of(case_id: str) -> str:
     return _SLIDE_NUMBER.sub("", case_id) if _REG_ID.match(case_id) else case_id
 
 
-class REG2025(ReportDataset):
+class REG2025(ReportDataset, card="reg2025"):
     """REG 2025 challenge WSIs with their short semi-structured reports."""
 
-    name = "reg2025"
-    description = "REG 2025 report generation (PathReportEval split 5924/740/741)"
-    license = "REG 2025 challenge data terms (https://reg2025.grand-challenge.org); split ids: PathBench, MIT"
-    citation = ("MICCAI COMPAY Workshop Organizers (2025), REG 2025 challenge; PathReportEval: A Systematic "
-                "Benchmark for Pathology Report Generation (split and protocol)")
-    metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "reg2025"}}
-    report_cleaning: ClassVar[str] = "none"
-    max_report_tokens: ClassVar[int] = 320
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
-        DatasetOption("reports", "path", None, "the report JSON (default: train.json, reports.json, ... or the only "
-                      "*.json in the root)"),
-        DatasetOption("slides_dir", "path", None, "folder of the <id>.tiff slides (default: the root)"),
-        DatasetOption("features_dir", "path", None, "folder of precomputed <id>.safetensors|.h5|.pt features "
-                      "(default: <root>/features)"),
-        DatasetOption("split", "auto|pathreporteval|random", "auto",
-                      "auto: your split (splits_file, or a train/val/test layout of the report file) when given, "
-                      "else PathReportEval's over the cases present, else a drawn one; pathreporteval: always the "
-                      "published split; random: a drawn seeded patient-disjoint 80/10/10 split"),
-        DatasetOption("split_seed", "int", 0, "seed of a drawn split"),
+        *card_options("reg2025"),
         option("splits_file"),
         DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (the released TIFFs carry "
                       "a 72-dpi placeholder; the scans are about 0.25)"),
     )
-    layout: ClassVar[str] = (
-        "<root>/train.json (a JSON list of {\"id\": \"PIT_01_00002_01.tiff\", \"report\": ...}; a \"patient_id\" "
-        "key wins over the REG id rule), slides <root>/<id>.tiff, or features "
-        "<root>/features/<id>.safetensors|.h5|.pt"
-    )
-
-    def reports_file(self) -> Path:
-        return find_json_file(self.name, Path(self.root), REPORT_FILE_NAMES, self.option_path("reports"),
-                              "report JSON", option="reports", layout=self.layout)
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
-        path = self.reports_file()
+        path = self.report_file(REPORT_FILE_NAMES, "reports", "report JSON")
         found = read_report_records(path, "reg2025 report file", keys=("id", "report"), split_layout=True)
         records, parts_of = found.records, found.parts
         layout: dict[str, str] = {}  # case id -> part, when the file is the {"train", "val", "test"} layout
@@ -118,20 +93,13 @@ class REG2025(ReportDataset):
             slide = find_file(slides_dir, case_id, (".tiff", ".tif", ".svs"))
             feature = find_file(features_dir, case_id, FEATURE_SUFFIXES)
             patient = str(record.get("patient_id") or "").strip() or patient_of(case_id)
-            case, problem = self.report_case(
-                case_id, patient, record["report"],
-                slides=(slide,) if slide and not feature else (), features=(feature,) if feature else (),
-                meta={"mpp": mpp} if mpp else None,
-            )
-            if case is None:
-                excluded[case_id] = f"{problem} (in {path.name})"
-            else:
-                cases[case_id] = case
-                if parts_of:
-                    layout[case_id] = parts_of[i]
-        if cases and not any(c.slides or c.features for c in cases.values()):
-            raise PathkitError(f"reg2025 at {root}: none of the {len(cases)} ids in {path.name} has a slide "
-                               f"({slides_dir}/<id>.tiff) or a feature file; expected layout: {self.layout}")
+            found = self.report_case(case_id, patient, record["report"],
+                                     slides=(slide,) if slide and not feature else (),
+                                     features=(feature,) if feature else (), meta={"mpp": mpp} if mpp else None)
+            if self.keep(cases, excluded, case_id, found, f" (in {path.name})") and parts_of:
+                layout[case_id] = parts_of[i]
+        self.require_inputs(cases, f"reg2025 at {root}: none of the {len(cases)} ids in {path.name} has a slide "
+                                   f"({slides_dir}/<id>.tiff) or a feature file")
         splits = self._split(cases, excluded, path, layout)
         return cases, splits, excluded
 

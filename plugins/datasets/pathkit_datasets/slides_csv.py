@@ -20,47 +20,29 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._cards import Carded
+from pathkit_datasets._protocols import SlideClassification
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     CohortDataset,
     cell,
     check_duplicates,
     check_part_classes,
-    check_slide_mpps,
     choose_split,
     class_order,
     cohort_rows,
-    drop_missing_files,
-    find_column,
-    find_table,
-    group_rows,
-    read_table,
 )
-from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 TABLE_NAMES = ("cohort.csv", "cohort.tsv", "cohort.parquet", "cohort.jsonl", "cohort.json")
 
 
-class SlidesCSV(CohortDataset):
+class SlidesCSV(Carded, SlideClassification, CohortDataset, card="slides-csv"):
     """A folder of slides with a table of slide, patient, label (and optionally split, mpp, cohort)."""
 
-    name: ClassVar[str] = "slides-csv"
-    description: ClassVar[str] = "your own slides + a table slide_path,label[,patient_id,split,mpp]: classification"
-    task: ClassVar[str] = TASK_SLIDE_CLASSIFICATION
-    license: ClassVar[str] = "your data"
-    citation: ClassVar[str] = ""
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = "classification:AUROC"
-    selection_options: ClassVar[dict[str, Any]] = {"n_resamples": 0}  # the epoch's AUROC, not its interval
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         *COHORT_OPTIONS,
         DatasetOption("classes", "str", None, "the class order, comma-separated (default: the labels in natural "
                       "sort order); for two classes the second is the positive one"),
-    )
-    layout: ClassVar[str] = (
-        "<root>/cohort.csv (or option table=FILE; CSV, TSV, Parquet, JSON, JSONL) with columns slide_path (absolute "
-        "or relative to the table) and label, optional patient_id, split (train/val/test), mpp, cohort, case_id, "
-        "and any others (kept with the case)"
     )
 
     def __init__(self, root: str | Path | None = None, **options: Any) -> None:
@@ -74,9 +56,7 @@ class SlidesCSV(CohortDataset):
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         from pathkit_core.wsi.slide import slide_id_for
 
-        root = Path(self.root)
-        path = find_table(root, TABLE_NAMES, self.option_path("table"), "cohort table", self.layout)
-        table = read_table(path, "cohort table")
+        path, table = self.read_cohort_table(TABLE_NAMES, "cohort table")
         rows = cohort_rows(table, file_key="slide_path", value_key="label", default_mpp=self.mpp_option(),
                            what="cohort table")
         unlabelled = [r.place for r in rows if not cell(r.value)]
@@ -89,12 +69,10 @@ class SlidesCSV(CohortDataset):
         # slides are stored by file name (tiles, features), so two files may not share one
         check_duplicates(rows, lambda r: slide_id_for(r.file), "slide file name", path)
         check_duplicates(rows, lambda r: r.case_id, "case id", path)
-        rows, excluded = drop_missing_files(rows, skip_missing=bool(self.options["skip_missing"]), where=path)
-        check_slide_mpps(rows, where=path, mpp_column=find_column(table.columns, "mpp"))
-        groups = {g.case_id: g for g in group_rows(rows, str(self.options["case"]), path)}
+        groups, excluded = self.cohort_groups(rows, table, path)
         labels = {c: str(g.value) for c, g in groups.items()}
         self._classes = class_order(list(labels.values()), self.options.get("classes"), path)
-        parts, facts = choose_split(self.name, groups, self.options, root=root, table=path, labels=labels,
+        parts, facts = choose_split(self.name, groups, self.options, root=Path(self.root), table=path, labels=labels,
                                     excluded=excluded, normalise_id=slide_id_for)
         check_part_classes(parts, labels, f"{self.name}: {facts['description']}")
         self._split_facts = {**facts, "class_names": list(self._classes), "table": str(path),

@@ -10,21 +10,19 @@ with the table and its rows (docs/ordinal.md).
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, PathkitError
+from pathkit_datasets._variants import slide_cohort, synthetic_demo
 from pathkit_datasets.slides_csv import TABLE_NAMES, SlidesCSV
-from pathkit_sdk.cohort import COHORT_OPTIONS, cell, cohort_rows, find_table, read_table
+from pathkit_sdk.cohort import COHORT_OPTIONS, cell, cohort_rows
 from pathkit_tasks import TASK_ORDINAL
 
 
-class SlidesOrdinal(SlidesCSV):
+class SlidesOrdinal(SlidesCSV, card="slides-ordinal"):
     """A folder of slides with a table of slide, grade (optionally patient, split, mpp, cohort)."""
 
-    name: ClassVar[str] = "slides-ordinal"
-    description: ClassVar[str] = "your own slides + a table slide_path,label (a grade)[,patient_id,split,mpp]: ordinal"
     task: ClassVar[str] = TASK_ORDINAL
     default_metrics: ClassVar[tuple[str, ...]] = ("ordinal",)
     selection_metric: ClassVar[str | None] = None  # the validation loss
@@ -47,9 +45,8 @@ class SlidesOrdinal(SlidesCSV):
     def _check_grades(self, given: str) -> None:
         """Every row's label is one of the given ordered classes; else the table and its rows."""
         order = [c.strip() for c in given.split(",") if c.strip()]
-        path = find_table(Path(self.root), TABLE_NAMES, self.option_path("table"), "cohort table", self.layout)
-        rows = cohort_rows(read_table(path, "cohort table"), file_key="slide_path", value_key="label",
-                           what="cohort table")
+        path, table = self.read_cohort_table(TABLE_NAMES, "cohort table")
+        rows = cohort_rows(table, file_key="slide_path", value_key="label", what="cohort table")
         bad = [f"{r.place}: {cell(r.value)!r}" for r in rows if cell(r.value) not in order]
         if bad:
             more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
@@ -59,7 +56,6 @@ class SlidesOrdinal(SlidesCSV):
 
 # --------------------------------------------------------------------------- synthetic demo
 
-SLIDE_PX, MPP = 1024, 0.5
 GRADES = ("1", "2", "3", "4")
 SPLIT_COUNTS = {"train": 40, "val": 12, "test": 40}
 # grade g: nuclei denser and larger with g (the "texture" of the tissue), the colour the same
@@ -67,40 +63,19 @@ DENSITY = {"1": 0.3, "2": 0.9, "3": 1.6, "4": 2.4}
 RADIUS_UM = {"1": 2.0, "2": 3.0, "3": 4.0, "4": 5.0}
 
 
-def write_demo(folder: Path, seed: int = 0) -> Path:
-    """The demo slides and `cohort.csv` (written last: a complete table means a complete demo)."""
-    from pathkit_core.workspace import atomic_write_text
-    from pathkit_sdk import Blob, write_synthetic_slide
+def _demo_row(rng: random.Random, split: str, i: int, slide: Any) -> str:
+    from pathkit_sdk import Blob
 
-    table = folder / "cohort.csv"
-    if table.exists():
-        return folder
-    rng = random.Random(seed)
-    lines = ["slide_path,label,split"]
-    for split, n in SPLIT_COUNTS.items():
-        for i in range(n):
-            grade = GRADES[i % len(GRADES)]
-            slide_id = f"SYN-GRADE-{split}-{i:02d}"
-            blob = Blob(0.5, 0.5, 0.32, 0.32, colour=(170, 90, 160), nuclei_density=DENSITY[grade],
-                        nucleus_radius_um=RADIUS_UM[grade])
-            write_synthetic_slide(folder / "slides" / f"{slide_id}.tiff", width=SLIDE_PX, height=SLIDE_PX, mpp=MPP,
-                                  tissue=[blob], seed=rng.randrange(1 << 30))
-            lines.append(f"slides/{slide_id}.tiff,{grade},{split}")
-    atomic_write_text(table, "\n".join(lines) + "\n")
-    return folder
+    grade = GRADES[i % len(GRADES)]
+    blob = Blob(0.5, 0.5, 0.32, 0.32, colour=(170, 90, 160), nuclei_density=DENSITY[grade],
+                nucleus_radius_um=RADIUS_UM[grade])
+    path = slide(f"SYN-GRADE-{split}-{i:02d}", [blob])
+    return f"{path},{grade},{split}"
 
 
-class OrdinalDemo(SlidesOrdinal):
-    """Synthetic slides (NOT pathology) graded 1-4 by the density and size of their nuclei."""
-
-    name: ClassVar[str] = "demo-ordinal"
-    description: ClassVar[str] = "synthetic slides graded 1-4 by nuclear density and size (NOT pathology)"
-    license: ClassVar[str] = "generated locally"
-    synthetic: ClassVar[bool] = True
-    demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "coral"}
-
-    def make_demo(self, path: str | Path) -> Path:
-        return write_demo(Path(path) / "v1")
+OrdinalDemo = synthetic_demo("OrdinalDemo", SlidesOrdinal, "demo-ordinal", "coral",
+                             slide_cohort("cohort.csv", "slide_path,label,split", SPLIT_COUNTS, _demo_row),
+                             "synthetic slides graded 1-4 by nuclear density and size (NOT pathology)")
 
 
 @hookimpl

@@ -22,54 +22,35 @@ from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._cards import card_options
 from pathkit_datasets._reports import SLIDE_SUFFIXES, ReportDataset, assemble_report, find_file, strip_slide_suffix
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     check_duplicates,
-    check_slide_mpps,
     choose_split,
     cohort_rows,
-    drop_missing_files,
     find_column,
-    find_table,
-    group_rows,
-    read_table,
 )
 from pathkit_tasks.report.text import CLEANING_STYLES
 
 TABLE_NAMES = ("reports.json", "reports.jsonl", "reports.csv", "reports.tsv", "reports.parquet")
 
 
-class SlidesReports(ReportDataset):
+class SlidesReports(ReportDataset, card="slides-reports"):
     """A folder of slides with their reports (REG-style JSON, JSONL, CSV or Parquet)."""
 
-    name: ClassVar[str] = "slides-reports"
-    description: ClassVar[str] = "your own slides + their reports (REG JSON, JSONL, CSV): report generation"
-    license: ClassVar[str] = "your data"
-    citation: ClassVar[str] = ""
     report_cleaning: ClassVar[str] = "none"
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         *COHORT_OPTIONS,
-        DatasetOption("slides_dir", "path", None, "where slides named by id are found when the table has no "
-                      "slide_path column (default: the root)"),
-        DatasetOption("report_column", "str", None, "the column holding the report (default: report, text, "
-                      "caption or findings)"),
-        DatasetOption("report_fields", "str", None, "several columns joined into the report, in order (HistAI's "
-                      "rule: each ended with a period, repeats dropped)"),
+        *card_options("slides-reports"),
         DatasetOption("report_cleaning", "|".join(CLEANING_STYLES), "none",
                       "none: reports as written; pathbench: lower-cased, punctuation stripped (PathBench's HistAI "
                       "and TCGA text)"),
     )
-    layout: ClassVar[str] = (
-        "<root>/reports.json (a JSON list of {\"id\": \"case_001.tiff\", \"report\": ...}, JSONL, CSV, TSV or "
-        "Parquet; option table=FILE), slides <root>/<id>.tiff|.svs|... (option slides_dir) or a slide_path column; "
-        "optional patient_id, split (or the {\"train\", \"val\", \"test\"} layout), mpp, cohort"
-    )
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         root = Path(self.root)
-        path = find_table(root, TABLE_NAMES, self.option_path("table"), "reports file", self.layout)
-        table = read_table(path, "reports file")
+        path, table = self.read_cohort_table(TABLE_NAMES, "reports file")
         fields = tuple(f.strip() for f in str(self.options.get("report_fields") or "").split(",") if f.strip())
         missing_fields = [f for f in fields if f not in table.columns]
         if missing_fields:
@@ -88,19 +69,14 @@ class SlidesReports(ReportDataset):
                 r.file = find_file(slides_dir, r.case_id, SLIDE_SUFFIXES) or slides_dir / f"{r.case_id}.{pattern}"
         else:
             check_duplicates(rows, lambda r: str(r.file.resolve()), "slide path", path)
-        rows, excluded = drop_missing_files(rows, skip_missing=bool(self.options["skip_missing"]), where=path)
-        check_slide_mpps(rows, where=path, mpp_column=find_column(table.columns, "mpp"))
-        groups = {g.case_id: g for g in group_rows(rows, str(self.options["case"]), path, value_name="report")}
+        groups, excluded = self.cohort_groups(rows, table, path, value_name="report")
         cases: dict[str, Case] = {}
         for case_id, group in groups.items():
             first = group.rows[0]
             raw = assemble_report({f: first.meta.get(f) for f in fields}, fields) if fields else first.value
             meta = {k: v for k, v in group.meta().items() if k not in fields}
-            case, problem = self.report_case(case_id, group.patient_id, raw, slides=group.files, meta=meta)
-            if case is None:
-                excluded[case_id] = f"{problem} ({path.name}, {first.place})"
-            else:
-                cases[case_id] = case
+            found = self.report_case(case_id, group.patient_id, raw, slides=group.files, meta=meta)
+            self.keep(cases, excluded, case_id, found, f" ({path.name}, {first.place})")
         usable = {c: g for c, g in groups.items() if c in cases}
         parts, facts = choose_split(self.name, usable, self.options, root=root, table=path, excluded=excluded,
                                     normalise_id=strip_slide_suffix)

@@ -5,80 +5,41 @@ test slide is queried against the train slides (docs/retrieval.md). The validati
 from __future__ import annotations
 
 import random
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pathkit_core import hookimpl
+from pathkit_datasets._variants import slide_cohort, synthetic_demo, task_variant
 from pathkit_datasets.patch_folder import PatchFolderDataset
 from pathkit_datasets.slides_csv import SlidesCSV
 from pathkit_tasks import TASK_RETRIEVAL
 
-
-class SlidesRetrieval(SlidesCSV):
-    name: ClassVar[str] = "slides-retrieval"
-    description: ClassVar[str] = "your own slides + a table slide_path,label[,...]: test slides retrieved from train"
-    task: ClassVar[str] = TASK_RETRIEVAL
-    default_metrics: ClassVar[tuple[str, ...]] = ("retrieval",)
-    selection_metric: ClassVar[str | None] = None
-    selection_options: ClassVar[dict[str, Any]] = {}
-
-
-class PatchRetrieval(PatchFolderDataset):
-    """The `patch-folder` layout for the `retrieval` task: each test patch queried against the train
-    patches (one feature vector per patch)."""
-
-    name: ClassVar[str] = "patch-retrieval"
-    description: ClassVar[str] = "your own patches, a class folder or zip per class: test patches retrieved from train"
-    task: ClassVar[str] = TASK_RETRIEVAL
-    default_metrics: ClassVar[tuple[str, ...]] = ("retrieval",)
-    selection_metric: ClassVar[str | None] = None
-    selection_options: ClassVar[dict[str, Any]] = {}
-
+SlidesRetrieval = task_variant("SlidesRetrieval", SlidesCSV, "slides-retrieval", TASK_RETRIEVAL, "retrieval",
+                               "your own slides + a table slide_path,label[,...]: test slides retrieved from train")
+# One feature vector per patch: each test patch is queried against the train patches.
+PatchRetrieval = task_variant("PatchRetrieval", PatchFolderDataset, "patch-retrieval", TASK_RETRIEVAL, "retrieval",
+                              "your own patches, a class folder or zip per class: test patches retrieved from train")
 
 # --------------------------------------------------------------------------- synthetic demo
 
-SLIDE_PX, MPP = 1024, 0.5
 # one tissue colour per class (the right answer: a query's nearest slides share its colour)
 COLOURS = {"amber": (215, 150, 60), "violet": (140, 70, 170), "teal": (60, 150, 150)}
 SPLIT_COUNTS = {"train": 30, "val": 6, "test": 30}
 
 
-def write_demo(folder: Path, seed: int = 0) -> Path:
-    """The demo slides and `cohort.csv` (written last: a complete table means a complete demo)."""
-    from pathkit_core.workspace import atomic_write_text
-    from pathkit_sdk import Blob, write_synthetic_slide
+def _demo_row(rng: random.Random, split: str, i: int, slide: Any) -> str:
+    from pathkit_sdk import Blob
 
-    table = folder / "cohort.csv"
-    if table.exists():
-        return folder
-    rng = random.Random(seed)
-    names = list(COLOURS)
-    lines = ["slide_path,label,split"]
-    for split, n in SPLIT_COUNTS.items():
-        for i in range(n):
-            label = names[i % len(names)]
-            slide_id = f"SYN-RETR-{split}-{i:02d}"
-            jitter = tuple(max(0, min(255, c + rng.randint(-12, 12))) for c in COLOURS[label])
-            blob = Blob(0.5, 0.5, rng.uniform(0.2, 0.35), rng.uniform(0.2, 0.35), colour=jitter,
-                        nuclei_density=rng.uniform(0.5, 1.5), nucleus_radius_um=rng.uniform(2.5, 4.0))
-            write_synthetic_slide(folder / "slides" / f"{slide_id}.tiff", width=SLIDE_PX, height=SLIDE_PX, mpp=MPP,
-                                  tissue=[blob], seed=rng.randrange(1 << 30))
-            lines.append(f"slides/{slide_id}.tiff,{label},{split}")
-    atomic_write_text(table, "\n".join(lines) + "\n")
-    return folder
+    label = list(COLOURS)[i % len(COLOURS)]
+    jitter = tuple(max(0, min(255, c + rng.randint(-12, 12))) for c in COLOURS[label])
+    path = slide(f"SYN-RETR-{split}-{i:02d}", [Blob(0.5, 0.5, rng.uniform(0.2, 0.35), rng.uniform(0.2, 0.35),
+                                                    colour=jitter, nuclei_density=rng.uniform(0.5, 1.5),
+                                                    nucleus_radius_um=rng.uniform(2.5, 4.0))])
+    return f"{path},{label},{split}"
 
 
-class RetrievalDemo(SlidesRetrieval):
-    """Synthetic slides (NOT pathology) of three tissue colours, one per class: 30 train, 6 val (unused), 30 test."""
-
-    name: ClassVar[str] = "demo-retrieval"
-    description: ClassVar[str] = "synthetic slides whose class is their tissue colour (NOT pathology)"
-    license: ClassVar[str] = "generated locally"
-    synthetic: ClassVar[bool] = True
-    demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "feature-retrieval"}
-
-    def make_demo(self, path: str | Path) -> Path:
-        return write_demo(Path(path) / "v1")
+RetrievalDemo = synthetic_demo("RetrievalDemo", SlidesRetrieval, "demo-retrieval", "feature-retrieval",
+                               slide_cohort("cohort.csv", "slide_path,label,split", SPLIT_COUNTS, _demo_row),
+                               "synthetic slides whose class is their tissue colour (NOT pathology)")
 
 
 @hookimpl

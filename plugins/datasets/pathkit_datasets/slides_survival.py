@@ -16,18 +16,15 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._cards import Carded
+from pathkit_datasets._variants import slide_cohort, synthetic_demo
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     CohortDataset,
     check_duplicates,
-    check_slide_mpps,
     choose_split,
     cohort_rows,
-    drop_missing_files,
     find_column,
-    find_table,
-    group_rows,
-    read_table,
 )
 from pathkit_tasks import TASK_SURVIVAL
 
@@ -51,38 +48,25 @@ def row_targets(table: Any, rows: list[Any], path: Path) -> None:
                            f"{'; '.join(bad[:10])}{more} (time: a number >= 0; event: 1 observed, 0 censored)")
 
 
-class SlidesSurvival(CohortDataset):
+class SlidesSurvival(Carded, CohortDataset, card="slides-survival"):
     """A folder of slides with a table of slide, time, event (optionally patient, split, mpp)."""
 
-    name: ClassVar[str] = "slides-survival"
-    description: ClassVar[str] = "your own slides + a table slide_path,time,event[,patient_id,split,mpp]: survival"
     task: ClassVar[str] = TASK_SURVIVAL
-    license: ClassVar[str] = "your data"
     default_metrics: ClassVar[tuple[str, ...]] = ("survival",)
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         *COHORT_OPTIONS,
         DatasetOption("time_unit", "str", "months", "the unit of the time column (recorded with the results)"),
     )
-    layout: ClassVar[str] = (
-        "<root>/survival.csv (or option table=FILE; CSV, TSV, Parquet, JSON, JSONL) with columns slide_path "
-        "(absolute or relative to the table), time (>= 0) and event (1 observed, 0 censored), optional patient_id, "
-        "split (train/val/test), mpp, case_id"
-    )
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
-        root = Path(self.root)
-        path = find_table(root, TABLE_NAMES, self.option_path("table"), "survival table", self.layout)
-        table = read_table(path, "survival table")
+        path, table = self.read_cohort_table(TABLE_NAMES, "survival table")
         rows = cohort_rows(table, file_key="slide_path", value_key="time", required=("event",),
                            default_mpp=self.mpp_option(), what="survival table")
         row_targets(table, rows, path)
         check_duplicates(rows, lambda r: r.case_id, "case id", path)
-        rows, excluded = drop_missing_files(rows, skip_missing=bool(self.options["skip_missing"]), where=path)
-        check_slide_mpps(rows, where=path, mpp_column=find_column(table.columns, "mpp"))
-        groups = {g.case_id: g for g in group_rows(rows, str(self.options["case"]), path,
-                                                   value_name="time and event")}
+        groups, excluded = self.cohort_groups(rows, table, path, value_name="time and event")
         events = {c: str(g.value["event"]) for c, g in groups.items()}
-        parts, facts = choose_split(self.name, groups, self.options, root=root, table=path, labels=events,
+        parts, facts = choose_split(self.name, groups, self.options, root=Path(self.root), table=path, labels=events,
                                     excluded=excluded)
         self._split_facts = {**facts, "table": str(path), "time_unit": self.options["time_unit"],
                              "case": self.options["case"]}
@@ -93,7 +77,6 @@ class SlidesSurvival(CohortDataset):
 
 # --------------------------------------------------------------------------- synthetic demo
 
-SLIDE_PX, MPP = 1024, 0.5
 TUMOUR, STROMA = (150, 70, 150), (225, 150, 190)
 SPLIT_COUNTS = {"train": 50, "val": 10, "test": 60}
 # hazard = BASE_HAZARD * exp(LOG_HAZARD_RATIO * tumour share): a slide that is all tumour dies
@@ -109,44 +92,23 @@ def draw_outcome(rng: random.Random, share: float) -> tuple[float, int]:
     return (round(event_time, 3), 1) if event_time <= censor else (round(censor, 3), 0)
 
 
-def write_demo(folder: Path, seed: int = 0) -> Path:
-    """The demo slides and `survival.csv` (written last: a complete table means a complete demo)."""
-    from pathkit_core.workspace import atomic_write_text
-    from pathkit_sdk import Blob, write_synthetic_slide
+def _demo_row(rng: random.Random, split: str, i: int, slide: Any) -> str:
+    from pathkit_sdk import Blob
 
-    table = folder / "survival.csv"
-    if table.exists():
-        return folder
-    rng = random.Random(seed)
-    lines = ["slide_path,time,event,split"]
-    for split, n in SPLIT_COUNTS.items():
-        for i in range(n):
-            slide_id = f"SYN-SURV-{split}-{i:02d}"
-            share = rng.uniform(0.05, 0.95)
-            width = 0.42  # two ellipses side by side, their widths in the ratio share : 1 - share
-            blobs = [Blob(0.5 - width * (1 - share) / 2, 0.5, width * share / 2 + 1e-3, 0.3, colour=TUMOUR,
-                          nuclei_density=2.0, nucleus_radius_um=4.5),
-                     Blob(0.5 + width * share / 2, 0.5, width * (1 - share) / 2 + 1e-3, 0.3, colour=STROMA,
-                          nuclei_density=0.4, nucleus_radius_um=2.5)]
-            write_synthetic_slide(folder / "slides" / f"{slide_id}.tiff", width=SLIDE_PX, height=SLIDE_PX, mpp=MPP,
-                                  tissue=blobs, seed=rng.randrange(1 << 30))
-            time, event = draw_outcome(rng, share)
-            lines.append(f"slides/{slide_id}.tiff,{time},{event},{split}")
-    atomic_write_text(table, "\n".join(lines) + "\n")
-    return folder
+    share = rng.uniform(0.05, 0.95)
+    width = 0.42  # two ellipses side by side, their widths in the ratio share : 1 - share
+    path = slide(f"SYN-SURV-{split}-{i:02d}", [
+        Blob(0.5 - width * (1 - share) / 2, 0.5, width * share / 2 + 1e-3, 0.3, colour=TUMOUR, nuclei_density=2.0,
+             nucleus_radius_um=4.5),
+        Blob(0.5 + width * share / 2, 0.5, width * (1 - share) / 2 + 1e-3, 0.3, colour=STROMA, nuclei_density=0.4,
+             nucleus_radius_um=2.5)])
+    time, event = draw_outcome(rng, share)
+    return f"{path},{time},{event},{split}"
 
 
-class SurvivalDemo(SlidesSurvival):
-    """Synthetic slides (NOT pathology) whose hazard rises with their tumour share: 40/10/30 cases."""
-
-    name: ClassVar[str] = "demo-survival"
-    description: ClassVar[str] = "synthetic slides whose hazard is set by their tumour share (NOT pathology)"
-    license: ClassVar[str] = "generated locally"
-    synthetic: ClassVar[bool] = True
-    demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "coxnet"}
-
-    def make_demo(self, path: str | Path) -> Path:
-        return write_demo(Path(path) / "v1")
+SurvivalDemo = synthetic_demo("SurvivalDemo", SlidesSurvival, "demo-survival", "coxnet",
+                              slide_cohort("survival.csv", "slide_path,time,event,split", SPLIT_COUNTS, _demo_row),
+                              "synthetic slides whose hazard is set by their tumour share (NOT pathology)")
 
 
 @hookimpl

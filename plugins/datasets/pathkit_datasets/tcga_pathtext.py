@@ -25,21 +25,20 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._cards import card_options
 from pathkit_datasets._reports import (
-    DRAWN_SPLIT_SEED,
+    DRAWN_SPLIT_OPTIONS,
     FEATURE_SUFFIXES,
-    SLIDE_MPP,
     SLIDE_SUFFIXES,
     ReportDataset,
     find_file,
     strip_slide_suffix,
 )
-from pathkit_sdk.cohort import option
-from pathkit_sdk.reports import find_json_file, read_report_records
+from pathkit_sdk.reports import read_report_records
 
 FRACTIONS = (884 / 8843, 885 / 8843)  # PathReportEval Table 1: 7074 / 884 / 885
 ANNOTATION_NAMES = ("PathText.json", "pathtext.json", "TCGA_PathText.json")
@@ -71,39 +70,13 @@ def choose_diagnostic_slide(slides: list[Path]) -> Path | None:
     return ranked[0][1] if ranked else None
 
 
-class TCGAPathText(ReportDataset):
+class TCGAPathText(ReportDataset, card="tcga-pathtext"):
     """TCGA WSIs paired with PathText slide-level captions (WSI-Caption, MICCAI 2024)."""
 
-    name = "tcga-pathtext"
-    description = "TCGA PathText report generation (one DX slide per patient, seeded 7074/884/885-style split)"
-    license = "TCGA: GDC open access; PathText captions: see cpystan/Wsi-Caption"
-    citation = ("Chen et al., WsiCaption: Multiple Instance Generation of Pathology Reports for Gigapixel "
-                "Whole Slide Images, MICCAI 2024; PathReportEval (protocol)")
-    metric_options: ClassVar[dict[str, dict[str, Any]]] = {"crqs": {"clinical_schema": "tcga-pathtext"}}
-    report_cleaning: ClassVar[str] = "pathbench"
-    max_report_tokens: ClassVar[int] = 600
-    option_table: ClassVar[tuple[DatasetOption, ...]] = (
-        DatasetOption("annotations", "path", None, "the PathText JSON (default: PathText.json, ... or the only "
-                      "*.json in the root)"),
-        DatasetOption("slides_dir", "path", None, "folder searched (recursively) for the GDC slides (default: the "
-                      "root)"),
-        DatasetOption("features_dir", "path", None, "folder of precomputed features named by slide or patient "
-                      "(default: <root>/features)"),
-        DRAWN_SPLIT_SEED,
-        option("splits_file"),
-        SLIDE_MPP,
-    )
-    layout: ClassVar[str] = (
-        "<root>/PathText.json (a JSON list of {\"id\": \"TCGA-XX-XXXX\", \"caption\": ...}), GDC slides "
-        "TCGA-XX-XXXX-01Z-00-DX1.<uuid>.svs anywhere below the root, optional features <root>/features/"
-    )
-
-    def annotations_file(self) -> Path:
-        return find_json_file(self.name, Path(self.root), ANNOTATION_NAMES, self.option_path("annotations"),
-                              "annotation JSON", option="annotations", layout=self.layout)
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (*card_options("tcga-pathtext"), *DRAWN_SPLIT_OPTIONS)
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
-        path = self.annotations_file()
+        path = self.report_file(ANNOTATION_NAMES, "annotations", "annotation JSON")
         data = read_report_records(path, "tcga-pathtext annotations", keys=("id", "caption")).records
         root, slides_dir, features_dir = self.release_folders()
         mpp = self.mpp_option()
@@ -129,19 +102,13 @@ class TCGAPathText(ReportDataset):
             if slide is not None:
                 feature = find_file(features_dir, strip_slide_suffix(slide.name), FEATURE_SUFFIXES)
             feature = feature or find_file(features_dir, patient, FEATURE_SUFFIXES)
-            case, problem = self.report_case(
-                patient, patient, record["caption"], slides=(slide,) if slide and not feature else (),
-                features=(feature,) if feature else (),
-                meta={"slide": slide.name if slide else None, **({"mpp": mpp} if mpp else {})},
-            )
-            if case is None:
-                excluded[patient] = problem or "unusable report"
-            else:
-                cases[patient] = case
-        if cases and not any(c.slides or c.features for c in cases.values()):
-            raise PathkitError(f"tcga-pathtext at {root}: no TCGA slide (TCGA-XX-XXXX-...-DX1.<uuid>.svs) or "
-                               f"feature file was found for the {len(cases)} patients; expected layout: "
-                               f"{self.layout}")
+            found = self.report_case(patient, patient, record["caption"],
+                                     slides=(slide,) if slide and not feature else (),
+                                     features=(feature,) if feature else (),
+                                     meta={"slide": slide.name if slide else None, **({"mpp": mpp} if mpp else {})})
+            self.keep(cases, excluded, patient, found)
+        self.require_inputs(cases, f"tcga-pathtext at {root}: no TCGA slide (TCGA-XX-XXXX-...-DX1.<uuid>.svs) or "
+                                   f"feature file was found for the {len(cases)} patients")
         splits = self.report_split(cases, excluded, FRACTIONS, "tcga-pathtext-seed{seed}.csv")
         return cases, splits, excluded
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
+from pathkit_datasets._protocols import SlideClassification
 from pathkit_datasets._slide_catalogue import FOLD_OPTIONS, fold_split
 from pathkit_sdk.cohort import CaseRows, CohortDataset, check_part_classes, drawn_split
-from pathkit_tasks import TASK_SLIDE_CLASSIFICATION
 
 # TCGA-<TSS>-<participant>-<sample><vial>-<portion><analyte>-<slide type><n>
 BARCODE = re.compile(r"^(TCGA-[A-Z0-9]{2}-[A-Z0-9]{4})-\d{2}[A-Z]-\d{2}[A-Z]?-([A-Z]{2})\d*", re.IGNORECASE)
@@ -53,17 +53,13 @@ def parse_barcode(file_name: str) -> tuple[str, str] | None:
     return (found.group(1).upper(), found.group(2).upper()) if found else None
 
 
-class TcgaSubtyping(CohortDataset):
+class TcgaSubtyping(SlideClassification, CohortDataset):
     """A TCGA subtyping task over the GDC layout (see the module docstring)."""
 
     spec: ClassVar[SubtypingTask]
-    task: ClassVar[str] = TASK_SLIDE_CLASSIFICATION
     license: ClassVar[str] = "TCGA open access (NIH Genomic Data Commons data use policy)"
     citation: ClassVar[str] = ("The Cancer Genome Atlas Research Network; slides from the NCI Genomic Data Commons "
                                "(https://portal.gdc.cancer.gov)")
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = "classification:AUROC"
-    selection_options: ClassVar[dict[str, Any]] = {"n_resamples": 0}
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("slide_types", "DX|all", "DX", "diagnostic (FFPE, -DX) slides only, or every slide type"),
         DatasetOption("split_seed", "int", 0, "seed of the patient-level split"),

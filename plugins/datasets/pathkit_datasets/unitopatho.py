@@ -21,22 +21,10 @@ CLASSES = ("HP", "NORM", "TA.HG", "TA.LG", "TVA.HG", "TVA.LG")
 TABLES = {"train": "train.csv", "test": "test.csv"}
 
 
-class UniToPathoDataset(PublicPatchDataset):
+class UniToPathoDataset(PublicPatchDataset, card="unitopatho"):
     """UniToPatho's 800 subset (see the module docstring)."""
 
-    name: ClassVar[str] = "unitopatho"
-    description: ClassVar[str] = "UniToPatho 800: colorectal polyps, 6 classes, 1812 px at 20x (official train/test)"
-    license: ClassVar[str] = "CC BY 4.0 (IEEE DataPort, open access)"
-    citation: ClassVar[str] = ("Barbano et al. (2021). UniToPatho, a labeled histopathological dataset for colorectal "
-                               "polyps classification and adenoma dysplasia grading. ICIP 2021, arXiv:2101.09991")
     classes: ClassVar[tuple[str, ...]] = CLASSES
-    published_counts: ClassVar[dict[str, int]] = {"train": 6270, "test": 2399}
-    split_source: ClassVar[str] = "800/train.csv and 800/test.csv of the release (eva uses test.csv as validation)"
-    patch_px: ClassVar[int | None] = 1812
-    patch_mpp: ClassVar[float | None] = 0.4415
-    magnification: ClassVar[str] = "20x (0.4415 um/px), 1812 x 1812 px (800 um)"
-    download_page: ClassVar[str] = "https://ieee-dataport.org/open-access/unitopatho"
-    layout: ClassVar[str] = "<root>/800/{train.csv,test.csv} and <root>/800/<class>/*.png"
 
     def items(self, root: Path) -> list[Item]:
         base = root / "800" if (root / "800").is_dir() or not (root / "train.csv").is_file() else root

@@ -5,30 +5,17 @@ baselines, and the class names are the prompts' default names (a prompt file can
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 from pathkit_core import hookimpl
+from pathkit_datasets._variants import task_variant
 from pathkit_datasets.patch_folder import PatchFolderDataset
 from pathkit_datasets.slides_csv import SlidesCSV
 from pathkit_tasks import TASK_ZERO_SHOT
 
-
-class SlidesZeroShot(SlidesCSV):
-    name: ClassVar[str] = "slides-zeroshot"
-    description: ClassVar[str] = "your own slides + a table slide_path,label[,...]: zero-shot slide classes by prompts"
-    task: ClassVar[str] = TASK_ZERO_SHOT
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = None
-    selection_options: ClassVar[dict[str, Any]] = {}
-
-
-class PatchZeroShot(PatchFolderDataset):
-    name: ClassVar[str] = "patch-zeroshot"
-    description: ClassVar[str] = "your own patches, a class folder or zip per class: zero-shot patch classes by prompts"
-    task: ClassVar[str] = TASK_ZERO_SHOT
-    default_metrics: ClassVar[tuple[str, ...]] = ("classification",)
-    selection_metric: ClassVar[str | None] = None
-    selection_options: ClassVar[dict[str, Any]] = {}
+SlidesZeroShot = task_variant("SlidesZeroShot", SlidesCSV, "slides-zeroshot", TASK_ZERO_SHOT, "classification",
+                              "your own slides + a table slide_path,label[,...]: zero-shot slide classes by prompts")
+PatchZeroShot = task_variant("PatchZeroShot", PatchFolderDataset, "patch-zeroshot", TASK_ZERO_SHOT,
+                             "classification", "your own patches, a class folder or zip per class: zero-shot patch "
+                             "classes by prompts")
 
 
 @hookimpl

@@ -165,13 +165,6 @@ def test_breakhis_patient_split_at_one_magnification(built):
     assert counts(BreakHisDataset(built["breakhis"], magnification="100X"))["test"] == 8
 
 
-def test_breakhis_refuses_a_missing_type_folder(built, tmp_path):
-    root = shutil.copytree(built["breakhis"], tmp_path / "h")
-    shutil.rmtree(root / "BreaKHis_v1/histology_slides/breast/malignant/SOB/mucinous_carcinoma")
-    with pytest.raises(PathkitError, match="mucinous_carcinoma is missing"):
-        BreakHisDataset(root).validate()
-
-
 def test_bracs_official_folders(built):
     ds = BracsDataset(built["bracs"])
     assert counts(ds) == {"train": 14, "val": 14, "test": 14}
@@ -181,11 +174,16 @@ def test_bracs_official_folders(built):
     assert ds.split_facts()["published_counts"] == {"train": 3657, "val": 312, "test": 570}
 
 
-def test_bracs_refuses_a_missing_class_folder(built, tmp_path):
-    root = shutil.copytree(built["bracs"], tmp_path / "r")
-    shutil.rmtree(root / "BRACS_RoI/latest_version/val/3_FEA")
-    with pytest.raises(PathkitError, match="class folder .*val/3_FEA is missing"):
-        BracsDataset(root).validate()
+@pytest.mark.parametrize(("cls", "folder", "message"), [
+    (BreakHisDataset, "BreaKHis_v1/histology_slides/breast/malignant/SOB/mucinous_carcinoma",
+     "mucinous_carcinoma is missing"),
+    (BracsDataset, "BRACS_RoI/latest_version/val/3_FEA", "class folder .*val/3_FEA is missing"),
+])
+def test_a_missing_class_folder_is_refused_naming_it(built, tmp_path, cls, folder, message):
+    root = shutil.copytree(built[cls.name], tmp_path / "r")
+    shutil.rmtree(root / folder)
+    with pytest.raises(PathkitError, match=message):
+        cls(root).validate()
 
 
 def test_unitopatho_tables(built):

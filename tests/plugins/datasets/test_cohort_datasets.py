@@ -330,14 +330,20 @@ def strip(name: str) -> str:
     return name.removesuffix(".tiff")
 
 
-def test_slides_reports_keeps_sequential_ids_apart_and_the_users_split(tmp_path):
-    root = tmp_path / "mine"
+def with_given_split(cls, root):
+    """`cls` over ten numbered reports in the {"train", "val", "test"} layout, checked to keep that split."""
     ids = [f"case_{k:03d}" for k in range(1, 11)]
     split = {c: "train" if k < 6 else "val" if k < 8 else "test" for k, c in enumerate(ids)}
     numbered_reports(root, split=split)
-    ds = SlidesReports(root)
+    ds = cls(root)
     ds.validate()
     assert ds.splits() == {p: [c for c in ids if split[c] == p] for p in ("train", "val", "test")}
+    return ds, ids
+
+
+def test_slides_reports_keeps_sequential_ids_apart_and_the_users_split(tmp_path):
+    root = tmp_path / "mine"
+    ds, ids = with_given_split(SlidesReports, root)
     cases = {c.case_id: c for p in ("train", "val", "test") for c in ds.cases(p)}
     assert {c.patient_id for c in cases.values()} == set(ids)  # case_001, case_002: ten patients, not one
     assert cases["case_001"].target == "Stomach, biopsy;\n  finding 0"  # reports as written
@@ -398,12 +404,7 @@ def test_slides_reports_missing_slide_and_empty_report(tmp_path):
 
 def test_reg2025_keeps_a_split_given_in_its_report_file_and_a_patient_id(tmp_path):
     root = tmp_path / "reg"
-    ids = [f"case_{k:03d}" for k in range(1, 11)]
-    split = {c: "train" if k < 6 else "val" if k < 8 else "test" for k, c in enumerate(ids)}
-    numbered_reports(root, split=split)
-    ds = REG2025(root)
-    ds.validate()
-    assert ds.splits() == {p: [c for c in ids if split[c] == p] for p in ("train", "val", "test")}
+    ds, _ = with_given_split(REG2025, root)
     assert ds.split_facts()["source"] == "given"
     with pytest.raises(PathkitError, match="goes with split=auto"):
         REG2025(root, split="random", splits_file="x.csv").validate()
