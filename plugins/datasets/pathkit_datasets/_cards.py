@@ -11,8 +11,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from pathkit_core.contracts import DatasetOption
-
 
 @cache
 def cards() -> dict[str, dict[str, Any]]:
@@ -20,20 +18,12 @@ def cards() -> dict[str, dict[str, Any]]:
     return tomllib.loads(resources.files(__package__).joinpath("data", "cards.toml").read_text(encoding="utf-8"))
 
 
-def card_options(name: str) -> tuple[DatasetOption, ...]:
-    """The options of dataset `name` its card lists (`[NAME.options]`), in order; no default: None."""
-    return tuple(DatasetOption(key, spec["type"], spec.get("default"), spec["help"])
-                 for key, spec in cards()[name].get("options", {}).items())
-
-
 class Carded:
-    """A dataset class given `card=NAME` is named NAME and takes that card's facts as class attributes
-    (its options are `card_options(NAME)`, which the class places in its `option_table`)."""
+    """A dataset class given `card=NAME` is named NAME and takes that card's facts as class attributes."""
 
     def __init_subclass__(cls, card: str | None = None, **kwargs: Any) -> None:
         if card is not None:
             cls.name = card
             for key, value in cards()[card].items():
-                if key != "options":
-                    setattr(cls, key, value)
+                setattr(cls, key, value)
         super().__init_subclass__(**kwargs)

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError, brief_list
 from pathkit_core.workspace import confined, path_inside, plain_name
-from pathkit_datasets._cards import Carded, card_options
+from pathkit_datasets._cards import Carded
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
 from pathkit_datasets._protocols import SlideClassification
 from pathkit_sdk.cohort import find_column, plausible_mpp, read_table, splits_folder
@@ -62,12 +62,46 @@ DEGENERATE_VARIANCE = 1e-6  # GOLDMARK: mean per-dimension variance <= 1e-6 mark
 #   As in the public code (train_task_v2.py passes the test split as validation), the fold's test
 #   part is the validation part: it steps the plateau scheduler at the validation epochs (test
 #   AUROC), and chooses nothing (best = last).
-SPLIT_PROTOCOLS = ("train-val-test", "paper-70-30")  # option split_protocol's choices (its card; test_cards.py)
+SPLIT_PROTOCOLS = ("train-val-test", "paper-70-30")
 # paper-70-30's validation cases are the test part's slides under ids of their own (a case id
 # belongs to one split): "<slide id>" + SCHEDULE_SUFFIX.
 SCHEDULE_SUFFIX = "__test-part"
 
-OPTIONS = card_options("goldmark")
+OPTIONS: tuple[DatasetOption, ...] = (
+    DatasetOption("task", "str", None, "the GOLDMARK task, e.g. COAD-MSI (or the view: --dataset goldmark:COAD-MSI)"),
+    DatasetOption("view", "str", None, "the task, from --dataset goldmark:TASK"),
+    DatasetOption("fold", "int", 1, "which of the patient-level splits (1..n_splits)"),
+    DatasetOption("train_cohort", "str", None, "cohort trained on (default: TCGA when present, else the first)"),
+    DatasetOption("test_cohort", "str", None, "cohort tested on (default: the training cohort); another cohort is "
+                  "tested whole, with frozen weights"),
+    DatasetOption("manifest", "path", None, "the slide manifest (default: manifest.csv|parquet, slides.csv|parquet)"),
+    DatasetOption("labels", "path", None, "a long label table patient_id,task|gene,label "
+                  "(default: labels.csv|parquet)"),
+    DatasetOption("features_dir", "path", None, "folder of feature files; may contain {encoder} (default: "
+                  "<root>/features[/<encoder>])"),
+    DatasetOption("tile_manifest_dir", "path", None, "folder of tile manifests and QC thumbnails "
+                  "(default: <root>/tiles)"),
+    DatasetOption("splits_dir", "path", None, "where the split manifests are kept "
+                  "(default: <workdir>/splits/goldmark)"),
+    DatasetOption("splits_version", "int", 1, "split manifest version; a new version draws fresh splits"),
+    DatasetOption("split_manifest", "path", None, "GOLDMARK's split CSV (split_<k>_set columns) to import instead of "
+                  "drawing"),
+    DatasetOption("n_splits", "int", 5, "number of stratified patient-level splits drawn"),
+    DatasetOption("test_fraction", "float", 0.3, "share of patients in each drawn test part"),
+    DatasetOption("val_fraction", "float", 0.2, "share of the remaining patients in each validation part"),
+    DatasetOption("split_protocol", "|".join(SPLIT_PROTOCOLS), "train-val-test",
+                  "train-val-test: select the best epoch on validation (56/14/30 %); paper-70-30: train on the "
+                  "whole 70 %, no selection, the last epoch (docs/goldmark.md, \"Split protocols\")"),
+    DatasetOption("split_seed", "int", 0, "seed of the drawn splits"),
+    DatasetOption("diagnostic_only", "bool", True, "keep diagnostic FFPE slides only (TCGA -DX barcodes, ffpe column)"),
+    DatasetOption("dedupe", "bool", True, "keep one scan per glass slide (highest resolution, then largest file)"),
+    DatasetOption("min_tissue_mm2", "float", 25.0, "leave out slides with less tissue (tissue_mm2 column)"),
+    DatasetOption("compute_missing_qc", "bool", True, "compute QC statistics of feature files that carry none"),
+    DatasetOption("allow_unmatched_labels", "bool", False, "leave out labelled patients without slides instead of "
+                  "stopping"),
+    DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of slides without an mpp column value (over "
+                  "the files' own)"),
+)
 
 
 @dataclass

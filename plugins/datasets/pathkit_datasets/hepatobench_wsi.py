@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.wsi.masks import MASK_SUFFIXES
-from pathkit_datasets._cards import Carded, card_options
+from pathkit_datasets._cards import Carded
 from pathkit_sdk.cohort import (
     COLUMN_ALIASES,
     CohortDataset,
@@ -50,7 +50,29 @@ SLIDE_COLUMNS: dict[str, tuple[str, ...]] = {
     "mask_downsample": ("mask_downsample", "downsample"),
     "mask_mpp": ("mask_mpp",),
 }
-OPTIONS = (*card_options("hepatobench-wsi"), option("mpp"), option("skip_missing"))
+OPTIONS: tuple[DatasetOption, ...] = (
+    DatasetOption("table", "path", None, f"the slide table (default: {TABLE_NAMES[0]} in the root, else slides/ and "
+                  "masks/ matched by slide id)"),
+    DatasetOption("patches", "path", None, "the patch set that trains the window classifier (default <root>/patches): "
+                  "HepatoBench's seven zips/folders or class folders, with patch_slides.csv"),
+    DatasetOption("patch_options", "str", None, "options for the patch set, as JSON (e.g. {\"split_seed\": 1})"),
+    DatasetOption("foreground", "str", "TUM", "the class the mask marks"),
+    DatasetOption("overlap", "float", 0.5, "window overlap (0 = non-overlapping; the issue's default 50 %)"),
+    DatasetOption("window_um", "float", None, "window side in micrometres (default: the training patches' field "
+                  "of view, HepatoBench's 150 px at 0.5 um/px = 75 um; the encoder's tile spec when the patch set "
+                  "declares none)"),
+    DatasetOption("blend", "average|gaussian", "average", "how overlapping windows are combined"),
+    DatasetOption("subdivide", "int", 1, "map cells per stride (finer maps; gaussian blending then differs)"),
+    DatasetOption("threshold", "float", None, "foreground probability above which a cell is foreground (default: "
+                  "the foreground class is the argmax)"),
+    DatasetOption("mask_downsample", "float", None, "level-0 px per mask px of mask images (over tags and sizes)"),
+    DatasetOption("mask_classes", "str", None, "GeoJSON classifications that are the foreground, comma-separated "
+                  "(default: every area feature)"),
+    DatasetOption("drop_training_slides", "bool", False, "leave out (recorded) test slides that gave patches to "
+                  "the patch set instead of stopping"),
+    option("mpp"),
+    option("skip_missing"),
+)
 
 
 class HepatoBenchWSI(Carded, CohortDataset, card="hepatobench-wsi"):

@@ -37,7 +37,6 @@ from typing import Any, ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
-from pathkit_datasets._cards import card_options
 from pathkit_datasets._reports import (
     DRAWN_SPLIT_OPTIONS,
     FEATURE_SUFFIXES,
@@ -50,6 +49,7 @@ from pathkit_sdk.reports import read_report_records
 
 log = logging.getLogger(__name__)
 
+DEFAULT_REPORT_FIELDS = ("micro_protocol", "conclusion", "diagnosis")
 FRACTIONS = (1248 / 12476, 1248 / 12476)  # PathReportEval Table 1: 9980 / 1248 / 1248
 METADATA_NAMES = ("metadata.json", "HISTAI-metadata.json", "histai_metadata.json")
 
@@ -67,7 +67,17 @@ def parse_case_mapping(value: Any) -> tuple[str, str] | None:
 class HistAI(ReportDataset, card="histai"):
     """HISTAI: a large multi-organ WSI collection with diagnostic text for every case."""
 
-    option_table: ClassVar[tuple[DatasetOption, ...]] = (*card_options("histai"), *DRAWN_SPLIT_OPTIONS)
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("metadata", "path", None, "the HISTAI-metadata JSON (default: metadata.json, ... or the only "
+                      "*.json in the root)"),
+        DatasetOption("slides_dir", "path", None, "folder holding <subset>/case_<n>/ (default: the root)"),
+        DatasetOption("features_dir", "path", None, "folder of precomputed <subset>_case_<n>.safetensors features "
+                      "(default: <root>/features)"),
+        DatasetOption("report_fields", "str", ",".join(DEFAULT_REPORT_FIELDS),
+                      "metadata fields joined into the report, in order"),
+        DatasetOption("stains", "str", "all", "slide stains to keep (comma-separated name parts, e.g. HE), or all"),
+        *DRAWN_SPLIT_OPTIONS,
+    )
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.report_file(METADATA_NAMES, "metadata", "metadata JSON")

@@ -34,7 +34,6 @@ from typing import ClassVar
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_core.workspace import plain_name
-from pathkit_datasets._cards import card_options
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     ReportDataset,
@@ -70,7 +69,16 @@ class REG2025(ReportDataset, card="reg2025"):
     """REG 2025 challenge WSIs with their short semi-structured reports."""
 
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
-        *card_options("reg2025"),
+        DatasetOption("reports", "path", None, "the report JSON (default: train.json, reports.json, ... or the only "
+                      "*.json in the root)"),
+        DatasetOption("slides_dir", "path", None, "folder of the <id>.tiff slides (default: the root)"),
+        DatasetOption("features_dir", "path", None, "folder of precomputed <id>.safetensors|.h5|.pt features "
+                      "(default: <root>/features)"),
+        DatasetOption("split", "auto|pathreporteval|random", "auto",
+                      "auto: your split (splits_file, or a train/val/test layout of the report file) when given, "
+                      "else PathReportEval's over the cases present, else a drawn one; pathreporteval: always the "
+                      "published split; random: a drawn seeded patient-disjoint 80/10/10 split"),
+        DatasetOption("split_seed", "int", 0, "seed of a drawn split"),
         option("splits_file"),
         DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (the released TIFFs carry "
                       "a 72-dpi placeholder; the scans are about 0.25)"),

@@ -22,7 +22,6 @@ from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_datasets._cards import card_options
 from pathkit_datasets._reports import SLIDE_SUFFIXES, ReportDataset, assemble_report, find_file, strip_slide_suffix
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
@@ -42,7 +41,12 @@ class SlidesReports(ReportDataset, card="slides-reports"):
     report_cleaning: ClassVar[str] = "none"
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         *COHORT_OPTIONS,
-        *card_options("slides-reports"),
+        DatasetOption("slides_dir", "path", None, "where slides named by id are found when the table has no "
+                      "slide_path column (default: the root)"),
+        DatasetOption("report_column", "str", None, "the column holding the report (default: report, text, "
+                      "caption or findings)"),
+        DatasetOption("report_fields", "str", None, "several columns joined into the report, in order (HistAI's "
+                      "rule: each ended with a period, repeats dropped)"),
         DatasetOption("report_cleaning", "|".join(CLEANING_STYLES), "none",
                       "none: reports as written; pathbench: lower-cased, punctuation stripped (PathBench's HistAI "
                       "and TCGA text)"),

@@ -29,7 +29,6 @@ from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_datasets._cards import card_options
 from pathkit_datasets._reports import (
     DRAWN_SPLIT_OPTIONS,
     FEATURE_SUFFIXES,
@@ -73,7 +72,15 @@ def choose_diagnostic_slide(slides: list[Path]) -> Path | None:
 class TCGAPathText(ReportDataset, card="tcga-pathtext"):
     """TCGA WSIs paired with PathText slide-level captions (WSI-Caption, MICCAI 2024)."""
 
-    option_table: ClassVar[tuple[DatasetOption, ...]] = (*card_options("tcga-pathtext"), *DRAWN_SPLIT_OPTIONS)
+    option_table: ClassVar[tuple[DatasetOption, ...]] = (
+        DatasetOption("annotations", "path", None, "the PathText JSON (default: PathText.json, ... or the only "
+                      "*.json in the root)"),
+        DatasetOption("slides_dir", "path", None, "folder searched (recursively) for the GDC slides (default: the "
+                      "root)"),
+        DatasetOption("features_dir", "path", None, "folder of precomputed features named by slide or patient "
+                      "(default: <root>/features)"),
+        *DRAWN_SPLIT_OPTIONS,
+    )
 
     def load(self) -> tuple[dict[str, Case], dict[str, list[str]], dict[str, str]]:
         path = self.report_file(ANNOTATION_NAMES, "annotations", "annotation JSON")
