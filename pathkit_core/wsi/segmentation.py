@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pathkit_core.contracts import PathkitError, TissueSegmenter
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
     import numpy as np
@@ -51,11 +52,11 @@ def thumbnail_geometry(dimensions: tuple[int, int], max_px: int) -> tuple[int, i
     return max(1, round(width / scale)), max(1, round(height / scale))
 
 
-def best_level_for(downsamples: list[float], wanted: float) -> int:
-    """The coarsest level whose downsample does not exceed `wanted` (never upsample)."""
+def best_level_for(downsamples: Sequence[float], limit: float) -> int:
+    """The coarsest level whose downsample is at most `limit` (level 0 when none is)."""
     best = 0
     for i, d in enumerate(downsamples):
-        if d <= wanted * (1.0 + 1e-6) and d >= downsamples[best]:
+        if d <= limit and d > downsamples[best]:
             best = i
     return best
 
@@ -126,7 +127,7 @@ def read_thumbnail(
         tw, th = thumbnail_geometry((width, height), max_px)
     ds_x, ds_y = width / tw, height / th
     if level is None:
-        level = best_level_for(slide.level_downsamples, min(ds_x, ds_y))
+        level = best_level_for(slide.level_downsamples, min(ds_x, ds_y) * (1.0 + 1e-6))  # never upsample
     lw, lh = slide.level_dimensions[level]
     # Level pixels per thumbnail pixel, from the level's true size (downsamples are rounded).
     rx, ry = lw / tw, lh / th
