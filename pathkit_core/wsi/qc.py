@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from PIL import Image
 
 from pathkit_core.workspace import atomic_write_with
 
@@ -73,8 +74,6 @@ def draw_qc(thumb: Thumbnail, mask: TissueMask, tiles: pl.DataFrame, geometry: T
 def render_qc(thumb: Thumbnail, mask: TissueMask, tiles: pl.DataFrame, geometry: TileGeometry,
               path: str | Path) -> Path:
     """Write the QC thumbnail PNG atomically."""
-    from PIL import Image
-
     img = Image.fromarray(draw_qc(thumb, mask, tiles, geometry))
     return atomic_write_with(Path(path), lambda tmp: img.save(tmp, format="PNG", compress_level=1,
                                                               compress_type=_Z_RLE))

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import contextlib
+import multiprocessing as mp
 import os
+import queue
 from collections.abc import Iterator, Sequence
+from multiprocessing import shared_memory
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from pathkit_core.contracts import PathkitError
 from pathkit_core.wsi.manifest import Manifest, read_manifest, slide_identities
 from pathkit_core.wsi.resample import resize_tiles
 from pathkit_core.wsi.scenes import slide_file
+from pathkit_core.wsi.slide import SlideError, read_rgb
 from pathkit_core.wsi.tiff_direct import DirectTiffLevels, direct_enabled
 
 
@@ -128,8 +132,6 @@ class TileReader(Dataset):
         return self._openslide(i, level, px, out)
 
     def _openslide(self, i: int, level: int, px: int, out: np.ndarray | None = None) -> np.ndarray:
-        from pathkit_core.wsi.slide import SlideError, read_rgb
-
         handle = self._slide()
         if self._scratch is None or self._scratch.size < px * px:
             self._scratch = np.empty(px * px, dtype=np.uint32)
@@ -194,8 +196,6 @@ class TileStream(IterableDataset):
 def _batch_worker(reader: TileReader, shm_name: str, shape: tuple[int, ...], worker: int, n_workers: int,
                   slots: int, free: Any, ready: Any) -> None:
     """Fill this worker's slots of the shared ring buffer with batches worker, worker+W, ..."""
-    from multiprocessing import shared_memory
-
     shm = shared_memory.SharedMemory(name=shm_name)
     buf = np.ndarray(shape, dtype=np.uint8, buffer=shm.buf)
     batch_size, n = shape[1], len(reader)
@@ -224,10 +224,6 @@ def iter_tile_batches(manifest: Manifest | str | Path, *, batch_size: int = 64, 
     each owns its slots and its batches (k, k+W, ...), so the in-order consumer never waits on a slot
     another holds (docs/wsi.md, section 5). `copy=False` yields views valid until the next batch.
     """
-    import multiprocessing as mp
-    import queue
-    from multiprocessing import shared_memory
-
     reader = TileReader(manifest, slide_path, direct=direct)
     n, tile_px = len(reader), reader.tile_px
     if n == 0:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError, TissueSegmenter
+from pathkit_core.wsi.masks import MaskFrame
+from pathkit_core.wsi.tissue_geojson import mask_from_geojson
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -186,9 +188,6 @@ def segment_slide(slide: Slide, params: TilingParams, thumbnail: Thumbnail | Non
     mds_x, mds_y = slide.dimensions[0] / mw, slide.dimensions[1] / mh
     mask_mpp = slide.mpp * (mds_x + mds_y) / 2.0
     if geojson is not None:
-        from pathkit_core.wsi.masks import MaskFrame
-        from pathkit_core.wsi.tissue_geojson import mask_from_geojson
-
         tissue, info = mask_from_geojson(geojson, MaskFrame(mw, mh, mds_x, mds_y, mask_mpp))
         return thumb, TissueMask(tissue, mask_mpp, info={"source": "geojson", **info}), mds_x, mds_y
     mask = get_segmenter(params.segmenter)(params).segment(resize_rgb(thumb.rgb, (mw, mh)), mask_mpp)

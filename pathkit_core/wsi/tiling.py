@@ -7,25 +7,45 @@ import contextlib
 import dataclasses
 import itertools
 import math
+import multiprocessing
 import os
 import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError, slide_id_problem
+from pathkit_core.formats import check_version
+from pathkit_core.progress import ProgressBar
 from pathkit_core.shard import Shard
 from pathkit_core.status_log import append_events, compact, read_log, slide_events
 from pathkit_core.workspace import FileLock, StorageError, confined, remove_stale_temporaries
-from pathkit_core.wsi.manifest import empty_tiles, read_manifest_meta, slide_identities, write_manifest
+from pathkit_core.wsi.manifest import (
+    empty_tiles,
+    read_manifest_meta,
+    slide_identities,
+    write_manifest,
+    write_manifest_csv,
+)
 from pathkit_core.wsi.masks import MaskFrame, pack_mask
 from pathkit_core.wsi.params import TileGeometry, TilingParams
 from pathkit_core.wsi.scenes import slide_file
 from pathkit_core.wsi.segmentation import best_level_for, get_segmenter, segment_slide
-from pathkit_core.wsi.slide import SlideError, check_slide_file, slide_id_for
+from pathkit_core.wsi.slide import (
+    MPP_CODES,
+    SlideError,
+    check_slide_file,
+    check_unique_ids,
+    find_slides,
+    lookup_mpp,
+    open_slide,
+    slide_id_for,
+    with_mpp_fix,
+)
 from pathkit_core.wsi.tissue_geojson import (
     find_tissue_geojson,
     geojson_identity,
@@ -197,50 +217,38 @@ def qc_path_for(out_dir: str | Path, slide_id: str) -> Path:
     return confined(out_dir, f"{slide_id}.qc.png", what=f"QC thumbnail of slide {slide_id!r}")
 
 
-def _resumable(
-    manifest: Path, slide_path: Path, params_hash: str, mpp_override: float | None, code_key: str | None = None,
-    geojson_id: str | None = None, segmenter_id: Mapping[str, Any] | None = None,
-) -> tuple[bool, dict[str, Any] | None, str]:
-    """(reusable, meta, why-not) for an existing manifest."""
+def _resumable(manifest: Path, slide_path: Path, params_hash: str, mpp_override: float | None, code_key: str | None,
+               geojson_id: str | None, segmenter_id: Mapping[str, Any] | None) -> tuple[dict[str, Any], str]:
+    """(meta, why it cannot be reused) of an existing manifest; why is "" when it can."""
     try:
         meta = read_manifest_meta(manifest)
     except PathkitError as exc:
-        return False, None, f"unreadable ({exc})"
+        return {}, f"unreadable ({exc})"
     if meta.get("params_hash") != params_hash:
-        return False, meta, f"made with other parameters (hash {meta.get('params_hash')})"
+        return meta, f"made with other parameters (hash {meta.get('params_hash')})"
     if meta.get("mpp_override") != mpp_override:
-        return False, meta, f"made with slide mpp override {meta.get('mpp_override')} (now {mpp_override})"
+        return meta, f"made with slide mpp override {meta.get('mpp_override')} (now {mpp_override})"
     if code_key is not None and meta.get("code_key") != code_key:
-        return False, meta, "made by another version of the tiling code"
+        return meta, "made by another version of the tiling code"
     if meta.get("slide_size") != slide_file(slide_path).stat().st_size:  # the file that holds it, for one scene
-        return False, meta, "the slide file changed since (size differs)"
+        return meta, "the slide file changed since (size differs)"
     # Always by content, not only when the mtime differs: an edit in place may restore the mtime. A large
     # slide's sampled identity reads 96 KiB (docs/wsi.md, section 4).
     expected, actual = slide_identities(slide_path, meta)
     if expected != actual:
-        return False, meta, "the slide file changed since (content identity differs)"
+        return meta, "the slide file changed since (content identity differs)"
     segmentation = meta.get("segmentation") or {}
     if segmentation.get("geojson_identity") != geojson_id:
-        return False, meta, "made from another tissue mask (the tissue GeoJSON was added, edited or removed)"
+        return meta, "made from another tissue mask (the tissue GeoJSON was added, edited or removed)"
     recorded = segmentation.get("segmenter_identity") or {}
     if geojson_id is None and segmenter_id is not None and recorded != dict(segmenter_id):
-        return False, meta, f"made by the segmenter with another identity ({recorded}, now {dict(segmenter_id)})"
-    return True, meta, ""
+        return meta, f"made by the segmenter with another identity ({recorded}, now {dict(segmenter_id)})"
+    return meta, ""
 
 
-def tile_slide(
-    slide_path: str | Path,
-    out_dir: str | Path,
-    params: TilingParams,
-    *,
-    mpp: float | None = None,
-    mpp_source: str = "user",
-    overwrite: bool = False,
-    write_csv: bool = False,
-    lock_timeout: float = 3600.0,
-    code_key: str | None = None,
-    geojson_file: Path | None = None,
-) -> TileResult:
+def tile_slide(slide_path: str | Path, out_dir: str | Path, params: TilingParams, *, mpp: float | None = None,
+               mpp_source: str = "user", overwrite: bool = False, write_csv: bool = False, lock_timeout: float = 3600.0,
+               code_key: str | None = None, geojson_file: Path | None = None) -> TileResult:
     """Tile one slide into `<out_dir>/<slide_id>.parquet` (+ `.qc.png`); errors as SlideError.
 
     Resumes: an existing manifest with the same parameter hash, mpp override and slide content
@@ -268,9 +276,9 @@ def tile_slide(
                        tissue_geojson_path(out, slide_id)):
             remove_stale_temporaries(target)
         if manifest_file.exists():
-            ok, meta, why = _resumable(manifest_file, path, params.params_hash(), mpp, code_key,
-                                       geojson_identity(geojson), segmenter_id)
-            if ok and meta is not None:
+            meta, why = _resumable(manifest_file, path, params.params_hash(), mpp, code_key, geojson_identity(geojson),
+                                   segmenter_id)
+            if not why:
                 return TileResult(slide_id, str(path), "skipped", "manifest exists with the same parameters",
                                   int(meta.get("n_tiles", 0)), manifest_file, seconds=time.perf_counter() - start,
                                   tissue_area_mm2=meta.get("tissue_area_mm2"))
@@ -299,9 +307,7 @@ def _tile_unlocked(path: Path, slide_id: str, out: Path, params: TilingParams, m
     import polars as pl
 
     import pathkit_core
-    from pathkit_core.wsi.manifest import write_manifest_csv
-    from pathkit_core.wsi.qc import render_qc
-    from pathkit_core.wsi.slide import open_slide
+    from pathkit_core.wsi.qc import render_qc  # numpy and PIL: not for `pathkit status`
 
     st = slide_file(path).stat()
     with open_slide(path, mpp=mpp, mpp_source=mpp_source, reader=params.slide_reader or None) as slide:
@@ -326,15 +332,11 @@ def _tile_unlocked(path: Path, slide_id: str, out: Path, params: TilingParams, m
         tiles = tiles.head(0)
     tiles = tiles.with_columns(pl.lit(slide_id).alias("slide_id"))
     frame = MaskFrame(mask.tissue.shape[1], mask.tissue.shape[0], mds_x, mds_y, mask.mpp)
+    sha256 = identity.removeprefix("sha256:") if identity.startswith("sha256:") and "#" not in identity else ""
     meta.update(
-        slide_id=slide_id,
-        slide_path=str(path.resolve()),
-        slide_identity=identity,
-        slide_sha256=identity.removeprefix("sha256:") if identity.startswith("sha256:") and "#" not in identity
-        else "",
+        slide_id=slide_id, slide_path=str(path.resolve()), slide_identity=identity, slide_sha256=sha256,
         **({"code_key": code_key} if code_key is not None else {}),
-        n_tiles=int(tiles.height),
-        tissue_area_mm2=round(area, 4),
+        n_tiles=int(tiles.height), tissue_area_mm2=round(area, 4),
         # recorded per slide and said once per batch (`low_tissue_note`), not once per biopsy
         below_min_tissue_area=bool(area < params.min_tissue_area_mm2),
         thumbnail={"width": thumb.shape[1], "height": thumb.shape[0], "level": thumb.level,
@@ -344,10 +346,8 @@ def _tile_unlocked(path: Path, slide_id: str, out: Path, params: TilingParams, m
         tissue_mask=pack_mask(mask.tissue),  # stitched segmentation reads it instead of segmenting again
         segmentation={"segmenter": "geojson" if geojson is not None else params.segmenter, **mask.info,
                       **({} if geojson is not None else {"segmenter_identity": segmenter_id})},
-        warnings=notes,
-        status=status,
-        pathkit_version=pathkit_core.__version__,
-        openslide_version=openslide.__library_version__,
+        warnings=notes, status=status,
+        pathkit_version=pathkit_core.__version__, openslide_version=openslide.__library_version__,
     )
     render_qc(thumb, mask, tiles, geometry, qc_path_for(out, slide_id))
     if write_csv:
@@ -412,11 +412,9 @@ def _tile_job(job: dict[str, Any]) -> dict[str, Any]:
         with warnings.catch_warnings():
             # In a batch the warnings travel in the result (status file, summary table).
             warnings.simplefilter("ignore", TilingWarning)
-            result = tile_slide(
-                path, job["out_dir"], params, mpp=job["mpp"], mpp_source=job["mpp_source"],
-                overwrite=job["overwrite"], write_csv=job["write_csv"], code_key=job.get("code_key"),
-                geojson_file=Path(job["geojson"]) if job.get("geojson") else None,
-            )
+            result = tile_slide(path, job["out_dir"], params, mpp=job["mpp"], mpp_source=job["mpp_source"],
+                                overwrite=job["overwrite"], write_csv=job["write_csv"], code_key=job.get("code_key"),
+                                geojson_file=Path(job["geojson"]) if job.get("geojson") else None)
     except Exception as exc:  # noqa: BLE001 - one broken slide must not stop the batch
         code = exc.code if isinstance(exc, SlideError) else CANNOT_WRITE if isinstance(exc, StorageError) else "error"
         reason = str(exc) if isinstance(exc, PathkitError) else f"{path}: {type(exc).__name__}: {exc}"
@@ -436,8 +434,6 @@ _STATUS_HEADER = {"format": _STATUS_FORMAT, "format_version": TILING_STATUS_VERS
 def read_tiling_log(out_dir: str | Path) -> StatusLog:
     """`<out_dir>/tiling_status.json` folded in one parse (records, plan, header); a format
     version this pathkit does not read is one line naming the file (`pathkit_core.formats`)."""
-    from pathkit_core.formats import check_version
-
     path = Path(out_dir) / STATUS_FILE
     log = read_log(path, "tiling status")
     check_version(log.header.get("format_version"), what="tiling status", path=path,
@@ -480,42 +476,22 @@ def _plan(out_dir: Path, planned: Mapping[str, str], params_hash: str) -> None:
         _update_status(out_dir, [], params_hash, new)
 
 
-def tile_slides(
-    slides: Iterable[str | Path],
-    out_dir: str | Path,
-    params: TilingParams,
-    *,
-    workers: int = 1,
-    mpp_overrides: Mapping[str, float] | None = None,
-    strict: bool = False,
-    progress: bool = True,
-    overwrite: bool = False,
-    write_csv: bool = False,
-    recursive: bool = False,
-    mpp_fix: str | None = None,
-    shard: Shard | None = None,
-    code_key: str | None = None,
-    slide_readers: Mapping[str, str] | None = None,
-    tissue_geojsons: Mapping[str, str | Path] | None = None,
-    scenes: bool = True,
-) -> list[TileResult]:
-    """Tile many slides (files or folders); failures are recorded and the batch goes on.
+def tile_slides(slides: Iterable[str | Path], out_dir: str | Path, params: TilingParams, *, workers: int = 1,
+                mpp_overrides: Mapping[str, float] | None = None, strict: bool = False, progress: bool = True,
+                overwrite: bool = False, write_csv: bool = False, recursive: bool = False, mpp_fix: str | None = None,
+                shard: Shard | None = None, code_key: str | None = None, slide_readers: Mapping[str, str] | None = None,
+                tissue_geojsons: Mapping[str, str | Path] | None = None, scenes: bool = True) -> list[TileResult]:
+    """Tile many slides (files or folders), results in input order; failures are recorded and the batch goes on.
 
-    `mpp_overrides` maps slide id, file name or path to a user-supplied mpp. `mpp_fix` is how
-    the command that tiles lets the user give a slide's mpp (slide.MPP_FIX_TILE, a dataset
-    option): a missing or implausible mpp's reason names it. `shard`
-    (`pathkit_core.shard.current_shard`) keeps this process's slides. Results come back in
-    input order; `<out_dir>/tiling_status.json` records every slide's last outcome and the
-    slides every shard was given (pending until some shard tiles them). `code_key`, when given,
-    names the tiling code (`pathkit run` passes a digest of its sources): a manifest made by other
-    code is not reused. `slide_readers` and `tissue_geojsons` map a slide's path to the reader it is
-    opened with and to the edited tissue GeoJSON file that makes its mask (a cohort table's
-    `slide_reader` and `tissue_geojson` columns), over `params` for that slide only. `scenes=False`
-    tiles a CZI of several scenes as the file given (a dataset's case names its slides exactly).
+    `mpp_overrides` maps slide id, file name or path to a user-supplied mpp; `mpp_fix` is how the
+    calling command takes one (slide.MPP_FIX_TILE), named in a missing or implausible mpp's reason.
+    `shard` (`pathkit_core.shard.current_shard`) keeps this process's slides; `tiling_status.json`
+    records every slide's last outcome and the slides every shard was given. `code_key` names the tiling
+    code (`pathkit run`: a digest of its sources): a manifest made by other code is not reused.
+    `slide_readers` and `tissue_geojsons` map a slide's path to its reader and edited tissue mask (a
+    cohort table's columns, docs/wsi.md, "Per-slide tiling inputs"). `scenes=False` tiles a CZI of
+    several scenes as the file given.
     """
-    from pathkit_core.progress import ProgressBar
-    from pathkit_core.wsi.slide import MPP_CODES, check_unique_ids, find_slides, lookup_mpp, with_mpp_fix
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     found = find_slides(slides, recursive=recursive, scenes=scenes)
@@ -596,9 +572,6 @@ def _outcomes(jobs: list[tuple[int, dict[str, Any]]], workers: int,
             starting(Path(job["path"]).name)
             yield i, _result_from_dict(_tile_job(job))
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     # spawn: the parent runs a progress thread and may hold OpenSlide handles; forking either is unsafe.
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
