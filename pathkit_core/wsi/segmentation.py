@@ -64,11 +64,18 @@ class TissueMask:
         return float(self.tissue.sum()) * self.mpp * self.mpp / 1e6
 
 
-def best_level_for(downsamples: Sequence[float], limit: float) -> int:
-    """The coarsest level whose downsample is at most `limit` (level 0 when none is)."""
+def thumbnail_geometry(dimensions: tuple[int, int], max_px: int) -> tuple[int, int]:
+    """Thumbnail (width, height): longest side `max_px`, never larger than level 0."""
+    scale = max(1.0, max(dimensions) / float(max_px))
+    return max(1, round(dimensions[0] / scale)), max(1, round(dimensions[1] / scale))
+
+
+def best_level_for(downsamples: Sequence[float], wanted: float, tolerance: float = 1e-6) -> int:
+    """The coarsest level whose downsample does not exceed `wanted` by more than `tolerance` (level 0
+    when none qualifies); of levels with one downsample, the first."""
     best = 0
     for i, d in enumerate(downsamples):
-        if d <= limit and d > downsamples[best]:
+        if d <= wanted * (1.0 + tolerance) and d > downsamples[best]:
             best = i
     return best
 
@@ -120,12 +127,14 @@ def read_thumbnail(slide: Slide, max_px: int = 2048, *, downsample: float | None
     width, height = slide.dimensions
     if size is not None:
         tw, th = int(size[0]), int(size[1])
-    else:
-        scale = max(1.0, downsample if downsample is not None else max(width, height) / float(max_px))
+    elif downsample is not None:
+        scale = max(1.0, downsample)
         tw, th = max(1, round(width / scale)), max(1, round(height / scale))
+    else:
+        tw, th = thumbnail_geometry((width, height), max_px)
     ds_x, ds_y = width / tw, height / th
     if level is None:
-        level = best_level_for(slide.level_downsamples, min(ds_x, ds_y) * (1.0 + 1e-6))  # never upsample
+        level = best_level_for(slide.level_downsamples, min(ds_x, ds_y))  # never upsample
     lw, lh = slide.level_dimensions[level]
     # Level pixels per thumbnail pixel, from the level's true size (downsamples are rounded).
     rx, ry = lw / tw, lh / th

@@ -89,7 +89,7 @@ def choose_geometry(slide_mpp: float, level_downsamples: Sequence[float], params
             f"{params.target_mpp:g} um/px by more than {MAX_UPSAMPLE:.0%}; upsampling would invent "
             "detail (choose a coarser --mpp)",
         )
-    level = best_level_for(level_downsamples, ds_target * (1.0 + LEVEL_TOLERANCE))
+    level = best_level_for(level_downsamples, ds_target, LEVEL_TOLERANCE)
     d_level = float(level_downsamples[level])
     tile_px = int(params.tile_px)  # type: ignore[arg-type]
     size0 = tile_px * ds_target

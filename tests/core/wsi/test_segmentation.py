@@ -18,6 +18,7 @@ from pathkit_core.wsi.segmentation import (
     segmentation_downsample,
     segmentation_thumbnail,
     snap_level,
+    thumbnail_geometry,
 )
 from pathkit_core.wsi.tiling import TilingParams
 from pathkit_tissue.otsu import OtsuTissueSegmenter, hsv_channels, otsu_threshold
@@ -183,19 +184,9 @@ def test_segmenter_registry(fresh_registry):
     assert "this plugin keeps the plain name" in registry.records["my-segmenters"].clashes[0]
 
 
-def test_thumbnail_size_never_upsamples():
-    class Flat:  # a slide of that size with a 32x level, read as glass
-        mpp, level_downsamples = 0.5, [1.0, 32.0]
-
-        def __init__(self, width, height):
-            self.dimensions = (width, height)
-            self.level_dimensions = [self.dimensions, (-(-width // 32), -(-height // 32))]
-
-        def read_region(self, location, level, size):
-            return np.full((size[1], size[0], 3), 240, dtype=np.uint8)
-
-    assert read_thumbnail(Flat(100_000, 50_000), 2048).shape == (1024, 2048)
-    assert read_thumbnail(Flat(1000, 700), 2048).shape == (700, 1000)
+def test_thumbnail_geometry_never_upsamples():
+    assert thumbnail_geometry((100_000, 50_000), 2048) == (2048, 1024)
+    assert thumbnail_geometry((1000, 700), 2048) == (1000, 700)
 
 
 def test_the_segmentation_resolution_and_the_level_read_as_it_is():
