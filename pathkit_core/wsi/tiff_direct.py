@@ -198,15 +198,9 @@ def _stream_header(page: Any) -> bytes:
 
 
 def _decodable(page: Any) -> bool:
-    """A page whose tiles are baseline 8-bit 3-sample JPEG in one plane."""
-    try:
-        return (
-            int(page.compression) == _JPEG
-            and int(page.photometric) in _ADOBE_TRANSFORM
-            and int(page.planarconfig) == 1
-            and int(page.samplesperpixel) == 3
-            and int(page.bitspersample) == 8
+    """A page whose tiles are baseline 8-bit 3-sample JPEG in one plane (a page tifffile cannot describe
+    raises, and `DirectTiffLevels.open` leaves the slide to OpenSlide)."""
+    return (int(page.compression) == _JPEG and int(page.photometric) in _ADOBE_TRANSFORM
+            and int(page.planarconfig) == 1 and int(page.samplesperpixel) == 3 and int(page.bitspersample) == 8
             and len(page.dataoffsets) == -(-page.imagewidth // page.tilewidth) * -(-page.imagelength // page.tilelength)
-        )
-    except (AttributeError, TypeError, ValueError):
-        return False
+            )
