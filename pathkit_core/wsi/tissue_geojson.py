@@ -1,7 +1,5 @@
-"""The tissue mask as a GeoJSON a person can correct: `pathkit tile` writes each slide's tissue
-contours beside its manifest (`<slide_id>.tissue.geojson`, QuPath annotations in level-0 pixel
-coordinates, the conventions of the segmentation task's output), and `--tissue-geojson DIR` reads
-an edited one back instead of running the segmenter (docs/wsi.md, "Tissue masks a person can correct")."""
+"""The tissue mask as a GeoJSON a person can correct: written beside each manifest, read back with
+`--tissue-geojson DIR` instead of the segmenter (docs/wsi.md, "Tissue masks a person can correct")."""
 
 from __future__ import annotations
 
