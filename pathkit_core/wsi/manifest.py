@@ -1,4 +1,5 @@
-"""The per-slide tile manifest: a Parquet table of tiles with the slide and parameter metadata."""
+"""The per-slide tile manifest: a Parquet table of tiles with the slide and parameter metadata
+(docs/file-formats.md, "Tile manifest")."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
 from pathkit_core.formats import check_version
-from pathkit_core.workspace import atomic_write_with, sha256_file
+from pathkit_core.workspace import atomic_write_with, canonical_json, sha256_file
 
 if TYPE_CHECKING:
     import polars as pl
@@ -22,18 +23,9 @@ META_KEY = "pathkit.manifest"
 
 # Column -> polars dtype name; the order is the file's column order.
 TILE_COLUMNS: dict[str, str] = {
-    "slide_id": "String",
-    "tile_index": "Int64",
-    "x": "Int64",
-    "y": "Int64",
-    "level": "Int32",
-    "read_px": "Int32",
-    "size0": "Int32",
-    "tile_px": "Int32",
-    "target_mpp": "Float64",
-    "tissue_fraction": "Float64",
-    "grid_col": "Int32",
-    "grid_row": "Int32",
+    "slide_id": "String", "tile_index": "Int64", "x": "Int64", "y": "Int64", "level": "Int32", "read_px": "Int32",
+    "size0": "Int32", "tile_px": "Int32", "target_mpp": "Float64", "tissue_fraction": "Float64",
+    "grid_col": "Int32", "grid_row": "Int32",
 }
 
 REQUIRED_META = (
@@ -117,15 +109,8 @@ def write_manifest(path: str | Path, tiles: pl.DataFrame, meta: dict[str, Any]) 
         raise PathkitError(f"{target}: manifest metadata lacks {', '.join(missing)}")
     tiles = _check_columns(tiles, str(target))
     full_meta = {"format": MANIFEST_FORMAT, "format_version": MANIFEST_VERSION, **meta}
-    table = tiles.to_arrow()
-    table = table.replace_schema_metadata(
-        {META_KEY: json.dumps(full_meta, sort_keys=True, separators=(",", ":"), default=str)}
-    )
-
-    def _write(tmp: Path) -> None:
-        pq.write_table(table, tmp, compression="zstd")
-
-    return atomic_write_with(target, _write)
+    table = tiles.to_arrow().replace_schema_metadata({META_KEY: canonical_json(full_meta)})
+    return atomic_write_with(target, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
 
 
 def slide_identities(path: str | Path, meta: Mapping[str, Any]) -> tuple[str | None, str]:
@@ -168,8 +153,7 @@ def read_manifest(path: str | Path) -> Manifest:
 
     p = Path(path)
     meta = read_manifest_meta(p)
-    table = pq.read_table(p)
-    tiles = _check_columns(pl.from_arrow(table), str(p))  # type: ignore[arg-type]
+    tiles = _check_columns(pl.from_arrow(pq.read_table(p)), str(p))  # type: ignore[arg-type]
     n_meta = meta.get("n_tiles")
     if n_meta is not None and int(n_meta) != tiles.height:
         raise PathkitError(f"{p}: manifest says {n_meta} tiles but holds {tiles.height}")

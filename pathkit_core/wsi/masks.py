@@ -1,24 +1,22 @@
 """Region masks on a slide: raster frames, mask images and GeoJSON read and written, rasterised and
-vectorised by QuPath's pixel convention (docs/segmentation.md, "Formats").
-
-A raster is tied to the slide by its `MaskFrame`: pixel (col, row) covers level-0
-[col * dx, (col + 1) * dx) x [row * dy, (row + 1) * dy). A polygon covers the pixels whose centres lie
-inside it (QuPath, Java AWT's rule: a centre exactly on an edge is inside when the polygon's interior
-lies to its right or below), so a polygon drawn from a mask rasterises back to that mask exactly.
-Geometry is shapely's; rasterisation and vectorisation are rasterio.features' (GDAL), never a
-hand-written fill.
-"""
+vectorised by QuPath's pixel-centre convention with shapely and rasterio (docs/segmentation.md, "Ground
+truth (formats)"). A raster lies on the slide by its `MaskFrame`: pixel (col, row) covers level-0
+[col * dx, (col + 1) * dx) x [row * dy, (row + 1) * dy)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError, brief_list
+from pathkit_core.workspace import atomic_write_text, atomic_write_with
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,8 +111,6 @@ def read_raster(path: str | Path) -> RasterMask:
                 image.load()
                 values = np.asarray(image.convert("RGB") if image.mode in ("P", "CMYK", "YCbCr", "LA")
                                     else image)
-    except PathkitError:
-        raise
     except Exception as exc:  # noqa: BLE001 - PIL, tifffile and numpy raise many kinds
         raise PathkitError(f"mask {path} cannot be read as an image ({type(exc).__name__}: {exc})") from None
     values = np.asarray(values)
@@ -184,17 +180,12 @@ def write_png(path: str | Path, mask: np.ndarray) -> Path:
     import numpy as np
     from PIL import Image
 
-    from pathkit_core.workspace import atomic_write_with
-
     image = Image.fromarray(np.where(np.asarray(mask, dtype=bool), 255, 0).astype(np.uint8))
     return atomic_write_with(path, lambda tmp: image.save(tmp, format="PNG"))
 
 
 def pack_mask(mask: np.ndarray) -> dict[str, Any]:
     """A boolean mask as JSON-able text (bits packed, deflated, base64): for manifest metadata."""
-    import base64
-    import zlib
-
     import numpy as np
 
     mask = np.asarray(mask, dtype=bool)
@@ -206,10 +197,6 @@ def pack_mask(mask: np.ndarray) -> dict[str, Any]:
 
 def unpack_mask(packed: Mapping[str, Any], where: str) -> np.ndarray:
     """The mask `pack_mask` packed; a damaged record is a PathkitError naming `where`."""
-    import base64
-    import binascii
-    import zlib
-
     import numpy as np
 
     try:
@@ -276,8 +263,6 @@ def geojson_features(geometry: Any, name: str, colour: tuple[int, int, int] | No
 
 def write_geojson(path: str | Path, features: Sequence[Mapping[str, Any]]) -> Path:
     """A GeoJSON FeatureCollection (QuPath imports it: File > Import objects), written atomically."""
-    from pathkit_core.workspace import atomic_write_text
-
     return atomic_write_text(path, json.dumps({"type": "FeatureCollection", "features": list(features)}))
 
 
@@ -410,7 +395,6 @@ def check_within(regions: GeoJsonRegions, frame: MaskFrame, what: str) -> None:
             f"GeoJSON {regions.path}: its polygons span x {minx:.0f}..{maxx:.0f}, y {miny:.0f}..{maxy:.0f}, outside "
             f"{what} ({w0:.0f} x {h0:.0f} in the same units); are the coordinates level-0 pixels of this slide "
             "(or give a downsample)?")
-
 
 
 def positive_number(record: Mapping[str, Any], key: str, prefix: str) -> float | None:

@@ -19,11 +19,8 @@ TILING_VERSION = 2
 
 @dataclass
 class TilingParams:
-    """Everything that decides a tile manifest; `params_hash()` keys resume and caches.
-
-    The physical tile is `tile_px * target_mpp` micrometres (256 px at 0.5 mpp = 128 um, the
-    GOLDMARK field of view); `tile_um` sets it directly (`tile_px = round(tile_um/target_mpp)`).
-    """
+    """Everything that decides a tile manifest; `params_hash()` keys resume and caches. The tile is
+    `tile_px * target_mpp` micrometres, or `tile_um` (docs/wsi.md, section 3; the steps' defaults: section 2)."""
 
     target_mpp: float = 0.5
     tile_px: int | None = 256
@@ -67,33 +64,27 @@ class TilingParams:
                 raise PathkitError(f"tile size {self.tile_um} um must be a positive finite number")
             derived = round(self.tile_um / self.target_mpp)
             if self.tile_px not in (None, 256, derived):
-                raise PathkitError(
-                    f"give a tile size in pixels ({self.tile_px}) or in micrometres "
-                    f"({self.tile_um}), not both"
-                )
+                raise PathkitError(f"give a tile size in pixels ({self.tile_px}) or in micrometres ({self.tile_um}), "
+                                   "not both")
             self.tile_px = int(derived)
         if self.tile_px is None:
             raise PathkitError("a tile size is needed: tile_px or tile_um")
         self.tile_px = int(self.tile_px)
         self.pen_colours = tuple(self.pen_colours)
-        problems = []
-        if not (0.05 <= self.target_mpp <= 20):
-            problems.append(f"target mpp {self.target_mpp} outside 0.05-20 um/px")
-        if not (8 <= self.tile_px <= 8192):
-            problems.append(f"tile size {self.tile_px} px outside 8-8192")
-        if not (0.0 <= self.overlap < 1.0):
-            problems.append(f"overlap {self.overlap} must be in [0, 1)")
-        if self.stride_px is not None and self.stride_px < 1:
-            problems.append(f"stride {self.stride_px} px must be positive")
-        if not (0.0 <= self.min_tissue_fraction <= 1.0):
-            problems.append(f"min tissue fraction {self.min_tissue_fraction} must be in [0, 1]")
-        if not math.isfinite(self.min_tissue_area_mm2) or self.min_tissue_area_mm2 < 0:
-            problems.append(f"min tissue area {self.min_tissue_area_mm2} mm^2 must be a finite number >= 0")
-        unknown_pen = set(self.pen_colours) - {"blue", "green", "black", "red"}
-        if unknown_pen:
-            problems.append(f"unknown pen colour(s) {sorted(unknown_pen)}")
-        if self.thumbnail_px < 64:
-            problems.append(f"thumbnail size {self.thumbnail_px} px is too small")
+        unknown_pen = sorted(set(self.pen_colours) - {"blue", "green", "black", "red"})
+        checks = [  # (holds, the problem when it does not)
+            (0.05 <= self.target_mpp <= 20, f"target mpp {self.target_mpp} outside 0.05-20 um/px"),
+            (8 <= self.tile_px <= 8192, f"tile size {self.tile_px} px outside 8-8192"),
+            (0.0 <= self.overlap < 1.0, f"overlap {self.overlap} must be in [0, 1)"),
+            (self.stride_px is None or self.stride_px >= 1, f"stride {self.stride_px} px must be positive"),
+            (0.0 <= self.min_tissue_fraction <= 1.0,
+             f"min tissue fraction {self.min_tissue_fraction} must be in [0, 1]"),
+            (math.isfinite(self.min_tissue_area_mm2) and self.min_tissue_area_mm2 >= 0,
+             f"min tissue area {self.min_tissue_area_mm2} mm^2 must be a finite number >= 0"),
+            (not unknown_pen, f"unknown pen colour(s) {unknown_pen}"),
+            (self.thumbnail_px >= 64, f"thumbnail size {self.thumbnail_px} px is too small"),
+        ]
+        problems = [problem for holds, problem in checks if not holds]
         if problems:
             raise PathkitError("invalid tiling parameters: " + "; ".join(problems))
 

@@ -1,14 +1,17 @@
-"""QC thumbnail: the slide overview with the tissue contour, removed pen ink and the tile grid."""
+"""QC thumbnail: the slide overview with the tissue contour, removed pen ink and the tile grid (docs/wsi.md,
+section 3)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+from PIL import Image
+
 from pathkit_core.workspace import atomic_write_with
 
 if TYPE_CHECKING:
-    import numpy as np
     import polars as pl
 
     from pathkit_core.wsi.params import TileGeometry
@@ -23,8 +26,6 @@ _Z_RLE = 3
 
 
 def _upsample_nearest(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    import numpy as np
-
     h, w = shape
     if mask.shape == (h, w):
         return mask
@@ -51,45 +52,28 @@ def _outline(mask: np.ndarray, width: int) -> np.ndarray:
 
 def draw_qc(thumb: Thumbnail, mask: TissueMask, tiles: pl.DataFrame, geometry: TileGeometry) -> np.ndarray:
     """The QC image as an RGB uint8 array (thumbnail size)."""
-    import numpy as np
-
     img = thumb.rgb.copy()
-    shape = thumb.shape
-    line = max(1, round(max(shape) / 1000))
+    height, width = shape = thumb.shape
     if mask.pen is not None and mask.pen.any():
         pen = _upsample_nearest(mask.pen, shape)
         img[pen] = (img[pen].astype(np.uint16) + np.array(PEN_TINT, dtype=np.uint16)) // 2
     if tiles.height:
-        xs = tiles["x"].to_numpy() / thumb.downsample_x
-        ys = tiles["y"].to_numpy() / thumb.downsample_y
-        w = max(1, int(round(geometry.size0 / thumb.downsample_x)))
-        h = max(1, int(round(geometry.size0 / thumb.downsample_y)))
-        x0 = np.clip(np.round(xs).astype(np.int64), 0, shape[1] - 1)
-        y0 = np.clip(np.round(ys).astype(np.int64), 0, shape[0] - 1)
-        x1 = np.clip(x0 + w - 1, 0, shape[1] - 1)
-        y1 = np.clip(y0 + h - 1, 0, shape[0] - 1)
-        span_x = np.arange(w)
-        span_y = np.arange(h)
-        colour = np.array(TILE_OUTLINE, dtype=np.uint8)
-        hx = np.clip(x0[:, None] + span_x[None, :], 0, shape[1] - 1)
-        vy = np.clip(y0[:, None] + span_y[None, :], 0, shape[0] - 1)
-        img[np.broadcast_to(y0[:, None], hx.shape), hx] = colour
-        img[np.broadcast_to(y1[:, None], hx.shape), hx] = colour
-        img[vy, np.broadcast_to(x0[:, None], vy.shape)] = colour
-        img[vy, np.broadcast_to(x1[:, None], vy.shape)] = colour
+        w = max(1, round(geometry.size0 / thumb.downsample_x))
+        h = max(1, round(geometry.size0 / thumb.downsample_y))
+        x0 = np.clip(np.round(tiles["x"].to_numpy() / thumb.downsample_x).astype(np.int64), 0, width - 1)[:, None]
+        y0 = np.clip(np.round(tiles["y"].to_numpy() / thumb.downsample_y).astype(np.int64), 0, height - 1)[:, None]
+        x1, y1 = np.minimum(x0 + w - 1, width - 1), np.minimum(y0 + h - 1, height - 1)
+        across, down = np.minimum(x0 + np.arange(w), width - 1), np.minimum(y0 + np.arange(h), height - 1)
+        for rows, cols in ((y0, across), (y1, across), (down, x0), (down, x1)):  # top, bottom, left, right
+            img[rows, cols] = TILE_OUTLINE
     if mask.tissue.any():
-        tissue = _upsample_nearest(mask.tissue, shape)
-        img[_outline(tissue, line + 1)] = TISSUE_CONTOUR
+        img[_outline(_upsample_nearest(mask.tissue, shape), max(1, round(max(shape) / 1000)) + 1)] = TISSUE_CONTOUR
     return img
 
 
-def render_qc(
-    thumb: Thumbnail, mask: TissueMask, tiles: pl.DataFrame, geometry: TileGeometry, path: str | Path
-) -> Path:
+def render_qc(thumb: Thumbnail, mask: TissueMask, tiles: pl.DataFrame, geometry: TileGeometry,
+              path: str | Path) -> Path:
     """Write the QC thumbnail PNG atomically."""
-    from PIL import Image
-
     img = Image.fromarray(draw_qc(thumb, mask, tiles, geometry))
-    return atomic_write_with(
-        Path(path), lambda tmp: img.save(tmp, format="PNG", compress_level=1, compress_type=_Z_RLE)
-    )
+    return atomic_write_with(Path(path), lambda tmp: img.save(tmp, format="PNG", compress_level=1,
+                                                              compress_type=_Z_RLE))

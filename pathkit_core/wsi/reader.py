@@ -1,58 +1,53 @@
-"""Tile reader: a torch Dataset over a tile manifest yielding uint8 RGB tiles, one slide handle per process."""
+"""Tile reader: a torch Dataset over a tile manifest yielding uint8 RGB tiles, one slide handle per process
+(docs/wsi.md, section 5)."""
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing as mp
 import os
+import queue
 from collections.abc import Iterator, Sequence
+from multiprocessing import shared_memory
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 from pathkit_core.contracts import PathkitError
 from pathkit_core.wsi.manifest import Manifest, read_manifest, slide_identities
 from pathkit_core.wsi.resample import resize_tiles
+from pathkit_core.wsi.scenes import slide_file
+from pathkit_core.wsi.slide import SlideError, read_rgb
 from pathkit_core.wsi.tiff_direct import DirectTiffLevels, direct_enabled
 
-if TYPE_CHECKING:
-    import numpy as np
 
-
-
-class _TileReaderBase:
+class TileReader(Dataset):
     """Map-style dataset: `reader[i]` is manifest row i as uint8 (tile_px, tile_px, 3) RGB.
 
-    The OpenSlide handle opens lazily and is reopened when the process id changes, so each
-    DataLoader worker reads through its own handle. JPEG-tiled Aperio and generic TIFF levels are
-    decoded directly with OpenSlide's exact pixels (`tiff_direct`; `direct=False` or
-    `$PATHKIT_DIRECT_TIFF=0` turns it off). `slide_path` overrides the path stored in the
-    manifest (slides moved since tiling); `verify_slide()` checks the content hash.
+    The slide handle opens lazily and is reopened when the process id changes, so each DataLoader
+    worker reads through its own. `direct` (default `$PATHKIT_DIRECT_TIFF`) decodes JPEG-tiled TIFF
+    levels directly (`tiff_direct`). `slide_path` overrides the manifest's (a slide moved since tiling).
     """
 
-    def __init__(
-        self, manifest: Manifest | str | Path, slide_path: str | Path | None = None, *, direct: bool | None = None
-    ) -> None:
+    def __init__(self, manifest: Manifest | str | Path, slide_path: str | Path | None = None, *,
+                 direct: bool | None = None) -> None:
         self.manifest = manifest if isinstance(manifest, Manifest) else read_manifest(manifest)
-        # Direct JPEG decoding of TIFF tiles (tiff_direct); None follows $PATHKIT_DIRECT_TIFF.
         self.direct = direct_enabled() if direct is None else bool(direct)
-        self._decoder: DirectTiffLevels | None = None
         self.slide_path = Path(slide_path) if slide_path is not None else self.manifest.slide_path
         tiles = self.manifest.tiles
-        self._x = tiles["x"].to_numpy()
-        self._y = tiles["y"].to_numpy()
-        self._level = tiles["level"].to_numpy()
-        self._read_px = tiles["read_px"].to_numpy()
-        self._tile_px = tiles["tile_px"].to_numpy()
+        self._x, self._y = tiles["x"].to_numpy(), tiles["y"].to_numpy()
+        self._level, self._read_px, self._tile_px = (tiles[c].to_numpy() for c in ("level", "read_px", "tile_px"))
         self._handle: Any = None
+        self._decoder: DirectTiffLevels | None = None
         self._pid: int | None = None
         self._scratch: Any = None  # reused uint32 read buffer
         self._raw: Any = None  # reused regions of read_batch before resampling
-        from pathkit_core.wsi.scenes import slide_file
-
         if not slide_file(self.slide_path).exists():
-            raise PathkitError(
-                f"{self.slide_path}: slide of manifest {self.manifest.path} not found (pass "
-                "slide_path= if the slide moved)"
-            )
+            raise PathkitError(f"{self.slide_path}: slide of manifest {self.manifest.path} not found (pass "
+                               "slide_path= if the slide moved)")
 
     def __len__(self) -> int:
         return int(self._x.shape[0])
@@ -83,97 +78,66 @@ class _TileReaderBase:
 
     def read(self, i: int, out: np.ndarray | None = None) -> np.ndarray:
         """Tile i as uint8 (tile_px, tile_px, 3), written into `out` when given."""
-        n = len(self)
-        if not -n <= i < n:
-            raise IndexError(f"tile {i} out of range for {n} tiles")
-        i = i % n
-        read_px = int(self._read_px[i])
-        out_px = int(self._tile_px[i])
-        same = read_px == out_px and out is not None and out.flags.c_contiguous
-        tile = self._region(i, int(self._level[i]), read_px, out if same else None)
-        if read_px != out_px:
-            tile = resize_tiles(tile, out_px)
-        if out is not None and tile is not out:
-            out[...] = tile
-            return out
-        return tile
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"tile {i} out of range for {len(self)} tiles")
+        return self.read_batch([i], None if out is None else out[None])[0]
 
-    def read_batch(
-        self, rows: Sequence[int] | np.ndarray, out: np.ndarray | None = None, *, resample: bool = True
-    ) -> np.ndarray:
+    def read_batch(self, rows: Sequence[int] | np.ndarray, out: np.ndarray | None = None, *,
+                   resample: bool = True) -> np.ndarray:
         """Tiles `rows` as one uint8 (B, tile_px, tile_px, 3) array, resampled as one batch.
 
         `resample=False` returns the regions as read, (B, read_px, read_px, 3), for a caller that
         resamples them elsewhere (on the GPU: `pathkit_core.wsi.resample.resize_tiles`); rows
         of different read sizes are then resampled here all the same. `out` receives the tiles.
         """
-        import numpy as np
-
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         n = len(self)
         if rows.size and (rows.min() < -n or rows.max() >= n):
             raise IndexError(f"tile rows out of range for {n} tiles")
         rows = rows % n if n else rows
-        read_sizes = np.unique(self._read_px[rows])
-        tile_sizes = np.unique(self._tile_px[rows])
-        if len(read_sizes) > 1 or len(tile_sizes) > 1:  # not from pathkit's tiler: one tile at a time
-            tiles = np.stack([self.read(int(i)) for i in rows])
-            return self._into(tiles, out)
+        read_sizes, tile_sizes = np.unique(self._read_px[rows]), np.unique(self._tile_px[rows])
         read_px = int(read_sizes[0]) if rows.size else self.tile_px
         tile_px = int(tile_sizes[0]) if rows.size else self.tile_px
-        if read_px == tile_px or not resample:
-            direct_out = out is not None and out.flags.c_contiguous and out.shape[1] == read_px
-            raw = out if direct_out else np.empty((rows.size, read_px, read_px, 3), dtype=np.uint8)
-            self._read_regions(rows, read_px, raw)
-            return raw if direct_out else self._into(raw, out)
-        if self._raw is None or self._raw.shape[0] < rows.size or self._raw.shape[1] != read_px:
-            self._raw = np.empty((rows.size, read_px, read_px, 3), dtype=np.uint8)
-        raw = self._raw[: rows.size]
-        self._read_regions(rows, read_px, raw)
-        return self._into(resize_tiles(raw, tile_px), out)
-
-    def _read_regions(self, rows: np.ndarray, read_px: int, out: np.ndarray) -> None:
-        for j, i in enumerate(rows):
-            tile = self._region(int(i), int(self._level[i]), read_px, out[j])
-            if tile is not out[j]:
-                out[j] = tile
-
-    @staticmethod
-    def _into(tiles: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        if len(read_sizes) > 1 or len(tile_sizes) > 1:  # not from pathkit's tiler: one tile at a time
+            tiles = np.stack([self.read(int(i)) for i in rows])
+        elif read_px == tile_px or not resample:
+            if out is not None and out.flags.c_contiguous and out.shape[1] == read_px:
+                return self._read_regions(rows, read_px, out)
+            tiles = self._read_regions(rows, read_px, np.empty((rows.size, read_px, read_px, 3), dtype=np.uint8))
+        else:
+            if self._raw is None or self._raw.shape[0] < rows.size or self._raw.shape[1] != read_px:
+                self._raw = np.empty((rows.size, read_px, read_px, 3), dtype=np.uint8)
+            tiles = resize_tiles(self._read_regions(rows, read_px, self._raw[: rows.size]), tile_px)
         if out is None:
             return tiles
         out[...] = tiles
         return out
 
-    def _region(self, i: int, level: int, px: int, out: np.ndarray | None) -> np.ndarray:
+    def _read_regions(self, rows: np.ndarray, read_px: int, out: np.ndarray) -> np.ndarray:
+        for j, i in enumerate(rows):
+            tile = self._region(int(i), int(self._level[i]), read_px, out[j])
+            if tile is not out[j]:
+                out[j] = tile
+        return out
+
+    def _region(self, i: int, level: int, px: int, out: np.ndarray) -> np.ndarray:
         """The (px, px) region of tile i at `level`: decoded directly when the slide allows it,
         else through OpenSlide. A level's first direct read is compared with OpenSlide's."""
-        import numpy as np
-
         self._slide()
         decoder = self._decoder
-        if decoder is not None:
-            location = (int(self._x[i]), int(self._y[i]))
-            buf = out if out is not None else np.empty((px, px, 3), dtype=np.uint8)
-            if decoder.read(level, location, (px, px), buf):
-                if decoder.needs_check(level) and not decoder.check(level, buf, ref := self._openslide(i, level, px)):
-                    buf[...] = ref
-                return buf
+        if decoder is not None and decoder.read(level, (int(self._x[i]), int(self._y[i])), (px, px), out):
+            if decoder.needs_check(level) and not decoder.check(level, out, ref := self._openslide(i, level, px)):
+                out[...] = ref
+            return out
         return self._openslide(i, level, px, out)
 
     def _openslide(self, i: int, level: int, px: int, out: np.ndarray | None = None) -> np.ndarray:
-        import numpy as np
-
-        from pathkit_core.wsi.slide import SlideError, read_rgb
-
         handle = self._slide()
         if self._scratch is None or self._scratch.size < px * px:
             self._scratch = np.empty(px * px, dtype=np.uint32)
         try:
-            return read_rgb(
-                handle, (int(self._x[i]), int(self._y[i])), level, (px, px),
-                path=self.slide_path, out=out, scratch=self._scratch,
-            )
+            return read_rgb(handle, (int(self._x[i]), int(self._y[i])), level, (px, px), path=self.slide_path,
+                            out=out, scratch=self._scratch)
         except SlideError as exc:
             # OpenSlide handles are unusable after an error; the next read reopens.
             self._drop_handles()
@@ -183,8 +147,7 @@ class _TileReaderBase:
         return self.read(i)
 
     def __iter__(self) -> Iterator[np.ndarray]:
-        for i in range(len(self)):
-            yield self.read(i)
+        return map(self.read, range(len(self)))
 
     def verify_slide(self) -> None:
         """Raise PathkitError if the slide file is not the one the manifest was made from."""
@@ -198,8 +161,7 @@ class _TileReaderBase:
     def _drop_handles(self) -> None:
         if self._decoder is not None and self._pid == os.getpid():
             self._decoder.close()
-        self._decoder = None
-        self._handle = None
+        self._decoder = self._handle = None
 
     def close(self) -> None:
         if self._handle is not None and self._pid == os.getpid():
@@ -208,65 +170,35 @@ class _TileReaderBase:
         self._pid = None
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_handle"] = None  # handles do not cross processes
-        state["_decoder"] = None
-        state["_pid"] = None
-        state["_scratch"] = None
-        state["_raw"] = None
-        return state
+        # handles and buffers do not cross processes
+        return {**self.__dict__, "_handle": None, "_decoder": None, "_pid": None, "_scratch": None, "_raw": None}
 
 
-class _TileStreamBase:
-    """Iterable dataset yielding (tile_index, tile) with rows split into contiguous shards.
+class TileStream(IterableDataset):
+    """Iterable dataset yielding (tile_index, tile), each DataLoader worker one contiguous block of the
+    manifest (row-major tiles are neighbours on the slide, so the slide's tile cache is reused)."""
 
-    Each DataLoader worker reads one contiguous block of the manifest (row-major tiles are
-    neighbours on the slide, so OpenSlide's tile cache is reused), through its own handle.
-    """
-
-    def __init__(
-        self, manifest: Manifest | str | Path, slide_path: str | Path | None = None, *, direct: bool | None = None
-    ) -> None:
-        self.reader = _TileReaderBase(manifest, slide_path, direct=direct)
+    def __init__(self, manifest: Manifest | str | Path, slide_path: str | Path | None = None, *,
+                 direct: bool | None = None) -> None:
+        self.reader = TileReader(manifest, slide_path, direct=direct)
 
     def __len__(self) -> int:
         return len(self.reader)
 
-    def _range(self) -> range:
-        import torch.utils.data
-
-        info = torch.utils.data.get_worker_info()
-        n = len(self.reader)
-        if info is None:
-            return range(n)
-        per = -(-n // info.num_workers)
-        start = info.id * per
-        return range(start, min(n, start + per))
-
     def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
-        for i in self._range():
+        info, n = get_worker_info(), len(self.reader)
+        per = n if info is None else -(-n // info.num_workers)
+        start = 0 if info is None else info.id * per
+        for i in range(start, min(n, start + per)):
             yield i, self.reader.read(i)
 
 
-def _batch_worker(
-    reader: _TileReaderBase,
-    shm_name: str,
-    shape: tuple[int, ...],
-    worker: int,
-    n_workers: int,
-    slots: int,
-    free: Any,
-    ready: Any,
-) -> None:
+def _batch_worker(reader: TileReader, shm_name: str, shape: tuple[int, ...], worker: int, n_workers: int,
+                  slots: int, free: Any, ready: Any) -> None:
     """Fill this worker's slots of the shared ring buffer with batches worker, worker+W, ..."""
-    from multiprocessing import shared_memory
-
-    import numpy as np
-
     shm = shared_memory.SharedMemory(name=shm_name)
     buf = np.ndarray(shape, dtype=np.uint8, buffer=shm.buf)
-    batch_size = shape[1]
-    n = len(reader)
+    batch_size, n = shape[1], len(reader)
     k = worker
     try:
         for j, k in enumerate(range(worker, -(-n // batch_size), n_workers)):
@@ -283,50 +215,32 @@ def _batch_worker(
         shm.close()
 
 
-def iter_tile_batches(
-    manifest: Manifest | str | Path,
-    *,
-    batch_size: int = 64,
-    workers: int = 2,
-    slide_path: str | Path | None = None,
-    copy: bool = True,
-    direct: bool | None = None,
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def iter_tile_batches(manifest: Manifest | str | Path, *, batch_size: int = 64, workers: int = 2,
+                      slide_path: str | Path | None = None, copy: bool = True,
+                      direct: bool | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield (tile_indices, tiles) in manifest order; tiles is uint8 (B, tile_px, tile_px, 3).
 
-    Worker processes, each with its own OpenSlide handle, write batches into a shared-memory
-    ring buffer and pass only slot numbers back: a torch DataLoader instead pickles every
-    batch into fresh shared memory, which costs a quarter of the decode time again. Each
-    worker owns its slots and its batches (k, k+W, ...), so the in-order consumer never
-    waits on a slot held by another worker. `copy=False` yields views into the buffer that
-    are valid until the next batch is requested. `direct` as in TileReader.
+    Worker processes write batches into a shared-memory ring buffer and pass only slot numbers back;
+    each owns its slots and its batches (k, k+W, ...), so the in-order consumer never waits on a slot
+    another holds (docs/wsi.md, section 5). `copy=False` yields views valid until the next batch.
     """
-    import multiprocessing as mp
-    import queue
-    from multiprocessing import shared_memory
-
-    import numpy as np
-
-    reader = _TileReaderBase(manifest, slide_path, direct=direct)
-    n = len(reader)
+    reader = TileReader(manifest, slide_path, direct=direct)
+    n, tile_px = len(reader), reader.tile_px
     if n == 0:
         return
-    tile_px = reader.tile_px
     if workers <= 0:
-        reuse = None if copy else np.empty((batch_size, tile_px, tile_px, 3), dtype=np.uint8)
+        buf = np.empty((batch_size, tile_px, tile_px, 3), np.uint8)
         for start in range(0, n, batch_size):
             stop = min(n, start + batch_size)
-            out = reuse if reuse is not None else np.empty((batch_size, tile_px, tile_px, 3), np.uint8)
-            reader.read_batch(range(start, stop), out=out[: stop - start])
-            yield np.arange(start, stop), out[: stop - start]
+            tiles = reader.read_batch(range(start, stop), out=buf[: stop - start])
+            yield np.arange(start, stop), tiles.copy() if copy else tiles
         reader.close()
         return
     n_batches = -(-n // batch_size)
     n_workers = min(workers, n_batches)
     slots = 3  # per worker: one being filled, one waiting, one being consumed
     shape = (n_workers * slots, batch_size, tile_px, tile_px, 3)
-    methods = mp.get_all_start_methods()
-    ctx = mp.get_context("fork" if "fork" in methods else "spawn")
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     shm = shared_memory.SharedMemory(create=True, size=int(np.prod(shape)))
     procs: list[Any] = []
     buf: Any = None
@@ -334,11 +248,9 @@ def iter_tile_batches(
         buf = np.ndarray(shape, dtype=np.uint8, buffer=shm.buf)
         free = [ctx.Semaphore(slots) for _ in range(n_workers)]
         ready = ctx.Queue()
-        procs = [
-            ctx.Process(target=_batch_worker, daemon=True,
-                        args=(reader, shm.name, shape, w, n_workers, slots, free[w], ready))
-            for w in range(n_workers)
-        ]
+        procs = [ctx.Process(target=_batch_worker, daemon=True,
+                             args=(reader, shm.name, shape, w, n_workers, slots, free[w], ready))
+                 for w in range(n_workers)]
         for proc in procs:
             proc.start()
         pending: dict[int, tuple[int, int]] = {}
@@ -349,16 +261,14 @@ def iter_tile_batches(
                 except queue.Empty:
                     dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
                     if dead:
-                        raise PathkitError(
-                            f"a tile reader worker for {reader.slide_path} died (exit code {dead[0]})"
-                        ) from None
+                        raise PathkitError(f"a tile reader worker for {reader.slide_path} died (exit code {dead[0]})"
+                                           ) from None
                     continue
                 if error is not None:
                     raise PathkitError(error)
                 pending[got] = (slot, count)
             slot, count = pending.pop(k)
-            start = k * batch_size
-            indices = np.arange(start, start + count)
+            indices = np.arange(k * batch_size, k * batch_size + count)
             if copy:
                 batch = buf[slot, :count].copy()
                 free[k % n_workers].release()
@@ -379,68 +289,23 @@ def iter_tile_batches(
         shm.unlink()
 
 
-def _define_torch_classes() -> None:
-    # torch is imported only when a reader is first asked for, so importing this module (and
-    # `pathkit --help`) stays fast; the classes are module globals so pickling finds them.
-    from torch.utils.data import Dataset, IterableDataset
-
-    global TileReader, TileStream
-
-    class TileReader(_TileReaderBase, Dataset):  # type: ignore[no-redef,misc]
-        __doc__ = _TileReaderBase.__doc__
-
-    class TileStream(_TileStreamBase, IterableDataset):  # type: ignore[no-redef,misc]
-        __doc__ = _TileStreamBase.__doc__
-
-    for cls in (TileReader, TileStream):
-        cls.__module__ = __name__
-        cls.__qualname__ = cls.__name__
-
-
 def __getattr__(name: str) -> Any:
-    if name in ("TileReader", "TileStream"):
-        if name not in globals():
-            _define_torch_classes()
-        return globals()[name]
+    # Until 0.2.0 this hook defined TileReader and TileStream on first use; kept so the module's names stay
+    # those of the last release (`make api-check`).
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _collate_uint8(batch: list[Any]) -> Any:
-    import numpy as np
-    import torch
-
     if batch and isinstance(batch[0], tuple):
-        idx = torch.as_tensor([b[0] for b in batch], dtype=torch.int64)
-        return idx, torch.from_numpy(np.stack([b[1] for b in batch]))
+        indices, tiles = zip(*batch, strict=True)
+        return torch.as_tensor(indices, dtype=torch.int64), torch.from_numpy(np.stack(tiles))
     return torch.from_numpy(np.stack(batch))
 
 
-def tile_loader(
-    manifest: Manifest | str | Path,
-    *,
-    batch_size: int = 64,
-    num_workers: int = 2,
-    slide_path: str | Path | None = None,
-    ordered: bool = True,
-    direct: bool | None = None,
-) -> Any:
-    """A DataLoader of uint8 (B, tile_px, tile_px, 3) tensors in manifest order.
-
-    `ordered=True` uses the map-style TileReader (batches in order, workers interleaved by
-    batch); `ordered=False` uses TileStream and yields (tile_indices, tiles) in shard order.
-    `direct` as in TileReader.
-    """
-    from torch.utils.data import DataLoader
-
-    extra: dict[str, Any] = {}
-    if num_workers > 0:
-        extra = {"persistent_workers": False, "prefetch_factor": 4}
-    if ordered:
-        dataset: Any = __getattr__("TileReader")(manifest, slide_path, direct=direct)
-        return DataLoader(
-            dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,
-            collate_fn=_collate_uint8, **extra,
-        )
-    dataset = __getattr__("TileStream")(manifest, slide_path, direct=direct)
-    return DataLoader(dataset, batch_size=batch_size, num_workers=num_workers,
-                      collate_fn=_collate_uint8, **extra)
+def tile_loader(manifest: Manifest | str | Path, *, batch_size: int = 64, num_workers: int = 2,
+                slide_path: str | Path | None = None, ordered: bool = True, direct: bool | None = None) -> Any:
+    """A DataLoader of uint8 (B, tile_px, tile_px, 3) tensors in manifest order (`TileReader`, workers
+    interleaved by batch); `ordered=False` yields (tile_indices, tiles) of `TileStream`, in shard order."""
+    dataset = (TileReader if ordered else TileStream)(manifest, slide_path, direct=direct)
+    return DataLoader(dataset, batch_size=batch_size, num_workers=num_workers, collate_fn=_collate_uint8,
+                      **({"prefetch_factor": 4} if num_workers > 0 else {}))

@@ -1,13 +1,18 @@
-"""Tissue segmentation on a slide thumbnail: thumbnail reading and pluggable segmenters by name."""
+"""Tissue segmentation on a slide thumbnail: thumbnail reading and pluggable segmenters by name
+(docs/wsi.md, section 2)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError, TissueSegmenter
+from pathkit_core.wsi.masks import MaskFrame
+from pathkit_core.wsi.tissue_geojson import mask_from_geojson
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
     import numpy as np
@@ -24,9 +29,9 @@ LEVEL_SNAP = 2.0**0.5
 # The segmentation thumbnail doubles as the QC image: below this longest side (a small slide, whose
 # segmentation resolution gives few pixels) it is read finer and averaged down for the mask.
 QC_MIN_PX = 1024
-
-
-# --------------------------------------------------------------------------- thumbnails
+# A segmenter with its own input resolution reads the slide there up to this longest side
+# (`segmenter_options.max_px` changes it): 8192 px is 8 mm at HEST's 1 um/px, 200 MB of RGB.
+SEGMENTER_MAX_PX = 8192
 
 
 @dataclass
@@ -44,18 +49,33 @@ class Thumbnail:
         return int(self.rgb.shape[0]), int(self.rgb.shape[1])
 
 
+@dataclass
+class TissueMask:
+    """A boolean tissue mask over the whole slide at `mpp` micrometres per mask pixel; `pen` marks the
+    pixels removed as pen ink, `info` the numbers behind the mask (thresholds, areas) for the manifest."""
+
+    tissue: np.ndarray
+    mpp: float
+    pen: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def area_mm2(self) -> float:
+        return float(self.tissue.sum()) * self.mpp * self.mpp / 1e6
+
+
 def thumbnail_geometry(dimensions: tuple[int, int], max_px: int) -> tuple[int, int]:
     """Thumbnail (width, height): longest side `max_px`, never larger than level 0."""
-    width, height = dimensions
-    scale = max(1.0, max(width, height) / float(max_px))
-    return max(1, round(width / scale)), max(1, round(height / scale))
+    scale = max(1.0, max(dimensions) / float(max_px))
+    return max(1, round(dimensions[0] / scale)), max(1, round(dimensions[1] / scale))
 
 
-def best_level_for(downsamples: list[float], wanted: float) -> int:
-    """The coarsest level whose downsample does not exceed `wanted` (never upsample)."""
+def best_level_for(downsamples: Sequence[float], wanted: float, tolerance: float = 1e-6) -> int:
+    """The coarsest level whose downsample does not exceed `wanted` by more than `tolerance` (level 0
+    when none qualifies); of levels with one downsample, the first."""
     best = 0
     for i, d in enumerate(downsamples):
-        if d <= wanted * (1.0 + 1e-6) and d >= downsamples[best]:
+        if d <= wanted * (1.0 + tolerance) and d > downsamples[best]:
             best = i
     return best
 
@@ -63,10 +83,8 @@ def best_level_for(downsamples: list[float], wanted: float) -> int:
 def segmentation_downsample(dimensions: tuple[int, int], slide_mpp: float, params: TilingParams) -> float:
     """Level-0 pixels per mask pixel: `seg_mpp`, or coarser where the longest side would exceed
     `thumbnail_px`; never finer than level 0."""
-    width, height = dimensions
-    cap = max(1.0, max(width, height) / float(params.thumbnail_px))
-    want = params.seg_mpp / slide_mpp if params.seg_mpp > 0 else 1.0
-    return max(cap, want)
+    cap = max(1.0, max(dimensions) / float(params.thumbnail_px))
+    return max(cap, params.seg_mpp / slide_mpp if params.seg_mpp > 0 else 1.0)
 
 
 def snap_level(level_downsamples: list[float], wanted: float) -> int | None:
@@ -84,13 +102,9 @@ def snap_level(level_downsamples: list[float], wanted: float) -> int | None:
 
 
 def segmentation_thumbnail(slide: Slide, params: TilingParams) -> Thumbnail:
-    """The thumbnail segmentation needs, read as cheaply as the pyramid allows.
-
-    At the mask's resolution (`segmentation_downsample`), taken as it is from a pyramid level
-    near it (`snap_level`: the mask is then up to LEVEL_SNAP coarser than asked); a slide so
-    small that this gives under QC_MIN_PX px is read at QC_MIN_PX for its QC image instead and
-    averaged down for the mask (`segment_slide`).
-    """
+    """The thumbnail segmentation needs, read as cheaply as the pyramid allows: at the mask's resolution
+    (`segmentation_downsample`), as it is from a level near it (`snap_level`), or, for a slide so small
+    that this gives under QC_MIN_PX px, at QC_MIN_PX for its QC image (averaged down for the mask)."""
     width, height = slide.dimensions
     wanted = segmentation_downsample((width, height), slide.mpp, params)
     qc_floor = max(1.0, max(width, height) / float(min(QC_MIN_PX, params.thumbnail_px)))
@@ -102,17 +116,11 @@ def segmentation_thumbnail(slide: Slide, params: TilingParams) -> Thumbnail:
     return read_thumbnail(slide, downsample=wanted)
 
 
-def read_thumbnail(
-    slide: Slide, max_px: int = 2048, *, downsample: float | None = None,
-    size: tuple[int, int] | None = None, level: int | None = None,
-) -> Thumbnail:
-    """Read an RGB thumbnail block by block from the coarsest sufficient level.
-
-    Its size: longest side `max_px`, or `downsample` level-0 pixels per pixel, or `size` (with
-    `level`, a level of that size, read without resampling). Memory stays bounded by the block
-    size and the thumbnail, so a 100,000-px slide and a 2,000-px slide cost the same; level 0 is
-    read only when the slide has no coarser level.
-    """
+def read_thumbnail(slide: Slide, max_px: int = 2048, *, downsample: float | None = None,
+                   size: tuple[int, int] | None = None, level: int | None = None) -> Thumbnail:
+    """An RGB thumbnail read block by block from the coarsest sufficient level, so memory does not
+    grow with the slide: longest side `max_px`, or `downsample` level-0 pixels per pixel, or `size`
+    (with `level`, a level of that size, read without resampling); never larger than level 0."""
     import numpy as np
     from PIL import Image
 
@@ -126,13 +134,12 @@ def read_thumbnail(
         tw, th = thumbnail_geometry((width, height), max_px)
     ds_x, ds_y = width / tw, height / th
     if level is None:
-        level = best_level_for(slide.level_downsamples, min(ds_x, ds_y))
+        level = best_level_for(slide.level_downsamples, min(ds_x, ds_y))  # never upsample
     lw, lh = slide.level_dimensions[level]
     # Level pixels per thumbnail pixel, from the level's true size (downsamples are rounded).
     rx, ry = lw / tw, lh / th
     lds_x, lds_y = width / lw, height / lh
-    block_x = max(16, int(_THUMB_READ_BLOCK / rx))
-    block_y = max(16, int(_THUMB_READ_BLOCK / ry))
+    block_x, block_y = max(16, int(_THUMB_READ_BLOCK / rx)), max(16, int(_THUMB_READ_BLOCK / ry))
     out = np.empty((th, tw, 3), dtype=np.uint8)
     for ty0 in range(0, th, block_y):
         ty1 = min(th, ty0 + block_y)
@@ -140,13 +147,9 @@ def read_thumbnail(
         for tx0 in range(0, tw, block_x):
             tx1 = min(tw, tx0 + block_x)
             lx0, lx1 = round(tx0 * rx), min(lw, max(round(tx0 * rx) + 1, round(tx1 * rx)))
-            region = slide.read_region(
-                (int(round(lx0 * lds_x)), int(round(ly0 * lds_y))), level, (lx1 - lx0, ly1 - ly0)
-            )
-            if region.shape[1] != tx1 - tx0 or region.shape[0] != ty1 - ty0:
-                region = np.asarray(
-                    Image.fromarray(region).resize((tx1 - tx0, ty1 - ty0), Image.Resampling.BOX)
-                )
+            region = slide.read_region((round(lx0 * lds_x), round(ly0 * lds_y)), level, (lx1 - lx0, ly1 - ly0))
+            if region.shape[:2] != (ty1 - ty0, tx1 - tx0):
+                region = np.asarray(Image.fromarray(region).resize((tx1 - tx0, ty1 - ty0), Image.Resampling.BOX))
             out[ty0:ty1, tx0:tx1] = region
     return Thumbnail(out, ds_x, ds_y, level, slide.mpp * (ds_x + ds_y) / 2.0)
 
@@ -161,27 +164,6 @@ def resize_rgb(rgb: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return np.asarray(Image.fromarray(rgb).resize(size, Image.Resampling.BOX))
 
 
-# --------------------------------------------------------------------------- segmenters
-
-
-@dataclass
-class TissueMask:
-    """A boolean tissue mask over the whole slide at `mpp` micrometres per mask pixel.
-
-    `pen` marks pixels removed as pen/marker ink; `info` carries the numbers behind the mask
-    (thresholds, areas) for the manifest metadata.
-    """
-
-    tissue: np.ndarray
-    mpp: float
-    pen: np.ndarray | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def area_mm2(self) -> float:
-        return float(self.tissue.sum()) * self.mpp * self.mpp / 1e6
-
-
 def get_segmenter(name: str) -> type[TissueSegmenter]:
     """The segmenter class registered as `name`; an unknown name lists the registered ones."""
     from pathkit_core.plugins import get_plugin_manager
@@ -189,17 +171,10 @@ def get_segmenter(name: str) -> type[TissueSegmenter]:
     return get_plugin_manager().get("segmenter", name)  # type: ignore[return-value]
 
 
-# A segmenter with its own input resolution reads the slide there up to this longest side
-# (`segmenter_options.max_px` changes it): 8192 px is 8 mm at HEST's 1 um/px, 200 MB of RGB.
-SEGMENTER_MAX_PX = 8192
-
-
 def segmentation_params(params: TilingParams) -> TilingParams:
     """`params` with the segmenter's own input resolution (`TissueSegmenter.input_mpp`) as the
     mask's `seg_mpp`, when it declares one, and its image up to `segmenter_options.max_px`
     (default SEGMENTER_MAX_PX) per side instead of `thumbnail_px`."""
-    import dataclasses
-
     wanted = get_segmenter(params.segmenter).input_mpp
     if not wanted:
         return params
@@ -207,49 +182,24 @@ def segmentation_params(params: TilingParams) -> TilingParams:
     return dataclasses.replace(params, seg_mpp=float(wanted), thumbnail_px=max(params.thumbnail_px, cap))
 
 
-def segment_slide(
-    slide: Slide, params: TilingParams, thumbnail: Thumbnail | None = None, *, geojson: Path | None = None
-) -> tuple[Thumbnail, TissueMask, float, float]:
-    """Thumbnail, tissue mask and the mask's level-0 pixels per mask pixel (x, y). With `geojson`
-    (an edited tissue mask, `pathkit_core.wsi.tissue_geojson`) the mask is rasterised from it on the
-    grid the segmenter would have used, and the segmenter does not run."""
+def segment_slide(slide: Slide, params: TilingParams, thumbnail: Thumbnail | None = None, *,
+                  geojson: Path | None = None) -> tuple[Thumbnail, TissueMask, float, float]:
+    """Thumbnail, tissue mask and the mask's level-0 pixels per mask pixel (x, y). With `geojson` (an
+    edited tissue mask, `pathkit_core.wsi.tissue_geojson`) the mask is rasterised from it on the grid
+    the segmenter would have used, and the segmenter does not run."""
     params = segmentation_params(params)
     thumb = thumbnail or segmentation_thumbnail(slide, params)
-    if geojson is not None:
-        return _mask_from_geojson(slide, params, thumb, geojson)
-    mw, mh = _mask_grid(slide, params, thumb)
-    seg_rgb = resize_rgb(thumb.rgb, (mw, mh))
-    width, height = slide.dimensions
-    mds_x, mds_y = width / mw, height / mh
-    mask_mpp = slide.mpp * (mds_x + mds_y) / 2.0
-    segmenter = get_segmenter(params.segmenter)(params)
-    mask = segmenter.segment(seg_rgb, mask_mpp)
-    if mask.tissue.shape != (mh, mw):
-        raise PathkitError(
-            f"segmenter {params.segmenter!r} returned a {mask.tissue.shape} mask for a "
-            f"{(mh, mw)} image"
-        )
-    return thumb, mask, mds_x, mds_y
-
-
-def _mask_grid(slide: Slide, params: TilingParams, thumb: Thumbnail) -> tuple[int, int]:
-    """The mask's size (width, height): the thumbnail resized to `params.seg_mpp`."""
-    th, tw = thumb.shape
+    # the mask's grid: the thumbnail resized to `seg_mpp` (the thumbnail's own when read at it, its
+    # size rounded to whole pixels)
     factor = max(1.0, params.seg_mpp / thumb.mpp) if params.seg_mpp > 0 else 1.0
-    if factor < 1.0 + 1e-3:  # read at the mask's resolution (its size rounded to whole pixels)
-        factor = 1.0
-    return max(1, round(tw / factor)), max(1, round(th / factor))
-
-
-def _mask_from_geojson(
-    slide: Slide, params: TilingParams, thumb: Thumbnail, geojson: Path
-) -> tuple[Thumbnail, TissueMask, float, float]:
-    from pathkit_core.wsi.masks import MaskFrame
-    from pathkit_core.wsi.tissue_geojson import mask_from_geojson
-
-    mw, mh = _mask_grid(slide, params, thumb)
-    width, height = slide.dimensions
-    mds_x, mds_y = width / mw, height / mh
+    factor = 1.0 if factor < 1.0 + 1e-3 else factor
+    mw, mh = max(1, round(thumb.shape[1] / factor)), max(1, round(thumb.shape[0] / factor))
+    mds_x, mds_y = slide.dimensions[0] / mw, slide.dimensions[1] / mh
     mask_mpp = slide.mpp * (mds_x + mds_y) / 2.0
-    tissue, info = mask_from_geojson(geojson, MaskFrame(mw, mh, mds_x, mds_y, mask_mpp))
-    return thumb, TissueMask(tissue, mask_mpp, info={"source": "geojson", **info}), mds_x, mds_y
+    if geojson is not None:
+        tissue, info = mask_from_geojson(geojson, MaskFrame(mw, mh, mds_x, mds_y, mask_mpp))
+        return thumb, TissueMask(tissue, mask_mpp, info={"source": "geojson", **info}), mds_x, mds_y
+    mask = get_segmenter(params.segmenter)(params).segment(resize_rgb(thumb.rgb, (mw, mh)), mask_mpp)
+    if mask.tissue.shape != (mh, mw):
+        raise PathkitError(f"segmenter {params.segmenter!r} returned a {mask.tissue.shape} mask for a {(mh, mw)} image")
+    return thumb, mask, mds_x, mds_y

@@ -1,33 +1,20 @@
-"""Direct decoding of JPEG-tiled TIFF levels for the tile reader, checked against OpenSlide.
-
-OpenSlide spends about ten times the JPEG decode on each small `read_region` (tile cache,
-ARGB conversion, cairo compositing, fresh buffers). For the two formats whose levels are plain
-tiled TIFF pages -- Aperio SVS and generic tiled TIFF, the bulk of public archives -- this module
-reads the compressed tiles with `os.pread` and decodes them with libjpeg-turbo (simplejpeg)
-straight into the caller's array. The pixels are OpenSlide's: the same JPEG tables, the colour
-space the TIFF states (an Adobe APP14 marker tells libjpeg whether the stream is RGB or YCbCr, as
-OpenSlide does through the TIFF photometric tag), accurate DCT and smooth upsampling, outside
-areas white (OpenSlide's transparent, composited on white), missing tiles white. Damaged data
-is an error as in OpenSlide: libjpeg's warnings ("premature end of data segment", "bad Huffman
-code") stop the decode (simplejpeg's strict mode; imagecodecs and Pillow ignore them and return
-half-decoded tiles). Every level is checked once per process against OpenSlide on its first
-read, and any difference turns the direct path off for that slide. Anything else -- other vendors, JPEG 2000,
-deflate, a level coordinate that is not a whole pixel (OpenSlide would interpolate), a tile that
-fails to decode -- returns False, and the caller reads through OpenSlide, which also produces the
-documented errors.
-"""
+"""Direct decoding of the JPEG-tiled TIFF levels of Aperio and generic-tiff slides for the tile reader,
+OpenSlide's pixels bit for bit and checked against it (docs/wsi.md, "Direct TIFF decoding"). A region it
+cannot serve exactly returns False and is read through OpenSlide, which also raises the documented errors."""
 
 from __future__ import annotations
 
 import logging
 import os
+import struct
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
+import simplejpeg
+import tifffile
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +62,6 @@ class DirectTiffLevels:
         """The direct reader for an open OpenSlide `handle`, or None if no level qualifies."""
         path = Path(path)
         if handle.properties.get("openslide.vendor") not in DIRECT_VENDORS:
-            return None
-        try:
-            import numpy as np
-            import tifffile
-        except ImportError:  # pragma: no cover - both are core dependencies
             return None
         try:
             with tifffile.TiffFile(path) as tif:
@@ -131,9 +113,6 @@ class DirectTiffLevels:
         return True
 
     def _decode(self, lv: _Level, k: int, out: np.ndarray) -> None:
-        import numpy as np
-        import simplejpeg
-
         count = int(lv.counts[k])
         if count == 0:
             out[...] = 255  # a tile never written: transparent in OpenSlide, white here
@@ -142,17 +121,14 @@ class DirectTiffLevels:
         data = os.pread(self._fd, count, int(lv.offsets[k]))
         if len(data) != count or not data.startswith(_SOI):
             raise OSError(f"tile {k} is not a JPEG stream")
-        decoded = simplejpeg.decode_jpeg(
-            lv.header + data[2:], colorspace="RGB", fastdct=False, fastupsample=False, strict=True, buffer=out,
-        )
+        decoded = simplejpeg.decode_jpeg(lv.header + data[2:], colorspace="RGB", fastdct=False, fastupsample=False,
+                                         strict=True, buffer=out)
         if decoded.shape != out.shape:
             raise ValueError(f"tile {k} decodes to {decoded.shape}, expected {out.shape}")
         if not np.shares_memory(decoded, out):
             out[...] = decoded
 
     def _tile(self, level: int, lv: _Level, k: int) -> np.ndarray:
-        import numpy as np
-
         key = (level, k)
         hit = self._cache.get(key)
         if hit is not None:
@@ -172,20 +148,18 @@ class DirectTiffLevels:
         # pixels are after compositing.
         cx0, cy0 = max(x0, 0), max(y0, 0)
         cx1, cy1 = min(x0 + w, lv.width), min(y0 + h, lv.height)
-        if cx0 >= cx1 or cy0 >= cy1:
-            out[...] = 255
-            return
         if (cx0, cy0, cx1, cy1) != (x0, y0, x0 + w, y0 + h):
             out[...] = 255
-        for ty in range(cy0 // lv.tile_h, (cy1 - 1) // lv.tile_h + 1):
-            for tx in range(cx0 // lv.tile_w, (cx1 - 1) // lv.tile_w + 1):
+        if cx0 >= cx1 or cy0 >= cy1:
+            return
+        tw, th = lv.tile_w, lv.tile_h
+        for ty in range(cy0 // th, (cy1 - 1) // th + 1):
+            for tx in range(cx0 // tw, (cx1 - 1) // tw + 1):
                 tile = self._tile(level, lv, ty * lv.across + tx)
-                # overlap of this tile (clipped to the image) with the region, in level pixels
-                ax0, ay0 = max(cx0, tx * lv.tile_w), max(cy0, ty * lv.tile_h)
-                ax1 = min(cx1, (tx + 1) * lv.tile_w)
-                ay1 = min(cy1, (ty + 1) * lv.tile_h)
-                out[ay0 - y0:ay1 - y0, ax0 - x0:ax1 - x0] = \
-                    tile[ay0 - ty * lv.tile_h:ay1 - ty * lv.tile_h, ax0 - tx * lv.tile_w:ax1 - tx * lv.tile_w]
+                # overlap of this tile (origin ox, oy) with the clipped region, in level pixels
+                ox, oy = tx * tw, ty * th
+                ax0, ay0, ax1, ay1 = max(cx0, ox), max(cy0, oy), min(cx1, ox + tw), min(cy1, oy + th)
+                out[ay0 - y0:ay1 - y0, ax0 - x0:ax1 - x0] = tile[ay0 - oy:ay1 - oy, ax0 - ox:ax1 - ox]
 
     def needs_check(self, level: int) -> bool:
         """True until this level's first direct read has been compared with OpenSlide."""
@@ -193,16 +167,12 @@ class DirectTiffLevels:
 
     def check(self, level: int, direct: np.ndarray, reference: np.ndarray) -> bool:
         """Record the comparison of a direct read with OpenSlide's; a mismatch disables the path."""
-        import numpy as np
-
         if np.array_equal(direct, reference):
             self.verified.add(level)
             return True
         self.enabled = False
-        log.warning(
-            "%s: level %d decoded directly differs from OpenSlide's pixels; reading this slide "
-            "through OpenSlide", self.path, level,
-        )
+        log.warning("%s: level %d decoded directly differs from OpenSlide's pixels; reading this slide through "
+                    "OpenSlide", self.path, level)
         return False
 
     def close(self) -> None:
@@ -219,8 +189,6 @@ def _stream_header(page: Any) -> bytes:
     libjpeg takes a 3-component stream with an Adobe marker as RGB (transform 0) or YCbCr
     (transform 1); without one it guesses from the component ids, which Aperio's RGB tiles fail.
     """
-    import struct
-
     body = b"Adobe" + struct.pack(">HHHB", 100, 0, 0, _ADOBE_TRANSFORM[int(page.photometric)])
     app14 = b"\xff\xee" + struct.pack(">H", len(body) + 2) + body
     tables = bytes(page.jpegtables or b"")
@@ -230,15 +198,9 @@ def _stream_header(page: Any) -> bytes:
 
 
 def _decodable(page: Any) -> bool:
-    """A page whose tiles are baseline 8-bit 3-sample JPEG in one plane."""
-    try:
-        return (
-            int(page.compression) == _JPEG
-            and int(page.photometric) in _ADOBE_TRANSFORM
-            and int(page.planarconfig) == 1
-            and int(page.samplesperpixel) == 3
-            and int(page.bitspersample) == 8
+    """A page whose tiles are baseline 8-bit 3-sample JPEG in one plane (a page tifffile cannot describe
+    raises, and `DirectTiffLevels.open` leaves the slide to OpenSlide)."""
+    return (int(page.compression) == _JPEG and int(page.photometric) in _ADOBE_TRANSFORM
+            and int(page.planarconfig) == 1 and int(page.samplesperpixel) == 3 and int(page.bitspersample) == 8
             and len(page.dataoffsets) == -(-page.imagewidth // page.tilewidth) * -(-page.imagelength // page.tilelength)
-        )
-    except (AttributeError, TypeError, ValueError):
-        return False
+            )

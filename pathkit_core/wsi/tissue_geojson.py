@@ -1,7 +1,5 @@
-"""The tissue mask as a GeoJSON a person can correct: `pathkit tile` writes each slide's tissue
-contours beside its manifest (`<slide_id>.tissue.geojson`, QuPath annotations in level-0 pixel
-coordinates, the conventions of the segmentation task's output), and `--tissue-geojson DIR` reads
-an edited one back instead of running the segmenter (docs/wsi.md, "Tissue masks a person can correct")."""
+"""The tissue mask as a GeoJSON a person can correct: written beside each manifest, read back with
+`--tissue-geojson DIR` instead of the segmenter (docs/wsi.md, "Tissue masks a person can correct")."""
 
 from __future__ import annotations
 
@@ -9,6 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.sources import file_identity
+from pathkit_core.wsi.masks import geojson_features, rasterise, read_geojson, vectorise, write_geojson
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,16 +39,12 @@ def geojson_identity(path: Path | None) -> str | None:
     """The content identity of a mask file (None when the segmenter made the mask)."""
     if path is None:
         return None
-    from pathkit_core.sources import file_identity
-
     return file_identity(path)
 
 
 def mask_from_geojson(path: Path, frame: MaskFrame) -> tuple[np.ndarray, dict[str, Any]]:
     """The tissue mask on `frame` rasterised from the area features of `path` (any classification:
     a person may have renamed the class), with what the manifest records of it."""
-    from pathkit_core.wsi.masks import rasterise, read_geojson
-
     regions = read_geojson(path)
     tissue = rasterise(regions.geometry, frame).astype(bool)
     info = {"geojson": str(path.resolve()), "geojson_identity": geojson_identity(path),
@@ -59,6 +55,4 @@ def mask_from_geojson(path: Path, frame: MaskFrame) -> tuple[np.ndarray, dict[st
 def write_tissue_geojson(path: Path, tissue: np.ndarray, frame: MaskFrame) -> Path:
     """The contours of `tissue` (one Polygon per 4-connected region, holes kept) as QuPath annotations;
     it rasterises back to `tissue` exactly, so an unedited file gives the same tiles."""
-    from pathkit_core.wsi.masks import geojson_features, vectorise, write_geojson
-
     return write_geojson(path, geojson_features(vectorise(tissue, frame), TISSUE_CLASS, TISSUE_COLOUR))

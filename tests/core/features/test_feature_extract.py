@@ -97,14 +97,14 @@ def test_a_slide_changed_since_tiling_is_failed(tmp_path):
 def test_unreadable_tiles_fail_only_their_slide(tiled_slides, tmp_path, monkeypatch):
     from pathkit_core.wsi import reader
 
-    original = reader._TileReaderBase._region
+    original = reader.TileReader._region
 
     def flaky(self, i, *args):
         if self.manifest.slide_id == "dark-02" and i == 3:
             raise PathkitError("tile 3 cannot be decoded")
         return original(self, i, *args)
 
-    monkeypatch.setattr(reader._TileReaderBase, "_region", flaky)
+    monkeypatch.setattr(reader.TileReader, "_region", flaky)
     results = _by_id(extract_features(PixelStatsEncoder(), tiled_slides["tiles"], tmp_path, batch_size=2,
                                       workers=0, progress=False))
     assert results["pink-01"].status == "ok"

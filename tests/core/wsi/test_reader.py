@@ -128,14 +128,14 @@ def test_batches_from_the_shared_memory_ring_are_the_reader_tiles_in_order(tiled
 def test_a_worker_error_reaches_the_consumer(tiled, monkeypatch):
     from pathkit_core.wsi import reader
 
-    original = reader._TileReaderBase._region
+    original = reader.TileReader._region
 
     def broken(self, i, *args):
         if i == 9:
             raise PathkitError("tile 9 cannot be decoded")
         return original(self, i, *args)
 
-    monkeypatch.setattr(reader._TileReaderBase, "_region", broken)  # forked workers inherit it
+    monkeypatch.setattr(reader.TileReader, "_region", broken)  # forked workers inherit it
     with pytest.raises(PathkitError, match="tile 9 cannot be decoded"):
         for _ in reader.iter_tile_batches(tiled, batch_size=4, workers=2):
             pass
