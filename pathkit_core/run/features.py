@@ -31,29 +31,22 @@ def store_folders(workdir: Path, tile_key: str, tiling: Mapping[str, Any]) -> tu
     return workdir / "tiles" / f"{tile_key}-{suffix}", workdir / f"features-{suffix}"
 
 
-def slide_mpps(case: Case) -> dict[str, float]:
-    """The level-0 mpp a dataset states for the case's slides (`Case.meta["mpp"]`: one value for
-    every slide, or one per slide in `slides` order, None where the file's own is used), by path.
-    It overrides what the file says (e.g. REG TIFFs, whose resolution tag is a 72-dpi placeholder)."""
-    given = case.meta.get("mpp")
-    if given is None:
-        return {}
-    values = list(given) if isinstance(given, list | tuple) else [given] * len(case.slides)
-    if len(values) != len(case.slides):
-        raise PathkitError(f"case {case.case_id}: meta mpp gives {len(values)} values for {len(case.slides)} slides")
-    return {str(s): float(m) for s, m in zip(case.slides, values, strict=True) if m is not None}
-
-
-def slide_values(case: Case, key: str) -> dict[str, str]:
-    """A per-slide value a dataset states in `Case.meta[key]` (`slide_reader`, `tissue_geojson`: one
-    value for every slide, or one per slide in `slides` order, None where there is none), by path."""
+def slide_values(case: Case, key: str) -> dict[str, Any]:
+    """A per-slide value a dataset states in `Case.meta[key]` (`slide_reader`, `tissue_geojson`, `mpp`:
+    one value for every slide, or one per slide in `slides` order, None where there is none), by path."""
     given = case.meta.get(key)
     if given is None:
         return {}
     values = list(given) if isinstance(given, list | tuple) else [given] * len(case.slides)
     if len(values) != len(case.slides):
         raise PathkitError(f"case {case.case_id}: meta {key} gives {len(values)} values for {len(case.slides)} slides")
-    return {str(s): str(v) for s, v in zip(case.slides, values, strict=True) if v not in (None, "")}
+    return {str(s): v for s, v in zip(case.slides, values, strict=True) if v not in (None, "")}
+
+
+def slide_mpps(case: Case) -> dict[str, float]:
+    """The level-0 mpp a dataset states for the case's slides (`slide_values` of "mpp"), by path. It
+    overrides what the file says (e.g. REG TIFFs, whose resolution tag is a 72-dpi placeholder)."""
+    return {path: float(mpp) for path, mpp in slide_values(case, "mpp").items()}
 
 
 def slide_tiling_inputs(cases: Sequence[Case]) -> dict[str, Any]:
@@ -61,8 +54,8 @@ def slide_tiling_inputs(cases: Sequence[Case]) -> dict[str, Any]:
     (`mpp_overrides`), the reader (`slide_readers`) and the edited tissue mask (`tissue_geojsons`)
     by path (a cohort table's mpp, slide_reader and tissue_geojson columns; docs/wsi.md)."""
     mpps = {path: mpp for c in cases for path, mpp in slide_mpps(c).items()}
-    readers = {p: v for c in cases for p, v in slide_values(c, "slide_reader").items()}
-    masks = {p: v for c in cases for p, v in slide_values(c, "tissue_geojson").items()}
+    readers = {p: str(v) for c in cases for p, v in slide_values(c, "slide_reader").items()}
+    masks = {p: str(v) for c in cases for p, v in slide_values(c, "tissue_geojson").items()}
     return {"mpp_overrides": mpps or None, "slide_readers": readers or None, "tissue_geojsons": masks or None}
 
 
@@ -282,8 +275,6 @@ def shard_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping[s
     usable, failed = _slide_inputs(spec, encoder_cls, workdir, every, tiling, log,
                                    mpp_fix(dataset) if dataset is not None else None, shard)
     return len(mine), {s: why for s, why in failed.items() if s in mine}
-
-
 
 
 def _file_qc(path: Path) -> dict[str, Any]:

@@ -1,16 +1,6 @@
-"""What a stage's cache key must cover beyond its settings: code, weights and data contents.
-
-A result is never reused after the code, weights or data behind it changed (docs/user-guide.md,
-"What reruns when"):
-- code: each plugin distribution involved (and pathkit itself) by its content: for a regular
-  install the sha256 of its installed `RECORD` (pip writes the hash of every installed file
-  there), for an editable install the git commit of its folder plus a digest of its uncommitted
-  changes and of the files git does not track yet;
-- weights: the sha256 of the checkpoint the encoder actually loaded, as recorded in the features;
-- data: the dataset's content (`dataset_identity`: the files it read, its resolved options, every
-  case with its target, split membership and the identity of its slides, images and feature
-  files) and the content checksum of every feature file a fit reads.
-"""
+"""What a stage's cache key must cover beyond its settings: code, weights and data contents, so that a
+result is never reused after the code, weights or data behind it changed (how each is identified:
+docs/user-guide.md, "What reruns when")."""
 
 from __future__ import annotations
 
