@@ -157,9 +157,8 @@ def default_workers(device: torch.device) -> int:
     return max(1, min(8, (os.cpu_count() or 2) - 1))
 
 
-def _weights_identity(
-    encoder: Encoder, weights_path: str | Path | None, allow_download: bool | None
-) -> tuple[Path | None, str]:
+def _weights_identity(encoder: Encoder, weights_path: str | Path | None,
+                      allow_download: bool | None) -> tuple[Path | None, str]:
     """(checkpoint path, identity) known before loading, so resume needs no model."""
     from pathkit_core.features import weights as W
 

@@ -219,14 +219,9 @@ class EncoderRunner:
 
     # ------------------------------------------------------------------ a stream
 
-    def stream(
-        self,
-        batches: Iterable[Any],
-        *,
-        pixels: Callable[[Any], Any] | None = None,
-        tile_px: Callable[[Any], int | None] | None = None,
-        prefetch: int = 2,
-    ) -> Iterator[tuple[Any, torch.Tensor | None]]:
+    def stream(self, batches: Iterable[Any], *, pixels: Callable[[Any], Any] | None = None,
+               tile_px: Callable[[Any], int | None] | None = None,
+               prefetch: int = 2) -> Iterator[tuple[Any, torch.Tensor | None]]:
         """Yield (batch, features) for every batch of `batches`, in order.
 
         `pixels(batch)` picks the pixel array out of a batch item (default: the item itself);

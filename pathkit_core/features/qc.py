@@ -1,12 +1,6 @@
-"""QC statistics of a slide's feature matrix and the fail-closed integrity verdict (GOLDMARK QC).
-
-Statistics (GOLDMARK paper, "Integrity checks" and Figure 4; public code `_summarize_embeddings`):
-embedding variance (mean over dimensions of the per-dimension population variance across
-tiles), L2-norm statistics, NaN/Inf fractions, zero-vector fraction, near-duplicate fraction
-on a sample, and the row count against the tile manifest. A slide fails when the row count
-differs from the manifest, when any value is NaN/Inf, when it has no tiles, or when the mean
-per-dimension variance is <= 1e-6 (degenerate). Zero vectors and many near-duplicates are
-flagged but do not fail a slide on their own.
+"""QC statistics of a slide's feature matrix and the fail-closed integrity verdict (GOLDMARK paper,
+"Integrity checks" and Figure 4; public code `_summarize_embeddings`): which statistics, and which of
+them fail a slide or only flag it, docs/encoders.md, "Integrity (fail-closed)".
 """
 
 from __future__ import annotations
@@ -65,9 +59,8 @@ class QCReport:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
 
-def _welford_merge(
-    count: int, mean: torch.Tensor, m2: torch.Tensor, chunk: torch.Tensor
-) -> tuple[int, torch.Tensor, torch.Tensor]:
+def _welford_merge(count: int, mean: torch.Tensor, m2: torch.Tensor,
+                   chunk: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
     """Chan et al. pairwise update of per-dimension mean and sum of squared deviations."""
     n_b = chunk.shape[0]
     mean_b = chunk.mean(dim=0)
@@ -81,12 +74,8 @@ def _welford_merge(
     return total, mean, m2
 
 
-def compute_qc(
-    features: torch.Tensor,
-    *,
-    expected_tiles: int | None = None,
-    sample_size: int = NEAR_DUPLICATE_SAMPLE,
-) -> QCReport:
+def compute_qc(features: torch.Tensor, *, expected_tiles: int | None = None,
+               sample_size: int = NEAR_DUPLICATE_SAMPLE) -> QCReport:
     """QC of an (N, D) feature matrix, in float64, chunk by chunk (memory stays bounded)."""
     import torch
 
@@ -149,11 +138,8 @@ def compute_qc(
 
 
 def _near_duplicates(features: torch.Tensor, report: QCReport, sample_size: int) -> None:
-    """Fraction of tile pairs in an evenly spaced sample with cosine similarity > 0.999.
-
-    GOLDMARK's code takes the first 64 rows, which are neighbouring tiles of one region;
-    an evenly spaced sample covers the whole slide.
-    """
+    """Fraction of tile pairs in an evenly spaced sample with cosine similarity > 0.999 (GOLDMARK's
+    code samples the first 64 rows instead: docs/encoders.md, "Integrity (fail-closed)")."""
     import torch
 
     n = features.shape[0]

@@ -1,11 +1,6 @@
-"""The feature store: one safetensors file per slide and encoder, checksummed, plus a status record.
-
-Layout: `<out_dir>/<encoder>/<slide_id>.safetensors` holding `features` (N x D, float16 by
-default) and `coords` (N x 2 int32, level-0 pixels of each tile's top-left corner), with string
-metadata (docs/file-formats.md, "Feature files"). `content_sha256` in the metadata covers
-the tensor bytes, shapes and dtypes and every other metadata entry, so a truncated or edited
-file is detected on read. `<out_dir>/<encoder>/extraction_status.json` records, per slide,
-whether extraction succeeded and why not, so downstream stages exclude failures with a reason.
+"""The feature store: one checksummed safetensors file per slide and encoder (docs/file-formats.md,
+"Feature files"), plus `<out_dir>/<encoder>/extraction_status.json`, which records per slide whether
+extraction succeeded and why not, so downstream stages exclude failures with a reason.
 """
 
 from __future__ import annotations
@@ -104,9 +99,7 @@ def _tensor_header(name: str, dtype: Any, shape: tuple[int, ...]) -> bytes:
     return f"|{name}|{dtype}|{tuple(shape)}|".encode()
 
 
-def content_checksum(
-    features: torch.Tensor, coords: torch.Tensor | None, metadata: Mapping[str, str]
-) -> str:
+def content_checksum(features: torch.Tensor, coords: torch.Tensor | None, metadata: Mapping[str, str]) -> str:
     """sha256 over the tensors (dtype, shape, bytes) and every metadata entry but the checksum."""
     digest = _checksum_digest(metadata)
     for name, tensor in (("features", features), ("coords", coords)):
@@ -135,14 +128,8 @@ def _as_tensor(value: Any) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(value))
 
 
-def write_features(
-    path: str | Path,
-    features: torch.Tensor | np.ndarray,
-    coords: torch.Tensor | np.ndarray,
-    metadata: Mapping[str, Any] | None = None,
-    *,
-    dtype: str | None = None,
-) -> Path:
+def write_features(path: str | Path, features: torch.Tensor | np.ndarray, coords: torch.Tensor | np.ndarray,
+                   metadata: Mapping[str, Any] | None = None, *, dtype: str | None = None) -> Path:
     """Write one slide's features atomically (temporary file, fsync, rename).
 
     `features` (N, D) keep their dtype unless `dtype` is given ("float16", "bfloat16",
@@ -333,10 +320,12 @@ def iter_feature_rows(path: str | Path, rows: int = 4096) -> Iterator[tuple[torc
 # --------------------------------------------------------------------------- status record
 
 
-def _read_status_file(path: Path) -> dict[str, Any]:
-    """The folded status file (`pathkit_core.status_log`): {"slides", "planned", ...header}."""
+def read_status_file(out_dir: str | Path, encoder: str) -> dict[str, Any]:
+    """Records and plan in one parse of the folded status file (`pathkit_core.status_log`):
+    {"slides": {id: record}, "planned": {id: ...}, ...header}."""
     from pathkit_core.status_log import read_log
 
+    path = status_path(out_dir, encoder)
     try:
         log = read_log(path, "extraction status")
     except PathkitError as exc:
@@ -345,27 +334,20 @@ def _read_status_file(path: Path) -> dict[str, Any]:
         raise PathkitError(f"extraction status {path} is not a {STATUS_FORMAT} record")
     found = str(log.header.get("format", STATUS_FORMAT))
     if found.startswith("pathkit-extraction-status/"):  # the number after the slash (pathkit_core.formats)
-        from pathkit_core.formats import check_version
-
         check_version(found.rpartition("/")[2], what="extraction status", path=path, current=1,
                       redo="pathkit extract ... --out NEW_FOLDER")
     return {**log.header, "slides": log.slides, "planned": log.planned}
 
 
-def read_status_file(out_dir: str | Path, encoder: str) -> dict[str, Any]:
-    """Records and plan in one parse: {"slides": {id: record}, "planned": {id: ...}, ...header}."""
-    return _read_status_file(status_path(out_dir, encoder))
-
-
 def read_status(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]:
     """Per-slide extraction records ({} when none was written yet)."""
-    return _read_status_file(status_path(out_dir, encoder))["slides"]
+    return read_status_file(out_dir, encoder)["slides"]
 
 
 def read_planned(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]:
     """The slides some `extract` process was asked for (slide id -> {"manifest": path}), so
     that slides no process has reached yet show as pending (`pathkit status`)."""
-    return _read_status_file(status_path(out_dir, encoder))["planned"]
+    return read_status_file(out_dir, encoder)["planned"]
 
 
 def record_planned(out_dir: str | Path, encoder: str, planned: Mapping[str, Mapping[str, Any]]) -> None:
@@ -414,14 +396,8 @@ def record_statuses(out_dir: str | Path, encoder: str, records: Mapping[str, Map
     _append(out_dir, encoder, slide_events(records))
 
 
-def record_status(
-    out_dir: str | Path,
-    encoder: str,
-    slide_id: str,
-    status: str,
-    reason: str = "",
-    **facts: Any,
-) -> None:
+def record_status(out_dir: str | Path, encoder: str, slide_id: str, status: str, reason: str = "",
+                  **facts: Any) -> None:
     """Add or replace the record of one slide (status "ok" or "failed")."""
     record_statuses(out_dir, encoder, {slide_id: status_record(status, reason, **facts)})
 
@@ -433,20 +409,22 @@ def failed_slides(out_dir: str | Path, encoder: str) -> dict[str, str]:
         for sid, rec in read_status(out_dir, encoder).items()
         if rec.get("status") == "failed"
     }
-    folder = encoder_dir(out_dir, encoder)
-    if folder.is_dir():
-        for path in sorted(folder.glob(f"*{FEATURE_SUFFIX}")):
-            sid = path.name[: -len(FEATURE_SUFFIX)]
-            if sid in failed:
-                continue
-            try:
-                meta = read_feature_meta(path)
-            except PathkitError as exc:
-                failed[sid] = str(exc)
-                continue
-            if meta.get("status") == "failed":
-                failed[sid] = meta.get("failure_reason") or "failed QC"
+    for sid, path in _stored_files(out_dir, encoder, failed):
+        try:
+            meta = read_feature_meta(path)
+        except PathkitError as exc:
+            failed[sid] = str(exc)
+            continue
+        if meta.get("status") == "failed":
+            failed[sid] = meta.get("failure_reason") or "failed QC"
     return failed
+
+
+def _stored_files(out_dir: str | Path, encoder: str, leave_out: Mapping[str, Any]) -> list[tuple[str, Path]]:
+    """(slide id, feature file) of the folder's files, in name order, but for the slides of `leave_out`."""
+    folder = encoder_dir(out_dir, encoder)
+    files = sorted(folder.glob(f"*{FEATURE_SUFFIX}")) if folder.is_dir() else []
+    return [(sid, p) for p in files if (sid := p.name[: -len(FEATURE_SUFFIX)]) not in leave_out]
 
 
 def usable_feature_files(out_dir: str | Path, encoder: str, *, verify: bool = False,
@@ -458,15 +436,11 @@ def usable_feature_files(out_dir: str | Path, encoder: str, *, verify: bool = Fa
     and checksummed (slower; `pathkit qc` does this). `failed`: what `failed_slides` just
     returned for this folder, so that it is not scanned twice.
     """
-    folder = encoder_dir(out_dir, encoder)
-    if not folder.is_dir():
+    if not encoder_dir(out_dir, encoder).is_dir():
         return {}
     failed = failed_slides(out_dir, encoder) if failed is None else failed
     usable: dict[str, Path] = {}
-    for path in sorted(folder.glob(f"*{FEATURE_SUFFIX}")):
-        sid = path.name[: -len(FEATURE_SUFFIX)]
-        if sid in failed:
-            continue
+    for sid, path in _stored_files(out_dir, encoder, failed):
         if verify:
             try:
                 read_features(path, verify=True)
@@ -479,12 +453,7 @@ def usable_feature_files(out_dir: str | Path, encoder: str, *, verify: bool = Fa
 # --------------------------------------------------------------------------- any feature file
 
 
-def load_feature_file(
-    path: str | Path,
-    *,
-    verify: bool = True,
-    mpp: float | None = None,
-) -> FeatureFile:
+def load_feature_file(path: str | Path, *, verify: bool = True, mpp: float | None = None) -> FeatureFile:
     """Features from any supported file: pathkit safetensors here; other formats through the
     `read_feature_file` hook (the interop package reads CLAM/TRIDENT/STAMP h5 and GOLDMARK-style
     torch files).
@@ -512,9 +481,8 @@ def load_feature_file(
 
 __all__ = [
     "FEATURE_VERSION", "FEATURE_FORMAT", "STATUS_FORMAT", "STATUS_FILE", "FEATURE_SUFFIX", "check_slide_id",
-    "check_encoder_name",
-    "encoder_dir", "feature_path", "status_path", "status_lock_path", "content_checksum", "write_features",
-    "read_feature_meta", "read_feature_meta_cached", "read_features", "iter_feature_rows", "read_status",
-    "read_planned", "record_planned", "status_record", "record_statuses", "record_status", "failed_slides",
-    "usable_feature_files", "load_feature_file"
+    "check_encoder_name", "encoder_dir", "feature_path", "status_path", "status_lock_path", "content_checksum",
+    "write_features", "read_feature_meta", "read_feature_meta_cached", "read_features", "iter_feature_rows",
+    "read_status", "read_planned", "record_planned", "status_record", "record_statuses", "record_status",
+    "failed_slides", "usable_feature_files", "load_feature_file"
 ]

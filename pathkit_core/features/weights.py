@@ -1,26 +1,14 @@
-"""Encoder checkpoints: where they are found and how they are verified (reading one and fitting it to
-a model is `pathkit_sdk.checkpoints`, which encoder plugins call).
-
-Resolution order (docs/encoders.md, "Where pathkit looks"):
-
-1. an explicit path (`--weights PATH`, a file or a folder holding the checkpoint);
-2. `$PATHKIT_WEIGHTS_DIR/<encoder>/`;
-3. the local Hugging Face cache (read without any network access);
-4. a Hugging Face hub download, only when the user allowed downloads.
-
-Nothing here touches the network at import time or when downloads are not allowed.
+"""Encoder checkpoints: where they are found, in the order of docs/encoders.md, "Where pathkit looks",
+and how they are verified (reading one and fitting it to a model is `pathkit_sdk.checkpoints`, which
+encoder plugins call). Nothing here touches the network at import time or when downloads are not allowed.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pathkit_core.contracts import Encoder, PathkitError, PretrainedWeights
-
-if TYPE_CHECKING:
-    pass
 
 WEIGHTS_DIR_ENV = "PATHKIT_WEIGHTS_DIR"
 ALLOW_DOWNLOAD_ENV = "PATHKIT_ALLOW_DOWNLOAD"
@@ -83,9 +71,7 @@ def _hf_cache_lookup(repo_id: str, names: list[str]) -> tuple[Path | None, str]:
     return None, where
 
 
-def find_weights(
-    encoder_cls: type[Encoder], weights_path: str | Path | None = None
-) -> tuple[Path | None, list[str]]:
+def find_weights(encoder_cls: type[Encoder], weights_path: str | Path | None = None) -> tuple[Path | None, list[str]]:
     """The checkpoint of `encoder_cls` if one is on this machine, and every place looked.
 
     Never touches the network (used by `pathkit doctor` and before any download).
@@ -160,12 +146,8 @@ def _missing_error(encoder_cls: type[Encoder], looked: list[str], extra: str = "
     )
 
 
-def resolve_weights(
-    encoder_cls: type[Encoder],
-    weights_path: str | Path | None = None,
-    *,
-    allow_download: bool | None = None,
-) -> Path:
+def resolve_weights(encoder_cls: type[Encoder], weights_path: str | Path | None = None, *,
+                    allow_download: bool | None = None) -> Path:
     """The checkpoint to load, following the resolution order; raises naming every place looked."""
     path, looked = find_weights(encoder_cls, weights_path)
     if path is not None:
