@@ -35,6 +35,11 @@ def _flip_a_feature_byte(path):
     path.write_bytes(bytes(data))
 
 
+def _rewrite(ff, features, coords):
+    """Other tensors written through the store: a valid checksum, the metadata still saying "ok"."""
+    store.write_features(ff.path, features, coords, {k: v for k, v in ff.meta.items() if k != "content_sha256"})
+
+
 def test_a_flipped_byte_is_found_on_resume_and_the_slide_re_extracted(tiled_slides, tmp_path):
     first = _extract(tiled_slides["tiles"], tmp_path)
     path = first["pink-01"].path
@@ -52,9 +57,7 @@ def test_a_nan_file_with_a_valid_checksum_is_found_by_qc_on_resume(tiled_slides,
     path = first["dark-02"].path
     ff = store.read_features(path)
     good = ff.features.clone()
-    # Rewritten through the store: a valid checksum over NaNs, the metadata still saying "ok".
-    store.write_features(path, torch.full_like(ff.features, float("nan")), ff.coords,
-                         {k: v for k, v in ff.meta.items() if k != "content_sha256"})
+    _rewrite(ff, torch.full_like(ff.features, float("nan")), ff.coords)
     assert store.read_features(path, verify=True).meta["status"] == "ok"
     with pytest.warns(UserWarning, match="fails QC .*NaN"):
         again = _extract(tiled_slides["tiles"], tmp_path)
@@ -66,8 +69,7 @@ def test_a_file_with_too_few_rows_is_found_on_resume(tiled_slides, tmp_path):
     first = _extract(tiled_slides["tiles"], tmp_path)
     path = first["pink-01"].path
     ff = store.read_features(path)
-    meta = {k: v for k, v in ff.meta.items() if k != "content_sha256"}
-    store.write_features(path, ff.features[:-1], ff.coords[:-1], meta)
+    _rewrite(ff, ff.features[:-1], ff.coords[:-1])
     with pytest.warns(UserWarning, match="row count"):
         again = _extract(tiled_slides["tiles"], tmp_path)
     assert again["pink-01"].status == "ok" and store.read_features(path).n_tiles == ff.n_tiles
