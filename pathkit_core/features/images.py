@@ -218,10 +218,6 @@ class _Images:
         return index, np.asarray(self.prep.apply(img), dtype=np.uint8), ""
 
 
-def _collate(batch: list[tuple[int, Any, str]]) -> list[tuple[int, Any, str]]:
-    return batch
-
-
 @dataclass
 class ImageFeatureRow:
     """One image's feature vector: row `index` of shard `path` (loaded once per process)."""
@@ -379,7 +375,9 @@ def _encode(runner: EncoderRunner, refs: list[str], prep: Preprocessing, batch_s
     import torch
     from torch.utils.data import DataLoader
 
-    loader = DataLoader(_Images(refs, prep), batch_size=batch_size, num_workers=workers, collate_fn=_collate)
+    from pathkit_core.features.extract import _identity
+
+    loader = DataLoader(_Images(refs, prep), batch_size=batch_size, num_workers=workers, collate_fn=_identity)
     # the image at the input size (`Preprocessing.apply`), normalised with the encoder's mean
     # and std: a float batch, which the runner hands to the model as it is
     scale = (1.0 / (255.0 * torch.tensor(prep.std))).view(1, 3, 1, 1)

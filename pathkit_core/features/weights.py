@@ -26,12 +26,8 @@ def downloads_allowed(explicit: bool | None = None) -> bool:
 
 def candidate_filenames(record: PretrainedWeights | None) -> list[str]:
     """File names a checkpoint of this record may have, safetensors first."""
-    names: list[str] = []
-    if record is not None and record.filename:
-        names.append(record.filename)
-    for generic in _GENERIC_NAMES:
-        if generic not in names:
-            names.append(generic)
+    names = [record.filename] if record is not None and record.filename else []
+    names += [generic for generic in _GENERIC_NAMES if generic not in names]
     # Prefer a safetensors sibling of any pickle name (no code execution, memory-mapped).
     names.sort(key=lambda n: 0 if n.endswith(SAFETENSORS_SUFFIXES) else 1)
     return names
