@@ -245,10 +245,8 @@ def feature_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping
     every = [c for split in cases.values() for c in split]
     found_all, missing_all = case_inputs(spec, encoder_cls, workdir, every, tiling, dataset_name, log, fix)
     for split_name, split in cases.items():
-        ids = {c.case_id for c in split}
-        found = {cid: v for cid, v in found_all.items() if cid in ids}
-        missing = {cid: why for cid, why in missing_all.items() if cid in ids}
-        stage.inputs.update(found)
+        stage.inputs.update({c.case_id: found_all[c.case_id] for c in split if c.case_id in found_all})
+        missing = {c.case_id: missing_all[c.case_id] for c in split if c.case_id in missing_all}
         if missing and not spec.skip_missing:
             listing = "; ".join(f"{cid} ({why})" for cid, why in list(missing.items())[:20])
             more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
@@ -260,21 +258,25 @@ def feature_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping
     return stage
 
 
-def shard_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping[str, Sequence[Case]],
-                tiling: Mapping[str, Any], shard: Any, log: Callable[[str], None] = print,
-                dataset: Any = None) -> tuple[int, dict[str, str]]:
-    """A cluster's feature stage: tile and extract this shard's slides of every split, nothing
-    else. Returns (slides of this shard, failures by slide id)."""
+def _shard_stage(state: RunState, tiling: Mapping[str, Any]) -> RunState:
+    """A cluster's feature stage: tile and extract this shard's slides of every split, nothing else;
+    the run's result is the shard's failures."""
+    from pathkit_core.run.state import RunResult
     from pathkit_core.shard import shard_summary
     from pathkit_core.wsi.slide import slide_id_for
 
-    every = [c for split in cases.values() for c in split if c.input_kind not in (INPUT_FEATURES, INPUT_IMAGES)]
+    ctx, ds, outer = state.ctx, state.dataset, state.shard.outer()
+    every = [c for split in ds.cases.values() for c in split if c.input_kind not in (INPUT_FEATURES, INPUT_IMAGES)]
     slides = {slide_id_for(s) for c in every for s in c.slides}
-    mine = {s for s in slides if shard.outer().owns(s)}
-    log(shard_summary(shard.outer(), len(mine), len(slides)))
-    usable, failed = _slide_inputs(spec, encoder_cls, workdir, every, tiling, log,
-                                   mpp_fix(dataset) if dataset is not None else None, shard)
-    return len(mine), {s: why for s, why in failed.items() if s in mine}
+    mine = {s for s in slides if outer.owns(s)}
+    ctx.log(shard_summary(outer, len(mine), len(slides)))
+    _, failed = _slide_inputs(state.spec, ctx.encoder_cls, ctx.workdir, every, tiling, ctx.log, mpp_fix(ds.dataset),
+                              state.shard)
+    failed = {s: why for s, why in failed.items() if s in mine}
+    ctx.log(f"{outer.label()}: features of {len(mine) - len(failed)} of {len(mine)} slide(s) ready"
+            + (f", {len(failed)} failed" if failed else "") + "; run without --shard to train and score")
+    state.result = RunResult(ctx.run_dir, {}, skipped_cases={s: f"failed: {why}" for s, why in failed.items()})
+    return state
 
 
 def _file_qc(path: Path) -> dict[str, Any]:
@@ -330,19 +332,12 @@ def stage(state: RunState) -> RunState:
     """Every case's model input and the items of each split; in a sharded run, this shard's tiling
     and extraction only (a last run without a shard finds every slide done)."""
     from pathkit_core.run.items import task_items
-    from pathkit_core.run.state import RunResult
 
     state.needs("dataset")
     ctx, spec, ds = state.ctx, state.spec, state.dataset
     tiling = ctx.task.tiling(ds.dataset, spec.tiling)
     if state.shard.count > 1:
-        outer = state.shard.outer()
-        mine, failed = shard_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, state.shard, ctx.log,
-                                   ds.dataset)
-        ctx.log(f"{outer.label()}: features of {mine - len(failed)} of {mine} slide(s) ready"
-                + (f", {len(failed)} failed" if failed else "") + "; run without --shard to train and score")
-        state.result = RunResult(ctx.run_dir, {}, skipped_cases={s: f"failed: {why}" for s, why in failed.items()})
-        return state
+        return _shard_stage(state, tiling)
     state.facts = ctx.facts(tiling)
     feats = feature_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, spec.dataset, ctx.log, ds.dataset)
     state.features = feats
