@@ -248,23 +248,11 @@ def read_features(path: str | Path, *, verify: bool = True) -> FeatureFile:
     meta = read_feature_meta(path)
     try:
         with safe_open(str(path), framework="pt") as fh:
-            names = set(fh.keys())
-            if not {"features", "coords"} <= names:
-                raise PathkitError(f"feature file {path} lacks tensor(s) {sorted({'features', 'coords'} - names)}")
-            feats = fh.get_tensor("features")
-            coords = fh.get_tensor("coords")
+            feats, coords = _checked_tensors(fh, path, meta, against_meta=verify)
+            feats = feats[:]
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
         raise PathkitError(f"feature file {path} is unreadable (truncated or corrupt): {exc}") from None
-    if feats.ndim != 2 or coords.ndim != 2 or coords.shape != (feats.shape[0], 2):
-        raise PathkitError(
-            f"feature file {path}: inconsistent shapes features {tuple(feats.shape)}, coords {tuple(coords.shape)}"
-        )
     if verify:
-        if str(feats.shape[0]) != meta.get("n_tiles") or str(feats.shape[1]) != meta.get("embed_dim"):
-            raise PathkitError(
-                f"feature file {path}: tensors are {tuple(feats.shape)} but the metadata says "
-                f"{meta.get('n_tiles')} x {meta.get('embed_dim')}"
-            )
         expected = meta.get(_CHECKSUM_KEY)
         if not expected:
             raise PathkitError(f"feature file {path} has no {_CHECKSUM_KEY}; it was not written by pathkit")
@@ -275,6 +263,21 @@ def read_features(path: str | Path, *, verify: bool = True) -> FeatureFile:
                 f"{actual[:12]}...): the file was edited or damaged; re-extract it"
             )
     return FeatureFile(path=path, features=feats, coords=coords, meta=meta)
+
+
+def _checked_tensors(fh: Any, path: Path, meta: Mapping[str, str], *, against_meta: bool) -> tuple[Any, Any]:
+    """(the features as a safetensors slice, the coords) of an open file whose tensors are (N, D) and
+    (N, 2), and with `against_meta` N x D as its metadata says."""
+    names = set(fh.keys())
+    if not {"features", "coords"} <= names:
+        raise PathkitError(f"feature file {path} lacks tensor(s) {sorted({'features', 'coords'} - names)}")
+    feats, coords = fh.get_slice("features"), fh.get_tensor("coords")
+    shape = tuple(feats.get_shape())
+    said = (meta.get("n_tiles"), meta.get("embed_dim"))
+    if len(shape) != 2 or tuple(coords.shape) != (shape[0], 2) or (against_meta and tuple(map(str, shape)) != said):
+        raise PathkitError(f"feature file {path}: inconsistent shapes features {shape}, coords {tuple(coords.shape)}, "
+                           f"metadata {said[0]} x {said[1]}")
+    return feats, coords
 
 
 def iter_feature_rows(path: str | Path, rows: int = 4096) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -295,12 +298,8 @@ def iter_feature_rows(path: str | Path, rows: int = 4096) -> Iterator[tuple[torc
     meta = read_feature_meta(path)
     try:
         with safe_open(str(path), framework="pt") as fh:
-            feats = fh.get_slice("features")
-            coords = fh.get_tensor("coords")  # 8 bytes a window: small beside the features
+            feats, coords = _checked_tensors(fh, path, meta, against_meta=True)  # coords: 8 bytes a tile
             n, dim = feats.get_shape()
-            if tuple(coords.shape) != (n, 2) or str(n) != meta.get("n_tiles") or str(dim) != meta.get("embed_dim"):
-                raise PathkitError(f"feature file {path}: inconsistent shapes features {feats.get_shape()}, coords "
-                                   f"{tuple(coords.shape)}, metadata {meta.get('n_tiles')} x {meta.get('embed_dim')}")
             digest = _checksum_digest(meta)  # the checksum of `content_checksum`, a chunk at a time
             for start in range(0, max(n, 1), rows):
                 chunk = feats[start:start + rows]
