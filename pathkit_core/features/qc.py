@@ -10,6 +10,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pathkit_core.contracts import PathkitError
+from pathkit_core.features.store import FEATURE_SUFFIX, STATUS_FILE, read_features, read_status
+
 if TYPE_CHECKING:
     import torch
 
@@ -170,7 +173,7 @@ def _near_duplicates(features: torch.Tensor, report: QCReport, sample_size: int)
 
 
 def _encoder_folders(folder: Path, encoder: str | None) -> list[tuple[str, Path]]:
-    from pathkit_core.features.store import FEATURE_SUFFIX, STATUS_FILE
+    """(encoder, its store folder) under `folder`: the folder itself, one named encoder's, or each one."""
 
     def is_store(p: Path) -> bool:
         return (p / STATUS_FILE).is_file() or any(p.glob(f"*{FEATURE_SUFFIX}"))
@@ -187,9 +190,6 @@ def _encoder_folders(folder: Path, encoder: str | None) -> list[tuple[str, Path]
 def stored_features_problem(path: Path, *, expected_tiles: int | None = None) -> str:
     """Why a stored feature file cannot be reused ('' when it can): it fails to read or its
     checksum, or QC recomputed from its tensors fails (NaN/Inf, degenerate, row count)."""
-    from pathkit_core.contracts import PathkitError
-    from pathkit_core.features.store import read_features
-
     try:
         ff = read_features(path, verify=True)
     except PathkitError as exc:
@@ -200,8 +200,6 @@ def stored_features_problem(path: Path, *, expected_tiles: int | None = None) ->
 
 def audit_file(path: Path, status_record: dict[str, Any] | None = None) -> dict[str, Any]:
     """Full check of one feature file: checksum, shapes, manifest row count, recomputed QC."""
-    from pathkit_core.contracts import PathkitError
-    from pathkit_core.features.store import read_features
     from pathkit_core.workspace import sha256_file
 
     sid = path.name.split(".safetensors")[0]
@@ -235,7 +233,6 @@ def audit_file(path: Path, status_record: dict[str, Any] | None = None) -> dict[
 
 def _manifest_rows(path: Path, recorded_sha: str) -> tuple[int | None, str]:
     """Rows of the tile manifest the features were made from, and a problem if any."""
-    from pathkit_core.contracts import PathkitError
     from pathkit_core.workspace import sha256_file
 
     if not path.is_file():
@@ -253,12 +250,8 @@ def _manifest_rows(path: Path, recorded_sha: str) -> tuple[int | None, str]:
 
 def audit_store(folder: str | Path, *, encoder: str | None = None) -> list[dict[str, Any]]:
     """QC records of every feature file and every failed extraction under `folder`."""
-    from pathkit_core.features.store import FEATURE_SUFFIX, read_status
-
     folder = Path(folder)
     if not folder.is_dir():
-        from pathkit_core.contracts import PathkitError
-
         raise PathkitError(f"{folder} is not a folder")
     out: list[dict[str, Any]] = []
     for name, enc_dir in _encoder_folders(folder, encoder):
