@@ -10,6 +10,7 @@ import bisect
 import itertools
 import os
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -201,8 +202,6 @@ def tile_resampling(manifest: Manifest) -> str:
 def _warn_tile_spec(enc: Encoder, manifests: Sequence[Manifest], rank: int) -> None:
     """Tiles at another field of view than the encoder's are allowed (one tiling for several
     encoders, as GOLDMARK does) but never silently: warn once and record it in the metadata."""
-    import warnings
-
     spec = enc.tile_spec
     other = sorted({(m.tile_px, m.target_mpp) for m in manifests
                     if m.tile_px != spec.tile_px or abs(m.target_mpp - spec.mpp) > 1e-9})
@@ -387,8 +386,6 @@ class _Extraction:
         extraction key, not marked failed, and verified again now, its checksum (a flipped byte) and
         its QC recomputed from the tensors (a valid checksum proves only that nobody changed the file
         since it was written, not that what was written is usable)."""
-        import warnings
-
         from pathkit_core.features.qc import stored_features_problem
 
         if not job.target.is_file() or (record or {}).get("status") == "failed":

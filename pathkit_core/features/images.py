@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import Encoder, PathkitError
+from pathkit_core.features.store import content_checksum
 from pathkit_core.workspace import FileLock, atomic_path, content_hash
 
 if TYPE_CHECKING:
@@ -245,8 +246,6 @@ def load_shard(path: Path) -> dict[str, Any]:
     """A shard's features and metadata, checksum verified, cached per process by (path, mtime)."""
     from safetensors import SafetensorError, safe_open
 
-    from pathkit_core.features.store import content_checksum
-
     key = (str(path), path.stat().st_mtime_ns)
     if key not in _SHARDS:
         try:
@@ -264,8 +263,6 @@ def load_shard(path: Path) -> dict[str, Any]:
 
 def _write_shard(path: Path, features: Any, meta: dict[str, str]) -> None:
     from safetensors.torch import save_file
-
-    from pathkit_core.features.store import content_checksum
 
     meta = dict(meta)
     meta["content_sha256"] = content_checksum(features, None, meta)

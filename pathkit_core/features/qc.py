@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
 from pathkit_core.features.store import FEATURE_SUFFIX, STATUS_FILE, read_features, read_status
+from pathkit_core.workspace import sha256_file
 
 if TYPE_CHECKING:
     import torch
@@ -200,8 +201,6 @@ def stored_features_problem(path: Path, *, expected_tiles: int | None = None) ->
 
 def audit_file(path: Path, status_record: dict[str, Any] | None = None) -> dict[str, Any]:
     """Full check of one feature file: checksum, shapes, manifest row count, recomputed QC."""
-    from pathkit_core.workspace import sha256_file
-
     sid = path.name.split(".safetensors")[0]
     record: dict[str, Any] = {"slide_id": sid, "path": str(path), "problems": []}
     try:
@@ -233,8 +232,6 @@ def audit_file(path: Path, status_record: dict[str, Any] | None = None) -> dict[
 
 def _manifest_rows(path: Path, recorded_sha: str) -> tuple[int | None, str]:
     """Rows of the tile manifest the features were made from, and a problem if any."""
-    from pathkit_core.workspace import sha256_file
-
     if not path.is_file():
         return None, f"manifest {path} not found: row count not checked"
     try:

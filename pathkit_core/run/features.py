@@ -12,6 +12,7 @@ from typing import Any
 
 from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, Case, PathkitError
 from pathkit_core.features.qc import QC_COLUMNS, QC_NUMBERS
+from pathkit_core.features.store import read_feature_meta_cached
 from pathkit_core.run.identity import features_identity, source_identity
 from pathkit_core.run.spec import RunSpec
 from pathkit_core.run.state import FeatureStage, RunState
@@ -166,8 +167,6 @@ def qc_problem(path: Path, workdir: Path) -> str | None:
     from pathkit_core.run.identity import feature_file_digest
 
     if path.suffix == ".safetensors":
-        from pathkit_core.features.store import read_feature_meta_cached
-
         try:
             meta = read_feature_meta_cached(path)
         except PathkitError as exc:
@@ -281,8 +280,6 @@ def _shard_stage(state: RunState, tiling: Mapping[str, Any]) -> RunState:
 
 def _file_qc(path: Path) -> dict[str, Any]:
     """A feature file's QC as its metadata records it (the header only; a non-pathkit file: none)."""
-    from pathkit_core.features.store import read_feature_meta_cached
-
     row: dict[str, Any] = {"slide_id": path.stem, "file": str(path)}
     if path.suffix != ".safetensors":
         return row

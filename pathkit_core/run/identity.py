@@ -13,6 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pathkit_core.features.store import read_feature_meta_cached
 from pathkit_core.sources import path_identity
 from pathkit_core.workspace import content_hash, file_fingerprint
 
@@ -122,8 +123,6 @@ def features_identity(inputs: Mapping[str, Any]) -> str:
 def _cached_digest(path: str, size: int, mtime_ns: int) -> str:
     p = Path(path)
     if p.suffix == ".safetensors":
-        from pathkit_core.features.store import read_feature_meta_cached
-
         try:
             meta = read_feature_meta_cached(p)
         except Exception:  # noqa: BLE001 - a foreign or damaged file: hash its bytes instead
@@ -141,8 +140,6 @@ def feature_file_digest(path: Path) -> str:
 
 def weights_identity(inputs: Mapping[str, Any]) -> list[str]:
     """The sha256 of the encoder weights behind the run's feature files, as they record it."""
-    from pathkit_core.features.store import read_feature_meta_cached
-
     seen: set[str] = set()
     for value in inputs.values():
         for p in value if isinstance(value, tuple | list) else ():
