@@ -53,14 +53,10 @@ def _installed_record(found: list[metadata.Distribution]) -> str | None:
 
 def _editable_folder(dist: metadata.Distribution) -> Path | None:
     try:
-        raw = dist.read_text("direct_url.json")
-    except OSError:
+        info = json.loads(dist.read_text("direct_url.json") or "{}")
+    except (OSError, json.JSONDecodeError):
         return None
-    if not raw:
-        return None
-    try:
-        info = json.loads(raw)
-    except json.JSONDecodeError:
+    if not isinstance(info, dict):
         return None
     url = str(info.get("url", ""))
     if not (info.get("dir_info") or {}).get("editable") or not url.startswith("file://"):
