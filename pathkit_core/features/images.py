@@ -32,11 +32,8 @@ _INTERPOLATIONS = {"nearest": 0, "bilinear": 2, "bicubic": 3, "lanczos": 1}
 
 def split_ref(ref: str | Path) -> tuple[Path, str | None]:
     """(file, zip member or None) of an image reference."""
-    text = str(ref)
-    if ZIP_SEPARATOR in text:
-        archive, _, member = text.partition(ZIP_SEPARATOR)
-        return Path(archive), member
-    return Path(text), None
+    file, separator, member = str(ref).partition(ZIP_SEPARATOR)
+    return Path(file), member if separator else None
 
 
 def image_identity(ref: str | Path) -> list[Any]:
