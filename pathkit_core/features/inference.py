@@ -76,21 +76,16 @@ class Preprocess:
         import torch
 
         batch = torch.as_tensor(pixels)
-        if self.on_device or batch.dtype != torch.uint8:
-            return batch
-        return self._finish(batch, tile_px)
+        return batch if self.on_device else self.device(batch, tile_px)
 
     def device(self, batch: torch.Tensor, tile_px: int | None = None) -> torch.Tensor:
-        """The device half (uint8 batches only; float batches are already normalised)."""
+        """The device half, where the batch is (uint8 batches only; float batches are already normalised)."""
         import torch
+
+        from pathkit_core.wsi.resample import resize_tiles
 
         if batch.dtype != torch.uint8:
             return batch
-        return self._finish(batch, tile_px)
-
-    def _finish(self, batch: torch.Tensor, tile_px: int | None) -> torch.Tensor:
-        from pathkit_core.wsi.resample import resize_tiles
-
         if tile_px is not None and batch.ndim == 4 and batch.shape[1] != tile_px:
             batch = resize_tiles(batch, tile_px)
         return self.encoder.transform(batch)
