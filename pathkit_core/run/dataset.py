@@ -48,12 +48,8 @@ def split_statement(parts: Mapping[str, Sequence[str]], case_units: Mapping[str,
     else:
         held = (f"{label} {'/'.join(str(n) for n in units.values())} {unit}s ({_shares(units)}%), "
                 f"{numbers} cases ({_shares(counts)}%)")
-    if unit == "image":
-        kept = "image-level: images of one slide or patient may sit in two parts"
-    elif unit == "case":
-        kept = "each case its own unit"
-    else:
-        kept = f"no {unit} in two parts"
+    kept = {"image": "image-level: images of one slide or patient may sit in two parts",
+            "case": "each case its own unit"}.get(unit, f"no {unit} in two parts")
     sentence = f"{how}; " if how else ""
     return {
         "unit": unit,
