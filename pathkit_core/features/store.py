@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pathkit_core.contracts import PathkitError
 from pathkit_core.features.record import COORDS_LEVEL0_PX, FeatureFile
 from pathkit_core.formats import check_version
+from pathkit_core.status_log import append_events, compact, read_log, slide_events
 
 if TYPE_CHECKING:
     import numpy as np
@@ -322,8 +323,6 @@ def iter_feature_rows(path: str | Path, rows: int = 4096) -> Iterator[tuple[torc
 def read_status_file(out_dir: str | Path, encoder: str) -> dict[str, Any]:
     """Records and plan in one parse of the folded status file (`pathkit_core.status_log`):
     {"slides": {id: record}, "planned": {id: ...}, ...header}."""
-    from pathkit_core.status_log import read_log
-
     path = status_path(out_dir, encoder)
     try:
         log = read_log(path, "extraction status")
@@ -352,8 +351,6 @@ def read_planned(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]
 def record_planned(out_dir: str | Path, encoder: str, planned: Mapping[str, Mapping[str, Any]]) -> None:
     """Add slides to the planned set (every shard adds the whole list it was given): one line
     with the slides not planned yet; a long status file is compacted first."""
-    from pathkit_core.status_log import compact
-
     if not planned:
         return
     for sid in planned:
@@ -370,8 +367,6 @@ def _header(encoder: str) -> dict[str, str]:
 
 
 def _append(out_dir: str | Path, encoder: str, events: list[dict[str, Any]]) -> None:
-    from pathkit_core.status_log import append_events
-
     append_events(status_path(out_dir, encoder), status_lock_path(out_dir, encoder), _header(encoder), events)
 
 
@@ -385,8 +380,6 @@ def status_record(status: str, reason: str = "", **facts: Any) -> dict[str, Any]
 def record_statuses(out_dir: str | Path, encoder: str, records: Mapping[str, Mapping[str, Any]]) -> None:
     """Append several slides' records to the status file (one line each, one write), under
     its lock, so that several processes sharing the folder never lose each other's records."""
-    from pathkit_core.status_log import slide_events
-
     if not records:
         return
     for sid in records:
