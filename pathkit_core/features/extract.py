@@ -102,11 +102,8 @@ def _manifest_sha256(manifest: Manifest) -> str:
 
 
 def distributed_state(device: str | None = None) -> Any:
-    """The Accelerate state of a multi-process launch (accelerate launch / torchrun), else None.
-
-    On a machine without CUDA (or with --device cpu) the processes use gloo: Accelerate's
-    default state would otherwise treat each of them as a lone process.
-    """
+    """The Accelerate state of a multi-process launch (accelerate launch / torchrun), else None; gloo
+    without CUDA or with --device cpu (docs/encoders.md, "Many processes")."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return None
     import torch

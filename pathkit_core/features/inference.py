@@ -45,12 +45,8 @@ def autocast(device: torch.device, precision: str) -> Any:
 
 
 def default_threads(device: torch.device) -> int | None:
-    """Intra-op threads for the model, None to keep torch's own choice.
-
-    On a CPU torch already uses every core, which is right: the next batch is assembled in a
-    background thread that needs a few percent of one (docs/benchmarks.md). On a GPU the
-    model's host side needs few threads, and the tile-reading workers want the cores.
-    """
+    """Intra-op threads for the model, None to keep torch's own choice (every core, on a CPU); on a GPU
+    at most 4, the tile readers want the cores (docs/encoders.md, "Extraction")."""
     if device.type == "cpu":
         return None
     # the cores this process may run on: its CPU affinity (a Slurm allocation)
@@ -60,13 +56,9 @@ def default_threads(device: torch.device) -> int | None:
 
 @dataclass
 class Preprocess:
-    """What is done to a uint8 batch (B, H, W, 3) before the model, split between host and device.
-
-    Resampling to `tile_px` (when the regions were read at another size) and the encoder's
-    `transform` run on the host unless `on_device`, in which case the uint8 batch travels to the
-    device (a quarter of the bytes of float32) and both run there. Picklable: DataLoader
-    workers run the host half.
-    """
+    """What is done to a uint8 batch (B, H, W, 3) before the model: resampling to `tile_px` and the
+    encoder's `transform`, on the host, or with `on_device` on the device the uint8 batch travels to
+    (docs/encoders.md, "Preprocessing"). Picklable: DataLoader workers run the host half."""
 
     encoder: Encoder
     on_device: bool = False
