@@ -547,17 +547,13 @@ def extract_features(
     shard: Shard | None = None,
     code_key: str | None = None,
 ) -> list[ExtractResult]:
-    """Extract features for every manifest into `<out_dir>/<encoder>/<slide_id>.safetensors`.
-
-    Resumable: a slide whose file was made from the same manifest, weights and feature dtype,
-    and that passes its checksum and QC again, is skipped. Failures (unreadable tiles, slide
-    changed since tiling, NaN/Inf, degenerate features, row-count mismatch) are recorded with
-    their reason and the run goes on. `shard` (`pathkit_core.shard.current_shard`) picks this
-    process's slides; a multi-process launch splits it further by rank. Returns the results
-    of this process's slides. `compile=True` runs the model through `torch.compile`, falling
-    back to the eager model with a warning if that fails. `code_key`, when given, names the
-    extraction code (`pathkit run` passes a digest of its sources and the encoder's): it joins
-    each file's extraction key, so features made by other code are made again.
+    """Extract features for every manifest into `<out_dir>/<encoder>/<slide_id>.safetensors`, resumably,
+    each failure recorded with its reason while the run goes on (docs/encoders.md, "Extraction" and
+    "Integrity (fail-closed)"). `shard` (`pathkit_core.shard.current_shard`) picks this process's slides,
+    a multi-process launch splits it further by rank; returns the results of this process's slides.
+    `compile=True`: `torch.compile`, the eager model if that fails. `code_key` names the extraction code
+    (`pathkit run` passes a digest of its sources and the encoder's): it joins each file's extraction
+    key, so features made by other code are made again.
     """
     enc = resolve_encoder(encoder)
     if batch_size < 1:
