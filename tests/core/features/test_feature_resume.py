@@ -35,11 +35,6 @@ def _flip_a_feature_byte(path):
     path.write_bytes(bytes(data))
 
 
-def _rewrite(ff, features, coords):
-    """Other tensors written through the store: a valid checksum, the metadata still saying "ok"."""
-    store.write_features(ff.path, features, coords, {k: v for k, v in ff.meta.items() if k != "content_sha256"})
-
-
 def test_a_flipped_byte_is_found_on_resume_and_the_slide_re_extracted(tiled_slides, tmp_path):
     first = _extract(tiled_slides["tiles"], tmp_path)
     path = first["pink-01"].path
@@ -52,20 +47,30 @@ def test_a_flipped_byte_is_found_on_resume_and_the_slide_re_extracted(tiled_slid
     assert torch.equal(store.read_features(path).features, good)
 
 
-@pytest.mark.parametrize(("slide", "damage", "found"), [
-    ("dark-02", lambda f, c: (torch.full_like(f, float("nan")), c), "fails QC .*NaN"),
-    ("pink-01", lambda f, c: (f[:-1], c[:-1]), "row count"),
-], ids=["nan", "too-few-rows"])
-def test_a_file_with_a_valid_checksum_is_found_by_qc_on_resume(tiled_slides, tmp_path, slide, damage, found):
-    path = _extract(tiled_slides["tiles"], tmp_path)[slide].path
+def test_a_nan_file_with_a_valid_checksum_is_found_by_qc_on_resume(tiled_slides, tmp_path):
+    first = _extract(tiled_slides["tiles"], tmp_path)
+    path = first["dark-02"].path
     ff = store.read_features(path)
-    _rewrite(ff, *damage(ff.features, ff.coords))
+    good = ff.features.clone()
+    # Rewritten through the store: a valid checksum over NaNs, the metadata still saying "ok".
+    store.write_features(path, torch.full_like(ff.features, float("nan")), ff.coords,
+                         {k: v for k, v in ff.meta.items() if k != "content_sha256"})
     assert store.read_features(path, verify=True).meta["status"] == "ok"
-    with pytest.warns(UserWarning, match=found):
+    with pytest.warns(UserWarning, match="fails QC .*NaN"):
         again = _extract(tiled_slides["tiles"], tmp_path)
-    assert again[slide].status == "ok"
-    assert all(r.status == "skipped" for sid, r in again.items() if sid != slide)
-    assert torch.equal(store.read_features(path).features, ff.features)
+    assert again["dark-02"].status == "ok" and again["pink-01"].status == "skipped"
+    assert torch.equal(store.read_features(path).features, good)
+
+
+def test_a_file_with_too_few_rows_is_found_on_resume(tiled_slides, tmp_path):
+    first = _extract(tiled_slides["tiles"], tmp_path)
+    path = first["pink-01"].path
+    ff = store.read_features(path)
+    meta = {k: v for k, v in ff.meta.items() if k != "content_sha256"}
+    store.write_features(path, ff.features[:-1], ff.coords[:-1], meta)
+    with pytest.warns(UserWarning, match="row count"):
+        again = _extract(tiled_slides["tiles"], tmp_path)
+    assert again["pink-01"].status == "ok" and store.read_features(path).n_tiles == ff.n_tiles
 
 
 def test_a_slide_finished_by_another_process_while_waiting_for_its_lock_is_not_redone(
