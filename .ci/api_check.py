@@ -95,6 +95,17 @@ def _in_scope(path: str, module: str, names: list[str] | None) -> bool:
     return rest.split(".", 1)[0] in names
 
 
+def _scope(old, new, names: list[str] | None) -> list[str]:
+    """The names of a public module a change must touch to count: those listed, else its `__all__` as it
+    was or is now (docs/api/stability.md); a baseline module without one exposed every name it defined,
+    but not its submodules, whose promise is their own line of the list or none (`pathkit_core.run`)."""
+    if names is not None:
+        return names
+    defined = [name for name, member in old.members.items() if member.is_alias or not member.is_module]
+    was = old.exports if old.exports is not None else defined
+    return sorted({*was, *(new.exports or ())})
+
+
 def breakages(ref: str):
     """(module, breakage) for every change griffe reports in a public module since `ref`."""
     import griffe
@@ -112,8 +123,9 @@ def breakages(ref: str):
             if new is None:
                 yield module, None
                 continue
+            scope = _scope(old, new, names)
             for breakage in griffe.find_breaking_changes(old, new):
-                if _in_scope(breakage.obj.path, module, names):
+                if _in_scope(breakage.obj.path, module, scope):
                     yield module, breakage
 
 

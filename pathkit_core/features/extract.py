@@ -1,27 +1,24 @@
 """The extraction engine: tiles of tile manifests through an encoder into the feature store.
 
-One DataLoader streams every slide of this process's shard: workers read tiles through their
-own slide handles and apply the encoder's preprocessing, batches never span two slides, and
-the main process runs the encoder (autocast in the encoder's precision on GPU, float32 on CPU
-unless asked), fills a preallocated (N, D) buffer per slide, runs QC and writes the slide's
-safetensors file atomically as soon as its last batch is done. Slides are sharded by a hash
-of their id (`pathkit_core.shard`: `--shard i/N`, a Slurm array, and under `accelerate launch`
-or torchrun the rank); each slide is computed identically whatever the number of processes,
-so the store is the same as from one process.
+Streaming, resume, integrity and sharding: docs/encoders.md, "Extraction"; each slide is computed
+identically whatever the number of processes, so the store is the same as from one process.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import Encoder, PathkitError
 from pathkit_core.distributed import close_process_group_at_exit
+from pathkit_core.features import store
 from pathkit_core.features.inference import EncoderRunner, Preprocess, compute_dtype
 from pathkit_core.shard import Shard
 from pathkit_core.workspace import FileLock, LockTimeout, content_hash
@@ -83,10 +80,18 @@ def manifest_paths(manifests: str | Path | Iterable[str | Path | Manifest]) -> l
     return list(manifests)
 
 
-def _load_manifest(item: Any) -> Manifest:
+def _load_unique_manifests(manifests: str | Path | Iterable[str | Path | Manifest]) -> list[Manifest]:
+    """The manifests, loaded and sorted by slide id; a slide id in two of them is refused."""
     from pathkit_core.wsi.manifest import Manifest, read_manifest
 
-    return item if isinstance(item, Manifest) else read_manifest(item)
+    loaded = sorted((m if isinstance(m, Manifest) else read_manifest(m) for m in manifest_paths(manifests)),
+                    key=lambda m: m.slide_id)
+    seen: dict[str, Any] = {}
+    for m in loaded:
+        if m.slide_id in seen:
+            raise PathkitError(f"slide id {m.slide_id!r} appears in two manifests ({seen[m.slide_id]} and {m.path})")
+        seen[m.slide_id] = m.path
+    return loaded
 
 
 def _manifest_sha256(manifest: Manifest) -> str:
@@ -97,11 +102,8 @@ def _manifest_sha256(manifest: Manifest) -> str:
 
 
 def distributed_state(device: str | None = None) -> Any:
-    """The Accelerate state of a multi-process launch (accelerate launch / torchrun), else None.
-
-    On a machine without CUDA (or with --device cpu) the processes use gloo: Accelerate's
-    default state would otherwise treat each of them as a lone process.
-    """
+    """The Accelerate state of a multi-process launch (accelerate launch / torchrun), else None; gloo
+    without CUDA or with --device cpu (docs/encoders.md, "Many processes")."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return None
     import torch
@@ -111,10 +113,6 @@ def distributed_state(device: str | None = None) -> Any:
     state = PartialState(cpu=on_cpu)
     close_process_group_at_exit()
     return state
-
-
-def _distributed(accelerator: Any, device: str | None) -> Any:
-    return accelerator if accelerator is not None else distributed_state(device)
 
 
 def _pick_device(device: str | None, dist: Any) -> torch.device:
@@ -150,24 +148,15 @@ def parse_device(device: str) -> torch.device:
 
 
 def default_workers(device: torch.device) -> int:
-    """Tile-reading workers when none are asked for.
-
-    On a GPU, reading and preprocessing must keep up with the model: up to 8 workers. On a
-    CPU the model is the bottleneck and reading a tile costs a few percent of encoding it;
-    workers would compete with the model's threads for the same cores (measured slower on
-    2 cores), so tiles are read in the main process.
-    """
+    """Tile-reading workers when none are asked for: up to 8 on a GPU, none on a CPU, where workers
+    would take cores from the model (docs/encoders.md, "Extraction")."""
     if device.type == "cpu":
         return 0
     return max(1, min(8, (os.cpu_count() or 2) - 1))
 
 
-# --------------------------------------------------------------------------- weights identity
-
-
-def _weights_identity(
-    encoder: Encoder, weights_path: str | Path | None, allow_download: bool | None
-) -> tuple[Path | None, str]:
+def _weights_identity(encoder: Encoder, weights_path: str | Path | None,
+                      allow_download: bool | None) -> tuple[Path | None, str]:
     """(checkpoint path, identity) known before loading, so resume needs no model."""
     from pathkit_core.features import weights as W
 
@@ -179,36 +168,75 @@ def _weights_identity(
     return path, W.file_sha256(path)
 
 
+def _load_model(enc: Encoder, dev: torch.device, weights: Path | None, allow_download: bool | None) -> Any:
+    """`enc.load`, passing `allow_download` only to encoders whose `load` takes it."""
+    import inspect
+
+    params = inspect.signature(enc.load).parameters
+    takes = "allow_download" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    if takes:
+        return enc.load(str(dev), weights_path=weights, allow_download=allow_download)
+    return enc.load(str(dev), weights_path=weights)
+
+
+def _progress_bar(enabled: bool, total: int, label: str) -> Any:
+    """Extraction's progress bar: tiles, with a tiles/s column (or nothing when disabled)."""
+    from pathkit_core.progress import ProgressBar
+
+    return ProgressBar(f"extract [bold]{label}[/]", total, "tiles", enabled=enabled, rate=True)
+
+
+def tile_resampling(manifest: Manifest) -> str:
+    """The reader's resampling filter when any tile of the manifest is resampled, else ''."""
+    from pathkit_core.wsi.resample import RESAMPLING
+
+    tiles = manifest.tiles
+    if tiles.height == 0 or (tiles["read_px"] == tiles["tile_px"]).all():
+        return ""
+    return RESAMPLING
+
+
+def _warn_tile_spec(enc: Encoder, manifests: Sequence[Manifest], rank: int) -> None:
+    """Tiles at another field of view than the encoder's are allowed (one tiling for several
+    encoders, as GOLDMARK does) but never silently: warn once and record it in the metadata."""
+    spec = enc.tile_spec
+    other = sorted({(m.tile_px, m.target_mpp) for m in manifests
+                    if m.tile_px != spec.tile_px or abs(m.target_mpp - spec.mpp) > 1e-9})
+    if other and rank == 0:
+        shown = ", ".join(f"{px} px at {mpp:g} mpp" for px, mpp in other)
+        warnings.warn(f"encoder {enc.name!r} expects {spec.tile_px} px tiles at {spec.mpp:g} mpp; the manifests "
+                      f"have {shown} (tiles are resized to the encoder's input)", UserWarning, stacklevel=3)
+
+
+def _slide_problem(manifest: Manifest) -> str:
+    """Why the slide cannot be read as tiled ('' when fine). The content hash is recomputed only
+    when size or modification time differ from what the manifest recorded (hashing every slide on
+    every run would dominate small jobs)."""
+    from pathkit_core.wsi.reader import TileReader
+    from pathkit_core.wsi.scenes import slide_file
+
+    try:
+        reader = TileReader(manifest)
+        try:
+            st = slide_file(reader.slide_path).stat()  # the file that holds it, when the slide is one scene
+        except OSError as exc:
+            return f"{reader.slide_path}: {exc}"
+        size, mtime = manifest.meta.get("slide_size"), manifest.meta.get("slide_mtime_ns")
+        if size is None or mtime is None or int(size) != st.st_size or int(mtime) != st.st_mtime_ns:
+            reader.verify_slide()
+    except PathkitError as exc:
+        return str(exc)
+    return ""
+
+
 # --------------------------------------------------------------------------- streaming
 
 
-class _TileBatches:
-    """Index batches over the concatenated tiles of several slides; never spans two slides."""
-
-    def __init__(self, sizes: Sequence[int], batch_size: int) -> None:
-        self.sizes = list(sizes)
-        self.batch_size = batch_size
-
-    def __iter__(self) -> Iterator[list[int]]:
-        offset = 0
-        for n in self.sizes:
-            for start in range(0, n, self.batch_size):
-                yield list(range(offset + start, offset + min(start + self.batch_size, n)))
-            offset += n
-
-    def __len__(self) -> int:
-        return sum(-(-n // self.batch_size) for n in self.sizes)
-
-
 class _SlideTiles:
-    """Map-style dataset over the tiles of several manifests, fetched a batch at a time.
-
-    `__getitems__` reads a batch of one slide through the calling process's own reader and
-    applies the host half of the preprocessing (`Preprocess.host`: resampling and the
-    encoder's transform, unless both run on the GPU, when the regions leave as read, uint8);
-    a read error comes back as data (the slide is marked failed and the run goes on) instead
-    of killing the loader.
-    """
+    """Map-style dataset over the tiles of several manifests, fetched a batch of one slide at a time
+    (`__getitems__`) through the calling process's own reader, with the host half of the
+    preprocessing (`Preprocess.host`); a read error comes back as data (the slide fails, the run
+    goes on) instead of killing the loader."""
 
     def __init__(self, manifests: Sequence[Manifest], preprocess: Preprocess) -> None:
         from pathkit_core.wsi.reader import TileReader
@@ -225,12 +253,10 @@ class _SlideTiles:
     def __len__(self) -> int:
         return self.offsets[-1]
 
-    def _reader_for(self, slide: int) -> Any:
-        if self._open_slide != slide:
-            if self._open_slide >= 0:
-                self.readers[self._open_slide].close()  # one open slide per process
-            self._open_slide = slide
-        return self.readers[slide]
+    def batches(self, batch_size: int) -> list[list[int]]:
+        """Index batches over the concatenated tiles; a batch never spans two slides."""
+        return [list(range(start, min(start + batch_size, end))) for begin, end in itertools.pairwise(self.offsets)
+                for start in range(begin, end, batch_size)]
 
     def __getitems__(self, indices: list[int]) -> dict[str, Any]:
         import torch
@@ -239,11 +265,14 @@ class _SlideTiles:
         rows = [i - self.offsets[slide] for i in indices]
         reader = self.readers[slide]
         try:
-            reader = self._reader_for(slide)
+            if self._open_slide != slide:
+                if self._open_slide >= 0:
+                    self.readers[self._open_slide].close()  # one open slide per process
+                self._open_slide = slide
             tiles = reader.read_batch(rows, resample=not self.preprocess.on_device)
             pixels = self.preprocess.host(tiles, reader.tile_px)
         except Exception as exc:  # noqa: BLE001 - any tile failure fails the slide, not the run
-            self.readers[slide].close()
+            reader.close()
             self._open_slide = -1
             return {"slide": slide, "rows": rows, "pixels": None, "tile_px": reader.tile_px,
                     "error": f"{type(exc).__name__}: {exc}"}
@@ -258,30 +287,19 @@ def _identity(batch: Any) -> Any:
     return batch
 
 
-def _glibc() -> Any:
+def _worker_init(_worker_id: int) -> None:
+    """Keep a long-running tile worker's memory flat: a fixed 1 MiB glibc mmap threshold returns its
+    per-batch buffers on free instead of fragmenting the heap (docs/encoders.md, "Extraction").
+    Other C libraries have no `mallopt` and are left alone."""
     import ctypes
     import ctypes.util
 
     name = ctypes.util.find_library("c")
-    if not name:
-        return None
     try:
-        libc = ctypes.CDLL(name)
-        return libc if hasattr(libc, "mallopt") else None
+        libc = ctypes.CDLL(name) if name else None
     except OSError:
-        return None
-
-
-def _worker_init(_worker_id: int) -> None:
-    """Keep a long-running tile worker's memory flat.
-
-    glibc raises its mmap threshold after large blocks are freed, so the worker's per-batch
-    buffers (tens of MB) end up on the heap, which fragments and grows with every batch
-    (measured: +190 MiB over 1,200 tiles); a fixed 1 MiB threshold keeps them mmap-backed
-    and returned on free (flat). Other C libraries ignore it.
-    """
-    libc = _glibc()
-    if libc is not None:
+        return
+    if libc is not None and hasattr(libc, "mallopt"):
         m_mmap_threshold = -3  # glibc's M_MMAP_THRESHOLD
         libc.mallopt(m_mmap_threshold, 1 << 20)
 
@@ -289,10 +307,9 @@ def _worker_init(_worker_id: int) -> None:
 @dataclass
 class _SlideJob:
     manifest: Manifest
-    slide_id: str
     target: Path
     manifest_sha256: str
-    resampling: str = ""  # tile_resampling(manifest), worked out once
+    resampling: str  # tile_resampling(manifest), worked out once
     key: str = ""  # the extraction key its file must record to be reused
     lock: FileLock | None = None
     buffer: Any = None
@@ -301,8 +318,210 @@ class _SlideJob:
     started: float = 0.0
 
     @property
+    def slide_id(self) -> str:
+        return self.manifest.slide_id
+
+    @property
     def n_tiles(self) -> int:
         return self.manifest.n_tiles
+
+
+@dataclass
+class _Extraction:
+    """One call's encoder and store folder, the results so far and the status records not written yet."""
+
+    enc: Encoder
+    out_dir: Path
+    feature_dtype: str
+    weights_id: str
+    model_label: str  # what the extraction key names as the model: its architecture, and the code when given
+    results: list[ExtractResult] = field(default_factory=list)
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
+    context: dict[str, str] = field(default_factory=dict)  # the metadata every feature file records
+
+    def flush(self) -> None:
+        store.record_statuses(self.out_dir, self.enc.name, self.pending)
+        self.pending.clear()
+
+    def prepare(self, manifest: Manifest, overwrite: bool, previous: dict[str, dict[str, Any]],
+                read_at: float) -> _SlideJob | None:
+        """A job for the slide, or None when it is up to date (skipped) or locked by another process."""
+        from pathkit_core.workspace import remove_stale_temporaries
+
+        sid = manifest.slide_id
+        job = _SlideJob(manifest, store.feature_path(self.out_dir, self.enc.name, sid), _manifest_sha256(manifest),
+                        tile_resampling(manifest))
+        parts = {"manifest": job.manifest_sha256, "weights": self.weights_id, "architecture": self.model_label,
+                 "dtype": self.feature_dtype}
+        if job.resampling:  # features of resampled tiles depend on the filter; exact-resolution ones do not
+            parts["resampling"] = job.resampling
+        job.key = content_hash(parts, length=32)
+        lock = FileLock(job.target.with_name(f".{job.target.name}.lock"), timeout=0.0)
+        if not overwrite and self._skip(job, previous.get(sid)):
+            lock.clear_stale()  # left by a process killed after writing the file
+            return None
+        try:
+            lock.acquire()
+        except LockTimeout as exc:
+            self.results.append(ExtractResult(sid, "locked", str(exc), manifest.n_tiles, None))
+            return None
+        # Another process may have finished the slide between the look above and the lock: its
+        # record is read again only then (a file newer than `previous`), not once per slide.
+        if not overwrite and job.target.is_file():
+            fresh = job.target.stat().st_mtime >= read_at
+            if self._skip(job, store.read_status(self.out_dir, self.enc.name).get(sid) if fresh else previous.get(sid)):
+                lock.release()
+                return None
+        # Temporaries of a writer killed mid-write; only the lock holder writes them.
+        remove_stale_temporaries(job.target)
+        remove_stale_temporaries(job.target.parent / "failed" / job.target.name)
+        job.lock = lock
+        return job
+
+    def _skip(self, job: _SlideJob, record: dict[str, Any] | None) -> bool:
+        """Whether the slide's file can be kept (then it is recorded as skipped): made with the same
+        extraction key, not marked failed, and verified again now, its checksum (a flipped byte) and
+        its QC recomputed from the tensors (a valid checksum proves only that nobody changed the file
+        since it was written, not that what was written is usable)."""
+        from pathkit_core.features.qc import stored_features_problem
+
+        if not job.target.is_file() or (record or {}).get("status") == "failed":
+            return False
+        try:
+            meta = store.read_feature_meta(job.target)
+        except PathkitError as exc:
+            warnings.warn(f"{exc}; re-extracting it", UserWarning, stacklevel=3)
+            return False
+        if meta.get("extraction_key") != job.key or meta.get("status") != "ok":
+            return False
+        problem = stored_features_problem(job.target, expected_tiles=job.n_tiles)
+        if problem:
+            warnings.warn(f"{job.target}: {problem}; re-extracting it", UserWarning, stacklevel=3)
+            return False
+        self.results.append(ExtractResult(job.slide_id, "skipped", "already extracted", int(meta.get("n_tiles", 0)),
+                                          job.target))
+        return True
+
+    def runnable(self, job: _SlideJob, verify_slides: bool) -> bool:
+        """Whether the slide is worth running: a changed slide (when verified) or an empty manifest is
+        recorded as failed instead."""
+        problem = _slide_problem(job.manifest) if verify_slides else None
+        if not problem and job.n_tiles == 0:
+            problem = "the tile manifest has no tiles (no tissue found)"
+        if problem:
+            self.fail(job, problem)
+        return not problem
+
+    def fail(self, job: _SlideJob, reason: str, qc: dict[str, Any] | None = None) -> None:
+        job.failed, job.buffer = reason, None
+        seconds = time.monotonic() - job.started if job.started else 0.0
+        self.results.append(ExtractResult(job.slide_id, "failed", reason, job.n_tiles, None, seconds, qc or {}))
+        self.pending[job.slide_id] = store.status_record("failed", reason, n_tiles=job.n_tiles,
+                                                         manifest=str(job.manifest.path or ""), qc=qc or {})
+        self.flush()  # at once: a crash later must not lose why a slide was excluded
+        if job.lock is not None:
+            job.lock.release()
+
+    def finish(self, job: _SlideJob) -> None:
+        """QC the complete buffer and write the slide (canonical path if it passes, failed/ if not)."""
+        import torch
+
+        from pathkit_core.features.qc import compute_qc
+        from pathkit_core.workspace import sha256_file
+
+        m = job.manifest
+        qc = compute_qc(job.buffer, expected_tiles=m.n_tiles)
+        meta = {**self.context,
+                "slide_id": job.slide_id,
+                "slide_path": str(m.meta.get("slide_path", "")),
+                "slide_sha256": str(m.meta.get("slide_sha256", "")),
+                "slide_identity": str(m.meta.get("slide_identity", "")),
+                "mpp": repr(float(m.meta["mpp"])) if m.meta.get("mpp") is not None else "",
+                "target_mpp": repr(float(m.target_mpp)),
+                "tile_px": str(m.tile_px),
+                "tile_px_level0": str(m.meta.get("size0", "")),
+                "params_hash": m.params_hash,
+                "manifest_path": str(m.path or ""),
+                "manifest_sha256": job.manifest_sha256,
+                "encoder_tile_px": str(self.enc.tile_spec.tile_px),
+                "encoder_mpp": repr(float(self.enc.tile_spec.mpp)),
+                "tile_resampling": job.resampling,
+                "extraction_key": job.key,
+                "qc": qc.as_dict(),
+                "status": qc.status,
+                "failure_reason": qc.reason}
+        coords = torch.from_numpy(m.coords())
+        seconds = time.monotonic() - job.started
+        failed_copy = job.target.parent / "failed" / job.target.name
+        if qc.status != "ok":
+            # Kept for inspection, away from where downstream stages look.
+            store.write_features(failed_copy, job.buffer, coords, meta, dtype=self.feature_dtype)
+            self.fail(job, qc.reason, qc=qc.as_dict())
+            return
+        store.write_features(job.target, job.buffer, coords, meta, dtype=self.feature_dtype)
+        failed_copy.unlink(missing_ok=True)
+        self.results.append(ExtractResult(job.slide_id, "ok", "", m.n_tiles, job.target, seconds, qc.as_dict()))
+        self.pending[job.slide_id] = store.status_record(
+            "ok", n_tiles=m.n_tiles, sha256=sha256_file(job.target), manifest=str(m.path or ""), qc_flags=qc.flags,
+            seconds=round(seconds, 3))
+        job.buffer = None
+        if job.lock is not None:
+            job.lock.release()
+
+    def run(self, jobs: list[_SlideJob], runner: EncoderRunner, batch_size: int, workers: int, progress: bool) -> None:
+        """Stream every job's tiles through the model, filling each slide's buffer; a slide is finished
+        as soon as its last batch is in."""
+        import torch
+        from torch.utils.data import DataLoader
+
+        dataset = _SlideTiles([j.manifest for j in jobs], runner.preprocess)
+        extra: dict[str, Any] = {"prefetch_factor": 4, "persistent_workers": False} if workers > 0 else {}
+        loader = DataLoader(dataset, batch_sampler=dataset.batches(batch_size), num_workers=workers,
+                            collate_fn=_identity, worker_init_fn=_worker_init,
+                            pin_memory=runner.device.type == "cuda", **extra)
+        out_type = store._torch_dtype(self.feature_dtype)
+        expected_dim = int(self.enc.feature_dim or 0)
+        last_flush = time.monotonic()
+
+        def pixels(batch: dict[str, Any]) -> Any:
+            # Nothing to encode for a failed read, or for the rest of a slide that already failed.
+            return None if batch["error"] or jobs[batch["slide"]].failed else batch["pixels"]
+
+        with _progress_bar(progress, len(dataset), self.enc.name) as bar:
+            for batch, out in runner.stream(loader, pixels=pixels, tile_px=lambda b: b["tile_px"]):
+                job, n = jobs[batch["slide"]], len(batch["rows"])
+                bar.advance(n)
+                if job.failed:
+                    continue
+                job.started = job.started or time.monotonic()
+                if batch["error"]:
+                    self.fail(job, f"reading tiles failed: {batch['error']}")
+                    continue
+                if out.ndim != 2 or out.shape[0] != n or (expected_dim and out.shape[1] != expected_dim):
+                    raise PathkitError(f"encoder {self.enc.name!r} returned shape {tuple(out.shape)} for a batch of "
+                                       f"{n} tiles; expected ({n}, {expected_dim})")
+                if job.buffer is None:
+                    job.buffer = torch.empty(job.n_tiles, out.shape[1], dtype=out_type)
+                # Rounding to the storage dtype here keeps one slide's buffer small; NaN and
+                # overflow survive the cast, so QC still sees them.
+                job.buffer[batch["rows"]] = out.to(job.buffer.dtype)
+                job.filled += n
+                if job.filled == job.n_tiles:
+                    self.finish(job)
+                if time.monotonic() - last_flush > _STATUS_FLUSH_SECONDS:
+                    self.flush()
+                    last_flush = time.monotonic()
+
+
+def _file_context(enc: Encoder, arch: str, weights: Path | None, weights_id: str, precision: str,
+                  dev: torch.device) -> dict[str, str]:
+    """The metadata every feature file of this extraction records (model, weights, dtype, device)."""
+    import torch
+
+    return {"encoder": enc.name, "architecture": arch, "encoder_description": enc.description,
+            "is_pathology_model": str(bool(enc.is_pathology_model)).lower(), "joint_space": str(enc.joint_space or ""),
+            "weights_path": str(weights) if weights else "", "weights_sha256": weights_id,
+            "compute_dtype": precision, "device": dev.type, "torch_version": torch.__version__}
 
 
 # --------------------------------------------------------------------------- the engine
@@ -328,31 +547,23 @@ def extract_features(
     shard: Shard | None = None,
     code_key: str | None = None,
 ) -> list[ExtractResult]:
-    """Extract features for every manifest into `<out_dir>/<encoder>/<slide_id>.safetensors`.
-
-    Resumable: a slide whose file was made from the same manifest, weights and feature dtype,
-    and that passes its checksum and QC again, is skipped. Failures (unreadable tiles, slide
-    changed since tiling, NaN/Inf, degenerate features, row-count mismatch) are recorded with
-    their reason and the run goes on. `shard` (`pathkit_core.shard.current_shard`) picks this
-    process's slides; a multi-process launch splits it further by rank. Returns the results
-    of this process's slides. `compile=True` runs the model through `torch.compile`, falling
-    back to the eager model with a warning if that fails. `code_key`, when given, names the
-    extraction code (`pathkit run` passes a digest of its sources and the encoder's): it joins
-    each file's extraction key, so features made by other code are made again.
+    """Extract features for every manifest into `<out_dir>/<encoder>/<slide_id>.safetensors`, resumably,
+    each failure recorded with its reason while the run goes on (docs/encoders.md, "Extraction" and
+    "Integrity (fail-closed)"). `shard` (`pathkit_core.shard.current_shard`) picks this process's slides,
+    a multi-process launch splits it further by rank; returns the results of this process's slides.
+    `compile=True`: `torch.compile`, the eager model if that fails. `code_key` names the extraction code
+    (`pathkit run` passes a digest of its sources and the encoder's): it joins each file's extraction
+    key, so features made by other code are made again.
     """
-    from pathkit_core.features import store
-
     enc = resolve_encoder(encoder)
     if batch_size < 1:
         raise PathkitError(f"batch size must be >= 1, got {batch_size}")
     if workers is not None and workers < 0:
         raise PathkitError(f"workers must be >= 0, got {workers}")
     store._torch_dtype(feature_dtype)  # validates the name
-    dist = _distributed(accelerator, device)
-    rank = int(dist.process_index) if dist is not None else 0
-    world = int(dist.num_processes) if dist is not None else 1
+    dist = accelerator if accelerator is not None else distributed_state(device)
+    rank, world = (int(dist.process_index), int(dist.num_processes)) if dist is not None else (0, 1)
     dev = _pick_device(device, dist)
-    workers = default_workers(dev) if workers is None else workers
     precision = compute_dtype(enc, dev, dtype)
     out_dir = Path(out_dir)
 
@@ -361,417 +572,34 @@ def extract_features(
     mine = (shard or Shard()).within(rank, world).select(loaded, key=lambda m: m.slide_id)
     # Every process plans the whole list: slides of a shard not started yet show as pending.
     store.record_planned(out_dir, enc.name, {m.slide_id: {"manifest": str(m.path or "")} for m in loaded})
-
     _warn_tile_spec(enc, mine, rank)
     resolved_weights, weights_id = _weights_identity(enc, weights_path, allow_download)
     arch = enc.architecture_label()
-    # what the extraction key names as the model: its architecture, and the code when given
-    keyed_arch = arch if code_key is None else f"{arch}|code:{code_key}"
-    results: list[ExtractResult] = []
-    pending: dict[str, dict[str, Any]] = {}
+    work = _Extraction(enc, out_dir, feature_dtype, weights_id, arch if code_key is None else f"{arch}|code:{code_key}")
     read_at = time.time() - 1.0  # mtime granularity and clock steps
     previous = store.read_status(out_dir, enc.name)
-    status_lock = FileLock(store.status_lock_path(out_dir, enc.name))
-    status_lock.clear_stale()  # a process killed while recording statuses
+    FileLock(store.status_lock_path(out_dir, enc.name)).clear_stale()  # a process killed while recording statuses
     jobs: list[_SlideJob] = []
     try:
         for m in mine:
-            job = _prepare(m, enc, out_dir, weights_id, keyed_arch, feature_dtype, overwrite, previous, results,
-                           read_at)
-            if job is not None and _runnable(job, verify_slides, enc, out_dir, pending, results):
+            job = work.prepare(m, overwrite, previous, read_at)
+            if job is not None and work.runnable(job, verify_slides):
                 jobs.append(job)
         # A process killed before flushing its records leaves finished files without one.
-        for r in results:
+        for r in work.results:
             if r.status == "skipped" and previous.get(r.slide_id, {}).get("status") != "ok":
-                pending[r.slide_id] = store.status_record("ok", n_tiles=r.n_tiles, recorded="on resume")
+                work.pending[r.slide_id] = store.status_record("ok", n_tiles=r.n_tiles, recorded="on resume")
         if jobs:
             model = _load_model(enc, dev, resolved_weights, allow_download)
-            context = _file_context(enc, arch, resolved_weights, weights_id, precision, dev)
-            _run(jobs, enc, model, dev, precision, feature_dtype, batch_size, workers,
-                 out_dir, context, pending, results, progress=progress and rank == 0, compile=compile)
+            work.context = _file_context(enc, arch, resolved_weights, weights_id, precision, dev)
+            runner = EncoderRunner(enc, model, dev, precision=precision, compile=compile)
+            work.run(jobs, runner, batch_size, default_workers(dev) if workers is None else workers,
+                     progress and rank == 0)
     finally:
         for job in jobs:
             if job.lock is not None:
                 job.lock.release()
-        store.record_statuses(out_dir, enc.name, pending)
+        work.flush()
     if dist is not None and world > 1:
         dist.wait_for_everyone()
-    return results
-
-
-def _load_unique_manifests(manifests: str | Path | Iterable[str | Path | Manifest]) -> list[Manifest]:
-    """The manifests, loaded and sorted by slide id; a slide id in two of them is refused."""
-    loaded = sorted((_load_manifest(m) for m in manifest_paths(manifests)), key=lambda m: m.slide_id)
-    seen: dict[str, Any] = {}
-    for m in loaded:
-        if m.slide_id in seen:
-            raise PathkitError(
-                f"slide id {m.slide_id!r} appears in two manifests ({seen[m.slide_id]} and {m.path})"
-            )
-        seen[m.slide_id] = m.path
-    return loaded
-
-
-def _runnable(job: _SlideJob, verify_slides: bool, enc: Encoder, out_dir: Path,
-              pending: dict[str, dict[str, Any]], results: list[ExtractResult]) -> bool:
-    """Whether the slide is worth running: a changed slide (when verified) or an empty manifest is
-    recorded as failed instead."""
-    problem = _slide_problem(job.manifest) if verify_slides else None
-    if not problem and job.n_tiles == 0:
-        problem = "the tile manifest has no tiles (no tissue found)"
-    if problem:
-        _fail(job, problem, enc, out_dir, pending, results)
-        return False
-    return True
-
-
-def _file_context(enc: Encoder, arch: str, weights: Path | None, weights_id: str, precision: str,
-                  dev: torch.device) -> dict[str, str]:
-    """The metadata every feature file of this extraction records (model, weights, dtype, device)."""
-    import torch
-
-    return {
-        "encoder": enc.name,
-        "architecture": arch,
-        "encoder_description": enc.description,
-        "is_pathology_model": str(bool(enc.is_pathology_model)).lower(),
-        "joint_space": str(enc.joint_space or ""),
-        "weights_path": str(weights) if weights else "",
-        "weights_sha256": weights_id,
-        "compute_dtype": precision,
-        "device": dev.type,
-        "torch_version": torch.__version__,
-    }
-
-
-def _load_model(enc: Encoder, dev: torch.device, weights: Path | None, allow_download: bool | None) -> Any:
-    """`enc.load`, passing `allow_download` only to encoders whose `load` takes it."""
-    import inspect
-
-    params = inspect.signature(enc.load).parameters
-    takes = "allow_download" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-    if takes:
-        return enc.load(str(dev), weights_path=weights, allow_download=allow_download)
-    return enc.load(str(dev), weights_path=weights)
-
-
-def _warn_tile_spec(enc: Encoder, manifests: Sequence[Manifest], rank: int) -> None:
-    """Tiles at another field of view than the encoder's are allowed (one tiling for several
-    encoders, as GOLDMARK does) but never silently: warn once and record it in the metadata."""
-    import warnings
-
-    spec = enc.tile_spec
-    other = sorted(
-        {(m.tile_px, m.target_mpp) for m in manifests
-         if m.tile_px != spec.tile_px or abs(m.target_mpp - spec.mpp) > 1e-9}
-    )
-    if other and rank == 0:
-        shown = ", ".join(f"{px} px at {mpp:g} mpp" for px, mpp in other)
-        warnings.warn(
-            f"encoder {enc.name!r} expects {spec.tile_px} px tiles at {spec.mpp:g} mpp; "
-            f"the manifests have {shown} (tiles are resized to the encoder's input)",
-            UserWarning,
-            stacklevel=3,
-        )
-
-
-def _extraction_key(job: _SlideJob, weights_id: str, arch: str, feature_dtype: str) -> str:
-    parts = {"manifest": job.manifest_sha256, "weights": weights_id, "architecture": arch, "dtype": feature_dtype}
-    if job.resampling:  # features of resampled tiles depend on the filter; exact-resolution ones do not
-        parts["resampling"] = job.resampling
-    return content_hash(parts, length=32)
-
-
-def tile_resampling(manifest: Manifest) -> str:
-    """The reader's resampling filter when any tile of the manifest is resampled, else ''."""
-    from pathkit_core.wsi.resample import RESAMPLING
-
-    tiles = manifest.tiles
-    if tiles.height == 0 or (tiles["read_px"] == tiles["tile_px"]).all():
-        return ""
-    return RESAMPLING
-
-
-def _prepare(
-    manifest: Manifest,
-    enc: Encoder,
-    out_dir: Path,
-    weights_id: str,
-    arch: str,
-    feature_dtype: str,
-    overwrite: bool,
-    previous: dict[str, dict[str, Any]],
-    results: list[ExtractResult],
-    read_at: float = 0.0,
-) -> _SlideJob | None:
-    """A job for the slide, or None when it is up to date (skipped) or locked by another process."""
-    from pathkit_core.features import store
-    from pathkit_core.workspace import remove_stale_temporaries
-
-    sid = manifest.slide_id
-    target = store.feature_path(out_dir, enc.name, sid)
-    job = _SlideJob(manifest=manifest, slide_id=sid, target=target, manifest_sha256=_manifest_sha256(manifest),
-                    resampling=tile_resampling(manifest))
-    job.key = key = _extraction_key(job, weights_id, arch, feature_dtype)
-
-    def skipped(meta: dict[str, str]) -> None:
-        results.append(ExtractResult(sid, "skipped", "already extracted", int(meta.get("n_tiles", 0)), target))
-
-    lock = FileLock(target.with_name(f".{target.name}.lock"), timeout=0.0)
-    if not overwrite:
-        meta = _reusable(target, key, manifest.n_tiles, previous.get(sid))
-        if meta is not None:
-            lock.clear_stale()  # left by a process killed after writing the file
-            skipped(meta)
-            return None
-    try:
-        lock.acquire()
-    except LockTimeout as exc:
-        results.append(ExtractResult(sid, "locked", str(exc), manifest.n_tiles, None))
-        return None
-    # Another process may have finished the slide between the look above and the lock: its
-    # record is read again only then (a file newer than `previous`), not once per slide.
-    if not overwrite and target.is_file():
-        record = previous.get(sid)
-        if target.stat().st_mtime >= read_at:
-            record = store.read_status(out_dir, enc.name).get(sid)
-        meta = _reusable(target, key, manifest.n_tiles, record)
-        if meta is not None:
-            lock.release()
-            skipped(meta)
-            return None
-    # Temporaries of a writer killed mid-write; only the lock holder writes them.
-    remove_stale_temporaries(target)
-    remove_stale_temporaries(target.parent / "failed" / target.name)
-    job.lock = lock
-    return job
-
-
-def _reusable(target: Path, key: str, n_tiles: int, record: dict[str, Any] | None) -> dict[str, str] | None:
-    """The metadata of `target` when it can be kept as this slide's features, else None.
-
-    Kept only when made with the same extraction key, not marked failed, and verified again
-    now: its checksum (a flipped byte) and its QC recomputed from the tensors (NaN/Inf,
-    degenerate, wrong row count) - a valid checksum proves only that nobody changed the file
-    since it was written, not that what was written is usable.
-    """
-    import warnings
-
-    from pathkit_core.features import store
-    from pathkit_core.features.qc import stored_features_problem
-
-    if not target.is_file() or (record or {}).get("status") == "failed":
-        return None
-    try:
-        meta = store.read_feature_meta(target)
-    except PathkitError as exc:
-        warnings.warn(f"{exc}; re-extracting it", UserWarning, stacklevel=2)
-        return None
-    if meta.get("extraction_key") != key or meta.get("status") != "ok":
-        return None
-    problem = stored_features_problem(target, expected_tiles=n_tiles)
-    if problem:
-        warnings.warn(f"{target}: {problem}; re-extracting it", UserWarning, stacklevel=2)
-        return None
-    return meta
-
-
-def _slide_problem(manifest: Manifest) -> str:
-    """Why the slide cannot be read as tiled ('' when fine).
-
-    The content hash is recomputed only when size or modification time differ from what
-    the manifest recorded (hashing every slide on every run would dominate small jobs).
-    """
-    from pathkit_core.wsi.reader import TileReader
-
-    try:
-        reader = TileReader(manifest)
-    except PathkitError as exc:
-        return str(exc)
-    from pathkit_core.wsi.scenes import slide_file
-
-    path = reader.slide_path
-    meta = manifest.meta
-    try:
-        st = slide_file(path).stat()  # the file that holds it, when the slide is one scene
-    except OSError as exc:
-        return f"{path}: {exc}"
-    same = (
-        meta.get("slide_size") is not None
-        and int(meta.get("slide_size")) == st.st_size
-        and meta.get("slide_mtime_ns") is not None
-        and int(meta.get("slide_mtime_ns")) == st.st_mtime_ns
-    )
-    if same:
-        return ""
-    try:
-        reader.verify_slide()
-    except PathkitError as exc:
-        return str(exc)
-    return ""
-
-
-def _fail(
-    job: _SlideJob,
-    reason: str,
-    enc: Encoder,
-    out_dir: Path,
-    pending: dict[str, dict[str, Any]],
-    results: list[ExtractResult],
-    qc: dict[str, Any] | None = None,
-) -> None:
-    from pathkit_core.features import store
-
-    job.failed = reason
-    job.buffer = None
-    seconds = time.monotonic() - job.started if job.started else 0.0
-    results.append(ExtractResult(job.slide_id, "failed", reason, job.n_tiles, None, seconds, qc or {}))
-    pending[job.slide_id] = store.status_record(
-        "failed", reason, n_tiles=job.n_tiles, manifest=str(job.manifest.path or ""), qc=qc or {}
-    )
-    # Failures are flushed at once: a crash later must not lose why a slide was excluded.
-    store.record_statuses(out_dir, enc.name, pending)
-    pending.clear()
-    if job.lock is not None:
-        job.lock.release()
-
-
-def _finish(
-    job: _SlideJob,
-    enc: Encoder,
-    out_dir: Path,
-    feature_dtype: str,
-    context: dict[str, Any],
-    pending: dict[str, dict[str, Any]],
-    results: list[ExtractResult],
-) -> None:
-    """QC the complete buffer and write the slide (canonical path if it passes, failed/ if not)."""
-    import torch
-
-    from pathkit_core.features import store
-    from pathkit_core.features.qc import compute_qc
-    from pathkit_core.workspace import sha256_file
-
-    m = job.manifest
-    qc = compute_qc(job.buffer, expected_tiles=m.n_tiles)
-    meta = dict(context)
-    meta.update(
-        slide_id=job.slide_id,
-        slide_path=str(m.meta.get("slide_path", "")),
-        slide_sha256=str(m.meta.get("slide_sha256", "")),
-        slide_identity=str(m.meta.get("slide_identity", "")),
-        mpp=repr(float(m.meta["mpp"])) if m.meta.get("mpp") is not None else "",
-        target_mpp=repr(float(m.target_mpp)),
-        tile_px=str(m.tile_px),
-        tile_px_level0=str(m.meta.get("size0", "")),
-        params_hash=m.params_hash,
-        manifest_path=str(m.path or ""),
-        manifest_sha256=job.manifest_sha256,
-        encoder_tile_px=str(enc.tile_spec.tile_px),
-        encoder_mpp=repr(float(enc.tile_spec.mpp)),
-        tile_resampling=job.resampling,
-        extraction_key=job.key,
-        qc=qc.as_dict(),
-        status=qc.status,
-        failure_reason=qc.reason,
-    )
-    coords = torch.from_numpy(m.coords())
-    seconds = time.monotonic() - job.started
-    failed_copy = job.target.parent / "failed" / job.target.name
-    if qc.status == "ok":
-        store.write_features(job.target, job.buffer, coords, meta, dtype=feature_dtype)
-        sha = sha256_file(job.target)
-        failed_copy.unlink(missing_ok=True)
-        results.append(ExtractResult(job.slide_id, "ok", "", m.n_tiles, job.target, seconds, qc.as_dict()))
-        pending[job.slide_id] = store.status_record(
-            "ok", n_tiles=m.n_tiles, sha256=sha, manifest=str(m.path or ""), qc_flags=qc.flags,
-            seconds=round(seconds, 3),
-        )
-        job.buffer = None
-        if job.lock is not None:
-            job.lock.release()
-    else:
-        # Kept for inspection, away from where downstream stages look.
-        store.write_features(failed_copy, job.buffer, coords, meta, dtype=feature_dtype)
-        _fail(job, qc.reason, enc, out_dir, pending, results, qc=qc.as_dict())
-
-
-def _run(
-    jobs: list[_SlideJob],
-    enc: Encoder,
-    model: torch.nn.Module,
-    dev: torch.device,
-    precision: str,
-    feature_dtype: str,
-    batch_size: int,
-    workers: int,
-    out_dir: Path,
-    context: dict[str, Any],
-    pending: dict[str, dict[str, Any]],
-    results: list[ExtractResult],
-    *,
-    progress: bool,
-    compile: bool = False,  # noqa: A002 - torch's name
-) -> None:
-    import torch
-    from torch.utils.data import DataLoader
-
-    from pathkit_core.features import store
-
-    runner = EncoderRunner(enc, model, dev, precision=precision, compile=compile)
-    dataset = _SlideTiles([j.manifest for j in jobs], runner.preprocess)
-    extra: dict[str, Any] = {"prefetch_factor": 4, "persistent_workers": False} if workers > 0 else {}
-    loader = DataLoader(
-        dataset,
-        batch_sampler=_TileBatches([j.n_tiles for j in jobs], batch_size),
-        num_workers=workers,
-        collate_fn=_identity,
-        worker_init_fn=_worker_init,
-        pin_memory=dev.type == "cuda",
-        **extra,
-    )
-    out_type = store._torch_dtype(feature_dtype)
-    expected_dim = int(enc.feature_dim or 0)
-    total = sum(j.n_tiles for j in jobs)
-    last_flush = time.monotonic()
-
-    def pixels(batch: dict[str, Any]) -> Any:
-        # Nothing to encode for a failed read, or for the rest of a slide that already failed.
-        return None if batch["error"] or jobs[batch["slide"]].failed else batch["pixels"]
-
-    with _progress_bar(progress, total, enc.name) as bar:
-        for batch, out in runner.stream(loader, pixels=pixels, tile_px=lambda b: b["tile_px"]):
-            job = jobs[batch["slide"]]
-            n = len(batch["rows"])
-            bar.advance(n)
-            if job.failed:
-                continue
-            if not job.started:
-                job.started = time.monotonic()
-            if batch["error"]:
-                _fail(job, f"reading tiles failed: {batch['error']}", enc, out_dir, pending, results)
-                continue
-            if out.ndim != 2 or out.shape[0] != n or (expected_dim and out.shape[1] != expected_dim):
-                raise PathkitError(
-                    f"encoder {enc.name!r} returned shape {tuple(out.shape)} for a batch of {n} tiles; "
-                    f"expected ({n}, {expected_dim})"
-                )
-            if job.buffer is None:
-                job.buffer = torch.empty(job.n_tiles, out.shape[1], dtype=out_type)
-            # Rounding to the storage dtype here keeps one slide's buffer small; NaN and
-            # overflow survive the cast, so QC still sees them.
-            job.buffer[batch["rows"]] = out.to(job.buffer.dtype)
-            job.filled += n
-            if job.filled == job.n_tiles:
-                _finish(job, enc, out_dir, feature_dtype, context, pending, results)
-            if time.monotonic() - last_flush > _STATUS_FLUSH_SECONDS:
-                store.record_statuses(out_dir, enc.name, pending)
-                pending.clear()
-                last_flush = time.monotonic()
-
-
-def _progress_bar(enabled: bool, total: int, label: str) -> Any:
-    """Extraction's progress bar: tiles, with a tiles/s column (or nothing when disabled)."""
-    from pathkit_core.progress import ProgressBar
-
-    return ProgressBar(f"extract [bold]{label}[/]", total, "tiles", enabled=enabled, rate=True)
+    return work.results

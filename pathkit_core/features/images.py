@@ -1,16 +1,7 @@
-"""Whole-image encoding: each patch image encoded as one image, for patch-level tasks.
-
-A patch is resized to the encoder's input size with its interpolation and normalised with its
-mean/std (HepatoBench: 150 px patches at 20x). An encoder whose own transform crops after
-resizing (Prov-GigaPath, EAGLE: resize 256, centre crop 224) gets that transform: the shorter
-side resized, the centre cropped, so the model sees the field of view it was trained on;
-every other encoder resizes to its input size and crops nothing, the patch encoded whole. Images are
-decoded in DataLoader workers; a reference is a file path, `"<archive>.zip::<member>"`, a
-member read in place, or `"<file>.h5::<key>/<index>"`, one (H, W, 3) uint8 row of an HDF5 array
-read lazily (PatchCamelyon). Features go to a per-encoder store of shards (safetensors: `features`
-N x D in float16, the case ids and any unreadable images in the metadata, a content checksum),
-each shard keyed by its images' identities and the weights, so a rerun re-encodes only what
-changed and a damaged shard is noticed and redone.
+"""Whole-image encoding: each patch image encoded as one image, for patch-level tasks (preprocessing,
+image references and the shard store: docs/hepatobench.md, "Encoding"). A reference is a file path,
+`"<archive>.zip::<member>"` (a member read in place) or `"<file>.h5::<key>/<index>"` (one (H, W, 3)
+uint8 row of an HDF5 array, read lazily: PatchCamelyon).
 """
 
 from __future__ import annotations
@@ -21,10 +12,14 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import Encoder, PathkitError
+from pathkit_core.features.store import content_checksum
 from pathkit_core.workspace import FileLock, atomic_path, content_hash
+
+if TYPE_CHECKING:
+    from pathkit_core.features.inference import EncoderRunner
 
 SHARD_SIZE = 4096
 # How long a run waits for another process encoding the same image shard (its lock has a heartbeat:
@@ -37,11 +32,8 @@ _INTERPOLATIONS = {"nearest": 0, "bilinear": 2, "bicubic": 3, "lanczos": 1}
 
 def split_ref(ref: str | Path) -> tuple[Path, str | None]:
     """(file, zip member or None) of an image reference."""
-    text = str(ref)
-    if ZIP_SEPARATOR in text:
-        archive, _, member = text.partition(ZIP_SEPARATOR)
-        return Path(archive), member
-    return Path(text), None
+    file, separator, member = str(ref).partition(ZIP_SEPARATOR)
+    return Path(file), member if separator else None
 
 
 def image_identity(ref: str | Path) -> list[Any]:
@@ -224,10 +216,6 @@ class _Images:
         return index, np.asarray(self.prep.apply(img), dtype=np.uint8), ""
 
 
-def _collate(batch: list[tuple[int, Any, str]]) -> list[tuple[int, Any, str]]:
-    return batch
-
-
 @dataclass
 class ImageFeatureRow:
     """One image's feature vector: row `index` of shard `path` (loaded once per process)."""
@@ -255,8 +243,6 @@ def load_shard(path: Path) -> dict[str, Any]:
     """A shard's features and metadata, checksum verified, cached per process by (path, mtime)."""
     from safetensors import SafetensorError, safe_open
 
-    from pathkit_core.features.store import content_checksum
-
     key = (str(path), path.stat().st_mtime_ns)
     if key not in _SHARDS:
         try:
@@ -274,8 +260,6 @@ def load_shard(path: Path) -> dict[str, Any]:
 
 def _write_shard(path: Path, features: Any, meta: dict[str, str]) -> None:
     from safetensors.torch import save_file
-
-    from pathkit_core.features.store import content_checksum
 
     meta = dict(meta)
     meta["content_sha256"] = content_checksum(features, None, meta)
@@ -314,15 +298,16 @@ def encode_images(
     encoding code (`pathkit run` passes a digest of its sources): shards made by other code are
     encoded again.
     """
-    from pathkit_core.features.extract import _progress_bar, _weights_identity, resolve_encoder
+    from pathkit_core.features import extract
+    from pathkit_core.features.inference import EncoderRunner, compute_dtype
 
-    enc = resolve_encoder(encoder)
+    enc = extract.resolve_encoder(encoder)
     ids = [str(i) for i, _ in images]
     if len(set(ids)) != len(ids):
         raise PathkitError("encode_images: a case id is given twice")
     order = sorted(range(len(images)), key=lambda k: ids[k])
     prep = Preprocessing.of(enc)
-    resolved, weights_id = _weights_identity(enc, weights_path, allow_download)
+    resolved, weights_id = extract._weights_identity(enc, weights_path, allow_download)
     arch = enc.architecture_label()
     folder = Path(out_dir) / enc.name
     result = ImageEncoding()
@@ -339,9 +324,11 @@ def encode_images(
         else:
             _collect(result, path, shard, weights_id)
     if todo:
-        model_state = _ModelRunner(enc, resolved, weights_id, device, dtype, allow_download)
+        dev = extract._pick_device(device, None)
+        runner = EncoderRunner(enc, extract._load_model(enc, dev, resolved, allow_download), dev,
+                               precision=compute_dtype(enc, dev, dtype))
         total = sum(len(chunk) for _, _, chunk in todo)
-        with _progress_bar(progress and total > 0, total, f"{enc.name} (images)") as bar:
+        with extract._progress_bar(progress and total > 0, total, f"{enc.name} (images)") as bar:
             for path, key, chunk in todo:
                 # One writer per shard: a process sharing the workspace (a suite's other shard) that
                 # encodes the same images is waited for and its shard reused. Two writers would each
@@ -354,8 +341,8 @@ def encode_images(
                         _collect(result, path, shard, weights_id)
                         bar.advance(len(chunk))
                         continue
-                    feats, kept, failed = model_state.encode([str(images[k][1]) for k in chunk], prep,
-                                                             batch_size, workers, bar)
+                    feats, kept, failed = _encode(runner, [str(images[k][1]) for k in chunk], prep, batch_size,
+                                                  extract.default_workers(dev) if workers is None else workers, bar)
                     meta = {"format": "pathkit-image-features", "encoder": enc.name, "architecture": arch,
                             "weights_sha256": weights_id, "shard_key": key,
                             "preprocessing": json.dumps(prep.key()),
@@ -375,51 +362,34 @@ def _collect(result: ImageEncoding, path: Path, shard: dict[str, Any], weights_i
     result.failed.update(shard["failed"])
 
 
-class _ModelRunner:
-    """The encoder loaded once and run over batches of decoded images by the shared
-    `EncoderRunner` (inference mode, autocast, the next batch prepared while the model runs)."""
+def _encode(runner: EncoderRunner, refs: list[str], prep: Preprocessing, batch_size: int, workers: int,
+            bar: Any) -> tuple[Any, list[int], dict[int, str]]:
+    """(float16 features of the readable images, their indices in `refs`, why the others were not read)."""
+    import numpy as np
+    import torch
+    from torch.utils.data import DataLoader
 
-    def __init__(self, enc: Encoder, weights: Path | None, weights_id: str, device: str | None, dtype: str | None,
-                 allow_download: bool | None) -> None:
-        from pathkit_core.features.extract import _load_model, _pick_device
-        from pathkit_core.features.inference import EncoderRunner, compute_dtype
+    from pathkit_core.features.extract import _identity
 
-        self.enc = enc
-        self.dev = _pick_device(device, None)
-        model = _load_model(enc, self.dev, weights, allow_download)
-        self.runner = EncoderRunner(enc, model, self.dev, precision=compute_dtype(enc, self.dev, dtype))
+    loader = DataLoader(_Images(refs, prep), batch_size=batch_size, num_workers=workers, collate_fn=_identity)
+    # the image at the input size (`Preprocessing.apply`), normalised with the encoder's mean
+    # and std: a float batch, which the runner hands to the model as it is
+    scale = (1.0 / (255.0 * torch.tensor(prep.std))).view(1, 3, 1, 1)
+    shift = (torch.tensor(prep.mean) / torch.tensor(prep.std)).view(1, 3, 1, 1)
 
-    def encode(self, refs: list[str], prep: Preprocessing, batch_size: int, workers: int | None,
-               bar: Any) -> tuple[Any, list[int], dict[int, str]]:
-        import numpy as np
-        import torch
-        from torch.utils.data import DataLoader
+    def pixels(batch: list[tuple[int, Any, str]]) -> Any:
+        good = [arr for _, arr, _ in batch if arr is not None]
+        if not good:
+            return None
+        x = torch.from_numpy(np.stack(good)).permute(0, 3, 1, 2).float()
+        return (x * scale - shift).contiguous()
 
-        from pathkit_core.features.extract import default_workers
-
-        n_workers = default_workers(self.dev) if workers is None else workers
-        loader = DataLoader(_Images(refs, prep), batch_size=batch_size, num_workers=n_workers,
-                            collate_fn=_collate)
-        # the image at the input size (`Preprocessing.apply`), normalised with the encoder's mean
-        # and std: a float batch, which the runner hands to the model as it is
-        scale = (1.0 / (255.0 * torch.tensor(prep.std))).view(1, 3, 1, 1)
-        shift = (torch.tensor(prep.mean) / torch.tensor(prep.std)).view(1, 3, 1, 1)
-
-        def pixels(batch: list[tuple[int, Any, str]]) -> Any:
-            good = [arr for _, arr, _ in batch if arr is not None]
-            if not good:
-                return None
-            x = torch.from_numpy(np.stack(good)).permute(0, 3, 1, 2).float()
-            return (x * scale - shift).contiguous()
-
-        outputs, kept, failed = [], [], {}
-        for batch, features in self.runner.stream(loader, pixels=pixels):
-            failed.update({i: why for i, arr, why in batch if arr is None})
-            bar.advance(len(batch))
-            if features is None:
-                continue
+    outputs, kept, failed = [], [], {}
+    for batch, features in runner.stream(loader, pixels=pixels):
+        failed.update({i: why for i, arr, why in batch if arr is None})
+        bar.advance(len(batch))
+        if features is not None:
             outputs.append(features.to(torch.float16))
             kept.extend(i for i, arr, _ in batch if arr is not None)
-        dim = int(outputs[0].shape[1]) if outputs else int(self.enc.embed_dim)
-        feats = torch.cat(outputs) if outputs else torch.empty(0, dim, dtype=torch.float16)
-        return feats, kept, failed
+    dim = int(outputs[0].shape[1]) if outputs else int(runner.encoder.embed_dim)
+    return (torch.cat(outputs) if outputs else torch.empty(0, dim, dtype=torch.float16)), kept, failed

@@ -1,13 +1,6 @@
-"""Running an encoder over a stream of tile or image batches, doing nothing around the model that can be avoided.
-
-`EncoderRunner` is the one place that owns how a batch reaches the model: `torch.inference_mode`,
-autocast in the compute dtype, the next batch assembled in a background thread while the
-current one runs (reading, resampling and the encoder's preprocessing happen there), pinned
-host memory and non-blocking copies on a GPU with the features copied back one batch later
-(so the GPU never waits for the host), resampling and preprocessing of uint8 batches on the
-GPU for encoders whose transform is plain torch (`transform_on_device`), the intra-op thread
-count, and an optional `torch.compile` that falls back to the eager model when it fails.
-Slide extraction (`features.extract`) and whole-image encoding use it alike.
+"""Running an encoder over a stream of tile or image batches, doing nothing around the model that can be
+avoided: `EncoderRunner`, the one place that owns how a batch reaches the model, for slide extraction
+and whole-image encoding alike (what it does and why: docs/encoders.md, "Extraction").
 """
 
 from __future__ import annotations
@@ -51,32 +44,21 @@ def autocast(device: torch.device, precision: str) -> Any:
     return torch.autocast(device_type=device.type, dtype=getattr(torch, precision))
 
 
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity, e.g. a Slurm allocation)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def default_threads(device: torch.device) -> int | None:
-    """Intra-op threads for the model, None to keep torch's own choice.
-
-    On a CPU torch already uses every core, which is right: the next batch is assembled in a
-    background thread that needs a few percent of one (docs/benchmarks.md). On a GPU the
-    model's host side needs few threads, and the tile-reading workers want the cores.
-    """
+    """Intra-op threads for the model, None to keep torch's own choice (every core, on a CPU); on a GPU
+    at most 4, the tile readers want the cores (docs/encoders.md, "Extraction")."""
     if device.type == "cpu":
         return None
-    return max(1, min(4, usable_cores() // 4))
+    # the cores this process may run on: its CPU affinity (a Slurm allocation)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(4, cores // 4))
 
 
 @dataclass
 class Preprocess:
-    """What is done to a uint8 batch (B, H, W, 3) before the model, split between host and device.
-
-    Resampling to `tile_px` (when the regions were read at another size) and the encoder's
-    `transform` run on the host unless `on_device`, in which case the uint8 batch travels to the
-    device (a quarter of the bytes of float32) and both run there. Picklable: DataLoader
-    workers run the host half.
-    """
+    """What is done to a uint8 batch (B, H, W, 3) before the model: resampling to `tile_px` and the
+    encoder's `transform`, on the host, or with `on_device` on the device the uint8 batch travels to
+    (docs/encoders.md, "Preprocessing"). Picklable: DataLoader workers run the host half."""
 
     encoder: Encoder
     on_device: bool = False
@@ -86,21 +68,16 @@ class Preprocess:
         import torch
 
         batch = torch.as_tensor(pixels)
-        if self.on_device or batch.dtype != torch.uint8:
-            return batch
-        return self._finish(batch, tile_px)
+        return batch if self.on_device else self.device(batch, tile_px)
 
     def device(self, batch: torch.Tensor, tile_px: int | None = None) -> torch.Tensor:
-        """The device half (uint8 batches only; float batches are already normalised)."""
+        """The device half, where the batch is (uint8 batches only; float batches are already normalised)."""
         import torch
+
+        from pathkit_core.wsi.resample import resize_tiles
 
         if batch.dtype != torch.uint8:
             return batch
-        return self._finish(batch, tile_px)
-
-    def _finish(self, batch: torch.Tensor, tile_px: int | None) -> torch.Tensor:
-        from pathkit_core.wsi.resample import resize_tiles
-
         if tile_px is not None and batch.ndim == 4 and batch.shape[1] != tile_px:
             batch = resize_tiles(batch, tile_px)
         return self.encoder.transform(batch)
@@ -112,14 +89,10 @@ class EncoderRunner:
     Batches are uint8 tiles or images (B, H, W, 3) as numpy arrays or tensors, which get the
     encoder's preprocessing (after resampling to `tile_px` when given), or float batches
     (B, 3, S, S) already normalised, which go to the model as they are. Features come back as
-    float32 (B, D) CPU tensors, in order.
-
-    `compile=True` compiles the model with `torch.compile` on first use and falls back to the
-    eager model, with a warning, if compiling or running the compiled model fails. It is off
-    by default: on a CPU it costs tens of seconds per shape and was not measured to pay on
-    the models tested (docs/benchmarks.md). `channels_last=True` hands the model
-    channels-last inputs (no gain measured for the ViTs on CPU). `threads` sets torch's
-    intra-op threads while the runner works (`default_threads` when None; 0 leaves them).
+    float32 (B, D) CPU tensors, in order. `compile=True`: `torch.compile`, with the eager model as
+    fallback (off by default: docs/encoders.md, "Extraction"); `channels_last=True` hands the model
+    channels-last inputs; `threads` sets torch's intra-op threads while the runner works
+    (`default_threads` when None; 0 leaves them).
     """
 
     def __init__(
@@ -233,14 +206,9 @@ class EncoderRunner:
 
     # ------------------------------------------------------------------ a stream
 
-    def stream(
-        self,
-        batches: Iterable[Any],
-        *,
-        pixels: Callable[[Any], Any] | None = None,
-        tile_px: Callable[[Any], int | None] | None = None,
-        prefetch: int = 2,
-    ) -> Iterator[tuple[Any, torch.Tensor | None]]:
+    def stream(self, batches: Iterable[Any], *, pixels: Callable[[Any], Any] | None = None,
+               tile_px: Callable[[Any], int | None] | None = None,
+               prefetch: int = 2) -> Iterator[tuple[Any, torch.Tensor | None]]:
         """Yield (batch, features) for every batch of `batches`, in order.
 
         `pixels(batch)` picks the pixel array out of a batch item (default: the item itself);
@@ -282,31 +250,23 @@ class EncoderRunner:
                 close()
 
 
-class _prefetched:  # noqa: N801 - used like a function
-    """Iterate `items` in a daemon thread, at most `depth` items ahead; errors re-raised in order.
+def _prefetched(items: Iterable[Any], depth: int) -> Iterator[Any]:
+    """Iterate `items` in a daemon thread (`pathkit-prefetch`), at most `depth` items ahead; errors
+    re-raised in order. The thread does the host work of the next batches (numpy, libjpeg-turbo and
+    torch release the GIL) while the caller's thread runs the model. Closing (or garbage-collecting)
+    the iterator stops the thread."""
+    items = iter(items)
+    ready: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
+    stop = threading.Event()
 
-    The thread does the host work of the next batches (tile reading, resampling, the encoder's
-    preprocessing: numpy, libjpeg-turbo and torch release the GIL) while the caller's thread
-    runs the model. Closing (or garbage-collecting) the iterator stops the thread.
-    """
-
-    def __init__(self, items: Iterable[Any], depth: int) -> None:
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._fill, args=(iter(items),), daemon=True,
-                                        name="pathkit-prefetch")
-        self._thread.start()
-
-    def _put(self, value: Any) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(value, timeout=0.1)
+    def put(value: Any) -> bool:
+        while not stop.is_set():
+            with contextlib.suppress(queue.Full):
+                ready.put(value, timeout=0.1)
                 return True
-            except queue.Full:
-                continue
         return False
 
-    def _fill(self, items: Iterator[Any]) -> None:
+    def fill() -> None:
         import torch
 
         # This thread's own intra-op threads (OpenMP's are per thread): its torch work is small
@@ -314,40 +274,30 @@ class _prefetched:  # noqa: N801 - used like a function
         torch.set_num_threads(1)
         try:
             for item in items:
-                if not self._put((True, item)):
+                if not put((True, item)):
                     return
+            put((True, _DONE))
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which raises it
-            self._put((False, exc))
-            return
+            put((False, exc))
         finally:
             close = getattr(items, "close", None)
-            if close is not None and self._stop.is_set():
+            if close is not None and stop.is_set():
                 with contextlib.suppress(Exception):
                     close()
-        self._put((True, _DONE))
 
-    def __iter__(self) -> _prefetched:
-        return self
-
-    def __next__(self) -> Any:
-        if self._stop.is_set():
-            raise StopIteration
-        ok, value = self._queue.get()
-        if not ok:
-            self.close()
-            raise value
-        if value is _DONE:
-            self.close()
-            raise StopIteration
-        return value
-
-    def close(self) -> None:
-        self._stop.set()
+    thread = threading.Thread(target=fill, daemon=True, name="pathkit-prefetch")
+    thread.start()
+    try:
+        while True:
+            ok, value = ready.get()
+            if not ok:
+                raise value
+            if value is _DONE:
+                return
+            yield value
+    finally:
+        stop.set()
         with contextlib.suppress(queue.Empty):
             while True:
-                self._queue.get_nowait()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
-
-    def __del__(self) -> None:
-        self._stop.set()
+                ready.get_nowait()
+        thread.join(timeout=10)

@@ -1,12 +1,6 @@
-"""QC statistics of a slide's feature matrix and the fail-closed integrity verdict (GOLDMARK QC).
-
-Statistics (GOLDMARK paper, "Integrity checks" and Figure 4; public code `_summarize_embeddings`):
-embedding variance (mean over dimensions of the per-dimension population variance across
-tiles), L2-norm statistics, NaN/Inf fractions, zero-vector fraction, near-duplicate fraction
-on a sample, and the row count against the tile manifest. A slide fails when the row count
-differs from the manifest, when any value is NaN/Inf, when it has no tiles, or when the mean
-per-dimension variance is <= 1e-6 (degenerate). Zero vectors and many near-duplicates are
-flagged but do not fail a slide on their own.
+"""QC statistics of a slide's feature matrix and the fail-closed integrity verdict (GOLDMARK paper,
+"Integrity checks" and Figure 4; public code `_summarize_embeddings`): which statistics, and which of
+them fail a slide or only flag it, docs/encoders.md, "Integrity (fail-closed)".
 """
 
 from __future__ import annotations
@@ -15,6 +9,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pathkit_core.contracts import PathkitError
+from pathkit_core.features.store import FEATURE_SUFFIX, STATUS_FILE, read_features, read_status
+from pathkit_core.workspace import sha256_file
 
 if TYPE_CHECKING:
     import torch
@@ -65,9 +63,8 @@ class QCReport:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
 
-def _welford_merge(
-    count: int, mean: torch.Tensor, m2: torch.Tensor, chunk: torch.Tensor
-) -> tuple[int, torch.Tensor, torch.Tensor]:
+def _welford_merge(count: int, mean: torch.Tensor, m2: torch.Tensor,
+                   chunk: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
     """Chan et al. pairwise update of per-dimension mean and sum of squared deviations."""
     n_b = chunk.shape[0]
     mean_b = chunk.mean(dim=0)
@@ -81,12 +78,8 @@ def _welford_merge(
     return total, mean, m2
 
 
-def compute_qc(
-    features: torch.Tensor,
-    *,
-    expected_tiles: int | None = None,
-    sample_size: int = NEAR_DUPLICATE_SAMPLE,
-) -> QCReport:
+def compute_qc(features: torch.Tensor, *, expected_tiles: int | None = None,
+               sample_size: int = NEAR_DUPLICATE_SAMPLE) -> QCReport:
     """QC of an (N, D) feature matrix, in float64, chunk by chunk (memory stays bounded)."""
     import torch
 
@@ -149,11 +142,8 @@ def compute_qc(
 
 
 def _near_duplicates(features: torch.Tensor, report: QCReport, sample_size: int) -> None:
-    """Fraction of tile pairs in an evenly spaced sample with cosine similarity > 0.999.
-
-    GOLDMARK's code takes the first 64 rows, which are neighbouring tiles of one region;
-    an evenly spaced sample covers the whole slide.
-    """
+    """Fraction of tile pairs in an evenly spaced sample with cosine similarity > 0.999 (GOLDMARK's
+    code samples the first 64 rows instead: docs/encoders.md, "Integrity (fail-closed)")."""
     import torch
 
     n = features.shape[0]
@@ -184,7 +174,7 @@ def _near_duplicates(features: torch.Tensor, report: QCReport, sample_size: int)
 
 
 def _encoder_folders(folder: Path, encoder: str | None) -> list[tuple[str, Path]]:
-    from pathkit_core.features.store import FEATURE_SUFFIX, STATUS_FILE
+    """(encoder, its store folder) under `folder`: the folder itself, one named encoder's, or each one."""
 
     def is_store(p: Path) -> bool:
         return (p / STATUS_FILE).is_file() or any(p.glob(f"*{FEATURE_SUFFIX}"))
@@ -201,9 +191,6 @@ def _encoder_folders(folder: Path, encoder: str | None) -> list[tuple[str, Path]
 def stored_features_problem(path: Path, *, expected_tiles: int | None = None) -> str:
     """Why a stored feature file cannot be reused ('' when it can): it fails to read or its
     checksum, or QC recomputed from its tensors fails (NaN/Inf, degenerate, row count)."""
-    from pathkit_core.contracts import PathkitError
-    from pathkit_core.features.store import read_features
-
     try:
         ff = read_features(path, verify=True)
     except PathkitError as exc:
@@ -214,10 +201,6 @@ def stored_features_problem(path: Path, *, expected_tiles: int | None = None) ->
 
 def audit_file(path: Path, status_record: dict[str, Any] | None = None) -> dict[str, Any]:
     """Full check of one feature file: checksum, shapes, manifest row count, recomputed QC."""
-    from pathkit_core.contracts import PathkitError
-    from pathkit_core.features.store import read_features
-    from pathkit_core.workspace import sha256_file
-
     sid = path.name.split(".safetensors")[0]
     record: dict[str, Any] = {"slide_id": sid, "path": str(path), "problems": []}
     try:
@@ -249,9 +232,6 @@ def audit_file(path: Path, status_record: dict[str, Any] | None = None) -> dict[
 
 def _manifest_rows(path: Path, recorded_sha: str) -> tuple[int | None, str]:
     """Rows of the tile manifest the features were made from, and a problem if any."""
-    from pathkit_core.contracts import PathkitError
-    from pathkit_core.workspace import sha256_file
-
     if not path.is_file():
         return None, f"manifest {path} not found: row count not checked"
     try:
@@ -267,12 +247,8 @@ def _manifest_rows(path: Path, recorded_sha: str) -> tuple[int | None, str]:
 
 def audit_store(folder: str | Path, *, encoder: str | None = None) -> list[dict[str, Any]]:
     """QC records of every feature file and every failed extraction under `folder`."""
-    from pathkit_core.features.store import FEATURE_SUFFIX, read_status
-
     folder = Path(folder)
     if not folder.is_dir():
-        from pathkit_core.contracts import PathkitError
-
         raise PathkitError(f"{folder} is not a folder")
     out: list[dict[str, Any]] = []
     for name, enc_dir in _encoder_folders(folder, encoder):

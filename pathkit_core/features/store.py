@@ -1,11 +1,6 @@
-"""The feature store: one safetensors file per slide and encoder, checksummed, plus a status record.
-
-Layout: `<out_dir>/<encoder>/<slide_id>.safetensors` holding `features` (N x D, float16 by
-default) and `coords` (N x 2 int32, level-0 pixels of each tile's top-left corner), with string
-metadata (docs/file-formats.md, "Feature files"). `content_sha256` in the metadata covers
-the tensor bytes, shapes and dtypes and every other metadata entry, so a truncated or edited
-file is detected on read. `<out_dir>/<encoder>/extraction_status.json` records, per slide,
-whether extraction succeeded and why not, so downstream stages exclude failures with a reason.
+"""The feature store: one checksummed safetensors file per slide and encoder (docs/file-formats.md,
+"Feature files"), plus `<out_dir>/<encoder>/extraction_status.json`, which records per slide whether
+extraction succeeded and why not, so downstream stages exclude failures with a reason.
 """
 
 from __future__ import annotations
@@ -22,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pathkit_core.contracts import PathkitError
 from pathkit_core.features.record import COORDS_LEVEL0_PX, FeatureFile
 from pathkit_core.formats import check_version
+from pathkit_core.status_log import append_events, compact, read_log, slide_events
 
 if TYPE_CHECKING:
     import numpy as np
@@ -104,9 +100,7 @@ def _tensor_header(name: str, dtype: Any, shape: tuple[int, ...]) -> bytes:
     return f"|{name}|{dtype}|{tuple(shape)}|".encode()
 
 
-def content_checksum(
-    features: torch.Tensor, coords: torch.Tensor | None, metadata: Mapping[str, str]
-) -> str:
+def content_checksum(features: torch.Tensor, coords: torch.Tensor | None, metadata: Mapping[str, str]) -> str:
     """sha256 over the tensors (dtype, shape, bytes) and every metadata entry but the checksum."""
     digest = _checksum_digest(metadata)
     for name, tensor in (("features", features), ("coords", coords)):
@@ -135,14 +129,8 @@ def _as_tensor(value: Any) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(value))
 
 
-def write_features(
-    path: str | Path,
-    features: torch.Tensor | np.ndarray,
-    coords: torch.Tensor | np.ndarray,
-    metadata: Mapping[str, Any] | None = None,
-    *,
-    dtype: str | None = None,
-) -> Path:
+def write_features(path: str | Path, features: torch.Tensor | np.ndarray, coords: torch.Tensor | np.ndarray,
+                   metadata: Mapping[str, Any] | None = None, *, dtype: str | None = None) -> Path:
     """Write one slide's features atomically (temporary file, fsync, rename).
 
     `features` (N, D) keep their dtype unless `dtype` is given ("float16", "bfloat16",
@@ -261,23 +249,11 @@ def read_features(path: str | Path, *, verify: bool = True) -> FeatureFile:
     meta = read_feature_meta(path)
     try:
         with safe_open(str(path), framework="pt") as fh:
-            names = set(fh.keys())
-            if not {"features", "coords"} <= names:
-                raise PathkitError(f"feature file {path} lacks tensor(s) {sorted({'features', 'coords'} - names)}")
-            feats = fh.get_tensor("features")
-            coords = fh.get_tensor("coords")
+            feats, coords = _checked_tensors(fh, path, meta, against_meta=verify)
+            feats = feats[:]
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
         raise PathkitError(f"feature file {path} is unreadable (truncated or corrupt): {exc}") from None
-    if feats.ndim != 2 or coords.ndim != 2 or coords.shape != (feats.shape[0], 2):
-        raise PathkitError(
-            f"feature file {path}: inconsistent shapes features {tuple(feats.shape)}, coords {tuple(coords.shape)}"
-        )
     if verify:
-        if str(feats.shape[0]) != meta.get("n_tiles") or str(feats.shape[1]) != meta.get("embed_dim"):
-            raise PathkitError(
-                f"feature file {path}: tensors are {tuple(feats.shape)} but the metadata says "
-                f"{meta.get('n_tiles')} x {meta.get('embed_dim')}"
-            )
         expected = meta.get(_CHECKSUM_KEY)
         if not expected:
             raise PathkitError(f"feature file {path} has no {_CHECKSUM_KEY}; it was not written by pathkit")
@@ -288,6 +264,21 @@ def read_features(path: str | Path, *, verify: bool = True) -> FeatureFile:
                 f"{actual[:12]}...): the file was edited or damaged; re-extract it"
             )
     return FeatureFile(path=path, features=feats, coords=coords, meta=meta)
+
+
+def _checked_tensors(fh: Any, path: Path, meta: Mapping[str, str], *, against_meta: bool) -> tuple[Any, Any]:
+    """(the features as a safetensors slice, the coords) of an open file whose tensors are (N, D) and
+    (N, 2), and with `against_meta` N x D as its metadata says."""
+    names = set(fh.keys())
+    if not {"features", "coords"} <= names:
+        raise PathkitError(f"feature file {path} lacks tensor(s) {sorted({'features', 'coords'} - names)}")
+    feats, coords = fh.get_slice("features"), fh.get_tensor("coords")
+    shape = tuple(feats.get_shape())
+    said = (meta.get("n_tiles"), meta.get("embed_dim"))
+    if len(shape) != 2 or tuple(coords.shape) != (shape[0], 2) or (against_meta and tuple(map(str, shape)) != said):
+        raise PathkitError(f"feature file {path}: inconsistent shapes features {shape}, coords {tuple(coords.shape)}, "
+                           f"metadata {said[0]} x {said[1]}")
+    return feats, coords
 
 
 def iter_feature_rows(path: str | Path, rows: int = 4096) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -308,12 +299,8 @@ def iter_feature_rows(path: str | Path, rows: int = 4096) -> Iterator[tuple[torc
     meta = read_feature_meta(path)
     try:
         with safe_open(str(path), framework="pt") as fh:
-            feats = fh.get_slice("features")
-            coords = fh.get_tensor("coords")  # 8 bytes a window: small beside the features
+            feats, coords = _checked_tensors(fh, path, meta, against_meta=True)  # coords: 8 bytes a tile
             n, dim = feats.get_shape()
-            if tuple(coords.shape) != (n, 2) or str(n) != meta.get("n_tiles") or str(dim) != meta.get("embed_dim"):
-                raise PathkitError(f"feature file {path}: inconsistent shapes features {feats.get_shape()}, coords "
-                                   f"{tuple(coords.shape)}, metadata {meta.get('n_tiles')} x {meta.get('embed_dim')}")
             digest = _checksum_digest(meta)  # the checksum of `content_checksum`, a chunk at a time
             for start in range(0, max(n, 1), rows):
                 chunk = feats[start:start + rows]
@@ -333,10 +320,10 @@ def iter_feature_rows(path: str | Path, rows: int = 4096) -> Iterator[tuple[torc
 # --------------------------------------------------------------------------- status record
 
 
-def _read_status_file(path: Path) -> dict[str, Any]:
-    """The folded status file (`pathkit_core.status_log`): {"slides", "planned", ...header}."""
-    from pathkit_core.status_log import read_log
-
+def read_status_file(out_dir: str | Path, encoder: str) -> dict[str, Any]:
+    """Records and plan in one parse of the folded status file (`pathkit_core.status_log`):
+    {"slides": {id: record}, "planned": {id: ...}, ...header}."""
+    path = status_path(out_dir, encoder)
     try:
         log = read_log(path, "extraction status")
     except PathkitError as exc:
@@ -345,34 +332,25 @@ def _read_status_file(path: Path) -> dict[str, Any]:
         raise PathkitError(f"extraction status {path} is not a {STATUS_FORMAT} record")
     found = str(log.header.get("format", STATUS_FORMAT))
     if found.startswith("pathkit-extraction-status/"):  # the number after the slash (pathkit_core.formats)
-        from pathkit_core.formats import check_version
-
         check_version(found.rpartition("/")[2], what="extraction status", path=path, current=1,
                       redo="pathkit extract ... --out NEW_FOLDER")
     return {**log.header, "slides": log.slides, "planned": log.planned}
 
 
-def read_status_file(out_dir: str | Path, encoder: str) -> dict[str, Any]:
-    """Records and plan in one parse: {"slides": {id: record}, "planned": {id: ...}, ...header}."""
-    return _read_status_file(status_path(out_dir, encoder))
-
-
 def read_status(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]:
     """Per-slide extraction records ({} when none was written yet)."""
-    return _read_status_file(status_path(out_dir, encoder))["slides"]
+    return read_status_file(out_dir, encoder)["slides"]
 
 
 def read_planned(out_dir: str | Path, encoder: str) -> dict[str, dict[str, Any]]:
     """The slides some `extract` process was asked for (slide id -> {"manifest": path}), so
     that slides no process has reached yet show as pending (`pathkit status`)."""
-    return _read_status_file(status_path(out_dir, encoder))["planned"]
+    return read_status_file(out_dir, encoder)["planned"]
 
 
 def record_planned(out_dir: str | Path, encoder: str, planned: Mapping[str, Mapping[str, Any]]) -> None:
     """Add slides to the planned set (every shard adds the whole list it was given): one line
     with the slides not planned yet; a long status file is compacted first."""
-    from pathkit_core.status_log import compact
-
     if not planned:
         return
     for sid in planned:
@@ -389,8 +367,6 @@ def _header(encoder: str) -> dict[str, str]:
 
 
 def _append(out_dir: str | Path, encoder: str, events: list[dict[str, Any]]) -> None:
-    from pathkit_core.status_log import append_events
-
     append_events(status_path(out_dir, encoder), status_lock_path(out_dir, encoder), _header(encoder), events)
 
 
@@ -404,8 +380,6 @@ def status_record(status: str, reason: str = "", **facts: Any) -> dict[str, Any]
 def record_statuses(out_dir: str | Path, encoder: str, records: Mapping[str, Mapping[str, Any]]) -> None:
     """Append several slides' records to the status file (one line each, one write), under
     its lock, so that several processes sharing the folder never lose each other's records."""
-    from pathkit_core.status_log import slide_events
-
     if not records:
         return
     for sid in records:
@@ -414,14 +388,8 @@ def record_statuses(out_dir: str | Path, encoder: str, records: Mapping[str, Map
     _append(out_dir, encoder, slide_events(records))
 
 
-def record_status(
-    out_dir: str | Path,
-    encoder: str,
-    slide_id: str,
-    status: str,
-    reason: str = "",
-    **facts: Any,
-) -> None:
+def record_status(out_dir: str | Path, encoder: str, slide_id: str, status: str, reason: str = "",
+                  **facts: Any) -> None:
     """Add or replace the record of one slide (status "ok" or "failed")."""
     record_statuses(out_dir, encoder, {slide_id: status_record(status, reason, **facts)})
 
@@ -433,20 +401,22 @@ def failed_slides(out_dir: str | Path, encoder: str) -> dict[str, str]:
         for sid, rec in read_status(out_dir, encoder).items()
         if rec.get("status") == "failed"
     }
-    folder = encoder_dir(out_dir, encoder)
-    if folder.is_dir():
-        for path in sorted(folder.glob(f"*{FEATURE_SUFFIX}")):
-            sid = path.name[: -len(FEATURE_SUFFIX)]
-            if sid in failed:
-                continue
-            try:
-                meta = read_feature_meta(path)
-            except PathkitError as exc:
-                failed[sid] = str(exc)
-                continue
-            if meta.get("status") == "failed":
-                failed[sid] = meta.get("failure_reason") or "failed QC"
+    for sid, path in _stored_files(out_dir, encoder, failed):
+        try:
+            meta = read_feature_meta(path)
+        except PathkitError as exc:
+            failed[sid] = str(exc)
+            continue
+        if meta.get("status") == "failed":
+            failed[sid] = meta.get("failure_reason") or "failed QC"
     return failed
+
+
+def _stored_files(out_dir: str | Path, encoder: str, leave_out: Mapping[str, Any]) -> list[tuple[str, Path]]:
+    """(slide id, feature file) of the folder's files, in name order, but for the slides of `leave_out`."""
+    folder = encoder_dir(out_dir, encoder)
+    files = sorted(folder.glob(f"*{FEATURE_SUFFIX}")) if folder.is_dir() else []
+    return [(sid, p) for p in files if (sid := p.name[: -len(FEATURE_SUFFIX)]) not in leave_out]
 
 
 def usable_feature_files(out_dir: str | Path, encoder: str, *, verify: bool = False,
@@ -458,15 +428,11 @@ def usable_feature_files(out_dir: str | Path, encoder: str, *, verify: bool = Fa
     and checksummed (slower; `pathkit qc` does this). `failed`: what `failed_slides` just
     returned for this folder, so that it is not scanned twice.
     """
-    folder = encoder_dir(out_dir, encoder)
-    if not folder.is_dir():
+    if not encoder_dir(out_dir, encoder).is_dir():
         return {}
     failed = failed_slides(out_dir, encoder) if failed is None else failed
     usable: dict[str, Path] = {}
-    for path in sorted(folder.glob(f"*{FEATURE_SUFFIX}")):
-        sid = path.name[: -len(FEATURE_SUFFIX)]
-        if sid in failed:
-            continue
+    for sid, path in _stored_files(out_dir, encoder, failed):
         if verify:
             try:
                 read_features(path, verify=True)
@@ -479,12 +445,7 @@ def usable_feature_files(out_dir: str | Path, encoder: str, *, verify: bool = Fa
 # --------------------------------------------------------------------------- any feature file
 
 
-def load_feature_file(
-    path: str | Path,
-    *,
-    verify: bool = True,
-    mpp: float | None = None,
-) -> FeatureFile:
+def load_feature_file(path: str | Path, *, verify: bool = True, mpp: float | None = None) -> FeatureFile:
     """Features from any supported file: pathkit safetensors here; other formats through the
     `read_feature_file` hook (the interop package reads CLAM/TRIDENT/STAMP h5 and GOLDMARK-style
     torch files).
@@ -512,9 +473,8 @@ def load_feature_file(
 
 __all__ = [
     "FEATURE_VERSION", "FEATURE_FORMAT", "STATUS_FORMAT", "STATUS_FILE", "FEATURE_SUFFIX", "check_slide_id",
-    "check_encoder_name",
-    "encoder_dir", "feature_path", "status_path", "status_lock_path", "content_checksum", "write_features",
-    "read_feature_meta", "read_feature_meta_cached", "read_features", "iter_feature_rows", "read_status",
-    "read_planned", "record_planned", "status_record", "record_statuses", "record_status", "failed_slides",
-    "usable_feature_files", "load_feature_file"
+    "check_encoder_name", "encoder_dir", "feature_path", "status_path", "status_lock_path", "content_checksum",
+    "write_features", "read_feature_meta", "read_feature_meta_cached", "read_features", "iter_feature_rows",
+    "read_status", "read_planned", "record_planned", "status_record", "record_statuses", "record_status",
+    "failed_slides", "usable_feature_files", "load_feature_file"
 ]

@@ -1,26 +1,14 @@
-"""Encoder checkpoints: where they are found and how they are verified (reading one and fitting it to
-a model is `pathkit_sdk.checkpoints`, which encoder plugins call).
-
-Resolution order (docs/encoders.md, "Where pathkit looks"):
-
-1. an explicit path (`--weights PATH`, a file or a folder holding the checkpoint);
-2. `$PATHKIT_WEIGHTS_DIR/<encoder>/`;
-3. the local Hugging Face cache (read without any network access);
-4. a Hugging Face hub download, only when the user allowed downloads.
-
-Nothing here touches the network at import time or when downloads are not allowed.
+"""Encoder checkpoints: where they are found, in the order of docs/encoders.md, "Where pathkit looks",
+and how they are verified (reading one and fitting it to a model is `pathkit_sdk.checkpoints`, which
+encoder plugins call). Nothing here touches the network at import time or when downloads are not allowed.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pathkit_core.contracts import Encoder, PathkitError, PretrainedWeights
-
-if TYPE_CHECKING:
-    pass
 
 WEIGHTS_DIR_ENV = "PATHKIT_WEIGHTS_DIR"
 ALLOW_DOWNLOAD_ENV = "PATHKIT_ALLOW_DOWNLOAD"
@@ -38,12 +26,8 @@ def downloads_allowed(explicit: bool | None = None) -> bool:
 
 def candidate_filenames(record: PretrainedWeights | None) -> list[str]:
     """File names a checkpoint of this record may have, safetensors first."""
-    names: list[str] = []
-    if record is not None and record.filename:
-        names.append(record.filename)
-    for generic in _GENERIC_NAMES:
-        if generic not in names:
-            names.append(generic)
+    names = [record.filename] if record is not None and record.filename else []
+    names += [generic for generic in _GENERIC_NAMES if generic not in names]
     # Prefer a safetensors sibling of any pickle name (no code execution, memory-mapped).
     names.sort(key=lambda n: 0 if n.endswith(SAFETENSORS_SUFFIXES) else 1)
     return names
@@ -83,9 +67,7 @@ def _hf_cache_lookup(repo_id: str, names: list[str]) -> tuple[Path | None, str]:
     return None, where
 
 
-def find_weights(
-    encoder_cls: type[Encoder], weights_path: str | Path | None = None
-) -> tuple[Path | None, list[str]]:
+def find_weights(encoder_cls: type[Encoder], weights_path: str | Path | None = None) -> tuple[Path | None, list[str]]:
     """The checkpoint of `encoder_cls` if one is on this machine, and every place looked.
 
     Never touches the network (used by `pathkit doctor` and before any download).
@@ -111,10 +93,9 @@ def find_weights(
     if env_dir:
         folder = Path(env_dir).expanduser() / encoder_cls.name
         looked.append(f"${WEIGHTS_DIR_ENV}/{encoder_cls.name}/ = {folder}")
-        if folder.is_dir():
-            hit = _pick_in_folder(folder, names)
-            if hit is not None:
-                return hit, looked
+        hit = _pick_in_folder(folder, names)
+        if hit is not None:
+            return hit, looked
     else:
         looked.append(f"${WEIGHTS_DIR_ENV}/{encoder_cls.name}/ (${WEIGHTS_DIR_ENV} is not set)")
     if record is not None and record.hf_hub_id:
@@ -131,17 +112,12 @@ def how_to_provide(encoder_cls: type[Encoder]) -> str:
     name = encoder_cls.name
     names = candidate_filenames(record)
     published = record.filename if record is not None and record.filename else names[0]
-    lines = [
-        f"pass --weights /path/to/{published}",
-        f"or put the file in ${WEIGHTS_DIR_ENV}/{name}/",
-    ]
+    lines = [f"pass --weights /path/to/{published}", f"or put the file in ${WEIGHTS_DIR_ENV}/{name}/"]
     if record is not None and record.hf_hub_id:
         url = f"https://huggingface.co/{record.hf_hub_id}"
         if record.gated:
-            lines.append(
-                f"or request access at {url}, run `huggingface-cli login`, and rerun with "
-                f"--download (or {ALLOW_DOWNLOAD_ENV}=1)"
-            )
+            lines.append(f"or request access at {url}, run `huggingface-cli login`, and rerun with "
+                         f"--download (or {ALLOW_DOWNLOAD_ENV}=1)")
         else:
             lines.append(f"or rerun with --download (or {ALLOW_DOWNLOAD_ENV}=1) to fetch it from {url}")
     text = "; ".join(lines)
@@ -154,26 +130,18 @@ def how_to_provide(encoder_cls: type[Encoder]) -> str:
 
 def _missing_error(encoder_cls: type[Encoder], looked: list[str], extra: str = "") -> PathkitError:
     places = "\n  - ".join(looked)
-    return PathkitError(
-        f"no checkpoint found for encoder {encoder_cls.name!r}{extra}. Looked in:\n  - {places}\n"
-        f"To provide one: {how_to_provide(encoder_cls)}"
-    )
+    return PathkitError(f"no checkpoint found for encoder {encoder_cls.name!r}{extra}. Looked in:\n  - {places}\n"
+                        f"To provide one: {how_to_provide(encoder_cls)}")
 
 
-def resolve_weights(
-    encoder_cls: type[Encoder],
-    weights_path: str | Path | None = None,
-    *,
-    allow_download: bool | None = None,
-) -> Path:
+def resolve_weights(encoder_cls: type[Encoder], weights_path: str | Path | None = None, *,
+                    allow_download: bool | None = None) -> Path:
     """The checkpoint to load, following the resolution order; raises naming every place looked."""
     path, looked = find_weights(encoder_cls, weights_path)
     if path is not None:
         return path
-    if weights_path is not None:
-        raise _missing_error(encoder_cls, looked)
     record = encoder_cls.weights
-    if record is None or not record.hf_hub_id:
+    if weights_path is not None or record is None or not record.hf_hub_id:  # nothing to download
         raise _missing_error(encoder_cls, looked)
     if not downloads_allowed(allow_download):
         raise _missing_error(encoder_cls, looked, " (downloads are not allowed)")
@@ -202,15 +170,12 @@ def _download(encoder_cls: type[Encoder], looked: list[str]) -> Path:
         except EntryNotFoundError:
             errors.append(f"{name}: not in the repository")
         except GatedRepoError as exc:
-            raise PathkitError(
-                f"{record.hf_hub_id} is a gated model and this machine has no access to it "
-                f"({type(exc).__name__}). {how_to_provide(encoder_cls)}"
-            ) from None
+            raise PathkitError(f"{record.hf_hub_id} is a gated model and this machine has no access to it "
+                               f"({type(exc).__name__}). {how_to_provide(encoder_cls)}") from None
         except RepositoryNotFoundError as exc:
-            raise PathkitError(
-                f"Hugging Face repository {record.hf_hub_id} not found or not accessible "
-                f"({type(exc).__name__}); if it is gated, log in first. {how_to_provide(encoder_cls)}"
-            ) from None
+            raise PathkitError(f"Hugging Face repository {record.hf_hub_id} not found or not accessible "
+                               f"({type(exc).__name__}); if it is gated, log in first. "
+                               f"{how_to_provide(encoder_cls)}") from None
         except OSError as exc:
             raise _missing_error(encoder_cls, looked, f" (download failed: {exc})") from None
     looked.append(f"https://huggingface.co/{record.hf_hub_id} ({'; '.join(errors)})")

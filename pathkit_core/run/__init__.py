@@ -1,6 +1,4 @@
-"""`pathkit run` as stage modules over one run state (`state.RunState`): dataset, features, fit,
-predict, score, report, each `stage(state) -> state`; `spec` and `context` hold the settings and
-the run folder; `pipeline` runs the stages in data-flow order (docs/user-guide.md).
+"""`pathkit run` as stage modules over one run state (`pipeline` orders them; docs/user-guide.md).
 
 The package's names are imported when first used (PEP 562): a plugin importing one helper of a
 stage module (`pathkit_core.run.dataset.split_statement`) does not import the whole pipeline,

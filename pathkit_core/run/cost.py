@@ -1,12 +1,5 @@
-"""What a run cost: `cost.json` in its folder, written when the run's stages ran (not when it was
-found finished): the wall time of each stage, the tiles its cases hold and the tiles per second of
-the features stage, the peak memory and the device. Suites read it into every cell's leaderboard
-rows (docs/comparisons.md, "Cost columns").
-
-Peak host memory is the process's resident-set peak so far (`getrusage`; a suite runs its cells in
-one process, so a cell's figure is at least every earlier cell's); peak GPU memory is the run's own
-(torch's counter, reset when the run starts).
-"""
+"""What a run cost: `cost.json` in its folder, written when the run's stages ran (not when it was found
+finished); what it holds and how suites read it: docs/comparisons.md, "Cost columns"."""
 
 from __future__ import annotations
 

@@ -48,12 +48,8 @@ def split_statement(parts: Mapping[str, Sequence[str]], case_units: Mapping[str,
     else:
         held = (f"{label} {'/'.join(str(n) for n in units.values())} {unit}s ({_shares(units)}%), "
                 f"{numbers} cases ({_shares(counts)}%)")
-    if unit == "image":
-        kept = "image-level: images of one slide or patient may sit in two parts"
-    elif unit == "case":
-        kept = "each case its own unit"
-    else:
-        kept = f"no {unit} in two parts"
+    kept = {"image": "image-level: images of one slide or patient may sit in two parts",
+            "case": "each case its own unit"}.get(unit, f"no {unit} in two parts")
     sentence = f"{how}; " if how else ""
     return {
         "unit": unit,
@@ -119,11 +115,6 @@ def split_unit(cases: dict[str, list[Case]], facts: dict[str, Any]) -> str:
     return "image" if kinds == {INPUT_IMAGES} else "slide"
 
 
-def describe_split(dataset: Dataset, cases: dict[str, list[Case]], facts: dict[str, Any]) -> str:
-    """The split statement of `cases` (`split_statement`): how, then realised counts."""
-    return realised_split(dataset, cases, facts)["statement"]
-
-
 def realised_split(dataset: Dataset, cases: dict[str, list[Case]], facts: dict[str, Any]) -> dict[str, Any]:
     """The dataset's split facts with what the split holds as realised: units and cases per part,
     their fractions, the unit and the statement (`split_statement`) built from them."""
@@ -153,7 +144,7 @@ def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir
 
 def split_line(ds: DatasetStage) -> str:
     """One log line: how the split was made and what it holds, as realised (`split_statement`)."""
-    return f"split: {ds.split.get('statement') or describe_split(ds.dataset, ds.cases, ds.split)}"
+    return f"split: {ds.split.get('statement') or realised_split(ds.dataset, ds.cases, ds.split)['statement']}"
 
 
 def stage(state: RunState) -> RunState:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pathkit_core.contracts import INPUT_FEATURES, INPUT_IMAGES, Case, PathkitError
 from pathkit_core.features.qc import QC_COLUMNS, QC_NUMBERS
+from pathkit_core.features.store import read_feature_meta_cached
 from pathkit_core.run.identity import features_identity, source_identity
 from pathkit_core.run.spec import RunSpec
 from pathkit_core.run.state import FeatureStage, RunState
@@ -31,29 +32,22 @@ def store_folders(workdir: Path, tile_key: str, tiling: Mapping[str, Any]) -> tu
     return workdir / "tiles" / f"{tile_key}-{suffix}", workdir / f"features-{suffix}"
 
 
-def slide_mpps(case: Case) -> dict[str, float]:
-    """The level-0 mpp a dataset states for the case's slides (`Case.meta["mpp"]`: one value for
-    every slide, or one per slide in `slides` order, None where the file's own is used), by path.
-    It overrides what the file says (e.g. REG TIFFs, whose resolution tag is a 72-dpi placeholder)."""
-    given = case.meta.get("mpp")
-    if given is None:
-        return {}
-    values = list(given) if isinstance(given, list | tuple) else [given] * len(case.slides)
-    if len(values) != len(case.slides):
-        raise PathkitError(f"case {case.case_id}: meta mpp gives {len(values)} values for {len(case.slides)} slides")
-    return {str(s): float(m) for s, m in zip(case.slides, values, strict=True) if m is not None}
-
-
-def slide_values(case: Case, key: str) -> dict[str, str]:
-    """A per-slide value a dataset states in `Case.meta[key]` (`slide_reader`, `tissue_geojson`: one
-    value for every slide, or one per slide in `slides` order, None where there is none), by path."""
+def slide_values(case: Case, key: str) -> dict[str, Any]:
+    """A per-slide value a dataset states in `Case.meta[key]` (`slide_reader`, `tissue_geojson`, `mpp`:
+    one value for every slide, or one per slide in `slides` order, None where there is none), by path."""
     given = case.meta.get(key)
     if given is None:
         return {}
     values = list(given) if isinstance(given, list | tuple) else [given] * len(case.slides)
     if len(values) != len(case.slides):
         raise PathkitError(f"case {case.case_id}: meta {key} gives {len(values)} values for {len(case.slides)} slides")
-    return {str(s): str(v) for s, v in zip(case.slides, values, strict=True) if v not in (None, "")}
+    return {str(s): v for s, v in zip(case.slides, values, strict=True) if v not in (None, "")}
+
+
+def slide_mpps(case: Case) -> dict[str, float]:
+    """The level-0 mpp a dataset states for the case's slides (`slide_values` of "mpp"), by path. It
+    overrides what the file says (e.g. REG TIFFs, whose resolution tag is a 72-dpi placeholder)."""
+    return {path: float(mpp) for path, mpp in slide_values(case, "mpp").items()}
 
 
 def slide_tiling_inputs(cases: Sequence[Case]) -> dict[str, Any]:
@@ -61,8 +55,8 @@ def slide_tiling_inputs(cases: Sequence[Case]) -> dict[str, Any]:
     (`mpp_overrides`), the reader (`slide_readers`) and the edited tissue mask (`tissue_geojsons`)
     by path (a cohort table's mpp, slide_reader and tissue_geojson columns; docs/wsi.md)."""
     mpps = {path: mpp for c in cases for path, mpp in slide_mpps(c).items()}
-    readers = {p: v for c in cases for p, v in slide_values(c, "slide_reader").items()}
-    masks = {p: v for c in cases for p, v in slide_values(c, "tissue_geojson").items()}
+    readers = {p: str(v) for c in cases for p, v in slide_values(c, "slide_reader").items()}
+    masks = {p: str(v) for c in cases for p, v in slide_values(c, "tissue_geojson").items()}
     return {"mpp_overrides": mpps or None, "slide_readers": readers or None, "tissue_geojsons": masks or None}
 
 
@@ -176,8 +170,6 @@ def qc_problem(path: Path, workdir: Path) -> str | None:
     from pathkit_core.run.identity import feature_file_digest
 
     if path.suffix == ".safetensors":
-        from pathkit_core.features.store import read_feature_meta_cached
-
         try:
             meta = read_feature_meta_cached(path)
         except PathkitError as exc:
@@ -255,10 +247,8 @@ def feature_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping
     every = [c for split in cases.values() for c in split]
     found_all, missing_all = case_inputs(spec, encoder_cls, workdir, every, tiling, dataset_name, log, fix)
     for split_name, split in cases.items():
-        ids = {c.case_id for c in split}
-        found = {cid: v for cid, v in found_all.items() if cid in ids}
-        missing = {cid: why for cid, why in missing_all.items() if cid in ids}
-        stage.inputs.update(found)
+        stage.inputs.update({c.case_id: found_all[c.case_id] for c in split if c.case_id in found_all})
+        missing = {c.case_id: missing_all[c.case_id] for c in split if c.case_id in missing_all}
         if missing and not spec.skip_missing:
             listing = "; ".join(f"{cid} ({why})" for cid, why in list(missing.items())[:20])
             more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
@@ -270,29 +260,29 @@ def feature_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping
     return stage
 
 
-def shard_stage(spec: RunSpec, encoder_cls: Any, workdir: Path, cases: Mapping[str, Sequence[Case]],
-                tiling: Mapping[str, Any], shard: Any, log: Callable[[str], None] = print,
-                dataset: Any = None) -> tuple[int, dict[str, str]]:
-    """A cluster's feature stage: tile and extract this shard's slides of every split, nothing
-    else. Returns (slides of this shard, failures by slide id)."""
+def _shard_stage(state: RunState, tiling: Mapping[str, Any]) -> RunState:
+    """A cluster's feature stage: tile and extract this shard's slides of every split, nothing else;
+    the run's result is the shard's failures."""
+    from pathkit_core.run.state import RunResult
     from pathkit_core.shard import shard_summary
     from pathkit_core.wsi.slide import slide_id_for
 
-    every = [c for split in cases.values() for c in split if c.input_kind not in (INPUT_FEATURES, INPUT_IMAGES)]
+    ctx, ds, outer = state.ctx, state.dataset, state.shard.outer()
+    every = [c for split in ds.cases.values() for c in split if c.input_kind not in (INPUT_FEATURES, INPUT_IMAGES)]
     slides = {slide_id_for(s) for c in every for s in c.slides}
-    mine = {s for s in slides if shard.outer().owns(s)}
-    log(shard_summary(shard.outer(), len(mine), len(slides)))
-    usable, failed = _slide_inputs(spec, encoder_cls, workdir, every, tiling, log,
-                                   mpp_fix(dataset) if dataset is not None else None, shard)
-    return len(mine), {s: why for s, why in failed.items() if s in mine}
-
-
+    mine = {s for s in slides if outer.owns(s)}
+    ctx.log(shard_summary(outer, len(mine), len(slides)))
+    _, failed = _slide_inputs(state.spec, ctx.encoder_cls, ctx.workdir, every, tiling, ctx.log, mpp_fix(ds.dataset),
+                              state.shard)
+    failed = {s: why for s, why in failed.items() if s in mine}
+    ctx.log(f"{outer.label()}: features of {len(mine) - len(failed)} of {len(mine)} slide(s) ready"
+            + (f", {len(failed)} failed" if failed else "") + "; run without --shard to train and score")
+    state.result = RunResult(ctx.run_dir, {}, skipped_cases={s: f"failed: {why}" for s, why in failed.items()})
+    return state
 
 
 def _file_qc(path: Path) -> dict[str, Any]:
     """A feature file's QC as its metadata records it (the header only; a non-pathkit file: none)."""
-    from pathkit_core.features.store import read_feature_meta_cached
-
     row: dict[str, Any] = {"slide_id": path.stem, "file": str(path)}
     if path.suffix != ".safetensors":
         return row
@@ -342,19 +332,12 @@ def stage(state: RunState) -> RunState:
     """Every case's model input and the items of each split; in a sharded run, this shard's tiling
     and extraction only (a last run without a shard finds every slide done)."""
     from pathkit_core.run.items import task_items
-    from pathkit_core.run.state import RunResult
 
     state.needs("dataset")
     ctx, spec, ds = state.ctx, state.spec, state.dataset
     tiling = ctx.task.tiling(ds.dataset, spec.tiling)
     if state.shard.count > 1:
-        outer = state.shard.outer()
-        mine, failed = shard_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, state.shard, ctx.log,
-                                   ds.dataset)
-        ctx.log(f"{outer.label()}: features of {mine - len(failed)} of {mine} slide(s) ready"
-                + (f", {len(failed)} failed" if failed else "") + "; run without --shard to train and score")
-        state.result = RunResult(ctx.run_dir, {}, skipped_cases={s: f"failed: {why}" for s, why in failed.items()})
-        return state
+        return _shard_stage(state, tiling)
     state.facts = ctx.facts(tiling)
     feats = feature_stage(spec, ctx.encoder_cls, ctx.workdir, ds.cases, tiling, spec.dataset, ctx.log, ds.dataset)
     state.features = feats

@@ -3,7 +3,6 @@ needs no fit (kNN, prototypes, fixed readers) or the run evaluates frozen checkp
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,11 @@ def plan_fit(ctx: Any, dataset: Dataset, train_items: Sequence[dict[str, Any]], 
                                           "seed": spec.seed, "cpu": spec.cpu})
     checkpoint_dir: Path | None = ctx.run_dir / "checkpoints"
     facts: dict[str, Any] = {}
-    if spec.frozen_from is not None:
-        checkpoint_dir = frozen_checkpoints(Path(spec.frozen_from))
+    if spec.frozen_from is not None:  # the checkpoints of a finished run, applied frozen to another cohort
+        checkpoint_dir = Path(spec.frozen_from) / "checkpoints"
+        if not (checkpoint_dir / "best.safetensors").exists():
+            raise PathkitError(f"frozen_from: {spec.frozen_from} holds no trained checkpoints "
+                               f"({checkpoint_dir}/best.safetensors)")
         facts["frozen"] = {p.name: sha256_file(p) for p in sorted(checkpoint_dir.glob("*.safetensors"))}
     elif not generator.needs_fit:
         checkpoint_dir = None
@@ -71,56 +73,35 @@ def make_selection(name: str | None, dataset: Dataset, task: Task, cases: Sequen
     return selection
 
 
-def fit_stage(ctx: Any, plan: FitPlan, fit_key: str, dataset: Dataset, train_items: Sequence[dict[str, Any]],
-              val_items: Sequence[dict[str, Any]], val_cases: Sequence[Case]) -> dict[str, Any]:
-    """Train unless done (or frozen, or not needed); returns the fit marker."""
+def _train(ctx: Any, plan: FitPlan, fit_key: str, dataset: Dataset, train_items: Sequence[dict[str, Any]],
+           val_items: Sequence[dict[str, Any]], val_cases: Sequence[Case]) -> None:
+    """Train unless done (or frozen, or not needed)."""
     from pathkit_core.training.trainer import fit, seed_everything
 
     spec = ctx.spec
     if spec.frozen_from is not None:
         ctx.log(f"frozen weights from {spec.frozen_from}: no training")
-        return frozen_fit_marker(Path(spec.frozen_from)) or {}
+        return
     if plan.checkpoint_dir is None:
         ctx.log(f"generator {spec.generator!r} needs no training: straight to prediction")
-        return {"needs_fit": False}
+        return
     done = ctx.done("fit", fit_key)
     if done is None:
         seed_everything(spec.seed)  # the model's initial weights follow the run seed
         model = plan.generator.build(plan.gspec)
         selection = make_selection(plan.selection, dataset, ctx.task, val_cases, ctx.dataset_cls.selection_options)
+        # what a checkpoint records to rebuild its model (not the items: those are the run's inputs)
+        rebuild = {"task": plan.gspec.task, "feature_dim": plan.gspec.feature_dim, "hparams": plan.gspec.hparams,
+                   "dataset": plan.gspec.dataset,
+                   "state": model.export_state() if hasattr(model, "export_state") else {}}
         result = fit(model, train_items, val_items, plan.train_cfg, plan.checkpoint_dir, selection=selection,
-                     checkpoint_config={"generator": spec.generator, "spec": spec_json(plan.gspec, model)},
-                     stage_key=fit_key)
+                     checkpoint_config={"generator": spec.generator, "spec": rebuild}, stage_key=fit_key)
         ctx.mark("fit", fit_key, {"best_epoch": result.best_epoch, "best_score": result.best_score,
                                   "epochs_run": result.epochs_run, "selection": plan.selection or "val_loss",
                                   **({"best_step": result.best_step} if result.best_step is not None else {})})
         done = ctx.marker("fit")
     at = f"step {done['best_step']}" if done.get("best_step") is not None else f"epoch {done.get('best_epoch')}"
-    ctx.log(f"best {at} ({plan.selection or 'val_loss'} "
-            f"{done.get('best_score', float('nan')):.4f})")
-    return done
-
-
-def frozen_checkpoints(run_dir: Path) -> Path:
-    """The checkpoint folder of a finished run whose weights are applied frozen to another cohort."""
-    ckpt_dir = Path(run_dir) / "checkpoints"
-    if not (ckpt_dir / "best.safetensors").exists():
-        raise PathkitError(f"frozen_from: {run_dir} holds no trained checkpoints ({ckpt_dir}/best.safetensors)")
-    return ckpt_dir
-
-
-def frozen_fit_marker(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((Path(run_dir) / "stages.json").read_text()).get("fit")
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-
-
-def spec_json(gspec: GeneratorSpec, model: Any) -> dict[str, Any]:
-    """What a checkpoint records to rebuild its model (not the items: those are the run's inputs)."""
-    state = model.export_state() if hasattr(model, "export_state") else {}
-    return {"task": gspec.task, "feature_dim": gspec.feature_dim, "hparams": gspec.hparams,
-            "dataset": gspec.dataset, "state": state}
+    ctx.log(f"best {at} ({plan.selection or 'val_loss'} {done.get('best_score', float('nan')):.4f})")
 
 
 def stage(state: RunState) -> RunState:
@@ -142,5 +123,5 @@ def stage(state: RunState) -> RunState:
     if plan.checkpoint_dir is not None and spec.frozen_from is None:
         plan.stage_key = key
     state.plan = plan
-    fit_stage(ctx, plan, key, ds.dataset, items["train"], items["val"], ds.cases["val"])
+    _train(ctx, plan, key, ds.dataset, items["train"], items["val"], ds.cases["val"])
     return state

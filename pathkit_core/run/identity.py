@@ -1,16 +1,6 @@
-"""What a stage's cache key must cover beyond its settings: code, weights and data contents.
-
-A result is never reused after the code, weights or data behind it changed (docs/user-guide.md,
-"What reruns when"):
-- code: each plugin distribution involved (and pathkit itself) by its content: for a regular
-  install the sha256 of its installed `RECORD` (pip writes the hash of every installed file
-  there), for an editable install the git commit of its folder plus a digest of its uncommitted
-  changes and of the files git does not track yet;
-- weights: the sha256 of the checkpoint the encoder actually loaded, as recorded in the features;
-- data: the dataset's content (`dataset_identity`: the files it read, its resolved options, every
-  case with its target, split membership and the identity of its slides, images and feature
-  files) and the content checksum of every feature file a fit reads.
-"""
+"""What a stage's cache key must cover beyond its settings: code, weights and data contents, so that a
+result is never reused after the code, weights or data behind it changed (how each is identified:
+docs/user-guide.md, "What reruns when")."""
 
 from __future__ import annotations
 
@@ -23,6 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pathkit_core.features.store import read_feature_meta_cached
 from pathkit_core.sources import path_identity
 from pathkit_core.workspace import content_hash, file_fingerprint
 
@@ -62,14 +53,10 @@ def _installed_record(found: list[metadata.Distribution]) -> str | None:
 
 def _editable_folder(dist: metadata.Distribution) -> Path | None:
     try:
-        raw = dist.read_text("direct_url.json")
-    except OSError:
+        info = json.loads(dist.read_text("direct_url.json") or "{}")
+    except (OSError, json.JSONDecodeError):
         return None
-    if not raw:
-        return None
-    try:
-        info = json.loads(raw)
-    except json.JSONDecodeError:
+    if not isinstance(info, dict):
         return None
     url = str(info.get("url", ""))
     if not (info.get("dir_info") or {}).get("editable") or not url.startswith("file://"):
@@ -132,8 +119,6 @@ def features_identity(inputs: Mapping[str, Any]) -> str:
 def _cached_digest(path: str, size: int, mtime_ns: int) -> str:
     p = Path(path)
     if p.suffix == ".safetensors":
-        from pathkit_core.features.store import read_feature_meta_cached
-
         try:
             meta = read_feature_meta_cached(p)
         except Exception:  # noqa: BLE001 - a foreign or damaged file: hash its bytes instead
@@ -151,8 +136,6 @@ def feature_file_digest(path: Path) -> str:
 
 def weights_identity(inputs: Mapping[str, Any]) -> list[str]:
     """The sha256 of the encoder weights behind the run's feature files, as they record it."""
-    from pathkit_core.features.store import read_feature_meta_cached
-
     seen: set[str] = set()
     for value in inputs.values():
         for p in value if isinstance(value, tuple | list) else ():

@@ -7,20 +7,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
+from pathkit_core.contracts import Case, Dataset, PathkitError
 from pathkit_core.run.items import task_predict, task_read_predictions, task_write_predictions
 from pathkit_core.run.state import Evaluated, FitPlan, RunState
 from pathkit_core.workspace import content_hash
-
-
-def checkpoint_names(spec_checkpoints: Sequence[str] | None, dataset_default: Sequence[str], *,
-                     trained: bool) -> list[str]:
-    if not trained:
-        return ["best"]  # a model built ready to predict: one set of predictions, named as the best
-    names = list(spec_checkpoints or dataset_default)
-    if "best" not in names:
-        raise PathkitError(f"checkpoints {names} must include \"best\" (the reported one)")
-    return names
 
 
 def _checked_outputs(ctx: Any, raw: Mapping[str, Any], cases: Sequence[Case], dataset: Dataset) -> dict[str, Any]:
@@ -69,38 +59,32 @@ def _epoch_of(plan: FitPlan, name: str) -> int | None:
         return None
 
 
-def predict_stage(ctx: Any, plan: FitPlan, predict_key: str, names: Sequence[str], test_items: Any,
-                  test_cases: Sequence[Case], dataset: Dataset, facts: RunFacts) -> dict[str, Evaluated]:
-    """Predict (unless done) and read back every checkpoint's test predictions."""
-    task, cfg = ctx.task, plan.train_cfg
-    evaluated: dict[str, Evaluated] = {}
-    for name in names:
-        suffix = "" if name == "best" else f"_{name}"
-        path = ctx.run_dir / f"predictions{suffix}.jsonl"
-        if not ctx.done(f"predict{suffix}", predict_key) or not path.exists():
-            model = _model_for(plan, name)
-            raw = task_predict(task, model, test_items, facts, batch_size=cfg.eval_batch_size or cfg.batch_size,
-                               cfg=cfg)
-            outputs = _checked_outputs(ctx, raw, test_cases, dataset)
-            task_write_predictions(task, path, outputs, [i for i in test_items.case_ids if i in outputs], facts)
-            if ctx.spec.export_attention:
-                task.export_evidence(model, test_items, test_cases, ctx.run_dir / "attention" / name, facts)
-            ctx.mark(f"predict{suffix}", predict_key, {"n": len(outputs)})
-        evaluated[name] = Evaluated(task_read_predictions(task, path), _epoch_of(plan, name))
-    return evaluated
-
-
-
 def stage(state: RunState) -> RunState:
     """Predict the test cases with every evaluated checkpoint (unless done) and read them back."""
     from pathkit_core.run.identity import features_identity
 
     state.needs("dataset", "items", "plan")
-    ctx, ds, plan = state.ctx, state.dataset, state.plan
-    state.checkpoints = checkpoint_names(ctx.spec.checkpoints, ctx.dataset_cls.evaluate_checkpoints,
-                                         trained=plan.checkpoint_dir is not None)
-    state.keys["predict"] = content_hash({"fit": state.keys["fit"],
-                                          "test": features_identity(state.inputs_of("test"))})
-    state.evaluated = predict_stage(ctx, plan, state.keys["predict"], state.checkpoints, state.items["test"],
-                                    ds.cases["test"], ds.dataset, state.facts)
+    ctx, ds, plan, test_items = state.ctx, state.dataset, state.plan, state.items["test"]
+    names = ["best"]  # a model built ready to predict: one set of predictions, named as the best
+    if plan.checkpoint_dir is not None:
+        names = list(ctx.spec.checkpoints or ctx.dataset_cls.evaluate_checkpoints)
+        if "best" not in names:
+            raise PathkitError(f"checkpoints {names} must include \"best\" (the reported one)")
+    state.checkpoints = names
+    state.keys["predict"] = key = content_hash({"fit": state.keys["fit"],
+                                                "test": features_identity(state.inputs_of("test"))})
+    task, cfg = ctx.task, plan.train_cfg
+    for name in names:
+        suffix = "" if name == "best" else f"_{name}"
+        path = ctx.run_dir / f"predictions{suffix}.jsonl"
+        if not ctx.done(f"predict{suffix}", key) or not path.exists():
+            model = _model_for(plan, name)
+            raw = task_predict(task, model, test_items, state.facts, batch_size=cfg.eval_batch_size or cfg.batch_size,
+                               cfg=cfg)
+            outputs = _checked_outputs(ctx, raw, ds.cases["test"], ds.dataset)
+            task_write_predictions(task, path, outputs, [i for i in test_items.case_ids if i in outputs], state.facts)
+            if ctx.spec.export_attention:
+                task.export_evidence(model, test_items, ds.cases["test"], ctx.run_dir / "attention" / name, state.facts)
+            ctx.mark(f"predict{suffix}", key, {"n": len(outputs)})
+        state.evaluated[name] = Evaluated(task_read_predictions(task, path), _epoch_of(plan, name))
     return state

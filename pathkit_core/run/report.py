@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from pathkit_core.run.spec import RunSpec
 from pathkit_core.run.state import RunState
-from pathkit_core.workspace import atomic_write_json, collect_provenance
-
-
-def jsonable(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return value
+from pathkit_core.workspace import atomic_write_json, collect_provenance, json_default
 
 
 def report_stage(ctx: Any, spec: RunSpec, inputs: dict[str, Any], seconds: float) -> None:
     provenance = collect_provenance(
-        config=jsonable(asdict(spec)),
+        config=json.loads(json.dumps(asdict(spec), default=json_default)),  # paths as text, tuples as lists
         seeds={"seed": spec.seed},
         inputs=inputs,
         plugin_versions=ctx.registry.distributions(),

@@ -8,25 +8,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts
+from pathkit_core.contracts import Case, PathkitError
 from pathkit_core.progress import ProgressBar
-from pathkit_core.run.state import Evaluated, RunResult, RunState
+from pathkit_core.run.state import RunResult, RunState
 from pathkit_core.workspace import atomic_write_text, atomic_write_with, content_hash, json_default
 
 
-def score_stage(ctx: Any, metrics: Sequence[str], evaluated: Mapping[str, Evaluated], test_cases: Sequence[Case],
-                train_targets: Sequence[Any], dataset: Dataset, facts: RunFacts,
-                extra: Mapping[str, Any]) -> dict[str, Any]:
+def _score(state: RunState, extra: Mapping[str, Any]) -> dict[str, Any]:
     """Scores of the best checkpoint, the other checkpoints and each baseline; writes the results."""
     from pathkit_core.evaluation.runner import score, write_results
 
+    ctx, metrics, evaluated, dataset = state.ctx, state.metrics, state.evaluated, state.dataset.dataset
     task = ctx.task
     predictions = evaluated["best"].predictions
-    cases = [c for c in test_cases if c.case_id in predictions]
+    cases = [c for c in state.dataset.cases["test"] if c.case_id in predictions]
     ids = [c.case_id for c in cases]
     references = {c.case_id: task.reference(c, dataset) for c in cases}
     write_test_cases(ctx.run_dir / "test_cases.jsonl", cases, references)
-    context = {**task.metric_context(dataset, facts), "metric_options": dict(ctx.spec.metric_options)}
+    context = {**task.metric_context(dataset, state.facts), "metric_options": dict(ctx.spec.metric_options)}
 
     runs = len(evaluated) + len(task.baselines)
     progress = bool(ctx.spec.train.get("progress", True))
@@ -55,7 +54,7 @@ def score_stage(ctx: Any, metrics: Sequence[str], evaluated: Mapping[str, Evalua
             checkpoints = {"best": {"epoch": evaluated["best"].epoch, "metrics": scored.summary}, **checkpoints}
         baselines: dict[str, Any] = {}
         for name in task.baselines:
-            made = task.baseline_predictions(name, train_targets, cases, dataset)
+            made = task.baseline_predictions(name, state.train_targets, cases, dataset)
             if made:
                 baselines[name] = run(made, f"baseline {name}").summary
     payload: dict[str, Any] = {**extra, "n_test_cases": len(ids), "baselines": baselines,
@@ -151,7 +150,6 @@ def stage(state: RunState) -> RunState:
              **({"excluded_cases": ds.excluded, "n_excluded_cases": len(ds.excluded)} if ds.excluded else {}),
              **({"dataset": ds.summary} if ds.summary else {}),
              "provenance": run_provenance(ds.dataset, spec.encoder, weights_identity(feats.inputs), ds.summary)}
-    state.scores = score_stage(ctx, metrics, state.evaluated, ds.cases["test"], state.train_targets, ds.dataset,
-                               state.facts, extra)
+    state.scores = _score(state, extra)
     ctx.mark("score", key, {})
     return state

@@ -1,11 +1,5 @@
-"""The run state: what one `pathkit run` knows, filled in stage by stage.
-
-Every stage of the run is `stage(state: RunState) -> RunState` (`pathkit_core.run.<stage>.stage`),
-entered once, in data-flow order: dataset -> features -> fit -> predict -> score -> report. A
-stage reads what earlier stages put in the state and adds its own part; a stage that finds the
-run finished (its results reusable) or the run's work done (a shard's features) sets `result`,
-and no later stage runs.
-"""
+"""The run state: what one `pathkit run` knows, filled in stage by stage (`pathkit_core.run.pipeline`):
+a stage reads what earlier stages put in the state and adds its own part."""
 
 from __future__ import annotations
 

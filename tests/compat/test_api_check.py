@@ -40,3 +40,19 @@ def test_the_committed_allow_list_reads_and_the_baseline_resolves(api_check):
     assert isinstance(api_check.allowed(), set)
     ref = api_check.baseline()
     assert ref in ("v0.1.0", "f99601b07aadee24ff027455084ca81de17d9493")
+
+
+def test_a_public_modules_scope_is_its_all_not_its_private_submodules(api_check):
+    class Member:  # what `_scope` reads of a griffe module or member
+        def __init__(self, exports=None, members=None, is_module=True, is_alias=False):
+            self.exports, self.members, self.is_module, self.is_alias = exports, members or {}, is_module, is_alias
+
+    # a baseline module without __all__: every name it defined or imported, not its submodules
+    old = Member(members={"f": Member(is_module=False), "sub": Member(), "Path": Member(is_alias=True)})
+    assert api_check._scope(old, Member(exports=["f", "g"]), None) == ["Path", "f", "g"]
+    # with __all__: the names it held then or holds now (a name dropped from __all__ is still checked)
+    assert api_check._scope(Member(exports=["a", "b"]), Member(exports=["b"]), None) == ["a", "b"]
+    assert api_check._scope(old, Member(exports=["f"]), ["listed"]) == ["listed"]
+    assert not api_check._in_scope("pathkit_core.run.fit.fit_stage", "pathkit_core", ["hookimpl", "__version__"])
+    assert api_check._in_scope("pathkit_core.features.store.record_status", "pathkit_core.features.store",
+                               ["record_status"])
