@@ -388,11 +388,9 @@ class Registry:
         copied = random_base(name) if kind == "encoder" and name not in self.components[kind] else None
         if copied:  # `NAME+random`: NAME's architecture with random weights (pathkit_core.random_copy)
             return random_copy(self.get(kind, copied))  # type: ignore[arg-type]
-        provider = self.provider_of(kind, name)
-        base_name, _, _view = name.partition(":")
-        found = provider.component if provider is not None else self.components[kind].get(name) or (
-            self.components[kind].get(base_name) if _view else None
-        )
+        provider = self.provider_of(kind, name)  # else `name`, or `name:view` of a dataset
+        comps = self.components[kind]
+        found = provider.component if provider is not None else comps.get(name) or comps.get(name.partition(":")[0])
         if found is None:
             import difflib
 
