@@ -890,6 +890,20 @@ class SlideReader(Component):
     def open(self, path: Path) -> Any:
         raise NotImplementedError
 
+    class DirectLevels(Protocol):
+        """What `direct_levels` returns. `read` fills `out` (h, w, 3 uint8) with exactly the pixels
+        `pathkit_core.wsi.slide.read_rgb` gives for the region and returns True, or returns False for a
+        region to read through the handle instead; `close` frees what it holds."""
+
+        def read(self, level: int, location: tuple[int, int], size: tuple[int, int], out: np.ndarray) -> bool: ...
+
+        def close(self) -> None: ...
+
+    def direct_levels(self, path: Path, handle: Any) -> SlideReader.DirectLevels | None:
+        """The levels of `handle` (this reader's open handle of `path`) it decodes faster than the handle
+        reads them, for the tile reader; None (the default) when there are none."""
+        return None
+
     @classmethod
     def describe(cls) -> dict[str, Any]:
         why = cls.unavailable()

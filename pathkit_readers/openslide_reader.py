@@ -1,6 +1,7 @@
 """The default reader: OpenSlide 4 (Aperio, Hamamatsu, Leica, MIRAX, Philips, Sakura, Ventana,
 generic tiled TIFF, DICOM). Its handle is the `openslide.OpenSlide` itself; the mpp comes from
-OpenSlide's properties (`pathkit_core.wsi.slide.resolve_mpp`)."""
+OpenSlide's properties (`pathkit_core.wsi.slide.resolve_mpp`); Aperio and generic-tiff JPEG levels
+are decoded directly for the tile reader (`pathkit_readers.tiff_direct`)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,9 @@ class OpenSlideReader(SlideReader):
             raise SlideError("unopenable", path, f"OpenSlide cannot open this {fmt} file: {exc}") from None
         except OSError as exc:
             raise SlideError("unopenable", path, f"cannot be read: {exc}") from None
+
+    def direct_levels(self, path: Path, handle: Any) -> SlideReader.DirectLevels | None:
+        """The JPEG-tiled TIFF levels of an Aperio or generic-tiff slide, decoded without OpenSlide."""
+        from pathkit_readers.tiff_direct import DirectTiffLevels
+
+        return DirectTiffLevels.open(path, handle)

@@ -16,20 +16,25 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import PathkitError, SlideReader
 from pathkit_core.wsi.manifest import Manifest, read_manifest, slide_identities
 from pathkit_core.wsi.resample import resize_tiles
 from pathkit_core.wsi.scenes import slide_file
 from pathkit_core.wsi.slide import SlideError, read_rgb
-from pathkit_core.wsi.tiff_direct import DirectTiffLevels, direct_enabled
+
+
+def direct_enabled() -> bool:
+    """False when `PATHKIT_DIRECT_TIFF=0` asks every tile reader to read through the slide handle."""
+    return os.environ.get("PATHKIT_DIRECT_TIFF", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 class TileReader(Dataset):
     """Map-style dataset: `reader[i]` is manifest row i as uint8 (tile_px, tile_px, 3) RGB.
 
-    The slide handle opens lazily and is reopened when the process id changes, so each DataLoader
-    worker reads through its own. `direct` (default `$PATHKIT_DIRECT_TIFF`) decodes JPEG-tiled TIFF
-    levels directly (`tiff_direct`). `slide_path` overrides the manifest's (a slide moved since tiling).
+    The slide handle opens lazily, with the reader that tiled the slide, and is reopened when the process
+    id changes, so each DataLoader worker reads through its own. `direct` (default `$PATHKIT_DIRECT_TIFF`)
+    reads the levels the reader decodes itself (`SlideReader.direct_levels`). `slide_path` overrides the
+    manifest's (a slide moved since tiling).
     """
 
     def __init__(self, manifest: Manifest | str | Path, slide_path: str | Path | None = None, *,
@@ -41,7 +46,7 @@ class TileReader(Dataset):
         self._x, self._y = tiles["x"].to_numpy(), tiles["y"].to_numpy()
         self._level, self._read_px, self._tile_px = (tiles[c].to_numpy() for c in ("level", "read_px", "tile_px"))
         self._handle: Any = None
-        self._decoder: DirectTiffLevels | None = None
+        self._decoder: SlideReader.DirectLevels | None = None
         self._pid: int | None = None
         self._scratch: Any = None  # reused uint32 read buffer
         self._raw: Any = None  # reused regions of read_batch before resampling
@@ -59,21 +64,12 @@ class TileReader(Dataset):
     def _slide(self) -> Any:
         pid = os.getpid()
         if self._handle is None or self._pid != pid:
-            reader = str(self.manifest.meta.get("slide_reader") or "openslide")
-            if reader != "openslide":  # the reader that tiled it (docs/formats.md)
-                from pathkit_core.wsi.reader_choice import open_handle
+            from pathkit_core.wsi.reader_choice import get_reader, open_handle
 
-                self._handle, _ = open_handle(self.slide_path, reader)
-                self._pid, self._decoder = pid, None
-                return self._handle
-            import openslide
-
-            try:
-                self._handle = openslide.OpenSlide(str(self.slide_path))
-            except openslide.OpenSlideError as exc:
-                raise PathkitError(f"{self.slide_path}: OpenSlide cannot open it: {exc}") from None
+            name = str(self.manifest.meta.get("slide_reader") or "openslide")  # the reader that tiled it
+            self._handle, _ = open_handle(self.slide_path, name)
             self._pid = pid
-            self._decoder = DirectTiffLevels.open(self.slide_path, self._handle) if self.direct else None
+            self._decoder = get_reader(name)().direct_levels(self.slide_path, self._handle) if self.direct else None
         return self._handle
 
     def read(self, i: int, out: np.ndarray | None = None) -> np.ndarray:
@@ -121,13 +117,10 @@ class TileReader(Dataset):
         return out
 
     def _region(self, i: int, level: int, px: int, out: np.ndarray) -> np.ndarray:
-        """The (px, px) region of tile i at `level`: decoded directly when the slide allows it,
-        else through OpenSlide. A level's first direct read is compared with OpenSlide's."""
+        """The (px, px) region of tile i at `level`: from the reader's direct levels when they serve it,
+        else through the slide handle."""
         self._slide()
-        decoder = self._decoder
-        if decoder is not None and decoder.read(level, (int(self._x[i]), int(self._y[i])), (px, px), out):
-            if decoder.needs_check(level) and not decoder.check(level, out, ref := self._openslide(i, level, px)):
-                out[...] = ref
+        if self._decoder is not None and self._decoder.read(level, (int(self._x[i]), int(self._y[i])), (px, px), out):
             return out
         return self._openslide(i, level, px, out)
 

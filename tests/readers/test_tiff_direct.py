@@ -1,19 +1,61 @@
-"""Direct JPEG decoding of TIFF tiles: the same pixels as OpenSlide, or OpenSlide itself."""
+"""The OpenSlide reader's direct JPEG decoding of TIFF tiles (`SlideReader.direct_levels`): the same
+pixels as OpenSlide, or OpenSlide itself."""
 
 from __future__ import annotations
 
+import importlib
 import shutil
+import sys
 
 import numpy as np
 import polars as pl
 import pytest
 
-from pathkit_core.contracts import PathkitError
+from pathkit_core import _deprecation
+from pathkit_core.contracts import PathkitError, SlideReader
 from pathkit_core.wsi.manifest import Manifest, read_manifest
-from pathkit_core.wsi.tiff_direct import DirectTiffLevels
+from pathkit_core.wsi.reader import direct_enabled
 from pathkit_core.wsi.tiling import TilingParams, tile_slide
+from pathkit_readers.openslide_reader import OpenSlideReader
+from pathkit_readers.tiff_direct import DirectTiffLevels
 
 pytestmark = pytest.mark.filterwarnings("ignore::pathkit_core.wsi.tiling.TilingWarning")
+
+
+@pytest.fixture(scope="module")
+def synthetic_slides(tmp_path_factory):
+    """A generic-tiff and an Aperio slide, as tests/core/wsi's fixture writes them."""
+    from pathkit_sdk.synthetic import write_synthetic_slide
+    from tests.core.wsi.conftest import HEIGHT, MPP, WIDTH, tissue_blobs
+
+    root = tmp_path_factory.mktemp("direct_slides")
+    return {"tissue": write_synthetic_slide(root / "tissue.tiff", width=WIDTH, height=HEIGHT, mpp=MPP,
+                                            tissue=tissue_blobs(), seed=1),
+            "aperio": write_synthetic_slide(root / "aperio.svs", width=2048, height=1536, mpp=0.25,
+                                            tissue=tissue_blobs(), aperio=True, seed=2)}
+
+
+def test_the_openslide_reader_offers_its_direct_levels_and_a_reader_by_default_none(synthetic_slides):
+    import openslide
+
+    path = synthetic_slides["tissue"]
+    with openslide.OpenSlide(str(path)) as handle:
+        direct = OpenSlideReader().direct_levels(path, handle)
+        assert isinstance(direct, DirectTiffLevels) and direct.handle is handle
+        direct.close()
+        assert SlideReader().direct_levels(path, handle) is None
+
+
+def test_the_old_core_path_warns_and_gives_the_plugins_objects(monkeypatch):
+    monkeypatch.setattr(_deprecation, "_warned", set())
+    monkeypatch.delitem(sys.modules, "pathkit_core.wsi.tiff_direct", raising=False)
+    old = importlib.import_module("pathkit_core.wsi.tiff_direct")
+    with pytest.warns(DeprecationWarning, match="DirectTiffLevels from pathkit_readers.tiff_direct instead"):
+        assert old.DirectTiffLevels is DirectTiffLevels
+    with pytest.warns(DeprecationWarning, match="direct_enabled from pathkit_core.wsi.reader instead"):
+        assert old.direct_enabled is direct_enabled
+    with pytest.raises(AttributeError):
+        old.no_such_name  # noqa: B018
 
 
 def _openslide_rgb(handle, location, level, size):
@@ -119,8 +161,8 @@ def test_reader_tiles_are_identical_with_and_without_direct_decoding(tiled, monk
 
 
 def test_a_difference_from_openslide_turns_direct_decoding_off(tiled, monkeypatch, caplog):
-    from pathkit_core.wsi import tiff_direct
     from pathkit_core.wsi.reader import TileReader
+    from pathkit_readers import tiff_direct
 
     original = tiff_direct.DirectTiffLevels._decode
 
@@ -131,7 +173,7 @@ def test_a_difference_from_openslide_turns_direct_decoding_off(tiled, monkeypatc
     monkeypatch.setattr(tiff_direct.DirectTiffLevels, "_decode", off_by_one)
     reader = TileReader(tiled, direct=True)
     reference = TileReader(tiled, direct=False)
-    with caplog.at_level("WARNING", logger="pathkit_core.wsi.tiff_direct"):
+    with caplog.at_level("WARNING", logger="pathkit_readers.tiff_direct"):
         first = reader[0]
     assert "differs from OpenSlide" in caplog.text
     assert np.array_equal(first, reference[0])
