@@ -19,18 +19,12 @@ ORDER_HEADLINE, ORDER_SPLIT, ORDER_TASK, ORDER_PLUGIN = 0, 10, 100, 200
 ORDER_TRAINING, ORDER_QC, ORDER_DATASET, ORDER_PROVENANCE = 300, 400, 800, 900
 
 
-def _range_text(row: ScoreRow) -> str:
-    if row.score_range is None:
-        return ""
-    low, high = row.score_range
-    return f"[{low:.3g}, {high:.3g}]"
-
-
 def score_table(rows: list[ScoreRow], baselines: list[str], *, table_id: str, caption: str = "") -> str:
     """Scores as the report shows them: the score's name, model value, CI, baselines, direction, range."""
     headers = ["metric", "model", "95% CI", *(f"baseline: {b}" for b in baselines), "better", "range", "scored by"]
     body = [[r.label, r.value if r.value is not None else "n/a", r.ci_text, *(_baseline_cell(r, b) for b in baselines),
-             r.better, _range_text(r), r.metric] for r in rows]
+             r.better, "" if r.score_range is None else "[{:.3g}, {:.3g}]".format(*r.score_range), r.metric]
+            for r in rows]
     return table(headers, body, table_id=table_id, classes="headline scores", caption=caption)
 
 
