@@ -44,14 +44,12 @@ def headline_section(run: RunFolder) -> Section:
     n = run.metrics.get("n_test_cases")
     body = "".join(f'<p class="warning small-sample"><b>Small test set ({esc(metric)}):</b> {esc(text)}.</p>'
                    for metric, text in sample_warnings(details_by_metric).items())
-    body += score_table(headline, baselines, table_id="headline-scores",
-                        caption="Scores on the test split"
-                                + (f" ({n} cases)" if n is not None else "")
-                                + ". CI: 95% (unless the metric's options say otherwise): a percentile bootstrap "
-                                  "over the test cases, or for proportions (accuracy, sensitivity, specificity, "
-                                  "per-class recall) a Wilson score interval; \"not estimable\" where the "
-                                  "bootstrap could not vary; empty where the metric computes none. Each baseline "
-                                  "is scored with the same metrics on the same cases.")
+    cases = f" ({n} cases)" if n is not None else ""
+    caption = (f"Scores on the test split{cases}. CI: 95% (unless the metric's options say otherwise): a percentile "
+               "bootstrap over the test cases, or for proportions (accuracy, sensitivity, specificity, per-class "
+               "recall) a Wilson score interval; \"not estimable\" where the bootstrap could not vary; empty where "
+               "the metric computes none. Each baseline is scored with the same metrics on the same cases.")
+    body += score_table(headline, baselines, table_id="headline-scores", caption=caption)
     others = [r for r in rows if not r.headline]
     if others:
         body += details(f"All {len(rows)} scores", score_table(rows, baselines, table_id="all-scores"))
