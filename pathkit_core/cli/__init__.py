@@ -47,10 +47,8 @@ def build_app(*, with_plugins: bool = True, command: str | None = None) -> typer
                       no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
     @app.callback()
-    def _root(
-        version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True,
-                                     help="Show the version."),
-    ) -> None:
+    def _root(version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True,
+                                           help="Show the version.")) -> None:
         """pathkit: tile, extract, train, decode and score, resumably."""
 
     only = CORE_COMMANDS.get(command or "")

@@ -89,8 +89,7 @@ def register(app: typer.Typer) -> None:
         slides: list[Path] = typer.Argument(None, help="Slides to tile and extract (or use --manifests)."),
         encoder: str = typer.Option(..., "--encoder", "-e", help="Encoder name (pathkit list encoders)."),
         manifests: Path | None = typer.Option(
-            None, "--manifests", "-m", help="Folder of tile manifests (<slide_id>.parquet) made by `pathkit tile`."
-        ),
+            None, "--manifests", "-m", help="Folder of tile manifests (<slide_id>.parquet) made by `pathkit tile`."),
         out: Path = typer.Option(..., "--out", "-o",
                                  help="Feature store folder (<out>/<encoder>/<slide>.safetensors)."),
         weights: Path | None = typer.Option(None, "--weights", help="Checkpoint file or folder."),
@@ -108,15 +107,12 @@ def register(app: typer.Typer) -> None:
                                               help="Where SLIDE arguments are tiled [<out>/tiles/<tile spec>]."),
         mpp: float | None = typer.Option(None, "--slide-mpp", help="Level-0 mpp for slides whose metadata lacks it."),
         slide_reader: str | None = typer.Option(
-            None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]."
-        ),
+            None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Re-extract slides already extracted."),
         compile_model: bool = typer.Option(
-            False, "--compile", help="Run the model through torch.compile (falls back to eager if that fails)."
-        ),
+            False, "--compile", help="Run the model through torch.compile (falls back to eager if that fails)."),
         shard_option: str | None = typer.Option(
-            None, "--shard", help="Take shard i of N (i/N) [a Slurm array task's own; 1/1: every slide]."
-        ),
+            None, "--shard", help="Take shard i of N (i/N) [a Slurm array task's own; 1/1: every slide]."),
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ) -> None:
@@ -150,12 +146,10 @@ def register(app: typer.Typer) -> None:
             items, every, with_manifest = _manifest_inputs(manifests)  # type: ignore[arg-type]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
-            results = extract_features(
-                enc, items, out, weights_path=weights, batch_size=batch_size, workers=workers,
-                device=device, dtype=dtype, feature_dtype=feature_dtype, progress=not quiet,
-                accelerator=state, allow_download=True if download else None, overwrite=overwrite,
-                compile=compile_model, shard=shard,
-            )
+            results = extract_features(enc, items, out, weights_path=weights, batch_size=batch_size, workers=workers,
+                                       device=device, dtype=dtype, feature_dtype=feature_dtype, progress=not quiet,
+                                       accelerator=state, allow_download=True if download else None,
+                                       overwrite=overwrite, compile=compile_model, shard=shard)
         for w in caught:
             err_console.print(f"[yellow]warning:[/] {escape(str(w.message))}", highlight=False)
         # The summary covers this shard (all ranks of the launch); other shards report their own.
@@ -203,13 +197,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(records)
         else:
-            rows = [
-                (r["encoder"], r["slide_id"], r["status"], r.get("n_tiles", ""),
-                 r.get("embed_dim", ""), _fmt(r.get("mean_variance")), "; ".join(r.get("problems", [])))
-                for r in records
-            ]
-            print_table(f"feature QC: {folder}", ["encoder", "slide", "status", "tiles", "dim",
-                                                  "variance", "flags / reason"], rows)
+            rows = [(r["encoder"], r["slide_id"], r["status"], r.get("n_tiles", ""), r.get("embed_dim", ""),
+                     _fmt(r.get("mean_variance")), "; ".join(r.get("problems", []))) for r in records]
+            print_table(f"feature QC: {folder}", ["encoder", "slide", "status", "tiles", "dim", "variance",
+                                                  "flags / reason"], rows)
             console.print(f"{len(records) - len(failed)} ok, {len(failed)} failed")
         if failed:
             raise typer.Exit(1)

@@ -51,10 +51,9 @@ def register(app: typer.Typer) -> None:
                               "weights": weights, "seed": seed, "shard": shard,
                               "skip_missing": skip_missing or None, "cpu": cpu or None},
                      metric, max_epochs, dataset_option, metric_option, {"slide_reader": slide_reader})
-        encoders = split_names(encoder) or _as_list(values.pop("encoder", None))
-        generators = split_names(generator) or _as_list(values.pop("generator", None))
-        values.pop("encoder", None)
-        values.pop("generator", None)
+        # each cell's RunSpec below names its own encoder and generator over the config's
+        encoders = split_names(encoder) or _as_list(values.get("encoder"))
+        generators = split_names(generator) or _as_list(values.get("generator"))
         if "dataset" not in values or not encoders or not generators:
             raise PathkitError("give --dataset, --encoder and --generator (or --config FILE.toml), "
                                "or no arguments at all for the demo")

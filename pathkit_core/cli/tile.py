@@ -32,25 +32,19 @@ def register(app: typer.Typer) -> None:
         min_tissue_area: float = typer.Option(25.0, "--min-tissue-area",
                                               help="Minimum tissue per slide in mm^2 (below: warned)."),
         exclude_low_tissue: bool = typer.Option(
-            False, "--exclude-low-tissue", help="Give slides below --min-tissue-area no tiles (a cohort minimum)."
-        ),
+            False, "--exclude-low-tissue", help="Give slides below --min-tissue-area no tiles (a cohort minimum)."),
         segmenter: str = typer.Option("otsu", "--segmenter", help="Tissue segmenter (otsu, hest, grandqc, ...)."),
         segmenter_weights: Path | None = typer.Option(
-            None, "--segmenter-weights", help="Checkpoint of a learned segmenter (else $PATHKIT_WEIGHTS_DIR/<name>/)."
-        ),
+            None, "--segmenter-weights", help="Checkpoint of a learned segmenter (else $PATHKIT_WEIGHTS_DIR/<name>/)."),
         segmenter_option: list[str] = typer.Option(
-            [], "--segmenter-option", help="Segmenter option KEY=VALUE (repeatable), e.g. batch_size=8, device=cuda."
-        ),
+            [], "--segmenter-option", help="Segmenter option KEY=VALUE (repeatable), e.g. batch_size=8, device=cuda."),
         slide_reader: str | None = typer.Option(
-            None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]."
-        ),
+            None, "--slide-reader", help="Slide reader by name (pathkit list slide-readers) [first that opens it]."),
         tissue_geojson: Path | None = typer.Option(
             None, "--tissue-geojson", exists=True, file_okay=False, dir_okay=True,
-            help="Folder of edited tissue masks (<slide_id>.tissue.geojson) used instead of the segmenter.",
-        ),
+            help="Folder of edited tissue masks (<slide_id>.tissue.geojson) used instead of the segmenter."),
         thumbnail_px: int = typer.Option(
-            2048, "--thumbnail-px", help="Longest side of the tissue mask and its thumbnail, at most (docs/wsi.md)."
-        ),
+            2048, "--thumbnail-px", help="Longest side of the tissue mask and its thumbnail, at most (docs/wsi.md)."),
         workers: int = typer.Option(1, "--workers", "-j", min=1, help="Slides tiled in parallel (processes)."),
         slide_mpp: float | None = typer.Option(None, "--slide-mpp",
                                                help="The slide's own mpp when its metadata lacks it (one slide only)."),
@@ -61,11 +55,9 @@ def register(app: typer.Typer) -> None:
         write_csv: bool = typer.Option(False, "--csv", help="Also write <slide_id>.csv tile tables."),
         recursive: bool = typer.Option(False, "--recursive", "-r", help="Search folders recursively."),
         shard_option: str | None = typer.Option(
-            None, "--shard", help="Take shard i of N (i/N) [a Slurm array task's own; 1/1: every slide]."
-        ),
+            None, "--shard", help="Take shard i of N (i/N) [a Slurm array task's own; 1/1: every slide]."),
         list_only: bool = typer.Option(
-            False, "--list", help="Print the paths of the slides this process would tile (its shard) and exit."
-        ),
+            False, "--list", help="Print the paths of the slides this process would tile (its shard) and exit."),
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ) -> None:

@@ -145,25 +145,20 @@ def bar_chart(labels: Sequence[str], series: Mapping[str, Sequence[float | None]
             lows = [np.nan if e is None else vals[j] - e[0] for j, e in enumerate(errors[name])]
             highs = [np.nan if e is None else e[1] - vals[j] for j, e in enumerate(errors[name])]
             err = np.clip(np.array([lows, highs], dtype=float), 0, None)
-        colour = PALETTE[i % len(PALETTE)]
-        if horizontal:
-            ax.barh(offset, vals, height=step * 0.92, xerr=err, color=colour, label=name, capsize=3)
-        else:
-            ax.bar(offset, vals, width=step * 0.92, yerr=err, color=colour, label=name, capsize=3)
+        # a horizontal bar's thickness is its height and its whisker on x; a vertical one's the other way
+        size = {"height": step * 0.92, "xerr": err} if horizontal else {"width": step * 0.92, "yerr": err}
+        (ax.barh if horizontal else ax.bar)(offset, vals, **size, color=PALETTE[i % len(PALETTE)], label=name,
+                                            capsize=3)
     if horizontal:
         ax.set_yticks(pos, labels)
         ax.invert_yaxis()
-        ax.set_xlabel(ylabel)
-        if ylim:
-            ax.set_xlim(*ylim)
-        ax.grid(axis="x", alpha=0.3)
     else:
         ax.set_xticks(pos, labels, rotation=30 if n > 4 or max((len(s) for s in labels), default=0) > 8 else 0,
                       ha="right" if n > 4 else "center")
-        ax.set_ylabel(ylabel)
-        if ylim:
-            ax.set_ylim(*ylim)
-        ax.grid(axis="y", alpha=0.3)
+    (ax.set_xlabel if horizontal else ax.set_ylabel)(ylabel)
+    if ylim:
+        (ax.set_xlim if horizontal else ax.set_ylim)(*ylim)
+    ax.grid(axis="x" if horizontal else "y", alpha=0.3)
     if len(series) > 1:
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if title:

@@ -19,18 +19,12 @@ ORDER_HEADLINE, ORDER_SPLIT, ORDER_TASK, ORDER_PLUGIN = 0, 10, 100, 200
 ORDER_TRAINING, ORDER_QC, ORDER_DATASET, ORDER_PROVENANCE = 300, 400, 800, 900
 
 
-def _range_text(row: ScoreRow) -> str:
-    if row.score_range is None:
-        return ""
-    low, high = row.score_range
-    return f"[{low:.3g}, {high:.3g}]"
-
-
 def score_table(rows: list[ScoreRow], baselines: list[str], *, table_id: str, caption: str = "") -> str:
     """Scores as the report shows them: the score's name, model value, CI, baselines, direction, range."""
     headers = ["metric", "model", "95% CI", *(f"baseline: {b}" for b in baselines), "better", "range", "scored by"]
     body = [[r.label, r.value if r.value is not None else "n/a", r.ci_text, *(_baseline_cell(r, b) for b in baselines),
-             r.better, _range_text(r), r.metric] for r in rows]
+             r.better, "" if r.score_range is None else "[{:.3g}, {:.3g}]".format(*r.score_range), r.metric]
+            for r in rows]
     return table(headers, body, table_id=table_id, classes="headline scores", caption=caption)
 
 
@@ -50,14 +44,12 @@ def headline_section(run: RunFolder) -> Section:
     n = run.metrics.get("n_test_cases")
     body = "".join(f'<p class="warning small-sample"><b>Small test set ({esc(metric)}):</b> {esc(text)}.</p>'
                    for metric, text in sample_warnings(details_by_metric).items())
-    body += score_table(headline, baselines, table_id="headline-scores",
-                        caption="Scores on the test split"
-                                + (f" ({n} cases)" if n is not None else "")
-                                + ". CI: 95% (unless the metric's options say otherwise): a percentile bootstrap "
-                                  "over the test cases, or for proportions (accuracy, sensitivity, specificity, "
-                                  "per-class recall) a Wilson score interval; \"not estimable\" where the "
-                                  "bootstrap could not vary; empty where the metric computes none. Each baseline "
-                                  "is scored with the same metrics on the same cases.")
+    cases = f" ({n} cases)" if n is not None else ""
+    caption = (f"Scores on the test split{cases}. CI: 95% (unless the metric's options say otherwise): a percentile "
+               "bootstrap over the test cases, or for proportions (accuracy, sensitivity, specificity, per-class "
+               "recall) a Wilson score interval; \"not estimable\" where the bootstrap could not vary; empty where "
+               "the metric computes none. Each baseline is scored with the same metrics on the same cases.")
+    body += score_table(headline, baselines, table_id="headline-scores", caption=caption)
     others = [r for r in rows if not r.headline]
     if others:
         body += details(f"All {len(rows)} scores", score_table(rows, baselines, table_id="all-scores"))

@@ -105,8 +105,7 @@ class ImageItems:
     def __init__(self, rows: Sequence[tuple[str, Any, Any, Mapping[str, Any]]], *, dtype: str = "float32") -> None:
         self.rows = list(rows)  # (case_id, ImageFeatureRow, target, meta)
         self.dtype = dtype
-        ids = [r[0] for r in self.rows]
-        if len(set(ids)) != len(ids):
+        if len(set(self.case_ids)) != len(self.rows):
             raise PathkitError("a case id appears twice in one image set")
 
     @property

@@ -204,10 +204,8 @@ def load_checkpoint(weights: Path, model: Any, *, optimizer: Any = None, schedul
     except RuntimeError as exc:  # shape mismatches
         raise PathkitError(f"checkpoint {weights} does not fit the model: {exc}") from exc
     if missing or unexpected:
-        raise PathkitError(
-            f"checkpoint {weights} does not fit the model: missing {sorted(missing)[:10]}, "
-            f"unexpected {sorted(unexpected)[:10]}"
-        )
+        raise PathkitError(f"checkpoint {weights} does not fit the model: missing {sorted(missing)[:10]}, "
+                           f"unexpected {sorted(unexpected)[:10]}")
     if optimizer is not None and "optim_param_groups" in meta:
         opt_state: dict[str, Any] = {"state": {}, "param_groups": meta["optim_param_groups"]}
         for key, value in tensors.items():
@@ -628,13 +626,6 @@ def _progress(accelerator: Any, cfg: TrainConfig, unit: str = "epoch"):
 
     from pathkit_core.console import err_console
 
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn(f"{{task.completed}}/{{task.total}} {unit}s"),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[left]}"),
-        console=err_console,
-        disable=not (cfg.progress and accelerator.is_main_process),
-        transient=False,
-    )
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn(f"{{task.completed}}/{{task.total}} {unit}s"),
+               TimeElapsedColumn(), TextColumn("{task.fields[left]}"))
+    return Progress(*columns, console=err_console, disable=not (cfg.progress and accelerator.is_main_process))
