@@ -11,12 +11,14 @@ Everything else is printed, one line each, and the check fails.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 import subprocess
 import sys
 import warnings
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE_FILE = ROOT / ".ci" / "api-baseline"
@@ -59,25 +61,39 @@ def allowed() -> set[tuple[str, str]]:
     return pairs
 
 
-def still_imports(path: str) -> bool:
-    """Whether `path` (module.name.attr...) still resolves at run time with a DeprecationWarning."""
-    parts = path.split(".")
+@functools.cache
+def _imported(module: str) -> tuple[ModuleType | None, bool]:
+    """The module (None when it does not import) and whether importing it warned: a moved module's alias
+    warns once per process, when it is imported, so the answer is kept for each of its names."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for cut in range(len(parts), 0, -1):
-            try:
-                obj = importlib.import_module(".".join(parts[:cut]))
-            except ImportError:
-                continue
-            try:
-                for attr in parts[cut:]:
-                    obj = getattr(obj, attr)
-            except AttributeError:
-                return False
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            return None, False
+    return found, any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+def still_imports(path: str) -> bool:
+    """Whether `path` (module.name.attr...) still resolves at run time with a DeprecationWarning. Its
+    modules are imported outermost first, so that an alias's warning is seen at its own import."""
+    parts = path.split(".")
+    obj, warned, cut = None, False, 0
+    while cut < len(parts):
+        found, warns = _imported(".".join(parts[:cut + 1]))
+        if found is None:
             break
-        else:
+        obj, warned, cut = found, warned or warns, cut + 1
+    if obj is None:
+        return False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
             return False
-    return any(issubclass(w.category, DeprecationWarning) for w in caught)
+    return warned or any(issubclass(w.category, DeprecationWarning) for w in caught)
 
 
 def _member(package, module: str):

@@ -113,7 +113,7 @@ stdlib = time.perf_counter() - t0
 t0 = time.perf_counter()
 import numpy as np
 imported = time.perf_counter() - t0
-from pathkit_core.evaluation.bootstrap import resample_indices
+from pathkit_sdk.bootstrap import resample_indices
 matrix = np.array(rows)
 t0 = time.perf_counter()
 for block in resample_indices(n, resamples, 0):

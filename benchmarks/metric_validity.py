@@ -404,7 +404,7 @@ def auroc(positive: list[float], negative: list[float]) -> float:
 def auroc_ci(positive: list[float], negative: list[float], resamples: int, seed: int) -> tuple[float, float]:
     import numpy as np
 
-    from pathkit_core.evaluation.bootstrap import bootstrap_statistic_ci
+    from pathkit_sdk.bootstrap import bootstrap_statistic_ci
 
     scores = np.asarray(positive + negative, float)
     labels = np.asarray([1] * len(positive) + [0] * len(negative))

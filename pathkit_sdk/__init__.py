@@ -20,7 +20,8 @@ code by tests/sdk/test_sdk_docs.py):
   drawn only when none is given (`draw_split`, `load_or_draw_split`), what a split holds in one
   sentence (`split_statement`), and stratified fold manifests (`make_splits`,
   `load_or_create_splits`).
-- **Confidence intervals** (`pathkit_core.evaluation.bootstrap`, `.intervals`): percentile
+- **Confidence intervals** (`pathkit_sdk.bootstrap`,
+  `pathkit_core.evaluation.intervals`): percentile
   bootstrap intervals of a per-case mean or of a corpus statistic (`bootstrap_ci`,
   `bootstrap_statistic_ci`, `bootstrap_statistics_ci`), Wilson / exact intervals of proportions
   (`proportion_ci`), and the test-set size facts a metric records (`sample_facts` under
@@ -38,13 +39,6 @@ The core never imports this package.
 
 from __future__ import annotations
 
-from pathkit_core.evaluation.bootstrap import (
-    bootstrap_ci,
-    bootstrap_distribution,
-    bootstrap_statistic_ci,
-    bootstrap_statistics_ci,
-    resample_indices,
-)
 from pathkit_core.evaluation.intervals import (
     MIN_CASES,
     MIN_CASES_PER_CLASS,
@@ -55,6 +49,13 @@ from pathkit_core.evaluation.intervals import (
     small_sample_warning,
 )
 from pathkit_core.run.dataset import split_statement
+from pathkit_sdk.bootstrap import (
+    bootstrap_ci,
+    bootstrap_distribution,
+    bootstrap_statistic_ci,
+    bootstrap_statistics_ci,
+    resample_indices,
+)
 from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict, state_dict_mismatches
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,

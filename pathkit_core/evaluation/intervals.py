@@ -30,7 +30,7 @@ def proportion_ci(successes: int, n: int, level: float = 0.95, method: str = "wi
     if not 0.0 < float(level) < 1.0:
         raise PathkitError(f"proportion interval: level must lie strictly between 0 and 1, got {level!r}")
     successes, n = int(successes), int(n)
-    if n < 0 or not 0 <= successes <= max(n, 0):
+    if n < 0 or not 0 <= successes <= n:
         raise PathkitError(f"proportion interval: {successes} successes out of {n} trials")
     if n == 0:
         return (math.nan, math.nan)

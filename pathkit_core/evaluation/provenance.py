@@ -66,10 +66,9 @@ def run_provenance(dataset: Any, encoder: str, weights: Iterable[str],
     kind = weights_kind(weights)
     out: dict[str, Any] = {"dataset": dataset.name, "synthetic_data": bool(why), "encoder": encoder,
                            "encoder_weights": kind, "weights": weights}
-    if why:
-        out["synthetic_why"] = why
     banners = []
     if why:
+        out["synthetic_why"] = why
         banners.append(f"SYNTHETIC DATA: the cases of {dataset.name} in this run are synthetic ({why}); its scores "
                        "say whether the pipeline works, nothing about real tissue.")
     if kind == "random":
@@ -89,15 +88,16 @@ def banners(metrics: Mapping[str, Any] | None) -> list[str]:
 def matrix_banners(cells: list[Mapping[str, Any]]) -> list[str]:
     """The banners of a matrix of runs (each cell's metrics.json): how many cells, of which
     datasets and encoders, rest on synthetic cases or on randomly initialised encoder weights."""
-    synthetic = [c for c in cells if (c.get("provenance") or {}).get("synthetic_data")]
-    random_w = [c for c in cells if (c.get("provenance") or {}).get("encoder_weights") == "random"]
+    found = [c.get("provenance") or {} for c in cells]
+    synthetic = [p for p in found if p.get("synthetic_data")]
+    random_w = [p for p in found if p.get("encoder_weights") == "random"]
     out = []
     if synthetic:
-        names = sorted({str((c.get("provenance") or {}).get("dataset") or "?") for c in synthetic})
+        names = sorted({str(p.get("dataset") or "?") for p in synthetic})
         out.append(f"SYNTHETIC DATA: {len(synthetic)} of {len(cells)} cell(s) ran on synthetic cases "
                    f"({', '.join(names)}); their scores say whether the pipeline works, nothing about real tissue.")
     if random_w:
-        names = sorted({str((c.get("provenance") or {}).get("encoder") or "?") for c in random_w})
+        names = sorted({str(p.get("encoder") or "?") for p in random_w})
         out.append(f"RANDOM ENCODER WEIGHTS: {len(random_w)} of {len(cells)} cell(s) used randomly initialised "
                    f"encoder weights ({', '.join(names)}), not a published checkpoint.")
     return out

@@ -75,11 +75,17 @@ def prepare_metrics(metric_names: Sequence[str], *, dataset: str | None = None,
                     context: Mapping[str, Any] | None = None) -> list[Metric]:
     """Resolve the metrics and let each start what it will wait for (`Metric.prepare`), e.g.
     METEOR's JVM, before the inputs are read and the other metrics run."""
+    return [metric for metric, _ in _prepared(metric_names, dataset, context)]
+
+
+def _prepared(metric_names: Sequence[str], dataset: str | None,
+              context: Mapping[str, Any] | None) -> list[tuple[Metric, dict[str, Any]]]:
+    """Each metric, prepared, with the context it sees (`context_for`), built once for both prepare and compute."""
     ctx = metric_context(dataset, context)
-    metrics = resolve_metrics(metric_names, ctx.get("task"))
-    for metric in metrics:
-        metric.prepare(context_for(metric, ctx))
-    return metrics
+    prepared = [(metric, context_for(metric, ctx)) for metric in resolve_metrics(metric_names, ctx.get("task"))]
+    for metric, seen in prepared:
+        metric.prepare(seen)
+    return prepared
 
 
 INPUT_FLAGS = "input_flags"
@@ -123,8 +129,7 @@ def score(metric_names: Sequence[str], predictions: Mapping[str, Any], reference
     """Run each metric on the predictions/references aligned by `ids` (reference order by default);
     `on_metric(name)` is called before each metric (progress display). The per-case table (ids,
     input flags, each metric's table joined on `id`) is built when `result.per_case` is read."""
-    ctx = metric_context(dataset, context)
-    metrics = prepare_metrics(metric_names, dataset=dataset, context=context)
+    prepared = _prepared(metric_names, dataset, context)
     ids = list(ids) if ids is not None else list(references)
     preds = [predictions[i] for i in ids]
     refs = [references[i] for i in ids]
@@ -132,10 +137,10 @@ def score(metric_names: Sequence[str], predictions: Mapping[str, Any], reference
     results: dict[str, MetricResult] = {}
     computed: list[tuple[str, MetricResult]] = []
     flags = input_flags(preds, refs)
-    for metric in metrics:
+    for metric, seen in prepared:
         if on_metric is not None:
             on_metric(metric.name)
-        result = metric.compute(preds, refs, ids=ids, context=context_for(metric, ctx))
+        result = metric.compute(preds, refs, ids=ids, context=seen)
         if not isinstance(result, MetricResult):
             raise PathkitError(f"metric {metric.name!r} returned {type(result).__name__}, not MetricResult")
         summary[metric.name] = {k: float(v) for k, v in result.summary.items()}

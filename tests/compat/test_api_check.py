@@ -26,6 +26,14 @@ def test_a_moved_name_passes_only_while_it_imports_with_a_deprecation_warning(ap
     assert not api_check.still_imports("no_such_module_anywhere.name")
 
 
+def test_every_name_of_a_moved_module_passes_though_its_alias_warns_once(api_check, tmp_path, monkeypatch):
+    (tmp_path / "movedplace.py").write_text(
+        "import warnings\n\nwarnings.warn('movedplace moved', DeprecationWarning)\n\none = two = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert api_check.still_imports("movedplace.one") and api_check.still_imports("movedplace.two")
+    assert not api_check.still_imports("movedplace.three")
+
+
 def test_an_allow_list_line_needs_a_reason(api_check, tmp_path, monkeypatch):
     allow = tmp_path / "allow.txt"
     allow.write_text("# header\npathkit_sdk.read_table PARAMETER_CHANGED_DEFAULT  # the old default still reads\n")

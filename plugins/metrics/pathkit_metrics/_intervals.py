@@ -36,7 +36,7 @@ def add_intervals(summary: dict[str, float], details: dict[str, Any], intervals:
 def case_intervals(statistics: Callable[[Any], Mapping[str, Any]], n_cases: int, options: Mapping[str, Any],
                    n: int) -> dict[str, tuple[float, float]]:
     """Percentile intervals of the statistics over `n` resamples of the cases (one set for all)."""
-    from pathkit_core.evaluation.bootstrap import bootstrap_statistics_ci
+    from pathkit_sdk.bootstrap import bootstrap_statistics_ci
 
     return bootstrap_statistics_ci(statistics, n_cases, n, int(options.get("seed", 0)),
                                    float(options.get("ci_level", DEFAULT_LEVEL)))

@@ -351,7 +351,7 @@ def _macro_cis(labels: np.ndarray, predicted: np.ndarray, n_classes: int, n_resa
     score sees the same resamples)."""
     import numpy as np
 
-    from pathkit_core.evaluation.bootstrap import bootstrap_statistics_ci
+    from pathkit_sdk.bootstrap import bootstrap_statistics_ci
 
     cell = labels.astype(np.int64) * n_classes + predicted.astype(np.int64)
     kk = n_classes * n_classes
@@ -679,7 +679,7 @@ def _auroc_ci(scores: list[np.ndarray], labels: list[np.ndarray], n_resamples: i
 
     if n_resamples <= 0 or not scores:
         return (math.nan, math.nan)
-    from pathkit_core.evaluation.bootstrap import bootstrap_statistic_ci
+    from pathkit_sdk.bootstrap import bootstrap_statistic_ci
 
     stats = [_WeightedAuroc(np.asarray(s, np.float64), np.asarray(y).astype(bool)) for s, y in zip(scores, labels,
                                                                                                   strict=True)]

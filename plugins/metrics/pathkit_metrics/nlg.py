@@ -183,8 +183,8 @@ def _confidence_intervals(
     """Percentile bootstrap over cases: corpus BLEU recomputed from resampled sums of its
     per-case counts; ROUGE-L and CIDEr as means of per-case scores (CIDEr's idf kept from the
     full corpus). METEOR has none: its corpus score is the jar's aggregate."""
-    from pathkit_core.evaluation.bootstrap import bootstrap_ci, bootstrap_statistic_ci
     from pathkit_metrics._nlg.ngram_metrics import bootstrap_corpus_bleu
+    from pathkit_sdk.bootstrap import bootstrap_ci, bootstrap_statistic_ci
 
     out: dict[str, float] = {}
     n_cases = int(stats.test_len.shape[0])

@@ -131,7 +131,7 @@ class RetrievalMetric(Metric):
                                    "per_class_retrieval": self._per_class(columns, keys, labels, classes)}
         n = n_resamples(options)
         if n > 0:
-            from pathkit_core.evaluation.bootstrap import bootstrap_ci
+            from pathkit_sdk.bootstrap import bootstrap_ci
 
             seed, level = int(options.get("seed", 0)), float(options.get("ci_level", DEFAULT_LEVEL))
             intervals = {key: bootstrap_ci(np.asarray(columns[key]), n, seed, level) for key in keys}

@@ -16,7 +16,7 @@ from pathkit_bench.stats import (
     sign_flip_test,
 )
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.bootstrap import bootstrap_ci
+from pathkit_sdk.bootstrap import bootstrap_ci
 
 
 def constructed_pair():

@@ -42,11 +42,35 @@ class Chars(Metric):
         return MetricResult({"chars": sum(counts) / len(counts)}, pl.DataFrame({"words": rows}))
 
 
+SEEN: list[tuple[str, dict]] = []
+
+
+class Watched(Metric):
+    """Records the context `prepare` and `compute` see, and counts its option checks."""
+
+    name = "watched"
+    tasks = (TASK_REPORT,)
+    checks = 0
+
+    @classmethod
+    def checked_options(cls, options):
+        cls.checks += 1
+        return super().checked_options(options)
+
+    def prepare(self, context=None):
+        SEEN.append(("prepare", context))
+
+    def compute(self, predictions, references, *, ids=None, context=None):
+        SEEN.append(("compute", context))
+        return MetricResult({"n": float(len(predictions))})
+
+
 class _Plugin:
     @hookimpl
     def register_metrics(self, register):
         register(Words)
         register(Chars)
+        register(Watched)
 
 
 @pytest.fixture
@@ -84,3 +108,12 @@ def test_a_bad_table_fails_before_anything_is_written(metrics, tmp_path):
     with pytest.raises(PathkitError, match="metric 'chars' returned 2 per-case rows for 3 cases"):
         write_results(result, tmp_path)
     assert list(tmp_path.iterdir()) == []  # no metrics.json without its table
+
+
+def test_each_metric_checks_its_options_once_and_prepares_and_computes_with_one_context(metrics):
+    Watched.checks = 0
+    SEEN.clear()
+    score(["watched"], PREDS, REFS, context={"options": {"level": 1}, "metric_options": {"watched": {"seed": 3}}})
+    assert Watched.checks == 1
+    assert [step for step, _ in SEEN] == ["prepare", "compute"]
+    assert SEEN[0][1] is SEEN[1][1] and SEEN[1][1]["options"] == {"seed": 3, "level": 1}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.bootstrap import (
+from pathkit_sdk.bootstrap import (
     bootstrap_ci,
     bootstrap_distribution,
     bootstrap_statistic_ci,
@@ -142,7 +142,7 @@ def test_a_statistic_whose_resamples_all_agree_is_not_estimable():
     the percentile interval would be [1, 1] and is reported as not estimable (nan, nan) instead."""
     from pathkit_metrics.classification import auroc
 
-    from pathkit_core.evaluation.bootstrap import bootstrap_statistic_ci, bootstrap_statistics_ci
+    from pathkit_sdk.bootstrap import bootstrap_statistic_ci, bootstrap_statistics_ci
 
     scores, labels = np.array([0.9, 0.2, 0.8]), np.array([1, 0, 1])
     low, high = bootstrap_statistic_ci(lambda idx: auroc(scores[idx], labels[idx]), 3, 300, seed=0)

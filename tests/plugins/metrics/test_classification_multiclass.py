@@ -111,7 +111,7 @@ def test_bootstrap_intervals_of_the_macro_scores():
     for key in ("macro_F1", "balanced_accuracy", "accuracy", "macro_precision", "macro_recall"):
         assert s[f"{key}_ci_low"] < s[key] < s[f"{key}_ci_high"], key
     # the interval agrees with a slow per-resample loop over the same resamples
-    from pathkit_core.evaluation.bootstrap import resample_indices
+    from pathkit_sdk.bootstrap import resample_indices
 
     values = []
     for block in resample_indices(200, 300, 1):

@@ -12,7 +12,7 @@ from pathkit_metrics._crqs.schemas import HISTAI, REG, TCGA
 from pathkit_metrics.crqs import CRQSMetric, extract_fields
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.bootstrap import bootstrap_ci
+from pathkit_sdk.bootstrap import bootstrap_ci
 
 TABLE3_REFERENCE_1 = "Uterine cervix, colposcopic biopsy; High-grade squamous intraepithelial lesion (HSIL; CIN 2)"
 TABLE3_PREDICTION_1 = "Uterine cervix, colposcopic biopsy; Low-grade squamous intraepithelial lesion (LSIL; CIN 1)"

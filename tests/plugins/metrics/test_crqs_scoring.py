@@ -14,7 +14,7 @@ from pathkit_metrics._crqs.scoring import score_reports, summarise, summary_of_c
 from polars.testing import assert_frame_equal
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.bootstrap import bootstrap_ci
+from pathkit_sdk.bootstrap import bootstrap_ci
 
 DATA = Path(__file__).resolve().parent / "data"
 

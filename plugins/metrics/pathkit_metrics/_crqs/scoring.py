@@ -322,7 +322,7 @@ def summary_of_columns(columns: Mapping[str, Sequence[float | None]], context: M
         raise PathkitError(f"CRQS: variants must be true or false, got {variants!r}")
     import numpy as np
 
-    from pathkit_core.evaluation.bootstrap import bootstrap_ci
+    from pathkit_sdk.bootstrap import bootstrap_ci
 
     # Every component but KIR is defined on exactly the scored cases, so they share one set of
     # resamples (the ones `bootstrap_ci` draws with the same seed, hence the same intervals);
@@ -364,7 +364,7 @@ def _shared_bootstrap(matrix: Any, resamples: int, seed: int, level: float) -> l
     """Percentile intervals of each row's mean over one set of case resamples
     (`bootstrap_statistics_ci`: the resamples `bootstrap_ci` draws with the same seed, and its
     rule that an interval of no width is (nan, nan), not estimable)."""
-    from pathkit_core.evaluation.bootstrap import bootstrap_statistics_ci
+    from pathkit_sdk.bootstrap import bootstrap_statistics_ci
 
     if not 0.0 < float(level) < 1.0:
         raise PathkitError(f"CRQS: confidence_level must lie strictly between 0 and 1, got {level!r}")
