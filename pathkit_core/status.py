@@ -126,19 +126,19 @@ def _subfolders(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) if folder.is_dir() else []
 
 
+def run_status(run_dir: Path, label: str) -> RunStatus:
+    """The finished stages of one run folder and who holds it (a damaged record: said, not raised)."""
+    marker = run_dir / "stages.json"
+    try:
+        stages = sorted(read_json_file(marker, "stage record")) if marker.exists() else []
+    except PathkitError as exc:  # bad bytes, bad JSON, not an object: one line, no traceback
+        return RunStatus(label, [], f"unreadable stage record ({exc})")
+    state = FileLock(run_dir / "run.lock").state()
+    return RunStatus(label, stages, state["owner"] if state is not None and not state["stale"] else "")
+
+
 def run_statuses(runs_dir: Path) -> list[RunStatus]:
-    out = []
-    for marker in sorted(runs_dir.rglob("stages.json")):
-        try:
-            stages = read_json_file(marker, "stage record")
-        except PathkitError as exc:  # bad bytes, bad JSON, not an object: one line, no traceback
-            out.append(RunStatus(str(marker.parent), [], f"unreadable stage record ({exc})"))
-            continue
-        state = FileLock(marker.parent / "run.lock").state()
-        holder = state["owner"] if state is not None and not state["stale"] else ""
-        out.append(RunStatus(str(marker.parent.relative_to(runs_dir)), sorted(stages) if isinstance(
-            stages, dict) else [], holder))
-    return out
+    return [run_status(m.parent, str(m.parent.relative_to(runs_dir))) for m in sorted(runs_dir.rglob("stages.json"))]
 
 
 def _or_unreadable(stage: str, folder: Path, read: Any) -> StoreStatus:
