@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.contracts import PathkitError, brief_list
-from pathkit_core.workspace import FileLock, atomic_write_text, canonical_json, remove_stale_temporaries
+from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import FileLock, atomic_write_text, canonical_json, remove_stale_temporaries, warn_corrupt
 
 _COMPACT_SLACK = 256  # a file is compacted when its lines exceed twice its records plus this
 
@@ -99,10 +99,7 @@ def read_log(path: str | Path, what: str) -> StatusLog:
     for event in events:
         _fold(log, event)
     if log.bad:
-        import warnings
-
-        warnings.warn(f"{what} {p}: the record(s) of {brief_list(log.bad, 5)} are not objects; "
-                      "treated as absent (corrupt)", UserWarning, stacklevel=2)
+        warn_corrupt(what, p, log.bad)
     return log
 
 

@@ -17,11 +17,12 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from pathkit_core.contracts import PathkitError, regular_file_problem
+from pathkit_core.contracts import PathkitError, brief_list, case_id_problem, regular_file_problem
 
 DEFAULT_WORKDIR = Path("pathkit-work")
 _HASH_CHUNK = 1 << 20
@@ -132,8 +133,6 @@ def plain_name(name: str, where: str) -> str:
     """`name` when it can be one file or folder name (the rule of `contracts.case_id_problem`);
     an id like `../../escape` or `a/b` would reach outside the folder it is looked up in, so it
     is an error naming `where` it came from."""
-    from pathkit_core.contracts import case_id_problem
-
     problem = case_id_problem(name)
     if problem:
         raise PathkitError(f"{where}: {problem}")
@@ -190,22 +189,23 @@ def confined(root: str | Path, *names: str, what: str) -> Path:
     return Path(root).joinpath(*names)
 
 
+def warn_corrupt(what: str, path: str | Path, bad: list[str]) -> None:
+    """The one warning for the records of a status file that are not JSON objects (treated as absent)."""
+    warnings.warn(f"{what} {path}: the record(s) of {brief_list(bad, 5)} are not objects; treated as absent "
+                  "(corrupt)", UserWarning, stacklevel=3)
+
+
 def object_records(records: Any, path: str | Path, what: str) -> dict[str, dict[str, Any]]:
     """The per-slide records of a status file that are JSON objects; any other (a string, a
     list: a file edited by hand or damaged) is corrupt state, named in a warning and treated as
     absent, so that slide is done again rather than the whole command failing."""
-    import warnings
-
     if not isinstance(records, Mapping):
         warnings.warn(f"{what} {path}: its records are {type(records).__name__}, not an object; "
                       "treated as absent (corrupt)", UserWarning, stacklevel=2)
         return {}
     bad = sorted(str(k) for k, v in records.items() if not isinstance(v, Mapping))
     if bad:
-        from pathkit_core.contracts import brief_list
-
-        warnings.warn(f"{what} {path}: the record(s) of {brief_list(bad, 5)} are not objects; treated as absent "
-                      "(corrupt)", UserWarning, stacklevel=2)
+        warn_corrupt(what, path, bad)
     return {str(k): dict(v) for k, v in records.items() if isinstance(v, Mapping)}
 
 
@@ -374,8 +374,8 @@ def check_result_folder(folder: str | Path, names: Iterable[str], what: str) -> 
     folder = check_writable_dir(folder, what)
     other = foreign_entries(folder, names)
     if other:
-        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
-        raise PathkitError(f"{what} {folder} holds other files ({shown}); its results are replaced as a whole, "
+        raise PathkitError(f"{what} {folder} holds other files ({brief_list(other, 5)}); its results are replaced "
+                           "as a whole, "
                            "so give an empty or new folder, or one an earlier run of this command wrote")
     return folder
 
