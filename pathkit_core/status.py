@@ -53,26 +53,6 @@ class RunStatus:
     locked: str = ""
 
 
-def _classify(store: StoreStatus, universe: Iterable[str], done: set[str], failed: dict[str, str],
-              lock_for: Any, lock_ids: set[str]) -> StoreStatus:
-    """Sort `universe` into the four states; only the slides in `lock_ids` (lock files found in
-    the folder listing) have their lock read."""
-    for sid in sorted(set(universe)):
-        state = FileLock(lock_for(sid)).state() if sid in lock_ids else None
-        if state is not None and not state["stale"]:
-            store.locked[sid] = state["owner"]
-            continue
-        if state is not None:
-            store.stale_locks[sid] = state["owner"]
-        if sid in failed:
-            store.failed[sid] = failed[sid]
-        elif sid in done:
-            store.done.append(sid)
-        else:
-            store.pending.append(sid)
-    return store
-
-
 def _names(folder: Path, suffix: str, lock_suffix: str) -> tuple[set[str], set[str]]:
     """One listing of `folder`: the slide ids of its `<id><suffix>` files and of its
     `.<id><lock_suffix>` lock files."""
@@ -90,17 +70,42 @@ def _names(folder: Path, suffix: str, lock_suffix: str) -> tuple[set[str], set[s
     return files, locks
 
 
+def _failed(records: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {sid: str(r.get("reason") or "failed") for sid, r in records.items() if r.get("status") == "failed"}
+
+
+def _store_status(store: StoreStatus, suffix: str, lock_suffix: str, recorded: Iterable[str],
+                  failed: dict[str, str], *, file_wins: bool = False) -> StoreStatus:
+    """Sort the slides `recorded` (planned or with a record) or present as a `<id><suffix>` file into
+    the four states (`file_wins`: a file is done even when a record says failed); only the slides with
+    a `.<id><lock_suffix>` file in the one listing have their lock read."""
+    folder = Path(store.path)
+    files, locks = _names(folder, suffix, lock_suffix)
+    if file_wins:
+        failed = {sid: why for sid, why in failed.items() if sid not in files}
+    for sid in sorted(set(recorded) | files):
+        state = FileLock(folder / f".{sid}{lock_suffix}").state() if sid in locks else None
+        if state is not None and not state["stale"]:
+            store.locked[sid] = state["owner"]
+            continue
+        if state is not None:
+            store.stale_locks[sid] = state["owner"]
+        if sid in failed:
+            store.failed[sid] = failed[sid]
+        elif sid in files:
+            store.done.append(sid)
+        else:
+            store.pending.append(sid)
+    return store
+
+
 def tile_store_status(folder: Path) -> StoreStatus:
     from pathkit_core.wsi.tiling import read_tiling_log
 
     log = read_tiling_log(folder)  # one parse: records and plan
-    manifests, locks = _names(folder, ".parquet", ".lock")
     # A manifest written after an earlier failure is the newer truth; the record lags by a flush.
-    failed = {sid: str(r.get("reason") or "failed") for sid, r in log.slides.items()
-              if r.get("status") == "failed" and sid not in manifests}
-    universe = set(log.planned) | set(log.slides) | manifests
-    store = StoreStatus("tile", folder.name, str(folder))
-    return _classify(store, universe, manifests, failed, lambda sid: folder / f".{sid}.lock", locks)
+    return _store_status(StoreStatus("tile", folder.name, str(folder)), ".parquet", ".lock",
+                         [*log.planned, *log.slides], _failed(log.slides), file_wins=True)
 
 
 def feature_store_status(encoder_dir: Path, *, verify: bool = False) -> StoreStatus:
@@ -110,16 +115,9 @@ def feature_store_status(encoder_dir: Path, *, verify: bool = False) -> StoreSta
 
     out_dir, encoder = encoder_dir.parent, encoder_dir.name
     data = read_status_file(out_dir, encoder)
-    files, locks = _names(encoder_dir, FEATURE_SUFFIX, f"{FEATURE_SUFFIX}.lock")
-    if verify:
-        failed = failed_slides(out_dir, encoder)
-    else:
-        failed = {sid: str(rec.get("reason") or "failed") for sid, rec in data["slides"].items()
-                  if rec.get("status") == "failed"}
-    universe = set(data["planned"]) | set(data["slides"]) | files
-    store = StoreStatus("extract", encoder, str(encoder_dir))
-    return _classify(store, universe, files - set(failed), failed,
-                     lambda sid: encoder_dir / f".{sid}{FEATURE_SUFFIX}.lock", locks)
+    failed = failed_slides(out_dir, encoder) if verify else _failed(data["slides"])
+    return _store_status(StoreStatus("extract", encoder, str(encoder_dir)), FEATURE_SUFFIX, f"{FEATURE_SUFFIX}.lock",
+                         [*data["planned"], *data["slides"]], failed)
 
 
 def _subfolders(folder: Path) -> list[Path]:
