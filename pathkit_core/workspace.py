@@ -432,15 +432,11 @@ def replaced_folder(target: str | Path, *, lock_timeout: float = 600.0) -> Itera
 
 
 def atomic_write_bytes(target: str | Path, data: bytes) -> Path:
-    with atomic_open(target, "wb") as fh:
-        fh.write(data)
-    return Path(target)
+    return atomic_write_with(target, lambda tmp: tmp.write_bytes(data))
 
 
 def atomic_write_text(target: str | Path, text: str) -> Path:
-    with atomic_open(target, "w") as fh:
-        fh.write(text)
-    return Path(target)
+    return atomic_write_with(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def json_default(value: Any) -> Any:

@@ -1,7 +1,4 @@
-"""`pathkit status [PATH]`: per stage and encoder, the slides done, failed (why), pending and locked
-(by whom); of a run folder its finished stages, of a suite folder each cell's. Says which kind of
-folder it read (`pathkit_core.folder_kind`); with no PATH, the nearest workspace at or above the
-current folder, as `git` finds its repository."""
+"""`pathkit status [PATH]` of a folder of any kind pathkit writes (docs/user-guide.md, "A cluster")."""
 
 from __future__ import annotations
 
