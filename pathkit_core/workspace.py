@@ -491,13 +491,12 @@ class LockTimeout(PathkitError):
 
 
 def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
+    """`pid` is one `readers.pid_problem` accepted (1 to PID_MAX): a possible process id."""
     try:
         os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # OverflowError: a recorded pid no process can have
+    except ProcessLookupError:
         return False
-    except PermissionError:
+    except PermissionError:  # alive, another user's
         return True
     return True
 
@@ -651,7 +650,7 @@ class FileLock:
                 return time.time() - self.path.stat().st_mtime > 5.0
             return False
         if info.get("host") == socket.gethostname():
-            pid = int(info.get("pid", -1))
+            pid = info["pid"]  # checked by _owner_problem
             if not _pid_alive(pid):
                 return True
             recorded = info.get("start")
@@ -663,7 +662,7 @@ class FileLock:
                 return time.time() - self.path.stat().st_mtime > HEARTBEAT_GRACE
             except FileNotFoundError:
                 return False
-        return time.time() - float(info.get("time", 0)) > self.stale_after
+        return time.time() - float(info.get("time") or 0) > self.stale_after
 
     def _write_owner(self, fd: int) -> None:
         pid = os.getpid()
