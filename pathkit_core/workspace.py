@@ -316,14 +316,10 @@ def atomic_open(target: str | Path, mode: str = "w", encoding: str | None = "utf
 
 
 def remove_stale_temporaries(target: str | Path) -> None:
-    """Remove what writers of `target` killed mid-write left (`.<name>.*.tmp` beside it). Call only under
-    the lock that guards `target`: a live writer's temporary looks like a dead one's."""
-    target = Path(target)
-    if not target.parent.is_dir():
-        return
-    for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    """Remove what writers of the file `target` killed mid-write left (`.<name>.*.tmp` beside it), by the
+    rule of `remove_stale_folders`. Call only under the lock that guards `target`: a live writer's temporary
+    looks like a dead one's."""
+    remove_stale_folders(target)
 
 
 # --------------------------------------------------------------------------- whole folders
