@@ -1,9 +1,5 @@
 """What is done, failed, pending and locked in a workspace, a tile store or a feature store
-(`pathkit status`; docs/user-guide.md, "A cluster"). Read-only and cheap: one parse of each status
-file and one listing of each store folder; feature file headers only with `verify`. The slides a
-store should hold are those planned by any shard, recorded or present as a file. A slide is done
-(its file exists, its last record is no failure), failed (with the reason), locked (a live process
-holds its lock; a lock whose owner is gone is reported stale, the slide pending) or pending."""
+(`pathkit status`; the states: docs/user-guide.md, "A cluster")."""
 
 from __future__ import annotations
 
