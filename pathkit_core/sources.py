@@ -1,16 +1,10 @@
 """The files a dataset reads to make its cases, and their content identities.
 
-A run's results rest on the data as much as on the code: the dataset stage keys the run by the
-content of everything a dataset read (tables, label, split and mask files) and of every case's
-inputs (slides, images, feature files). Datasets report a file they read with `note_read(path)`
-(the cohort helpers' table reader does it for every table); `pathkit run` collects what was
-noted while the dataset was opened and its cases listed (`recording()`).
-
-Identities are cheap and reliable: a small file (up to `FULL_HASH_BYTES`) is hashed whole; a
-large one (a whole-slide image, a zip of patches) by its size and a hash of its header, its tail
-and a few blocks between, so that a replaced or rewritten slide changes its identity without
-reading gigabytes. The identity does not depend on the path or the modification time: the same
-bytes in another folder are the same data.
+The dataset stage keys a run by the content of everything a dataset read (tables, label, split and
+mask files) and of every case's inputs. Datasets report a file they read with `note_read(path)` (the
+cohort helpers' table reader does it for every table); `pathkit run` collects what was noted while the
+dataset was opened and its cases listed (`recording()`). How a file's identity is sampled, and what
+an edit in place it misses: docs/user-guide.md, "What reruns when".
 """
 
 from __future__ import annotations

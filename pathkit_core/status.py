@@ -1,9 +1,5 @@
 """What is done, failed, pending and locked in a workspace, a tile store or a feature store
-(`pathkit status`; docs/user-guide.md, "A cluster"). Read-only and cheap: one parse of each status
-file and one listing of each store folder; feature file headers only with `verify`. The slides a
-store should hold are those planned by any shard, recorded or present as a file. A slide is done
-(its file exists, its last record is no failure), failed (with the reason), locked (a live process
-holds its lock; a lock whose owner is gone is reported stale, the slide pending) or pending."""
+(`pathkit status`; the states: docs/user-guide.md, "A cluster")."""
 
 from __future__ import annotations
 
@@ -53,26 +49,6 @@ class RunStatus:
     locked: str = ""
 
 
-def _classify(store: StoreStatus, universe: Iterable[str], done: set[str], failed: dict[str, str],
-              lock_for: Any, lock_ids: set[str]) -> StoreStatus:
-    """Sort `universe` into the four states; only the slides in `lock_ids` (lock files found in
-    the folder listing) have their lock read."""
-    for sid in sorted(set(universe)):
-        state = FileLock(lock_for(sid)).state() if sid in lock_ids else None
-        if state is not None and not state["stale"]:
-            store.locked[sid] = state["owner"]
-            continue
-        if state is not None:
-            store.stale_locks[sid] = state["owner"]
-        if sid in failed:
-            store.failed[sid] = failed[sid]
-        elif sid in done:
-            store.done.append(sid)
-        else:
-            store.pending.append(sid)
-    return store
-
-
 def _names(folder: Path, suffix: str, lock_suffix: str) -> tuple[set[str], set[str]]:
     """One listing of `folder`: the slide ids of its `<id><suffix>` files and of its
     `.<id><lock_suffix>` lock files."""
@@ -90,17 +66,42 @@ def _names(folder: Path, suffix: str, lock_suffix: str) -> tuple[set[str], set[s
     return files, locks
 
 
+def _failed(records: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {sid: str(r.get("reason") or "failed") for sid, r in records.items() if r.get("status") == "failed"}
+
+
+def _store_status(store: StoreStatus, suffix: str, lock_suffix: str, recorded: Iterable[str],
+                  failed: dict[str, str], *, file_wins: bool = False) -> StoreStatus:
+    """Sort the slides `recorded` (planned or with a record) or present as a `<id><suffix>` file into
+    the four states (`file_wins`: a file is done even when a record says failed); only the slides with
+    a `.<id><lock_suffix>` file in the one listing have their lock read."""
+    folder = Path(store.path)
+    files, locks = _names(folder, suffix, lock_suffix)
+    if file_wins:
+        failed = {sid: why for sid, why in failed.items() if sid not in files}
+    for sid in sorted(set(recorded) | files):
+        state = FileLock(folder / f".{sid}{lock_suffix}").state() if sid in locks else None
+        if state is not None and not state["stale"]:
+            store.locked[sid] = state["owner"]
+            continue
+        if state is not None:
+            store.stale_locks[sid] = state["owner"]
+        if sid in failed:
+            store.failed[sid] = failed[sid]
+        elif sid in files:
+            store.done.append(sid)
+        else:
+            store.pending.append(sid)
+    return store
+
+
 def tile_store_status(folder: Path) -> StoreStatus:
     from pathkit_core.wsi.tiling import read_tiling_log
 
     log = read_tiling_log(folder)  # one parse: records and plan
-    manifests, locks = _names(folder, ".parquet", ".lock")
     # A manifest written after an earlier failure is the newer truth; the record lags by a flush.
-    failed = {sid: str(r.get("reason") or "failed") for sid, r in log.slides.items()
-              if r.get("status") == "failed" and sid not in manifests}
-    universe = set(log.planned) | set(log.slides) | manifests
-    store = StoreStatus("tile", folder.name, str(folder))
-    return _classify(store, universe, manifests, failed, lambda sid: folder / f".{sid}.lock", locks)
+    return _store_status(StoreStatus("tile", folder.name, str(folder)), ".parquet", ".lock",
+                         [*log.planned, *log.slides], _failed(log.slides), file_wins=True)
 
 
 def feature_store_status(encoder_dir: Path, *, verify: bool = False) -> StoreStatus:
@@ -110,35 +111,28 @@ def feature_store_status(encoder_dir: Path, *, verify: bool = False) -> StoreSta
 
     out_dir, encoder = encoder_dir.parent, encoder_dir.name
     data = read_status_file(out_dir, encoder)
-    files, locks = _names(encoder_dir, FEATURE_SUFFIX, f"{FEATURE_SUFFIX}.lock")
-    if verify:
-        failed = failed_slides(out_dir, encoder)
-    else:
-        failed = {sid: str(rec.get("reason") or "failed") for sid, rec in data["slides"].items()
-                  if rec.get("status") == "failed"}
-    universe = set(data["planned"]) | set(data["slides"]) | files
-    store = StoreStatus("extract", encoder, str(encoder_dir))
-    return _classify(store, universe, files - set(failed), failed,
-                     lambda sid: encoder_dir / f".{sid}{FEATURE_SUFFIX}.lock", locks)
+    failed = failed_slides(out_dir, encoder) if verify else _failed(data["slides"])
+    return _store_status(StoreStatus("extract", encoder, str(encoder_dir)), FEATURE_SUFFIX, f"{FEATURE_SUFFIX}.lock",
+                         [*data["planned"], *data["slides"]], failed)
 
 
 def _subfolders(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) if folder.is_dir() else []
 
 
+def run_status(run_dir: Path, label: str) -> RunStatus:
+    """The finished stages of one run folder and who holds it (a damaged record: said, not raised)."""
+    marker = run_dir / "stages.json"
+    try:
+        stages = sorted(read_json_file(marker, "stage record")) if marker.exists() else []
+    except PathkitError as exc:  # bad bytes, bad JSON, not an object: one line, no traceback
+        return RunStatus(label, [], f"unreadable stage record ({exc})")
+    state = FileLock(run_dir / "run.lock").state()
+    return RunStatus(label, stages, state["owner"] if state is not None and not state["stale"] else "")
+
+
 def run_statuses(runs_dir: Path) -> list[RunStatus]:
-    out = []
-    for marker in sorted(runs_dir.rglob("stages.json")):
-        try:
-            stages = read_json_file(marker, "stage record")
-        except PathkitError as exc:  # bad bytes, bad JSON, not an object: one line, no traceback
-            out.append(RunStatus(str(marker.parent), [], f"unreadable stage record ({exc})"))
-            continue
-        state = FileLock(marker.parent / "run.lock").state()
-        holder = state["owner"] if state is not None and not state["stale"] else ""
-        out.append(RunStatus(str(marker.parent.relative_to(runs_dir)), sorted(stages) if isinstance(
-            stages, dict) else [], holder))
-    return out
+    return [run_status(m.parent, str(m.parent.relative_to(runs_dir))) for m in sorted(runs_dir.rglob("stages.json"))]
 
 
 def _or_unreadable(stage: str, folder: Path, read: Any) -> StoreStatus:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import PathkitError
+from pathkit_core.workspace import FileLock, atomic_write_text, canonical_json, remove_stale_temporaries, warn_corrupt
 
 _COMPACT_SLACK = 256  # a file is compacted when its lines exceed twice its records plus this
 
@@ -26,10 +27,6 @@ class StatusLog:
     lines: int = 0
     legacy: bool = False  # a pathkit 0.1 file (one pretty-printed object)
     bad: list[str] = field(default_factory=list)  # slide ids (or line numbers) of corrupt records
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _events(text: str, path: Path, what: str) -> tuple[list[Any], bool, list[str]]:
@@ -102,12 +99,7 @@ def read_log(path: str | Path, what: str) -> StatusLog:
     for event in events:
         _fold(log, event)
     if log.bad:
-        import warnings
-
-        from pathkit_core.contracts import brief_list
-
-        warnings.warn(f"{what} {p}: the record(s) of {brief_list(log.bad, 5)} are not objects; "
-                      "treated as absent (corrupt)", UserWarning, stacklevel=2)
+        warn_corrupt(what, p, log.bad)
     return log
 
 
@@ -145,9 +137,7 @@ def append_events(path: str | Path, lock_path: str | Path, header: Mapping[str, 
                   events: Iterable[Mapping[str, Any]]) -> None:
     """Append `events` (one JSON line each, one write) to the status file; the first write
     creates it atomically with `header`, and a pathkit 0.1 file is first rewritten as lines."""
-    from pathkit_core.workspace import FileLock, atomic_write_text, remove_stale_temporaries
-
-    body = "".join(_dumps(e) + "\n" for e in events)
+    body = "".join(canonical_json(e) + "\n" for e in events)
     if not body:
         return
     p = Path(path)
@@ -155,7 +145,7 @@ def append_events(path: str | Path, lock_path: str | Path, header: Mapping[str, 
     with FileLock(lock_path, timeout=300.0):
         if not p.is_file():
             remove_stale_temporaries(p)
-            atomic_write_text(p, _dumps(dict(header)) + "\n" + body)
+            atomic_write_text(p, canonical_json(dict(header)) + "\n" + body)
         elif _is_legacy(p):
             _rewrite(p, read_log(p, str(header.get("format", "status"))), header, body)
         else:
@@ -165,19 +155,15 @@ def append_events(path: str | Path, lock_path: str | Path, header: Mapping[str, 
 
 
 def _rewrite(p: Path, log: StatusLog, header: Mapping[str, Any], tail: str = "") -> None:
-    from pathkit_core.workspace import atomic_write_text, remove_stale_temporaries
-
     remove_stale_temporaries(p)
     snapshot = {"slides": log.slides, "planned": log.planned}
-    atomic_write_text(p, _dumps({**log.header, **dict(header)}) + "\n" + _dumps(snapshot) + "\n" + tail)
+    atomic_write_text(p, canonical_json({**log.header, **dict(header)}) + "\n" + canonical_json(snapshot) + "\n" + tail)
 
 
 def compact(path: str | Path, lock_path: str | Path, header: Mapping[str, Any], what: str) -> StatusLog:
     """Fold the file and, when it holds many more lines than records (or is a pathkit 0.1
     file), rewrite it as a header and one snapshot, under the lock appenders take. Returns the
     folded records."""
-    from pathkit_core.workspace import FileLock
-
     p = Path(path)
     log = read_log(p, what)
     if not (log.legacy or log.lines > 2 * (len(log.slides) + 1) + _COMPACT_SLACK):

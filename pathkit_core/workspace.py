@@ -17,11 +17,12 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from pathkit_core.contracts import PathkitError, regular_file_problem
+from pathkit_core.contracts import PathkitError, brief_list, case_id_problem, regular_file_problem
 
 DEFAULT_WORKDIR = Path("pathkit-work")
 _HASH_CHUNK = 1 << 20
@@ -132,8 +133,6 @@ def plain_name(name: str, where: str) -> str:
     """`name` when it can be one file or folder name (the rule of `contracts.case_id_problem`);
     an id like `../../escape` or `a/b` would reach outside the folder it is looked up in, so it
     is an error naming `where` it came from."""
-    from pathkit_core.contracts import case_id_problem
-
     problem = case_id_problem(name)
     if problem:
         raise PathkitError(f"{where}: {problem}")
@@ -190,22 +189,23 @@ def confined(root: str | Path, *names: str, what: str) -> Path:
     return Path(root).joinpath(*names)
 
 
+def warn_corrupt(what: str, path: str | Path, bad: list[str]) -> None:
+    """The one warning for the records of a status file that are not JSON objects (treated as absent)."""
+    warnings.warn(f"{what} {path}: the record(s) of {brief_list(bad, 5)} are not objects; treated as absent "
+                  "(corrupt)", UserWarning, stacklevel=3)
+
+
 def object_records(records: Any, path: str | Path, what: str) -> dict[str, dict[str, Any]]:
     """The per-slide records of a status file that are JSON objects; any other (a string, a
     list: a file edited by hand or damaged) is corrupt state, named in a warning and treated as
     absent, so that slide is done again rather than the whole command failing."""
-    import warnings
-
     if not isinstance(records, Mapping):
         warnings.warn(f"{what} {path}: its records are {type(records).__name__}, not an object; "
                       "treated as absent (corrupt)", UserWarning, stacklevel=2)
         return {}
     bad = sorted(str(k) for k, v in records.items() if not isinstance(v, Mapping))
     if bad:
-        from pathkit_core.contracts import brief_list
-
-        warnings.warn(f"{what} {path}: the record(s) of {brief_list(bad, 5)} are not objects; treated as absent "
-                      "(corrupt)", UserWarning, stacklevel=2)
+        warn_corrupt(what, path, bad)
     return {str(k): dict(v) for k, v in records.items() if isinstance(v, Mapping)}
 
 
@@ -316,14 +316,10 @@ def atomic_open(target: str | Path, mode: str = "w", encoding: str | None = "utf
 
 
 def remove_stale_temporaries(target: str | Path) -> None:
-    """Remove what writers of `target` killed mid-write left (`.<name>.*.tmp` beside it). Call only under
-    the lock that guards `target`: a live writer's temporary looks like a dead one's."""
-    target = Path(target)
-    if not target.parent.is_dir():
-        return
-    for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    """Remove what writers of the file `target` killed mid-write left (`.<name>.*.tmp` beside it), by the
+    rule of `remove_stale_folders`. Call only under the lock that guards `target`: a live writer's temporary
+    looks like a dead one's."""
+    remove_stale_folders(target)
 
 
 # --------------------------------------------------------------------------- whole folders
@@ -374,8 +370,8 @@ def check_result_folder(folder: str | Path, names: Iterable[str], what: str) -> 
     folder = check_writable_dir(folder, what)
     other = foreign_entries(folder, names)
     if other:
-        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
-        raise PathkitError(f"{what} {folder} holds other files ({shown}); its results are replaced as a whole, "
+        raise PathkitError(f"{what} {folder} holds other files ({brief_list(other, 5)}); its results are replaced "
+                           "as a whole, "
                            "so give an empty or new folder, or one an earlier run of this command wrote")
     return folder
 
@@ -432,15 +428,11 @@ def replaced_folder(target: str | Path, *, lock_timeout: float = 600.0) -> Itera
 
 
 def atomic_write_bytes(target: str | Path, data: bytes) -> Path:
-    with atomic_open(target, "wb") as fh:
-        fh.write(data)
-    return Path(target)
+    return atomic_write_with(target, lambda tmp: tmp.write_bytes(data))
 
 
 def atomic_write_text(target: str | Path, text: str) -> Path:
-    with atomic_open(target, "w") as fh:
-        fh.write(text)
-    return Path(target)
+    return atomic_write_with(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def json_default(value: Any) -> Any:
@@ -495,13 +487,12 @@ class LockTimeout(PathkitError):
 
 
 def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
+    """`pid` is one `readers.pid_problem` accepted (1 to PID_MAX): a possible process id."""
     try:
         os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # OverflowError: a recorded pid no process can have
+    except ProcessLookupError:
         return False
-    except PermissionError:
+    except PermissionError:  # alive, another user's
         return True
     return True
 
@@ -655,7 +646,7 @@ class FileLock:
                 return time.time() - self.path.stat().st_mtime > 5.0
             return False
         if info.get("host") == socket.gethostname():
-            pid = int(info.get("pid", -1))
+            pid = info["pid"]  # checked by _owner_problem
             if not _pid_alive(pid):
                 return True
             recorded = info.get("start")
@@ -667,7 +658,7 @@ class FileLock:
                 return time.time() - self.path.stat().st_mtime > HEARTBEAT_GRACE
             except FileNotFoundError:
                 return False
-        return time.time() - float(info.get("time", 0)) > self.stale_after
+        return time.time() - float(info.get("time") or 0) > self.stale_after
 
     def _write_owner(self, fd: int) -> None:
         pid = os.getpid()

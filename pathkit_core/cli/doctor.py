@@ -3,9 +3,7 @@ plugin's own checks through the `doctor_checks` hook, e.g. Java for METEOR)."""
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +34,14 @@ def _openslide() -> tuple[str, str]:
 
 
 def _workspace(workdir: Path) -> tuple[str, str]:
+    from pathkit_core.contracts import PathkitError
+    from pathkit_core.workspace import check_writable_dir, free_space
+
     try:
-        workdir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=workdir, prefix=".doctor-"):
-            pass
-    except OSError as exc:
-        return "error", f"{workdir} is not writable: {exc}"
-    free = shutil.disk_usage(workdir).free / 2**30
-    return "ok", f"{workdir.resolve()} writable, {free:.1f} GiB free"
+        check_writable_dir(workdir, "workspace")
+    except PathkitError as exc:
+        return "error", str(exc)
+    return "ok", f"{workdir.resolve()} writable, {free_space(workdir)}"
 
 
 def _encoder_weights() -> list[tuple[str, str, str]]:
@@ -58,10 +56,8 @@ def _encoder_weights() -> list[tuple[str, str, str]]:
             rows.append((f"weights {name}", "ok", "built in (no checkpoint needed)"))
             continue
         path, looked = find_weights(cls)
-        if path is not None:
-            rows.append((f"weights {name}", "ok", str(path)))
-        else:
-            rows.append((f"weights {name}", "missing", "looked in: " + "; ".join(looked)))
+        found = ("ok", str(path)) if path is not None else ("missing", "looked in: " + "; ".join(looked))
+        rows.append((f"weights {name}", *found))
     return rows
 
 

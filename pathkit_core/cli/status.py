@@ -1,7 +1,4 @@
-"""`pathkit status [PATH]`: per stage and encoder, the slides done, failed (why), pending and locked
-(by whom); of a run folder its finished stages, of a suite folder each cell's. Says which kind of
-folder it read (`pathkit_core.folder_kind`); with no PATH, the nearest workspace at or above the
-current folder, as `git` finds its repository."""
+"""`pathkit status [PATH]` of a folder of any kind pathkit writes (docs/user-guide.md, "A cluster")."""
 
 from __future__ import annotations
 
@@ -17,27 +14,12 @@ from pathkit_core.contracts import PathkitError
 _MAX_ROWS = 40
 
 
-def run_status(run_dir: Path, label: str) -> Any:
-    """The finished stages of one run folder and who holds it (a damaged record: said, not raised)."""
-    from pathkit_core.readers import read_json_file
-    from pathkit_core.status import RunStatus
-    from pathkit_core.workspace import FileLock
-
-    marker = run_dir / "stages.json"
-    try:
-        stages = sorted(read_json_file(marker, "stage record")) if marker.exists() else []
-    except PathkitError as exc:
-        return RunStatus(label, [], f"unreadable stage record ({exc})")
-    state = FileLock(run_dir / "run.lock").state()
-    return RunStatus(label, stages, state["owner"] if state is not None and not state["stale"] else "")
-
-
 def suite_statuses(folder: Path) -> list[Any]:
     """Each cell of a suite folder (cells.csv) with its run folder's stages."""
     import polars as pl
 
     from pathkit_core.readers import DamagedFile
-    from pathkit_core.status import RunStatus
+    from pathkit_core.status import RunStatus, run_status
 
     try:
         cells = pl.read_csv(folder / "cells.csv", infer_schema_length=0)
@@ -67,7 +49,7 @@ def _store_summary(folder: Path, kind: str) -> dict[str, Any]:
 def read_status(path: Path, verify: bool = False) -> dict[str, Any]:
     """{"path", "kind", "stores", "runs"[, "summary"]} of a folder of any kind pathkit writes."""
     from pathkit_core.folder_kind import folder_kind
-    from pathkit_core.status import collect
+    from pathkit_core.status import collect, run_status
 
     if not path.is_dir():
         raise PathkitError(f"{path} is not a folder (give a workspace, a run, a suite, a tile or a feature store)")

@@ -319,3 +319,11 @@ def test_what_a_killed_writer_left_is_cleaned_and_a_cut_swap_undone(tmp_path):
         (tmp / "metrics.json").write_text("new")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other", "result"]
     assert _contents(target) == {"metrics.json": "new"}
+
+
+def test_a_lock_of_another_host_recording_no_time_is_stale_not_a_type_error(tmp_path):
+    # "time": null passes the owner-record check; it reads as the epoch, so the lock is long stale
+    path = tmp_path / ".s.lock"
+    path.write_text(json.dumps({"pid": 12345, "host": "some-other-host", "time": None}))
+    state = FileLock(path).state()
+    assert state["stale"] and "corrupt" not in state
