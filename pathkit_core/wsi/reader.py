@@ -122,9 +122,9 @@ class TileReader(Dataset):
         self._slide()
         if self._decoder is not None and self._decoder.read(level, (int(self._x[i]), int(self._y[i])), (px, px), out):
             return out
-        return self._openslide(i, level, px, out)
+        return self._through_handle(i, level, px, out)
 
-    def _openslide(self, i: int, level: int, px: int, out: np.ndarray | None = None) -> np.ndarray:
+    def _through_handle(self, i: int, level: int, px: int, out: np.ndarray | None = None) -> np.ndarray:
         handle = self._slide()
         if self._scratch is None or self._scratch.size < px * px:
             self._scratch = np.empty(px * px, dtype=np.uint32)
