@@ -1,4 +1,6 @@
-"""`legacy-demo`: synthetic slides whose score (the share of dense tissue) is known.
+"""`legacy-demo`: synthetic slides whose score (the share of dense tissue) is known, for the
+`slide-regression` task of the 0.1.0 example plugin (its task, `regression` metric and
+`mean-pool-regressor` head).
 
 Written as the 0.1.0 plugin guide said: slides from `pathkit_core.wsi.synthetic`, the split from
 `pathkit_core.splits` (a split column checked with `split_part` / `check_user_split`, else a seeded
@@ -13,11 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pathkit_example_plugin.regression import TASK_SLIDE_REGRESSION
+
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, Dataset, PathkitError
 from pathkit_core.splits import check_user_split, load_or_draw_split, split_part
 from pathkit_core.wsi.synthetic import Blob, write_synthetic_slide
-from pathkit_legacy_plugin.score import TASK_SLIDE_SCORE
 
 SLIDE_PX, MPP = 768, 0.5
 DENSE, SPARSE = (150, 70, 150), (225, 150, 190)
@@ -50,10 +53,10 @@ class LegacyDemo(Dataset):
 
     name: ClassVar[str] = "legacy-demo"
     description: ClassVar[str] = "synthetic slides of a known score (0.1.0-era test plugin; NOT pathology)"
-    task: ClassVar[str] = TASK_SLIDE_SCORE
+    task: ClassVar[str] = TASK_SLIDE_REGRESSION
     license: ClassVar[str] = "generated locally"
-    default_metrics: ClassVar[tuple[str, ...]] = ("legacy-mae",)
-    demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "legacy-mean-head"}
+    default_metrics: ClassVar[tuple[str, ...]] = ("regression",)
+    demo_run: ClassVar[dict[str, Any] | None] = {"encoder": "tiny-vit", "generator": "mean-pool-regressor"}
 
     def make_demo(self, path: str | Path) -> Path:
         return write_demo(Path(path) / "v1")
