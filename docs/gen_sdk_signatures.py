@@ -56,13 +56,15 @@ SDK_SECTIONS: dict[str, tuple[str, ...]] = {
     ),
     "Checkpoints": ("read_state_dict", "load_state_dict_checked", "state_dict_mismatches"),
     "Synthetic slides": ("write_synthetic_slide", "Blob", "PenStroke", "default_layout"),
+    "Plugin commands": ("CliOption", "REQUIRED", "typer_command", "parse_plain", "run_plain"),
 }
 
 WIDTH = 100  # longer signatures are written one parameter a line
 # Sections whose module's docstring opens them on the page (the conventions the helpers share).
 SECTION_MODULES = {"Cohort tables": "pathkit_sdk.cohort", "Splits": "pathkit_sdk.splits",
                    "Report JSON files": "pathkit_sdk.reports",
-                   "Checkpoints": "pathkit_sdk.checkpoints", "Synthetic slides": "pathkit_sdk.synthetic"}
+                   "Checkpoints": "pathkit_sdk.checkpoints", "Synthetic slides": "pathkit_sdk.synthetic",
+                   "Plugin commands": "pathkit_sdk.commands"}
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 
 

@@ -1,7 +1,7 @@
 """`pathkit score`: score a predictions file against references with metric plugins.
 
 Its options are one table (`SCORE_OPTIONS`) read by typer for the `score` command and by the
-plain parser of `pathkit_core.cli.options`, which runs a plain command line without typer
+plain parser of `pathkit_sdk.commands`, which runs a plain command line without typer
 (`run_plain`, found by `pathkit` through the entry-point index): a scoring process imports
 what scoring needs. Printed output is the same either way: the JSON summary is written with the
 json module, tables, warnings and errors through the same rich consoles (imported when used).
@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.cli.options import REQUIRED, CliOption, typer_command
-from pathkit_core.cli.options import run_plain as run_without_typer
 from pathkit_core.cli.plain import parse_key_values, print_json, split_names
 from pathkit_core.contracts import PathkitError
+from pathkit_sdk.commands import REQUIRED, CliOption, typer_command
+from pathkit_sdk.commands import run_plain as run_without_typer
 
 SCORE_OPTIONS = (
     CliOption("metric", ("--metric", "-m"), str, REQUIRED, "Metric name(s), comma-separated.", multiple=True),

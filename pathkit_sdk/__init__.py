@@ -33,6 +33,9 @@ code by tests/sdk/test_sdk_docs.py):
 - **Synthetic slides** (`pathkit_sdk.synthetic`): `write_synthetic_slide` writes a small
   pyramidal TIFF OpenSlide opens at a given mpp, its tissue made of `Blob`s whose colour and
   texture can encode a label, for a plugin's demo and tests.
+- **Plugin commands** (`pathkit_sdk.commands`): one table of `CliOption`s read both as a typer
+  command (`typer_command`) and by the plain parser (`parse_plain`, `run_plain`) a command the
+  `plain_commands` hook names runs without typer.
 
 The core never imports this package.
 """
@@ -87,6 +90,7 @@ from pathkit_sdk.cohort import (
     resolve_file,
     splits_folder,
 )
+from pathkit_sdk.commands import REQUIRED, CliOption, parse_plain, run_plain, typer_command
 from pathkit_sdk.reports import ReportRecords, find_json_file, read_json, read_report_records
 from pathkit_sdk.splits import (
     SPLIT_PARTS,
@@ -127,6 +131,7 @@ __all__ = [
     "check_user_split",
     "choose_split",
     "class_order",
+    "CliOption",
     "COHORT_OPTIONS",
     "cohort_rows",
     "CohortDataset",
@@ -152,6 +157,7 @@ __all__ = [
     "MIN_CASES",
     "MIN_CASES_PER_CLASS",
     "option",
+    "parse_plain",
     "part_counts",
     "patient_disjoint_split",
     "PenStroke",
@@ -163,10 +169,12 @@ __all__ = [
     "read_split_file",
     "read_state_dict",
     "read_table",
+    "REQUIRED",
     "ReportRecords",
     "require_columns",
     "resample_indices",
     "resolve_file",
+    "run_plain",
     "sample_facts",
     "SAMPLE_KEY",
     "small_sample_warning",
@@ -181,6 +189,7 @@ __all__ = [
     "stratified_patient_split",
     "Table",
     "TABLE_SUFFIXES",
+    "typer_command",
     "write_split_file",
     "write_synthetic_slide",
 ]

@@ -1,5 +1,5 @@
 """Command-line helpers that need neither typer nor rich, so that a command run without typer
-(`pathkit score`, see `pathkit_core.cli.options`) imports neither on its way to a result."""
+(`pathkit score`, see `pathkit_sdk.commands`) imports neither on its way to a result."""
 
 from __future__ import annotations
 

@@ -150,8 +150,7 @@ def _summary(results: list, out: Path, params_hash: str) -> None:
     rows = []
     for r in shown:
         note = r.reason if r.status in ("failed", "empty") else "; ".join(r.warnings)
-        prefix = f"{r.slide_path}: "
-        note = note[len(prefix):] if note.startswith(prefix) else note
+        note = note.removeprefix(f"{r.slide_path}: ")
         area = f"{r.tissue_area_mm2:.2f}" if r.tissue_area_mm2 is not None else ""
         rows.append((r.slide_id, r.status, r.code, r.n_tiles, area, f"{r.seconds:.1f}", note))
     print_table(f"tiling into {out} (params {params_hash})",

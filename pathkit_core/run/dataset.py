@@ -142,11 +142,6 @@ def dataset_stage(spec: RunSpec, dataset_cls: type[Dataset], task: Task, workdir
                         dict(dataset.excluded_cases()), facts, dict(dataset.summary()))
 
 
-def split_line(ds: DatasetStage) -> str:
-    """One log line: how the split was made and what it holds, as realised (`split_statement`)."""
-    return f"split: {ds.split.get('statement') or realised_split(ds.dataset, ds.cases, ds.split)['statement']}"
-
-
 def stage(state: RunState) -> RunState:
     """Open the dataset, name the run folder by its content (a dataset that fails to open leaves no
     folder behind) and record its cases; a sharded run takes no run lock (shards share the stores)."""
@@ -171,7 +166,7 @@ def stage(state: RunState) -> RunState:
         ctx.log("the dataset's content changed since this folder's last run: every stage is redone")
     ctx.mark("dataset", ds.data_key, {"n_cases": {k: len(v) for k, v in ds.ids.items()},
                                       "root": str(ds.dataset.root), "n_excluded": len(ds.excluded)})
-    ctx.log(split_line(ds))
+    ctx.log(f"split: {ds.split['statement']}")  # how it was made and what it holds, as realised
     if ds.excluded:
         ctx.log(f"the dataset excluded {len(ds.excluded)} case(s) (filters and QC; reasons in metrics.json)")
     for warning in ds.summary.get("warnings", []):

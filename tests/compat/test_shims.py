@@ -21,6 +21,7 @@ MOVED_MODULES = {
     "pathkit_core.splits": ("pathkit_sdk.splits", "load_or_draw_split"),
     "pathkit_core.evaluation.hf_evaluate": ("pathkit_interop.evaluate_modules", "as_evaluate_module"),
     "pathkit_core.evaluation.bootstrap": ("pathkit_sdk.bootstrap", "bootstrap_ci"),
+    "pathkit_core.cli.options": ("pathkit_sdk.commands", "CliOption"),
     "pathkit_datasets._cohort": ("pathkit_sdk.cohort", "CohortDataset"),
     "pathkit_core.stats": ("pathkit_bench.stats", "delong"),
     "pathkit_core.report.matrix": ("pathkit_bench.report.matrix", "write_leaderboard"),

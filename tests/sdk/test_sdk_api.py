@@ -11,7 +11,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ("pathkit_sdk.cohort", "pathkit_sdk.reports", "pathkit_sdk.checkpoints", "pathkit_sdk.synthetic",
-           "pathkit_sdk.splits", "pathkit_sdk.bootstrap",
+           "pathkit_sdk.splits", "pathkit_sdk.bootstrap", "pathkit_sdk.commands",
            "pathkit_core.evaluation.intervals")
 
 
@@ -54,11 +54,14 @@ def test_the_core_never_imports_the_sdk():
 def test_the_moved_modules_left_only_a_deprecation_alias_behind():
     """The old paths are thin aliases until pathkit 0.3 (tests/compat/test_shims.py checks each), and
     nothing in the repository but those tests imports them."""
-    assert all((REPO / "pathkit_sdk" / f"{name}.py").is_file() for name in ("cohort", "synthetic", "bootstrap"))
+    assert all((REPO / "pathkit_sdk" / f"{name}.py").is_file()
+               for name in ("cohort", "synthetic", "bootstrap", "commands"))
     for old in (REPO / "plugins" / "datasets" / "pathkit_datasets" / "_cohort.py",
-                REPO / "pathkit_core" / "wsi" / "synthetic.py", REPO / "pathkit_core" / "evaluation" / "bootstrap.py"):
+                REPO / "pathkit_core" / "wsi" / "synthetic.py", REPO / "pathkit_core" / "evaluation" / "bootstrap.py",
+                REPO / "pathkit_core" / "cli" / "options.py"):
         assert "moved_module(__name__, " in old.read_text() and len(old.read_text().splitlines()) <= 6
-    gone = {"pathkit_datasets._cohort", "pathkit_core.wsi.synthetic", "pathkit_core.evaluation.bootstrap"}
+    gone = {"pathkit_datasets._cohort", "pathkit_core.wsi.synthetic", "pathkit_core.evaluation.bootstrap",
+            "pathkit_core.cli.options"}
     folders = ("pathkit_core", "pathkit_sdk", "pathkit_tasks", "pathkit_bench", "plugins", "tests", "benchmarks",
                "examples")
     users = [f"{path.relative_to(REPO)}:{line}" for folder in folders

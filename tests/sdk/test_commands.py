@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pathkit_core.cli.options import REQUIRED, CliOption, parse_plain, run_plain, typer_command
 from pathkit_core.contracts import PathkitError
+from pathkit_sdk.commands import REQUIRED, CliOption, parse_plain, run_plain, typer_command
 
 TABLE = (
     CliOption("metric", ("--metric", "-m"), str, REQUIRED, "names", multiple=True),
