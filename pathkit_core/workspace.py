@@ -25,7 +25,6 @@ from typing import IO, Any
 from pathkit_core.contracts import PathkitError, brief_list, regular_file_problem
 
 DEFAULT_WORKDIR = Path("pathkit-work")
-_HASH_CHUNK = 1 << 20
 
 
 # --------------------------------------------------------------------------- storage errors
@@ -405,11 +404,8 @@ def atomic_write_with(target: str | Path, writer: Callable[[Path], Any]) -> Path
 
 
 def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def canonical_json(obj: Any) -> str:
