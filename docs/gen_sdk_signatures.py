@@ -35,7 +35,8 @@ END = "<!-- end of the written signatures -->"
 SDK_SECTIONS: dict[str, tuple[str, ...]] = {
     "Cohort tables": (
         "read_table", "Table", "TABLE_SUFFIXES", "find_table", "cell", "COLUMN_ALIASES", "find_column",
-        "require_columns", "cohort_rows", "CohortRow", "resolve_file", "plausible_mpp", "check_duplicates",
+        "require_columns", "cohort_rows", "CohortRow", "resolve_file", "path_inside", "plain_name", "plausible_mpp",
+        "check_duplicates",
         "drop_missing_files", "check_slide_mpps", "group_rows", "CaseRows", "class_order", "check_part_classes",
     ),
     "A cohort's split": (

@@ -2,13 +2,54 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pathkit_core.evaluation.scores import CI_SUFFIXES as _CI_SUFFIXES
 from pathkit_core.evaluation.scores import format_bounds
 
 CELL_COLUMNS = ("dataset", "encoder", "generator", "run_dir")
+
+# The format versions of a suite folder and of the leaderboards (docs/file-formats.md, "Format versions").
+SUITE_FORMAT = "pathkit.suite"
+SUITE_VERSION = 1
+SUITE_FILE = "suite.json"
+# leaderboard.parquet (of a suite folder and of `<workdir>/leaderboards/<dataset>/`): its version in
+# the Parquet metadata under this key; leaderboard.csv and cells.csv are versioned by the suite
+# folder's suite.json ("formats"), a CSV having no room for metadata.
+LEADERBOARD_FORMAT = "pathkit.leaderboard"
+LEADERBOARD_VERSION = 1
+CELLS_VERSION = 1
+
+
+def parquet_version_metadata(fmt: str, version: int) -> dict[str, str]:
+    """The Parquet key-value metadata that records a table's format and version."""
+    return {fmt: json.dumps({"format": fmt, "format_version": version})}
+
+
+def read_versioned_parquet(path: str | Path, what: str, *, key: str, current: int, redo: str) -> Any:
+    """`pathkit_core.readers.read_parquet_file`, and the format version recorded under `key` in its
+    Parquet metadata (none: pathkit 0.1.0's, version 1) checked (`pathkit_core.formats.check_version`)."""
+    import polars as pl
+
+    from pathkit_core.formats import check_version
+    from pathkit_core.readers import DamagedFile, read_parquet_file
+
+    frame = read_parquet_file(path, what)
+    raw = (pl.read_parquet_metadata(path) or {}).get(key)
+    found = None
+    if raw is not None:
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError):
+            record = None
+        if not isinstance(record, dict):
+            raise DamagedFile(path, f"holds damaged {key} metadata (not a JSON object)")
+        found = record.get("format_version")
+    check_version(found, what=what, path=path, current=current, redo=redo)
+    return frame
 
 
 def score_columns(summary: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str, str]]:

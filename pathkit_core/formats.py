@@ -12,22 +12,7 @@ from pathkit_core.contracts import PathkitError
 UNVERSIONED = 1
 
 RUN_FOLDER_VERSION = 1  # metrics.json of a run folder and of `pathkit score --out`
-SUITE_FORMAT = "pathkit.suite"
-SUITE_VERSION = 1
-SUITE_FILE = "suite.json"
-# leaderboard.parquet (of a suite folder and of `<workdir>/leaderboards/<dataset>/`): its version in
-# the Parquet metadata under this key; leaderboard.csv and cells.csv are versioned by the suite
-# folder's suite.json ("formats"), a CSV having no room for metadata.
-LEADERBOARD_FORMAT = "pathkit.leaderboard"
-LEADERBOARD_VERSION = 1
-CELLS_VERSION = 1
-
-
-def parquet_version_metadata(fmt: str, version: int) -> dict[str, str]:
-    """The Parquet key-value metadata that records a table's format and version."""
-    import json
-
-    return {fmt: json.dumps({"format": fmt, "format_version": version})}
+# The suite folder's and the leaderboards' versions: pathkit_bench.leaderboard, their writer's and reader's.
 
 
 def version_problem(found: Any, *, what: str, path: str | Path, current: int, oldest: int = 1,
@@ -59,5 +44,4 @@ def check_version(found: Any, *, what: str, path: str | Path, current: int, olde
     return UNVERSIONED if found is None else int(found)
 
 
-__all__ = ["RUN_FOLDER_VERSION", "SUITE_FILE", "SUITE_FORMAT", "SUITE_VERSION", "UNVERSIONED", "check_version",
-           "version_problem", "LEADERBOARD_FORMAT", "LEADERBOARD_VERSION", "CELLS_VERSION", "parquet_version_metadata"]
+__all__ = ["RUN_FOLDER_VERSION", "UNVERSIONED", "check_version", "version_problem"]

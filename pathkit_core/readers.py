@@ -92,28 +92,6 @@ def read_parquet_file(path: str | Path, what: str = "table", *, columns: list[st
     return frame
 
 
-def read_versioned_parquet(path: str | Path, what: str, *, key: str, current: int, redo: str) -> Any:
-    """`read_parquet_file`, and the format version recorded under `key` in its Parquet metadata
-    (none: pathkit 0.1.0's, version 1) checked (`formats.check_version`)."""
-    import polars as pl
-
-    from pathkit_core.formats import check_version
-
-    frame = read_parquet_file(path, what)
-    raw = (pl.read_parquet_metadata(path) or {}).get(key)
-    found = None
-    if raw is not None:
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError):
-            record = None
-        if not isinstance(record, dict):
-            raise DamagedFile(path, f"holds damaged {key} metadata (not a JSON object)")
-        found = record.get("format_version")
-    check_version(found, what=what, path=path, current=current, redo=redo)
-    return frame
-
-
 def pid_problem(pid: Any) -> str | None:
     """Why `pid` (a lock file's recorded owner) is no process id (None when it can be one)."""
     if isinstance(pid, bool) or not isinstance(pid, int):
@@ -123,5 +101,4 @@ def pid_problem(pid: Any) -> str | None:
     return None
 
 
-__all__ = ["PID_MAX", "DamagedFile", "pid_problem", "read_json_file", "read_jsonl_file", "read_parquet_file",
-           "read_versioned_parquet"]
+__all__ = ["PID_MAX", "DamagedFile", "pid_problem", "read_json_file", "read_jsonl_file", "read_parquet_file"]

@@ -55,17 +55,13 @@ def file_identity(path: str | Path) -> str:
 
 @functools.lru_cache(maxsize=200_000)
 def _identity(path: str, size: int, inode: int, mtime_ns: int, ctime_ns: int) -> str:
-    digest = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY)
-    try:
+    with open(path, "rb", buffering=0) as fh:
         if size <= FULL_HASH_BYTES:
-            while chunk := os.read(fd, 1024 * 1024):
-                digest.update(chunk)
-            return f"sha256:{digest.hexdigest()}"
+            return f"sha256:{hashlib.file_digest(fh, 'sha256').hexdigest()}"
+        digest = hashlib.sha256()
         for offset in sampled_offsets(size):
-            digest.update(os.pread(fd, HEAD_BYTES if offset in (0, size - HEAD_BYTES) else BLOCK_BYTES, offset))
-    finally:
-        os.close(fd)
+            length = HEAD_BYTES if offset in (0, size - HEAD_BYTES) else BLOCK_BYTES
+            digest.update(os.pread(fh.fileno(), length, offset))
     return f"sampled:{size}:{digest.hexdigest()}"
 
 

@@ -18,14 +18,13 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from pathkit_core.contracts import PathkitError, brief_list, case_id_problem, regular_file_problem
+from pathkit_core.contracts import PathkitError, brief_list, regular_file_problem
 
 DEFAULT_WORKDIR = Path("pathkit-work")
-_HASH_CHUNK = 1 << 20
 
 
 # --------------------------------------------------------------------------- storage errors
@@ -129,30 +128,6 @@ def check_regular_file(path: str | Path, what: str) -> Path:
     return Path(path)
 
 
-def plain_name(name: str, where: str) -> str:
-    """`name` when it can be one file or folder name (the rule of `contracts.case_id_problem`);
-    an id like `../../escape` or `a/b` would reach outside the folder it is looked up in, so it
-    is an error naming `where` it came from."""
-    problem = case_id_problem(name)
-    if problem:
-        raise PathkitError(f"{where}: {problem}")
-    return name
-
-
-def path_inside(root: str | Path, value: str | Path, what: str) -> Path:
-    """`value` resolved against `root`, refused when a relative `value` (from a manifest or an id) climbs
-    out of it. An absolute `value` is the user's own choice; the check is on the path as written, so a
-    symbolic link inside `root` that points elsewhere is the user's own layout."""
-    path = Path(value)
-    if path.is_absolute():
-        return path
-    base = Path(os.path.normpath(Path(root).absolute()))
-    joined = Path(os.path.normpath(base / path))
-    if joined != base and base not in joined.parents:
-        raise PathkitError(f"{what} {str(value)!r} points outside {root}; give an absolute path if that is meant")
-    return Path(root) / path
-
-
 # The longest name one folder entry may have on the filesystems pathkit writes to (ext4, xfs, NFS).
 NAME_MAX_BYTES = 255
 
@@ -176,8 +151,8 @@ def folder_name_problem(name: Any) -> str | None:
 def confined(root: str | Path, *names: str, what: str) -> Path:
     """`root/name/...` for names that come from a file: each one plain folder name, the joined path under
     `root` (docs/file-formats.md, "Reading state and result files back"); else a one-line error naming
-    `what`. Unlike `path_inside`, an absolute name is refused: a shared file never chooses where pathkit
-    writes."""
+    `what`. Unlike `pathkit_sdk.cohort.path_inside`, an absolute name is refused: a shared file never
+    chooses where pathkit writes."""
     for name in names:
         problem = folder_name_problem(name)
         if problem:
@@ -349,33 +324,6 @@ def _remove_tree(path: Path) -> None:
             path.unlink()
 
 
-def foreign_entries(folder: str | Path, names: Iterable[str]) -> list[str]:
-    """What `folder` holds besides `names` (empty when it does not exist): a result folder is
-    replaced as a whole, so anything else in it would be lost."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    allowed = set(names)
-
-    def ours(name: str) -> bool:  # a result file, or what a killed atomic write of one left
-        return name in allowed or (name.startswith(".") and name.endswith(".tmp")
-                                   and name[1:].split(".tmp")[0].rsplit(".", 1)[0] in allowed)
-
-    return sorted(p.name for p in folder.iterdir() if not ours(p.name))
-
-
-def check_result_folder(folder: str | Path, names: Iterable[str], what: str) -> Path:
-    """Before any work: `folder` can be written (`check_writable_dir`) and holds nothing but the
-    result files `names` of an earlier run, so replacing it as a whole loses nothing of the user's."""
-    folder = check_writable_dir(folder, what)
-    other = foreign_entries(folder, names)
-    if other:
-        raise PathkitError(f"{what} {folder} holds other files ({brief_list(other, 5)}); its results are replaced "
-                           "as a whole, "
-                           "so give an empty or new folder, or one an earlier run of this command wrote")
-    return folder
-
-
 def remove_stale_folders(target: str | Path) -> list[Path]:
     """Clean up after writers of the result folder `target` that were killed (call only under the
     lock `replaced_folder` takes): a swap cut between its two steps left the old result aside
@@ -456,11 +404,8 @@ def atomic_write_with(target: str | Path, writer: Callable[[Path], Any]) -> Path
 
 
 def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def canonical_json(obj: Any) -> str:
@@ -781,11 +726,25 @@ def collect_provenance(*, config: Mapping[str, Any] | None = None, seeds: Mappin
     }
 
 
+# Names that left the workspace in pathkit 0.2 for their only callers, importable with a DeprecationWarning
+# until 0.3 (docs/plugin-authors.md, "Moved names").
+_MOVED = {**dict.fromkeys(("plain_name", "path_inside"), "pathkit_sdk.cohort"),
+          **dict.fromkeys(("foreign_entries", "check_result_folder"), "pathkit_interop.score_cli")}
+
+
+def __getattr__(name: str) -> Any:
+    from pathkit_core._deprecation import moved_attribute
+
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_attribute(__name__, name, _MOVED[name])
+
+
 __all__ = [
     "DEFAULT_WORKDIR", "StorageError", "free_space", "storage_error", "check_writable_dir", "check_regular_file",
-    "plain_name", "path_inside", "object_records", "durable_batch", "atomic_path", "atomic_open",
-    "remove_stale_temporaries", "foreign_entries", "check_result_folder", "remove_stale_folders", "replaced_folder",
-    "atomic_write_bytes", "atomic_write_text", "json_default", "atomic_write_json", "atomic_write_with",
-    "sha256_file", "canonical_json", "content_hash", "file_fingerprint", "LockTimeout", "process_start",
-    "lock_owner_text", "HEARTBEAT_SECONDS", "HEARTBEAT_GRACE", "FileLock", "git_commit", "collect_provenance"
+    "object_records", "durable_batch", "atomic_path", "atomic_open", "remove_stale_temporaries", "remove_stale_folders",
+    "replaced_folder", "atomic_write_bytes", "atomic_write_text", "json_default", "atomic_write_json",
+    "atomic_write_with", "sha256_file", "canonical_json", "content_hash", "file_fingerprint", "LockTimeout",
+    "process_start", "lock_owner_text", "HEARTBEAT_SECONDS", "HEARTBEAT_GRACE", "FileLock", "git_commit",
+    "collect_provenance"
 ]

@@ -9,12 +9,12 @@ json module, tables, warnings and errors through the same rich consoles (importe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pathkit_core.cli.plain import parse_key_values, print_json, split_names
-from pathkit_core.contracts import PathkitError
+from pathkit_core.contracts import PathkitError, brief_list
 from pathkit_sdk.commands import REQUIRED, CliOption, typer_command
 from pathkit_sdk.commands import run_plain as run_without_typer
 
@@ -46,6 +46,36 @@ def _warn_flagged(flagged: dict[str, str]) -> None:
               f"table), e.g. {first}: {notes}", highlight=False, soft_wrap=True)
 
 
+def foreign_entries(folder: str | Path, names: Iterable[str]) -> list[str]:
+    """What `folder` holds besides `names` (empty when it does not exist): a result folder is
+    replaced as a whole, so anything else in it would be lost."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    allowed = set(names)
+
+    def ours(name: str) -> bool:  # a result file, or what a killed atomic write of one left
+        return name in allowed or (name.startswith(".") and name.endswith(".tmp")
+                                   and name[1:].split(".tmp")[0].rsplit(".", 1)[0] in allowed)
+
+    return sorted(p.name for p in folder.iterdir() if not ours(p.name))
+
+
+def check_result_folder(folder: str | Path, names: Iterable[str], what: str) -> Path:
+    """Before any work: `folder` can be written (`pathkit_core.workspace.check_writable_dir`) and holds
+    nothing but the result files `names` of an earlier run, so replacing it as a whole loses nothing of
+    the user's."""
+    from pathkit_core.workspace import check_writable_dir  # its imports cost a printing-only run ~25 ms
+
+    folder = check_writable_dir(folder, what)
+    other = foreign_entries(folder, names)
+    if other:
+        raise PathkitError(f"{what} {folder} holds other files ({brief_list(other, 5)}); its results are replaced "
+                           "as a whole, "
+                           "so give an empty or new folder, or one an earlier run of this command wrote")
+    return folder
+
+
 def score_command(metric: list[str], predictions: Path, references: Path | None, dataset: str | None,
                   out: Path | None, as_json: bool, option: list[str]) -> None:
     """Score predictions against references."""
@@ -53,8 +83,6 @@ def score_command(metric: list[str], predictions: Path, references: Path | None,
     from pathkit_interop.records import join_by_id, match_extensions, read_records
 
     if out is not None:
-        from pathkit_core.workspace import check_result_folder  # its imports cost a printing-only run ~25 ms
-
         check_result_folder(out, RESULT_FILES, "--out")  # before scoring, so no score is lost at the end
     names = split_names(metric)
     options = parse_key_values(option, "--option")

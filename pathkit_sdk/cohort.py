@@ -51,6 +51,7 @@ import io
 import json
 import logging
 import math
+import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -58,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError, repeats_text
+from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError, case_id_problem, repeats_text
 
 log = logging.getLogger(__name__)
 
@@ -329,6 +330,30 @@ def resolve_file(value: str, base: Path) -> Path:
     table's folder)."""
     path = Path(value).expanduser()
     return path if path.is_absolute() else base / path
+
+
+def plain_name(name: str, where: str) -> str:
+    """`name` when it can be one file or folder name (the rule of `pathkit_core.contracts.case_id_problem`);
+    an id like `../../escape` or `a/b` would reach outside the folder it is looked up in, so it
+    is an error naming `where` it came from."""
+    problem = case_id_problem(name)
+    if problem:
+        raise PathkitError(f"{where}: {problem}")
+    return name
+
+
+def path_inside(root: str | Path, value: str | Path, what: str) -> Path:
+    """`value` resolved against `root`, refused when a relative `value` (from a manifest or an id) climbs
+    out of it. An absolute `value` is the user's own choice; the check is on the path as written, so a
+    symbolic link inside `root` that points elsewhere is the user's own layout."""
+    path = Path(value)
+    if path.is_absolute():
+        return path
+    base = Path(os.path.normpath(Path(root).absolute()))
+    joined = Path(os.path.normpath(base / path))
+    if joined != base and base not in joined.parents:
+        raise PathkitError(f"{what} {str(value)!r} points outside {root}; give an absolute path if that is meant")
+    return Path(root) / path
 
 
 def plausible_mpp(value: Any, where: str, fix: str) -> float:
@@ -812,6 +837,8 @@ __all__ = [
     "find_table",
     "group_rows",
     "option",
+    "path_inside",
+    "plain_name",
     "plausible_mpp",
     "read_table",
     "require_columns",

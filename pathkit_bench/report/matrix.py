@@ -54,8 +54,7 @@ def _children(path: Path) -> list[Path]:
 def read_leaderboard(path: Path) -> Any:
     """A leaderboard.parquet (a suite's or a dataset's), its format version checked: one line
     naming the file when it is damaged or of a version this pathkit does not read."""
-    from pathkit_core.formats import LEADERBOARD_FORMAT, LEADERBOARD_VERSION
-    from pathkit_core.readers import read_versioned_parquet
+    from pathkit_bench.leaderboard import LEADERBOARD_FORMAT, LEADERBOARD_VERSION, read_versioned_parquet
 
     return read_versioned_parquet(path, "leaderboard", key=LEADERBOARD_FORMAT, current=LEADERBOARD_VERSION,
                                   redo="pathkit run (or pathkit bench) into a new --workdir")
@@ -275,7 +274,7 @@ def write_leaderboard(results: Sequence[tuple[str, str, Any]], workdir: Path, da
     from pathkit_core.workspace import confined
 
     out = confined(Path(workdir) / "leaderboards", dataset.replace(":", "_"), what=f"leaderboard of {dataset!r}")
-    from pathkit_core.formats import LEADERBOARD_FORMAT, LEADERBOARD_VERSION, parquet_version_metadata
+    from pathkit_bench.leaderboard import LEADERBOARD_FORMAT, LEADERBOARD_VERSION, parquet_version_metadata
 
     version = parquet_version_metadata(LEADERBOARD_FORMAT, LEADERBOARD_VERSION)
     atomic_write_with(out / BOARD_FILE, lambda p: board.write_parquet(p, metadata=version))

@@ -174,14 +174,8 @@ def compare_task(task: TaskComparison, *, correction: str, level: float, resampl
 def check_suite_version(folder: Path) -> int:
     """The format version of a suite folder (its suite.json; none: written by pathkit 0.1.0, version 1),
     or a one-line PathkitError naming it when this pathkit does not read it."""
-    from pathkit_core.formats import (
-        CELLS_VERSION,
-        LEADERBOARD_VERSION,
-        SUITE_FILE,
-        SUITE_FORMAT,
-        SUITE_VERSION,
-        check_version,
-    )
+    from pathkit_bench.leaderboard import CELLS_VERSION, LEADERBOARD_VERSION, SUITE_FILE, SUITE_FORMAT, SUITE_VERSION
+    from pathkit_core.formats import check_version
     from pathkit_core.report.run_folder import read_json
 
     record = read_json(folder / SUITE_FILE) if (folder / SUITE_FILE).is_file() else {}

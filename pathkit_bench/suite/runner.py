@@ -16,9 +16,9 @@ from typing import Any
 
 from rich.markup import escape
 
+from pathkit_bench.leaderboard import SUITE_FILE
 from pathkit_bench.suite.config import Cell, SuiteConfig
 from pathkit_core.contracts import PathkitError
-from pathkit_core.formats import SUITE_FILE
 
 LEADERBOARD = "leaderboard"
 CELLS = "cells"
@@ -132,7 +132,7 @@ def write_leaderboard(config: SuiteConfig, results: list[CellResult], folder: Pa
               "seed": pl.Int64, "metric": pl.Utf8, "score": pl.Utf8, "value": pl.Float64, "ci_low": pl.Float64,
               "ci_high": pl.Float64, "direction": pl.Utf8, "run_dir": pl.Utf8,
               **{c: pl.Utf8 if c == "device" else pl.Int64 if c == "n_tiles" else pl.Float64 for c in COST_COLUMNS}}
-    from pathkit_core.formats import LEADERBOARD_FORMAT, LEADERBOARD_VERSION, parquet_version_metadata
+    from pathkit_bench.leaderboard import LEADERBOARD_FORMAT, LEADERBOARD_VERSION, parquet_version_metadata
 
     board = pl.DataFrame(tidy_rows(config, results, registry), schema=schema)
     version = parquet_version_metadata(LEADERBOARD_FORMAT, LEADERBOARD_VERSION)
@@ -157,7 +157,7 @@ def write_suite_options(config: SuiteConfig, folder: Path) -> Path:
     """`suite.json`: the folder's format and version (docs/file-formats.md) and the statistics
     options the suite's comparisons and report use, so that `pathkit report <suite folder>`
     rebuilds the same suite report from the folder alone."""
-    from pathkit_core.formats import CELLS_VERSION, LEADERBOARD_VERSION, SUITE_FORMAT, SUITE_VERSION
+    from pathkit_bench.leaderboard import CELLS_VERSION, LEADERBOARD_VERSION, SUITE_FORMAT, SUITE_VERSION
     from pathkit_core.workspace import atomic_write_json
 
     return atomic_write_json(folder / SUITE_OPTIONS, {"format": SUITE_FORMAT, "format_version": SUITE_VERSION,

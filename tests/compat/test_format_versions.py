@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from pathkit_bench.leaderboard import SUITE_VERSION
 from pathkit_core.contracts import PathkitError
-from pathkit_core.formats import RUN_FOLDER_VERSION, SUITE_VERSION, check_version, version_problem
+from pathkit_core.formats import RUN_FOLDER_VERSION, check_version, version_problem
 
 V010 = Path(__file__).with_name("fixtures") / "v0.1.0"
 
@@ -176,8 +177,8 @@ def test_a_written_suite_folder_records_its_version(old, tmp_path):
 def test_a_v010_leaderboard_has_no_version_and_is_read_and_a_written_one_records_it(old, tmp_path):
     import polars as pl
 
+    from pathkit_bench.leaderboard import LEADERBOARD_FORMAT, LEADERBOARD_VERSION
     from pathkit_bench.report.matrix import read_leaderboard
-    from pathkit_core.formats import LEADERBOARD_FORMAT, LEADERBOARD_VERSION
 
     board = old / "suite" / "leaderboard.parquet"
     assert LEADERBOARD_FORMAT not in pl.read_parquet_metadata(board)

@@ -36,6 +36,11 @@ MOVED_FROM_CONTRACTS = {
     **dict.fromkeys(("EvidencePool", "Selection", "Selector"), "pathkit_tasks.vqa.selection"),
     "TileAttentionModel": "pathkit_tasks.classification.attention",
 }
+# name that left pathkit_core.workspace for its only callers -> its new module
+MOVED_FROM_WORKSPACE = {
+    **dict.fromkeys(("plain_name", "path_inside"), "pathkit_sdk.cohort"),
+    **dict.fromkeys(("foreign_entries", "check_result_folder"), "pathkit_interop.score_cli"),
+}
 
 
 @pytest.fixture
@@ -108,16 +113,17 @@ def test_split_statement_documented_on_the_old_splits_module_is_the_runs_own(fre
     assert split_statement is sdk_split_statement
 
 
-@pytest.mark.parametrize("name", sorted(MOVED_FROM_CONTRACTS))
-def test_the_names_that_left_the_contract_warn_once_and_are_the_new_objects(fresh, name):
-    import pathkit_core.contracts as contracts
+@pytest.mark.parametrize(("module", "name"), [*(("contracts", n) for n in sorted(MOVED_FROM_CONTRACTS)),
+                                              *(("workspace", n) for n in sorted(MOVED_FROM_WORKSPACE))])
+def test_the_names_that_left_the_contract_or_the_workspace_warn_once_and_are_the_new_objects(fresh, module, name):
+    shim = importlib.import_module(f"pathkit_core.{module}")
 
-    new = MOVED_FROM_CONTRACTS[name]
+    new = {"contracts": MOVED_FROM_CONTRACTS, "workspace": MOVED_FROM_WORKSPACE}[module][name]
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        first = getattr(contracts, name)
-        second = getattr(contracts, name)
-    _check(_only_deprecation(record), f"pathkit_core.contracts.{name}", f"{name} from {new}")
+        first = getattr(shim, name)
+        second = getattr(shim, name)
+    _check(_only_deprecation(record), f"pathkit_core.{module}.{name}", f"{name} from {new}")
     assert first is second is getattr(importlib.import_module(new), name)
 
 

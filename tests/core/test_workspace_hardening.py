@@ -18,12 +18,11 @@ from pathkit_core.workspace import (
     LockTimeout,
     StorageError,
     atomic_write_text,
-    path_inside,
-    plain_name,
     process_start,
     regular_file_problem,
     storage_error,
 )
+from pathkit_sdk.cohort import path_inside, plain_name
 
 
 @pytest.fixture

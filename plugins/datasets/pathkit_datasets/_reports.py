@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_core.workspace import plain_name
 from pathkit_datasets._cards import Carded
-from pathkit_sdk.cohort import CohortDataset, drawn_split, file_split, option
+from pathkit_sdk.cohort import CohortDataset, drawn_split, file_split, option, plain_name
 from pathkit_sdk.reports import find_json_file
 from pathkit_tasks import TASK_REPORT
 from pathkit_tasks.report.text import clean_report, invalid_text_reason

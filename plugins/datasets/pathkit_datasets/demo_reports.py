@@ -26,10 +26,10 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_core.workspace import atomic_write_json, plain_name
+from pathkit_core.workspace import atomic_write_json
 from pathkit_datasets._demo_build import already_built, write_slides
 from pathkit_datasets._reports import ReportDataset, find_file, strip_slide_suffix
-from pathkit_sdk.cohort import part_counts
+from pathkit_sdk.cohort import part_counts, plain_name
 from pathkit_sdk.reports import read_json
 
 log = logging.getLogger(__name__)

@@ -18,11 +18,11 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, Dataset, DatasetOption, PathkitError, brief_list
-from pathkit_core.workspace import confined, path_inside, plain_name
+from pathkit_core.workspace import confined
 from pathkit_datasets._cards import Carded
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
 from pathkit_datasets._protocols import SlideClassification
-from pathkit_sdk.cohort import find_column, plausible_mpp, read_table, splits_folder
+from pathkit_sdk.cohort import find_column, path_inside, plain_name, plausible_mpp, read_table, splits_folder
 
 MANIFEST_NAMES = ("manifest.csv", "manifest.parquet", "slides.csv", "slides.parquet")
 LABEL_NAMES = ("labels.csv", "labels.parquet")

@@ -36,7 +36,6 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_core.workspace import plain_name
 from pathkit_datasets._reports import (
     DRAWN_SPLIT_OPTIONS,
     FEATURE_SUFFIXES,
@@ -45,6 +44,7 @@ from pathkit_datasets._reports import (
     assemble_report,
     find_file,
 )
+from pathkit_sdk.cohort import plain_name
 from pathkit_sdk.reports import read_report_records
 
 log = logging.getLogger(__name__)

@@ -33,14 +33,13 @@ from typing import ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_core.workspace import plain_name
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
     ReportDataset,
     find_file,
     strip_slide_suffix,
 )
-from pathkit_sdk.cohort import column_split, option, part_counts
+from pathkit_sdk.cohort import column_split, option, part_counts, plain_name
 from pathkit_sdk.reports import read_report_records
 
 log = logging.getLogger(__name__)
