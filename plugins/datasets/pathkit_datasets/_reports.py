@@ -32,6 +32,14 @@ DRAWN_SPLIT_OPTIONS = (
     option("splits_file"),
     DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of every slide (over the files' own)"),
 )
+# Where a report release's slides and precomputed features are: read by `ReportDataset.release_folders`
+# (reg2025, histai, tcga-pathtext); how each release names and arranges its files is its layout.
+RELEASE_FOLDER_OPTIONS = (
+    DatasetOption("slides_dir", "path", None, "folder of the release's slides, arranged as its layout says (default: "
+                  "the root)"),
+    DatasetOption("features_dir", "path", None, "folder of precomputed .safetensors|.h5|.pt features, named as its "
+                  "layout says (default: <root>/features)"),
+)
 SLIDE_SUFFIXES = (".tiff", ".tif", ".svs", ".ndpi", ".mrxs", ".scn", ".bif", ".vms")
 
 

@@ -22,7 +22,7 @@ from pathkit_core.workspace import confined
 from pathkit_datasets._cards import Carded
 from pathkit_datasets._goldmark_tasks import TASKS, TASKS_BY_KEY, GoldmarkTask, normalise_task_key
 from pathkit_datasets._protocols import SlideClassification
-from pathkit_sdk.cohort import find_column, path_inside, plain_name, plausible_mpp, read_table, splits_folder
+from pathkit_sdk.cohort import find_column, option, path_inside, plain_name, plausible_mpp, read_table, splits_folder
 
 MANIFEST_NAMES = ("manifest.csv", "manifest.parquet", "slides.csv", "slides.parquet")
 LABEL_NAMES = ("labels.csv", "labels.parquet")
@@ -99,8 +99,7 @@ OPTIONS: tuple[DatasetOption, ...] = (
     DatasetOption("compute_missing_qc", "bool", True, "compute QC statistics of feature files that carry none"),
     DatasetOption("allow_unmatched_labels", "bool", False, "leave out labelled patients without slides instead of "
                   "stopping"),
-    DatasetOption("mpp", "float", None, "level-0 micrometres per pixel of slides without an mpp column value (over "
-                  "the files' own)"),
+    option("mpp"),
 )
 
 

@@ -39,6 +39,7 @@ from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._reports import (
     DRAWN_SPLIT_OPTIONS,
     FEATURE_SUFFIXES,
+    RELEASE_FOLDER_OPTIONS,
     SLIDE_SUFFIXES,
     ReportDataset,
     assemble_report,
@@ -70,9 +71,7 @@ class HistAI(ReportDataset, card="histai"):
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("metadata", "path", None, "the HISTAI-metadata JSON (default: metadata.json, ... or the only "
                       "*.json in the root)"),
-        DatasetOption("slides_dir", "path", None, "folder holding <subset>/case_<n>/ (default: the root)"),
-        DatasetOption("features_dir", "path", None, "folder of precomputed <subset>_case_<n>.safetensors features "
-                      "(default: <root>/features)"),
+        *RELEASE_FOLDER_OPTIONS,
         DatasetOption("report_fields", "str", ",".join(DEFAULT_REPORT_FIELDS),
                       "metadata fields joined into the report, in order"),
         DatasetOption("stains", "str", "all", "slide stains to keep (comma-separated name parts, e.g. HE), or all"),

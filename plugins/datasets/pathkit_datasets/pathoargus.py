@@ -82,8 +82,7 @@ class PathoArgus(CohortDataset):
     default_metrics: ClassVar[tuple[str, ...]] = ("vqa",)
     selection_metric: ClassVar[str | None] = "vqa:Overall"
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
-        DatasetOption("table", "path", None, "the question table (default: questions.jsonl/.parquet/.json/.csv in "
-                      "the root)"),
+        option("table"),
         JsonOption("field_map", "json", None, "the release's column names, as a JSON object {field: column}, e.g. "
                    "'{\"question\": \"q_text\", \"choices\": \"options\"}'"),
         DatasetOption("slides_dir", "path", None, "folder the candidate_sets paths are relative to (default: the "

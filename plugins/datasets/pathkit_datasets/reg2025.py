@@ -35,6 +35,7 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._reports import (
     FEATURE_SUFFIXES,
+    RELEASE_FOLDER_OPTIONS,
     ReportDataset,
     find_file,
     strip_slide_suffix,
@@ -70,9 +71,7 @@ class REG2025(ReportDataset, card="reg2025"):
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("reports", "path", None, "the report JSON (default: train.json, reports.json, ... or the only "
                       "*.json in the root)"),
-        DatasetOption("slides_dir", "path", None, "folder of the <id>.tiff slides (default: the root)"),
-        DatasetOption("features_dir", "path", None, "folder of precomputed <id>.safetensors|.h5|.pt features "
-                      "(default: <root>/features)"),
+        *RELEASE_FOLDER_OPTIONS,
         DatasetOption("split", "auto|pathreporteval|random", "auto",
                       "auto: your split (splits_file, or a train/val/test layout of the report file) when given, "
                       "else PathReportEval's over the cases present, else a drawn one; pathreporteval: always the "

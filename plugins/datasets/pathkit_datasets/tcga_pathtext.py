@@ -32,6 +32,7 @@ from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._reports import (
     DRAWN_SPLIT_OPTIONS,
     FEATURE_SUFFIXES,
+    RELEASE_FOLDER_OPTIONS,
     SLIDE_SUFFIXES,
     ReportDataset,
     find_file,
@@ -75,10 +76,7 @@ class TCGAPathText(ReportDataset, card="tcga-pathtext"):
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("annotations", "path", None, "the PathText JSON (default: PathText.json, ... or the only "
                       "*.json in the root)"),
-        DatasetOption("slides_dir", "path", None, "folder searched (recursively) for the GDC slides (default: the "
-                      "root)"),
-        DatasetOption("features_dir", "path", None, "folder of precomputed features named by slide or patient "
-                      "(default: <root>/features)"),
+        *RELEASE_FOLDER_OPTIONS,
         *DRAWN_SPLIT_OPTIONS,
     )
 

@@ -23,7 +23,7 @@ from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
 from pathkit_datasets._protocols import SlideClassification
 from pathkit_datasets._slide_catalogue import FOLD_OPTIONS, fold_split
-from pathkit_sdk.cohort import CaseRows, CohortDataset, check_part_classes, drawn_split
+from pathkit_sdk.cohort import CaseRows, CohortDataset, check_part_classes, drawn_split, option
 
 # TCGA-<TSS>-<participant>-<sample><vial>-<portion><analyte>-<slide type><n>
 BARCODE = re.compile(r"^(TCGA-[A-Z0-9]{2}-[A-Z0-9]{4})-\d{2}[A-Z]-\d{2}[A-Z]?-([A-Z]{2})\d*", re.IGNORECASE)
@@ -62,9 +62,7 @@ class TcgaSubtyping(SlideClassification, CohortDataset):
                                "(https://portal.gdc.cancer.gov)")
     option_table: ClassVar[tuple[DatasetOption, ...]] = (
         DatasetOption("slide_types", "DX|all", "DX", "diagnostic (FFPE, -DX) slides only, or every slide type"),
-        DatasetOption("split_seed", "int", 0, "seed of the patient-level split"),
-        DatasetOption("val_fraction", "float", 0.15, "share of patients in validation"),
-        DatasetOption("test_fraction", "float", 0.15, "share of patients in test"),
+        option("split_seed"), option("val_fraction"), option("test_fraction"),
         DatasetOption("case", "slide|patient", "patient", "one case per patient (its slides together) or per slide"),
         *FOLD_OPTIONS,
     )
