@@ -35,6 +35,10 @@ MOVED_FROM_CONTRACTS = {
     **dict.fromkeys(("EvidencePool", "Selection", "Selector"), "pathkit_tasks.vqa.selection"),
     "TileAttentionModel": "pathkit_tasks.classification.attention",
 }
+# names that left pathkit_core.wsi.masks for pathkit_sdk.masks
+MOVED_FROM_MASKS = ("RASTER_SUFFIXES", "GEOJSON_SUFFIXES", "MASK_SUFFIXES", "RasterMask", "read_raster",
+                    "frame_on_slide", "resample", "write_png", "check_within", "positive_number", "class_list",
+                    "reference_mask")
 
 
 @pytest.fixture
@@ -118,6 +122,19 @@ def test_the_names_that_left_the_contract_warn_once_and_are_the_new_objects(fres
         second = getattr(contracts, name)
     _check(_only_deprecation(record), f"pathkit_core.contracts.{name}", f"{name} from {new}")
     assert first is second is getattr(importlib.import_module(new), name)
+
+
+@pytest.mark.parametrize("name", MOVED_FROM_MASKS)
+def test_the_names_that_left_the_masks_module_warn_once_and_are_the_sdk_objects(fresh, name):
+    import pathkit_core.wsi.masks as masks
+    import pathkit_sdk
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        first = getattr(masks, name)
+        second = getattr(masks, name)
+    _check(_only_deprecation(record), f"pathkit_core.wsi.masks.{name}", f"{name} from pathkit_sdk.masks")
+    assert first is second is getattr(importlib.import_module("pathkit_sdk.masks"), name) is getattr(pathkit_sdk, name)
 
 
 def test_run_folder_attention_index_forwards_to_the_classification_package(fresh, tmp_path):
