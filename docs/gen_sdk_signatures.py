@@ -56,6 +56,10 @@ SDK_SECTIONS: dict[str, tuple[str, ...]] = {
         "SAMPLE_KEY", "MIN_CASES", "MIN_CASES_PER_CLASS",
     ),
     "Checkpoints": ("read_state_dict", "load_state_dict_checked", "state_dict_mismatches"),
+    "Ground-truth masks": (
+        "reference_mask", "read_raster", "RasterMask", "frame_on_slide", "resample", "check_within", "positive_number",
+        "class_list", "write_png", "MASK_SUFFIXES", "RASTER_SUFFIXES", "GEOJSON_SUFFIXES",
+    ),
     "Synthetic slides": ("write_synthetic_slide", "Blob", "PenStroke", "default_layout"),
     "Plugin commands": ("CliOption", "REQUIRED", "typer_command", "parse_plain", "run_plain"),
 }
@@ -64,8 +68,8 @@ WIDTH = 100  # longer signatures are written one parameter a line
 # Sections whose module's docstring opens them on the page (the conventions the helpers share).
 SECTION_MODULES = {"Cohort tables": "pathkit_sdk.cohort", "Splits": "pathkit_sdk.splits",
                    "Report JSON files": "pathkit_sdk.reports",
-                   "Checkpoints": "pathkit_sdk.checkpoints", "Synthetic slides": "pathkit_sdk.synthetic",
-                   "Plugin commands": "pathkit_sdk.commands"}
+                   "Checkpoints": "pathkit_sdk.checkpoints", "Ground-truth masks": "pathkit_sdk.masks",
+                   "Synthetic slides": "pathkit_sdk.synthetic", "Plugin commands": "pathkit_sdk.commands"}
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 
 

@@ -30,6 +30,10 @@ code by tests/sdk/test_sdk_docs.py):
   (`read_state_dict`: safetensors, or a pickle loaded weights-only) and fitted strictly
   (`load_state_dict_checked`, `state_dict_mismatches`: every missing, unexpected or misshapen key
   named).
+- **Ground-truth masks** (`pathkit_sdk.masks`): a mask image read with the resolution its tags
+  state (`read_raster`), placed on a slide (`frame_on_slide`) and read onto a grid by pixel
+  centres (`resample`), and the segmentation task's ground-truth record as one boolean mask
+  (`reference_mask`); docs/segmentation.md, "Ground truth (formats)", has the formats.
 - **Synthetic slides** (`pathkit_sdk.synthetic`): `write_synthetic_slide` writes a small
   pyramidal TIFF OpenSlide opens at a given mpp, its tissue made of `Blob`s whose colour and
   texture can encode a label, for a plugin's demo and tests.
@@ -93,6 +97,20 @@ from pathkit_sdk.cohort import (
     splits_folder,
 )
 from pathkit_sdk.commands import REQUIRED, CliOption, parse_plain, run_plain, typer_command
+from pathkit_sdk.masks import (
+    GEOJSON_SUFFIXES,
+    MASK_SUFFIXES,
+    RASTER_SUFFIXES,
+    RasterMask,
+    check_within,
+    class_list,
+    frame_on_slide,
+    positive_number,
+    read_raster,
+    reference_mask,
+    resample,
+    write_png,
+)
 from pathkit_sdk.reports import ReportRecords, find_json_file, read_json, read_report_records
 from pathkit_sdk.splits import (
     SPLIT_PARTS,
@@ -131,7 +149,9 @@ __all__ = [
     "check_part_classes",
     "check_slide_mpps",
     "check_user_split",
+    "check_within",
     "choose_split",
+    "class_list",
     "class_order",
     "CliOption",
     "COHORT_OPTIONS",
@@ -149,12 +169,15 @@ __all__ = [
     "find_column",
     "find_json_file",
     "find_table",
+    "frame_on_slide",
+    "GEOJSON_SUFFIXES",
     "group_rows",
     "load_or_create_splits",
     "load_or_draw_split",
     "load_splits",
     "load_state_dict_checked",
     "make_splits",
+    "MASK_SUFFIXES",
     "match_split_ids",
     "MIN_CASES",
     "MIN_CASES_PER_CLASS",
@@ -166,16 +189,22 @@ __all__ = [
     "path_inside",
     "plain_name",
     "plausible_mpp",
+    "positive_number",
     "proportion_ci",
     "PROPORTION_METHODS",
+    "RASTER_SUFFIXES",
+    "RasterMask",
     "read_json",
+    "read_raster",
     "read_report_records",
     "read_split_file",
     "read_state_dict",
     "read_table",
     "REQUIRED",
+    "reference_mask",
     "ReportRecords",
     "require_columns",
+    "resample",
     "resample_indices",
     "resolve_file",
     "run_plain",
@@ -194,6 +223,7 @@ __all__ = [
     "Table",
     "TABLE_SUFFIXES",
     "typer_command",
+    "write_png",
     "write_split_file",
     "write_synthetic_slide",
 ]

@@ -138,8 +138,3 @@ class TileGeometry:
     read_px: int  # pixels read at `level` (then resized to tile_px)
     size0: float  # tile extent in level-0 pixels (exact, fractional)
     stride0: float  # grid step in level-0 pixels
-
-    @property
-    def scale(self) -> float:
-        """Output pixels per level-0 pixel (slide mpp / target mpp)."""
-        return self.slide_mpp / self.target_mpp

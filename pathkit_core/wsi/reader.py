@@ -282,12 +282,6 @@ def iter_tile_batches(manifest: Manifest | str | Path, *, batch_size: int = 64, 
         shm.unlink()
 
 
-def __getattr__(name: str) -> Any:
-    # Until 0.2.0 this hook defined TileReader and TileStream on first use; kept so the module's names stay
-    # those of the last release (`make api-check`).
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _collate_uint8(batch: list[Any]) -> Any:
     if batch and isinstance(batch[0], tuple):
         indices, tiles = zip(*batch, strict=True)

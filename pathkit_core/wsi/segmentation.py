@@ -122,7 +122,6 @@ def read_thumbnail(slide: Slide, max_px: int = 2048, *, downsample: float | None
     grow with the slide: longest side `max_px`, or `downsample` level-0 pixels per pixel, or `size`
     (with `level`, a level of that size, read without resampling); never larger than level 0."""
     import numpy as np
-    from PIL import Image
 
     width, height = slide.dimensions
     if size is not None:
@@ -148,9 +147,7 @@ def read_thumbnail(slide: Slide, max_px: int = 2048, *, downsample: float | None
             tx1 = min(tw, tx0 + block_x)
             lx0, lx1 = round(tx0 * rx), min(lw, max(round(tx0 * rx) + 1, round(tx1 * rx)))
             region = slide.read_region((round(lx0 * lds_x), round(ly0 * lds_y)), level, (lx1 - lx0, ly1 - ly0))
-            if region.shape[:2] != (ty1 - ty0, tx1 - tx0):
-                region = np.asarray(Image.fromarray(region).resize((tx1 - tx0, ty1 - ty0), Image.Resampling.BOX))
-            out[ty0:ty1, tx0:tx1] = region
+            out[ty0:ty1, tx0:tx1] = resize_rgb(region, (tx1 - tx0, ty1 - ty0))
     return Thumbnail(out, ds_x, ds_y, level, slide.mpp * (ds_x + ds_y) / 2.0)
 
 

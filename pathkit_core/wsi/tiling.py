@@ -451,11 +451,6 @@ def failed_slides(out_dir: str | Path) -> dict[str, str]:
     return {k: v.get("reason", "") for k, v in read_tiling_status(out_dir).items() if v.get("status") == "failed"}
 
 
-def read_planned_tiling(out_dir: str | Path) -> dict[str, str]:
-    """Slides some `tile` process was asked for (slide id -> slide path), for `pathkit status`."""
-    return read_tiling_log(out_dir).planned
-
-
 def _update_status(out_dir: Path, results: Iterable[TileResult], params_hash: str,
                    planned: Mapping[str, str] | None = None) -> None:
     """Append one line per result (and one for slides newly planned) to the status file."""

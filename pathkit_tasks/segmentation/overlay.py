@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pathkit_core.workspace import atomic_write_with
-from pathkit_core.wsi.masks import MaskFrame, resample
+from pathkit_core.wsi.masks import MaskFrame
+from pathkit_sdk.masks import resample
 
 if TYPE_CHECKING:
     import numpy as np

@@ -54,7 +54,8 @@ def _reference_on_grid(reference: Any, prediction: Any) -> Any:
     if not grid or not slide:
         return _read_mask(Path(reference["mask"]))
     from pathkit_core.contracts import PathkitError
-    from pathkit_core.wsi.masks import MaskFrame, class_list, reference_mask
+    from pathkit_core.wsi.masks import MaskFrame
+    from pathkit_sdk.masks import class_list, reference_mask
 
     cell = float(grid["cell_px0"])
     mpp = float(slide["mpp"]) if slide.get("mpp") else None

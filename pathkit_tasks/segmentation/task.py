@@ -47,7 +47,7 @@ from pathkit_core.contracts import (
     Task,
 )
 from pathkit_core.workspace import confined
-from pathkit_core.wsi.masks import MASK_SUFFIXES
+from pathkit_sdk.masks import MASK_SUFFIXES
 from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SEGMENTATION
 
 log = logging.getLogger(__name__)

@@ -41,6 +41,10 @@ MOVED_FROM_WORKSPACE = {
     **dict.fromkeys(("plain_name", "path_inside"), "pathkit_sdk.cohort"),
     **dict.fromkeys(("foreign_entries", "check_result_folder"), "pathkit_interop.score_cli"),
 }
+# names that left pathkit_core.wsi.masks for pathkit_sdk.masks
+MOVED_FROM_MASKS = ("RASTER_SUFFIXES", "GEOJSON_SUFFIXES", "MASK_SUFFIXES", "RasterMask", "read_raster",
+                    "frame_on_slide", "resample", "write_png", "check_within", "positive_number", "class_list",
+                    "reference_mask")
 
 
 @pytest.fixture
@@ -125,6 +129,19 @@ def test_the_names_that_left_the_contract_or_the_workspace_warn_once_and_are_the
         second = getattr(shim, name)
     _check(_only_deprecation(record), f"pathkit_core.{module}.{name}", f"{name} from {new}")
     assert first is second is getattr(importlib.import_module(new), name)
+
+
+@pytest.mark.parametrize("name", MOVED_FROM_MASKS)
+def test_the_names_that_left_the_masks_module_warn_once_and_are_the_sdk_objects(fresh, name):
+    import pathkit_core.wsi.masks as masks
+    import pathkit_sdk
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        first = getattr(masks, name)
+        second = getattr(masks, name)
+    _check(_only_deprecation(record), f"pathkit_core.wsi.masks.{name}", f"{name} from pathkit_sdk.masks")
+    assert first is second is getattr(importlib.import_module("pathkit_sdk.masks"), name) is getattr(pathkit_sdk, name)
 
 
 def test_run_folder_attention_index_forwards_to_the_classification_package(fresh, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from pathkit_core.features import store
 from pathkit_core.status_log import append_events, compact, read_log
-from pathkit_core.wsi.tiling import TileResult, _update_status, read_planned_tiling, read_tiling_status
+from pathkit_core.wsi.tiling import TileResult, _update_status, read_tiling_log, read_tiling_status
 
 # Written by pathkit v0.1.0's own code (store.record_planned/record_status, tiling._update_status).
 V010 = Path(__file__).parent / "data" / "status_v0.1.0"
@@ -38,7 +38,7 @@ def test_a_v010_extraction_status_reads_and_is_rewritten_as_lines_on_the_first_a
 def test_a_v010_tiling_status_reads(tmp_path):
     _copy("tiling_status.json", tmp_path)
     assert read_tiling_status(tmp_path)["s2"]["code"] == "no-mpp"
-    assert read_planned_tiling(tmp_path) == {"s1": "/s/s1.svs", "s2": "/s/s2.svs", "s3": "/s/s3.svs"}
+    assert read_tiling_log(tmp_path).planned == {"s1": "/s/s1.svs", "s2": "/s/s2.svs", "s3": "/s/s3.svs"}
     _update_status(tmp_path, [TileResult("s2", "/s/s2.svs", "ok", "")], "p2")
     assert read_tiling_status(tmp_path)["s2"]["status"] == "ok"
     assert read_tiling_status(tmp_path)["s1"]["params_hash"] == "p1"

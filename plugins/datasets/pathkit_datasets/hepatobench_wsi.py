@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import Case, DatasetOption, PathkitError
-from pathkit_core.wsi.masks import MASK_SUFFIXES
 from pathkit_datasets._cards import Carded
 from pathkit_sdk.cohort import (
     COLUMN_ALIASES,
@@ -41,6 +40,7 @@ from pathkit_sdk.cohort import (
     read_table,
     resolve_file,
 )
+from pathkit_sdk.masks import MASK_SUFFIXES
 from pathkit_tasks import TASK_SEGMENTATION
 
 TABLE_NAMES = ("slides.csv", "slides.tsv", "slides.parquet", "slides.json")
@@ -275,7 +275,7 @@ def make_liver_demo(root: Path, *, test_seeds: tuple[int, ...] = DEMO_TEST_SEEDS
     from PIL import Image
 
     from pathkit_core.workspace import atomic_path, atomic_write_json, atomic_write_text
-    from pathkit_core.wsi.masks import MaskFrame, geojson_features, rasterise, write_geojson, write_png
+    from pathkit_core.wsi.masks import MaskFrame, geojson_features, rasterise, write_geojson
     from pathkit_datasets._liver_synthetic import (
         CLASSES,
         liver_layout,
@@ -284,6 +284,7 @@ def make_liver_demo(root: Path, *, test_seeds: tuple[int, ...] = DEMO_TEST_SEEDS
         write_liver_slide,
     )
     from pathkit_datasets.hepatobench import CLASS_FOLDERS
+    from pathkit_sdk.masks import write_png
 
     for sub in ("slides", "masks", "annotations", "truth", "patches"):
         (root / sub).mkdir(parents=True, exist_ok=True)

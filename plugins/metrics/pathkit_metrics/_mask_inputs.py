@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.wsi.masks import GEOJSON_SUFFIXES, MaskFrame, RasterMask, class_list
+from pathkit_core.wsi.masks import MaskFrame
+from pathkit_sdk.masks import GEOJSON_SUFFIXES, RasterMask, class_list
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,13 +45,14 @@ def _foreground(raster: RasterMask, value: Any) -> np.ndarray:
 
 
 def _number(options: Mapping[str, Any], key: str) -> float | None:
-    from pathkit_core.wsi.masks import positive_number
+    from pathkit_sdk.masks import positive_number
 
     return positive_number(options, key, "segmentation: option ")
 
 
 def _region_on(frame: MaskFrame, geometry_or_raster: Any, source: MaskFrame | None) -> np.ndarray:
-    from pathkit_core.wsi.masks import rasterise, resample
+    from pathkit_core.wsi.masks import rasterise
+    from pathkit_sdk.masks import resample
 
     if source is None:
         return rasterise(geometry_or_raster, frame)
@@ -58,7 +60,8 @@ def _region_on(frame: MaskFrame, geometry_or_raster: Any, source: MaskFrame | No
 
 
 def _read_mask_file(path: Path, classes: list[str] | None) -> Any:
-    from pathkit_core.wsi.masks import read_geojson, read_raster
+    from pathkit_core.wsi.masks import read_geojson
+    from pathkit_sdk.masks import read_raster
 
     if _is_geojson(path):
         return read_geojson(path, classes=classes)
@@ -74,7 +77,7 @@ def run_pair(prediction: Mapping[str, Any], reference: Mapping[str, Any], option
     stitched cell grid, or `eval_mpp` micrometres per pixel."""
     import numpy as np
 
-    from pathkit_core.wsi.masks import reference_mask, resample
+    from pathkit_sdk.masks import reference_mask, resample
 
     classes = class_list(reference.get("mask_classes") or options.get("mask_classes"))
     if prediction.get("map"):
@@ -111,7 +114,7 @@ def run_pair(prediction: Mapping[str, Any], reference: Mapping[str, Any], option
 def file_pair(prediction: str | Path, reference: str | Path, options: Mapping[str, Any]) -> MaskPair:
     """Two mask files (raster or GeoJSON) on one grid: the reference raster's pixels (or
     `eval_mpp` when its mpp is known); GeoJSON in the raster's pixel frame unless `downsample`."""
-    from pathkit_core.wsi.masks import check_within, frame_on_slide, read_raster
+    from pathkit_sdk.masks import check_within, frame_on_slide, read_raster
 
     pred_path, ref_path = Path(prediction), Path(reference)
     classes = class_list(options.get("mask_classes"))

@@ -12,17 +12,19 @@ import shapely
 from pathkit_core.contracts import PathkitError
 from pathkit_core.wsi.masks import (
     MaskFrame,
-    RasterMask,
-    check_within,
-    frame_on_slide,
     geojson_features,
     rasterise,
     read_geojson,
+    vectorise,
+    write_geojson,
+)
+from pathkit_sdk.masks import (
+    RasterMask,
+    check_within,
+    frame_on_slide,
     read_raster,
     reference_mask,
     resample,
-    vectorise,
-    write_geojson,
     write_png,
 )
 
