@@ -31,7 +31,7 @@ def case_items(task: Task, cases: Sequence[Case], inputs: Mapping[str, Any], dat
                            f"{next(c.case_id for c in usable if c not in files)}); give each split one kind")
     if files or not usable:
         return BagDataset([BagSpec(c.case_id, inputs[c.case_id], target(c), c.meta)
-                           for c in files], max_tiles=facts.max_tiles, seed=facts.seed)
+                           for c in files], max_tiles=facts.max_tiles)
     return ImageItems([(c.case_id, inputs[c.case_id], target(c), c.meta) for c in usable])
 
 
