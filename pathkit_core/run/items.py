@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts, Task
+from pathkit_core.training.trainer import predict, write_predictions
 from pathkit_core.training.trainer import task_read_predictions as task_read_predictions
 
 
@@ -50,8 +51,6 @@ def task_predict(task: Task, model: Any, items: Any, facts: RunFacts, *, batch_s
     made = task.predict(model, items, facts, batch_size=batch_size, cfg=cfg)
     if made is not None:
         return made
-    from pathkit_core.training.trainer import predict
-
     return predict(model, items, batch_size=batch_size, cfg=cfg)
 
 
@@ -61,6 +60,4 @@ def task_write_predictions(task: Task, path: Path, predictions: Mapping[str, Any
     written = task.write_predictions(path, predictions, ids, facts)
     if written is not None:
         return written
-    from pathkit_core.training.trainer import write_predictions
-
     return write_predictions(path, predictions, ids)
