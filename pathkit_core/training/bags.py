@@ -25,13 +25,6 @@ class BagSpec:
 GEOMETRY_KEYS = ("slide_id", "mpp", "target_mpp", "tile_px", "tile_px_level0")
 
 
-def _default_loader(path: Path) -> tuple[Any, Any, dict[str, str]]:
-    from pathkit_core.features.store import load_feature_file
-
-    loaded = load_feature_file(path)
-    return loaded.features, loaded.coords, {k: loaded.meta[k] for k in GEOMETRY_KEYS if loaded.meta.get(k)}
-
-
 class BagDataset:
     """A torch-compatible map-style dataset of {"case_id", "features", "coords", "target", "meta",
     "tile_index", "tile_file", "geometry"} items (see `TaskModel` in pathkit_core.contracts).
@@ -64,11 +57,14 @@ class BagDataset:
     def __getitem__(self, index: int) -> dict[str, Any]:
         import torch
 
+        from pathkit_core.features.store import load_feature_file
+
         spec = self.specs[index]
         feats, coords, rows, files, geometry = [], [], [], [], []
         for ordinal, path in enumerate(spec.feature_files):
-            f, c, meta = _default_loader(Path(path))
-            geometry.append(meta)
+            loaded = load_feature_file(Path(path))
+            f, c = loaded.features, loaded.coords
+            geometry.append({k: loaded.meta[k] for k in GEOMETRY_KEYS if loaded.meta.get(k)})
             feats.append(torch.as_tensor(f))
             coords.append(torch.as_tensor(c) if c is not None else torch.zeros(len(f), 2, dtype=torch.int32))
             rows.append(torch.arange(len(f)))
