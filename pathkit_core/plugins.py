@@ -248,9 +248,6 @@ class Registry:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             record.fail(_short_error(exc))
-            import traceback
-
-            record.traceback = traceback.format_exc()  # type: ignore[attr-defined]
             self.records[name] = record
             return
         self._register_plugin(name, plugin, record)
