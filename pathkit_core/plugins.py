@@ -9,7 +9,6 @@ import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -249,9 +248,6 @@ class Registry:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             record.fail(_short_error(exc))
-            import traceback
-
-            record.traceback = traceback.format_exc()  # type: ignore[attr-defined]
             self.records[name] = record
             return
         self._register_plugin(name, plugin, record)
@@ -565,8 +561,3 @@ def _load_value(value: str) -> Any:
     for part in filter(None, attribute.strip().split(".")):
         found = getattr(found, part)
     return found
-
-
-def cache_home() -> Path:
-    """pathkit's cache folder: `$XDG_CACHE_HOME/pathkit`, else `~/.cache/pathkit`."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pathkit"

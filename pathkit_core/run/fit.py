@@ -9,14 +9,13 @@ from typing import Any
 
 from pathkit_core.contracts import Case, Dataset, GeneratorSpec, PathkitError, Task
 from pathkit_core.run.state import FitPlan, RunState
+from pathkit_core.training.trainer import TrainConfig, fit, seed_everything
 from pathkit_core.workspace import content_hash, sha256_file
 
 
 def plan_fit(ctx: Any, dataset: Dataset, train_items: Sequence[dict[str, Any]], val_items: Sequence[dict[str, Any]],
              train_targets: Sequence[Any]) -> FitPlan:
     """The generator, its spec and training settings; frozen checkpoints are pinned by content."""
-    from pathkit_core.training.trainer import TrainConfig
-
     spec = ctx.spec
     generator = ctx.generator_cls()
     feature_dim = _feature_dim(train_items) or _feature_dim(val_items)
@@ -76,8 +75,6 @@ def make_selection(name: str | None, dataset: Dataset, task: Task, cases: Sequen
 def _train(ctx: Any, plan: FitPlan, fit_key: str, dataset: Dataset, train_items: Sequence[dict[str, Any]],
            val_items: Sequence[dict[str, Any]], val_cases: Sequence[Case]) -> None:
     """Train unless done (or frozen, or not needed)."""
-    from pathkit_core.training.trainer import fit, seed_everything
-
     spec = ctx.spec
     if spec.frozen_from is not None:
         ctx.log(f"frozen weights from {spec.frozen_from}: no training")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pathkit_core.contracts import Case, Dataset, PathkitError, RunFacts, Task
+from pathkit_core.training.trainer import predict, write_predictions
 from pathkit_core.training.trainer import task_read_predictions as task_read_predictions
 
 
@@ -31,7 +32,7 @@ def case_items(task: Task, cases: Sequence[Case], inputs: Mapping[str, Any], dat
                            f"{next(c.case_id for c in usable if c not in files)}); give each split one kind")
     if files or not usable:
         return BagDataset([BagSpec(c.case_id, inputs[c.case_id], target(c), c.meta)
-                           for c in files], max_tiles=facts.max_tiles, seed=facts.seed)
+                           for c in files], max_tiles=facts.max_tiles)
     return ImageItems([(c.case_id, inputs[c.case_id], target(c), c.meta) for c in usable])
 
 
@@ -50,8 +51,6 @@ def task_predict(task: Task, model: Any, items: Any, facts: RunFacts, *, batch_s
     made = task.predict(model, items, facts, batch_size=batch_size, cfg=cfg)
     if made is not None:
         return made
-    from pathkit_core.training.trainer import predict
-
     return predict(model, items, batch_size=batch_size, cfg=cfg)
 
 
@@ -61,6 +60,4 @@ def task_write_predictions(task: Task, path: Path, predictions: Mapping[str, Any
     written = task.write_predictions(path, predictions, ids, facts)
     if written is not None:
         return written
-    from pathkit_core.training.trainer import write_predictions
-
     return write_predictions(path, predictions, ids)

@@ -10,6 +10,7 @@ from typing import Any
 from pathkit_core.contracts import Case, Dataset, PathkitError
 from pathkit_core.run.items import task_predict, task_read_predictions, task_write_predictions
 from pathkit_core.run.state import Evaluated, FitPlan, RunState
+from pathkit_core.training.trainer import checkpoint_stage_key, load_checkpoint
 from pathkit_core.workspace import content_hash
 
 
@@ -32,8 +33,6 @@ def _checked_outputs(ctx: Any, raw: Mapping[str, Any], cases: Sequence[Case], da
 
 def _model_for(plan: FitPlan, name: str) -> Any:
     """The model of checkpoint `name` rebuilt from its saved state (or built ready to predict)."""
-    from pathkit_core.training.trainer import checkpoint_stage_key, load_checkpoint
-
     if plan.checkpoint_dir is None:
         return plan.generator.build(plan.gspec)
     weights = plan.checkpoint_dir / f"{name}.safetensors"

@@ -3,7 +3,7 @@ whole-image feature vectors (one row of an image-feature store per case)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,32 +25,18 @@ class BagSpec:
 GEOMETRY_KEYS = ("slide_id", "mpp", "target_mpp", "tile_px", "tile_px_level0")
 
 
-def _default_loader(path: Path) -> tuple[Any, Any, dict[str, str]]:
-    from pathkit_core.features.store import load_feature_file
-
-    loaded = load_feature_file(path)
-    return loaded.features, loaded.coords, {k: loaded.meta[k] for k in GEOMETRY_KEYS if loaded.meta.get(k)}
-
-
 class BagDataset:
     """A torch-compatible map-style dataset of {"case_id", "features", "coords", "target", "meta",
     "tile_index", "tile_file", "geometry"} items (see `TaskModel` in pathkit_core.contracts).
 
     Features are read from disk on access, so memory holds one batch of bags, not the cohort.
     A case with several slides gets their tiles concatenated in slide order. `max_tiles`
-    keeps the first N tiles (PathBench cuts features to the first 10,000), or with
-    `sample_tiles` a seeded random subset (the MIL option of GOLDMARK-style training).
+    keeps the first N tiles (PathBench cuts features to the first 10,000).
     """
 
-    def __init__(self, specs: Sequence[BagSpec], *, max_tiles: int | None = None, sample_tiles: bool = False,
-                 seed: int = 0, loader: Callable[[Path], tuple[Any, Any]] | None = None,
-                 dtype: str = "float32") -> None:
+    def __init__(self, specs: Sequence[BagSpec], *, max_tiles: int | None = None) -> None:
         self.specs = list(specs)
         self.max_tiles = max_tiles
-        self.sample_tiles = sample_tiles
-        self.seed = seed
-        self.loader = loader or _default_loader
-        self.dtype = dtype
         seen: set[str] = set()
         for spec in self.specs:
             if spec.case_id in seen:
@@ -71,28 +57,27 @@ class BagDataset:
     def __getitem__(self, index: int) -> dict[str, Any]:
         import torch
 
+        from pathkit_core.features.store import load_feature_file
+
         spec = self.specs[index]
         feats, coords, rows, files, geometry = [], [], [], [], []
         for ordinal, path in enumerate(spec.feature_files):
-            f, c, *rest = self.loader(Path(path))
-            geometry.append(dict(rest[0]) if rest else {})
+            loaded = load_feature_file(Path(path))
+            f, c = loaded.features, loaded.coords
+            geometry.append({k: loaded.meta[k] for k in GEOMETRY_KEYS if loaded.meta.get(k)})
             feats.append(torch.as_tensor(f))
             coords.append(torch.as_tensor(c) if c is not None else torch.zeros(len(f), 2, dtype=torch.int32))
             rows.append(torch.arange(len(f)))
             files.append(torch.full((len(f),), ordinal, dtype=torch.int64))
         if not feats:
             raise PathkitError(f"case {spec.case_id!r} has no feature files")
-        features = torch.cat(feats).to(getattr(torch, self.dtype))
+        features = torch.cat(feats).to(torch.float32)
         coord = torch.cat(coords).to(torch.int64)
         # Row of each kept tile in its own feature file (= its tile-manifest row) and which file:
-        # what attention maps need to land on the right tiles after a cut or a sample.
+        # what attention maps need to land on the right tiles after a cut.
         tile_index, tile_file = torch.cat(rows), torch.cat(files)
         if self.max_tiles is not None and len(features) > self.max_tiles:
-            if self.sample_tiles:
-                g = torch.Generator().manual_seed(self.seed + index)
-                keep = torch.randperm(len(features), generator=g)[: self.max_tiles].sort().values
-            else:
-                keep = torch.arange(self.max_tiles)
+            keep = torch.arange(self.max_tiles)
             features, coord, tile_index, tile_file = features[keep], coord[keep], tile_index[keep], tile_file[keep]
         return {"case_id": spec.case_id, "features": features, "coords": coord, "target": spec.target,
                 "meta": spec.meta, "tile_index": tile_index, "tile_file": tile_file, "geometry": geometry}
@@ -102,9 +87,8 @@ class ImageItems:
     """Items of whole-image cases: each a (1, D) "bag" holding its image's feature vector, so
     any bag model also takes them; vectors come from an image-feature store (read once)."""
 
-    def __init__(self, rows: Sequence[tuple[str, Any, Any, Mapping[str, Any]]], *, dtype: str = "float32") -> None:
+    def __init__(self, rows: Sequence[tuple[str, Any, Any, Mapping[str, Any]]]) -> None:
         self.rows = list(rows)  # (case_id, ImageFeatureRow, target, meta)
-        self.dtype = dtype
         if len(set(self.case_ids)) != len(self.rows):
             raise PathkitError("a case id appears twice in one image set")
 
@@ -127,12 +111,12 @@ class ImageItems:
         from pathkit_core.features.images import load_shard
 
         if not self.rows:
-            return torch.empty(0, 0, dtype=getattr(torch, self.dtype))
+            return torch.empty(0, 0, dtype=torch.float32)
         by_shard: dict[Any, list[int]] = {}
         for position, (_, row, _, _) in enumerate(self.rows):
             by_shard.setdefault(row.path, []).append(position)
         first = torch.as_tensor(self.rows[0][1].vector())
-        out = torch.empty(len(self.rows), first.numel(), dtype=getattr(torch, self.dtype))
+        out = torch.empty(len(self.rows), first.numel(), dtype=torch.float32)
         for positions in by_shard.values():
             shard = load_shard(self.rows[positions[0]][1].path)["features"]
             index = torch.as_tensor([self.rows[p][1].index for p in positions])
@@ -143,7 +127,7 @@ class ImageItems:
         import torch
 
         case_id, row, target, meta = self.rows[index]
-        vector = torch.as_tensor(row.vector()).to(getattr(torch, self.dtype)).reshape(1, -1)
+        vector = torch.as_tensor(row.vector()).to(torch.float32).reshape(1, -1)
         return {"case_id": case_id, "features": vector, "coords": torch.zeros(1, 2, dtype=torch.int64),
                 "target": target, "meta": meta, "tile_index": torch.zeros(1, dtype=torch.int64),
                 "tile_file": torch.zeros(1, dtype=torch.int64), "geometry": []}

@@ -323,9 +323,8 @@ def _to_device(batch: Any, device: Any) -> Any:
 
 
 def make_accelerator(cfg: TrainConfig):
-    """An Accelerator for `cfg`. Accelerate keeps one state per process; a single-process run
-    (a test session, a matrix of runs) that asks for another precision or device gets a fresh
-    state instead of Accelerate's "already initialized" error."""
+    """An Accelerator for `cfg`; a fresh Accelerate state where a single-process run asks for another
+    precision or device (docs/training.md, "Several processes")."""
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState, PartialState
 
@@ -510,12 +509,12 @@ def _keep(run: _Fit, inner: Any, epoch: int, validated: bool, score: float) -> b
 
 def fit(model: TaskModel, train_items: Sequence[dict[str, Any]], val_items: Sequence[dict[str, Any]], cfg: TrainConfig,
         out_dir: Path, *, selection: SelectionFn | None = None, checkpoint_config: Mapping[str, Any] | None = None,
-        accelerator: Any = None, resume: bool = True, on_epoch: Callable[[dict[str, float]], None] | None = None,
+        accelerator: Any = None, on_epoch: Callable[[dict[str, float]], None] | None = None,
         stage_key: str | None = None) -> FitResult:
     """Train `model` under the `TrainingSchedule` of `cfg`, selecting the best epoch on `val_items` with
-    `selection` (validation loss when None; docs/training.md, "The loop"). With `resume`, a `last` checkpoint in
-    `out_dir` written under `stage_key` (the run's fit key) is continued exactly; one written under another key
-    is discarded, saying why in one line (docs/user-guide.md)."""
+    `selection` (validation loss when None; docs/training.md, "The loop"). A `last` checkpoint in `out_dir`
+    written under `stage_key` (the run's fit key) is continued exactly; one written under another key is
+    discarded, saying why in one line (docs/user-guide.md)."""
     import torch
 
     out_dir = Path(out_dir)
@@ -530,8 +529,7 @@ def fit(model: TaskModel, train_items: Sequence[dict[str, Any]], val_items: Sequ
         config["stage_key"] = stage_key
     run = _Fit(schedule, accelerator, model, optimizer, schedule.scheduler(optimizer), out_dir, config,
                schedule.start_state(), cfg.periods(len(train_items)))
-    if resume:
-        _resume(run, stage_key)
+    _resume(run, stage_key)
     state, unit = run.state, schedule.unit
     stepper, run.optimizer = accelerator.prepare(_step_module(model), optimizer)
     references = _targets(val_items)

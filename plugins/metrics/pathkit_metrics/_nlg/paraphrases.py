@@ -47,7 +47,6 @@ from pathlib import Path
 import numpy as np
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.plugins import cache_home
 
 CUTTER_VERSION = 2
 CACHE_FOLDER = "meteor-paraphrases"
@@ -181,6 +180,11 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     if not total:
         return np.zeros(0, dtype=np.int64)
     return np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(total)
+
+
+def cache_home() -> Path:
+    """pathkit's cache folder: `$XDG_CACHE_HOME/pathkit`, else `~/.cache/pathkit`."""
+    return Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache") / "pathkit"
 
 
 def cache_folder(jar: Path, table: Path, root: Path | None = None) -> Path:
