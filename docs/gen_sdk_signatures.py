@@ -54,7 +54,7 @@ SDK_SECTIONS: dict[str, tuple[str, ...]] = {
         "resample_indices", "proportion_ci", "PROPORTION_METHODS", "sample_facts", "small_sample_warning",
         "SAMPLE_KEY", "MIN_CASES", "MIN_CASES_PER_CLASS",
     ),
-    "Checkpoints": ("read_state_dict", "load_state_dict_checked", "state_dict_mismatches"),
+    "Checkpoints": ("verify_sha256", "read_state_dict", "load_state_dict_checked", "state_dict_mismatches"),
     "Synthetic slides": ("write_synthetic_slide", "Blob", "PenStroke", "default_layout"),
 }
 
