@@ -55,7 +55,7 @@ SDK_SECTIONS: dict[str, tuple[str, ...]] = {
         "resample_indices", "proportion_ci", "PROPORTION_METHODS", "sample_facts", "small_sample_warning",
         "SAMPLE_KEY", "MIN_CASES", "MIN_CASES_PER_CLASS",
     ),
-    "Checkpoints": ("read_state_dict", "load_state_dict_checked", "state_dict_mismatches"),
+    "Checkpoints": ("verify_sha256", "read_state_dict", "load_state_dict_checked", "state_dict_mismatches"),
     "Ground-truth masks": (
         "reference_mask", "read_raster", "RasterMask", "frame_on_slide", "resample", "check_within", "positive_number",
         "class_list", "write_png", "MASK_SUFFIXES", "RASTER_SUFFIXES", "GEOJSON_SUFFIXES",

@@ -26,7 +26,8 @@ code by tests/sdk/test_sdk_docs.py):
   `bootstrap_statistic_ci`, `bootstrap_statistics_ci`), Wilson / exact intervals of proportions
   (`proportion_ci`), and the test-set size facts a metric records (`sample_facts` under
   `details[SAMPLE_KEY]`).
-- **Checkpoints** (`pathkit_sdk.checkpoints`): an encoder's or generator's checkpoint read safely
+- **Checkpoints** (`pathkit_sdk.checkpoints`): an encoder's or generator's checkpoint checked
+  against its published sha256 (`verify_sha256`), read safely
   (`read_state_dict`: safetensors, or a pickle loaded weights-only) and fitted strictly
   (`load_state_dict_checked`, `state_dict_mismatches`: every missing, unexpected or misshapen key
   named).
@@ -63,7 +64,7 @@ from pathkit_sdk.bootstrap import (
     bootstrap_statistics_ci,
     resample_indices,
 )
-from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict, state_dict_mismatches
+from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict, state_dict_mismatches, verify_sha256
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
     COLUMN_ALIASES,
@@ -224,6 +225,7 @@ __all__ = [
     "TABLE_SUFFIXES",
     "typer_command",
     "write_png",
+    "verify_sha256",
     "write_split_file",
     "write_synthetic_slide",
 ]

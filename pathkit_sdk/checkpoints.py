@@ -1,7 +1,7 @@
-"""Reading a checkpoint file and fitting it to a model, for encoder and generator plugins: tensors
-read safely (safetensors, or a pickle loaded weights-only, common wrappers unwrapped) and loaded
-strictly, every missing, unexpected or misshapen key named (finding the file and checking its
-sha256 is the core's: `pathkit_core.features.weights`)."""
+"""Reading a checkpoint file and fitting it to a model, for encoder and generator plugins: its sha256
+checked against the published one, tensors read safely (safetensors, or a pickle loaded weights-only,
+common wrappers unwrapped) and loaded strictly, every missing, unexpected or misshapen key named
+(finding the file is the core's: `pathkit_core.features.weights`)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pathkit_core.contracts import PathkitError, brief_list
-from pathkit_core.features.weights import SAFETENSORS_SUFFIXES
+from pathkit_core.features.weights import SAFETENSORS_SUFFIXES, file_sha256
 
 if TYPE_CHECKING:
     import torch
 
 _MAX_LISTED = 8  # keys named in a mismatch message
+
+
+def verify_sha256(path: str | Path, expected: str | None, encoder: str) -> str:
+    """The file's sha256; a PathkitError when the record pins another value."""
+    actual = file_sha256(path)
+    if expected and actual.lower() != expected.lower():
+        raise PathkitError(
+            f"checkpoint {path} for encoder {encoder!r} has sha256 {actual}, but the published "
+            f"checkpoint has {expected}: the file is corrupt, truncated or another model"
+        )
+    return actual
 
 
 def read_state_dict(path: str | Path, *, wrappers: Sequence[str] = ()) -> dict[str, torch.Tensor]:
@@ -110,5 +121,5 @@ def load_state_dict_checked(
 
 
 __all__ = [
-    "read_state_dict", "state_dict_mismatches", "load_state_dict_checked"
+    "verify_sha256", "read_state_dict", "state_dict_mismatches", "load_state_dict_checked"
 ]

@@ -272,7 +272,7 @@ class DeepTissueSegmenter(TissueSegmenter):
 
     @classmethod
     def identity(cls, params: Any) -> dict[str, Any]:
-        from pathkit_core.features.weights import verify_sha256
+        from pathkit_sdk.checkpoints import verify_sha256
 
         path = cls.weights_file(params)
         return {"weights_sha256": verify_sha256(path, cls.spec().weights.sha256, cls.name)}

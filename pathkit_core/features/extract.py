@@ -12,7 +12,7 @@ import os
 import time
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,11 +44,6 @@ class ExtractResult:
     path: Path | None = None
     seconds: float = 0.0
     qc: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["path"] = str(self.path) if self.path else None
-        return out
 
 
 # --------------------------------------------------------------------------- inputs
@@ -317,14 +312,6 @@ class _SlideJob:
     failed: str = ""
     started: float = 0.0
 
-    @property
-    def slide_id(self) -> str:
-        return self.manifest.slide_id
-
-    @property
-    def n_tiles(self) -> int:
-        return self.manifest.n_tiles
-
 
 @dataclass
 class _Extraction:
@@ -394,30 +381,31 @@ class _Extraction:
             return False
         if meta.get("extraction_key") != job.key or meta.get("status") != "ok":
             return False
-        problem = stored_features_problem(job.target, expected_tiles=job.n_tiles)
+        problem = stored_features_problem(job.target, expected_tiles=job.manifest.n_tiles)
         if problem:
             warnings.warn(f"{job.target}: {problem}; re-extracting it", UserWarning, stacklevel=3)
             return False
-        self.results.append(ExtractResult(job.slide_id, "skipped", "already extracted", int(meta.get("n_tiles", 0)),
-                                          job.target))
+        self.results.append(ExtractResult(job.manifest.slide_id, "skipped", "already extracted",
+                                          int(meta.get("n_tiles", 0)), job.target))
         return True
 
     def runnable(self, job: _SlideJob, verify_slides: bool) -> bool:
         """Whether the slide is worth running: a changed slide (when verified) or an empty manifest is
         recorded as failed instead."""
         problem = _slide_problem(job.manifest) if verify_slides else None
-        if not problem and job.n_tiles == 0:
+        if not problem and job.manifest.n_tiles == 0:
             problem = "the tile manifest has no tiles (no tissue found)"
         if problem:
             self.fail(job, problem)
         return not problem
 
     def fail(self, job: _SlideJob, reason: str, qc: dict[str, Any] | None = None) -> None:
+        m = job.manifest
         job.failed, job.buffer = reason, None
         seconds = time.monotonic() - job.started if job.started else 0.0
-        self.results.append(ExtractResult(job.slide_id, "failed", reason, job.n_tiles, None, seconds, qc or {}))
-        self.pending[job.slide_id] = store.status_record("failed", reason, n_tiles=job.n_tiles,
-                                                         manifest=str(job.manifest.path or ""), qc=qc or {})
+        self.results.append(ExtractResult(m.slide_id, "failed", reason, m.n_tiles, None, seconds, qc or {}))
+        self.pending[m.slide_id] = store.status_record("failed", reason, n_tiles=m.n_tiles, manifest=str(m.path or ""),
+                                                       qc=qc or {})
         self.flush()  # at once: a crash later must not lose why a slide was excluded
         if job.lock is not None:
             job.lock.release()
@@ -432,7 +420,7 @@ class _Extraction:
         m = job.manifest
         qc = compute_qc(job.buffer, expected_tiles=m.n_tiles)
         meta = {**self.context,
-                "slide_id": job.slide_id,
+                "slide_id": m.slide_id,
                 "slide_path": str(m.meta.get("slide_path", "")),
                 "slide_sha256": str(m.meta.get("slide_sha256", "")),
                 "slide_identity": str(m.meta.get("slide_identity", "")),
@@ -460,8 +448,8 @@ class _Extraction:
             return
         store.write_features(job.target, job.buffer, coords, meta, dtype=self.feature_dtype)
         failed_copy.unlink(missing_ok=True)
-        self.results.append(ExtractResult(job.slide_id, "ok", "", m.n_tiles, job.target, seconds, qc.as_dict()))
-        self.pending[job.slide_id] = store.status_record(
+        self.results.append(ExtractResult(m.slide_id, "ok", "", m.n_tiles, job.target, seconds, qc.as_dict()))
+        self.pending[m.slide_id] = store.status_record(
             "ok", n_tiles=m.n_tiles, sha256=sha256_file(job.target), manifest=str(m.path or ""), qc_flags=qc.flags,
             seconds=round(seconds, 3))
         job.buffer = None
@@ -501,12 +489,12 @@ class _Extraction:
                     raise PathkitError(f"encoder {self.enc.name!r} returned shape {tuple(out.shape)} for a batch of "
                                        f"{n} tiles; expected ({n}, {expected_dim})")
                 if job.buffer is None:
-                    job.buffer = torch.empty(job.n_tiles, out.shape[1], dtype=out_type)
+                    job.buffer = torch.empty(job.manifest.n_tiles, out.shape[1], dtype=out_type)
                 # Rounding to the storage dtype here keeps one slide's buffer small; NaN and
                 # overflow survive the cast, so QC still sees them.
                 job.buffer[batch["rows"]] = out.to(job.buffer.dtype)
                 job.filled += n
-                if job.filled == job.n_tiles:
+                if job.filled == job.manifest.n_tiles:
                     self.finish(job)
                 if time.monotonic() - last_flush > _STATUS_FLUSH_SECONDS:
                     self.flush()

@@ -90,9 +90,8 @@ class EncoderRunner:
     encoder's preprocessing (after resampling to `tile_px` when given), or float batches
     (B, 3, S, S) already normalised, which go to the model as they are. Features come back as
     float32 (B, D) CPU tensors, in order. `compile=True`: `torch.compile`, with the eager model as
-    fallback (off by default: docs/encoders.md, "Extraction"); `channels_last=True` hands the model
-    channels-last inputs; `threads` sets torch's intra-op threads while the runner works
-    (`default_threads` when None; 0 leaves them).
+    fallback (off by default: docs/encoders.md, "Extraction"); `threads` sets torch's intra-op
+    threads while the runner works (`default_threads` when None; 0 leaves them).
     """
 
     def __init__(
@@ -103,7 +102,6 @@ class EncoderRunner:
         *,
         precision: str = "float32",
         compile: bool = False,  # noqa: A002 - the name torch uses
-        channels_last: bool = False,
         threads: int | None = None,
     ) -> None:
         import torch
@@ -111,7 +109,6 @@ class EncoderRunner:
         self.encoder = encoder
         self.device = torch.device(device)
         self.precision = precision
-        self.channels_last = channels_last
         self._eager = model
         self._model = model
         self._compiled = False
@@ -160,8 +157,6 @@ class EncoderRunner:
 
         x = batch.to(self.device, non_blocking=True)
         x = self.preprocess.device(x, tile_px)
-        if self.channels_last and x.ndim == 4:
-            x = x.contiguous(memory_format=torch.channels_last)
         out = self._forward(x)
         if out.ndim != 2 or out.shape[0] != x.shape[0]:
             raise PathkitError(

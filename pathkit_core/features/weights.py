@@ -1,6 +1,7 @@
 """Encoder checkpoints: where they are found, in the order of docs/encoders.md, "Where pathkit looks",
-and how they are verified (reading one and fitting it to a model is `pathkit_sdk.checkpoints`, which
-encoder plugins call). Nothing here touches the network at import time or when downloads are not allowed.
+and their sha256, the identity a feature file records (reading one, checking its sha256 against the
+published one and fitting it to a model is `pathkit_sdk.checkpoints`, which encoder plugins call).
+Nothing here touches the network at import time or when downloads are not allowed.
 """
 
 from __future__ import annotations
@@ -195,14 +196,3 @@ def file_sha256(path: str | Path) -> str:
     if key not in _SHA256_CACHE:
         _SHA256_CACHE[key] = sha256_file(p)
     return _SHA256_CACHE[key]
-
-
-def verify_sha256(path: str | Path, expected: str | None, encoder: str) -> str:
-    """The file's sha256; a PathkitError when the record pins another value."""
-    actual = file_sha256(path)
-    if expected and actual.lower() != expected.lower():
-        raise PathkitError(
-            f"checkpoint {path} for encoder {encoder!r} has sha256 {actual}, but the published "
-            f"checkpoint has {expected}: the file is corrupt, truncated or another model"
-        )
-    return actual

@@ -151,7 +151,8 @@ class PublicPatchDataset(Carded, PatchClassification, CohortDataset):
 
     def _problems(self, items: Iterable[Item]) -> dict[str, str]:
         """{case id: why} of images that cannot be read (header and, for PNG, checksums)."""
-        from pathkit_core.features.images import image_size_problem, probe_image, split_ref
+        from pathkit_core.features.images import split_ref
+        from pathkit_datasets._image_checks import image_size_problem, probe_image
 
         out: dict[str, str] = {}
         for item in items:

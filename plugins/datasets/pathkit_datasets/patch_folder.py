@@ -150,7 +150,7 @@ class PatchFolderDataset(Carded, PatchClassification, CohortDataset, card="patch
         return self._patches
 
     def _zip_images(self, path: Path, label: str) -> Iterator[Found]:
-        from pathkit_core.features.images import image_size_problem, probe_image
+        from pathkit_datasets._image_checks import image_size_problem, probe_image
 
         try:
             archive = zipfile.ZipFile(path)
@@ -182,7 +182,7 @@ class PatchFolderDataset(Carded, PatchClassification, CohortDataset, card="patch
                                    "n_images": len(members)}
 
     def _folder_images(self, folder: Path, label: str) -> Iterator[Found]:
-        from pathkit_core.features.images import image_size_problem, probe_image
+        from pathkit_datasets._image_checks import image_size_problem, probe_image
 
         files = sorted(p for p in folder.rglob("*") if p.is_file() and _is_image(p.relative_to(folder).as_posix()))
         listing = hashlib.sha256()

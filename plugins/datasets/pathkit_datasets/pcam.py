@@ -26,6 +26,14 @@ def h5_name(part: str, kind: str) -> str:
     return f"camelyonpatch_level_2_split_{part}_{kind}.h5"
 
 
+def h5_ref(path: Path, key: str, index: int) -> str:
+    """The image reference of row `index` of the (N, H, W, 3) uint8 array `key` of an HDF5 file
+    (the form `pathkit_core.features.images.read_image` reads)."""
+    from pathkit_core.features.images import ZIP_SEPARATOR
+
+    return f"{path}{ZIP_SEPARATOR}{key}/{int(index)}"
+
+
 def _array(path: Path, key: str, shape: tuple[int, ...], dataset: str):
     """The array `key` of `path` (opened lazily), checked against (N, *shape)."""
     import h5py
@@ -54,8 +62,6 @@ class PcamDataset(PublicPatchDataset, card="pcam"):
     classes: ClassVar[tuple[str, ...]] = CLASSES
 
     def items(self, root: Path) -> list[Item]:
-        from pathkit_core.features.images import h5_ref
-
         out = []
         for part, ours in PARTS.items():
             x_path, y_path = root / h5_name(part, "x"), root / h5_name(part, "y")

@@ -90,11 +90,11 @@ class TableSlideEncoder(SlideEncoder):
 
     def _from_checkpoint(self, weights_path: str | Path | None, allow_download: bool | None) -> nn.Module:
         from pathkit_core.features import weights as W
-        from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict
+        from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict, verify_sha256
 
         path = W.resolve_weights(type(self), weights_path, allow_download=allow_download)
         expected = self.weights.sha256 if (self.weights and not self.arch_overrides) else None
-        sha = W.verify_sha256(path, expected, self.name)
+        sha = verify_sha256(path, expected, self.name)
         state = read_state_dict(path, wrappers=self.spec.checkpoint_wrappers)
         module = self.build("cpu")
         if self.spec.adapt_state_dict:

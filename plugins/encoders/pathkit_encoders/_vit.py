@@ -201,7 +201,7 @@ class ViTTileEncoder(Encoder):
         unless a checkpoint path is given.
         """
         from pathkit_core.features import weights as W
-        from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict
+        from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict, verify_sha256
 
         if weights_path is None and not self.ships_checkpoint():
             with seeded(self.random_init_seed):
@@ -215,7 +215,7 @@ class ViTTileEncoder(Encoder):
                 )
             path = W.resolve_weights(type(self), weights_path, allow_download=allow_download)
             expected = self.weights.sha256 if (self.weights and not self.arch_overrides) else None
-            sha = W.verify_sha256(path, expected, self.name)
+            sha = verify_sha256(path, expected, self.name)
             state = read_state_dict(path, wrappers=self.spec.checkpoint_wrappers)
             backbone = self.build_backbone(self.spec.load_on)
             state = self.adapt_state_dict(state, backbone)

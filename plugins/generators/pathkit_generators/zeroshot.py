@@ -81,8 +81,8 @@ class ConchZeroShot(Generator):
                                (("weights", weights), ("tokenizer", tokenizer), ("prompt_file", hp["prompt_file"]))}}
 
     def _embedder(self, hp: dict[str, Any]) -> Any:
-        from pathkit_core.features.weights import verify_sha256
         from pathkit_generators._conch_text import ConchTextEmbedder, find_conch_text
+        from pathkit_sdk.checkpoints import verify_sha256
 
         weights, tokenizer, looked = find_conch_text(hp["weights"], hp["tokenizer"])
         if weights is None or tokenizer is None:

@@ -125,12 +125,14 @@ def test_gated_download_refusal_shows_the_terms(monkeypatch):
 
 
 def test_sha256_pin_is_enforced(tmp_path):
+    from pathkit_sdk.checkpoints import verify_sha256
+
     f = tmp_path / "w.bin"
     f.write_bytes(b"abc")
     good = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    assert W.verify_sha256(f, good, "e") == good
+    assert verify_sha256(f, good, "e") == good
     with pytest.raises(PathkitError, match="corrupt, truncated or another model"):
-        W.verify_sha256(f, "0" * 64, "e")
+        verify_sha256(f, "0" * 64, "e")
 
 
 def test_import_touches_no_network_and_no_torch():

@@ -118,9 +118,11 @@ def test_duplicate_ids_are_refused(refs, tmp_path):
 
 
 def test_probe_image():
-    assert I.probe_image(png_bytes(150, 120, 0)) == ((120, 150), None)
-    assert I.probe_image(b"") == (None, "empty file (0 bytes)")
-    assert I.probe_image(png_bytes(20, 20, 0)[:40])[1].startswith("not a readable image")
+    from pathkit_datasets._image_checks import probe_image
+
+    assert probe_image(png_bytes(150, 120, 0)) == ((120, 150), None)
+    assert probe_image(b"") == (None, "empty file (0 bytes)")
+    assert probe_image(png_bytes(20, 20, 0)[:40])[1].startswith("not a readable image")
 
 
 @pytest.mark.slow
