@@ -21,7 +21,7 @@ code by tests/sdk/test_sdk_docs.py):
   sentence (`split_statement`), and stratified fold manifests (`make_splits`,
   `load_or_create_splits`).
 - **Confidence intervals** (`pathkit_sdk.bootstrap`,
-  `pathkit_core.evaluation.intervals`): percentile
+  `pathkit_sdk.intervals`): percentile
   bootstrap intervals of a per-case mean or of a corpus statistic (`bootstrap_ci`,
   `bootstrap_statistic_ci`, `bootstrap_statistics_ci`), Wilson / exact intervals of proportions
   (`proportion_ci`), and the test-set size facts a metric records (`sample_facts` under
@@ -39,15 +39,6 @@ The core never imports this package.
 
 from __future__ import annotations
 
-from pathkit_core.evaluation.intervals import (
-    MIN_CASES,
-    MIN_CASES_PER_CLASS,
-    PROPORTION_METHODS,
-    SAMPLE_KEY,
-    proportion_ci,
-    sample_facts,
-    small_sample_warning,
-)
 from pathkit_core.run.dataset import split_statement
 from pathkit_sdk.bootstrap import (
     bootstrap_ci,
@@ -86,6 +77,15 @@ from pathkit_sdk.cohort import (
     require_columns,
     resolve_file,
     splits_folder,
+)
+from pathkit_sdk.intervals import (
+    MIN_CASES,
+    MIN_CASES_PER_CLASS,
+    PROPORTION_METHODS,
+    SAMPLE_KEY,
+    proportion_ci,
+    sample_facts,
+    small_sample_warning,
 )
 from pathkit_sdk.reports import ReportRecords, find_json_file, read_json, read_report_records
 from pathkit_sdk.splits import (

@@ -21,6 +21,7 @@ MOVED_MODULES = {
     "pathkit_core.splits": ("pathkit_sdk.splits", "load_or_draw_split"),
     "pathkit_core.evaluation.hf_evaluate": ("pathkit_interop.evaluate_modules", "as_evaluate_module"),
     "pathkit_core.evaluation.bootstrap": ("pathkit_sdk.bootstrap", "bootstrap_ci"),
+    "pathkit_core.evaluation.intervals": ("pathkit_sdk.intervals", "proportion_ci"),
     "pathkit_datasets._cohort": ("pathkit_sdk.cohort", "CohortDataset"),
     "pathkit_core.stats": ("pathkit_bench.stats", "delong"),
     "pathkit_core.report.matrix": ("pathkit_bench.report.matrix", "write_leaderboard"),
@@ -105,6 +106,14 @@ def test_split_statement_documented_on_the_old_splits_module_is_the_runs_own(fre
     from pathkit_sdk import split_statement as sdk_split_statement
 
     assert split_statement is sdk_split_statement
+
+
+def test_the_not_estimable_words_of_the_old_intervals_module_are_the_score_tables_own(fresh):
+    with pytest.warns(DeprecationWarning):
+        from pathkit_core.evaluation.intervals import NOT_ESTIMABLE, not_estimable_text
+    from pathkit_core.evaluation import scores
+
+    assert NOT_ESTIMABLE is scores.NOT_ESTIMABLE and not_estimable_text is scores.not_estimable_text
 
 
 @pytest.mark.parametrize("name", sorted(MOVED_FROM_CONTRACTS))
