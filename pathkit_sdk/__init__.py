@@ -30,6 +30,9 @@ code by tests/sdk/test_sdk_docs.py):
   (`read_state_dict`: safetensors, or a pickle loaded weights-only) and fitted strictly
   (`load_state_dict_checked`, `state_dict_mismatches`: every missing, unexpected or misshapen key
   named).
+- **Report charts** (`pathkit_sdk.charts`): the grouped bars with interval whiskers (`bar_chart`)
+  and annotated heatmaps (`heatmap`) of the tasks' and plugins' report sections, drawn on the
+  core's `pathkit_core.report.figures.new_figure` (docs/reports.md).
 - **Synthetic slides** (`pathkit_sdk.synthetic`): `write_synthetic_slide` writes a small
   pyramidal TIFF OpenSlide opens at a given mpp, its tissue made of `Blob`s whose colour and
   texture can encode a label, for a plugin's demo and tests.
@@ -47,6 +50,7 @@ from pathkit_sdk.bootstrap import (
     bootstrap_statistics_ci,
     resample_indices,
 )
+from pathkit_sdk.charts import bar_chart, heatmap
 from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict, state_dict_mismatches
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
@@ -113,6 +117,7 @@ from pathkit_sdk.synthetic import Blob, PenStroke, default_layout, write_synthet
 
 __all__ = [
     "as_records",
+    "bar_chart",
     "Blob",
     "bootstrap_ci",
     "bootstrap_distribution",
@@ -143,6 +148,7 @@ __all__ = [
     "find_json_file",
     "find_table",
     "group_rows",
+    "heatmap",
     "load_or_create_splits",
     "load_or_draw_split",
     "load_splits",

@@ -28,11 +28,12 @@ from pathkit_bench.leaderboard import (
 )
 from pathkit_core.contracts import PathkitError
 from pathkit_core.evaluation.scores import ARROWS, CI_SUFFIXES, format_bounds, metric_classes
-from pathkit_core.report.figures import PALETTE, FigureWriter, heatmap, new_figure
+from pathkit_core.report.figures import PALETTE, FigureWriter, new_figure
 from pathkit_core.report.page import Section, esc, link, page, plugin_sections, table
 from pathkit_core.report.registry import UsesRegistry
 from pathkit_core.report.run_folder import read_json
 from pathkit_core.workspace import atomic_write_text, atomic_write_with
+from pathkit_sdk.charts import heatmap
 
 BOARD_FILE = "leaderboard.parquet"
 # At most this many headline scores get a heatmap panel and a column in the views.

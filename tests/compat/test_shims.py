@@ -129,6 +129,18 @@ def test_the_names_that_left_the_contract_warn_once_and_are_the_new_objects(fres
     assert first is second is getattr(importlib.import_module(new), name)
 
 
+@pytest.mark.parametrize("name", ["bar_chart", "heatmap"])
+def test_the_charts_that_left_the_core_figures_warn_once_and_are_the_sdks(fresh, name):
+    import pathkit_core.report.figures as figures
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        first = getattr(figures, name)
+        second = getattr(figures, name)
+    _check(_only_deprecation(record), f"pathkit_core.report.figures.{name}", f"{name} from pathkit_sdk.charts")
+    assert first is second is getattr(importlib.import_module("pathkit_sdk.charts"), name)
+
+
 def test_run_folder_attention_index_forwards_to_the_classification_package(fresh, tmp_path):
     from pathkit_core.report.run_folder import RunFolder
 
