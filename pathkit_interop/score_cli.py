@@ -9,14 +9,17 @@ json module, tables, warnings and errors through the same rich consoles (importe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pathkit_core.cli.options import REQUIRED, CliOption, typer_command
 from pathkit_core.cli.options import run_plain as run_without_typer
 from pathkit_core.cli.plain import parse_key_values, print_json, split_names
 from pathkit_core.contracts import PathkitError
+
+if TYPE_CHECKING:
+    from pathkit_core.evaluation.runner import ScoreResult
 
 SCORE_OPTIONS = (
     CliOption("metric", ("--metric", "-m"), str, REQUIRED, "Metric name(s), comma-separated.", multiple=True),
@@ -28,6 +31,8 @@ SCORE_OPTIONS = (
     CliOption("as_json", ("--json",), bool, False, "Print the summary as JSON on stdout."),
     CliOption("option", ("--option",), str, (), "Metric option KEY=VALUE (repeatable).", multiple=True),
 )
+# What `write_result_folder` puts in a result folder of its own (`--out`).
+RESULT_FILES = ("metrics.json", "per_case.parquet")
 
 
 def _warn(message: str, **kwargs: Any) -> None:
@@ -49,7 +54,7 @@ def _warn_flagged(flagged: dict[str, str]) -> None:
 def score_command(metric: list[str], predictions: Path, references: Path | None, dataset: str | None,
                   out: Path | None, as_json: bool, option: list[str]) -> None:
     """Score predictions against references."""
-    from pathkit_core.evaluation.runner import RESULT_FILES, prepare_metrics, score, write_result_folder
+    from pathkit_core.evaluation.runner import prepare_metrics, score
     from pathkit_interop.records import join_by_id, match_extensions, read_records
 
     if out is not None:
@@ -116,3 +121,15 @@ def _whole_records(names: list[str]) -> bool:
         raise PathkitError(f"metric(s) {whole} read whole records and {plain} read one value per record: "
                            "score them in separate calls")
     return any(wants.values())
+
+
+def write_result_folder(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
+    """`write_results` into a folder of its own (`pathkit score --out`), replaced as a whole: the
+    new files are written beside it and the folders swapped, so a run killed while writing leaves
+    the old result whole, never a new metrics.json beside an old per_case.parquet."""
+    from pathkit_core.evaluation.runner import write_results
+    from pathkit_core.workspace import replaced_folder  # subprocess, socket, tempfile: only to write
+
+    with replaced_folder(out_dir) as tmp:
+        write_results(result, tmp, extra=extra)
+    return Path(out_dir)

@@ -129,6 +129,19 @@ def test_the_names_that_left_the_contract_warn_once_and_are_the_new_objects(fres
     assert first is second is getattr(importlib.import_module(new), name)
 
 
+@pytest.mark.parametrize("name", ["RESULT_FILES", "write_result_folder"])
+def test_the_score_commands_result_folder_left_the_runner_with_a_warning(fresh, name):
+    import pathkit_core.evaluation.runner as runner
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        first = getattr(runner, name)
+        second = getattr(runner, name)
+    _check(_only_deprecation(record), f"pathkit_core.evaluation.runner.{name}",
+           f"{name} from pathkit_interop.score_cli")
+    assert first is second is getattr(importlib.import_module("pathkit_interop.score_cli"), name)
+
+
 @pytest.mark.parametrize("name", ["bar_chart", "heatmap"])
 def test_the_charts_that_left_the_core_figures_warn_once_and_are_the_sdks(fresh, name):
     import pathkit_core.report.figures as figures
