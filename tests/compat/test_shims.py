@@ -36,6 +36,13 @@ MOVED_FROM_CONTRACTS = {
     **dict.fromkeys(("EvidencePool", "Selection", "Selector"), "pathkit_tasks.vqa.selection"),
     "TileAttentionModel": "pathkit_tasks.classification.attention",
 }
+# module.name that left a core module (served by its `__getattr__`) -> its new module
+MOVED_ATTRIBUTES = {
+    **dict.fromkeys(("pathkit_core.report.figures.bar_chart", "pathkit_core.report.figures.heatmap"),
+                    "pathkit_sdk.charts"),
+    **dict.fromkeys(("pathkit_core.evaluation.runner.RESULT_FILES",
+                     "pathkit_core.evaluation.runner.write_result_folder"), "pathkit_interop.score_cli"),
+}
 
 
 @pytest.fixture
@@ -129,29 +136,16 @@ def test_the_names_that_left_the_contract_warn_once_and_are_the_new_objects(fres
     assert first is second is getattr(importlib.import_module(new), name)
 
 
-@pytest.mark.parametrize("name", ["RESULT_FILES", "write_result_folder"])
-def test_the_score_commands_result_folder_left_the_runner_with_a_warning(fresh, name):
-    import pathkit_core.evaluation.runner as runner
-
+@pytest.mark.parametrize("old", sorted(MOVED_ATTRIBUTES))
+def test_the_names_that_left_a_core_module_warn_once_and_are_the_new_objects(fresh, old):
+    module, _, name = old.rpartition(".")
+    new = MOVED_ATTRIBUTES[old]
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        first = getattr(runner, name)
-        second = getattr(runner, name)
-    _check(_only_deprecation(record), f"pathkit_core.evaluation.runner.{name}",
-           f"{name} from pathkit_interop.score_cli")
-    assert first is second is getattr(importlib.import_module("pathkit_interop.score_cli"), name)
-
-
-@pytest.mark.parametrize("name", ["bar_chart", "heatmap"])
-def test_the_charts_that_left_the_core_figures_warn_once_and_are_the_sdks(fresh, name):
-    import pathkit_core.report.figures as figures
-
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        first = getattr(figures, name)
-        second = getattr(figures, name)
-    _check(_only_deprecation(record), f"pathkit_core.report.figures.{name}", f"{name} from pathkit_sdk.charts")
-    assert first is second is getattr(importlib.import_module("pathkit_sdk.charts"), name)
+        first = getattr(importlib.import_module(module), name)
+        second = getattr(importlib.import_module(module), name)
+    _check(_only_deprecation(record), old, f"{name} from {new}")
+    assert first is second is getattr(importlib.import_module(new), name)
 
 
 def test_run_folder_attention_index_forwards_to_the_classification_package(fresh, tmp_path):
