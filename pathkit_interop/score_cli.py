@@ -9,7 +9,7 @@ json module, tables, warnings and errors through the same rich consoles (importe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,8 @@ from pathkit_core.cli.plain import parse_key_values, print_json, split_names
 from pathkit_core.contracts import PathkitError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pathkit_core.evaluation.runner import ScoreResult
 
 SCORE_OPTIONS = (
