@@ -55,6 +55,7 @@ SDK_SECTIONS: dict[str, tuple[str, ...]] = {
         "resample_indices", "proportion_ci", "PROPORTION_METHODS", "sample_facts", "small_sample_warning",
         "SAMPLE_KEY", "MIN_CASES", "MIN_CASES_PER_CLASS",
     ),
+    "Report charts": ("bar_chart", "heatmap"),
     "Checkpoints": ("verify_sha256", "read_state_dict", "load_state_dict_checked", "state_dict_mismatches"),
     "Ground-truth masks": (
         "reference_mask", "read_raster", "RasterMask", "frame_on_slide", "resample", "check_within", "positive_number",
@@ -68,6 +69,7 @@ WIDTH = 100  # longer signatures are written one parameter a line
 # Sections whose module's docstring opens them on the page (the conventions the helpers share).
 SECTION_MODULES = {"Cohort tables": "pathkit_sdk.cohort", "Splits": "pathkit_sdk.splits",
                    "Report JSON files": "pathkit_sdk.reports",
+                   "Report charts": "pathkit_sdk.charts",
                    "Checkpoints": "pathkit_sdk.checkpoints", "Ground-truth masks": "pathkit_sdk.masks",
                    "Synthetic slides": "pathkit_sdk.synthetic", "Plugin commands": "pathkit_sdk.commands"}
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))

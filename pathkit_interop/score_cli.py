@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pathkit_core.cli.plain import parse_key_values, print_json, split_names
 from pathkit_core.contracts import PathkitError, brief_list
 from pathkit_sdk.commands import REQUIRED, CliOption, typer_command
 from pathkit_sdk.commands import run_plain as run_without_typer
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from pathkit_core.evaluation.runner import ScoreResult
 
 SCORE_OPTIONS = (
     CliOption("metric", ("--metric", "-m"), str, REQUIRED, "Metric name(s), comma-separated.", multiple=True),
@@ -28,6 +33,8 @@ SCORE_OPTIONS = (
     CliOption("as_json", ("--json",), bool, False, "Print the summary as JSON on stdout."),
     CliOption("option", ("--option",), str, (), "Metric option KEY=VALUE (repeatable).", multiple=True),
 )
+# What `write_result_folder` puts in a result folder of its own (`--out`).
+RESULT_FILES = ("metrics.json", "per_case.parquet")
 
 
 def _warn(message: str, **kwargs: Any) -> None:
@@ -79,7 +86,7 @@ def check_result_folder(folder: str | Path, names: Iterable[str], what: str) -> 
 def score_command(metric: list[str], predictions: Path, references: Path | None, dataset: str | None,
                   out: Path | None, as_json: bool, option: list[str]) -> None:
     """Score predictions against references."""
-    from pathkit_core.evaluation.runner import RESULT_FILES, prepare_metrics, score, write_result_folder
+    from pathkit_core.evaluation.runner import prepare_metrics, score
     from pathkit_interop.records import join_by_id, match_extensions, read_records
 
     if out is not None:
@@ -144,3 +151,15 @@ def _whole_records(names: list[str]) -> bool:
         raise PathkitError(f"metric(s) {whole} read whole records and {plain} read one value per record: "
                            "score them in separate calls")
     return any(wants.values())
+
+
+def write_result_folder(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
+    """`write_results` into a folder of its own (`pathkit score --out`), replaced as a whole: the
+    new files are written beside it and the folders swapped, so a run killed while writing leaves
+    the old result whole, never a new metrics.json beside an old per_case.parquet."""
+    from pathkit_core.evaluation.runner import write_results
+    from pathkit_core.workspace import replaced_folder  # subprocess, socket, tempfile: only to write
+
+    with replaced_folder(out_dir) as tmp:
+        write_results(result, tmp, extra=extra)
+    return Path(out_dir)

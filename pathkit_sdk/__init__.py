@@ -21,7 +21,7 @@ code by tests/sdk/test_sdk_docs.py):
   sentence (`split_statement`), and stratified fold manifests (`make_splits`,
   `load_or_create_splits`).
 - **Confidence intervals** (`pathkit_sdk.bootstrap`,
-  `pathkit_core.evaluation.intervals`): percentile
+  `pathkit_sdk.intervals`): percentile
   bootstrap intervals of a per-case mean or of a corpus statistic (`bootstrap_ci`,
   `bootstrap_statistic_ci`, `bootstrap_statistics_ci`), Wilson / exact intervals of proportions
   (`proportion_ci`), and the test-set size facts a metric records (`sample_facts` under
@@ -35,6 +35,9 @@ code by tests/sdk/test_sdk_docs.py):
   state (`read_raster`), placed on a slide (`frame_on_slide`) and read onto a grid by pixel
   centres (`resample`), and the segmentation task's ground-truth record as one boolean mask
   (`reference_mask`); docs/segmentation.md, "Ground truth (formats)", has the formats.
+- **Report charts** (`pathkit_sdk.charts`): the grouped bars with interval whiskers (`bar_chart`)
+  and annotated heatmaps (`heatmap`) of the tasks' and plugins' report sections, drawn on the
+  core's `pathkit_core.report.figures.new_figure` (docs/reports.md).
 - **Synthetic slides** (`pathkit_sdk.synthetic`): `write_synthetic_slide` writes a small
   pyramidal TIFF OpenSlide opens at a given mpp, its tissue made of `Blob`s whose colour and
   texture can encode a label, for a plugin's demo and tests.
@@ -47,15 +50,6 @@ The core never imports this package.
 
 from __future__ import annotations
 
-from pathkit_core.evaluation.intervals import (
-    MIN_CASES,
-    MIN_CASES_PER_CLASS,
-    PROPORTION_METHODS,
-    SAMPLE_KEY,
-    proportion_ci,
-    sample_facts,
-    small_sample_warning,
-)
 from pathkit_core.run.dataset import split_statement
 from pathkit_sdk.bootstrap import (
     bootstrap_ci,
@@ -64,6 +58,7 @@ from pathkit_sdk.bootstrap import (
     bootstrap_statistics_ci,
     resample_indices,
 )
+from pathkit_sdk.charts import bar_chart, heatmap
 from pathkit_sdk.checkpoints import load_state_dict_checked, read_state_dict, state_dict_mismatches, verify_sha256
 from pathkit_sdk.cohort import (
     COHORT_OPTIONS,
@@ -98,6 +93,15 @@ from pathkit_sdk.cohort import (
     splits_folder,
 )
 from pathkit_sdk.commands import REQUIRED, CliOption, parse_plain, run_plain, typer_command
+from pathkit_sdk.intervals import (
+    MIN_CASES,
+    MIN_CASES_PER_CLASS,
+    PROPORTION_METHODS,
+    SAMPLE_KEY,
+    proportion_ci,
+    sample_facts,
+    small_sample_warning,
+)
 from pathkit_sdk.masks import (
     GEOJSON_SUFFIXES,
     MASK_SUFFIXES,
@@ -138,6 +142,7 @@ from pathkit_sdk.synthetic import Blob, PenStroke, default_layout, write_synthet
 
 __all__ = [
     "as_records",
+    "bar_chart",
     "Blob",
     "bootstrap_ci",
     "bootstrap_distribution",
@@ -173,6 +178,7 @@ __all__ = [
     "frame_on_slide",
     "GEOJSON_SUFFIXES",
     "group_rows",
+    "heatmap",
     "load_or_create_splits",
     "load_or_draw_split",
     "load_splits",

@@ -98,7 +98,7 @@ def bootstrap_ci(values: Sequence[float] | Any, n_resamples: int = 1000, seed: i
     NaN values (a case where the metric is undefined, e.g. no key field in the reference)
     are left out, as a `nanmean` summary leaves them out; `nan_policy="raise"` refuses them.
     With no value left, or when the percentile interval has no width (one value, all values
-    equal), the interval is (nan, nan): not estimable (pathkit_core.evaluation.intervals).
+    equal), the interval is (nan, nan): not estimable (pathkit_core.evaluation.scores).
     """
     _check_args(n_resamples, level)
     distribution = bootstrap_distribution(values, n_resamples, seed, nan_policy=nan_policy)

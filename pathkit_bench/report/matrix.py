@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -28,11 +28,12 @@ from pathkit_bench.leaderboard import (
 )
 from pathkit_core.contracts import PathkitError
 from pathkit_core.evaluation.scores import ARROWS, CI_SUFFIXES, format_bounds, metric_classes
-from pathkit_core.report.figures import PALETTE, FigureWriter, heatmap, new_figure
+from pathkit_core.report.figures import PALETTE, FigureWriter, new_figure
 from pathkit_core.report.page import Section, esc, link, page, plugin_sections, table
 from pathkit_core.report.registry import UsesRegistry
 from pathkit_core.report.run_folder import read_json
 from pathkit_core.workspace import atomic_write_text, atomic_write_with
+from pathkit_sdk.charts import heatmap
 
 BOARD_FILE = "leaderboard.parquet"
 # At most this many headline scores get a heatmap panel and a column in the views.
@@ -105,9 +106,7 @@ class Leaderboards(UsesRegistry):
     @cached_property
     def banners(self) -> list[str]:
         """The provenance banners of the matrix: which cells rest on synthetic data or on
-        randomly initialised encoder weights (pathkit_core.evaluation.provenance)."""
-        from pathkit_core.evaluation.provenance import matrix_banners
-
+        randomly initialised encoder weights (`matrix_banners`)."""
         return matrix_banners(list(self.cell_metrics.values()))
 
     @cached_property
@@ -136,6 +135,24 @@ class Leaderboards(UsesRegistry):
 
 
 # --------------------------------------------------------------------------- sections
+
+
+def matrix_banners(cells: list[Mapping[str, Any]]) -> list[str]:
+    """The banners of a matrix of runs (each cell's metrics.json): how many cells, of which
+    datasets and encoders, rest on synthetic cases or on randomly initialised encoder weights."""
+    found = [c.get("provenance") or {} for c in cells]
+    synthetic = [p for p in found if p.get("synthetic_data")]
+    random_w = [p for p in found if p.get("encoder_weights") == "random"]
+    out = []
+    if synthetic:
+        names = sorted({str(p.get("dataset") or "?") for p in synthetic})
+        out.append(f"SYNTHETIC DATA: {len(synthetic)} of {len(cells)} cell(s) ran on synthetic cases "
+                   f"({', '.join(names)}); their scores say whether the pipeline works, nothing about real tissue.")
+    if random_w:
+        names = sorted({str(p.get("encoder") or "?") for p in random_w})
+        out.append(f"RANDOM ENCODER WEIGHTS: {len(random_w)} of {len(cells)} cell(s) used randomly initialised "
+                   f"encoder weights ({', '.join(names)}), not a published checkpoint.")
+    return out
 
 
 def _fmt(value: Any) -> str:

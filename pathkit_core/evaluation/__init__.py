@@ -1,1 +1,1 @@
-"""Scoring: prediction/reference files, the metric runner, confidence intervals, leaderboards."""
+"""Scoring: the metric runner, score rows as every table shows them, and what a result rests on (provenance)."""

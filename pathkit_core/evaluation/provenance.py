@@ -85,23 +85,5 @@ def banners(metrics: Mapping[str, Any] | None) -> list[str]:
     return [str(b) for b in found.get("banners") or []] if isinstance(found, Mapping) else []
 
 
-def matrix_banners(cells: list[Mapping[str, Any]]) -> list[str]:
-    """The banners of a matrix of runs (each cell's metrics.json): how many cells, of which
-    datasets and encoders, rest on synthetic cases or on randomly initialised encoder weights."""
-    found = [c.get("provenance") or {} for c in cells]
-    synthetic = [p for p in found if p.get("synthetic_data")]
-    random_w = [p for p in found if p.get("encoder_weights") == "random"]
-    out = []
-    if synthetic:
-        names = sorted({str(p.get("dataset") or "?") for p in synthetic})
-        out.append(f"SYNTHETIC DATA: {len(synthetic)} of {len(cells)} cell(s) ran on synthetic cases "
-                   f"({', '.join(names)}); their scores say whether the pipeline works, nothing about real tissue.")
-    if random_w:
-        names = sorted({str(p.get("encoder") or "?") for p in random_w})
-        out.append(f"RANDOM ENCODER WEIGHTS: {len(random_w)} of {len(cells)} cell(s) used randomly initialised "
-                   f"encoder weights ({', '.join(names)}), not a published checkpoint.")
-    return out
-
-
-__all__ = ["RANDOM_WEIGHTS_PREFIX", "SYNTHETIC_MARKER", "banners", "mark_synthetic", "matrix_banners",
-           "run_provenance", "synthetic_reason", "weights_kind"]
+__all__ = ["RANDOM_WEIGHTS_PREFIX", "SYNTHETIC_MARKER", "banners", "mark_synthetic", "run_provenance",
+           "synthetic_reason", "weights_kind"]

@@ -11,9 +11,6 @@ from typing import Any
 from pathkit_core.contracts import DeferredTable, Metric, MetricResult, PathkitError
 from pathkit_core.plugins import get_component
 
-# What `write_result_folder` puts in a result folder of its own (`pathkit score --out`).
-RESULT_FILES = ("metrics.json", "per_case.parquet")
-
 
 @dataclass
 class ScoreResult:
@@ -174,17 +171,6 @@ def _joined_per_case(ids: Sequence[Any], flags: Sequence[str], results: Sequence
     return per_case
 
 
-def write_result_folder(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
-    """`write_results` into a folder of its own (`pathkit score --out`), replaced as a whole: the
-    new files are written beside it and the folders swapped, so a run killed while writing leaves
-    the old result whole, never a new metrics.json beside an old per_case.parquet."""
-    from pathkit_core.workspace import replaced_folder  # subprocess, socket, tempfile: only to write
-
-    with replaced_folder(out_dir) as tmp:
-        write_results(result, tmp, extra=extra)
-    return Path(out_dir)
-
-
 def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None) -> Path:
     """`metrics.json` (summary per metric) and `per_case.parquet`, both written atomically."""
     from pathkit_core.formats import RUN_FOLDER_VERSION
@@ -201,5 +187,18 @@ def write_results(result: ScoreResult, out_dir: str | Path, *, extra: Mapping[st
     return out_dir
 
 
-__all__ = ["RESULT_FILES", "ScoreResult", "metric_context", "context_for", "resolve_metrics", "prepare_metrics",
-           "INPUT_FLAGS", "text_flags", "input_flags", "score", "write_result_folder", "write_results"]
+__all__ = ["ScoreResult", "metric_context", "context_for", "resolve_metrics", "prepare_metrics", "INPUT_FLAGS",
+           "text_flags", "input_flags", "score", "write_results"]
+
+
+# Moved in pathkit 0.2 to the `pathkit score` command, their one caller (docs/plugin-authors.md, "Moved names");
+# importable from here with a DeprecationWarning until 0.3.
+_MOVED = dict.fromkeys(("RESULT_FILES", "write_result_folder"), "pathkit_interop.score_cli")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from pathkit_core._deprecation import moved_attribute
+
+        return moved_attribute(__name__, name, _MOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,13 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pathkit_core.evaluation.intervals import NOT_ESTIMABLE, not_estimable_text
-
 CI_SUFFIXES = ("_ci_low", "_ci_high")
 # The sign shown beside a score: which way is better.
 ARROWS = {"higher": "\u2191", "lower": "\u2193"}
 # Beside a score of a test set too small for its interval method (the warning says why).
 SMALL_FLAG = "small test set"
+NOT_ESTIMABLE = "not estimable"
 
 
 @dataclass
@@ -83,6 +82,11 @@ def format_value(value: Any, digits: int = 4) -> str:
 
 def format_ci(ci: tuple[float, float] | None, digits: int = 4) -> str:
     return "" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def not_estimable_text(n_cases: int | None = None) -> str:
+    """The CI cell of a score whose interval could not be estimated: "not estimable (n=3)"."""
+    return f"{NOT_ESTIMABLE} (n={n_cases})" if n_cases is not None else NOT_ESTIMABLE
 
 
 def format_bounds(low: Any, high: Any, digits: int = 3, sep: str = " ") -> str:
@@ -188,6 +192,6 @@ def table_headers(baseline_names: list[str], *, with_ci_column: bool = True) -> 
             "better"]
 
 
-__all__ = ["ARROWS", "CI_SUFFIXES", "ScoreRow", "format_bounds", "format_ci", "format_value", "interval",
-           "metric_classes", "not_estimable", "sample_warning", "sample_warnings", "score_rows", "table_cells",
-           "table_headers"]
+__all__ = ["ARROWS", "CI_SUFFIXES", "NOT_ESTIMABLE", "ScoreRow", "format_bounds", "format_ci", "format_value",
+           "interval", "metric_classes", "not_estimable", "not_estimable_text", "sample_warning", "sample_warnings",
+           "score_rows", "table_cells", "table_headers"]

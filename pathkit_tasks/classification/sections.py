@@ -13,8 +13,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from pathkit_core.report.figures import PALETTE, bar_chart, heatmap, new_figure
+from pathkit_core.report.figures import PALETTE, new_figure
 from pathkit_core.report.page import Section, esc, table
+from pathkit_sdk.charts import bar_chart, heatmap
 
 N_EXAMPLE_CASES = 3
 N_CONFUSED_PAIRS = 3

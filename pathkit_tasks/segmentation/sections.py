@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pathkit_core.report.figures import PALETTE, bar_chart, new_figure
+from pathkit_core.report.figures import PALETTE, new_figure
 from pathkit_core.report.page import Section, table
+from pathkit_sdk.charts import bar_chart
 
 SLIDE_SCORES = ("Dice", "IoU", "precision", "recall")
 N_MASK_SLIDES = 4

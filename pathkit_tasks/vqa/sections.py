@@ -16,8 +16,8 @@ import string
 from typing import Any
 
 from pathkit_core.evaluation.scores import format_ci
-from pathkit_core.report.figures import bar_chart
 from pathkit_core.report.page import Section, table
+from pathkit_sdk.charts import bar_chart
 
 Z95 = 1.959963984540054
 

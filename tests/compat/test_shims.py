@@ -22,6 +22,7 @@ MOVED_MODULES = {
     "pathkit_core.evaluation.hf_evaluate": ("pathkit_interop.evaluate_modules", "as_evaluate_module"),
     "pathkit_core.evaluation.bootstrap": ("pathkit_sdk.bootstrap", "bootstrap_ci"),
     "pathkit_core.cli.options": ("pathkit_sdk.commands", "CliOption"),
+    "pathkit_core.evaluation.intervals": ("pathkit_sdk.intervals", "proportion_ci"),
     "pathkit_datasets._cohort": ("pathkit_sdk.cohort", "CohortDataset"),
     "pathkit_core.stats": ("pathkit_bench.stats", "delong"),
     "pathkit_core.report.matrix": ("pathkit_bench.report.matrix", "write_leaderboard"),
@@ -45,6 +46,13 @@ MOVED_FROM_WORKSPACE = {
 MOVED_FROM_MASKS = ("RASTER_SUFFIXES", "GEOJSON_SUFFIXES", "MASK_SUFFIXES", "RasterMask", "read_raster",
                     "frame_on_slide", "resample", "write_png", "check_within", "positive_number", "class_list",
                     "reference_mask")
+# module.name that left a core module (served by its `__getattr__`) -> its new module
+MOVED_ATTRIBUTES = {
+    **dict.fromkeys(("pathkit_core.report.figures.bar_chart", "pathkit_core.report.figures.heatmap"),
+                    "pathkit_sdk.charts"),
+    **dict.fromkeys(("pathkit_core.evaluation.runner.RESULT_FILES",
+                     "pathkit_core.evaluation.runner.write_result_folder"), "pathkit_interop.score_cli"),
+}
 
 
 @pytest.fixture
@@ -121,7 +129,6 @@ def test_split_statement_documented_on_the_old_splits_module_is_the_runs_own(fre
                                               *(("workspace", n) for n in sorted(MOVED_FROM_WORKSPACE))])
 def test_the_names_that_left_the_contract_or_the_workspace_warn_once_and_are_the_new_objects(fresh, module, name):
     shim = importlib.import_module(f"pathkit_core.{module}")
-
     new = {"contracts": MOVED_FROM_CONTRACTS, "workspace": MOVED_FROM_WORKSPACE}[module][name]
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
@@ -129,6 +136,14 @@ def test_the_names_that_left_the_contract_or_the_workspace_warn_once_and_are_the
         second = getattr(shim, name)
     _check(_only_deprecation(record), f"pathkit_core.{module}.{name}", f"{name} from {new}")
     assert first is second is getattr(importlib.import_module(new), name)
+
+
+def test_the_not_estimable_words_of_the_old_intervals_module_are_the_score_tables_own(fresh):
+    with pytest.warns(DeprecationWarning):
+        from pathkit_core.evaluation.intervals import NOT_ESTIMABLE, not_estimable_text
+    from pathkit_core.evaluation import scores
+
+    assert NOT_ESTIMABLE is scores.NOT_ESTIMABLE and not_estimable_text is scores.not_estimable_text
 
 
 @pytest.mark.parametrize("name", MOVED_FROM_MASKS)
@@ -142,6 +157,18 @@ def test_the_names_that_left_the_masks_module_warn_once_and_are_the_sdk_objects(
         second = getattr(masks, name)
     _check(_only_deprecation(record), f"pathkit_core.wsi.masks.{name}", f"{name} from pathkit_sdk.masks")
     assert first is second is getattr(importlib.import_module("pathkit_sdk.masks"), name) is getattr(pathkit_sdk, name)
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_ATTRIBUTES))
+def test_the_names_that_left_a_core_module_warn_once_and_are_the_new_objects(fresh, old):
+    module, _, name = old.rpartition(".")
+    new = MOVED_ATTRIBUTES[old]
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        first = getattr(importlib.import_module(module), name)
+        second = getattr(importlib.import_module(module), name)
+    _check(_only_deprecation(record), old, f"{name} from {new}")
+    assert first is second is getattr(importlib.import_module(new), name)
 
 
 def test_run_folder_attention_index_forwards_to_the_classification_package(fresh, tmp_path):

@@ -8,7 +8,6 @@ from pathkit_core.evaluation.provenance import (
     SYNTHETIC_MARKER,
     banners,
     mark_synthetic,
-    matrix_banners,
     run_provenance,
     synthetic_reason,
     weights_kind,
@@ -54,15 +53,3 @@ def test_run_provenance_banners(tmp_path):
     real = run_provenance(_Real(tmp_path / "elsewhere"), "uni", ["cd" * 32])
     assert real["banners"] == [] and not real["synthetic_data"] and real["encoder_weights"] == "checkpoint"
     assert banners({}) == [] and banners(None) == []
-
-
-def test_matrix_banners_count_the_cells():
-    synthetic = {"provenance": {"dataset": "hepatobench", "synthetic_data": True, "encoder": "tiny-vit",
-                                "encoder_weights": "random"}}
-    real = {"provenance": {"dataset": "hepatobench", "synthetic_data": False, "encoder": "uni",
-                           "encoder_weights": "checkpoint"}}
-    found = matrix_banners([synthetic, real, {}])
-    assert found[0].startswith("SYNTHETIC DATA: 1 of 3 cell(s) ran on synthetic cases (hepatobench)")
-    assert found[1].startswith("RANDOM ENCODER WEIGHTS: 1 of 3 cell(s) used randomly initialised encoder weights "
-                               "(tiny-vit)")
-    assert matrix_banners([real]) == []

@@ -25,8 +25,8 @@ def cross_site_sections(run: Any) -> list[Any]:
     except (OSError, json.JSONDecodeError):
         return []
     from pathkit_core.report import Section
-    from pathkit_core.report.figures import bar_chart
     from pathkit_core.report.page import table
+    from pathkit_sdk.charts import bar_chart
 
     rows = [r for r in summary.get("summary") or [] if r.get("key") in SHOWN and r.get("metric") == "classification"]
     if not rows:
@@ -62,8 +62,8 @@ def rank_sum_sections(board: Any) -> list[Any]:
     if not files:
         return []
     from pathkit_core.report import Section
-    from pathkit_core.report.figures import bar_chart
     from pathkit_core.report.page import esc, table
+    from pathkit_sdk.charts import bar_chart
 
     parts = ["<p>Encoders ranked per task by mean AUROC over the folds, ranks summed over the tasks every encoder "
              "has (GOLDMARK Table 2; rank 1 is the best, so a lower rank-sum is better).</p>"]

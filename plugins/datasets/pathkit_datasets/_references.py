@@ -49,8 +49,8 @@ def reference_sections(run: Any, datasets: Sequence[str], scores: Sequence[Publi
     if run.dataset.partition(":")[0] not in datasets or not scores:
         return []
     from pathkit_core.report import Section
-    from pathkit_core.report.figures import bar_chart
     from pathkit_core.report.page import esc, table
+    from pathkit_sdk.charts import bar_chart
 
     rows, figure_rows = [], []
     for ref in scores:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
-from pathkit_core.evaluation.intervals import PROPORTION_METHODS, SAMPLE_KEY, proportion_ci, sample_facts
+from pathkit_sdk.intervals import PROPORTION_METHODS, SAMPLE_KEY, proportion_ci, sample_facts
 from pathkit_tasks import TASK_PATCH_CLASSIFICATION, TASK_SLIDE_CLASSIFICATION, TASK_ZERO_SHOT
 
 if TYPE_CHECKING:

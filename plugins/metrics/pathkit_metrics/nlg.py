@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
-from pathkit_core.evaluation.intervals import SAMPLE_KEY, sample_facts
 from pathkit_metrics._nlg.meteor import DEFAULT_MAX_WORDS, DEFAULT_TIMEOUT_S
 from pathkit_metrics._text_inputs import (
     metric_options,
@@ -31,6 +30,7 @@ from pathkit_metrics._text_inputs import (
     option_number,
     validate_report_pairs,
 )
+from pathkit_sdk.intervals import SAMPLE_KEY, sample_facts
 from pathkit_tasks import TASK_REPORT
 
 BLEU_KEYS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4")

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from pathkit_core import hookimpl
 from pathkit_core.contracts import DatasetOption, Metric, MetricResult, PathkitError
-from pathkit_core.evaluation.intervals import SAMPLE_KEY, sample_facts
+from pathkit_sdk.intervals import SAMPLE_KEY, sample_facts
 from pathkit_tasks import TASK_SEGMENTATION
 
 EMPTY_RULES = ("seed", "ignore", "one")

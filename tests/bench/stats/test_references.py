@@ -30,7 +30,7 @@ from pathkit_bench.stats import (
     mcnemar_exact,
     nemenyi_cd,
 )
-from pathkit_core.evaluation.intervals import proportion_ci
+from pathkit_sdk.intervals import proportion_ci
 
 sm_tables = pytest.importorskip("statsmodels.stats.contingency_tables", reason="statsmodels is not installed")
 sm_multitest = pytest.importorskip("statsmodels.stats.multitest")

@@ -19,7 +19,7 @@ def _darkness(rgba):
 
 @pytest.mark.parametrize("cmap", ["Blues", "Blues_r"])
 def test_a_panel_of_equal_best_scores_is_drawn_dark_not_white(cmap):
-    from pathkit_core.report.figures import heatmap
+    from pathkit_sdk.charts import heatmap
 
     fig = heatmap([[1.0, 1.0]], ["enc"], ["a", "b"], xlabel="", ylabel="", fmt="{:.3f}", cmap=cmap)
     assert all(_darkness(c) > 0.6 for c in _cell_colours(fig))
@@ -28,7 +28,7 @@ def test_a_panel_of_equal_best_scores_is_drawn_dark_not_white(cmap):
 
 
 def test_darker_is_better_in_both_directions():
-    from pathkit_core.report.figures import heatmap
+    from pathkit_sdk.charts import heatmap
 
     higher = _cell_colours(heatmap([[0.5, 1.0]], ["e"], ["a", "b"], xlabel="", ylabel="", cmap="Blues"))
     assert _darkness(higher[1]) > _darkness(higher[0])  # 1.0 is better: darker

@@ -384,6 +384,20 @@ def test_the_matrix_report_names_synthetic_cells(tmp_path):
     assert "1.0000 not estimable" in cells and "nan" not in cells.lower().replace("nan-", "")
 
 
+def test_matrix_banners_count_the_cells():
+    from pathkit_bench.report.matrix import matrix_banners
+
+    synthetic = {"provenance": {"dataset": "hepatobench", "synthetic_data": True, "encoder": "tiny-vit",
+                                "encoder_weights": "random"}}
+    real = {"provenance": {"dataset": "hepatobench", "synthetic_data": False, "encoder": "uni",
+                           "encoder_weights": "checkpoint"}}
+    found = matrix_banners([synthetic, real, {}])
+    assert found[0].startswith("SYNTHETIC DATA: 1 of 3 cell(s) ran on synthetic cases (hepatobench)")
+    assert found[1].startswith("RANDOM ENCODER WEIGHTS: 1 of 3 cell(s) used randomly initialised encoder weights "
+                               "(tiny-vit)")
+    assert matrix_banners([real]) == []
+
+
 def test_the_split_section_gives_realised_parts(tmp_path):
     run = tiny_synthetic_run(tmp_path / "tiny")
     metrics = json.loads((run / "metrics.json").read_text())

@@ -132,8 +132,8 @@ def test_bootstrap_ci_matches_resampled_aurocs():
 
 def test_proportions_carry_wilson_intervals_worked_by_hand():
     """accuracy 3/4, sensitivity 1/2, specificity 2/2 of the hand example: Wilson score intervals
-    in closed form (tests/core/test_intervals.py)."""
-    from tests.core.test_intervals import wilson_by_hand as wilson
+    in closed form (tests/sdk/test_intervals.py)."""
+    from tests.sdk.test_intervals import wilson_by_hand as wilson
 
     result = compute(SCORES, LABELS, n_resamples=0)
     s = result.summary

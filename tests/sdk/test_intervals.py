@@ -1,4 +1,4 @@
-"""Intervals of small test sets (pathkit_core.evaluation.intervals): Wilson and exact intervals
+"""Intervals of small test sets (pathkit_sdk.intervals): Wilson and exact intervals
 against scipy's beta quantiles and the closed form, the small-sample threshold at its edges."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import math
 import pytest
 
 from pathkit_core.contracts import PathkitError
-from pathkit_core.evaluation.intervals import (
+from pathkit_core.evaluation.scores import not_estimable_text
+from pathkit_sdk.intervals import (
     MIN_CASES,
     MIN_CASES_PER_CLASS,
-    not_estimable_text,
     proportion_ci,
     sample_facts,
     small_sample_warning,
