@@ -87,8 +87,9 @@ def test_the_cli_takes_a_folder_of_masks(cli, synthetic_slides, tiled, tmp_path)
                  "--tissue-geojson", str(out))
     assert result.exit_code == 0, result.output
     assert read_manifest(tmp_path / "tissue.parquet").n_tiles == manifest.n_tiles
+    # a wide terminal: at 80 columns the error box may break the message inside the path or the flag
     bad = cli("tile", str(synthetic_slides["tissue"]), "--out", str(tmp_path), "--tissue-geojson",
-              str(tmp_path / "nowhere"))
+              str(tmp_path / "nowhere"), env={"COLUMNS": "400"})
     assert bad.exit_code != 0 and "--tissue-geojson" in bad.output and "does not exist" in bad.output
 
 
