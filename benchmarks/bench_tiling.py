@@ -65,8 +65,8 @@ def bench_reader(out: Path, quick: bool) -> float:
     import openslide
 
     from pathkit_core.wsi.manifest import read_manifest
-    from pathkit_core.wsi.reader import iter_tile_batches, tile_loader
     from pathkit_core.wsi.tiling import TilingParams, tile_slide
+    from pathkit_sdk.tiles import iter_tile_batches, tile_loader
 
     size = 6144 if quick else 16384
     slide = _make(out / f"reader_{size}.tif", width=size, height=size, mpp=0.5, seed=1)

@@ -62,6 +62,7 @@ SDK_SECTIONS: dict[str, tuple[str, ...]] = {
         "class_list", "write_png", "MASK_SUFFIXES", "RASTER_SUFFIXES", "GEOJSON_SUFFIXES",
     ),
     "Synthetic slides": ("write_synthetic_slide", "Blob", "PenStroke", "default_layout"),
+    "Tile streaming": ("iter_tile_batches", "tile_loader"),
     "Plugin commands": ("CliOption", "REQUIRED", "typer_command", "parse_plain", "run_plain"),
 }
 
@@ -71,7 +72,8 @@ SECTION_MODULES = {"Cohort tables": "pathkit_sdk.cohort", "Splits": "pathkit_sdk
                    "Report JSON files": "pathkit_sdk.reports",
                    "Report charts": "pathkit_sdk.charts",
                    "Checkpoints": "pathkit_sdk.checkpoints", "Ground-truth masks": "pathkit_sdk.masks",
-                   "Synthetic slides": "pathkit_sdk.synthetic", "Plugin commands": "pathkit_sdk.commands"}
+                   "Synthetic slides": "pathkit_sdk.synthetic", "Tile streaming": "pathkit_sdk.tiles",
+                   "Plugin commands": "pathkit_sdk.commands"}
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 
 

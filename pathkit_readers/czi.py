@@ -100,12 +100,21 @@ def stored_downsamples(doc: Any) -> list[int]:
     return sorted(found)
 
 
+def find_scene(labels: list[str], label: str, path: Path) -> int:
+    """The index of scene `label` (a label, else an index) among `labels`; SlideError otherwise."""
+    if label in labels:
+        return labels.index(label)
+    if label.isdigit() and int(label) < len(labels):
+        return int(label)
+    raise SlideError("not-a-slide", path, f"has no scene {label!r} (its scenes: {', '.join(labels) or 'none'})")
+
+
 def _scene_box(doc: Any, slide_path: Path, label: str | None) -> tuple[Any, int | None]:
     """(the rectangle level 0 covers, the scene index or None): the whole scan, or scene `label`."""
     box = doc.total_bounding_rectangle
     if label is None:
         return box, None
-    from pathkit_core.wsi.scenes import find_scene, scene_labels
+    from pathkit_core.wsi.scenes import scene_labels
 
     rects = doc.scenes_bounding_rectangle
     indices = sorted(rects)

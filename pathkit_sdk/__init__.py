@@ -41,6 +41,9 @@ code by tests/sdk/test_sdk_docs.py):
 - **Synthetic slides** (`pathkit_sdk.synthetic`): `write_synthetic_slide` writes a small
   pyramidal TIFF OpenSlide opens at a given mpp, its tissue made of `Blob`s whose colour and
   texture can encode a label, for a plugin's demo and tests.
+- **Tile streaming** (`pathkit_sdk.tiles`): a tile manifest's tiles in manifest order from worker
+  processes, through a shared-memory ring buffer (`iter_tile_batches`) or a torch DataLoader over
+  the core's `TileReader` (`tile_loader`); docs/wsi.md, section 5.
 - **Plugin commands** (`pathkit_sdk.commands`): one table of `CliOption`s read both as a typer
   command (`typer_command`) and by the plain parser (`parse_plain`, `run_plain`) a command the
   `plain_commands` hook names runs without typer.
@@ -139,6 +142,7 @@ from pathkit_sdk.splits import (
     write_split_file,
 )
 from pathkit_sdk.synthetic import Blob, PenStroke, default_layout, write_synthetic_slide
+from pathkit_sdk.tiles import iter_tile_batches, tile_loader
 
 __all__ = [
     "as_records",
@@ -179,6 +183,7 @@ __all__ = [
     "GEOJSON_SUFFIXES",
     "group_rows",
     "heatmap",
+    "iter_tile_batches",
     "load_or_create_splits",
     "load_or_draw_split",
     "load_splits",
@@ -229,6 +234,7 @@ __all__ = [
     "stratified_patient_split",
     "Table",
     "TABLE_SUFFIXES",
+    "tile_loader",
     "typer_command",
     "write_png",
     "verify_sha256",

@@ -57,13 +57,3 @@ def scene_labels(names: list[str | None]) -> list[str]:
     seen = [n for n in clean if n]
     return [n if n and seen.count(n) == 1 else str(i) for i, n in enumerate(clean)]
 
-
-def find_scene(labels: list[str], label: str, path: Path) -> int:
-    """The index of scene `label` (a label, else an index) among `labels`; SlideError otherwise."""
-    from pathkit_core.wsi.slide_errors import SlideError
-
-    if label in labels:
-        return labels.index(label)
-    if label.isdigit() and int(label) < len(labels):
-        return int(label)
-    raise SlideError("not-a-slide", path, f"has no scene {label!r} (its scenes: {', '.join(labels) or 'none'})")

@@ -52,6 +52,8 @@ MOVED_ATTRIBUTES = {
                     "pathkit_sdk.charts"),
     **dict.fromkeys(("pathkit_core.evaluation.runner.RESULT_FILES",
                      "pathkit_core.evaluation.runner.write_result_folder"), "pathkit_interop.score_cli"),
+    **dict.fromkeys(("pathkit_core.wsi.reader.iter_tile_batches", "pathkit_core.wsi.reader.tile_loader"),
+                    "pathkit_sdk.tiles"),
 }
 
 

@@ -144,7 +144,8 @@ def tiled(synthetic_slides, tmp_path_factory):
 
 
 def test_reader_tiles_are_identical_with_and_without_direct_decoding(tiled, monkeypatch):
-    from pathkit_core.wsi.reader import TileReader, iter_tile_batches
+    from pathkit_core.wsi.reader import TileReader
+    from pathkit_sdk.tiles import iter_tile_batches
 
     assert (tiled.tiles["level"] == 1).all()
     fast = TileReader(tiled, direct=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ("pathkit_sdk.cohort", "pathkit_sdk.reports", "pathkit_sdk.checkpoints", "pathkit_sdk.synthetic",
            "pathkit_sdk.splits", "pathkit_sdk.bootstrap", "pathkit_sdk.commands", "pathkit_sdk.masks",
-           "pathkit_sdk.intervals", "pathkit_sdk.charts")
+           "pathkit_sdk.intervals", "pathkit_sdk.charts", "pathkit_sdk.tiles")
 
 
 def _imported_modules(path: Path) -> list[tuple[int, str]]:

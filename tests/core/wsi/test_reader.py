@@ -70,7 +70,8 @@ def test_resampling_from_the_exact_mpp(synthetic_slides, tmp_path):
 def test_workers_open_their_own_handles_and_match_in_process(tiled):
     import torch
 
-    from pathkit_core.wsi.reader import TileReader, tile_loader
+    from pathkit_core.wsi.reader import TileReader
+    from pathkit_sdk.tiles import tile_loader
 
     torch.set_num_threads(1)
     reference = np.stack(list(TileReader(tiled)))
@@ -114,7 +115,8 @@ def test_verify_slide_and_moved_slides(tiled, tmp_path):
 
 @pytest.mark.parametrize("workers, copy", [(0, True), (0, False), (2, True), (2, False)])
 def test_batches_from_the_shared_memory_ring_are_the_reader_tiles_in_order(tiled, workers, copy):
-    from pathkit_core.wsi.reader import TileReader, iter_tile_batches
+    from pathkit_core.wsi.reader import TileReader
+    from pathkit_sdk.tiles import iter_tile_batches
 
     reference = np.stack(list(TileReader(tiled)))
     seen = []
@@ -127,6 +129,7 @@ def test_batches_from_the_shared_memory_ring_are_the_reader_tiles_in_order(tiled
 
 def test_a_worker_error_reaches_the_consumer(tiled, monkeypatch):
     from pathkit_core.wsi import reader
+    from pathkit_sdk.tiles import iter_tile_batches
 
     original = reader.TileReader._region
 
@@ -137,14 +140,14 @@ def test_a_worker_error_reaches_the_consumer(tiled, monkeypatch):
 
     monkeypatch.setattr(reader.TileReader, "_region", broken)  # forked workers inherit it
     with pytest.raises(PathkitError, match="tile 9 cannot be decoded"):
-        for _ in reader.iter_tile_batches(tiled, batch_size=4, workers=2):
+        for _ in iter_tile_batches(tiled, batch_size=4, workers=2):
             pass
 
 
 def test_stopping_early_stops_the_workers_and_frees_the_shared_memory(tiled):
     from pathlib import Path
 
-    from pathkit_core.wsi.reader import iter_tile_batches
+    from pathkit_sdk.tiles import iter_tile_batches
 
     before = set(Path("/dev/shm").glob("psm_*")) if Path("/dev/shm").is_dir() else set()
     batches = iter_tile_batches(tiled, batch_size=2, workers=2)
