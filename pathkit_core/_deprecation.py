@@ -1,6 +1,7 @@
 """Moved public names kept importable from their old place for one release, with a warning
 (docs/plugin-authors.md, "Moved names"): `moved_module` makes an old module path an alias of the new
-one, `moved_attribute` serves one name that left a module through its PEP 562 `__getattr__`. The
+one, `moved_attribute` serves one name that left a module through its PEP 562 `__getattr__`, and
+`moved_names` is such a `__getattr__` for a table of names. The
 warning points at the line of the plugin that used the old name. A leaf module."""
 
 from __future__ import annotations
@@ -86,3 +87,16 @@ def moved_attribute(module: ModuleType | str, name: str, new_module: str, *, qua
     old_module = module if isinstance(module, str) else module.__name__
     warn_moved(f"{old_module}.{qualname or name}", f"{name} from {new_module}", shim=old_module)
     return getattr(importlib.import_module(new_module), name)
+
+
+def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
+    """The PEP 562 `__getattr__` of `module` serving the names that left it ({name: new module}), each
+    through `moved_attribute`; any other name is the usual AttributeError."""
+    table = dict(moved)
+
+    def __getattr__(name: str) -> Any:
+        if name in table:
+            return moved_attribute(module, name, table[name])
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from pathkit_core._deprecation import moved_names
 from pathkit_core.contracts import PathkitError, brief_list, regular_file_problem
 
 DEFAULT_WORKDIR = Path("pathkit-work")
@@ -728,16 +729,9 @@ def collect_provenance(*, config: Mapping[str, Any] | None = None, seeds: Mappin
 
 # Names that left the workspace in pathkit 0.2 for their only callers, importable with a DeprecationWarning
 # until 0.3 (docs/plugin-authors.md, "Moved names").
-_MOVED = {**dict.fromkeys(("plain_name", "path_inside"), "pathkit_sdk.cohort"),
-          **dict.fromkeys(("foreign_entries", "check_result_folder"), "pathkit_interop.score_cli")}
-
-
-def __getattr__(name: str) -> Any:
-    from pathkit_core._deprecation import moved_attribute
-
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return moved_attribute(__name__, name, _MOVED[name])
+__getattr__ = moved_names(__name__, {**dict.fromkeys(("plain_name", "path_inside"), "pathkit_sdk.cohort"),
+                                      **dict.fromkeys(("foreign_entries", "check_result_folder"),
+                                                      "pathkit_interop.score_cli")})
 
 
 __all__ = [

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pathkit_core._deprecation import moved_names
 from pathkit_core.contracts import DeferredTable, Metric, MetricResult, PathkitError
 from pathkit_core.plugins import get_component
 
@@ -193,12 +194,4 @@ __all__ = ["ScoreResult", "metric_context", "context_for", "resolve_metrics", "p
 
 # Moved in pathkit 0.2 to the `pathkit score` command, their one caller (docs/plugin-authors.md, "Moved names");
 # importable from here with a DeprecationWarning until 0.3.
-_MOVED = dict.fromkeys(("RESULT_FILES", "write_result_folder"), "pathkit_interop.score_cli")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        from pathkit_core._deprecation import moved_attribute
-
-        return moved_attribute(__name__, name, _MOVED[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, dict.fromkeys(("RESULT_FILES", "write_result_folder"), "pathkit_interop.score_cli"))

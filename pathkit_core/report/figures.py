@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pathkit_core._deprecation import moved_names
 from pathkit_core.report.page import esc
 from pathkit_core.workspace import atomic_write_bytes, atomic_write_with
 
@@ -152,12 +153,4 @@ __all__ = ["DPI", "PALETTE", "FigureWriter", "data_uri", "line_chart", "new_figu
 
 # Moved in pathkit 0.2 to the helper API, the one the plugins' sections import them from (docs/plugin-authors.md,
 # "Moved names"); importable from here with a DeprecationWarning until 0.3.
-_MOVED = {"bar_chart": "pathkit_sdk.charts", "heatmap": "pathkit_sdk.charts"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        from pathkit_core._deprecation import moved_attribute
-
-        return moved_attribute(__name__, name, _MOVED[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, dict.fromkeys(("bar_chart", "heatmap"), "pathkit_sdk.charts"))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pathkit_core._deprecation import moved_names
 from pathkit_core.contracts import PathkitError, brief_list
 from pathkit_core.workspace import atomic_write_text
 
@@ -250,16 +251,9 @@ def _areal(geom: Any) -> Any:
 
 
 # moved to the helper API in pathkit 0.2 (docs/api/sdk.md, "Ground-truth masks"): served with a warning until 0.3
-_MOVED = ("RASTER_SUFFIXES", "GEOJSON_SUFFIXES", "MASK_SUFFIXES", "RasterMask", "read_raster", "frame_on_slide",
-          "resample", "write_png", "check_within", "positive_number", "class_list", "reference_mask")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        from pathkit_core._deprecation import moved_attribute
-
-        return moved_attribute(__name__, name, "pathkit_sdk.masks")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, dict.fromkeys((
+    "RASTER_SUFFIXES", "GEOJSON_SUFFIXES", "MASK_SUFFIXES", "RasterMask", "read_raster", "frame_on_slide", "resample",
+    "write_png", "check_within", "positive_number", "class_list", "reference_mask"), "pathkit_sdk.masks"))
 
 
 __all__ = [

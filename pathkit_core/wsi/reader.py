@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
+from pathkit_core._deprecation import moved_names
 from pathkit_core.contracts import PathkitError, SlideReader
 from pathkit_core.wsi.manifest import Manifest, read_manifest, slide_identities
 from pathkit_core.wsi.resample import resize_tiles
@@ -183,12 +184,4 @@ class TileStream(IterableDataset):
 
 
 # moved to the helper API in pathkit 0.2 (docs/wsi.md, section 5): served with a warning until 0.3
-_MOVED = ("iter_tile_batches", "tile_loader")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        from pathkit_core._deprecation import moved_attribute
-
-        return moved_attribute(__name__, name, "pathkit_sdk.tiles")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, dict.fromkeys(("iter_tile_batches", "tile_loader"), "pathkit_sdk.tiles"))
