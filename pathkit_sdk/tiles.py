@@ -1,15 +1,13 @@
 """Tiles of a tile manifest streamed with worker processes, for a user's own scripts (docs/wsi.md,
 section 5): `iter_tile_batches`, batches in manifest order through a shared-memory ring buffer, and
 `tile_loader`, a torch DataLoader over the core's `TileReader` (or `TileStream`). Both read through
-`pathkit_core.wsi.reader.TileReader` (`direct=` as there); numpy and torch are imported on first use."""
+`pathkit_core.wsi.reader.TileReader` (`direct=` as there); numpy, torch and multiprocessing are imported
+on first use (the CLI's start loads this package)."""
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
-import queue
 from collections.abc import Iterator
-from multiprocessing import shared_memory
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +23,8 @@ if TYPE_CHECKING:
 def _batch_worker(reader: TileReader, shm_name: str, shape: tuple[int, ...], worker: int, n_workers: int,
                   slots: int, free: Any, ready: Any) -> None:
     """Fill this worker's slots of the shared ring buffer with batches worker, worker+W, ..."""
+    from multiprocessing import shared_memory
+
     import numpy as np
 
     shm = shared_memory.SharedMemory(name=shm_name)
@@ -55,6 +55,10 @@ def iter_tile_batches(manifest: Manifest | str | Path, *, batch_size: int = 64, 
     each owns its slots and its batches (k, k+W, ...), so the in-order consumer never waits on a slot
     another holds (docs/wsi.md, section 5). `copy=False` yields views valid until the next batch.
     """
+    import multiprocessing as mp
+    import queue
+    from multiprocessing import shared_memory
+
     import numpy as np
 
     from pathkit_core.wsi.reader import TileReader

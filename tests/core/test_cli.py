@@ -173,7 +173,7 @@ def test_help_imports_no_heavy_library():
     on a busy machine)."""
     out = subprocess.run([_pathkit(), "--help"], capture_output=True, text=True, check=True)
     assert "score" in out.stdout and "run" in out.stdout
-    heavy = ("torch", "timm", "polars", "openslide", "scipy", "sklearn")
+    heavy = ("torch", "timm", "polars", "openslide", "scipy", "sklearn", "multiprocessing")
     assert imported_by("from pathkit_core.cli import build_app; build_app()", heavy) == []
 
 
