@@ -1,6 +1,7 @@
 """Charts of report sections, drawn alike in every task's and plugin's section: grouped bars with interval
 whiskers (`bar_chart`) and annotated heatmaps (`heatmap`), on the core's figures (`pathkit_core.report.figures`:
-`new_figure`, `PALETTE`; docs/reports.md, "Adding a task's or a plugin's own sections")."""
+`new_figure`, `PALETTE`, imported on first use: the CLI's start loads this package; docs/reports.md, "Adding a
+task's or a plugin's own sections")."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pathkit_core.report.figures import PALETTE, new_figure
-
 
 def bar_chart(labels: Sequence[str], series: Mapping[str, Sequence[float | None]], *, ylabel: str,
               title: str = "", errors: Mapping[str, Sequence[tuple[float, float] | None]] | None = None,
               ylim: tuple[float, float] | None = None, horizontal: bool = False, width: float | None = None):
     """Grouped bars (one group per label, one bar per series) with optional interval whiskers."""
     import numpy as np
+
+    from pathkit_core.report.figures import PALETTE, new_figure
 
     n = max(len(labels), 1)
     k = max(len(series), 1)
@@ -60,6 +61,8 @@ def heatmap(matrix: Any, row_labels: Sequence[str], col_labels: Sequence[str], *
             vmax: float | None = None, ax: Any = None, fig: Any = None, cmap: str = "Blues"):
     """A labelled heatmap, each cell annotated with its value."""
     import numpy as np
+
+    from pathkit_core.report.figures import new_figure
 
     values = np.asarray(matrix, dtype=float)
     if ax is None:
